@@ -1,0 +1,48 @@
+"""The case being run, as seen from inside a system under test."""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any
+
+from oloproof.usage import Usage
+
+
+@dataclass
+class CaseContext:
+    """The case a system is answering; ``record_usage`` reports what it spent."""
+
+    case_id: str
+    input: Any
+    attempt: int = 1
+    usage: Usage | None = field(default=None)
+
+    def record_usage(
+        self, input_tokens: int = 0, output_tokens: int = 0, cost_usd: float = 0.0
+    ) -> None:
+        """Add tokens and cost to this case's usage (may be called several times)."""
+        if self.usage is None:
+            self.usage = Usage()
+        self.usage.add(Usage(int(input_tokens), int(output_tokens), float(cost_usd)))
+
+
+_current: contextvars.ContextVar[CaseContext | None] = contextvars.ContextVar(
+    "oloproof_current_case", default=None
+)
+
+
+def current_case() -> CaseContext:
+    """The case being run. Only valid inside a system called by Oloproof."""
+    ctx = _current.get()
+    if ctx is None:
+        raise RuntimeError("current_case() is only available inside a system run by Oloproof")
+    return ctx
+
+
+def set_current_case(ctx: CaseContext | None) -> contextvars.Token[CaseContext | None]:
+    return _current.set(ctx)
+
+
+def reset_current_case(token: contextvars.Token[CaseContext | None]) -> None:
+    _current.reset(token)

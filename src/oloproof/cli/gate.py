@@ -1,0 +1,57 @@
+"""``oloproof gate``: re-decide a stored run under a policy, calling nothing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from oloproof.cli._common import open_project_store
+from oloproof.policy.decide import gate
+from oloproof.project import load_release_policy
+from oloproof.render.console import make_console
+from oloproof.render.tables import run_report
+from oloproof.runner import decide_stored
+from oloproof.store.reader import get_run
+
+
+def command(args: argparse.Namespace) -> int:
+    conn = open_project_store(args.config)
+    run = get_run(conn, args.run_id)
+    metrics = {m["criterion"]: m["kind"] for m in run.metrics}
+    if args.policy:
+        policy = load_release_policy(args.policy, metrics)
+    elif run.policy_path:
+        policy = load_release_policy(run.policy_path, metrics)
+    else:
+        from oloproof.project.loader import default_release_policy
+
+        policy = default_release_policy()
+    incomplete = run.completeness != "COMPLETE"
+    decisions, summaries = decide_stored(conn, run.id, policy)
+    if incomplete:
+        decisions = []
+    label, code = gate(decisions, incomplete=incomplete)
+    if args.json:
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "run_id": run.id, "status": run.status, "completeness": run.completeness,
+                    "gate": label, "exit_code": code,
+                    "decisions": [d.to_json() for d in decisions],
+                    "metrics": [s.to_json() for s in summaries.values()],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        return code
+    make_console(sys.stdout).print(
+        run_report(
+            run_id=run.id, status=run.status, completeness=run.completeness,
+            decisions=decisions, summaries=list(summaries.values()), cache=run.cache,
+            gate=label, exit_code=code, policy_arg=args.policy,
+            note=f"Stopped: {run.stop_reason}" if run.stop_reason else None,
+        )
+    )
+    return code

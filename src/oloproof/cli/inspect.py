@@ -1,0 +1,169 @@
+"""``oloproof inspect``: a stored run, one of its cases, or its failures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from oloproof.cli._common import open_project_store
+from oloproof.errors import UsageError
+from oloproof.render.console import make_console
+from oloproof.render.tables import cache_line, decisions_table, metrics_table, run_title
+from oloproof.runner import decide_stored
+from oloproof.store.reader import CaseRow, get_run, load_cases, load_decisions
+
+
+def _case_json(c: CaseRow) -> dict[str, Any]:
+    return {
+        "id": c.case_id, "input": c.input, "expected": c.expected, "metadata": c.metadata,
+        "status": c.status, "output": c.output, "error": c.error, "attempts": c.attempts,
+        "latency_ms": c.latency_ms, "usage": c.usage, "from_cache": c.from_cache,
+        "judgments": {
+            k: {
+                "status": j.status, "passed": j.passed, "score": j.score, "reason": j.reason,
+                "from_cache": j.from_cache, "attempts": j.attempts, "latency_ms": j.latency_ms,
+                "usage": j.usage,
+            }
+            for k, j in c.judgments.items()
+        },
+    }
+
+
+def _is_failure(c: CaseRow) -> bool:
+    if c.status != "OK":
+        return True
+    return any(
+        j.status in ("ERROR", "MISSING") or (j.status == "OK" and j.passed is False)
+        for j in c.judgments.values()
+    )
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def command(args: argparse.Namespace) -> int:
+    conn = open_project_store(args.config)
+    if args.run_id.startswith("cmp_"):
+        from oloproof.cli.compare import inspect_comparison
+
+        return inspect_comparison(conn, args.run_id, as_json=args.json)
+    run = get_run(conn, args.run_id)
+    console = make_console(sys.stdout)
+    if args.case is not None:
+        cases = load_cases(conn, run.id, args.case)
+        if not cases:
+            raise UsageError(f"run {run.id} has no case '{args.case}'")
+        c = cases[0]
+        if args.json:
+            sys.stdout.write(json.dumps(_case_json(c), indent=2, ensure_ascii=False) + "\n")
+            return 0
+        lines = [
+            Text.assemble(("Case ", "bold"), (c.case_id, "bold cyan"), f"  in {run.id}"),
+            Text(f"  input     {_dump(c.input)}"),
+            Text(f"  expected  {_dump(c.expected)}"),
+            Text(f"  status    {c.status}   attempts {c.attempts}   "
+                 f"latency {c.latency_ms or 0:.1f} ms   {'cached' if c.from_cache else 'called'}"),
+        ]
+        if c.usage:
+            lines.append(Text(f"  usage     {_dump(c.usage)}"))
+        if c.error:
+            lines.append(Text("  error     " + c.error.replace("\n", "\n            ")))
+        else:
+            lines.append(Text(f"  output    {_dump(c.output)}"))
+        table = Table(title="Judgments", title_justify="left")
+        for col in ("Criterion", "Status", "Passed", "Score", "Attempts", "Cached", "Reason"):
+            table.add_column(col, no_wrap=True)
+        for j in c.judgments.values():
+            table.add_row(
+                j.criterion, j.status, "" if j.passed is None else str(j.passed),
+                "" if j.score is None else f"{j.score:g}", str(j.attempts),
+                "yes" if j.from_cache else "no", j.reason or "",
+            )
+        console.print(Group(*lines, table))
+        return 0
+
+    cases = load_cases(conn, run.id)
+    if args.failures:
+        failures = [c for c in cases if _is_failure(c)]
+        if args.json:
+            sys.stdout.write(
+                json.dumps([_case_json(c) for c in failures], indent=2, ensure_ascii=False) + "\n"
+            )
+            return 0
+        table = Table(title=f"Failures in {run.id}: {len(failures)} of {len(cases)} cases",
+                      title_justify="left")
+        for col in ("Case", "Execution", "Attempts", "Criterion", "Status", "Reason"):
+            table.add_column(col, no_wrap=True)
+        for c in failures:
+            bad = [
+                j for j in c.judgments.values()
+                if j.status in ("ERROR", "MISSING") or (j.status == "OK" and j.passed is False)
+            ]
+            first = True
+            for j in bad or [None]:
+                reason = (c.error or "").splitlines()[0] if c.status != "OK" else (j.reason if j else "")
+                table.add_row(
+                    c.case_id if first else "", c.status if first else "",
+                    str(c.attempts) if first else "",
+                    j.criterion if j else "", ("FAIL" if j and j.status == "OK" else j.status) if j else "",
+                    reason or "",
+                )
+                first = False
+        console.print(table)
+        return 0
+
+    decisions = load_decisions(conn, run.id)
+    summaries: dict[str, Any] = {}
+    if run.policy is not None or True:
+        from oloproof.project.loader import default_release_policy
+
+        _, summaries = decide_stored(conn, run.id, default_release_policy())
+    if args.json:
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "run": {
+                        "id": run.id, "project": run.project, "created_at": run.created_at,
+                        "finished_at": run.finished_at, "status": run.status,
+                        "completeness": run.completeness, "gate": run.gate,
+                        "exit_code": run.exit_code, "suite_digest": run.suite_digest,
+                        "cases_total": run.cases_total, "cases_stored": len(cases),
+                        "system": run.system, "system_identity": run.system_identity,
+                        "cache": run.cache, "stop_reason": run.stop_reason,
+                    },
+                    "decisions": decisions,
+                    "metrics": [s.to_json() for s in summaries.values()],
+                    "cases": [_case_json(c) for c in cases],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
+        return 0
+    from oloproof.policy.decide import Decision
+
+    parts: list[Any] = [
+        run_title(run.id, run.status, run.completeness),
+        Text(f"  project   {run.project}   system {run.system.get('name')} "
+             f"{run.system.get('version')}   started {run.created_at}"),
+        Text(f"  cases     {len(cases)} of {run.cases_total} stored   "
+             f"{sum(c.status != 'OK' for c in cases)} errors   suite {run.suite_digest[:19]}…"),
+    ]
+    if run.stop_reason:
+        parts.append(Text(f"  stopped   {run.stop_reason}", style="red"))
+    if decisions:
+        parts.append(decisions_table([Decision(**d) for d in decisions]))
+    parts.append(metrics_table(list(summaries.values())))
+    parts.append(cache_line(run.cache))
+    if run.gate:
+        parts.append(Text(f"Gate      {run.gate}   exit code {run.exit_code}"))
+    console.print(Group(*parts))
+    return 0

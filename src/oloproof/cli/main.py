@@ -1,0 +1,151 @@
+"""The ``oloproof`` command: parse, dispatch, and turn our errors into exit 2.
+
+Each command lives in its own module and is imported only when it runs, so
+``oloproof --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from oloproof import __version__
+
+COMMANDS = {
+    "run": ("oloproof.cli.run", "Run the suite against the system, store it, and decide the policy."),
+    "gate": ("oloproof.cli.gate", "Re-decide a stored run under a policy, calling nothing."),
+    "inspect": ("oloproof.cli.inspect", "Show a stored run, one of its cases, or its failures."),
+    "runs": ("oloproof.cli.runs", "List stored runs, newest first."),
+    "init": ("oloproof.cli.init", "Create a project, or copy an example project."),
+    "plan": ("oloproof.cli.plan", "Size undecided rules: how many more cases would decide them."),
+    "compare": ("oloproof.cli.compare", "Compare a candidate run with a baseline, case by case."),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="oloproof",
+        description=(
+            "Is it good enough, and how sure can we be? Run a system over a suite, "
+            "put an exact interval behind every metric, and decide release rules."
+        ),
+        epilog="Exit codes: 0 nothing blocks · 1 FAIL · 2 usage or configuration error · "
+        "3 INSUFFICIENT_EVIDENCE · 4 MANUAL_REVIEW · 5 incomplete run.",
+    )
+    parser.add_argument("--version", action="version", version=f"oloproof {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd.set_defaults(_module=module)
+        _add_arguments(name, cmd)
+    return parser
+
+
+def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
+    # Arguments are declared here (not in the command modules) so that --help
+    # never imports a command's dependencies.
+    cfg_help = "the project file (default: ./oloproof.yaml)"
+    if name == "run":
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument("--policy", help="the release policy (default: release.yaml beside the project, if any)")
+        p.add_argument("--json", action="store_true", help="stream events as JSON lines on stdout; tables go to stderr")
+        p.add_argument("--no-cache", action="store_true", help="call everything afresh, and refresh the cache")
+    elif name == "gate":
+        p.add_argument("run_id", metavar="RUN_ID", help="a run id, or 'latest'")
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument("--policy", help="the policy to decide under (default: the one the run was decided under)")
+        p.add_argument("--json", action="store_true", help="print the decisions as one JSON document")
+    elif name == "inspect":
+        p.add_argument("run_id", metavar="RUN_ID", help="a run id, a comparison id, or 'latest'")
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument("--case", metavar="ID", help="show one case: input, expected, output, judgments, attempts, errors")
+        p.add_argument("--failures", action="store_true", help="show only cases that failed, erred or went missing")
+        p.add_argument("--json", action="store_true", help="print one JSON document")
+    elif name == "runs":
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
+        p.add_argument("--json", action="store_true", help="print one JSON document")
+    elif name == "init":
+        p.add_argument("directory", nargs="?", default=".", metavar="DIR", help="where to create the project (default: .)")
+        p.add_argument("--example", metavar="NAME", help="copy an example project; 'list' lists them")
+        p.add_argument("--force", action="store_true", help="write into a directory that is not empty")
+    elif name == "plan":
+        p.add_argument("ref", metavar="RUN_ID|CMP_ID", help="a run id (with --run) or a comparison id")
+        p.add_argument("--run", action="store_true", help="size the rules of a run (RUN_ID)")
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument("--policy", help="the policy whose rules to size (default: the one stored with the run)")
+        p.add_argument("--json", action="store_true", help="print the plan as one JSON document")
+    elif name == "compare":
+        p.add_argument("candidate", metavar="CANDIDATE", help="the candidate run id")
+        p.add_argument("baseline", metavar="BASELINE", help="the baseline run id")
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument("--policy", help="the comparison policy (default: compare.yaml beside the project, if any)")
+        p.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    debug = os.environ.get("OLOPROOF_DEBUG") == "1"
+    from oloproof.errors import OloproofError
+
+    try:
+        module = importlib.import_module(args._module)
+        code: int = module.command(args)
+    except OloproofError as exc:
+        if debug:
+            raise
+        sys.stderr.write(f"oloproof {args.command}: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        sys.stderr.write(f"oloproof {args.command}: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return 5
+    except Exception as exc:  # noqa: BLE001 - the CLI edge: one line, no traceback
+        if debug:
+            raise
+        sys.stderr.write(
+            f"oloproof {args.command}: internal error: {type(exc).__name__}: {exc}\n"
+            "  (set OLOPROOF_DEBUG=1 to see the traceback, and please report it)\n"
+        )
+        return 70
+    return code
+
+
+def _silence_stdout() -> None:
+    """After the reader of stdout went away, make sure exit does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def entry() -> None:
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    raise SystemExit(code)
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,50 @@
+"""``oloproof runs``: stored runs, newest first."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.table import Table
+
+from oloproof.cli._common import open_project_store
+from oloproof.render.console import make_console
+from oloproof.store.reader import list_runs
+
+
+def command(args: argparse.Namespace) -> int:
+    conn = open_project_store(args.config)
+    runs = list_runs(conn, limit=args.limit)
+    if args.json:
+        sys.stdout.write(
+            json.dumps(
+                [
+                    {
+                        "id": r.id, "created_at": r.created_at, "finished_at": r.finished_at,
+                        "status": r.status, "completeness": r.completeness, "gate": r.gate,
+                        "exit_code": r.exit_code, "cases": r.cases_total,
+                        "system": r.system, "suite_digest": r.suite_digest,
+                        "stop_reason": r.stop_reason,
+                    }
+                    for r in runs
+                ],
+                indent=2,
+            )
+            + "\n"
+        )
+        return 0
+    console = make_console(sys.stdout)
+    if not runs:
+        console.print("No runs stored yet.")
+        return 0
+    table = Table(title="Runs", title_justify="left")
+    for col in ("Run", "Started (UTC)", "State", "Gate", "Cases", "System"):
+        table.add_column(col, no_wrap=True)
+    for r in runs:
+        gate = f"{r.gate} (exit {r.exit_code})" if r.gate else ""
+        system = f"{r.system.get('name', '')} {r.system.get('version', '')}".strip()
+        table.add_row(r.id, r.created_at[:19].replace("T", " "), r.state, gate,
+                      str(r.cases_total), system)
+    console.print(table)
+    return 0

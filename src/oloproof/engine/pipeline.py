@@ -1,0 +1,331 @@
+"""The run pipeline: execute every case, judge it as soon as it is executed.
+
+Two independent limits (SPEC §3): ``concurrency.system`` workers call the
+system under test, ``concurrency.judge`` workers call LLM judges.
+Deterministic evaluators run inline, right after execution. Caches are
+consulted before every call; the engine never writes anything itself: it
+emits events, and the store writer (a sink) commits them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from oloproof.engine.retry import AttemptFailure, RetryPolicy, call_with_retries
+from oloproof.evaluators.base import CaseView, InlineEvaluator, JudgeEvaluator, Outcome
+from oloproof.events import (
+    CaseExecuted,
+    CaseJudged,
+    Event,
+    ProvisionalMetric,
+    ProvisionalMetrics,
+    RunPhaseChanged,
+    RunStarted,
+)
+from oloproof.stats.intervals import wilson
+from oloproof.store.cache import Cache
+from oloproof.systems.base import CallResult, SystemRunner
+from oloproof.systems.identity import canonical_json, digest
+
+
+@dataclass(slots=True)
+class EngineCase:
+    """A case of the suite as the engine needs it."""
+
+    id: str
+    input: Any
+    expected: dict[str, Any] | None
+    metadata: dict[str, Any] | None
+    index: int
+
+
+@dataclass
+class EngineTotals:
+    cases_done: int = 0
+    cases_cached: int = 0
+    cases_errored: int = 0
+    exec_hits: int = 0
+    exec_misses: int = 0
+    judge_hits: int = 0
+    judge_misses: int = 0
+
+    def cache_json(self) -> dict[str, int]:
+        return {
+            "execution_hits": self.exec_hits,
+            "execution_misses": self.exec_misses,
+            "judgment_hits": self.judge_hits,
+            "judgment_misses": self.judge_misses,
+        }
+
+
+@dataclass(slots=True)
+class _Tally:
+    passed: int = 0
+    observed: int = 0
+    missing: int = 0
+
+
+@dataclass(slots=True)
+class _CaseState:
+    case: EngineCase
+    view: CaseView
+    output: Any
+    output_json: str
+    pending: int
+    outcomes: list[tuple[str, str, bool | None]] = field(default_factory=list)
+
+
+def provisional_schedule(total: int) -> Callable[[int], bool]:
+    """SPEC §6: after the first case, every ceil(total/10) cases, and after the last."""
+    step = max(1, math.ceil(total / 10))
+
+    def due(done: int) -> bool:
+        return done == 1 or done == total or (done - 1) % step == 0
+
+    return due
+
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        suite_digest: str,
+        system: SystemRunner,
+        inline: Sequence[InlineEvaluator],
+        judges: Sequence[JudgeEvaluator],
+        cases: Sequence[EngineCase],
+        cache: Cache,
+        emit: Callable[[Event], None],
+        system_concurrency: int,
+        judge_concurrency: int,
+        retry: RetryPolicy,
+        replicate: int = 0,
+    ) -> None:
+        self.run_id = run_id
+        self.suite_digest = suite_digest
+        self.system = system
+        self.inline = list(inline)
+        self.judges = list(judges)
+        self.cases = cases
+        self.cache = cache
+        self.emit = emit
+        self.system_concurrency = system_concurrency
+        self.judge_concurrency = judge_concurrency
+        self.retry = retry
+        self.replicate = replicate
+        self.totals = EngineTotals()
+        self._binary = [
+            e.criterion for e in [*self.inline, *self.judges] if e.metric_kind == "BINARY"
+        ]
+        self._criteria = [e.criterion for e in [*self.inline, *self.judges]]
+        self._tallies = {c: _Tally() for c in self._binary}
+        self._due = provisional_schedule(len(cases))
+        self._judge_queue: asyncio.Queue[tuple[_CaseState, JudgeEvaluator] | None] = (
+            asyncio.Queue(maxsize=max(8, 4 * judge_concurrency))
+        )
+
+    # -- keys ------------------------------------------------------------
+    def exec_key(self, case: EngineCase) -> str:
+        return digest(
+            {
+                "system": self.system.identity,
+                "case": case.id,
+                "input": case.input,
+                "replicate": self.replicate,
+            }
+        )
+
+    @staticmethod
+    def judge_key(identity: str, case: EngineCase, output_json: str) -> str:
+        return digest(
+            {
+                "evaluator": identity,
+                "case": case.id,
+                "input": case.input,
+                "expected": case.expected,
+                "output": output_json,
+            }
+        )
+
+    # -- the run -----------------------------------------------------------
+    async def run(self) -> EngineTotals:
+        self.emit(RunStarted(self.run_id, suite_digest=self.suite_digest, cases=len(self.cases)))
+        self.emit(RunPhaseChanged(self.run_id, phase="EXECUTING"))
+        await self.system.start()
+        try:
+            queue = iter(self.cases)
+            judge_workers = [
+                asyncio.create_task(self._judge_worker()) for _ in range(self.judge_concurrency)
+            ] if self.judges else []
+            system_workers = [
+                asyncio.create_task(self._system_worker(queue))
+                for _ in range(min(self.system_concurrency, max(1, len(self.cases))))
+            ]
+            try:
+                await asyncio.gather(*system_workers)
+                for _ in judge_workers:
+                    await self._judge_queue.put(None)
+                await asyncio.gather(*judge_workers)
+            finally:
+                for task in (*system_workers, *judge_workers):
+                    task.cancel()
+                await asyncio.gather(*system_workers, *judge_workers, return_exceptions=True)
+        finally:
+            await self.system.aclose()
+        return self.totals
+
+    async def _system_worker(self, queue: Any) -> None:
+        for case in queue:
+            await self._run_case(case)
+
+    async def _run_case(self, case: EngineCase) -> None:
+        key = self.exec_key(case)
+        cached = self.cache.execution(key)
+        if cached is not None:
+            self.totals.exec_hits += 1
+            self.totals.cases_cached += 1
+            event = CaseExecuted(
+                self.run_id, scenario_id=case.id, status="OK", from_cache=True,
+                latency_ms=cached.latency_ms, attempts=cached.attempts, error=None,
+                index=case.index, exec_key=key, output=cached.output, usage=cached.usage,
+            )
+        else:
+            self.totals.exec_misses += 1
+            event = await self._execute(case, key)
+        self.emit(event)
+        if event.status != "OK":
+            self.totals.cases_errored += 1
+            for criterion in self._criteria:
+                self.emit(
+                    CaseJudged(
+                        self.run_id, scenario_id=case.id, criterion=criterion, status="MISSING",
+                        passed=None, score=None, from_cache=False,
+                        reason=f"no output: the system call ended in {event.status}",
+                    )
+                )
+            self._finish_case([(c, "MISSING", None) for c in self._criteria])
+            return
+        output_json = canonical_json(event.output)
+        view = CaseView(case.id, case.input, case.expected, case.metadata)
+        state = _CaseState(case, view, event.output, output_json, len(self.judges))
+        for evaluator in self.inline:
+            jkey = self.judge_key(evaluator.identity, case, output_json)
+            hit = self.cache.judgment(jkey)
+            if hit is not None:
+                self.totals.judge_hits += 1
+                outcome = Outcome(
+                    hit.status, hit.passed, hit.score, hit.reason, hit.usage, hit.attempts,
+                    hit.latency_ms,
+                )
+            else:
+                self.totals.judge_misses += 1
+                outcome = evaluator.evaluate(view, event.output)
+            self._judged(state, evaluator.criterion, outcome, jkey, hit is not None)
+        if not self.judges:
+            self._finish_case(state.outcomes)
+            return
+        for judge in self.judges:
+            await self._judge_queue.put((state, judge))
+
+    async def _execute(self, case: EngineCase, key: str) -> CaseExecuted:
+        last_latency: list[float] = [0.0]
+        system = self.system
+
+        async def attempt(n: int) -> CallResult:
+            started = time.perf_counter()
+            try:
+                return await system.call(case.id, case.input, n)
+            finally:
+                last_latency[0] = (time.perf_counter() - started) * 1000.0
+
+        try:
+            done = await call_with_retries(attempt, self.retry)
+        except AttemptFailure as failure:
+            return CaseExecuted(
+                self.run_id, scenario_id=case.id, status=failure.kind, from_cache=False,
+                latency_ms=last_latency[0], attempts=failure.attempts, error=failure.message,
+                index=case.index, exec_key=key,
+            )
+        return CaseExecuted(
+            self.run_id, scenario_id=case.id, status="OK", from_cache=False,
+            latency_ms=last_latency[0], attempts=done.attempts, error=None, index=case.index,
+            exec_key=key, output=done.value.output, usage=done.value.usage,
+        )
+
+    async def _judge_worker(self) -> None:
+        while True:
+            item = await self._judge_queue.get()
+            if item is None:
+                return
+            state, judge = item
+            jkey = self.judge_key(judge.identity, state.case, state.output_json)
+            hit = self.cache.judgment(jkey)
+            if hit is not None:
+                self.totals.judge_hits += 1
+                outcome = Outcome(
+                    hit.status, hit.passed, hit.score, hit.reason, hit.usage, hit.attempts,
+                    hit.latency_ms,
+                )
+            else:
+                self.totals.judge_misses += 1
+                outcome = await judge.evaluate(state.view, state.output)
+            self._judged(state, judge.criterion, outcome, jkey, hit is not None)
+            state.pending -= 1
+            if state.pending == 0:
+                self._finish_case(state.outcomes)
+
+    def _judged(
+        self, state: _CaseState, criterion: str, outcome: Outcome, key: str, from_cache: bool
+    ) -> None:
+        self.emit(
+            CaseJudged(
+                self.run_id, scenario_id=state.case.id, criterion=criterion,
+                status=outcome.status, passed=outcome.passed, score=outcome.score,
+                from_cache=from_cache, reason=outcome.reason, judge_key=key,
+                latency_ms=outcome.latency_ms, attempts=outcome.attempts, usage=outcome.usage,
+            )
+        )
+        state.outcomes.append((criterion, outcome.status, outcome.passed))
+
+    def _finish_case(self, outcomes: list[tuple[str, str, bool | None]]) -> None:
+        for criterion, status, passed in outcomes:
+            tally = self._tallies.get(criterion)
+            if tally is None:
+                continue
+            if status == "OK":
+                tally.observed += 1
+                tally.passed += bool(passed)
+            elif status != "EXCLUDED":
+                tally.missing += 1
+        self.totals.cases_done += 1
+        if self._due(self.totals.cases_done):
+            self.emit(self.provisional())
+
+    def provisional(self) -> ProvisionalMetrics:
+        metrics = []
+        for criterion in self._binary:
+            t = self._tallies[criterion]
+            if t.observed:
+                iv = wilson(t.passed, t.observed)
+                est: float | None = t.passed / t.observed
+                lo: float | None = iv.lower
+                hi: float | None = iv.upper
+            else:
+                est = lo = hi = None
+            metrics.append(ProvisionalMetric(criterion, est, lo, hi, t.observed, t.missing))
+        return ProvisionalMetrics(
+            self.run_id, cases_done=self.totals.cases_done, cases_total=len(self.cases),
+            metrics=metrics, cases_cached=self.totals.cases_cached,
+            cases_errored=self.totals.cases_errored,
+        )
+
+
+def case_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

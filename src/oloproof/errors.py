@@ -1,0 +1,72 @@
+"""Exceptions of Oloproof.
+
+Errors a user can cause (a bad file, an unknown id, a store written by a newer
+version) derive from :class:`OloproofError`. The CLI catches them once, prints
+their message and exits with code 2. :class:`TransientError` is the one a
+system under test raises to ask for a retry.
+"""
+
+from __future__ import annotations
+
+
+class OloproofError(Exception):
+    """An error the user can fix; printed as one message, exit code 2."""
+
+    exit_code = 2
+
+
+class ConfigError(OloproofError):
+    """A project, policy or suite file that cannot be used.
+
+    The message names the file, the field path and the line where they are
+    known, and says what is accepted.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        field: str | None = None,
+        line: int | None = None,
+        accepted: str | None = None,
+    ) -> None:
+        self.file = file
+        self.field = field
+        self.line = line
+        self.accepted = accepted
+        self.detail = message
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file + (f":{self.line}" if self.line else "")
+        parts = [p for p in (where, self.field) if p]
+        head = ": ".join(parts)
+        text = f"{head}: {self.detail}" if head else self.detail
+        if self.accepted:
+            text += f" (accepted: {self.accepted})"
+        return text
+
+
+class UsageError(OloproofError):
+    """A command used wrongly: an unknown run id, a missing flag."""
+
+
+class StoreError(OloproofError):
+    """The store cannot be used as it is (for example, a newer schema)."""
+
+
+class TransientError(Exception):
+    """Raised by a system under test for a failure that may pass on retry.
+
+    ``retryable=True`` asks Oloproof to call the system again under its retry
+    policy (up to four attempts in all, growing jittered delays). With the
+    default ``retryable=False`` the error is recorded on the case, which is then
+    missing for every criterion.
+    """
+
+    def __init__(self, message: str = "", *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable

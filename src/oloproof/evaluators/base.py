@@ -1,0 +1,81 @@
+"""What every evaluator gives back, and how it is found in the output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from oloproof.usage import Usage
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One case judged on one criterion.
+
+    ``status``: ``OK`` (observed: ``passed`` for BINARY, ``score`` for MEAN),
+    ``EXCLUDED`` (the evaluator does not apply to this case) or ``ERROR`` (the
+    evaluator could not judge it: the case is missing for this criterion).
+    """
+
+    status: str
+    passed: bool | None = None
+    score: float | None = None
+    reason: str | None = None
+    usage: Usage | None = None
+    attempts: int = 1
+    latency_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CaseView:
+    """The case as an evaluator sees it."""
+
+    id: str
+    input: Any
+    expected: dict[str, Any] | None
+    metadata: dict[str, Any] | None
+
+
+class Evaluator(Protocol):
+    criterion: str
+    metric_kind: str  # BINARY | MEAN
+    value_range: tuple[float, float] | None
+    identity: str
+    is_judge: bool
+
+
+class InlineEvaluator(Evaluator, Protocol):
+    def evaluate(self, case: CaseView, output: Any) -> Outcome: ...
+
+
+class JudgeEvaluator(Evaluator, Protocol):
+    async def evaluate(self, case: CaseView, output: Any) -> Outcome: ...
+
+
+MISSING = object()
+
+
+def get_field(value: Any, path: str | None) -> Any:
+    """``value[a][b]`` for ``path = "a.b"``; ``MISSING`` where it is absent."""
+    if path is None:
+        return value
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+    return value
+
+
+def is_missing(value: Any) -> bool:
+    return value is MISSING
+
+
+def as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    import json
+
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)

@@ -1,0 +1,171 @@
+"""Deterministic evaluators: run inline, no calls, no limits.
+
+Each applies to one field of the output (``field``, a dotted path; ``null``
+for the whole output). A case whose ``expected`` lacks the value an evaluator
+compares against is EXCLUDED from that criterion rather than failed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from oloproof.evaluators.base import MISSING, CaseView, Outcome, as_text, get_field, is_missing
+from oloproof.systems.identity import digest
+
+
+def _config_identity(config: Any) -> str:
+    data = config.model_dump(mode="json", by_alias=True)
+    return digest(data)
+
+
+def _expected(case: CaseView, key: str | None) -> Any:
+    """The expected value to compare against; MISSING when the case has none."""
+    if case.expected is None:
+        return MISSING
+    return case.expected if key is None else get_field(case.expected, key)
+
+
+def _absent_output(field: str | None) -> Outcome:
+    return Outcome("OK", passed=False, reason=f"the output has no field '{field}'")
+
+
+class _Base:
+    metric_kind = "BINARY"
+    value_range: tuple[float, float] | None = None
+    is_judge = False
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.criterion: str = config.criterion
+        self.identity = _config_identity(config)
+
+
+class ExactMatch(_Base):
+    def _norm(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if self.config.strip:
+                value = value.strip()
+            if self.config.casefold:
+                value = value.casefold()
+        return value
+
+    def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        key = self.config.expected_field or self.config.field
+        expected = _expected(case, key)
+        if is_missing(expected):
+            return Outcome("EXCLUDED", reason=f"no expected '{key or 'value'}' for this case")
+        actual = get_field(output, self.config.field)
+        if is_missing(actual):
+            return _absent_output(self.config.field)
+        ok = self._norm(actual) == self._norm(expected)
+        return Outcome(
+            "OK", passed=ok, reason=None if ok else f"expected {expected!r}, got {actual!r}"
+        )
+
+
+class Contains(_Base):
+    def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        key = self.config.expected_field or self.config.field
+        expected = _expected(case, key)
+        if is_missing(expected):
+            return Outcome("EXCLUDED", reason=f"no expected '{key or 'value'}' for this case")
+        actual = get_field(output, self.config.field)
+        if is_missing(actual):
+            return _absent_output(self.config.field)
+        text = as_text(actual)
+        needles = expected if isinstance(expected, list) else [expected]
+        fold = self.config.casefold
+        hay = text.casefold() if fold else text
+        absent = [
+            n for n in needles if (as_text(n).casefold() if fold else as_text(n)) not in hay
+        ]
+        if absent:
+            return Outcome("OK", passed=False, reason=f"does not contain {absent[0]!r}")
+        return Outcome("OK", passed=True)
+
+
+class Regex(_Base):
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        flags = 0
+        for name in getattr(config, "flags", None) or []:
+            flags |= getattr(re, name)
+        self.pattern = re.compile(config.pattern, flags)
+
+    def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        actual = get_field(output, self.config.field)
+        if is_missing(actual):
+            return _absent_output(self.config.field)
+        found = self.pattern.search(as_text(actual))
+        if self.config.pass_if == "match":
+            return Outcome(
+                "OK",
+                passed=found is not None,
+                reason=None if found else f"no match for /{self.config.pattern}/",
+            )
+        return Outcome(
+            "OK",
+            passed=found is None,
+            reason=None if found is None else f"matched {found.group(0)!r}",
+        )
+
+
+class JsonSchema(_Base):
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self._validator: Any = None
+
+    def _get_validator(self) -> Any:
+        if self._validator is None:
+            import jsonschema
+
+            schema = self.config.schema_
+            cls = jsonschema.validators.validator_for(schema)
+            self._validator = cls(schema)
+        return self._validator
+
+    def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        actual = get_field(output, self.config.field)
+        if is_missing(actual):
+            return _absent_output(self.config.field)
+        error = next(iter(self._get_validator().iter_errors(actual)), None)
+        if error is None:
+            return Outcome("OK", passed=True)
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        return Outcome("OK", passed=False, reason=f"{where}: {error.message}")
+
+
+class AbsoluteError(_Base):
+    metric_kind = "MEAN"
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        rng = getattr(config, "range", None)
+        self.value_range = (float(rng[0]), float(rng[1])) if rng else None
+
+    def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        key = self.config.expected_field or self.config.field
+        expected = _expected(case, key)
+        if is_missing(expected):
+            return Outcome("EXCLUDED", reason=f"no expected '{key}' for this case")
+        actual = get_field(output, self.config.field)
+        if is_missing(actual):
+            return Outcome("ERROR", reason=f"the output has no field '{self.config.field}'")
+        try:
+            a, e = float(actual), float(expected)
+        except (TypeError, ValueError):
+            return Outcome("ERROR", reason=f"not a number: output {actual!r}, expected {expected!r}")
+        if isinstance(actual, bool) or not math.isfinite(a) or not math.isfinite(e):
+            return Outcome("ERROR", reason=f"not a finite number: {actual!r}")
+        return Outcome("OK", score=abs(a - e))
+
+
+INLINE = {
+    "exact_match": ExactMatch,
+    "contains": Contains,
+    "regex": Regex,
+    "json_schema": JsonSchema,
+    "absolute_error": AbsoluteError,
+}

@@ -1,0 +1,80 @@
+"""Project files: oloproof.yaml, release.yaml, compare.yaml and the suite.
+
+Models (pydantic, frozen, unknown keys refused) and the loaders that turn
+every mistake into one :class:`~oloproof.errors.ConfigError` naming file,
+field, line and what is accepted.
+"""
+
+from __future__ import annotations
+
+from oloproof.project.loader import (
+    default_compare_policy,
+    default_release_policy,
+    load_compare_policy,
+    load_project,
+    load_release_policy,
+    load_suite,
+)
+from oloproof.project.models import (
+    EVALUATOR_TYPES,
+    STATES,
+    AbsoluteErrorEvaluator,
+    Case,
+    ComparePolicy,
+    CompareRule,
+    ConcurrencyConfig,
+    ContainsEvaluator,
+    CustomEvaluator,
+    Evaluator,
+    ExactMatchEvaluator,
+    HttpSystemConfig,
+    IntervalRule,
+    JsonSchemaEvaluator,
+    MetricKind,
+    ObservedCountRule,
+    Project,
+    ProjectConfig,
+    RegexEvaluator,
+    ReleasePolicy,
+    ReleaseRule,
+    RetryConfig,
+    RubricJudgeEvaluator,
+    State,
+    Suite,
+    SystemConfig,
+)
+
+__all__ = [
+    "EVALUATOR_TYPES",
+    "STATES",
+    "AbsoluteErrorEvaluator",
+    "Case",
+    "ComparePolicy",
+    "CompareRule",
+    "ConcurrencyConfig",
+    "ContainsEvaluator",
+    "CustomEvaluator",
+    "Evaluator",
+    "ExactMatchEvaluator",
+    "HttpSystemConfig",
+    "IntervalRule",
+    "JsonSchemaEvaluator",
+    "MetricKind",
+    "ObservedCountRule",
+    "Project",
+    "ProjectConfig",
+    "RegexEvaluator",
+    "ReleasePolicy",
+    "ReleaseRule",
+    "RetryConfig",
+    "RubricJudgeEvaluator",
+    "State",
+    "Suite",
+    "SystemConfig",
+    "default_compare_policy",
+    "default_release_policy",
+    "load_compare_policy",
+    "load_project",
+    "load_release_policy",
+    "load_suite",
+]

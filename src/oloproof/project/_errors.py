@@ -1,0 +1,327 @@
+"""Turn pydantic validation errors into one ConfigError a user can act on.
+
+A pydantic error carries a location (``("evaluators", 2, "regex",
+"pattern")``) and a machine type (``string_type``). We strip the
+discriminated-union tags from the location, look the line up in the YAML
+line map, and say what went wrong in plain words: "expected a number, got
+'abc'", never "Input should be a valid number".
+
+Validators in :mod:`oloproof.project.models` report their own problems with
+:func:`fail`, which can point below the field being validated (``at``) and
+say what is accepted.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticCustomError
+
+from oloproof.errors import ConfigError
+from oloproof.project._yaml import LineMap, PathKey, format_path
+
+_CUSTOM = "oloproof"
+
+
+def fail(message: str, *, at: PathKey = (), accepted: str | None = None) -> NoReturn:
+    """Raise, from inside a validator, an error worded for the user.
+
+    ``at`` extends the location below the field or model being validated (so
+    a model validator can point at ``rubric_file``).
+    """
+    raise PydanticCustomError(
+        _CUSTOM, "{message}", {"message": message, "at": tuple(at), "accepted": accepted}
+    )
+
+
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to ``word`` (ignoring case), if any is close enough."""
+    options = list(choices)
+    lowered = {c.lower(): c for c in options}
+    match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    return lowered[match[0]] if match else None
+
+
+def accepted_list(choices: Iterable[str], got: object = None) -> str:
+    """``a, b, c`` plus ``; did you mean 'b'?`` when ``got`` is close to one."""
+    options = [str(c) for c in choices]
+    text = ", ".join(options)
+    if isinstance(got, str):
+        hint = closest(got, options)
+        if hint is not None and hint != got:
+            text += f"; did you mean '{hint}'?"
+    return text
+
+
+def describe(value: object) -> str:
+    """A value as a user would write it in YAML or JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        return f"'{shown}'"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+def to_config_error(
+    exc: ValidationError,
+    *,
+    data: Any,
+    lines: LineMap,
+    display: str,
+    model: type[BaseModel],
+    tags: frozenset[str],
+) -> ConfigError:
+    """The one ConfigError to show for ``exc`` (the earliest line first)."""
+    candidates: list[tuple[int, int, int, ConfigError]] = []
+    for index, err in enumerate(exc.errors()):
+        path = _user_path(tuple(err["loc"]), data, tags)
+        field, detail, accepted, path = _explain(err, path, data, model)
+        line = lines.nearest(path)
+        missing = 1 if err["type"] in ("missing", "union_tag_not_found") else 0
+        error = ConfigError(detail, file=display, field=field or None, line=line, accepted=accepted)
+        # An unknown key usually explains a missing one (a typo): report it first.
+        candidates.append((missing, line if line is not None else 10**9, index, error))
+    candidates.sort(key=lambda c: c[:3])
+    return candidates[0][3]
+
+
+def _user_path(loc: tuple[Any, ...], data: Any, tags: frozenset[str]) -> PathKey:
+    """The location in the user's file: discriminated-union tags removed."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and isinstance(part, str) and part not in node and part in tags:
+            continue
+        path.append(part)
+        node = _child(node, part)
+    return tuple(path)
+
+
+def _child(node: Any, part: str | int) -> Any:
+    if isinstance(node, dict):
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return None
+
+
+def _at(data: Any, path: PathKey) -> Any:
+    node = data
+    for part in path:
+        node = _child(node, part)
+    return node
+
+
+def _explain(
+    err: Mapping[str, Any], path: PathKey, data: Any, model: type[BaseModel]
+) -> tuple[str, str, str | None, PathKey]:
+    kind: str = err["type"]
+    ctx: Mapping[str, Any] = err.get("ctx") or {}
+    got = describe(err.get("input"))
+    accepted: str | None = None
+    last = path[-1] if path else ""
+
+    if kind == _CUSTOM:
+        path = (*path, *ctx.get("at", ()))
+        detail = str(ctx["message"])
+        accepted = ctx.get("accepted")
+    elif kind == "missing":
+        detail = "required field is missing"
+    elif kind == "extra_forbidden":
+        key = str(last)
+        keys = _keys_of(model, path[:-1], data)
+        detail = f"unknown key '{key}'"
+        if key == "max_failures":
+            detail += " (max_failures belongs to kind: observed_count)"
+        if keys:
+            accepted = accepted_list(keys, key)
+    elif kind in ("union_tag_invalid", "union_tag_not_found"):
+        disc = str(ctx.get("discriminator", "type")).strip("'")
+        tag_list = re.findall(r"'([^']*)'", str(ctx.get("expected_tags", "")))
+        if not tag_list:
+            tag_list = _tags_of(model, path, data, disc)
+        path = (*path, disc)
+        if kind == "union_tag_not_found":
+            detail = "required field is missing"
+            accepted = ", ".join(tag_list) or None
+        else:
+            tag = _at(data, path)
+            what = {"type": "evaluator type", "kind": "rule kind"}.get(disc, disc)
+            detail = f"unknown {what} {describe(tag)}"
+            accepted = accepted_list(tag_list, tag)
+    elif kind == "literal_error":
+        choices = _literal_choices(str(ctx.get("expected", "")))
+        if path == ("version",):
+            detail = f"unsupported version {got}; this version of Oloproof reads version 1"
+        else:
+            detail = f"got {got}"
+        accepted = accepted_list(choices, err.get("input"))
+    elif kind == "string_type":
+        detail = f"expected text, got {got}"
+    elif kind == "string_too_short":
+        detail = "must not be empty"
+    elif kind == "string_pattern_mismatch":
+        if last == "criterion":
+            detail = f"a criterion name is made of letters, digits, '_', '.' and '-', got {got}"
+        else:
+            detail = f"{got} does not have the expected form ({ctx.get('pattern')})"
+    elif kind in ("int_type", "int_parsing", "int_from_float"):
+        detail = f"expected a whole number, got {got}"
+    elif kind in ("float_type", "float_parsing"):
+        detail = f"expected a number, got {got}"
+    elif kind == "finite_number":
+        detail = f"expected a finite number, got {got}"
+    elif kind in ("bool_type", "bool_parsing"):
+        detail = f"expected true or false, got {got}"
+    elif kind in ("dict_type", "model_type", "model_attributes_type", "mapping_type"):
+        detail = f"expected a mapping (key: value), got {got}"
+    elif kind in ("list_type", "tuple_type", "iterable_type"):
+        detail = f"expected a list, got {got}"
+    elif kind in ("too_short", "too_long"):
+        detail = _length_detail(kind, ctx, last)
+    elif kind == "greater_than":
+        detail = f"must be greater than {_number(ctx.get('gt'))}, got {got}"
+    elif kind == "greater_than_equal":
+        detail = f"must be at least {_number(ctx.get('ge'))}, got {got}"
+    elif kind == "less_than":
+        detail = f"must be less than {_number(ctx.get('lt'))}, got {got}"
+    elif kind == "less_than_equal":
+        detail = f"must be at most {_number(ctx.get('le'))}, got {got}"
+    elif kind in ("value_error", "assertion_error"):
+        detail = str(ctx.get("error", err.get("msg", "")))
+    else:
+        detail = str(err.get("msg", kind))
+    return format_path(path), detail, accepted, path
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _length_detail(kind: str, ctx: Mapping[str, Any], last: str | int) -> str:
+    actual = ctx.get("actual_length")
+    if last == "range":
+        return f"expected two numbers [low, high], got {actual} item(s)"
+    if kind == "too_short":
+        wanted = ctx.get("min_length")
+        if wanted == 1:
+            return "must not be empty"
+        return f"expected at least {wanted} items, got {actual}"
+    return f"expected at most {ctx.get('max_length')} items, got {actual}"
+
+
+def _literal_choices(expected: str) -> list[str]:
+    found = re.findall(r"'((?:[^'\\]|\\.)*)'|(-?\d+(?:\.\d+)?)", expected)
+    return [quoted or bare for quoted, bare in found]
+
+
+# -- walking the model classes along a path ----------------------------------
+
+
+def _keys_of(model: type[BaseModel], path: PathKey, data: Any) -> list[str]:
+    """The keys accepted by the model that sits at ``path``."""
+    found = _model_at(model, path, data)
+    if found is None:
+        return []
+    return [info.alias or name for name, info in found.model_fields.items()]
+
+
+def _tags_of(model: type[BaseModel], path: PathKey, data: Any, disc: str) -> list[str]:
+    ann = _annotation_at(model, path, data)
+    tags: list[str] = []
+    for member in _union_members(ann):
+        field = member.model_fields.get(disc)
+        if field is not None:
+            tags.extend(str(a) for a in typing.get_args(field.annotation))
+    return tags
+
+
+def _model_at(model: type[BaseModel], path: PathKey, data: Any) -> type[BaseModel] | None:
+    ann = _annotation_at(model, path, data)
+    return _pick_model(ann, _at(data, path))
+
+
+def _annotation_at(model: type[BaseModel], path: PathKey, data: Any) -> Any:
+    ann: Any = model
+    node = data
+    for part in path:
+        current = _pick_model(ann, node)
+        if current is not None:
+            if not isinstance(part, str):
+                return None
+            field = next(
+                (f for n, f in current.model_fields.items() if (f.alias or n) == part), None
+            )
+            if field is None:
+                return None
+            ann = field.annotation
+        else:
+            inner = _strip(ann)
+            origin = typing.get_origin(inner)
+            args = typing.get_args(inner)
+            if origin in (list, tuple) and args:
+                ann = args[0]
+            elif origin is dict and len(args) == 2:
+                ann = args[1]
+            else:
+                return None
+        node = _child(node, part)
+    return ann
+
+
+def _strip(ann: Any) -> Any:
+    """Remove ``Annotated[...]`` and a ``| None``."""
+    while typing.get_origin(ann) is typing.Annotated:
+        ann = typing.get_args(ann)[0]
+    if typing.get_origin(ann) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(ann) if a is not type(None)]
+        if len(args) == 1:
+            return _strip(args[0])
+    return ann
+
+
+def _union_members(ann: Any) -> list[type[BaseModel]]:
+    inner = _strip(ann)
+    if typing.get_origin(inner) in (typing.Union, types.UnionType):
+        candidates = [_strip(a) for a in typing.get_args(inner)]
+    else:
+        candidates = [inner]
+    return [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+
+
+def _pick_model(ann: Any, node: Any) -> type[BaseModel] | None:
+    """The model class ``ann`` stands for at ``node`` (choosing in a union)."""
+    members = _union_members(ann)
+    if len(members) <= 1:
+        return members[0] if members else None
+    if isinstance(node, dict):
+        for disc in ("type", "kind"):
+            value = node.get(disc)
+            for member in members:
+                field = member.model_fields.get(disc)
+                if field is not None and value in typing.get_args(field.annotation):
+                    return member
+        # No tag: the member that knows most of the keys written.
+        keys = set(node)
+        return max(
+            members,
+            key=lambda m: len(keys & {f.alias or n for n, f in m.model_fields.items()}),
+        )
+    return None

@@ -1,0 +1,197 @@
+"""Read a YAML file into plain data, remembering the line of every key.
+
+PyYAML's constructors throw position information away, so we compose the
+node graph (which keeps ``start_mark`` on every node) and build the Python
+values ourselves. Alongside the data we return a :class:`LineMap`: for every
+path into the data (``("evaluators", 2, "pattern")``) the 1-based line of the
+mapping key or sequence item. A validation error's location can then be
+turned back into a line the user can jump to.
+
+Choices that differ from ``yaml.safe_load``:
+
+- mapping keys are the text the user wrote (``on:`` is the key ``"on"``,
+  not ``True``; ``1:`` is ``"1"``);
+- a timestamp-looking scalar stays text (``version: 2024-05-01`` is the
+  string ``"2024-05-01"``, not a ``date``);
+- a key written twice in one mapping is an error, not "last one wins".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from oloproof.errors import ConfigError
+
+PathKey = tuple[str | int, ...]
+
+_Loader: type[yaml.SafeLoader]
+try:  # the libyaml composer is several times faster where it is available
+    _Loader = yaml.CSafeLoader  # type: ignore[assignment,unused-ignore]
+except AttributeError:  # pragma: no cover - depends on how PyYAML was built
+    _Loader = yaml.SafeLoader
+
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_MAX_DEPTH = 200
+
+
+class LineMap:
+    """The line of every key and item of one YAML document."""
+
+    __slots__ = ("_lines",)
+
+    def __init__(self) -> None:
+        self._lines: dict[PathKey, int] = {}
+
+    def set(self, path: PathKey, line: int) -> None:
+        self._lines[path] = line
+
+    def exact(self, path: PathKey) -> int | None:
+        """The line of exactly this path, or None."""
+        return self._lines.get(path)
+
+    def nearest(self, path: PathKey) -> int | None:
+        """The line of ``path``, or of its closest ancestor that has one."""
+        for end in range(len(path), -1, -1):
+            line = self._lines.get(path[:end])
+            if line is not None:
+                return line
+        return None
+
+
+def read_text(path: Path, display: str) -> str:
+    """Read a UTF-8 text file, turning every failure into a ConfigError."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError("file not found", file=display) from None
+    except IsADirectoryError:
+        raise ConfigError("is a directory, expected a file", file=display) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot be read: {exc.strerror or exc}", file=display) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"not valid UTF-8 text (byte {exc.start + 1}); save the file as UTF-8",
+            file=display,
+            line=line,
+        ) from None
+
+
+def load_yaml(path: Path, display: str) -> tuple[Any, LineMap]:
+    """Load one YAML document from ``path``; return its data and line map.
+
+    ``display`` is the file name used in error messages (as the user gave it).
+    An empty document yields ``None``.
+    """
+    text = read_text(path, display)
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        raise _yaml_error(exc, display, text) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - unmarked errors are rare
+        raise ConfigError(f"not valid YAML: {exc}", file=display) from None
+    lines = LineMap()
+    if root is None:
+        return None, lines
+    builder = _Builder(display, lines)
+    lines.set((), root.start_mark.line + 1)
+    return builder.build(root, (), 0), lines
+
+
+def _yaml_error(exc: yaml.MarkedYAMLError, display: str, source: str = "") -> ConfigError:
+    mark = exc.problem_mark or exc.context_mark
+    problem = exc.problem or exc.context or "cannot be parsed"
+    message = f"not valid YAML: {problem}"
+    if mark is not None:
+        message += f" at column {mark.column + 1}"
+    if exc.context and exc.problem and exc.context_mark is not None:
+        message += f" ({exc.context} on line {exc.context_mark.line + 1})"
+    if mark is not None and _char_at(source, mark.line, mark.column) == "\t":
+        message += "; indent with spaces, not tabs"
+    return ConfigError(message, file=display, line=mark.line + 1 if mark is not None else None)
+
+
+def _char_at(text: str, line: int, column: int) -> str:
+    lines = text.split("\n")
+    if 0 <= line < len(lines) and 0 <= column < len(lines[line]):
+        return lines[line][column]
+    return ""
+
+
+class _Builder:
+    def __init__(self, display: str, lines: LineMap) -> None:
+        self._display = display
+        self._lines = lines
+        self._constructor = SafeConstructor()
+
+    def build(self, node: Node, path: PathKey, depth: int) -> Any:
+        if depth > _MAX_DEPTH:
+            raise ConfigError(
+                "nested too deeply (a recursive anchor?)",
+                file=self._display,
+                line=node.start_mark.line + 1,
+            )
+        if isinstance(node, MappingNode):
+            return self._mapping(node, path, depth)
+        if isinstance(node, SequenceNode):
+            items = []
+            for index, item in enumerate(node.value):
+                item_path = (*path, index)
+                self._lines.set(item_path, item.start_mark.line + 1)
+                items.append(self.build(item, item_path, depth + 1))
+            return items
+        assert isinstance(node, ScalarNode)
+        if node.tag == _TIMESTAMP_TAG:
+            return node.value
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except yaml.MarkedYAMLError as exc:
+            raise _yaml_error(exc, self._display) from None
+
+    def _mapping(self, node: MappingNode, path: PathKey, depth: int) -> dict[str, Any]:
+        try:
+            self._constructor.flatten_mapping(node)  # resolves `<<: *anchor` merges
+        except yaml.MarkedYAMLError as exc:
+            raise _yaml_error(exc, self._display) from None
+        result: dict[str, Any] = {}
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, ScalarNode):
+                raise ConfigError(
+                    "a key must be plain text, not a list or a mapping",
+                    file=self._display,
+                    line=line,
+                )
+            key = str(key_node.value)
+            if key in seen:
+                field = format_path((*path, key))
+                raise ConfigError(
+                    f"key '{key}' is written twice (also on line {seen[key]}); keep one",
+                    file=self._display,
+                    field=field,
+                    line=line,
+                )
+            seen[key] = line
+            key_path = (*path, key)
+            self._lines.set(key_path, line)
+            result[key] = self.build(value_node, key_path, depth + 1)
+        return result
+
+
+def format_path(path: PathKey) -> str:
+    """``("evaluators", 2, "pattern")`` -> ``evaluators[2].pattern``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out

@@ -1,0 +1,658 @@
+"""Models of the project files: oloproof.yaml, release.yaml and compare.yaml.
+
+Every model forbids unknown keys and is frozen. Checks that need the disk or
+the project's metrics read them from the pydantic validation context, which
+the loaders in :mod:`oloproof.project.loader` pass:
+
+- ``root`` (a :class:`~pathlib.Path`): the project directory. With it, the
+  dataset, ``code_paths`` and a rubric judge's ``rubric_file`` must exist, and
+  the rubric is read once, at load time.
+- ``metrics`` (criterion -> ``"BINARY"`` | ``"MEAN"``): with it, a rule must
+  name a known metric, and bounds on a BINARY metric must lie in [0, 1].
+
+Choices worth knowing (also in the user docs):
+
+- numbers are accepted where text is expected (``version: 2`` is ``"2"``);
+- ``system.version`` is required for a callable system, ``system.http.version``
+  for an HTTP system: a version is part of the system's identity;
+- the optional top-level ``retry:`` block holds ``max_retry_wait_s`` (default
+  60): a ``Retry-After`` longer than that gives the attempt up;
+- a release rule without ``kind`` is an ``observed_count`` rule when it has
+  ``max_failures`` and neither ``min`` nor ``max``, else an
+  ``interval_threshold`` rule;
+- a ``superiority`` comparison rule without ``margin`` gets margin 0; after
+  validation a comparison rule's ``margin`` is never None.
+"""
+
+from __future__ import annotations
+
+import os.path
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from oloproof.project._errors import closest, fail
+from oloproof.project.suite import Case, Suite, load_suite
+
+__all__ = [
+    "EVALUATOR_TYPES",
+    "STATES",
+    "AbsoluteErrorEvaluator",
+    "Case",
+    "ComparePolicy",
+    "CompareRule",
+    "ConcurrencyConfig",
+    "ContainsEvaluator",
+    "CustomEvaluator",
+    "Evaluator",
+    "ExactMatchEvaluator",
+    "HttpSystemConfig",
+    "IntervalRule",
+    "JsonSchemaEvaluator",
+    "MetricKind",
+    "ObservedCountRule",
+    "Project",
+    "ProjectConfig",
+    "RegexEvaluator",
+    "ReleasePolicy",
+    "ReleaseRule",
+    "RetryConfig",
+    "RubricJudgeEvaluator",
+    "State",
+    "Suite",
+    "SystemConfig",
+]
+
+MetricKind = Literal["BINARY", "MEAN"]
+State = Literal["FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW"]
+STATES: tuple[State, ...] = ("FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW")
+EVALUATOR_TYPES = (
+    "exact_match",
+    "contains",
+    "regex",
+    "json_schema",
+    "absolute_error",
+    "rubric_judge",
+    "custom",
+)
+
+_FUNCTION_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+Criterion = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        coerce_numbers_to_str=True,
+        allow_inf_nan=False,
+        populate_by_name=True,
+    )
+
+
+def _context(info: ValidationInfo, key: str) -> Any:
+    ctx = info.context
+    return ctx.get(key) if isinstance(ctx, dict) else None
+
+
+def _check_function(value: str, example: str) -> str:
+    if not _FUNCTION_RE.match(value):
+        fail(f"expected the form module:function (for example {example}), got '{value}'")
+    return value
+
+
+def _check_range(value: tuple[float, float] | None) -> tuple[float, float] | None:
+    if value is not None and not value[0] < value[1]:
+        fail(f"expected [low, high] with low < high, got [{value[0]:g}, {value[1]:g}]")
+    return value
+
+
+# -- the system under test ----------------------------------------------------
+
+
+class HttpSystemConfig(_Model):
+    """A system reached over HTTP; the case's input is sent as the JSON body."""
+
+    url: str
+    method: Literal["POST", "PUT", "GET"] = "POST"
+    version: NonEmpty
+    output_path: str | None = None
+    usage_path: str | None = None
+    timeout_s: float = Field(default=30, gt=0)
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _upper_method(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            fail(f"expected a URL starting with http:// or https://, got '{value}'")
+        return value
+
+
+class SystemConfig(_Model):
+    """The system under test: exactly one of ``callable`` and ``http``."""
+
+    name: NonEmpty
+    version: NonEmpty | None = None
+    callable: str | None = None
+    code_paths: list[str] = Field(default_factory=list)
+    timeout_s: float = Field(default=30, gt=0)
+    http: HttpSystemConfig | None = None
+
+    @field_validator("callable")
+    @classmethod
+    def _check_callable(cls, value: str | None) -> str | None:
+        return None if value is None else _check_function(value, "app:answer")
+
+    @model_validator(mode="after")
+    def _check_kind(self, info: ValidationInfo) -> SystemConfig:
+        if self.callable is not None and self.http is not None:
+            fail("declare either callable or http, not both")
+        if self.callable is None and self.http is None:
+            fail(
+                "declare how to reach the system: callable: module:function, "
+                "or an http: block with url and version"
+            )
+        if self.callable is not None and self.version is None:
+            fail(
+                "required for a callable system: the version is part of its identity "
+                "(for example version: '1')",
+                at=("version",),
+            )
+        root = _context(info, "root")
+        if isinstance(root, Path):
+            for index, entry in enumerate(self.code_paths):
+                if not (root / entry).exists():
+                    fail(
+                        f"not found: {entry} (code paths are relative to the project directory)",
+                        at=("code_paths", index),
+                    )
+        return self
+
+
+class ConcurrencyConfig(_Model):
+    """How many calls may be in flight at once, to the system and to judges."""
+
+    system: int = Field(default=8, ge=1)
+    judge: int = Field(default=4, ge=1)
+
+
+class RetryConfig(_Model):
+    """The optional top-level ``retry:`` block."""
+
+    max_retry_wait_s: float = Field(default=60, ge=0)
+
+
+# -- evaluators -----------------------------------------------------------------
+
+
+class _EvaluatorBase(_Model):
+    criterion: Criterion
+
+    @property
+    def metric_kind(self) -> MetricKind:
+        """BINARY (each case passes or fails) or MEAN (each case has a score)."""
+        return "BINARY"
+
+
+class ExactMatchEvaluator(_EvaluatorBase):
+    """``output[field] == expected[expected_field or field]``."""
+
+    type: Literal["exact_match"]
+    field: str | None = None
+    expected_field: str | None = None
+    strip: bool = True
+    casefold: bool = False
+
+
+class ContainsEvaluator(_EvaluatorBase):
+    """The expected text is a substring of ``output[field]``."""
+
+    type: Literal["contains"]
+    field: str | None = None
+    expected_field: str | None = None
+    casefold: bool = False
+
+
+class RegexEvaluator(_EvaluatorBase):
+    """``output[field]`` matches (or, with ``pass_if: no_match``, does not match) ``pattern``."""
+
+    type: Literal["regex"]
+    field: str | None = None
+    pattern: str
+    pass_if: Literal["match", "no_match"] = "match"
+    flags: list[Literal["IGNORECASE", "MULTILINE", "DOTALL"]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _compile(self) -> RegexEvaluator:
+        try:
+            re.compile(self.pattern, self.re_flags)
+        except re.error as exc:
+            where = f" at position {exc.pos}" if exc.pos is not None else ""
+            fail(f"not a valid regular expression: {exc.msg}{where}", at=("pattern",))
+        return self
+
+    @property
+    def re_flags(self) -> int:
+        """The ``flags`` as a value for :func:`re.compile`."""
+        value = 0
+        for name in self.flags:
+            value |= int(getattr(re, name))
+        return value
+
+
+class JsonSchemaEvaluator(_EvaluatorBase):
+    """``output[field]`` is valid against a JSON Schema (YAML key ``schema``)."""
+
+    type: Literal["json_schema"]
+    field: str | None = None
+    schema_: dict[str, Any] = Field(alias="schema")
+
+    @field_validator("schema_")
+    @classmethod
+    def _check_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Imported here: jsonschema is slow to import and rarely needed.
+        import jsonschema  # type: ignore[import-untyped,unused-ignore]
+
+        try:
+            jsonschema.validators.validator_for(value).check_schema(value)
+        except jsonschema.SchemaError as exc:
+            fail(f"not a valid JSON Schema: {exc.message}", at=tuple(exc.absolute_path))
+        return value
+
+
+class AbsoluteErrorEvaluator(_EvaluatorBase):
+    """``|output[field] - expected[expected_field or field]|``: a MEAN metric."""
+
+    type: Literal["absolute_error"]
+    field: str
+    expected_field: str | None = None
+    range: tuple[float, float] | None = None
+
+    _range = field_validator("range")(_check_range)
+
+    @property
+    def metric_kind(self) -> MetricKind:
+        return "MEAN"
+
+
+class RubricJudgeEvaluator(_EvaluatorBase):
+    """An LLM judge answering pass or fail against a rubric.
+
+    :attr:`rubric` is the rubric's text: ``rubric_text``, or the content of
+    ``rubric_file`` (relative to the project directory), read at load time.
+    """
+
+    type: Literal["rubric_judge"]
+    provider: Literal["anthropic", "openai", "openai_compatible"]
+    model: NonEmpty
+    rubric_file: str | None = None
+    rubric_text: str | None = None
+    api_key_env: str | None = None
+    base_url: str | None = None
+    temperature: float = Field(default=0, ge=0)
+    max_tokens: int = Field(default=512, ge=1)
+    timeout_s: float = Field(default=60, gt=0)
+
+    _rubric: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _check_rubric(self, info: ValidationInfo) -> RubricJudgeEvaluator:
+        if self.rubric_file is not None and self.rubric_text is not None:
+            fail("declare rubric_file or rubric_text, not both", at=("rubric_text",))
+        if self.rubric_file is None and self.rubric_text is None:
+            fail(
+                "required field is missing: declare rubric_file (a path to the rubric) "
+                "or rubric_text (the rubric itself)",
+                at=("rubric_file",),
+            )
+        if self.rubric_text is not None and not self.rubric_text.strip():
+            fail("the rubric is empty", at=("rubric_text",))
+        if self.provider == "openai_compatible" and not self.base_url:
+            fail(
+                "required for provider openai_compatible (the server's URL, for example "
+                "http://localhost:8000/v1)",
+                at=("base_url",),
+            )
+        root = _context(info, "root")
+        if self.rubric_file is not None and isinstance(root, Path):
+            self._rubric = self._read_rubric(root / self.rubric_file)
+        return self
+
+    def _read_rubric(self, path: Path) -> str:
+        where = ("rubric_file",)
+        name = self.rubric_file
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except FileNotFoundError:
+            fail(f"file not found: {name} (relative to the project directory)", at=where)
+        except UnicodeDecodeError:
+            fail(f"{name} is not UTF-8 text", at=where)
+        except OSError as exc:
+            fail(f"cannot read {name}: {exc.strerror or exc}", at=where)
+        if not text.strip():
+            fail(f"the rubric file {name} is empty", at=where)
+        return text
+
+    @property
+    def rubric(self) -> str:
+        """The rubric's text (read from ``rubric_file`` if not read at load time)."""
+        if self.rubric_text is not None:
+            return self.rubric_text
+        if self._rubric is None:
+            assert self.rubric_file is not None
+            self._rubric = Path(self.rubric_file).read_text(encoding="utf-8-sig")
+        return self._rubric
+
+
+class CustomEvaluator(_EvaluatorBase):
+    """Your own Python function, ``module:function``, imported from the project directory."""
+
+    type: Literal["custom"]
+    function: str
+    kind: Literal["binary", "mean"] = "binary"
+    range: tuple[float, float] | None = None
+
+    _range = field_validator("range")(_check_range)
+
+    @field_validator("function")
+    @classmethod
+    def _check_function(cls, value: str) -> str:
+        return _check_function(value, "checks:polite")
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> CustomEvaluator:
+        if self.range is not None and self.kind != "mean":
+            fail("range applies to kind: mean only", at=("range",))
+        return self
+
+    @property
+    def metric_kind(self) -> MetricKind:
+        return "MEAN" if self.kind == "mean" else "BINARY"
+
+
+Evaluator = Annotated[
+    ExactMatchEvaluator
+    | ContainsEvaluator
+    | RegexEvaluator
+    | JsonSchemaEvaluator
+    | AbsoluteErrorEvaluator
+    | RubricJudgeEvaluator
+    | CustomEvaluator,
+    Field(discriminator="type"),
+]
+
+
+# -- oloproof.yaml -----------------------------------------------------------------
+
+
+class ProjectConfig(_Model):
+    """The content of oloproof.yaml."""
+
+    version: Literal[1]
+    project: NonEmpty
+    dataset: NonEmpty
+    system: SystemConfig
+    concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    evaluators: list[Evaluator]
+
+    @field_validator("dataset")
+    @classmethod
+    def _check_dataset(cls, value: str, info: ValidationInfo) -> str:
+        root = _context(info, "root")
+        if isinstance(root, Path) and not (root / value).is_file():
+            what = "is a directory, not a file" if (root / value).is_dir() else "file not found"
+            fail(f"{what}: {value} (relative to the project directory)")
+        return value
+
+    @field_validator("evaluators")
+    @classmethod
+    def _check_evaluators(cls, value: list[Evaluator]) -> list[Evaluator]:
+        if not value:
+            fail("declare at least one evaluator", accepted=", ".join(EVALUATOR_TYPES))
+        first: dict[str, int] = {}
+        for index, evaluator in enumerate(value):
+            seen = first.setdefault(evaluator.criterion, index)
+            if seen != index:
+                fail(
+                    f"duplicate criterion '{evaluator.criterion}' (also declared by "
+                    f"evaluators[{seen}]); each criterion is one metric and needs its own name",
+                    at=(index, "criterion"),
+                )
+        return value
+
+    def metrics(self) -> dict[str, MetricKind]:
+        """Criterion -> metric kind, in declared order."""
+        return {e.criterion: e.metric_kind for e in self.evaluators}
+
+
+# -- release.yaml and compare.yaml ---------------------------------------------
+
+
+def _check_metric(value: str, info: ValidationInfo) -> str:
+    metrics = _context(info, "metrics")
+    if metrics is not None and value not in metrics:
+        if metrics:
+            hint = closest(value, metrics)
+            mean = f"; did you mean '{hint}'?" if hint else ""
+            known = ", ".join(sorted(metrics))
+            fail(f"unknown metric '{value}'{mean} (known metrics: {known})")
+        fail(f"unknown metric '{value}' (the project declares no metrics)")
+    return value
+
+
+def _metric_kind(metric: str, info: ValidationInfo) -> MetricKind | None:
+    metrics = _context(info, "metrics")
+    if isinstance(metrics, dict):
+        kind = metrics.get(metric)
+        if kind in ("BINARY", "MEAN"):
+            return kind  # type: ignore[no-any-return]
+    return None
+
+
+class IntervalRule(_Model):
+    """``min: t`` (a floor on the interval) or ``max: t`` (a ceiling): exactly one."""
+
+    id: NonEmpty
+    metric: NonEmpty
+    kind: Literal["interval_threshold"] = "interval_threshold"
+    min: float | None = None
+    max: float | None = None
+
+    _metric = field_validator("metric")(_check_metric)
+
+    @model_validator(mode="after")
+    def _check_bound(self, info: ValidationInfo) -> IntervalRule:
+        if self.min is not None and self.max is not None:
+            fail("declare min or max, not both (write two rules for a band)", at=("max",))
+        if self.min is None and self.max is None:
+            fail(
+                "declare min (the interval must lie above it) or max (below it)",
+                at=("min",),
+            )
+        name, bound = ("min", self.min) if self.min is not None else ("max", self.max)
+        assert bound is not None
+        if _metric_kind(self.metric, info) == "BINARY" and not 0 <= bound <= 1:
+            fail(
+                f"{bound:g} is outside [0, 1]: '{self.metric}' is a BINARY metric, a rate "
+                "(write 0.7 for 70%)",
+                at=(name,),
+            )
+        return self
+
+
+class ObservedCountRule(_Model):
+    """At most ``max_failures`` failures, counting missing cases as failures."""
+
+    id: NonEmpty
+    metric: NonEmpty
+    kind: Literal["observed_count"]
+    max_failures: int = Field(ge=0)
+
+    _metric = field_validator("metric")(_check_metric)
+
+    @model_validator(mode="after")
+    def _check_kind(self, info: ValidationInfo) -> ObservedCountRule:
+        if _metric_kind(self.metric, info) == "MEAN":
+            fail(
+                f"an observed_count rule counts failures, and '{self.metric}' is a MEAN "
+                "metric (use min or max)",
+                at=("kind",),
+            )
+        return self
+
+
+ReleaseRule = Annotated[IntervalRule | ObservedCountRule, Field(discriminator="kind")]
+
+
+def _check_confidence(value: float) -> float:
+    if not 0 < value < 1:
+        fail(f"must lie strictly between 0 and 1 (for example 0.95), got {value:g}")
+    return value
+
+
+def _check_unique_ids(rules: list[Any]) -> None:
+    first: dict[str, int] = {}
+    for index, rule in enumerate(rules):
+        seen = first.setdefault(rule.id, index)
+        if seen != index:
+            fail(
+                f"duplicate rule id '{rule.id}' (also used by rules[{seen}])",
+                at=("rules", index, "id"),
+            )
+
+
+class ReleasePolicy(_Model):
+    """The content of release.yaml: rules on one run."""
+
+    version: Literal[1]
+    confidence_level: float = 0.95
+    block_on: list[State] = Field(default_factory=lambda: list(STATES))
+    warn_on: list[State] = Field(default_factory=list)
+    rules: list[ReleaseRule] = Field(default_factory=list)
+
+    _confidence = field_validator("confidence_level")(_check_confidence)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_kinds(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+            return data
+        rules = []
+        for rule in data["rules"]:
+            if isinstance(rule, dict) and "kind" not in rule:
+                counts = "max_failures" in rule and "min" not in rule and "max" not in rule
+                rule = {**rule, "kind": "observed_count" if counts else "interval_threshold"}
+            rules.append(rule)
+        return {**data, "rules": rules}
+
+    @model_validator(mode="after")
+    def _check_ids(self) -> ReleasePolicy:
+        _check_unique_ids(self.rules)
+        return self
+
+
+class CompareRule(_Model):
+    """A rule on the paired difference candidate - baseline."""
+
+    id: NonEmpty
+    kind: Literal["superiority", "non_inferiority", "equivalence"]
+    metric: NonEmpty
+    margin: float | None = None
+
+    _metric = field_validator("metric")(_check_metric)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_margin(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("kind") == "superiority" and "margin" not in data:
+            return {**data, "margin": 0.0}
+        return data
+
+    @model_validator(mode="after")
+    def _check_margin(self, info: ValidationInfo) -> CompareRule:
+        if self.margin is None:
+            fail(
+                f"required for kind {self.kind}: the largest difference that does not "
+                "matter (for example margin: 0.05)",
+                at=("margin",),
+            )
+        if self.kind == "superiority":
+            if self.margin < 0:
+                fail(f"must be 0 or more, got {self.margin:g}", at=("margin",))
+        elif self.margin <= 0:
+            fail(f"must be greater than 0, got {self.margin:g}", at=("margin",))
+        if _metric_kind(self.metric, info) == "BINARY" and self.margin >= 1:
+            fail(
+                f"{self.margin:g} is not below 1: '{self.metric}' is a BINARY metric, a rate "
+                "(write 0.05 for 5 points)",
+                at=("margin",),
+            )
+        return self
+
+
+class ComparePolicy(_Model):
+    """The content of compare.yaml: rules on a candidate against a baseline."""
+
+    version: Literal[1]
+    confidence_level: float = 0.95
+    block_on: list[State] = Field(default_factory=lambda: list(STATES))
+    warn_on: list[State] = Field(default_factory=list)
+    rules: list[CompareRule] = Field(default_factory=list)
+
+    _confidence = field_validator("confidence_level")(_check_confidence)
+
+    @model_validator(mode="after")
+    def _check_ids(self) -> ComparePolicy:
+        _check_unique_ids(self.rules)
+        return self
+
+
+# -- a loaded project -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded oloproof.yaml and where it lives.
+
+    ``root`` is the absolute directory of oloproof.yaml: the dataset, code
+    paths, rubric files and a callable's module are found relative to it.
+    ``display`` is the config path as the user gave it, for messages.
+    """
+
+    root: Path
+    config_path: Path
+    config: ProjectConfig
+    display: str = "oloproof.yaml"
+
+    @property
+    def dataset_path(self) -> Path:
+        return self.root / self.config.dataset
+
+    @property
+    def dataset_display(self) -> str:
+        """The dataset's path as the user can open it (relative to the config's)."""
+        parent = os.path.dirname(self.display)
+        return os.path.normpath(os.path.join(parent, self.config.dataset))
+
+    def load_suite(self) -> Suite:
+        return load_suite(self.dataset_path, self.dataset_display)

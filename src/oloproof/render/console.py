@@ -1,0 +1,43 @@
+"""Consoles: rich in a terminal, plain text at natural width elsewhere."""
+
+from __future__ import annotations
+
+import os
+from typing import IO
+
+from rich.console import Console
+
+# Wide enough that no table is ever wrapped or truncated outside a terminal.
+_PLAIN_WIDTH = 100_000
+
+
+def is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def make_console(stream: IO[str], *, terminal: bool | None = None) -> Console:
+    """A console for ``stream``: styled when it is a terminal, plain otherwise.
+
+    Outside a terminal no cursor or colour codes are written and tables keep
+    their natural width, so a log can be searched for a row.
+    """
+    tty = is_terminal(stream) if terminal is None else terminal
+    if tty:
+        return Console(file=stream, stderr=False, highlight=False)
+    return Console(
+        file=stream,
+        force_terminal=False,
+        no_color=True,
+        color_system=None,
+        highlight=False,
+        width=_PLAIN_WIDTH,
+        soft_wrap=False,
+        emoji=False,
+        legacy_windows=False,
+        force_jupyter=False,
+        force_interactive=False,
+        _environ={k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")},
+    )

@@ -1,0 +1,121 @@
+"""The final tables of a run (SPEC §6), kept apart from the data they show."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
+
+_STATE_STYLE = {
+    "PASS": "bold green",
+    "FAIL": "bold red",
+    "INSUFFICIENT_EVIDENCE": "bold yellow",
+    "MANUAL_REVIEW": "bold magenta",
+}
+
+
+def run_title(run_id: str, status: str, completeness: str) -> Text:
+    style = "bold" if status == "DECIDED" else "bold red"
+    return Text.assemble(("Run ", "bold"), (run_id, "bold cyan"), " ", (f"[{status}/{completeness}]", style))
+
+
+def decisions_table(decisions: Sequence[Decision]) -> Table:
+    table = Table(title="Decisions", title_justify="left")
+    for col in ("Rule", "Metric", "State", "Action", "Reason", "Detail"):
+        table.add_column(col, no_wrap=True)
+    for d in decisions:
+        table.add_row(
+            d.rule, d.metric, Text(d.state, style=_STATE_STYLE.get(d.state, "")), d.action,
+            d.reason, d.detail,
+        )
+    return table
+
+
+def metric_estimate(s: MetricSummary) -> str:
+    if s.estimate is None:
+        return ""
+    return pct(s.estimate) if s.kind == "BINARY" else f"{s.estimate:.4g}"
+
+
+def metric_interval(s: MetricSummary) -> str:
+    if s.kind == "BINARY":
+        return fmt_interval(s.lower, s.upper)
+    if s.lower is None or s.upper is None:
+        return ""
+    return f"[{s.lower:.4g}, {s.upper:.4g}]"
+
+
+def metrics_table(summaries: Sequence[MetricSummary]) -> Table:
+    table = Table(title="Metrics", title_justify="left")
+    for col in ("Metric", "Estimate", "Interval", "Cases"):
+        table.add_column(col, no_wrap=True)
+    for s in summaries:
+        table.add_row(s.metric, metric_estimate(s), metric_interval(s), s.cases_text())
+    return table
+
+
+def cache_line(cache: dict[str, int] | None) -> Text:
+    c = cache or {}
+    return Text(
+        f"Cache     executions {c.get('execution_hits', 0)} hits · "
+        f"{c.get('execution_misses', 0)} misses   judgments {c.get('judgment_hits', 0)} hits · "
+        f"{c.get('judgment_misses', 0)} misses"
+    )
+
+
+def gate_line(gate: str, exit_code: int) -> Text:
+    style = {"BLOCK": "bold red", "WARN": "bold yellow", "ALLOW": "bold green"}.get(gate, "")
+    return Text.assemble("Gate      ", (gate, style), f"   exit code {exit_code}")
+
+
+def plan_hints(run_id: str, decisions: Sequence[Decision], policy_arg: str | None) -> list[Text]:
+    extra = f" --policy {policy_arg}" if policy_arg else ""
+    return [
+        Text(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}")
+        for d in decisions
+        if d.state == "INSUFFICIENT_EVIDENCE"
+    ]
+
+
+def run_report(
+    *,
+    run_id: str,
+    status: str,
+    completeness: str,
+    decisions: Sequence[Decision],
+    summaries: Sequence[MetricSummary],
+    cache: dict[str, int] | None,
+    gate: str,
+    exit_code: int,
+    note: str | None = None,
+    policy_arg: str | None = None,
+) -> RenderableType:
+    parts: list[RenderableType] = [run_title(run_id, status, completeness)]
+    if note:
+        parts.append(Text(note, style="red"))
+    if decisions:
+        parts.append(decisions_table(decisions))
+    elif completeness == "PARTIAL":
+        parts.append(Text("No decisions: a partial run is not decided."))
+    else:
+        parts.append(Text("No rules: the release policy declares none."))
+    if summaries:
+        parts.append(metrics_table(summaries))
+    parts.append(cache_line(cache))
+    parts.append(gate_line(gate, exit_code))
+    hints = plan_hints(run_id, decisions, policy_arg)
+    if hints:
+        parts.append(Text("Undecided rules:"))
+        parts.extend(hints)
+    return Group(*parts)
+
+
+def print_json_doc(console: Console, data: Any) -> None:
+    import json
+
+    console.file.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")

@@ -1,0 +1,279 @@
+"""One run, start to finish: load, execute, store, decide (SPEC §3–§6).
+
+This is where the parts meet: the project files are loaded and checked
+before anything is called; the engine emits events; the store writer, the
+live view and the ``--json`` writer consume them; the decision is computed
+from what the store holds, never from what the engine kept in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ulid import ULID
+
+from oloproof.engine.pipeline import Engine, EngineCase, EngineTotals
+from oloproof.engine.retry import RetryPolicy
+from oloproof.errors import ConfigError
+from oloproof.events import Event, RunFinished, RunPhaseChanged
+from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
+from oloproof.project import Project, load_project, load_release_policy
+from oloproof.project.loader import default_release_policy
+from oloproof.store.cache import Cache
+from oloproof.store.db import open_store, store_path
+from oloproof.store.reader import get_run, load_evidence
+from oloproof.store.writer import StoreWriter
+
+
+def new_run_id() -> str:
+    return "run_" + str(ULID())
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: str
+    completeness: str
+    exit_code: int
+    gate: str
+    decisions: list[Decision]
+    summaries: list[MetricSummary]
+    totals: EngineTotals
+    stop_reason: str | None = None
+
+
+@dataclass
+class Prepared:
+    """Everything checked and built before the first call."""
+
+    project: Project
+    policy: Any
+    policy_path: str | None
+    system: Any
+    inline: list[Any]
+    judges: list[Any]
+    cases: list[EngineCase]
+    suite_digest: str
+    metrics: list[dict[str, Any]]
+    retry: RetryPolicy
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_policy(project: Project, policy_arg: str | None) -> tuple[Any, str | None]:
+    metrics = project.config.metrics()
+    if policy_arg is not None:
+        return load_release_policy(policy_arg, metrics), policy_arg
+    default = project.root / "release.yaml"
+    if default.exists():
+        return load_release_policy(default, metrics), str(default)
+    return default_release_policy(), None
+
+
+def build_evaluators(project: Project) -> tuple[list[Any], list[Any]]:
+    from oloproof.evaluators.custom import Custom
+    from oloproof.evaluators.deterministic import INLINE
+
+    inline: list[Any] = []
+    judges: list[Any] = []
+    file = project.config_path.name
+    for i, ev in enumerate(project.config.evaluators):
+        if ev.type in INLINE:
+            inline.append(INLINE[ev.type](ev))
+        elif ev.type == "custom":
+            inline.append(Custom(ev, project.root, file=file, field=f"evaluators[{i}].function"))
+        elif ev.type == "rubric_judge":
+            from oloproof.evaluators.judge import RubricJudge
+
+            judges.append(RubricJudge(ev, project, field=f"evaluators[{i}]"))
+        else:  # pragma: no cover - the config model admits no other type
+            raise ConfigError(f"unknown evaluator type {ev.type!r}", file=file)
+    return inline, judges
+
+
+def build_system(project: Project) -> Any:
+    cfg = project.config.system
+    conc = project.config.concurrency.system
+    if cfg.http is not None:
+        from oloproof.systems.http import HttpSystem
+
+        return HttpSystem.from_config(cfg, concurrency=conc)
+    from oloproof.systems.callable import CallableSystem
+
+    return CallableSystem(cfg, project.root, concurrency=conc, file=project.config_path.name)
+
+
+def prepare(config_path: str | Path, policy_arg: str | None) -> Prepared:
+    project = load_project(config_path)
+    policy, policy_path = resolve_policy(project, policy_arg)
+    suite = project.load_suite()
+    system = build_system(project)
+    inline, judges = build_evaluators(project)
+    metrics = [
+        {
+            "criterion": e.criterion,
+            "kind": e.metric_kind,
+            "range": list(e.value_range) if e.value_range else None,
+            "identity": e.identity,
+        }
+        for e in [*inline, *judges]
+    ]
+    # Keep the declared order of criteria.
+    order = list(project.config.metrics())
+    metrics.sort(key=lambda m: order.index(m["criterion"]))
+    cases = [
+        EngineCase(c.id, c.input, c.expected, c.metadata, i) for i, c in enumerate(suite.cases)
+    ]
+    retry = RetryPolicy(max_retry_wait_s=float(project.config.retry.max_retry_wait_s))
+    return Prepared(
+        project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry
+    )
+
+
+def policy_json(policy: Any) -> dict[str, Any]:
+    return dict(policy.model_dump(mode="json"))
+
+
+def decide_stored(
+    conn: sqlite3.Connection, run_id: str, policy: Any
+) -> tuple[list[Decision], dict[str, MetricSummary]]:
+    """Decide a run from what its store holds (the one path for run and gate)."""
+    record = get_run(conn, run_id)
+    return decide_run(load_evidence(conn, record), policy)
+
+
+class StopRequest:
+    """Set by a signal or a closed pipe; the run then stops starting calls."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.count = 0
+        self._task: asyncio.Task[Any] | None = None
+        self.on_second: Callable[[], None] | None = None
+
+    def attach(self, task: asyncio.Task[Any]) -> None:
+        self._task = task
+
+    def __call__(self, reason: str) -> None:
+        self.count += 1
+        if self.reason is None:
+            self.reason = reason
+        if self.count >= 2 and self.on_second is not None:
+            self.on_second()
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+
+def execute(
+    prepared: Prepared,
+    *,
+    use_cache: bool,
+    sinks: list[Callable[[Event], None]],
+    stop: StopRequest | None = None,
+    run_id: str | None = None,
+) -> RunResult:
+    project = prepared.project
+    conn = open_store(store_path(project.root))
+    run_id = run_id or new_run_id()
+    writer = StoreWriter(conn, run_id)
+    writer.set_cases(prepared.cases)
+    writer.create_run(
+        project=project.config.project,
+        suite_digest=prepared.suite_digest,
+        dataset=project.config.dataset,
+        cases_total=len(prepared.cases),
+        system_identity=prepared.system.identity,
+        system=prepared.system.describe,
+        metrics=prepared.metrics,
+        policy=policy_json(prepared.policy),
+        policy_path=prepared.policy_path,
+    )
+    stop = stop or StopRequest()
+    all_sinks = [writer.handle, *sinks]
+
+    def emit(event: Event) -> None:
+        for sink in all_sinks:
+            sink(event)
+
+    engine = Engine(
+        run_id=run_id,
+        suite_digest=prepared.suite_digest,
+        system=prepared.system,
+        inline=prepared.inline,
+        judges=prepared.judges,
+        cases=prepared.cases,
+        cache=Cache(conn, enabled=use_cache),
+        emit=emit,
+        system_concurrency=project.config.concurrency.system,
+        judge_concurrency=project.config.concurrency.judge,
+        retry=prepared.retry,
+    )
+    for judge in prepared.judges:
+        judge.bind_limits(project.config.concurrency.judge, prepared.retry)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        writer.bind(loop.call_soon)
+        task = asyncio.current_task()
+        assert task is not None
+        stop.attach(task)
+        installed = []
+        for sig, name in ((signal.SIGINT, "interrupted (Ctrl-C)"), (signal.SIGTERM, "terminated (SIGTERM)")):
+            try:
+                loop.add_signal_handler(sig, stop, name)
+                installed.append(sig)
+            except (RuntimeError, ValueError):  # not the main thread
+                pass
+        try:
+            for judge in prepared.judges:
+                await judge.start()
+            try:
+                await engine.run()
+            finally:
+                for judge in prepared.judges:
+                    await judge.aclose()
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        pass
+    except KeyboardInterrupt:
+        stop("interrupted (Ctrl-C)")
+    writer.flush()
+
+    if stop.reason is not None:
+        decisions: list[Decision] = []
+        summaries = list(
+            decide_run(load_evidence(conn, get_run(conn, run_id)), prepared.policy)[1].values()
+        )
+        writer.finish_run(
+            status="RUN_ERROR", completeness="PARTIAL", exit_code=5, gate="BLOCK",
+            cache=engine.totals.cache_json(), decisions=[], stop_reason=stop.reason,
+        )
+        emit(RunFinished(run_id, status="RUN_ERROR", completeness="PARTIAL", exit_code=5,
+                         decisions=[]))
+        conn.close()
+        return RunResult(run_id, "RUN_ERROR", "PARTIAL", 5, "BLOCK", decisions, summaries,
+                         engine.totals, stop.reason)
+
+    emit(RunPhaseChanged(run_id, phase="ANALYZING"))
+    decisions, by_metric = decide_stored(conn, run_id, prepared.policy)
+    gate_label, code = gate(decisions)
+    decision_json = [d.to_json() for d in decisions]
+    writer.finish_run(
+        status="DECIDED", completeness="COMPLETE", exit_code=code, gate=gate_label,
+        cache=engine.totals.cache_json(), decisions=decision_json,
+    )
+    emit(RunFinished(run_id, status="DECIDED", completeness="COMPLETE", exit_code=code,
+                     decisions=decision_json))
+    conn.close()
+    return RunResult(run_id, "DECIDED", "COMPLETE", code, gate_label, decisions,
+                     list(by_metric.values()), engine.totals)

@@ -1,0 +1,65 @@
+"""Cache look-ups: finished executions and judgments, by key.
+
+Only successes are ever written (store/writer.py), so a failure is never
+replayed: the next run calls again.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from oloproof.usage import Usage
+
+
+@dataclass(slots=True)
+class CachedExecution:
+    output: Any
+    latency_ms: float | None
+    usage: Usage | None
+    attempts: int
+
+
+@dataclass(slots=True)
+class CachedJudgment:
+    status: str
+    passed: bool | None
+    score: float | None
+    reason: str | None
+    latency_ms: float | None
+    attempts: int
+    usage: Usage | None
+
+
+class Cache:
+    def __init__(self, conn: sqlite3.Connection, *, enabled: bool = True) -> None:
+        self.conn = conn
+        self.enabled = enabled
+
+    def execution(self, key: str) -> CachedExecution | None:
+        if not self.enabled:
+            return None
+        row = self.conn.execute(
+            "SELECT output_json, latency_ms, usage_json, attempts FROM exec_cache WHERE key = ?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None
+        usage = Usage.from_json(json.loads(row[2])) if row[2] else None
+        return CachedExecution(json.loads(row[0]), row[1], usage, row[3])
+
+    def judgment(self, key: str) -> CachedJudgment | None:
+        if not self.enabled:
+            return None
+        row = self.conn.execute(
+            "SELECT status, passed, score, reason, latency_ms, attempts, usage_json"
+            " FROM judge_cache WHERE key = ?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None
+        usage = Usage.from_json(json.loads(row[6])) if row[6] else None
+        passed = None if row[1] is None else bool(row[1])
+        return CachedJudgment(row[0], passed, row[2], row[3], row[4], row[5], usage)

@@ -1,0 +1,100 @@
+"""The store's schema and its migrations.
+
+Each migration moves the schema up by one version; ``meta.schema_version``
+says where a store stands. A store written by a newer Oloproof is refused,
+never rewritten.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+CREATE TABLE IF NOT EXISTS meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY,
+  project TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  finished_at TEXT,
+  status TEXT NOT NULL,            -- RUNNING | DECIDED | RUN_ERROR
+  completeness TEXT NOT NULL,      -- PARTIAL | COMPLETE
+  exit_code INTEGER,
+  gate TEXT,
+  suite_digest TEXT NOT NULL,
+  dataset TEXT NOT NULL,
+  cases_total INTEGER NOT NULL,
+  system_identity TEXT NOT NULL,
+  system_json TEXT NOT NULL,
+  metrics_json TEXT NOT NULL,      -- [{criterion, kind, range, evaluator}]
+  policy_json TEXT,
+  policy_path TEXT,
+  stop_reason TEXT,
+  pid INTEGER,
+  cache_json TEXT
+);
+CREATE INDEX runs_created ON runs(created_at);
+CREATE TABLE run_cases (
+  run_id TEXT NOT NULL,
+  case_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  input_json TEXT NOT NULL,
+  expected_json TEXT,
+  metadata_json TEXT,
+  status TEXT NOT NULL,            -- OK | ERROR | TIMEOUT
+  output_json TEXT,
+  error TEXT,
+  attempts INTEGER NOT NULL,
+  latency_ms REAL,
+  usage_json TEXT,
+  from_cache INTEGER NOT NULL,
+  exec_key TEXT NOT NULL,
+  finished_at TEXT NOT NULL,
+  PRIMARY KEY (run_id, case_id)
+) WITHOUT ROWID;
+CREATE TABLE run_judgments (
+  run_id TEXT NOT NULL,
+  case_id TEXT NOT NULL,
+  criterion TEXT NOT NULL,
+  status TEXT NOT NULL,            -- OK | EXCLUDED | ERROR | MISSING
+  passed INTEGER,
+  score REAL,
+  reason TEXT,
+  from_cache INTEGER NOT NULL,
+  judge_key TEXT NOT NULL,
+  latency_ms REAL,
+  attempts INTEGER NOT NULL,
+  usage_json TEXT,
+  PRIMARY KEY (run_id, case_id, criterion)
+) WITHOUT ROWID;
+CREATE TABLE decisions (
+  run_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  rule_id TEXT NOT NULL,
+  decision_json TEXT NOT NULL,
+  PRIMARY KEY (run_id, rule_id)
+);
+CREATE TABLE exec_cache (
+  key TEXT PRIMARY KEY,
+  output_json TEXT NOT NULL,
+  latency_ms REAL,
+  usage_json TEXT,
+  attempts INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE judge_cache (
+  key TEXT PRIMARY KEY,
+  status TEXT NOT NULL,
+  passed INTEGER,
+  score REAL,
+  reason TEXT,
+  latency_ms REAL,
+  attempts INTEGER NOT NULL,
+  usage_json TEXT,
+  created_at TEXT NOT NULL
+) WITHOUT ROWID;
+""",
+}

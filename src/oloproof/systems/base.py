@@ -1,0 +1,33 @@
+"""What the engine needs of a system under test."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from oloproof.usage import Usage
+
+
+@dataclass
+class CallResult:
+    output: Any
+    usage: Usage | None = None
+
+
+class SystemRunner(Protocol):
+    """One system under test, ready to be called once per case.
+
+    ``call`` makes ONE attempt; it raises
+    :class:`oloproof.engine.retry.RetryableFailure` or
+    :class:`oloproof.engine.retry.PermanentFailure` on failure, and the engine
+    applies the retry policy around it.
+    """
+
+    identity: str  # "sha256:..." digest: see systems/identity.py
+    kind: str  # "callable" or "http"
+
+    async def start(self) -> None: ...
+
+    async def call(self, case_id: str, case_input: Any, attempt: int) -> CallResult: ...
+
+    async def aclose(self) -> None: ...

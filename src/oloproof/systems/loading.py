@@ -1,0 +1,70 @@
+"""Importing user code named as ``module:function``, with clear errors."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from oloproof.errors import ConfigError
+
+
+def import_callable(
+    spec: str, root: Path, *, file: str, field: str, line: int | None = None
+) -> tuple[Callable[..., Any], ModuleType]:
+    """Import ``module:function`` with the project directory first on ``sys.path``."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(
+            f"'{spec}' is not of the form module:function",
+            file=file, field=field, line=line, accepted="module:function, e.g. app:answer",
+        )
+    root_s = str(root.resolve())
+    if root_s not in sys.path:
+        sys.path.insert(0, root_s)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the user's to fix
+        last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+        where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
+        raise ConfigError(
+            f"cannot import module '{module_name}': {type(exc).__name__}: {exc}{where}",
+            file=file, field=field, line=line,
+            accepted="a module importable from the project directory",
+        ) from exc
+    fn = module
+    for part in attr.split("."):
+        if not hasattr(fn, part):
+            names = [n for n in dir(module) if not n.startswith("_")]
+            fns = [n for n in names if callable(getattr(module, n))]
+            raise ConfigError(
+                f"module '{module_name}' has no attribute '{attr}'",
+                file=file, field=field, line=line,
+                accepted=", ".join(fns[:12]) or "a function defined in the module",
+            )
+        fn = getattr(fn, part)
+    if not callable(fn):
+        raise ConfigError(
+            f"'{spec}' is not callable", file=file, field=field, line=line,
+            accepted="a function",
+        )
+    return fn, module
+
+
+def module_source(module: ModuleType) -> bytes:
+    """The bytes of the file that defines ``module`` (empty if it has none)."""
+    try:
+        path = inspect.getsourcefile(module)
+    except TypeError:
+        path = None
+    if not path:
+        return b""
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return b""

@@ -1,0 +1,108 @@
+"""Shared test helpers: real projects in temporary directories, the real CLI in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+OLOPROOF = [sys.executable, "-m", "oloproof.cli.main"]
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+
+def run_cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> Result:
+    full_env = {k: v for k, v in os.environ.items() if k not in ("OLOPROOF_DEBUG", "COLUMNS")}
+    full_env["PYTHONUNBUFFERED"] = "1"
+    if env:
+        full_env.update(env)
+    proc = subprocess.run(
+        [*OLOPROOF, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
+        timeout=timeout, stdin=subprocess.DEVNULL,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def write_project(
+    root: Path,
+    *,
+    app: str,
+    cases: list[dict[str, Any]],
+    evaluators: str | None = None,
+    release: str | None = None,
+    system_extra: str = "",
+    concurrency: tuple[int, int] = (8, 4),
+    version: str = "1",
+    extra_files: dict[str, str] | None = None,
+) -> Path:
+    """A real project on disk: app.py, oloproof.yaml, release.yaml, data/cases.jsonl."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "app.py").write_text(textwrap.dedent(app))
+    (root / "data").mkdir(exist_ok=True)
+    (root / "data" / "cases.jsonl").write_text(
+        "".join(json.dumps(c) + "\n" for c in cases)
+    )
+    if evaluators is None:
+        evaluators = """
+          - type: exact_match
+            criterion: exact_label
+            field: label
+        """
+    lines = [
+        "version: 1",
+        "project: test-project",
+        "dataset: data/cases.jsonl",
+        "system:",
+        "  name: test-system",
+        f'  version: "{version}"',
+        "  callable: app:answer",
+        *["  " + line for line in textwrap.dedent(system_extra).strip().splitlines()],
+        "concurrency:",
+        f"  system: {concurrency[0]}",
+        f"  judge: {concurrency[1]}",
+        "evaluators:",
+        *["  " + line for line in textwrap.dedent(evaluators).strip("\n").splitlines()],
+    ]
+    config = "\n".join(lines) + "\n"
+    (root / "oloproof.yaml").write_text(config)
+    if release is not None:
+        (root / "release.yaml").write_text(textwrap.dedent(release))
+    for name, content in (extra_files or {}).items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(content))
+    return root
+
+
+def labelled_cases(n: int, prefix: str = "q") -> list[dict[str, Any]]:
+    return [
+        {"id": f"{prefix}{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}}
+        for i in range(n)
+    ]
+
+
+def events(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+@pytest.fixture
+def project_dir(tmp_path: Path) -> Path:
+    return tmp_path / "proj"

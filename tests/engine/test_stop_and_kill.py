@@ -1,0 +1,82 @@
+"""A run killed with SIGKILL loses only its calls in flight; the next run takes the rest from cache."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
+
+SLOW = """
+import time
+from oloproof import system
+
+@system(name="slow", version="1")
+def answer(case_input):
+    time.sleep(0.05)
+    return {"label": "ok"}
+"""
+
+
+def _stored_cases(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(db, timeout=5)
+        try:
+            return int(conn.execute("SELECT count(*) FROM run_cases").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_sigkill_mid_run_keeps_finished_cases(project_dir: Path) -> None:
+    write_project(project_dir, app=SLOW, cases=labelled_cases(200), concurrency=(2, 1))
+    db = project_dir / ".oloproof" / "store.sqlite"
+    proc = subprocess.Popen([*OLOPROOF, "run"], cwd=project_dir, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while _stored_cases(db) < 40 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    stored = _stored_cases(db)
+    assert 40 <= stored < 200
+
+    runs = run_cli("runs", cwd=project_dir)
+    assert "RUN_ERROR/PARTIAL" in runs.out
+
+    again = run_cli("run", cwd=project_dir)
+    assert again.code == 0, again.text
+    hits = int(again.out.split("executions ")[1].split(" hits")[0])
+    # Everything stored before the kill is reused; at most the calls in flight (2) are lost.
+    assert hits >= stored
+    assert "200 / 200 observed" in again.out
+    assert "DECIDED/COMPLETE" in run_cli("runs", cwd=project_dir).out
+
+
+def test_two_runs_at_once_share_the_store(project_dir: Path) -> None:
+    write_project(project_dir, app=SLOW, cases=labelled_cases(60), concurrency=(4, 1))
+    run_cli("run", cwd=project_dir)  # create the store
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
+    procs = [
+        subprocess.Popen([*OLOPROOF, "run", "--no-cache"], cwd=project_dir, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, out + err
+        assert "60 / 60 observed" in out
+    conn = sqlite3.connect(project_dir / ".oloproof" / "store.sqlite")
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("SELECT count(*) FROM runs WHERE status = 'DECIDED'").fetchone()[0] == 3
+    assert conn.execute("SELECT count(*) FROM run_cases").fetchone()[0] == 180
+    _ = sys

@@ -1,0 +1,883 @@
+"""oloproof.yaml: the good example loads; every mistake is one clear ConfigError."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from project_helpers import (
+    MINIMAL_CONFIG,
+    Writer,
+    check,
+    config_error,
+    line_of,
+    project_yaml,
+)
+
+from oloproof.project import (
+    AbsoluteErrorEvaluator,
+    CustomEvaluator,
+    ExactMatchEvaluator,
+    JsonSchemaEvaluator,
+    RegexEvaluator,
+    RubricJudgeEvaluator,
+    load_project,
+)
+
+EVALUATOR_TYPES = "exact_match, contains, regex, json_schema, absolute_error, rubric_judge, custom"
+
+SPEC_EXAMPLE = r"""
+version: 1
+project: support-bot-example
+dataset: data/support.jsonl
+system:
+  name: support-bot
+  version: slice-a-example        # part of the system's identity
+  callable: app:answer            # module:function, imported with the project dir on sys.path
+  code_paths: [prompts/]          # optional: more files whose content is part of the identity
+  timeout_s: 30
+concurrency:
+  system: 8
+  judge: 4
+evaluators:
+  - type: exact_match
+    criterion: exact_label
+    field: label
+    strip: true
+    casefold: false
+  - type: contains
+    criterion: mentions_refund
+    field: answer
+    expected_field: keyword
+  - type: regex
+    criterion: pii_free
+    field: answer
+    pattern: '\b\d{3}-\d{2}-\d{4}\b'
+    pass_if: no_match
+  - type: json_schema
+    criterion: format_valid
+    field: null
+    schema: {type: object, required: [answer, label]}
+  - type: absolute_error
+    criterion: days_error
+    field: days
+    range: [0, 30]
+  - type: rubric_judge
+    criterion: helpful
+    provider: anthropic
+    model: MODEL_ID
+    rubric_file: rubrics/helpful.md
+    api_key_env: ANTHROPIC_API_KEY
+    base_url: null
+    temperature: 0
+    max_tokens: 512
+    timeout_s: 60
+  - type: custom
+    criterion: polite
+    function: checks:polite
+"""
+
+
+def _spec_project(write: Writer) -> None:
+    write("oloproof.yaml", SPEC_EXAMPLE)
+    write("data/support.jsonl", '{"id": "a", "input": "hello"}\n')
+    write("rubrics/helpful.md", "Pass if the answer helps.\n")
+    write("prompts/system.txt", "You are helpful.\n")
+
+
+# -- the good example ----------------------------------------------------------------
+
+
+def test_spec_example_loads(write: Writer, project_dir: Path) -> None:
+    _spec_project(write)
+    project = load_project("oloproof.yaml")
+    config = project.config
+    assert project.root == project_dir
+    assert project.config_path == project_dir / "oloproof.yaml"
+    assert config.project == "support-bot-example"
+    assert config.system.callable == "app:answer"
+    assert config.system.version == "slice-a-example"
+    assert config.system.code_paths == ["prompts/"]
+    assert config.system.http is None
+    assert (config.concurrency.system, config.concurrency.judge) == (8, 4)
+    assert config.retry.max_retry_wait_s == 60
+    assert config.metrics() == {
+        "exact_label": "BINARY",
+        "mentions_refund": "BINARY",
+        "pii_free": "BINARY",
+        "format_valid": "BINARY",
+        "days_error": "MEAN",
+        "helpful": "BINARY",
+        "polite": "BINARY",
+    }
+    exact, _, regex, schema, absolute, judge, custom = config.evaluators
+    assert isinstance(exact, ExactMatchEvaluator) and exact.strip and not exact.casefold
+    assert isinstance(regex, RegexEvaluator) and regex.pass_if == "no_match"
+    assert regex.pattern == r"\b\d{3}-\d{2}-\d{4}\b"
+    assert isinstance(schema, JsonSchemaEvaluator)
+    assert schema.field is None
+    assert schema.schema_ == {"type": "object", "required": ["answer", "label"]}
+    assert isinstance(absolute, AbsoluteErrorEvaluator) and absolute.range == (0.0, 30.0)
+    assert isinstance(judge, RubricJudgeEvaluator)
+    assert judge.rubric == "Pass if the answer helps.\n"
+    assert isinstance(custom, CustomEvaluator) and custom.metric_kind == "BINARY"
+    suite = project.load_suite()
+    assert [c.id for c in suite.cases] == ["a"]
+
+
+def test_defaults_and_http_system(write: Writer) -> None:
+    write(
+        "oloproof.yaml",
+        project_yaml(
+            system="""\
+            name: intake
+            http:
+              url: http://127.0.0.1:8765/extract
+              method: post
+              version: rules-v1
+              output_path: result
+              headers: {Authorization: "Bearer ${INTAKE_TOKEN}"}
+            """,
+            top="retry:\n  max_retry_wait_s: 5\n",
+        ),
+    )
+    config = load_project("oloproof.yaml").config
+    http = config.system.http
+    assert http is not None
+    assert http.method == "POST" and http.version == "rules-v1" and http.timeout_s == 30
+    assert http.headers == {"Authorization": "Bearer ${INTAKE_TOKEN}"}
+    assert config.system.callable is None
+    assert (config.concurrency.system, config.concurrency.judge) == (8, 4)
+    assert config.retry.max_retry_wait_s == 5
+
+
+def test_numbers_are_accepted_as_text_and_dates_stay_text(write: Writer) -> None:
+    write(
+        "oloproof.yaml",
+        project_yaml(system="name: bot\nversion: 2024-05-01\ncallable: app:answer\n"),
+    )
+    assert load_project("oloproof.yaml").config.system.version == "2024-05-01"
+    write("oloproof.yaml", project_yaml(system="name: bot\nversion: 2\ncallable: app:answer\n"))
+    assert load_project("oloproof.yaml").config.system.version == "2"
+
+
+def test_custom_mean_evaluator_is_a_mean_metric(write: Writer) -> None:
+    write(
+        "oloproof.yaml",
+        project_yaml(
+            evaluators="- {type: custom, criterion: tone, function: checks:tone, "
+            "kind: mean, range: [0, 1]}\n"
+        ),
+    )
+    assert load_project("oloproof.yaml").config.metrics() == {"tone": "MEAN"}
+
+
+def test_importing_the_package_does_not_import_jsonschema() -> None:
+    code = "import sys, oloproof.project; print('jsonschema' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(Path(__file__).parents[2] / "src")},
+    )
+    assert out.stdout.strip() == "False"
+
+
+# -- the file itself ------------------------------------------------------------------
+
+
+def test_file_not_found(project_dir: Path) -> None:
+    err = config_error(lambda: load_project("missing/oloproof.yaml"))
+    check(err, file="missing/oloproof.yaml", field=None, line=None, contains=("file not found",))
+
+
+def test_not_valid_yaml(write: Writer) -> None:
+    text = "version: 1\nproject: demo\nsystem:\n  name: [bot\n  callable: x\n"
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    message = str(err)
+    assert message.startswith("oloproof.yaml:"), message
+    assert "not valid YAML" in message and "column" in message
+    assert err.line is not None and err.line >= 4
+
+
+def test_yaml_error_points_at_the_line_and_column(write: Writer) -> None:
+    write("oloproof.yaml", "version: 1\nproject: demo: x\n")
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field=None,
+        line=2,
+        contains=("not valid YAML: mapping values are not allowed", "at column 14"),
+    )
+
+
+def test_tab_indentation_is_explained(write: Writer) -> None:
+    write("oloproof.yaml", "version: 1\nsystem:\n\tname: bot\n")
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(err, file="oloproof.yaml", field=None, line=3, contains=("not tabs",))
+
+
+def test_empty_file(write: Writer) -> None:
+    write("oloproof.yaml", "# nothing yet\n")
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(err, file="oloproof.yaml", field=None, line=None, contains=("empty", "version: 1"))
+
+
+def test_top_level_not_a_mapping(write: Writer) -> None:
+    write("oloproof.yaml", "- version: 1\n- project: demo\n")
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field=None,
+        line=1,
+        contains=("expected a mapping", "at the top level", "got a list"),
+    )
+
+
+def test_duplicate_yaml_key(write: Writer) -> None:
+    text = MINIMAL_CONFIG + "project: again\n"
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="project",
+        line=line_of(text, "project: again"),
+        contains=("written twice", "also on line 2"),
+    )
+
+
+# -- version, keys, types -----------------------------------------------------------------
+
+
+def test_version_not_1(write: Writer) -> None:
+    text = MINIMAL_CONFIG.replace("version: 1", "version: 2")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="version",
+        line=1,
+        contains=("unsupported version 2", "(accepted: 1)"),
+    )
+
+
+def test_version_missing(write: Writer) -> None:
+    write("oloproof.yaml", MINIMAL_CONFIG.replace("version: 1\n", "", 1))
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(err, file="oloproof.yaml", field="version", line=1, contains=("missing", "accepted: 1"))
+
+
+def test_unknown_top_level_key_suggests_the_closest(write: Writer) -> None:
+    text = MINIMAL_CONFIG.replace("evaluators:", "evaluator:")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluator",
+        line=line_of(text, "evaluator:"),
+        contains=(
+            "unknown key 'evaluator'",
+            "accepted: version, project, dataset, system, concurrency, retry, evaluators",
+            "did you mean 'evaluators'?",
+        ),
+    )
+
+
+def test_unknown_key_in_an_evaluator(write: Writer) -> None:
+    evaluators = "- type: regex\n  criterion: pii_free\n  patern: 'x'\n"
+    text = project_yaml(evaluators=evaluators)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].patern",
+        line=line_of(text, "patern"),
+        contains=("unknown key 'patern'", "pattern, pass_if, flags", "did you mean 'pattern'?"),
+    )
+
+
+def test_unknown_key_in_system_http(write: Writer) -> None:
+    system = "name: bot\nhttp:\n  url: http://x\n  version: v1\n  timeout: 3\n"
+    text = project_yaml(system=system)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system.http.timeout",
+        line=line_of(text, "timeout: 3"),
+        contains=("unknown key 'timeout'", "did you mean 'timeout_s'?", "url, method, version"),
+    )
+
+
+def test_wrong_type_number(write: Writer) -> None:
+    text = project_yaml(top="concurrency:\n  system: abc\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="concurrency.system",
+        line=line_of(text, "system: abc"),
+        contains=("expected a whole number, got 'abc'",),
+    )
+
+
+def test_wrong_type_float_and_bool(write: Writer) -> None:
+    text = project_yaml(system='name: bot\nversion: "1"\ncallable: app:answer\ntimeout_s: soon\n')
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system.timeout_s",
+        line=line_of(text, "timeout_s"),
+        contains=("expected a number, got 'soon'",),
+    )
+    text = project_yaml(evaluators="- {type: exact_match, criterion: a, strip: [1]}\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].strip",
+        line=line_of(text, "strip"),
+        contains=("expected true or false, got a list",),
+    )
+
+
+def test_wrong_type_mapping_expected(write: Writer) -> None:
+    text = project_yaml(system="just-a-name\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system",
+        line=line_of(text, "system:"),
+        contains=("expected a mapping (key: value), got 'just-a-name'",),
+    )
+
+
+def test_wrong_type_list_expected(write: Writer) -> None:
+    text = project_yaml(evaluators="type: exact_match\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators",
+        line=line_of(text, "evaluators:"),
+        contains=("expected a list, got a mapping",),
+    )
+
+
+def test_missing_required_field(write: Writer) -> None:
+    text = project_yaml(system='version: "1"\ncallable: app:answer\n')
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system.name",
+        line=line_of(text, "system:"),
+        contains=("required field is missing",),
+    )
+
+
+def test_missing_required_evaluator_field(write: Writer) -> None:
+    text = project_yaml(evaluators="- type: exact_match\n  field: label\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].criterion",
+        line=line_of(text, "- type: exact_match"),
+        contains=("required field is missing",),
+    )
+
+
+def test_missing_top_level_section(write: Writer) -> None:
+    text = "version: 1\nproject: demo\ndataset: data/suite.jsonl\nsystem:\n  name: b\n"
+    write("oloproof.yaml", text + '  version: "1"\n  callable: a:b\n')
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(err, file="oloproof.yaml", field="evaluators", line=1, contains=("required field",))
+
+
+# -- evaluators ---------------------------------------------------------------------------------
+
+
+def test_unknown_evaluator_type(write: Writer) -> None:
+    text = project_yaml(evaluators="- type: exact\n  criterion: exact_label\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    line = line_of(text, "type: exact")
+    message = check(err, file="oloproof.yaml", field="evaluators[0].type", line=line)
+    assert message == (
+        f"oloproof.yaml:{line}: evaluators[0].type: unknown evaluator type 'exact' "
+        f"(accepted: {EVALUATOR_TYPES}; did you mean 'exact_match'?)"
+    )
+
+
+def test_evaluator_without_type(write: Writer) -> None:
+    text = project_yaml(evaluators="- criterion: exact_label\n  field: label\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].type",
+        line=line_of(text, "- criterion"),
+        contains=("required field is missing", f"accepted: {EVALUATOR_TYPES}"),
+    )
+
+
+def test_evaluator_not_a_mapping(write: Writer) -> None:
+    text = project_yaml(evaluators="- exact_match\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0]",
+        line=line_of(text, "- exact_match"),
+        contains=("expected a mapping",),
+    )
+
+
+def test_no_evaluators(write: Writer) -> None:
+    text = project_yaml(evaluators="[]\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators",
+        line=line_of(text, "evaluators:"),
+        contains=("at least one evaluator", f"accepted: {EVALUATOR_TYPES}"),
+    )
+
+
+def test_pass_if_literal_suggests(write: Writer) -> None:
+    text = project_yaml(
+        evaluators="- type: regex\n  criterion: pii\n  pattern: x\n  pass_if: nomatch\n"
+    )
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].pass_if",
+        line=line_of(text, "pass_if"),
+        contains=("got 'nomatch'", "accepted: match, no_match", "did you mean 'no_match'?"),
+    )
+
+
+def test_invalid_regex_pattern(write: Writer) -> None:
+    evaluators = (
+        "- type: exact_match\n  criterion: a\n"
+        "- type: regex\n  criterion: pii_free\n  pattern: '[0-9'\n"
+    )
+    text = project_yaml(evaluators=evaluators)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[1].pattern",
+        line=line_of(text, "pattern:"),
+        contains=("not a valid regular expression", "unterminated character set", "position 0"),
+    )
+
+
+def test_regex_flags(write: Writer) -> None:
+    text = project_yaml(
+        evaluators="- type: regex\n  criterion: a\n  pattern: x\n  flags: [IGNORECASE, CASE]\n"
+    )
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].flags[1]",
+        line=line_of(text, "flags:"),
+        contains=("got 'CASE'", "accepted: IGNORECASE, MULTILINE, DOTALL"),
+    )
+
+
+def test_invalid_json_schema(write: Writer) -> None:
+    evaluators = """\
+    - type: json_schema
+      criterion: format_valid
+      schema:
+        type: object
+        properties:
+          answer: {type: strin}
+    """
+    text = project_yaml(evaluators=evaluators)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].schema.properties.answer.type",
+        line=line_of(text, "answer: {type: strin}"),
+        contains=("not a valid JSON Schema", "'strin'"),
+    )
+
+
+def test_json_schema_not_a_mapping(write: Writer) -> None:
+    text = project_yaml(evaluators="- {type: json_schema, criterion: f, schema: object}\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].schema",
+        line=line_of(text, "json_schema"),
+        contains=("expected a mapping",),
+    )
+
+
+def test_duplicate_criterion(write: Writer) -> None:
+    evaluators = "- type: exact_match\n  criterion: label\n- type: contains\n  criterion: label\n"
+    text = project_yaml(evaluators=evaluators)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[1].criterion",
+        line=line_of(text, "criterion: label", 2),
+        contains=("duplicate criterion 'label'", "evaluators[0]"),
+    )
+
+
+def test_criterion_name_characters(write: Writer) -> None:
+    text = project_yaml(evaluators="- type: exact_match\n  criterion: exact label\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].criterion",
+        line=line_of(text, "criterion:"),
+        contains=("letters, digits", "got 'exact label'"),
+    )
+
+
+def test_absolute_error_range(write: Writer) -> None:
+    text = project_yaml(
+        evaluators="- type: absolute_error\n  criterion: d\n  field: days\n  range: [30, 0]\n"
+    )
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].range",
+        line=line_of(text, "range"),
+        contains=("low < high", "[30, 0]"),
+    )
+    text = project_yaml(
+        evaluators="- type: absolute_error\n  criterion: d\n  field: days\n  range: [0, 1, 2]\n"
+    )
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].range",
+        line=line_of(text, "range"),
+        contains=("two numbers",),
+    )
+
+
+def test_custom_function_form(write: Writer) -> None:
+    text = project_yaml(
+        evaluators="- type: custom\n  criterion: polite\n  function: checks.polite\n"
+    )
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].function",
+        line=line_of(text, "function:"),
+        contains=("module:function", "got 'checks.polite'"),
+    )
+
+
+def test_custom_range_needs_mean(write: Writer) -> None:
+    text = project_yaml(
+        evaluators="- type: custom\n  criterion: p\n  function: c:p\n  range: [0, 1]\n"
+    )
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].range",
+        line=line_of(text, "range:"),
+        contains=("kind: mean",),
+    )
+
+
+RUBRIC_HEAD = "- type: rubric_judge\n  criterion: helpful\n  provider: {provider}\n  model: m\n"
+
+
+def test_rubric_judge_neither_rubric(write: Writer) -> None:
+    text = project_yaml(evaluators=RUBRIC_HEAD.format(provider="anthropic"))
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].rubric_file",
+        line=line_of(text, "- type: rubric_judge"),
+        contains=("rubric_file", "rubric_text", "missing"),
+    )
+
+
+def test_rubric_judge_both_rubrics(write: Writer) -> None:
+    evaluators = RUBRIC_HEAD.format(provider="anthropic") + (
+        "  rubric_file: rubrics/helpful.md\n  rubric_text: Be helpful.\n"
+    )
+    write("rubrics/helpful.md", "Be helpful.\n")
+    text = project_yaml(evaluators=evaluators)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].rubric_text",
+        line=line_of(text, "rubric_text"),
+        contains=("rubric_file or rubric_text, not both",),
+    )
+
+
+def test_rubric_file_not_found(write: Writer) -> None:
+    evaluators = RUBRIC_HEAD.format(provider="openai") + "  rubric_file: rubrics/nope.md\n"
+    text = project_yaml(evaluators=evaluators)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].rubric_file",
+        line=line_of(text, "rubric_file"),
+        contains=("file not found: rubrics/nope.md", "project directory"),
+    )
+
+
+def test_rubric_text_and_project_in_another_directory(write: Writer) -> None:
+    evaluators = RUBRIC_HEAD.format(provider="openai") + "  rubric_file: r.md\n"
+    write("sub/oloproof.yaml", project_yaml(evaluators=evaluators))
+    write("sub/r.md", "Helpful?\n")
+    write("sub/data/suite.jsonl", '{"id": "x", "input": 1}\n')
+    project = load_project("sub/oloproof.yaml")
+    judge = project.config.evaluators[0]
+    assert isinstance(judge, RubricJudgeEvaluator)
+    assert judge.rubric == "Helpful?\n"
+    assert project.dataset_display == "sub/data/suite.jsonl"
+    write("sub/data/suite.jsonl", "{}\n")
+    err = config_error(project.load_suite)
+    assert str(err).startswith("sub/data/suite.jsonl:1: id: ")
+
+
+def test_openai_compatible_needs_base_url(write: Writer) -> None:
+    evaluators = RUBRIC_HEAD.format(provider="openai_compatible") + "  rubric_text: Helpful?\n"
+    text = project_yaml(evaluators=evaluators)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].base_url",
+        line=line_of(text, "- type: rubric_judge"),
+        contains=("required for provider openai_compatible",),
+    )
+
+
+def test_unknown_provider(write: Writer) -> None:
+    evaluators = RUBRIC_HEAD.format(provider="antropic") + "  rubric_text: Helpful?\n"
+    text = project_yaml(evaluators=evaluators)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="evaluators[0].provider",
+        line=line_of(text, "provider"),
+        contains=(
+            "got 'antropic'",
+            "accepted: anthropic, openai, openai_compatible",
+            "did you mean 'anthropic'?",
+        ),
+    )
+
+
+# -- system ------------------------------------------------------------------------------------
+
+
+def test_system_both_callable_and_http(write: Writer) -> None:
+    system = 'name: bot\nversion: "1"\ncallable: app:answer\nhttp:\n  url: http://x\n  version: v\n'
+    text = project_yaml(system=system)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system",
+        line=line_of(text, "system:"),
+        contains=("either callable or http, not both",),
+    )
+
+
+def test_system_neither_callable_nor_http(write: Writer) -> None:
+    text = project_yaml(system='name: bot\nversion: "1"\n')
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system",
+        line=line_of(text, "system:"),
+        contains=("callable: module:function", "http:"),
+    )
+
+
+def test_callable_form(write: Writer) -> None:
+    text = project_yaml(system='name: bot\nversion: "1"\ncallable: app.answer\n')
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system.callable",
+        line=line_of(text, "callable:"),
+        contains=("module:function", "app:answer", "got 'app.answer'"),
+    )
+
+
+def test_callable_needs_version(write: Writer) -> None:
+    text = project_yaml(system="name: bot\ncallable: app:answer\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system.version",
+        line=line_of(text, "system:"),
+        contains=("required for a callable system",),
+    )
+
+
+def test_http_without_version(write: Writer) -> None:
+    text = project_yaml(system="name: bot\nhttp:\n  url: http://127.0.0.1:8765/x\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system.http.version",
+        line=line_of(text, "http:"),
+        contains=("required field is missing",),
+    )
+
+
+def test_http_url_and_method(write: Writer) -> None:
+    text = project_yaml(system="name: bot\nhttp:\n  url: 127.0.0.1:8765\n  version: v\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system.http.url",
+        line=line_of(text, "url:"),
+        contains=("http:// or https://",),
+    )
+    text = project_yaml(system="name: b\nhttp:\n  url: http://x\n  version: v\n  method: PATCH\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system.http.method",
+        line=line_of(text, "method:"),
+        contains=("got 'PATCH'", "accepted: POST, PUT, GET"),
+    )
+
+
+def test_code_path_not_found(write: Writer) -> None:
+    text = project_yaml(system='name: b\nversion: "1"\ncallable: a:b\ncode_paths: [prompts/]\n')
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system.code_paths[0]",
+        line=line_of(text, "code_paths"),
+        contains=("not found: prompts/",),
+    )
+
+
+def test_system_timeout_must_be_positive(write: Writer) -> None:
+    text = project_yaml(system='name: b\nversion: "1"\ncallable: a:b\ntimeout_s: 0\n')
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="system.timeout_s",
+        line=line_of(text, "timeout_s"),
+        contains=("must be greater than 0, got 0",),
+    )
+
+
+@pytest.mark.parametrize("which", ["system", "judge"])
+def test_concurrency_below_one(write: Writer, which: str) -> None:
+    text = project_yaml(top=f"concurrency:\n  {which}: 0\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field=f"concurrency.{which}",
+        line=line_of(text, f"{which}: 0"),
+        contains=("must be at least 1, got 0",),
+    )
+
+
+def test_dataset_missing(write: Writer) -> None:
+    text = MINIMAL_CONFIG.replace("data/suite.jsonl", "data/support.jsonl")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(
+        err,
+        file="oloproof.yaml",
+        field="dataset",
+        line=3,
+        contains=("file not found: data/support.jsonl",),
+    )
+
+
+def test_the_earliest_problem_is_reported(write: Writer) -> None:
+    text = project_yaml(
+        top="concurrency:\n  system: many\n",
+        evaluators="- type: regex\n  criterion: a\n  pattern: x\n  pass_if: sometimes\n",
+    )
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    assert err.field == "concurrency.system"
