@@ -9,8 +9,17 @@ from __future__ import annotations
 
 from oloproof._context import CaseContext, current_case
 from oloproof.errors import TransientError
+from oloproof.evaluators.base import CaseView, Verdict
 from oloproof.systems.decorator import system
 
 __version__ = "0.1.0"
 
-__all__ = ["CaseContext", "TransientError", "__version__", "current_case", "system"]
+__all__ = [
+    "CaseContext",
+    "CaseView",
+    "TransientError",
+    "Verdict",
+    "__version__",
+    "current_case",
+    "system",
+]

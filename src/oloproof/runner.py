@@ -27,7 +27,7 @@ from oloproof.project import Project, load_project, load_release_policy
 from oloproof.project.loader import default_release_policy
 from oloproof.store.cache import Cache
 from oloproof.store.db import open_store, store_path
-from oloproof.store.reader import get_run, load_evidence
+from oloproof.store.reader import RunRecord, get_run, load_evidence
 from oloproof.store.writer import StoreWriter
 
 
@@ -108,6 +108,16 @@ def build_system(project: Project) -> Any:
     return CallableSystem(cfg, project.root, concurrency=conc, file=project.config_path.name)
 
 
+def describe_system(project: Project, system: Any) -> dict[str, Any]:
+    """What ``runs`` and ``inspect`` show of a system: kind, name, version, target."""
+    cfg = project.config.system
+    if cfg.http is not None:
+        return {"kind": "http", "name": cfg.name, "version": cfg.http.version,
+                "url": cfg.http.url, "method": cfg.http.method}
+    return {"kind": "callable", "name": cfg.name, "version": system.version,
+            "callable": cfg.callable}
+
+
 def prepare(config_path: str | Path, policy_arg: str | None) -> Prepared:
     project = load_project(config_path)
     policy, policy_path = resolve_policy(project, policy_arg)
@@ -137,6 +147,15 @@ def prepare(config_path: str | Path, policy_arg: str | None) -> Prepared:
 
 def policy_json(policy: Any) -> dict[str, Any]:
     return dict(policy.model_dump(mode="json"))
+
+
+def stored_policy(run: RunRecord) -> Any:
+    """The release policy a run was decided under, as stored with it."""
+    from oloproof.project.models import ReleasePolicy
+
+    if run.policy is None:
+        return default_release_policy()
+    return ReleasePolicy.model_validate(run.policy)
 
 
 def decide_stored(
@@ -188,7 +207,7 @@ def execute(
         dataset=project.config.dataset,
         cases_total=len(prepared.cases),
         system_identity=prepared.system.identity,
-        system=prepared.system.describe,
+        system=describe_system(prepared.project, prepared.system),
         metrics=prepared.metrics,
         policy=policy_json(prepared.policy),
         policy_path=prepared.policy_path,

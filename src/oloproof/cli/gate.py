@@ -9,9 +9,9 @@ import sys
 from oloproof.cli._common import open_project_store
 from oloproof.policy.decide import gate
 from oloproof.project import load_release_policy
-from oloproof.render.console import make_console
+from oloproof.render.console import print_to
 from oloproof.render.tables import run_report
-from oloproof.runner import decide_stored
+from oloproof.runner import decide_stored, stored_policy
 from oloproof.store.reader import get_run
 
 
@@ -21,12 +21,8 @@ def command(args: argparse.Namespace) -> int:
     metrics = {m["criterion"]: m["kind"] for m in run.metrics}
     if args.policy:
         policy = load_release_policy(args.policy, metrics)
-    elif run.policy_path:
-        policy = load_release_policy(run.policy_path, metrics)
     else:
-        from oloproof.project.loader import default_release_policy
-
-        policy = default_release_policy()
+        policy = stored_policy(run)
     incomplete = run.completeness != "COMPLETE"
     decisions, summaries = decide_stored(conn, run.id, policy)
     if incomplete:
@@ -46,7 +42,8 @@ def command(args: argparse.Namespace) -> int:
             + "\n"
         )
         return code
-    make_console(sys.stdout).print(
+    print_to(
+        sys.stdout,
         run_report(
             run_id=run.id, status=run.status, completeness=run.completeness,
             decisions=decisions, summaries=list(summaries.values()), cache=run.cache,

@@ -13,9 +13,9 @@ from rich.text import Text
 
 from oloproof.cli._common import open_project_store
 from oloproof.errors import UsageError
-from oloproof.render.console import make_console
+from oloproof.render.console import print_to
 from oloproof.render.tables import cache_line, decisions_table, metrics_table, run_title
-from oloproof.runner import decide_stored
+from oloproof.runner import decide_stored, stored_policy
 from oloproof.store.reader import CaseRow, get_run, load_cases, load_decisions
 
 
@@ -55,7 +55,6 @@ def command(args: argparse.Namespace) -> int:
 
         return inspect_comparison(conn, args.run_id, as_json=args.json)
     run = get_run(conn, args.run_id)
-    console = make_console(sys.stdout)
     if args.case is not None:
         cases = load_cases(conn, run.id, args.case)
         if not cases:
@@ -86,7 +85,7 @@ def command(args: argparse.Namespace) -> int:
                 "" if j.score is None else f"{j.score:g}", str(j.attempts),
                 "yes" if j.from_cache else "no", j.reason or "",
             )
-        console.print(Group(*lines, table))
+        print_to(sys.stdout, Group(*lines, table))
         return 0
 
     cases = load_cases(conn, run.id)
@@ -116,15 +115,12 @@ def command(args: argparse.Namespace) -> int:
                     reason or "",
                 )
                 first = False
-        console.print(table)
+        print_to(sys.stdout, table)
         return 0
 
     decisions = load_decisions(conn, run.id)
-    summaries: dict[str, Any] = {}
-    if run.policy is not None or True:
-        from oloproof.project.loader import default_release_policy
-
-        _, summaries = decide_stored(conn, run.id, default_release_policy())
+    # Metrics at the level the run was decided at.
+    _, summaries = decide_stored(conn, run.id, stored_policy(run))
     if args.json:
         sys.stdout.write(
             json.dumps(
@@ -165,5 +161,5 @@ def command(args: argparse.Namespace) -> int:
     parts.append(cache_line(run.cache))
     if run.gate:
         parts.append(Text(f"Gate      {run.gate}   exit code {run.exit_code}"))
-    console.print(Group(*parts))
+    print_to(sys.stdout, Group(*parts))
     return 0

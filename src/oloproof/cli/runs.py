@@ -9,7 +9,7 @@ import sys
 from rich.table import Table
 
 from oloproof.cli._common import open_project_store
-from oloproof.render.console import make_console
+from oloproof.render.console import print_to
 from oloproof.store.reader import list_runs
 
 
@@ -34,9 +34,8 @@ def command(args: argparse.Namespace) -> int:
             + "\n"
         )
         return 0
-    console = make_console(sys.stdout)
     if not runs:
-        console.print("No runs stored yet.")
+        print_to(sys.stdout, "No runs stored yet.")
         return 0
     table = Table(title="Runs", title_justify="left")
     for col in ("Run", "Started (UTC)", "State", "Gate", "Cases", "System"):
@@ -46,5 +45,5 @@ def command(args: argparse.Namespace) -> int:
         system = f"{r.system.get('name', '')} {r.system.get('version', '')}".strip()
         table.add_row(r.id, r.created_at[:19].replace("T", " "), r.state, gate,
                       str(r.cases_total), system)
-    console.print(table)
+    print_to(sys.stdout, table)
     return 0

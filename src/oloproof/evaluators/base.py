@@ -26,6 +26,18 @@ class Outcome:
     latency_ms: float | None = None
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What a custom evaluator may return instead of a bool or a number:
+    ``Verdict(passed=True, reason=...)``, ``Verdict(score=0.8)`` or
+    ``Verdict(excluded=True, reason="not applicable")``."""
+
+    passed: bool | None = None
+    score: float | None = None
+    excluded: bool = False
+    reason: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class CaseView:
     """The case as an evaluator sees it."""

@@ -10,23 +10,12 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oloproof.evaluators.base import CaseView, Outcome
+from oloproof.evaluators.base import CaseView, Outcome, Verdict
 from oloproof.systems.identity import digest, digest_bytes
 from oloproof.systems.loading import import_callable, module_source
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What a custom evaluator may return instead of a bool or a number."""
-
-    passed: bool | None = None
-    score: float | None = None
-    excluded: bool = False
-    reason: str | None = None
 
 
 class Custom:

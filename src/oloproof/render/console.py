@@ -41,3 +41,15 @@ def make_console(stream: IO[str], *, terminal: bool | None = None) -> Console:
         force_interactive=False,
         _environ={k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")},
     )
+
+
+def print_to(stream: IO[str], renderable: object, *, terminal: bool | None = None) -> None:
+    """Print ``renderable`` to ``stream``; outside a terminal, without trailing spaces."""
+    console = make_console(stream, terminal=terminal)
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    with console.capture() as capture:
+        console.print(renderable)
+    text = "\n".join(line.rstrip() for line in capture.get().splitlines())
+    stream.write(text + "\n")

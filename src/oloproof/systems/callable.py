@@ -89,12 +89,6 @@ class CallableSystem:
                 "code_paths": _code_paths_digest(root, list(config.code_paths or []), file),
             }
         )
-        self.describe = {
-            "kind": "callable",
-            "name": self.name,
-            "version": self.version,
-            "callable": config.callable,
-        }
         self._pool: ThreadPoolExecutor | None = None
 
     async def start(self) -> None:

@@ -1,0 +1,330 @@
+"""Comparison decisions: a candidate run against a baseline, paired by case id (SPEC §5).
+
+Pairing
+    Two runs are paired on the case ids both stored. For each metric, a pair counts only
+    when the case was *observed* for that criterion in both runs (status OK, with a pass or
+    a score). A case missing (the system or the judge failed) or excluded (the evaluator
+    does not apply) in either run is dropped from that metric's pairs, and the count of
+    dropped pairs is reported. Unlike a run's own interval, a comparison does not bound
+    missing cases: it assumes that which cases went missing is unrelated to how they would
+    have scored, and says how many were dropped so that a reader can judge it.
+
+Intervals (candidate − baseline)
+    BINARY metrics: Newcombe's hybrid score interval for a difference of paired proportions
+    (Newcombe 1998, Statistics in Medicine 17:2635–2650, method 10), computed by
+    :func:`oloproof.stats.paired.paired_proportion_difference` from the paired 2x2 table.
+    MEAN metrics: a paired Student t interval on the per-case differences
+    (:func:`oloproof.stats.paired.paired_mean_difference`).
+
+Rules, with margin δ (``superiority`` may have δ = 0)
+    superiority:      PASS if lower > δ,  FAIL if upper ≤ δ.
+    non_inferiority:  PASS if lower > −δ, FAIL if upper ≤ −δ.
+    equivalence:      PASS if −δ < lower and upper < δ (inside (−δ, δ)),
+                      FAIL if upper ≤ −δ or lower ≥ δ (wholly outside it).
+    Otherwise INSUFFICIENT_EVIDENCE. Nothing here reads files or the clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from oloproof.policy.decide import FAIL, INSUFFICIENT, PASS, Decision, action_for
+from oloproof.stats.paired import paired_mean_difference, paired_proportion_difference
+
+__all__ = [
+    "CaseOutcome",
+    "Pairing",
+    "PairedMetric",
+    "decide_compare_rule",
+    "decide_comparison",
+    "fmt_difference",
+    "fmt_difference_interval",
+    "pair_metric",
+    "pair_runs",
+]
+
+OBSERVED, MISSING, EXCLUDED = "OBSERVED", "MISSING", "EXCLUDED"
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """One case's outcome for one criterion in one run: OBSERVED, MISSING or EXCLUDED."""
+
+    status: str
+    passed: bool | None = None
+    score: float | None = None
+
+
+@dataclass
+class PairedMetric:
+    """One metric compared over the pairs: counts, difference and its interval."""
+
+    metric: str
+    kind: str  # BINARY | MEAN
+    pairs: int
+    dropped_missing: int
+    dropped_excluded: int
+    method: str
+    level: float
+    estimate: float | None = None
+    lower: float | None = None
+    upper: float | None = None
+    # BINARY: the paired 2x2 table
+    both_pass: int | None = None
+    cand_only: int | None = None
+    base_only: int | None = None
+    both_fail: int | None = None
+    # MEAN: the paired scores (kept for sizing; not part of the JSON form)
+    cand_scores: list[float] = field(default_factory=list, repr=False)
+    base_scores: list[float] = field(default_factory=list, repr=False)
+    sd: float | None = None  # MEAN: sd of the per-case differences
+
+    @property
+    def candidate_value(self) -> float | None:
+        """The candidate's pass rate (BINARY) or mean (MEAN) over the pairs."""
+        if not self.pairs:
+            return None
+        if self.kind == "BINARY":
+            assert self.both_pass is not None and self.cand_only is not None
+            return (self.both_pass + self.cand_only) / self.pairs
+        return math.fsum(self.cand_scores) / self.pairs
+
+    @property
+    def baseline_value(self) -> float | None:
+        if not self.pairs:
+            return None
+        if self.kind == "BINARY":
+            assert self.both_pass is not None and self.base_only is not None
+            return (self.both_pass + self.base_only) / self.pairs
+        return math.fsum(self.base_scores) / self.pairs
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "metric": self.metric,
+            "kind": self.kind,
+            "pairs": self.pairs,
+            "candidate": self.candidate_value,
+            "baseline": self.baseline_value,
+            "difference": self.estimate,
+            "lower": self.lower,
+            "upper": self.upper,
+            "method": self.method,
+            "confidence_level": self.level,
+            "dropped_missing": self.dropped_missing,
+            "dropped_excluded": self.dropped_excluded,
+        }
+        if self.kind == "BINARY":
+            data.update(
+                both_pass=self.both_pass,
+                both_fail=self.both_fail,
+                candidate_only=self.cand_only,
+                baseline_only=self.base_only,
+            )
+        else:
+            data["sd_of_differences"] = self.sd
+        return data
+
+
+@dataclass
+class Pairing:
+    """Which case ids two runs share, and which only one of them holds."""
+
+    shared: list[str]
+    only_candidate: list[str]
+    only_baseline: list[str]
+    differing_inputs: list[str] = field(default_factory=list)
+
+
+def pair_runs(
+    candidate_ids: Sequence[str],
+    baseline_ids: Sequence[str],
+    candidate_cases: Mapping[str, Any] | None = None,
+    baseline_cases: Mapping[str, Any] | None = None,
+) -> Pairing:
+    """Pair two runs on case id, keeping the candidate's order.
+
+    ``*_cases`` map a case id to what identifies its content (input and expected); shared
+    ids whose content differs are listed in ``differing_inputs`` (they are still paired: a
+    case id names a case, and the user is warned).
+    """
+    base_set = set(baseline_ids)
+    cand_set = set(candidate_ids)
+    shared = [c for c in candidate_ids if c in base_set]
+    differing: list[str] = []
+    if candidate_cases is not None and baseline_cases is not None:
+        differing = [c for c in shared if candidate_cases.get(c) != baseline_cases.get(c)]
+    return Pairing(
+        shared=shared,
+        only_candidate=[c for c in candidate_ids if c not in base_set],
+        only_baseline=[c for c in baseline_ids if c not in cand_set],
+        differing_inputs=differing,
+    )
+
+
+_ABSENT = CaseOutcome(MISSING)
+
+
+def pair_metric(
+    metric: str,
+    kind: str,
+    shared: Sequence[str],
+    candidate: Mapping[str, CaseOutcome],
+    baseline: Mapping[str, CaseOutcome],
+    level: float,
+) -> PairedMetric:
+    """Pair one metric over the shared case ids and put an interval on the difference.
+
+    A shared case with no outcome stored in a run (a partial run) is missing there.
+    """
+    dropped_missing = dropped_excluded = 0
+    a = b = c = d = 0
+    cand_scores: list[float] = []
+    base_scores: list[float] = []
+    for case_id in shared:
+        co = candidate.get(case_id, _ABSENT)
+        bo = baseline.get(case_id, _ABSENT)
+        if co.status == EXCLUDED or bo.status == EXCLUDED:
+            dropped_excluded += 1
+            continue
+        if co.status != OBSERVED or bo.status != OBSERVED:
+            dropped_missing += 1
+            continue
+        if kind == "BINARY":
+            if co.passed and bo.passed:
+                a += 1
+            elif co.passed:
+                b += 1
+            elif bo.passed:
+                c += 1
+            else:
+                d += 1
+        else:
+            assert co.score is not None and bo.score is not None
+            cand_scores.append(co.score)
+            base_scores.append(bo.score)
+    if kind == "BINARY":
+        diff = paired_proportion_difference(a, b, c, d, level)
+        pm = PairedMetric(
+            metric, kind, a + b + c + d, dropped_missing, dropped_excluded, diff.method, level,
+            both_pass=a, cand_only=b, base_only=c, both_fail=d,
+        )
+    else:
+        diff = paired_mean_difference(cand_scores, base_scores, level)
+        pm = PairedMetric(
+            metric, kind, len(cand_scores), dropped_missing, dropped_excluded, diff.method,
+            level, cand_scores=cand_scores, base_scores=base_scores, sd=diff.sd,
+        )
+    pm.estimate = diff.estimate
+    if diff.interval is not None:
+        pm.lower, pm.upper = diff.interval.lower, diff.interval.upper
+    return pm
+
+
+# -- formatting a difference ----------------------------------------------------------
+
+
+def fmt_difference(x: float | None, kind: str) -> str:
+    """A difference: ``+22.2 pts`` (percentage points) for a rate, ``-0.125`` for a mean."""
+    if x is None:
+        return ""
+    if kind == "BINARY":
+        return f"{100.0 * x:+.1f} pts"
+    return f"{x:+.4g}"
+
+
+def fmt_difference_interval(lower: float | None, upper: float | None, kind: str) -> str:
+    """An interval on a difference, rounded outward like a run's: ``[-1.6, +45.3] pts``."""
+    if lower is None or upper is None:
+        return ""
+    if kind == "BINARY":
+        lo = math.floor(lower * 1000.0 + 1e-9) / 10.0
+        hi = math.ceil(upper * 1000.0 - 1e-9) / 10.0
+        return f"[{lo:+.1f}, {hi:+.1f}] pts"
+    return f"[{lower:+.4g}, {upper:+.4g}]"
+
+
+def _fmt_bar(x: float, kind: str) -> str:
+    if kind == "BINARY":
+        return f"{100.0 * x:+.1f} pts" if x else "0"
+    return f"{x:+g}" if x else "0"
+
+
+# -- decisions -------------------------------------------------------------------------
+
+_KIND_WORDS = {
+    "superiority": "superiority",
+    "non_inferiority": "non-inferiority",
+    "equivalence": "equivalence",
+}
+
+
+def _method_label(pm: PairedMetric) -> str:
+    short = "Newcombe" if pm.kind == "BINARY" else "paired t"
+    iv = fmt_difference_interval(pm.lower, pm.upper, pm.kind)
+    return f"{pm.level:.0%} {short} {iv}"
+
+
+def decide_compare_rule(rule: Any, pm: PairedMetric) -> Decision:
+    """One comparison rule on one paired metric (SPEC §5); ``action`` is set by the caller."""
+    margin = float(rule.margin or 0.0)
+    kind = str(rule.kind)
+    bar = margin if kind == "superiority" else -margin
+    base: dict[str, Any] = dict(
+        rule=rule.id, metric=rule.metric, kind=kind, threshold=margin,
+        direction=None, estimate=pm.estimate, lower=pm.lower, upper=pm.upper,
+    )
+    words = _KIND_WORDS[kind]
+    if kind != "superiority" or margin:
+        words += f", margin {_fmt_bar(margin, pm.kind).lstrip('+')}"
+    if pm.pairs == 0:
+        return Decision(
+            state=INSUFFICIENT, reason="no_pairs",
+            detail=f"{words}: no case was observed in both runs", **base,
+        )
+    if pm.lower is None or pm.upper is None:
+        return Decision(
+            state=INSUFFICIENT, reason="too_few_pairs",
+            detail=f"{words}: {pm.pairs} pair; an interval needs at least 2", **base,
+        )
+    lo, hi = pm.lower, pm.upper
+    label = f"{words}: {_method_label(pm)}"
+    if kind in ("superiority", "non_inferiority"):
+        b = _fmt_bar(bar, pm.kind)
+        if lo > bar:
+            reason = "candidate_better" if kind == "superiority" else "candidate_not_worse"
+            return Decision(state=PASS, reason=reason, detail=f"{label}: lower > {b}", **base)
+        if hi <= bar:
+            reason = "candidate_not_better" if kind == "superiority" else "candidate_worse"
+            return Decision(state=FAIL, reason=reason, detail=f"{label}: upper ≤ {b}", **base)
+        return Decision(
+            state=INSUFFICIENT, reason="interval_contains_margin",
+            detail=f"{label} contains {b}", **base,
+        )
+    lo_bar, hi_bar = _fmt_bar(-margin, pm.kind), _fmt_bar(margin, pm.kind)
+    if -margin < lo and hi < margin:
+        return Decision(
+            state=PASS, reason="interval_inside_margins",
+            detail=f"{label}: inside ({lo_bar}, {hi_bar})", **base,
+        )
+    if hi <= -margin or lo >= margin:
+        return Decision(
+            state=FAIL, reason="interval_outside_margins",
+            detail=f"{label}: wholly outside ({lo_bar}, {hi_bar})", **base,
+        )
+    return Decision(
+        state=INSUFFICIENT, reason="interval_crosses_margin",
+        detail=f"{label} crosses {lo_bar} or {hi_bar}", **base,
+    )
+
+
+def decide_comparison(paired: Mapping[str, PairedMetric], policy: Any) -> list[Decision]:
+    """Every rule of a comparison policy, in declared order, with its release action."""
+    decisions: list[Decision] = []
+    for rule in policy.rules:
+        d = decide_compare_rule(rule, paired[rule.metric])
+        d.action = action_for(d.state, policy)
+        decisions.append(d)
+    return decisions
