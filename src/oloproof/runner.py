@@ -9,9 +9,11 @@ from what the store holds, never from what the engine kept in memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sqlite3
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,7 +104,7 @@ def build_system(project: Project) -> Any:
     if cfg.http is not None:
         from oloproof.systems.http import HttpSystem
 
-        return HttpSystem.from_config(cfg, concurrency=conc)
+        return HttpSystem.from_config(cfg, concurrency=conc, file=project.config_path.name)
     from oloproof.systems.callable import CallableSystem
 
     return CallableSystem(cfg, project.root, concurrency=conc, file=project.config_path.name)
@@ -166,26 +168,82 @@ def decide_stored(
     return decide_run(load_evidence(conn, record), policy)
 
 
+SIGNALS = (
+    (signal.SIGINT, "interrupted (Ctrl-C)"),
+    (signal.SIGTERM, "terminated (SIGTERM)"),
+)
+
+
 class StopRequest:
-    """Set by a signal or a closed pipe; the run then stops starting calls."""
+    """Set by a signal or a closed pipe; the run then stops starting calls.
+
+    The first request cancels the run's main task, through the loop so that it
+    is safe from a signal handler: calls in flight are cancelled, what finished
+    is stored, and the run is recorded as RUN_ERROR/PARTIAL. Every further
+    request calls ``on_second`` (the CLI exits at once). The handlers are plain
+    ``signal.signal`` handlers, not loop callbacks, so a second Ctrl-C works
+    even when a system blocks the event loop.
+    """
 
     def __init__(self) -> None:
         self.reason: str | None = None
         self.count = 0
         self._task: asyncio.Task[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.on_second: Callable[[], None] | None = None
+        self._before_second: list[Callable[[], None]] = []
 
     def attach(self, task: asyncio.Task[Any]) -> None:
         self._task = task
+        self._loop = task.get_loop()
+        if self.reason is not None:  # asked to stop before the run began
+            self._cancel()
+
+    def before_second(self, hook: Callable[[], None]) -> None:
+        """Call ``hook`` on a second request, before ``on_second``."""
+        self._before_second.append(hook)
 
     def __call__(self, reason: str) -> None:
         self.count += 1
         if self.reason is None:
             self.reason = reason
-        if self.count >= 2 and self.on_second is not None:
-            self.on_second()
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        if self.count >= 2:
+            for hook in list(self._before_second):
+                hook()
+            if self.on_second is not None:
+                self.on_second()
+        self._cancel()
+
+    def _cancel(self) -> None:
+        task, loop = self._task, self._loop
+        if task is None or task.done():
+            return
+        if loop is not None and not loop.is_closed():
+            try:
+                # Wakes the loop even from a signal handler.
+                loop.call_soon_threadsafe(task.cancel)
+                return
+            except RuntimeError:
+                pass
+        task.cancel()
+
+    @contextlib.contextmanager
+    def signals(self) -> Iterator[None]:
+        """Route SIGINT and SIGTERM to this request while the block runs (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        reasons = dict(SIGNALS)
+
+        def handler(signum: int, _frame: object) -> None:
+            self(reasons[signal.Signals(signum)])
+
+        previous = {sig: signal.signal(sig, handler) for sig in reasons}
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, signal.SIG_DFL if old is None else old)
 
 
 def execute(
@@ -195,6 +253,20 @@ def execute(
     sinks: list[Callable[[Event], None]],
     stop: StopRequest | None = None,
     run_id: str | None = None,
+) -> RunResult:
+    """Run the suite, store every result, decide; SIGINT/SIGTERM stop it (SPEC §3)."""
+    stop = stop or StopRequest()
+    with stop.signals():
+        return _execute(prepared, use_cache=use_cache, sinks=sinks, stop=stop, run_id=run_id)
+
+
+def _execute(
+    prepared: Prepared,
+    *,
+    use_cache: bool,
+    sinks: list[Callable[[Event], None]],
+    stop: StopRequest,
+    run_id: str | None,
 ) -> RunResult:
     project = prepared.project
     conn = open_store(store_path(project.root))
@@ -212,7 +284,6 @@ def execute(
         policy=policy_json(prepared.policy),
         policy_path=prepared.policy_path,
     )
-    stop = stop or StopRequest()
     all_sinks = [writer.handle, *sinks]
 
     def emit(event: Event) -> None:
@@ -234,6 +305,28 @@ def execute(
     )
     for judge in prepared.judges:
         judge.bind_limits(project.config.concurrency.judge, prepared.retry)
+    finished = False
+
+    def record_hard_stop() -> None:
+        # A second signal: the CLI exits at once. Record why, on a connection of
+        # our own, if the store is free within half a second; otherwise the run
+        # reads back as ended without finishing (store.reader), which is also true.
+        if finished:
+            return
+        try:
+            own = sqlite3.connect(str(store_path(project.root)), timeout=0.5, isolation_level=None)
+            try:
+                StoreWriter(own, run_id).finish_run(
+                    status="RUN_ERROR", completeness="PARTIAL", exit_code=5, gate="BLOCK",
+                    cache=engine.totals.cache_json(), decisions=[],
+                    stop_reason=f"{stop.reason}; then stopped at once by a second signal",
+                )
+            finally:
+                own.close()
+        except Exception:  # noqa: BLE001, S110 - best effort, from a signal handler
+            pass
+
+    stop.before_second(record_hard_stop)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -241,24 +334,13 @@ def execute(
         task = asyncio.current_task()
         assert task is not None
         stop.attach(task)
-        installed = []
-        for sig, name in ((signal.SIGINT, "interrupted (Ctrl-C)"), (signal.SIGTERM, "terminated (SIGTERM)")):
-            try:
-                loop.add_signal_handler(sig, stop, name)
-                installed.append(sig)
-            except (RuntimeError, ValueError):  # not the main thread
-                pass
+        for judge in prepared.judges:
+            await judge.start()
         try:
-            for judge in prepared.judges:
-                await judge.start()
-            try:
-                await engine.run()
-            finally:
-                for judge in prepared.judges:
-                    await judge.aclose()
+            await engine.run()
         finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+            for judge in prepared.judges:
+                await judge.aclose()
 
     try:
         asyncio.run(main())
@@ -273,6 +355,7 @@ def execute(
         summaries = list(
             decide_run(load_evidence(conn, get_run(conn, run_id)), prepared.policy)[1].values()
         )
+        finished = True
         writer.finish_run(
             status="RUN_ERROR", completeness="PARTIAL", exit_code=5, gate="BLOCK",
             cache=engine.totals.cache_json(), decisions=[], stop_reason=stop.reason,
@@ -287,6 +370,7 @@ def execute(
     decisions, by_metric = decide_stored(conn, run_id, prepared.policy)
     gate_label, code = gate(decisions)
     decision_json = [d.to_json() for d in decisions]
+    finished = True
     writer.finish_run(
         status="DECIDED", completeness="COMPLETE", exit_code=code, gate=gate_label,
         cache=engine.totals.cache_json(), decisions=decision_json,

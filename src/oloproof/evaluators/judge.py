@@ -19,7 +19,7 @@ import httpx
 from oloproof.engine.retry import AttemptFailure, RetryPolicy, call_with_retries
 from oloproof.evaluators.base import CaseView, Outcome
 from oloproof.providers.base import JudgeReply, Provider, make_provider_from_config, resolve_api_key
-from oloproof.providers.verdict import build_judge_prompt, parse_verdict
+from oloproof.providers.verdict import PROMPT_VERSION, build_judge_prompt, parse_verdict
 from oloproof.systems.identity import digest
 
 
@@ -45,6 +45,7 @@ class RubricJudge:
                 "rubric": self.rubric,
                 "temperature": config.temperature,
                 "max_tokens": config.max_tokens,
+                "prompt_version": PROMPT_VERSION,
             }
         )
         self.retry = RetryPolicy()

@@ -1,0 +1,92 @@
+"""Anthropic's Messages API (``POST /v1/messages``) as a judge provider."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from oloproof.providers.base import JudgeReply, malformed, reply_field
+from oloproof.systems.http import parse_json_response, send_attempt
+from oloproof.usage import Usage
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+class AnthropicProvider:
+    """Claude models through the Messages API.
+
+    ``base_url`` is the host part (``https://api.anthropic.com``);
+    ``/v1/messages`` is appended. The reply text is the concatenation of the
+    reply's ``text`` content blocks.
+    """
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str | None,
+        temperature: float,
+        max_tokens: int,
+        timeout_s: float,
+        client: httpx.AsyncClient,
+    ) -> None:
+        self.model = model
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.url = self.base_url + "/v1/messages"
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
+        self._client = client
+        self._api_key = api_key
+        self._what = f"anthropic judge ({model})"
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(model={self.model!r}, url={self.url!r})"
+
+    def request_body(self, system_prompt: str, user_prompt: str) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "system": system_prompt,
+            "messages": [{"role": "user", "content": user_prompt}],
+        }
+
+    async def complete(self, system_prompt: str, user_prompt: str) -> JudgeReply:
+        secrets = (self._api_key,)
+        response = await send_attempt(
+            self._client,
+            "POST",
+            self.url,
+            what=self._what,
+            timeout_s=self.timeout_s,
+            headers={
+                "x-api-key": self._api_key,
+                "anthropic-version": ANTHROPIC_VERSION,
+                "content-type": "application/json",
+            },
+            json_body=self.request_body(system_prompt, user_prompt),
+            secrets=secrets,
+        )
+        data = parse_json_response(response, secrets, self._what)
+        blocks = reply_field(data, "content")
+        if not isinstance(blocks, list):
+            raise malformed(self._what, "no 'content' list in the response")
+        text = "".join(
+            block["text"]
+            for block in blocks
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        )
+        model = reply_field(data, "model")
+        return JudgeReply(
+            text=text,
+            usage=Usage.from_report(reply_field(data, "usage")),
+            raw_model=model if isinstance(model, str) else None,
+        )

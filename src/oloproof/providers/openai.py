@@ -1,0 +1,99 @@
+"""OpenAI's Chat Completions API (``POST {base_url}/chat/completions``) as a judge provider.
+
+The same class serves ``openai_compatible`` servers (vLLM, llama.cpp, Ollama,
+LiteLLM...), whose ``base_url`` includes ``/v1`` as the OpenAI SDK's does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from oloproof.providers.base import JudgeReply, malformed, reply_field
+from oloproof.systems.http import parse_json_response, send_attempt
+from oloproof.usage import Usage
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIProvider:
+    """Chat models through Chat Completions; the reply is ``choices[0].message.content``."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None,
+        base_url: str | None,
+        temperature: float,
+        max_tokens: int,
+        timeout_s: float,
+        client: httpx.AsyncClient,
+        name: str = "openai",
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.url = self.base_url + "/chat/completions"
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
+        self._client = client
+        self._api_key = api_key
+        self._what = f"{name} judge ({model})"
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(name={self.name!r}, model={self.model!r}, url={self.url!r})"
+
+    def request_body(self, system_prompt: str, user_prompt: str) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "messages": [
+                {"role": "system", "content": system_prompt},
+                {"role": "user", "content": user_prompt},
+            ],
+        }
+
+    async def complete(self, system_prompt: str, user_prompt: str) -> JudgeReply:
+        headers = {"content-type": "application/json"}
+        secrets: tuple[str, ...] = ()
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+            secrets = (self._api_key,)
+        response = await send_attempt(
+            self._client,
+            "POST",
+            self.url,
+            what=self._what,
+            timeout_s=self.timeout_s,
+            headers=headers,
+            json_body=self.request_body(system_prompt, user_prompt),
+            secrets=secrets,
+        )
+        data = parse_json_response(response, secrets, self._what)
+        message = reply_field(data, "choices", 0, "message")
+        if not isinstance(message, dict):
+            raise malformed(self._what, "no choices[0].message in the response")
+        content = message.get("content")
+        if content is None:
+            text = ""  # a refusal or a tool call: no verdict, which the judge reports
+        elif isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            # Some compatible servers answer with content parts.
+            text = "".join(
+                part["text"]
+                for part in content
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+        else:
+            raise malformed(self._what, "choices[0].message.content is not text")
+        model = reply_field(data, "model")
+        return JudgeReply(
+            text=text,
+            usage=Usage.from_report(reply_field(data, "usage")),
+            raw_model=model if isinstance(model, str) else None,
+        )
