@@ -16,7 +16,7 @@ from oloproof.errors import UsageError
 from oloproof.render.console import print_to
 from oloproof.render.tables import cache_line, decisions_table, metrics_table, run_title
 from oloproof.runner import decide_stored, stored_policy
-from oloproof.store.reader import CaseRow, get_run, load_cases, load_decisions
+from oloproof.store.reader import CaseRow, JudgmentRow, get_run, load_cases, load_decisions
 
 
 def _case_json(c: CaseRow) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def command(args: argparse.Namespace) -> int:
     if args.run_id.startswith("cmp_"):
         from oloproof.cli.compare import inspect_comparison
 
-        return inspect_comparison(conn, args.run_id, as_json=args.json)
+        return int(inspect_comparison(conn, args.run_id, as_json=args.json))
     run = get_run(conn, args.run_id)
     if args.case is not None:
         cases = load_cases(conn, run.id, args.case)
@@ -106,12 +106,13 @@ def command(args: argparse.Namespace) -> int:
                 if j.status in ("ERROR", "MISSING") or (j.status == "OK" and j.passed is False)
             ]
             first = True
-            for j in bad or [None]:
-                reason = (c.error or "").splitlines()[0] if c.status != "OK" else (j.reason if j else "")
+            rows: list[JudgmentRow | None] = list(bad) or [None]
+            for jr in rows:
+                reason = (c.error or "").splitlines()[0] if c.status != "OK" else (jr.reason if jr else "")
                 table.add_row(
                     c.case_id if first else "", c.status if first else "",
                     str(c.attempts) if first else "",
-                    j.criterion if j else "", ("FAIL" if j and j.status == "OK" else j.status) if j else "",
+                    jr.criterion if jr else "", ("FAIL" if jr.status == "OK" else jr.status) if jr else "",
                     reason or "",
                 )
                 first = False

@@ -312,13 +312,10 @@ class Engine:
         metrics = []
         for criterion in self._binary:
             t = self._tallies[criterion]
-            if t.observed:
-                iv = wilson(t.passed, t.observed)
-                est: float | None = t.passed / t.observed
-                lo: float | None = iv.lower
-                hi: float | None = iv.upper
-            else:
-                est = lo = hi = None
+            iv = wilson(t.passed, t.observed) if t.observed else None
+            est = t.passed / t.observed if t.observed else None
+            lo = iv.lower if iv is not None else None
+            hi = iv.upper if iv is not None else None
             metrics.append(ProvisionalMetric(criterion, est, lo, hi, t.observed, t.missing))
         return ProvisionalMetrics(
             self.run_id, cases_done=self.totals.cases_done, cases_total=len(self.cases),

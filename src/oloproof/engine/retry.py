@@ -66,8 +66,9 @@ class RetryPolicy:
             return None
         if retry_after_s is not None and retry_after_s > self.max_retry_wait_s:
             return None
-        ceiling = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 2))
-        draw = (rng or random).uniform(0.0, ceiling / 2)
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 2))
+        uniform = rng.uniform if rng is not None else random.uniform
+        draw = uniform(0.0, ceiling / 2)
         delay = ceiling / 2 + draw
         if retry_after_s is not None:
             delay = max(delay, retry_after_s)

@@ -115,21 +115,24 @@ def _fmt_value(x: float, kind: str) -> str:
 def decide_interval_rule(rule: Any, s: MetricSummary, level: float) -> Decision:
     direction = "min" if rule.min is not None else "max"
     t = float(rule.min if rule.min is not None else rule.max)
-    base = dict(
-        rule=rule.id, metric=rule.metric, kind="interval_threshold", threshold=t,
-        direction=direction, estimate=s.estimate, lower=s.lower, upper=s.upper,
+    state, reason, detail = _interval_state(direction, t, s, level)
+    return Decision(
+        rule=rule.id, metric=rule.metric, kind="interval_threshold", state=state,
+        reason=reason, detail=detail, threshold=t, direction=direction,
+        estimate=s.estimate, lower=s.lower, upper=s.upper,
     )
+
+
+def _interval_state(
+    direction: str, t: float, s: MetricSummary, level: float
+) -> tuple[str, str, str]:
     tv = _fmt_value(t, s.kind)
     if s.kind == "MEAN" and s.unbounded_missing:
-        return Decision(
-            state=INSUFFICIENT, reason="missing_cases_unbounded",
-            detail=f"{s.missing} missing cases and no declared range to bound them", **base,
-        )
+        return (INSUFFICIENT, "missing_cases_unbounded",
+                f"{s.missing} missing cases and no declared range to bound them")
     if s.lower is None or s.upper is None:
-        return Decision(
-            state=INSUFFICIENT, reason="too_few_observed",
-            detail=f"{s.observed} observed scores; an interval needs at least 2", **base,
-        )
+        return (INSUFFICIENT, "too_few_observed",
+                f"{s.observed} observed scores; an interval needs at least 2")
     iv = (
         fmt_interval(s.lower, s.upper)
         if s.kind == "BINARY"
@@ -138,34 +141,30 @@ def decide_interval_rule(rule: Any, s: MetricSummary, level: float) -> Decision:
     label = f"{level:.0%} {'CP' if s.kind == 'BINARY' else 't'} {iv}"
     if direction == "min":
         if s.lower >= t:
-            return Decision(state=PASS, reason="lower_bound_meets_min",
-                            detail=f"{label}: lower ≥ {tv}", **base)
+            return PASS, "lower_bound_meets_min", f"{label}: lower ≥ {tv}"
         if s.upper < t:
-            return Decision(state=FAIL, reason="upper_bound_below_min",
-                            detail=f"{label}: upper < {tv}", **base)
-        return Decision(state=INSUFFICIENT, reason="interval_contains_threshold",
-                        detail=f"{label} contains {tv}", **base)
-    if s.upper <= t:
-        return Decision(state=PASS, reason="upper_bound_meets_max",
-                        detail=f"{label}: upper ≤ {tv}", **base)
-    if s.lower > t:
-        return Decision(state=FAIL, reason="lower_bound_above_max",
-                        detail=f"{label}: lower > {tv}", **base)
-    return Decision(state=INSUFFICIENT, reason="interval_contains_threshold",
-                    detail=f"{label} contains {tv}", **base)
+            return FAIL, "upper_bound_below_min", f"{label}: upper < {tv}"
+    else:
+        if s.upper <= t:
+            return PASS, "upper_bound_meets_max", f"{label}: upper ≤ {tv}"
+        if s.lower > t:
+            return FAIL, "lower_bound_above_max", f"{label}: lower > {tv}"
+    return INSUFFICIENT, "interval_contains_threshold", f"{label} contains {tv}"
 
 
 def decide_observed_count(rule: Any, ev: CriterionEvidence) -> Decision:
     n_max = int(rule.max_failures)
     failures = ev.failed if ev.kind == "BINARY" else 0
-    base = dict(rule=rule.id, metric=rule.metric, kind="observed_count", threshold=n_max)
-    counts = f"{failures} failed, {ev.missing} missing; at most {n_max} allowed"
+    detail = f"{failures} failed, {ev.missing} missing; at most {n_max} allowed"
     if failures + ev.missing <= n_max:
-        return Decision(state=PASS, reason="failures_within_budget", detail=counts, **base)
-    if failures > n_max:
-        return Decision(state=FAIL, reason="failures_over_budget", detail=counts, **base)
+        state, reason = PASS, "failures_within_budget"
+    elif failures > n_max:
+        state, reason = FAIL, "failures_over_budget"
+    else:
+        state, reason = INSUFFICIENT, "missing_cases_could_exceed_budget"
     return Decision(
-        state=INSUFFICIENT, reason="missing_cases_could_exceed_budget", detail=counts, **base
+        rule=rule.id, metric=rule.metric, kind="observed_count", state=state, reason=reason,
+        detail=detail, threshold=n_max,
     )
 
 

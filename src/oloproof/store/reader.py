@@ -214,7 +214,7 @@ def load_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, Criteri
     for m in run.metrics:
         rng = m.get("range")
         evidence[m["criterion"]] = CriterionEvidence(
-            m["criterion"], m["kind"], tuple(rng) if rng else None  # type: ignore[arg-type]
+            m["criterion"], m["kind"], (float(rng[0]), float(rng[1])) if rng else None
         )
     for criterion, status, passed, score in conn.execute(
         "SELECT criterion, status, passed, score FROM run_judgments WHERE run_id = ?",

@@ -11,9 +11,7 @@ import asyncio
 import contextvars
 import inspect
 import json
-import time
 import traceback
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -110,8 +108,8 @@ class CallableSystem:
                 output = await asyncio.wait_for(self._call_async(ctx), self.timeout_s)
             else:
                 loop = asyncio.get_running_loop()
-                run: Callable[[], Any] = contextvars.copy_context().run
-                fut = loop.run_in_executor(self._pool, run, self._call_sync, ctx)
+                context = contextvars.copy_context()
+                fut = loop.run_in_executor(self._pool, context.run, self._call_sync, ctx)
                 output = await asyncio.wait_for(fut, self.timeout_s)
         except TimeoutError:
             raise PermanentFailure(
