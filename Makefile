@@ -33,7 +33,10 @@ demo: $(VENV)/.installed
 	  echo "Project: $(DEMO) · try: cd $(DEMO) && ../../$(OLO) plan latest --run"; \
 	  test $$code -le 5 -a $$code -ne 2
 
+# Lint first (ruff, mypy --strict on src/), then the whole suite: pytest's summary is the last line.
 test: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 lint: $(VENV)/.installed-test

@@ -1,0 +1,280 @@
+"""Confidence intervals for one run's metrics.
+
+Every function here is pure: counts or values in, a small frozen dataclass out.
+
+- BINARY metrics get the exact Clopper–Pearson interval, bounded for missing cases
+  (:func:`clopper_pearson_bounded`).
+- MEAN metrics get a Student-t interval, bounded for missing cases at the ends of the
+  evaluator's declared range (:func:`student_t_mean_bounded`).
+- The live view's provisional figures use the Wilson score interval with Acklam's z
+  (:func:`wilson`); they are shown, never used to decide.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from oloproof.stats._special import _beta_quantile, beta_ppf, t_isf, t_ppf
+from oloproof.stats.normal import Z95
+
+__all__ = [
+    "CLOPPER_PEARSON",
+    "STUDENT_T",
+    "WILSON",
+    "Interval",
+    "MeanSummary",
+    "beta_ppf",
+    "clopper_pearson",
+    "clopper_pearson_bounded",
+    "student_t_mean",
+    "student_t_mean_bounded",
+    "t_ppf",
+    "wilson",
+]
+
+CLOPPER_PEARSON = "Clopper-Pearson exact, 1934"
+STUDENT_T = "Student t, 1908"
+WILSON = "Wilson score, 1927"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A closed interval [lower, upper]."""
+
+    lower: float
+    upper: float
+
+    @property
+    def width(self) -> float:
+        return self.upper - self.lower
+
+    def contains(self, value: float) -> bool:
+        return self.lower <= value <= self.upper
+
+
+@dataclass(frozen=True)
+class MeanSummary:
+    """A MEAN metric: the mean of the observed scores and its interval.
+
+    ``mean`` is None when nothing was observed; ``sd`` (the sample standard deviation, n - 1 in
+    the denominator) is None below two observations; ``interval`` is None when it cannot be
+    computed (fewer than two values, or missing cases without a declared range, in which case
+    ``unbounded_missing`` is True).
+    """
+
+    mean: float | None
+    sd: float | None
+    n: int
+    interval: Interval | None
+    missing: int = 0
+    unbounded_missing: bool = False
+    method: str = STUDENT_T
+
+
+def _check_level(level: float) -> float:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence level must lie strictly between 0 and 1, got {level!r}")
+    return 1.0 - level
+
+
+def _check_counts(k: int, n: int) -> None:
+    if n < 0 or k < 0 or k > n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+
+
+# ------------------------------------------------------------------------- Clopper–Pearson
+
+
+def _cp_lower(k: int, n: int, half_alpha: float) -> float:
+    if k == 0:
+        return 0.0
+    if k == n:
+        # Beta(n, 1) has CDF x^n.
+        return math.exp(math.log(half_alpha) / n)
+    return _beta_quantile(float(k), float(n - k + 1), half_alpha, 1.0 - half_alpha)[0]
+
+
+def _cp_upper(k: int, n: int, half_alpha: float) -> float:
+    if k == n:
+        return 1.0
+    if k == 0:
+        # Beta(1, n) has upper tail (1 - x)^n.
+        return -math.expm1(math.log(half_alpha) / n)
+    return _beta_quantile(float(k + 1), float(n - k), 1.0 - half_alpha, half_alpha)[0]
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> Interval:
+    """Exact binomial interval for k successes in n trials.
+
+    Method: Clopper, C. J. & Pearson, E. S. (1934), "The use of confidence or fiducial limits
+    illustrated in the case of the binomial", Biometrika 26(4):404-413. The limits are Beta
+    quantiles: lower = B(alpha/2; k, n-k+1) (0 when k = 0), upper = B(1-alpha/2; k+1, n-k)
+    (1 when k = n). Its coverage is at least ``level`` for every true proportion.
+    ``n = 0`` gives [0, 1].
+    """
+    _check_counts(k, n)
+    alpha = _check_level(level)
+    if n == 0:
+        return Interval(0.0, 1.0)
+    half = 0.5 * alpha
+    return Interval(_cp_lower(k, n, half), _cp_upper(k, n, half))
+
+
+def clopper_pearson_bounded(k: int, n: int, missing: int, level: float = 0.95) -> Interval:
+    """Clopper–Pearson interval for k passes among n observed, bounded for missing cases.
+
+    Each of the ``missing`` cases could have passed or failed, so the interval has to hold
+    whatever they would have been: lower = CP lower bound of k out of n + m (all missing
+    failed), upper = CP upper bound of k + m out of n + m (all missing passed). Missing cases
+    therefore only ever widen the interval. With m = 0 this is :func:`clopper_pearson`;
+    0 observed and 30 missing gives [0, 1].
+
+    Method: Clopper & Pearson (1934), Biometrika 26(4):404-413, applied at the two extreme
+    completions of the missing outcomes.
+    """
+    _check_counts(k, n)
+    if missing < 0:
+        raise ValueError(f"missing must be >= 0, got {missing}")
+    alpha = _check_level(level)
+    total = n + missing
+    if total == 0:
+        return Interval(0.0, 1.0)
+    half = 0.5 * alpha
+    return Interval(_cp_lower(k, total, half), _cp_upper(k + missing, total, half))
+
+
+# ---------------------------------------------------------------------------------- Wilson
+
+
+def _wilson_bounds(k: int, n: int, z: float) -> tuple[float, float]:
+    # This operation order reproduces the published provisional figures bit for bit (other
+    # algebraically equal forms differ in the last one or two bits).
+    p = k / n
+    z2 = z * z
+    denominator = 1.0 + z2 / n
+    centre = (p + z2 / (2.0 * n)) / denominator
+    half_width = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator
+    return max(0.0, centre - half_width), min(1.0, centre + half_width)
+
+
+def wilson(k: int, n: int, z: float = Z95) -> Interval | None:
+    """Wilson score interval for k successes in n trials, without continuity correction.
+
+    Method: Wilson, E. B. (1927), "Probable inference, the law of succession, and statistical
+    inference", JASA 22(158):209-212. The default z is Acklam's approximation at 0.975
+    (1.959963986120195), the z of the provisional figures. The bounds are clamped to [0, 1].
+    Returns None when ``n = 0`` (there is no estimate to put an interval around).
+    """
+    _check_counts(k, n)
+    if n == 0:
+        return None
+    lower, upper = _wilson_bounds(k, n, z)
+    return Interval(lower, upper)
+
+
+# ----------------------------------------------------------------------------- Student t
+
+
+def _mean_and_ss(values: Sequence[float], extra: float, copies: int) -> tuple[float, float, int]:
+    """Mean and sum of squared deviations of ``values`` plus ``copies`` copies of ``extra``."""
+    count = len(values) + copies
+    mean = math.fsum([*values, extra * copies]) / count
+    ss = math.fsum([(x - mean) ** 2 for x in values]) + copies * (extra - mean) ** 2
+    return mean, ss, count
+
+
+def _t_half_width(ss: float, count: int, half_alpha: float) -> float:
+    sd = math.sqrt(ss / (count - 1))
+    return t_isf(half_alpha, count - 1) * sd / math.sqrt(count)
+
+
+def _check_values(values: Sequence[float]) -> list[float]:
+    out = [float(v) for v in values]
+    for v in out:
+        if not math.isfinite(v):
+            raise ValueError(f"scores must be finite numbers, got {v!r}")
+    return out
+
+
+def student_t_mean(values: Sequence[float], level: float = 0.95) -> MeanSummary:
+    """Mean of the values with a Student-t interval: mean +/- t(1-alpha/2, n-1) * s / sqrt(n).
+
+    Method: "Student" (W. S. Gosset, 1908), "The probable error of a mean", Biometrika
+    6(1):1-25. ``s`` is the sample standard deviation (n - 1 denominator). The interval is
+    None below two values. Its coverage is exact for normal scores and approximate otherwise
+    (see docs/statistics.md for simulated coverage on bounded scores).
+    """
+    alpha = _check_level(level)
+    xs = _check_values(values)
+    n = len(xs)
+    if n == 0:
+        return MeanSummary(mean=None, sd=None, n=0, interval=None)
+    mean, ss, _ = _mean_and_ss(xs, 0.0, 0)
+    if n < 2:
+        return MeanSummary(mean=mean, sd=None, n=n, interval=None)
+    sd = math.sqrt(ss / (n - 1))
+    half = t_isf(0.5 * alpha, n - 1) * sd / math.sqrt(n)
+    return MeanSummary(mean=mean, sd=sd, n=n, interval=Interval(mean - half, mean + half))
+
+
+def student_t_mean_bounded(
+    values: Sequence[float],
+    missing: int,
+    value_range: tuple[float, float] | None,
+    level: float = 0.95,
+) -> MeanSummary:
+    """Student-t interval for a MEAN metric, bounded for missing cases.
+
+    A missing case could have scored anything in the evaluator's declared range [lo, hi], so,
+    as for binary metrics, the interval is computed at the two extreme completions:
+
+    - lower bound: the t-interval lower bound of the observed values plus ``missing`` copies
+      of ``lo``;
+    - upper bound: the t-interval upper bound of the observed values plus ``missing`` copies
+      of ``hi``;
+    - the interval is then clipped to [lo, hi] (whenever a range is declared, also with no
+      missing case, since no mean can leave it).
+
+    ``mean`` stays the mean of the observed values only. Without a declared range and with
+    missing cases no honest bound exists: the interval is None and ``unbounded_missing`` is
+    True (the policy reports ``missing_cases_unbounded``). With fewer than two values in a
+    completion (n + missing < 2) the interval is None, as for :func:`student_t_mean`.
+
+    Method: Student (1908), Biometrika 6(1):1-25, applied at the two extreme completions.
+    """
+    if missing < 0:
+        raise ValueError(f"missing must be >= 0, got {missing}")
+    alpha = _check_level(level)
+    observed = student_t_mean(values, level)
+    if value_range is None:
+        if missing == 0:
+            return observed
+        return MeanSummary(
+            mean=observed.mean,
+            sd=observed.sd,
+            n=observed.n,
+            interval=None,
+            missing=missing,
+            unbounded_missing=True,
+        )
+    lo, hi = float(value_range[0]), float(value_range[1])
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+        raise ValueError(f"value_range must be finite with low <= high, got {value_range!r}")
+    xs = _check_values(values)
+    interval: Interval | None = None
+    if len(xs) + missing >= 2:
+        half_alpha = 0.5 * alpha
+        mean_lo, ss_lo, count = _mean_and_ss(xs, lo, missing)
+        mean_hi, ss_hi, _ = _mean_and_ss(xs, hi, missing)
+        lower = mean_lo - _t_half_width(ss_lo, count, half_alpha)
+        upper = mean_hi + _t_half_width(ss_hi, count, half_alpha)
+        interval = Interval(min(max(lower, lo), hi), max(min(upper, hi), lo))
+    return MeanSummary(
+        mean=observed.mean,
+        sd=observed.sd,
+        n=observed.n,
+        interval=interval,
+        missing=missing,
+    )

@@ -1,0 +1,196 @@
+"""Clopper-Pearson, Wilson and Student-t intervals against scipy and statsmodels."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from oloproof.policy.decide import fmt_interval
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+from oloproof.stats import (
+    Interval,
+    clopper_pearson,
+    clopper_pearson_bounded,
+    norm_ppf,
+    student_t_mean,
+    student_t_mean_bounded,
+    wilson,
+)
+
+LEVELS = [0.8, 0.9, 0.95, 0.99, 0.999]
+NS = [1, 2, 3, 5, 10, 18, 30, 49, 100, 250, 511, 1000, 2000]
+
+
+def _ks(n: int) -> list[int]:
+    picks = {0, 1, 2, n // 10, n // 3, n // 2, (2 * n) // 3, n - 2, n - 1, n}
+    return sorted(k for k in picks if 0 <= k <= n)
+
+
+def test_clopper_pearson_matches_scipy_beta_quantiles() -> None:
+    for n in NS:
+        for k in _ks(n):
+            for level in LEVELS:
+                alpha = 1 - level
+                ci = clopper_pearson(k, n, level)
+                lower = 0.0 if k == 0 else stats.beta.ppf(alpha / 2, k, n - k + 1)
+                upper = 1.0 if k == n else stats.beta.ppf(1 - alpha / 2, k + 1, n - k)
+                assert ci.lower == pytest.approx(lower, abs=1e-10), (k, n, level)
+                assert ci.upper == pytest.approx(upper, abs=1e-10), (k, n, level)
+
+
+def test_clopper_pearson_matches_statsmodels_beta_method() -> None:
+    for n, k in [(18, 13), (30, 30), (37, 33), (200, 3)]:
+        low, upp = proportion_confint(k, n, alpha=0.05, method="beta")
+        ci = clopper_pearson(k, n)
+        assert (ci.lower, ci.upper) == pytest.approx((low, upp), abs=1e-12)
+
+
+def test_clopper_pearson_figures_from_the_spec() -> None:
+    ci = clopper_pearson_bounded(13, 18, 0)
+    assert ci.lower == pytest.approx(0.4651980344169439, abs=1e-13)
+    # The exact upper bound is 0.90305... (scipy and statsmodels agree). Intervals are
+    # printed rounded outward (lower down, upper up), so it shows as 90.4%: the figure
+    # the spec's support_bot example gives.
+    assert ci.upper == pytest.approx(0.9030507874744406, abs=1e-13)
+    assert fmt_interval(ci.lower, ci.upper) == "[46.5%, 90.4%]"
+    full = clopper_pearson_bounded(30, 30, 0)
+    assert fmt_interval(full.lower, full.upper) == "[88.4%, 100.0%]"
+    # Exact values are not pushed a step outward by floating-point noise.
+    assert fmt_interval(0.7, 0.9) == "[70.0%, 90.0%]"
+    assert fmt_interval(0.0, 1.0) == "[0.0%, 100.0%]"
+    assert full.upper == 1.0
+    assert clopper_pearson_bounded(0, 0, 30) == Interval(0.0, 1.0)
+
+
+def test_clopper_pearson_edges() -> None:
+    assert clopper_pearson(0, 0) == Interval(0.0, 1.0)
+    assert clopper_pearson(0, 10).lower == 0.0
+    assert clopper_pearson(10, 10).upper == 1.0
+    with pytest.raises(ValueError):
+        clopper_pearson(3, 2)
+    with pytest.raises(ValueError):
+        clopper_pearson(1, 2, level=1.0)
+
+
+def test_bounded_clopper_pearson_is_cp_at_the_extreme_completions() -> None:
+    for k, n, m in [(13, 18, 2), (0, 5, 5), (20, 20, 1), (7, 40, 13)]:
+        ci = clopper_pearson_bounded(k, n, m, 0.9)
+        assert ci.lower == clopper_pearson(k, n + m, 0.9).lower
+        assert ci.upper == clopper_pearson(k + m, n + m, 0.9).upper
+        plain = clopper_pearson(k, n, 0.9)
+        # missing cases never make the metric look better
+        assert ci.lower <= plain.lower
+    assert clopper_pearson_bounded(13, 18, 0) == clopper_pearson(13, 18)
+
+
+SEED_WILSON = [
+    (1, 1, 0.20654931411298355, 1.0),
+    (11, 13, 0.5776536895684791, 0.9567418216820717),
+    (22, 25, 0.7004420606159933, 0.9583318285288502),
+    (33, 37, 0.7529146844205937, 0.9571481006263428),
+]
+
+
+@pytest.mark.parametrize(("k", "n", "lower", "upper"), SEED_WILSON)
+def test_wilson_reproduces_the_seed_figures(k: int, n: int, lower: float, upper: float) -> None:
+    ci = wilson(k, n)
+    assert ci is not None
+    assert abs(ci.lower - lower) <= 1e-12
+    assert abs(ci.upper - upper) <= 1e-12
+    # in fact bit for bit, with the operation order used
+    assert (ci.lower, ci.upper) == (lower, upper)
+
+
+def test_wilson_live_view_frame_and_edges() -> None:
+    ci = wilson(44, 49)
+    assert ci is not None
+    assert f"[{ci.lower:.1%}, {ci.upper:.1%}]" == "[78.2%, 95.6%]"
+    one = wilson(1, 1)
+    assert one is not None and one.upper == 1.0
+    assert wilson(0, 0) is None
+    zero = wilson(0, 7)
+    assert zero is not None and zero.lower == 0.0
+
+
+def test_wilson_matches_statsmodels() -> None:
+    for n in [1, 5, 13, 49, 120, 1000]:
+        for k in _ks(n):
+            for level in [0.9, 0.95, 0.99]:
+                z = -norm_ppf((1 - level) / 2)
+                low, upp = proportion_confint(k, n, alpha=1 - level, method="wilson")
+                ci = wilson(k, n, z=z)
+                assert ci is not None
+                assert (ci.lower, ci.upper) == pytest.approx((low, upp), abs=1e-12)
+            # with Acklam's z the difference is only in the ninth digit
+            low, upp = proportion_confint(k, n, alpha=0.05, method="wilson")
+            ci = wilson(k, n)
+            assert ci is not None
+            assert (ci.lower, ci.upper) == pytest.approx((low, upp), abs=1e-8)
+
+
+def _t_reference(values: list[float], level: float) -> tuple[float, float]:
+    n = len(values)
+    mean = sum(values) / n
+    sd = stats.tstd(values)
+    half = stats.t.ppf(1 - (1 - level) / 2, n - 1) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def test_student_t_matches_scipy() -> None:
+    rng = random.Random(20240601)
+    for n in [2, 3, 5, 10, 30, 100, 500, 2000]:
+        values = [rng.random() ** 2 for _ in range(n)]
+        for level in LEVELS:
+            summary = student_t_mean(values, level)
+            assert summary.interval is not None
+            lower, upper = _t_reference(values, level)
+            assert summary.interval.lower == pytest.approx(lower, abs=1e-10)
+            assert summary.interval.upper == pytest.approx(upper, abs=1e-10)
+            assert summary.sd == pytest.approx(stats.tstd(values), rel=1e-12)
+            assert summary.n == n
+
+
+def test_student_t_small_samples() -> None:
+    assert student_t_mean([]).mean is None
+    one = student_t_mean([0.5])
+    assert one.mean == 0.5 and one.sd is None and one.interval is None
+    flat = student_t_mean([0.3, 0.3, 0.3])
+    assert flat.interval is not None and flat.interval.width == pytest.approx(0.0, abs=1e-15)
+    with pytest.raises(ValueError):
+        student_t_mean([0.1, float("nan")])
+
+
+def test_student_t_bounded_for_missing_cases() -> None:
+    values = [0.2, 0.9, 0.7, 0.4, 0.8]
+    summary = student_t_mean_bounded(values, 3, (0.0, 1.0), 0.95)
+    assert summary.mean == pytest.approx(sum(values) / 5)
+    assert summary.missing == 3 and not summary.unbounded_missing
+    low_completion = student_t_mean([*values, 0.0, 0.0, 0.0], 0.95).interval
+    high_completion = student_t_mean([*values, 1.0, 1.0, 1.0], 0.95).interval
+    assert low_completion is not None and high_completion is not None
+    assert summary.interval is not None
+    assert summary.interval.lower == pytest.approx(max(0.0, low_completion.lower), abs=1e-14)
+    assert summary.interval.upper == pytest.approx(min(1.0, high_completion.upper), abs=1e-14)
+    # missing cases never make the metric look better
+    plain = student_t_mean(values).interval
+    assert plain is not None and summary.interval.lower <= plain.lower
+
+
+def test_student_t_bounded_clips_to_the_range_and_flags_unbounded() -> None:
+    clipped = student_t_mean_bounded([0.0, 1.0, 1.0], 0, (0.0, 1.0))
+    assert clipped.interval is not None
+    assert clipped.interval.lower >= 0.0 and clipped.interval.upper == 1.0
+    unbounded = student_t_mean_bounded([0.5, 0.6, 0.7], 2, None)
+    assert unbounded.interval is None and unbounded.unbounded_missing
+    assert unbounded.mean == pytest.approx(0.6)
+    no_missing = student_t_mean_bounded([0.5, 0.6, 0.7], 0, None)
+    assert no_missing == student_t_mean([0.5, 0.6, 0.7])
+    all_missing = student_t_mean_bounded([], 4, (1.0, 5.0))
+    assert all_missing.mean is None
+    assert all_missing.interval == Interval(1.0, 5.0)
+    with pytest.raises(ValueError):
+        student_t_mean_bounded([0.5], 1, (1.0, 0.0))
