@@ -47,7 +47,7 @@ def command(args: argparse.Namespace) -> int:
         run_report(
             run_id=run.id, status=run.status, completeness=run.completeness,
             decisions=decisions, summaries=list(summaries.values()), cache=run.cache,
-            gate=label, exit_code=code, policy_arg=args.policy,
+            gate=label, exit_code=code, policy_arg=args.policy, config_arg=args.config,
             note=f"Stopped: {run.stop_reason}" if run.stop_reason else None,
         )
     )

@@ -58,8 +58,10 @@ def command(args: argparse.Namespace) -> int:
     if ".oloproof/" not in lines:
         gitignore.write_text("\n".join([*lines, ".oloproof/"]) + "\n")
     where = "." if str(target) == "." else str(target)
+    first = "oloproof run --config baseline.yaml" if name == "compare" else "oloproof run"
+    readme = " (see README.md)" if (target / "README.md").exists() else ""
     sys.stdout.write(
         f"Created the '{name}' project in {where}.\n"
-        f"Next:  cd {where} && oloproof run\n"
+        f"Next:  cd {where} && {first}{readme}\n"
     )
     return 0

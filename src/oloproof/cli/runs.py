@@ -10,6 +10,7 @@ from rich.table import Table
 
 from oloproof.cli._common import open_project_store
 from oloproof.render.console import print_to
+from oloproof.store.comparisons import list_comparisons
 from oloproof.store.reader import list_runs
 
 
@@ -46,4 +47,13 @@ def command(args: argparse.Namespace) -> int:
         table.add_row(r.id, r.created_at[:19].replace("T", " "), r.state, gate,
                       str(r.cases_total), system)
     print_to(sys.stdout, table)
+    comparisons = list_comparisons(conn, limit=args.limit)
+    if comparisons:
+        ctable = Table(title="Comparisons", title_justify="left")
+        for col in ("Comparison", "Created (UTC)", "Candidate", "Baseline", "Gate"):
+            ctable.add_column(col, no_wrap=True)
+        for c in comparisons:
+            ctable.add_row(c.id, c.created_at[:19].replace("T", " "), c.candidate_run,
+                           c.baseline_run, f"{c.gate} (exit {c.exit_code})")
+        print_to(sys.stdout, ctable)
     return 0

@@ -36,8 +36,8 @@ from oloproof.stats.paired import paired_mean_difference, paired_proportion_diff
 
 __all__ = [
     "CaseOutcome",
-    "Pairing",
     "PairedMetric",
+    "Pairing",
     "decide_compare_rule",
     "decide_comparison",
     "fmt_difference",
@@ -272,13 +272,13 @@ def decide_compare_rule(rule: Any, pm: PairedMetric) -> Decision:
     margin = float(rule.margin or 0.0)
     kind = str(rule.kind)
     bar = margin if kind == "superiority" else -margin
-    base: dict[str, Any] = dict(
-        rule=rule.id, metric=rule.metric, kind=kind, threshold=margin,
-        direction=None, estimate=pm.estimate, lower=pm.lower, upper=pm.upper,
-    )
+    base: dict[str, Any] = {
+        "rule": rule.id, "metric": rule.metric, "kind": kind, "threshold": margin,
+        "direction": None, "estimate": pm.estimate, "lower": pm.lower, "upper": pm.upper,
+    }
     words = _KIND_WORDS[kind]
     if kind != "superiority" or margin:
-        words += f", margin {_fmt_bar(margin, pm.kind).lstrip('+')}"
+        words += f" (margin {_fmt_bar(margin, pm.kind).lstrip('+')})"
     if pm.pairs == 0:
         return Decision(
             state=INSUFFICIENT, reason="no_pairs",

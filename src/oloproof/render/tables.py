@@ -73,8 +73,15 @@ def gate_line(gate: str, exit_code: int) -> Text:
     return Text.assemble("Gate      ", (gate, style), f"   exit code {exit_code}")
 
 
-def plan_hints(run_id: str, decisions: Sequence[Decision], policy_arg: str | None) -> list[Text]:
+def plan_hints(
+    run_id: str,
+    decisions: Sequence[Decision],
+    policy_arg: str | None,
+    config_arg: str | None = None,
+) -> list[Text]:
     extra = f" --policy {policy_arg}" if policy_arg else ""
+    if config_arg and config_arg != "oloproof.yaml":
+        extra = f" --config {config_arg}" + extra
     return [
         Text(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}")
         for d in decisions
@@ -94,6 +101,7 @@ def run_report(
     exit_code: int,
     note: str | None = None,
     policy_arg: str | None = None,
+    config_arg: str | None = None,
 ) -> RenderableType:
     parts: list[RenderableType] = [run_title(run_id, status, completeness)]
     if note:
@@ -108,7 +116,7 @@ def run_report(
         parts.append(metrics_table(summaries))
     parts.append(cache_line(cache))
     parts.append(gate_line(gate, exit_code))
-    hints = plan_hints(run_id, decisions, policy_arg)
+    hints = plan_hints(run_id, decisions, policy_arg, config_arg)
     if hints:
         parts.append(Text("Undecided rules:"))
         parts.extend(hints)

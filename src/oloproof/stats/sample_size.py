@@ -101,11 +101,15 @@ def run_rule_state(
 def comparison_state(
     lower: float, upper: float, kind: ComparisonKind, margin: float
 ) -> State | None:
-    """The state of a comparison rule on an interval for candidate - baseline."""
+    """The state of a comparison rule on an interval for candidate - baseline.
+
+    Superiority with margin δ ≥ 0 (0 by default) asks for more than δ:
+    PASS if lower > δ, FAIL if upper ≤ δ (SPEC §5 is the case δ = 0).
+    """
     if kind == "superiority":
-        if lower > 0.0:
+        if lower > margin:
             return "PASS"
-        if upper <= 0.0:
+        if upper <= margin:
             return "FAIL"
         return None
     if kind == "non_inferiority":
@@ -127,7 +131,7 @@ def comparison_state(
 
 def _on_comparison_bar(estimate: float, kind: ComparisonKind, margin: float) -> bool:
     if kind == "superiority":
-        return estimate == 0.0
+        return estimate == margin
     if kind == "non_inferiority":
         return estimate == -margin
     return abs(estimate) == margin

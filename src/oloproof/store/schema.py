@@ -7,7 +7,7 @@ never rewritten.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -95,6 +95,51 @@ CREATE TABLE judge_cache (
   attempts INTEGER NOT NULL,
   usage_json TEXT,
   created_at TEXT NOT NULL
+) WITHOUT ROWID;
+""",
+    # 2: comparisons of two runs (oloproof compare). A store at version 1 gains
+    # these tables in place; nothing already stored is touched.
+    2: """
+CREATE TABLE comparisons (
+  id TEXT PRIMARY KEY,              -- cmp_ + a ULID
+  project TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  candidate_run TEXT NOT NULL,
+  baseline_run TEXT NOT NULL,
+  confidence_level REAL NOT NULL,
+  policy_json TEXT NOT NULL,
+  policy_path TEXT,
+  gate TEXT NOT NULL,
+  exit_code INTEGER NOT NULL,
+  document_json TEXT NOT NULL       -- the whole comparison, as compare --json prints it
+);
+CREATE INDEX comparisons_created ON comparisons(created_at);
+CREATE INDEX comparisons_runs ON comparisons(candidate_run, baseline_run);
+CREATE TABLE comparison_metrics (
+  cmp_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  metric TEXT NOT NULL,
+  kind TEXT NOT NULL,               -- BINARY | MEAN
+  pairs INTEGER NOT NULL,
+  both_pass INTEGER,                -- BINARY: the paired 2x2 table
+  cand_only INTEGER,
+  base_only INTEGER,
+  both_fail INTEGER,
+  dropped_missing INTEGER NOT NULL,
+  dropped_excluded INTEGER NOT NULL,
+  estimate REAL,                    -- candidate - baseline
+  lower REAL,
+  upper REAL,
+  sd REAL,                          -- MEAN: sd of the per-case differences
+  method TEXT NOT NULL,
+  PRIMARY KEY (cmp_id, metric)
+) WITHOUT ROWID;
+CREATE TABLE comparison_decisions (
+  cmp_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  rule_id TEXT NOT NULL,
+  decision_json TEXT NOT NULL,
+  PRIMARY KEY (cmp_id, rule_id)
 ) WITHOUT ROWID;
 """,
 }

@@ -1,0 +1,129 @@
+"""A comparison as text, drawn from the same JSON document ``compare --json`` prints.
+
+``oloproof compare`` and ``oloproof inspect CMP_ID`` both render through
+:func:`comparison_report`, from the document stored with the comparison, so what is shown
+later is what was shown then.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from oloproof.policy.compare import fmt_difference, fmt_difference_interval
+from oloproof.policy.decide import Decision, pct
+from oloproof.render.tables import decisions_table, gate_line
+
+_SHOWN_IDS = 5
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(ids[:_SHOWN_IDS])
+    return shown + (f", … ({len(ids) - _SHOWN_IDS} more)" if len(ids) > _SHOWN_IDS else "")
+
+
+def _value(x: float | None, kind: str) -> str:
+    if x is None:
+        return ""
+    return pct(x) if kind == "BINARY" else f"{x:.4g}"
+
+
+def _run_line(label: str, run: dict[str, Any]) -> Text:
+    system = run.get("system") or {}
+    name = f"{system.get('name', '')} {system.get('version', '')}".strip()
+    return Text(
+        f"  {label:<10} {run['run_id']}  {name}  "
+        f"({run['cases_stored']} cases, {run['state']})"
+    )
+
+
+def paired_table(metrics: list[dict[str, Any]]) -> Table:
+    table = Table(title="Paired metrics (candidate − baseline)", title_justify="left")
+    for col in (
+        "Metric", "Candidate", "Baseline", "Difference", "Interval", "Pairs", "Both pass",
+        "Both fail", "Candidate only", "Baseline only", "Dropped",
+    ):
+        table.add_column(col, no_wrap=True)
+    for m in metrics:
+        kind = m["kind"]
+        binary = kind == "BINARY"
+        table.add_row(
+            m["metric"],
+            _value(m["candidate"], kind),
+            _value(m["baseline"], kind),
+            fmt_difference(m["difference"], kind),
+            fmt_difference_interval(m["lower"], m["upper"], kind),
+            str(m["pairs"]),
+            str(m["both_pass"]) if binary else "",
+            str(m["both_fail"]) if binary else "",
+            str(m["candidate_only"]) if binary else "",
+            str(m["baseline_only"]) if binary else "",
+            f"{m['dropped_missing']} missing · {m['dropped_excluded']} excluded",
+        )
+    return table
+
+
+def methods_note(metrics: list[dict[str, Any]], level: float) -> Text:
+    kinds = {m["kind"] for m in metrics}
+    parts = []
+    if "BINARY" in kinds:
+        parts.append(
+            f"rates: Newcombe's hybrid score interval for paired proportions at {level:.0%}"
+        )
+    if "MEAN" in kinds:
+        parts.append(f"means: paired Student t interval at {level:.0%}")
+    text = "Intervals on candidate − baseline; " + "; ".join(parts) + "." if parts else ""
+    text += (
+        " Only cases observed in both runs are paired; a case missing or excluded in either"
+        " run is dropped."
+    )
+    return Text(text.strip())
+
+
+def comparison_report(doc: dict[str, Any], *, config_arg: str | None = None) -> RenderableType:
+    """The comparison's text: header, decisions, paired metrics, gate, plan hints."""
+    pairing = doc["pairing"]
+    parts: list[RenderableType] = [
+        Text.assemble(("Comparison ", "bold"), (doc["comparison_id"], "bold cyan")),
+        _run_line("candidate", doc["candidate"]),
+        _run_line("baseline", doc["baseline"]),
+        Text(
+            f"  {'paired':<10} {pairing['shared']} case ids in both runs · "
+            f"{len(pairing['only_candidate'])} only in the candidate · "
+            f"{len(pairing['only_baseline'])} only in the baseline"
+        ),
+    ]
+    if pairing["only_candidate"]:
+        parts.append(Text(f"  {'':<10} only in the candidate: {_ids(pairing['only_candidate'])}"))
+    if pairing["only_baseline"]:
+        parts.append(Text(f"  {'':<10} only in the baseline: {_ids(pairing['only_baseline'])}"))
+    for warning in doc.get("warnings", []):
+        parts.append(Text(f"  {'warning':<10} {warning}", style="yellow"))
+    decisions = [Decision(**d) for d in doc["decisions"]]
+    if decisions:
+        parts.append(decisions_table(decisions))
+    elif doc.get("incomplete"):
+        parts.append(
+            Text("No decisions: a partial run is not decided, nor is a comparison with one.")
+        )
+    else:
+        why = doc.get("policy_note") or "the comparison policy declares none"
+        parts.append(Text(f"No rules: {why}."))
+    if doc["metrics"]:
+        parts.append(paired_table(doc["metrics"]))
+        parts.append(methods_note(doc["metrics"], float(doc["confidence_level"])))
+    else:
+        parts.append(Text("No metric is shared by the two runs: nothing to compare."))
+    parts.append(gate_line(doc["gate"], int(doc["exit_code"])))
+    undecided = [d for d in decisions if d.state == "INSUFFICIENT_EVIDENCE"]
+    if undecided:
+        extra = f" --config {config_arg}" if config_arg and config_arg != "oloproof.yaml" else ""
+        parts.append(Text("Undecided rules:"))
+        parts.extend(
+            Text(f"  {d.rule}: size it with  oloproof plan {doc['comparison_id']}{extra}")
+            for d in undecided
+        )
+    return Group(*parts)

@@ -1,0 +1,155 @@
+"""The text of ``oloproof plan`` (SPEC §7), drawn from the document ``plan --json`` prints.
+
+For the support_bot example (the rule's line is one line)::
+
+    Run run_01M3C3WS0SBTFAG55M7ECM1EZ4
+      observed  18 cases
+
+    exact-label-floor: about 1614 more cases would decide it, if the observed rate holds …
+    … (1632 in total)
+      time      <1s – 27s
+      tokens    none reported by this run's providers
+      assuming  the cases to come resemble the 18 already run
+                cases run one after another; concurrency divides the time and not the cost
+
+Rules that get a size come first, each in a block of its own; rules that are decided or
+cannot be sized follow, one line each. Plain text: no colour, no table, so a log or a script
+can read it as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["fmt_cost", "fmt_count", "fmt_duration", "plan_text"]
+
+_LABEL = 10  # "  time      " : labels are padded to one width
+
+
+def fmt_duration(seconds: float) -> str:
+    """``<1s``, ``27s``, ``3m 10s``, ``1h 2m``: seconds below a minute, then minutes, hours."""
+    if not math.isfinite(seconds) or seconds < 1.0:
+        return "<1s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        minutes, secs = divmod(whole, 60)
+        return f"{minutes}m {secs}s"
+    hours, minutes = divmod(round(seconds / 60.0), 60)
+    return f"{hours}h {minutes}m"
+
+
+def fmt_count(x: float) -> str:
+    return f"{round(x):,}"
+
+
+def fmt_cost(usd: float) -> str:
+    if usd < 0.01:
+        return "less than $0.01"
+    return f"about ${usd:,.2f}"
+
+
+def _line(label: str, text: str) -> str:
+    return f"  {label:<{_LABEL}}{text}"
+
+
+def _lines(label: str, texts: list[str]) -> list[str]:
+    out = []
+    for i, text in enumerate(texts):
+        out.append(_line(label if i == 0 else "", text))
+    return out
+
+
+def _priced(rule: dict[str, Any], who: str) -> list[str]:
+    """The time, tokens and cost lines of a sized rule."""
+    out: list[str] = []
+    time = rule.get("time_s")
+    if time is None:
+        out.append(_line("time", f"not recorded by {who}"))
+    else:
+        low, high = fmt_duration(time[0]), fmt_duration(time[1])
+        out.append(_line("time", low if low == high else f"{low} – {high}"))
+    none = f"none reported by {who} providers"
+    tokens = rule.get("tokens")
+    cost = rule.get("cost_usd")
+    if tokens is None:
+        out.append(_line("tokens", none))
+    else:
+        out.append(
+            _line(
+                "tokens",
+                f"about {fmt_count(tokens['input'] + tokens['output'])} "
+                f"({fmt_count(tokens['input'])} in · {fmt_count(tokens['output'])} out)",
+            )
+        )
+    if cost is not None:
+        out.append(_line("cost", fmt_cost(cost)))
+    elif tokens is not None:
+        out.append(_line("cost", none))
+    return out
+
+
+def _sized_head(rule: dict[str, Any], comparison: bool) -> str:
+    what = "more paired cases" if comparison else "more cases"
+    if comparison:
+        holds = "if the observed paired outcomes hold"
+    elif rule.get("approximate"):
+        holds = "if the observed mean and spread hold"
+    else:
+        holds = "if the observed rate holds"
+    total = f"{rule['total']} in total"
+    if rule.get("approximate"):
+        total += "; approximate"
+    return f"{rule['rule']}: about {rule['more']} {what} would decide it, {holds} ({total})"
+
+
+def _one_line(rule: dict[str, Any]) -> str:
+    return f"{rule['rule']}: {rule['message']}"
+
+
+def plan_text(doc: dict[str, Any]) -> str:
+    """The plan as text, from the plan document."""
+    comparison = doc["plan_for"] == "comparison"
+    who = "these runs'" if comparison else "this run's"
+    rules: list[dict[str, Any]] = doc["rules"]
+    refused = [r for r in rules if r["plan"] == "refused"]
+    sized = [r for r in rules if r["plan"] == "sized"]
+    others = [r for r in rules if r["plan"] not in ("sized", "refused")]
+    blocks: list[list[str]] = []
+    if sized or others or not refused:
+        if comparison:
+            head = [
+                f"Comparison {doc['comparison_id']}",
+                _line("candidate", doc["candidate_run"]),
+                _line("baseline", doc["baseline_run"]),
+                _line("paired", f"{doc['paired_cases']} cases"),
+            ]
+        else:
+            head = [f"Run {doc['run_id']}", _line("observed", f"{doc['observed_cases']} cases")]
+        blocks.append(head)
+    for rule in sized:
+        first = _sized_head(rule, comparison)
+        blocks.append([first, *_priced(rule, who), *_lines("assuming", rule["assuming"])])
+    if others:
+        blocks.append([_one_line(r) for r in others])
+    if not rules:
+        why = doc.get("policy_note") or "the policy declares none"
+        blocks.append([f"No rules: {why}; nothing to plan."])
+    if refused:
+        # The form the seed's product used to refuse a MEAN rule.
+        blocks.append(
+            [
+                (
+                    f"Run {doc['run_id']}: no sample size can be computed for a rule that did"
+                    " not decide."
+                ),
+                *[
+                    f"  {r['rule']}: sizing a run rule is admitted for binary rates only, and "
+                    f"{r['metric']} is a MEAN metric: {r['reason']}"
+                    for r in refused
+                ],
+            ]
+        )
+    return "\n\n".join("\n".join(b) for b in blocks) + "\n"
