@@ -48,6 +48,15 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def _usage_text(usage: dict[str, Any] | None) -> str:
+    """``9 in · 13 out tokens · $0.000044``; empty when nothing was reported."""
+    if not usage:
+        return ""
+    text = f"{usage.get('input_tokens') or 0} in · {usage.get('output_tokens') or 0} out tokens"
+    cost = float(usage.get("cost_usd") or 0.0)
+    return text + (f" · ${cost:.6f}".rstrip("0").rstrip(".") if cost else "")
+
+
 def command(args: argparse.Namespace) -> int:
     conn = open_project_store(args.config)
     if args.run_id.startswith("cmp_"):
@@ -71,18 +80,20 @@ def command(args: argparse.Namespace) -> int:
                  f"latency {c.latency_ms or 0:.1f} ms   {'cached' if c.from_cache else 'called'}"),
         ]
         if c.usage:
-            lines.append(Text(f"  usage     {_dump(c.usage)}"))
+            lines.append(Text(f"  usage     {_usage_text(c.usage)}"))
         if c.error:
             lines.append(Text("  error     " + c.error.replace("\n", "\n            ")))
         else:
             lines.append(Text(f"  output    {_dump(c.output)}"))
         table = Table(title="Judgments", title_justify="left")
-        for col in ("Criterion", "Status", "Passed", "Score", "Attempts", "Cached", "Reason"):
+        for col in ("Criterion", "Status", "Passed", "Score", "Attempts", "Latency", "Usage",
+                    "Cached", "Reason"):
             table.add_column(col, no_wrap=True)
         for j in c.judgments.values():
             table.add_row(
                 j.criterion, j.status, "" if j.passed is None else str(j.passed),
                 "" if j.score is None else f"{j.score:g}", str(j.attempts),
+                "" if j.latency_ms is None else f"{j.latency_ms:.1f} ms", _usage_text(j.usage),
                 "yes" if j.from_cache else "no", j.reason or "",
             )
         print_to(sys.stdout, Group(*lines, table))

@@ -7,20 +7,33 @@ for this criterion, never guessed. Provider calls run in the judge pool
 (``concurrency.judge``) under the shared retry policy; a verdict that cannot
 be parsed is not retried (the same prompt at temperature 0 would most likely
 give the same answer, and we would rather record it).
+
+Everything that can be wrong in the configuration (a missing API key
+variable, a key that cannot be sent, no model, no ``base_url`` for
+``openai_compatible``) is found when the judge is built, before the run is
+stored or anything is called.
+
+The API key is read from ``api_key_env`` and kept by the provider. It is never
+part of the judge's identity, and every text this module hands back (a
+verdict's reason, an error) has it masked, even if a provider echoed it.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
 from oloproof.engine.retry import AttemptFailure, RetryPolicy, call_with_retries
+from oloproof.errors import ConfigError
 from oloproof.evaluators.base import CaseView, Outcome
-from oloproof.providers.base import JudgeReply, Provider, make_provider_from_config, resolve_api_key
+from oloproof.providers.base import JudgeReply, Provider, make_provider, resolve_api_key
 from oloproof.providers.verdict import PROMPT_VERSION, build_judge_prompt, parse_verdict
 from oloproof.systems.identity import digest
+
+_MASK = "***"
+_MIN_MASK_CHARS = 8
 
 
 class RubricJudge:
@@ -33,8 +46,28 @@ class RubricJudge:
         self.criterion: str = config.criterion
         self.field = field
         self.rubric: str = config.rubric
-        # Read the key now, so a missing variable stops the run before its first case.
-        resolve_api_key(config.provider, config.api_key_env, field=f"{field}.api_key_env")
+        file = getattr(getattr(project, "config_path", None), "name", None)
+        self.retry = RetryPolicy()
+        self.concurrency = 4
+        # One pooled client per judge, sized to concurrency.judge in bind_limits().
+        # The engine's judge workers already bound the calls in flight to
+        # concurrency.judge across all judges, so the pools never queue.
+        self._client: httpx.AsyncClient | None = None
+        try:
+            # Read the key now, so a missing variable stops the run before its first case.
+            self._api_key = resolve_api_key(
+                config.provider, config.api_key_env, field=f"{field}.api_key_env"
+            )
+            # Built here only to check model, base_url and the key's shape (it is
+            # given no client); start() builds the one that calls, on the run's client.
+            self._provider: Provider = self._make_provider(cast("httpx.AsyncClient", None))
+        except ConfigError as exc:
+            if exc.file is not None or file is None:
+                raise
+            raise ConfigError(
+                exc.detail, file=file, field=_qualify(exc.field, field), line=exc.line,
+                accepted=exc.accepted,
+            ) from None
         # The judge's identity: what decides its verdicts. Not the key, not timeouts.
         self.identity = digest(
             {
@@ -48,32 +81,57 @@ class RubricJudge:
                 "prompt_version": PROMPT_VERSION,
             }
         )
-        self.retry = RetryPolicy()
-        self.concurrency = 4
-        self._client: httpx.AsyncClient | None = None
-        self._provider: Provider | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"RubricJudge(criterion={self.criterion!r}, provider={self.config.provider!r}, "
+            f"model={self.config.model!r})"
+        )
+
+    def _make_provider(self, client: httpx.AsyncClient) -> Provider:
+        config = self.config
+        return make_provider(
+            str(config.provider),
+            str(config.model),
+            self._api_key,
+            config.base_url,
+            float(config.temperature),
+            int(config.max_tokens),
+            float(config.timeout_s),
+            client,
+        )
 
     def bind_limits(self, concurrency: int, retry: RetryPolicy) -> None:
         self.concurrency = concurrency
         self.retry = retry
 
     async def start(self) -> None:
+        if self._client is not None:
+            return
         limits = httpx.Limits(
             max_connections=self.concurrency, max_keepalive_connections=self.concurrency
         )
         self._client = httpx.AsyncClient(limits=limits, headers={"user-agent": "oloproof"})
-        self._provider = make_provider_from_config(
-            self.config, self._client, field_prefix=self.field
-        )
+        self._provider = self._make_provider(self._client)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    def _masked(self, text: str) -> str:
+        # Error messages from the providers are masked already, whatever the key's
+        # length; this catches a key echoed in the reply itself. A key shorter than
+        # 8 characters (a dummy for a local server) is left alone: masking it
+        # would garble ordinary words of the judge's reason.
+        key = self._api_key
+        if key and len(key) >= _MIN_MASK_CHARS:
+            return text.replace(key, _MASK)
+        return text
 
     async def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        assert self._client is not None, "RubricJudge.start() was not awaited"
         provider = self._provider
-        assert provider is not None, "RubricJudge.start() was not awaited"
         system_prompt, user_prompt = build_judge_prompt(
             self.rubric, case.input, case.expected, output
         )
@@ -90,7 +148,7 @@ class RubricJudge:
             done = await call_with_retries(attempt, self.retry)
         except AttemptFailure as failure:
             return Outcome(
-                "ERROR", reason=f"judge call failed: {failure.message}",
+                "ERROR", reason=self._masked(f"judge call failed: {failure.message}"),
                 attempts=failure.attempts, latency_ms=latency[0],
             )
         reply = done.value
@@ -98,10 +156,22 @@ class RubricJudge:
             verdict = parse_verdict(reply.text)
         except AttemptFailure as failure:
             return Outcome(
-                "ERROR", reason=f"judge answer not understood: {failure.message}",
+                "ERROR", reason=self._masked(f"judge answer not understood: {failure.message}"),
                 usage=reply.usage, attempts=done.attempts, latency_ms=latency[0],
             )
         return Outcome(
-            "OK", passed=verdict.passed, reason=verdict.reason, usage=reply.usage,
+            "OK", passed=verdict.passed, reason=self._masked(verdict.reason), usage=reply.usage,
             attempts=done.attempts, latency_ms=latency[0],
         )
+
+
+def _qualify(inner: str | None, field: str) -> str:
+    """``evaluators[2].model`` from the providers' generic ``evaluators.model``."""
+    if inner is None:
+        return field
+    if inner.startswith(field):
+        return inner
+    if inner.startswith("evaluators."):
+        return f"{field}.{inner[len('evaluators.'):]}"
+    return inner
+

@@ -13,9 +13,10 @@ so an HTTP system and an LLM provider are retried by the same rules (SPEC §3):
 - a refused, reset or dropped connection: :class:`RetryableFailure`;
 - any other status outside 2xx: :class:`PermanentFailure`.
 
-Secrets never leave this module in a message: resolved header values are
-neither part of the identity nor of any error text, and a response body quoted
-in an error has them masked.
+Secrets never leave this module: resolved header values are neither part of
+the identity nor of any error text; a response body quoted in an error has
+them masked (``***``), and so has an output that echoes one back (values of at
+least 8 characters there, so that a short value never corrupts an output).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ __all__ = [
 
 METHODS = ("POST", "PUT", "GET")
 EXCERPT_CHARS = 200
+MIN_OUTPUT_MASK_CHARS = 8
 _MASK = "***"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MISSING = object()
@@ -69,6 +71,17 @@ def _mask(text: str, secrets: Iterable[str]) -> str:
         if secret:
             text = text.replace(secret, _MASK)
     return text
+
+
+def _mask_value(value: Any, secrets: Iterable[str]) -> Any:
+    """``value`` with every secret masked in its strings (keys included)."""
+    if isinstance(value, str):
+        return _mask(value, secrets)
+    if isinstance(value, list):
+        return [_mask_value(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {_mask(str(k), secrets): _mask_value(v, secrets) for k, v in value.items()}
+    return value
 
 
 def body_excerpt(text: str, secrets: Iterable[str] = (), limit: int = EXCERPT_CHARS) -> str:
@@ -320,6 +333,11 @@ class HttpSystem:
             os.environ if environ is None else environ,
             "system.http.headers",
         )
+        # Masked in outputs too, but only values long enough to be credentials:
+        # masking a short value ("k", "v1") would corrupt the outputs being judged.
+        self._output_secrets = tuple(
+            s for s in self._secrets if len(s) >= MIN_OUTPUT_MASK_CHARS
+        )
         self.identity = identity_digest(
             {
                 "kind": "http",
@@ -430,6 +448,9 @@ class HttpSystem:
                 secrets=self._secrets,
             )
         body = parse_json_response(response, self._secrets, self._what)
+        if self._output_secrets:
+            # An endpoint that echoes a header back must not get it into the store.
+            body = _mask_value(body, self._output_secrets)
         output = body
         if self.output_path is not None:
             output = _follow_path(body, self.output_path)

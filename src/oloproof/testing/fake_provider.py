@@ -32,7 +32,9 @@ Endpoints
     word of text, lower case>, "length": <len(text)>, "method": ..., "input":
     <input>, "usage": {"input_tokens": <words in text>, "output_tokens": <words
     in answer>}}`` where text is the input's ``question`` or ``text`` field, or
-    the input as compact JSON. An input object with a ``respond`` field gets
+    the input as compact JSON. An input ``{"echo_header": NAME}`` gets that
+    request header's value back in its ``answer`` (a careless endpoint that
+    echoes a secret). An input object with a ``respond`` field gets
     that value back as the JSON body, with status ``status`` (default 200);
     with ``respond_raw`` (a string) it gets that text as a ``text/plain`` body.
 ``POST /_control``
@@ -428,7 +430,12 @@ def _openai(headers: Any, body: Any, behaviour: Behaviour, garbage: bool) -> _Re
     )
 
 
-def _system(method: str, case_input: Any) -> _Reply:
+def _system(method: str, case_input: Any, headers: Any = None) -> _Reply:
+    if isinstance(case_input, dict) and isinstance(case_input.get("echo_header"), str):
+        # A careless endpoint that echoes a request header back in its output.
+        name = case_input["echo_header"]
+        value = headers.get(name) if headers is not None else None
+        return _json_reply(200, {"answer": f"your {name} header was {value}", "label": "echo"})
     if isinstance(case_input, dict) and "respond_raw" in case_input:
         status = int(case_input.get("status", 200))
         return _Reply(
@@ -594,8 +601,12 @@ class _Handler(BaseHTTPRequestHandler):
         if attempt <= behaviour.timeout_first_n:
             return _Reply("timeout")
         for name, value in behaviour.require_headers.items():
-            if self.headers.get(name) != value:
-                return _json_reply(401, {"error": f"missing or wrong header {name}"})
+            received = self.headers.get(name)
+            if received != value:
+                # Quoting what was sent, as some real APIs do: a client must mask it.
+                return _json_reply(
+                    401, {"error": f"missing or wrong header {name}: got {received!r}"}
+                )
         if behaviour.fail_always is not None or attempt <= behaviour.fail_first_n:
             status = (
                 behaviour.fail_always
@@ -633,7 +644,7 @@ class _Handler(BaseHTTPRequestHandler):
             return _anthropic(self.headers, body, behaviour, garbage)
         if path == OPENAI_PATH:
             return _openai(self.headers, body, behaviour, garbage)
-        return _system(method, body)
+        return _system(method, body, self.headers)
 
     def _control(self, raw: bytes) -> _Reply:
         state = self.server.state
