@@ -42,7 +42,24 @@ class _Base:
         self.identity = _config_identity(config)
 
 
-class ExactMatch(_Base):
+class _Comparing(_Base):
+    """An evaluator that compares an output field with an expected value."""
+
+    def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        key = self.config.expected_field or self.config.field
+        expected = _expected(case, key)
+        if is_missing(expected):
+            return Outcome("EXCLUDED", reason=f"no expected '{key or 'value'}' for this case")
+        actual = get_field(output, self.config.field)
+        if is_missing(actual):
+            return _absent_output(self.config.field)
+        return self.compare(actual, expected)
+
+    def compare(self, actual: Any, expected: Any) -> Outcome:
+        raise NotImplementedError
+
+
+class ExactMatch(_Comparing):
     def _norm(self, value: Any) -> Any:
         if isinstance(value, str):
             if self.config.strip:
@@ -51,33 +68,19 @@ class ExactMatch(_Base):
                 value = value.casefold()
         return value
 
-    def evaluate(self, case: CaseView, output: Any) -> Outcome:
-        key = self.config.expected_field or self.config.field
-        expected = _expected(case, key)
-        if is_missing(expected):
-            return Outcome("EXCLUDED", reason=f"no expected '{key or 'value'}' for this case")
-        actual = get_field(output, self.config.field)
-        if is_missing(actual):
-            return _absent_output(self.config.field)
+    def compare(self, actual: Any, expected: Any) -> Outcome:
         ok = self._norm(actual) == self._norm(expected)
         return Outcome(
             "OK", passed=ok, reason=None if ok else f"expected {expected!r}, got {actual!r}"
         )
 
 
-class Contains(_Base):
-    def evaluate(self, case: CaseView, output: Any) -> Outcome:
-        key = self.config.expected_field or self.config.field
-        expected = _expected(case, key)
-        if is_missing(expected):
-            return Outcome("EXCLUDED", reason=f"no expected '{key or 'value'}' for this case")
-        actual = get_field(output, self.config.field)
-        if is_missing(actual):
-            return _absent_output(self.config.field)
-        text = as_text(actual)
-        needles = expected if isinstance(expected, list) else [expected]
+class Contains(_Comparing):
+    def compare(self, actual: Any, expected: Any) -> Outcome:
         fold = self.config.casefold
+        text = as_text(actual)
         hay = text.casefold() if fold else text
+        needles = expected if isinstance(expected, list) else [expected]
         absent = [
             n for n in needles if (as_text(n).casefold() if fold else as_text(n)) not in hay
         ]

@@ -1,0 +1,116 @@
+"""MEAN metrics and custom evaluators, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scipy import stats
+
+from tests.conftest import run_cli, write_project
+
+APP = """
+from oloproof import system
+
+@system(name="days", version="1")
+def answer(case_input):
+    if case_input["n"] == 99:
+        raise RuntimeError("no estimate")
+    return {"days": case_input["guess"], "answer": case_input.get("text", "ok")}
+"""
+
+CHECKS = """
+from oloproof import Verdict
+
+def polite(output, case):
+    if case.metadata and case.metadata.get("skip"):
+        return Verdict(excluded=True, reason="not applicable")
+    return "please" in output["answer"]
+
+def broken(output):
+    raise ValueError("bug in the check")
+
+def length(output, case):
+    return float(len(output["answer"]))
+"""
+
+EVALUATORS = """
+- type: absolute_error
+  criterion: days_error
+  field: days
+  range: [0, 30]
+- type: custom
+  criterion: polite
+  function: checks:polite
+- type: custom
+  criterion: fragile
+  function: checks:broken
+- type: custom
+  criterion: length
+  function: checks:length
+  kind: mean
+"""
+
+
+def _cases(with_missing: bool) -> list[dict[str, object]]:
+    guesses = [(10, 12), (5, 5), (7, 4), (20, 21), (3, 3), (14, 10)]
+    cases: list[dict[str, object]] = [
+        {"id": f"c{i}", "input": {"n": i, "guess": g, "text": "please wait" if i % 2 else "wait"},
+         "expected": {"days": t}}
+        for i, (t, g) in enumerate(guesses)
+    ]
+    cases.append({"id": "skip", "input": {"n": 7, "guess": 1}, "expected": {"days": 1},
+                  "metadata": {"skip": True}})
+    if with_missing:
+        cases.append({"id": "boom", "input": {"n": 99, "guess": 0}, "expected": {"days": 2}})
+    return cases
+
+
+RELEASE = """\
+version: 1
+rules:
+  - id: error-budget
+    metric: days_error
+    max: {max}
+  - id: length-floor
+    metric: length
+    min: 1
+"""
+
+
+def test_mean_metric_interval_matches_scipy_t(project_dir: Path) -> None:
+    write_project(project_dir, app=APP, cases=_cases(False), evaluators=EVALUATORS,
+                  release=RELEASE.format(max=6), extra_files={"checks.py": CHECKS})
+    result = run_cli("run", "--json", cwd=project_dir)
+    doc = json.loads(run_cli("gate", "latest", "--json", cwd=project_dir).out)
+    metrics = {m["metric"]: m for m in doc["metrics"]}
+    errors = [2, 0, 3, 1, 0, 4, 0]
+    mean = sum(errors) / len(errors)
+    lo, hi = stats.t.interval(0.95, len(errors) - 1, loc=mean, scale=stats.sem(errors))
+    assert metrics["days_error"]["estimate"] == mean
+    assert abs(metrics["days_error"]["lower"] - max(lo, 0.0)) < 1e-9
+    assert abs(metrics["days_error"]["upper"] - hi) < 1e-9
+    # Custom evaluators: bool with an exclusion, an exception (missing), and a MEAN score.
+    assert metrics["polite"]["observed"] == 6 and metrics["polite"]["excluded"] == 1
+    assert metrics["polite"]["passed"] == 3
+    assert metrics["fragile"]["observed"] == 0 and metrics["fragile"]["missing"] == 7
+    assert metrics["length"]["kind"] == "MEAN"
+    decisions = {d["rule"]: d for d in doc["decisions"]}
+    assert decisions["error-budget"]["state"] == "PASS"  # upper 3.0 ≤ 6
+    assert result.code == 0, result.err
+    reason = json.loads(run_cli("inspect", "latest", "--case", "c1", "--json", cwd=project_dir).out)
+    assert reason["judgments"]["fragile"]["reason"] == "ValueError: bug in the check"
+
+
+def test_missing_cases_are_bounded_by_the_range_or_unbounded(project_dir: Path) -> None:
+    write_project(project_dir, app=APP, cases=_cases(True), evaluators=EVALUATORS,
+                  release=RELEASE.format(max=6), extra_files={"checks.py": CHECKS})
+    result = run_cli("run", cwd=project_dir)
+    # days_error has range [0, 30]: the missing case is bounded at 30 for the upper limit,
+    # which pushes it over 6, so the rule cannot pass.
+    assert result.code == 3, result.text
+    row = next(line for line in result.out.splitlines() if line.startswith("│ error-budget"))
+    assert "INSUFFICIENT_EVIDENCE" in row
+    # length has no range: a MEAN rule with missing cases is unbounded.
+    row = next(line for line in result.out.splitlines() if line.startswith("│ length-floor"))
+    assert "missing_cases_unbounded" in row
