@@ -18,23 +18,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ulid import ULID
-
 from oloproof.engine.pipeline import Engine, EngineCase, EngineTotals
 from oloproof.engine.retry import RetryPolicy
 from oloproof.errors import ConfigError
 from oloproof.events import Event, RunFinished, RunPhaseChanged
+from oloproof.ids import new_run_id
 from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
 from oloproof.project import Project, load_project, load_release_policy
 from oloproof.project.loader import default_release_policy
+from oloproof.render.tables import preload
 from oloproof.store.cache import Cache
 from oloproof.store.db import open_store, store_path
 from oloproof.store.reader import RunRecord, get_run, load_evidence
 from oloproof.store.writer import StoreWriter
-
-
-def new_run_id() -> str:
-    return "run_" + str(ULID())
 
 
 @dataclass
@@ -142,6 +138,8 @@ def prepare(config_path: str | Path, policy_arg: str | None) -> Prepared:
         EngineCase(c.id, c.input, c.expected, c.metadata, i) for i, c in enumerate(suite.cases)
     ]
     retry = RetryPolicy(max_retry_wait_s=float(project.config.retry.max_retry_wait_s))
+    # The final report's modules load while the first calls are in flight.
+    preload()
     return Prepared(
         project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry
     )
@@ -246,6 +244,25 @@ class StopRequest:
                 signal.signal(sig, signal.SIG_DFL if old is None else old)
 
 
+class _UntilStopped(list[EngineCase]):
+    """The suite's cases, handed to the engine's workers until a stop is requested.
+
+    Cancelling the run's task is not enough on its own to stop starting calls: on
+    Python 3.11, ``asyncio.wait_for`` swallows a cancellation that races with the
+    call it waits on finishing, and that worker would go on through the suite.
+    """
+
+    def __init__(self, cases: list[EngineCase], stop: StopRequest) -> None:
+        super().__init__(cases)
+        self._stop = stop
+
+    def __iter__(self) -> Iterator[EngineCase]:
+        for case in super().__iter__():
+            if self._stop.reason is not None:
+                return
+            yield case
+
+
 def execute(
     prepared: Prepared,
     *,
@@ -296,7 +313,7 @@ def _execute(
         system=prepared.system,
         inline=prepared.inline,
         judges=prepared.judges,
-        cases=prepared.cases,
+        cases=_UntilStopped(prepared.cases, stop),
         cache=Cache(conn, enabled=use_cache),
         emit=emit,
         system_concurrency=project.config.concurrency.system,

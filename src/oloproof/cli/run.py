@@ -1,4 +1,17 @@
-"""``oloproof run``: execute the suite, store every result, decide the policy."""
+"""``oloproof run``: execute the suite, store every result, decide the policy.
+
+Where things go (SPEC §6):
+
+- standard error a terminal: a live view on it, redrawn a few times a second,
+  replaced by the final tables when they go to the same terminal;
+- ``--json``: events on standard output, one line each, and the tables on
+  standard error; anything the system under test prints goes to standard error
+  too, so that it cannot corrupt the stream;
+- otherwise the tables, once, at the end, on standard output.
+
+Stopping (SPEC §3): Ctrl-C, SIGTERM or a closed standard output stop the run,
+which is stored as RUN_ERROR/PARTIAL (exit 5); a second signal exits at once.
+"""
 
 from __future__ import annotations
 
@@ -7,66 +20,125 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from oloproof.events import Event
 from oloproof.render.console import is_terminal, make_console
 from oloproof.render.tables import run_report
-from oloproof.runner import StopRequest, execute, prepare
+from oloproof.runner import Prepared, StopRequest, execute, prepare
+
+if TYPE_CHECKING:
+    from oloproof.render.live import LiveView
+    from oloproof.render.ndjson import NdjsonWriter
+
+_SHOW_CURSOR = b"\x1b[?25h"
+
+
+def _same_terminal(a: int, b: int) -> bool:
+    try:
+        return os.isatty(a) and os.isatty(b) and os.ttyname(a) == os.ttyname(b)
+    except OSError:
+        return False
+
+
+def _live_view(prepared: Prepared, *, json_mode: bool) -> LiveView | None:
+    """A live view on standard error, when it is a terminal that can redraw."""
+    if not is_terminal(sys.stderr) or os.environ.get("OLOPROOF_NO_LIVE") == "1":
+        return None
+    if os.environ.get("TERM") == "dumb":
+        return None
+    stdout_tty = is_terminal(sys.stdout)
+    if json_mode and stdout_tty:
+        # Event lines on the very terminal the frame is redrawn on would tear
+        # it apart; the stream is the progress then.
+        return None
+    from oloproof.render.live import LiveView
+
+    binary = [m["criterion"] for m in prepared.metrics if m["kind"] == "BINARY"]
+    tables_to_stderr = json_mode or _same_terminal(1, 2)
+    return LiveView(
+        make_console(sys.stderr),
+        binary,
+        len(prepared.cases),
+        transient=tables_to_stderr,
+        redirect_stdout=stdout_tty or json_mode,
+    )
 
 
 def command(args: argparse.Namespace) -> int:
     prepared = prepare(args.config, args.policy)
     stop = StopRequest()
     sinks: list[Callable[[Event], None]] = []
+    events_out = sys.stdout
+    writer: NdjsonWriter | None = None
     if args.json:
         from oloproof.render.ndjson import NdjsonWriter
 
-        sinks.append(NdjsonWriter(sys.stdout, on_closed=stop))
+        writer = NdjsonWriter(events_out, on_closed=stop)
+        sinks.append(writer)
     table_stream = sys.stderr if args.json else sys.stdout
-    live = None
-    if is_terminal(sys.stderr) and os.environ.get("OLOPROOF_NO_LIVE") != "1":
-        from oloproof.render.live import LiveView
-
-        binary = [m["criterion"] for m in prepared.metrics if m["kind"] == "BINARY"]
-        live = LiveView(make_console(sys.stderr), binary, len(prepared.cases))
+    live = _live_view(prepared, json_mode=args.json)
+    if live is not None:
         sinks.append(live)
 
     def hard_stop() -> None:
-        # A second Ctrl-C: stop at once. What finished is already committed.
-        if live is not None:
-            live.stop()
-        sys.stderr.write("oloproof run: stopped at once (second interrupt)\n")
-        sys.stderr.flush()
+        # A second signal: exit at once, from the signal handler. Only raw
+        # writes here: the interrupted code may hold a stream's or rich's lock.
+        # What finished is already committed (SPEC §3).
+        message = (
+            f"oloproof run: stopped at once ({stop.reason}, then a second signal);"
+            " finished cases are stored\n"
+        ).encode()
+        if live is not None and live.started:
+            message = _SHOW_CURSOR + b"\n" + message
+        try:
+            os.write(2, message)
+        except OSError:
+            pass
         os._exit(5)
 
     stop.on_second = hard_stop
-    try:
-        result = execute(prepared, use_cache=not args.no_cache, sinks=sinks, stop=stop)
-    finally:
-        if live is not None:
-            live.stop()
-    note = None
-    if result.stop_reason:
-        note = f"Stopped: {result.stop_reason}. Finished cases are stored; the next run takes them from the cache."
-    console = make_console(table_stream)
-    console.print(
-        run_report(
-            run_id=result.run_id,
-            status=result.status,
-            completeness=result.completeness,
-            decisions=result.decisions,
-            summaries=result.summaries,
-            cache=result.totals.cache_json(),
-            gate=result.gate,
-            exit_code=result.exit_code,
-            note=note,
-            policy_arg=args.policy,
+    with stop.signals():
+        if args.json:
+            # print() from the system under test must not land in the stream.
+            sys.stdout = sys.stderr
+        try:
+            result = execute(prepared, use_cache=not args.no_cache, sinks=sinks, stop=stop)
+        finally:
+            if writer is not None:
+                writer.flush()
+            if live is not None:
+                live.stop()
+            sys.stdout = events_out
+        note = None
+        if result.stop_reason:
+            note = (
+                f"Stopped: {result.stop_reason}. Finished cases are stored;"
+                " the next run takes them from the cache."
+            )
+        console = make_console(table_stream)
+        console.print(
+            run_report(
+                run_id=result.run_id,
+                status=result.status,
+                completeness=result.completeness,
+                decisions=result.decisions,
+                summaries=result.summaries,
+                cache=result.totals.cache_json(),
+                gate=result.gate,
+                exit_code=result.exit_code,
+                note=note,
+                policy_arg=args.policy,
+            )
         )
-    )
     if threading.active_count() > 1:
-        # A system call that timed out may still be running in a worker thread;
-        # it must not hold the process open.
-        sys.stdout.flush()
-        sys.stderr.flush()
+        # A call that was cancelled or timed out may still run in a worker
+        # thread (a sync system stuck in time.sleep): it must not hold the
+        # process open, and the interpreter would wait for it at exit.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
         os._exit(result.exit_code)
     return result.exit_code

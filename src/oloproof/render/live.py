@@ -2,8 +2,13 @@
 
 A title ``56/120 cases · 0 cached · 0 errors``, one row per BINARY metric
 with a provisional Wilson interval over the finished cases, and a caption
-that says it is not a decision. Redrawn at most ``refresh_per_second`` times
-a second (4 by default, never more than 10).
+that says it is not a decision. Built on ``rich.live.Live``: a background
+thread redraws the frame at most ``refresh_per_second`` times a second (4 by
+default, never more than 10), whatever the rate of events; the events only
+update counters. Used only when standard error is a terminal.
+
+The title counts executed cases; the table counts judged ones, so with slow
+judges the rows lag the title by the cases still being judged.
 """
 
 from __future__ import annotations
@@ -17,11 +22,32 @@ from oloproof.policy.decide import fmt_interval, pct
 from oloproof.stats.intervals import wilson
 
 CAPTION = "Provisional Wilson estimates over finished cases; not a decision."
+COLUMNS = ("Metric", "Estimate", "Provisional interval", "Cases")
+MAX_REFRESH_PER_SECOND = 10.0
+
+
+def title(done: int, total: int, cached: int, errors: int) -> str:
+    return f"{done}/{total} cases · {cached} cached · {errors} errors"
 
 
 class LiveView:
+    """A sink of run events that keeps a live frame on a terminal.
+
+    ``transient``: erase the frame when the run ends (the final tables take its
+    place on the same terminal); otherwise the last frame stays.
+    ``redirect_stdout``: route ``print`` from the system under test above the
+    frame instead of through it (only when standard output is that terminal).
+    """
+
     def __init__(
-        self, console: Console, binary_metrics: list[str], total: int, refresh_per_second: float = 4
+        self,
+        console: Console,
+        binary_metrics: list[str],
+        total: int,
+        *,
+        refresh_per_second: float = 4,
+        transient: bool = True,
+        redirect_stdout: bool = False,
     ) -> None:
         self.console = console
         self.metrics = binary_metrics
@@ -32,15 +58,23 @@ class LiveView:
         self.passed = dict.fromkeys(binary_metrics, 0)
         self.observed = dict.fromkeys(binary_metrics, 0)
         self.missing = dict.fromkeys(binary_metrics, 0)
+        rate = min(MAX_REFRESH_PER_SECOND, refresh_per_second)
+        if rate <= 0:
+            raise ValueError("refresh_per_second must be > 0")
         self._live = Live(
             get_renderable=self.render,
             console=console,
-            refresh_per_second=min(10.0, refresh_per_second),
-            transient=True,
-            redirect_stdout=False,
-            redirect_stderr=False,
+            refresh_per_second=rate,
+            transient=transient,
+            redirect_stdout=redirect_stdout,
+            redirect_stderr=True,
         )
         self._started = False
+        self._stopped = False
+
+    @property
+    def started(self) -> bool:
+        return self._started
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, CaseExecuted):
@@ -60,26 +94,27 @@ class LiveView:
             self.stop()
 
     def start(self) -> None:
-        if not self._started:
+        if not self._started and not self._stopped:
             self._started = True
             self._live.start()
 
     def stop(self) -> None:
+        """Draw the last frame (or erase it, if transient) and give the terminal back."""
+        self._stopped = True
         if self._started:
             self._started = False
             self._live.stop()
 
     def render(self) -> Table:
         table = Table(
-            title=f"{self.done}/{self.total} cases · {self.cached} cached · {self.errors} errors",
-            caption=CAPTION,
+            title=title(self.done, self.total, self.cached, self.errors), caption=CAPTION
         )
-        for col in ("Metric", "Estimate", "Provisional interval", "Cases"):
+        for col in COLUMNS:
             table.add_column(col, no_wrap=True)
         for m in self.metrics:
             n, k = self.observed[m], self.passed[m]
-            if n:
-                iv = wilson(k, n)
+            iv = wilson(k, n)  # None when nothing is observed yet
+            if iv is not None:
                 est, interval = pct(k / n), fmt_interval(iv.lower, iv.upper)
             else:
                 est, interval = "", ""

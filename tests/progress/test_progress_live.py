@@ -1,0 +1,115 @@
+"""The live view in a real pseudo-terminal, and its absence outside one (SPEC §6)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from pathlib import Path
+
+import pexpect
+from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
+from tests.progress._support import INSTANT, SLOW, checked_events, cli_env, plain
+
+TITLE = re.compile(r"(\d+)/120 cases · (\d+) cached · (\d+) errors")
+CAPTION = "Provisional Wilson estimates over finished cases; not a decision."
+HEADERS = ("Metric", "Estimate", "Provisional interval", "Cases")
+
+
+def _slow_cases(n: int, sleep: float) -> list[dict[str, object]]:
+    cases = labelled_cases(n)
+    for c in cases:
+        c["input"] = {**c["input"], "sleep": sleep}  # type: ignore[dict-item]
+    return cases
+
+
+def _in_terminal(command: str, cwd: Path) -> tuple[str, int, float]:
+    """Run ``command`` under bash in a pseudo-terminal; its whole transcript, exit code, time."""
+    started = time.monotonic()
+    child = pexpect.spawn(
+        "bash", ["-c", command], cwd=str(cwd), env=cli_env(), dimensions=(40, 200),
+        encoding="utf-8", timeout=60,
+    )
+    child.expect(pexpect.EOF)
+    transcript = child.before or ""
+    child.close()
+    assert child.exitstatus is not None, f"killed by signal {child.signalstatus}"
+    return transcript, child.exitstatus, time.monotonic() - started
+
+
+def test_live_view_in_a_terminal(project_dir: Path) -> None:
+    write_project(project_dir, app=SLOW, cases=_slow_cases(120, 0.03), concurrency=(2, 1))
+    transcript, code, seconds = _in_terminal(f"{shlex.join(OLOPROOF)} run", project_dir)
+    assert code == 0, transcript
+    text = plain(transcript)
+
+    frames = TITLE.findall(text)
+    done = [int(f[0]) for f in frames]
+    assert any(0 < d < 120 for d in done), done  # a frame caught mid-run
+    assert done == sorted(done)
+    mid = text.index(next(f"{d}/120 cases" for d in done if 0 < d < 120))
+    frame = text[mid : text.index(CAPTION, mid) + len(CAPTION)]
+    for header in HEADERS:
+        assert header in frame
+    assert re.search(r"│ exact_label │ 100\.0% +│ \[\d+\.\d%, 100\.0%\] +│ \d+ observed · 0 missing", frame)
+
+    # Redrawn a few times a second, never more than 10. Count frames two ways: titles, and
+    # the runs of cursor-up-and-erase that start each redraw.
+    assert len(frames) <= 10 * seconds + 2, (len(frames), seconds)
+    redraws = len(re.findall(r"(?:\x1b\[1A\x1b\[2K)+", transcript))
+    assert redraws <= 10 * seconds + 2, (redraws, seconds)
+    assert len(frames) >= 2 and redraws >= 1
+
+    # Replaced by the final tables: they come after the last frame, and the cursor is back.
+    last_frame = text.rindex(CAPTION)
+    report = text[last_frame:]
+    assert re.search(r"Run run_[0-9A-Z]{26} \[DECIDED/COMPLETE\]", report)
+    assert "120 / 120 observed · 0 missing · 0 excluded" in report
+    assert "executions 0 hits · 120 misses" in report
+    assert "\x1b[?25h" in transcript[transcript.rindex("Provisional interval") :]
+
+
+def test_live_view_when_only_stderr_is_a_terminal(project_dir: Path, tmp_path: Path) -> None:
+    """Tables to a file, the frame on the terminal: no crash, and the file stays plain."""
+    write_project(project_dir, app=SLOW, cases=_slow_cases(120, 0.01), concurrency=(4, 1))
+    out = tmp_path / "report.txt"
+    transcript, code, _ = _in_terminal(f"{shlex.join(OLOPROOF)} run > {out}", project_dir)
+    assert code == 0, transcript
+    report = out.read_text()
+    assert "\x1b[" not in report
+    assert "[DECIDED/COMPLETE]" in report and "Run run_" not in plain(transcript)
+    # The tables did not go to the terminal, so its last frame stays there.
+    assert "120/120 cases · 0 cached · 0 errors" in plain(transcript)
+
+
+def test_json_to_a_file_with_the_frame_on_the_terminal(project_dir: Path, tmp_path: Path) -> None:
+    app = """
+    import time
+    from oloproof import system
+
+    @system(name="chatty", version="1")
+    def answer(case_input):
+        time.sleep(0.01)
+        if case_input["n"] % 40 == 0:
+            print("debug from the system", case_input["n"])
+        return {"label": "ok"}
+    """
+    write_project(project_dir, app=app, cases=labelled_cases(120), concurrency=(4, 1))
+    out = tmp_path / "run.ndjson"
+    transcript, code, _ = _in_terminal(f"{shlex.join(OLOPROOF)} run --json > {out}", project_dir)
+    assert code == 0, transcript
+    events = checked_events(out.read_text())  # what the system printed did not get in
+    assert len(events) == 1 + 2 + 120 + 120 + 11 + 1
+    text = plain(transcript)
+    assert "debug from the system 40" in text
+    assert "[DECIDED/COMPLETE]" in text[text.rindex(CAPTION) :]
+
+
+def test_outside_a_terminal_nothing_is_redrawn(project_dir: Path) -> None:
+    write_project(project_dir, app=INSTANT, cases=labelled_cases(30))
+    for args in (("run",), ("run", "--json"), ("run", "--no-cache")):
+        result = run_cli(*args, cwd=project_dir, env={"TERM": "xterm-256color"})
+        assert result.code == 0, result.text
+        assert "\x1b[" not in result.out + result.err
+        assert "cases · " not in result.err  # no frame at all
+        assert result.text.count("Metrics") == 1  # the tables, once

@@ -1,0 +1,210 @@
+"""Stopping a run (SPEC §3): a closed stdout, Ctrl-C, SIGTERM, and a second Ctrl-C.
+
+Each stop stores what finished, records the run as RUN_ERROR/PARTIAL, exits 5 without
+a traceback, and the next run takes the finished cases from the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
+from tests.progress._support import (
+    SLOW,
+    assert_quiet,
+    checked_events,
+    cli_env,
+    execution_hits,
+    stored_cases,
+    wait_for_cases,
+)
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """``subprocess.Popen`` for the CLI; whatever is still running at the end is killed."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(args: list[str], cwd: Path, **kwargs: Any) -> subprocess.Popen[str]:
+        proc = subprocess.Popen([*OLOPROOF, *args], cwd=cwd, env=cli_env(), text=True,
+                                stdin=subprocess.DEVNULL, **kwargs)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _stopped_run_is_shown_as_such(project: Path, reason: str) -> None:
+    """``oloproof runs`` and ``oloproof inspect latest`` show the stop and why."""
+    runs = run_cli("runs", cwd=project)
+    newest = next(line for line in runs.out.splitlines() if line.startswith("│ run_"))
+    assert "RUN_ERROR/PARTIAL" in newest and "BLOCK (exit 5)" in newest, runs.out
+    listed = json.loads(run_cli("runs", "--json", cwd=project).out)[0]
+    assert (listed["status"], listed["completeness"], listed["exit_code"]) == (
+        "RUN_ERROR", "PARTIAL", 5,
+    )
+    assert reason in listed["stop_reason"]
+    inspect = run_cli("inspect", "latest", cwd=project)
+    assert inspect.code == 0, inspect.text
+    assert "[RUN_ERROR/PARTIAL]" in inspect.out
+    assert f"stopped   {reason}" in inspect.out
+
+
+def _next_run_reuses(project: Path, stored: int, total: int) -> None:
+    # Concurrency is no part of the cache key: raise it to finish the rest sooner.
+    config = project / "oloproof.yaml"
+    config.write_text(re.sub(r"(?m)^  system: \d+$", "  system: 16", config.read_text()))
+    again = run_cli("run", cwd=project)
+    assert again.code == 0, again.text
+    assert execution_hits(again.out) >= stored
+    assert f"{total} / {total} observed" in again.out
+
+
+def test_a_reader_that_closes_stdout_stops_the_run(project_dir: Path) -> None:
+    write_project(project_dir, app=SLOW, cases=labelled_cases(60), concurrency=(2, 1))
+    script = (
+        f"{shlex.join(OLOPROOF)} run --json 2> err.txt | head -3 > head.txt;"
+        ' echo "${PIPESTATUS[0]}" > code.txt'
+    )
+    subprocess.run(["bash", "-c", script], cwd=project_dir, env=cli_env(), timeout=60,
+                   check=True, stdin=subprocess.DEVNULL)
+    assert (project_dir / "code.txt").read_text().strip() == "5"
+    err = (project_dir / "err.txt").read_text()
+    assert_quiet(err)
+    assert "[RUN_ERROR/PARTIAL]" in err
+    assert "Stopped: standard output was closed by its reader." in err
+    head = checked_events((project_dir / "head.txt").read_text())
+    assert [e["type"] for e in head] == ["run_started", "run_phase_changed", "case_executed"]
+
+    stored = stored_cases(project_dir)
+    assert 1 <= stored < 60
+    _stopped_run_is_shown_as_such(project_dir, "standard output was closed by its reader")
+    _next_run_reuses(project_dir, stored, 60)
+
+
+@pytest.mark.parametrize(
+    ("sig", "reason"),
+    [(signal.SIGINT, "interrupted (Ctrl-C)"), (signal.SIGTERM, "terminated (SIGTERM)")],
+)
+def test_a_signal_mid_run_stops_it(
+    project_dir: Path, tmp_path: Path, sig: signal.Signals, reason: str,
+    spawn: Callable[..., subprocess.Popen[str]],
+) -> None:
+    write_project(project_dir, app=SLOW, cases=labelled_cases(200), concurrency=(2, 1))
+    out = tmp_path / "run.ndjson"
+    with out.open("w") as stdout:
+        proc = spawn(["run", "--json"], project_dir, stdout=stdout, stderr=subprocess.PIPE)
+        wait_for_cases(project_dir, 20)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 5, err
+    assert_quiet(err)
+    assert f"Stopped: {reason}." in err
+
+    events = checked_events(out.read_text())
+    assert events[0]["type"] == "run_started"
+    finished = events[-1]
+    assert finished["type"] == "run_finished"
+    assert (finished["status"], finished["completeness"], finished["exit_code"]) == (
+        "RUN_ERROR", "PARTIAL", 5,
+    )
+    assert finished["decisions"] == []
+    assert [e["phase"] for e in events if e["type"] == "run_phase_changed"] == ["EXECUTING"]
+    stored = stored_cases(project_dir)
+    executed = sum(e["type"] == "case_executed" for e in events)
+    assert 20 <= stored == executed < 200  # every case streamed was stored, and no more
+
+    _stopped_run_is_shown_as_such(project_dir, reason)
+    _next_run_reuses(project_dir, stored, 200)
+
+
+STUCK_SYNC = """
+import time
+from oloproof import system
+
+@system(name="stuck", version="1")
+def answer(case_input):
+    time.sleep(0.01 if case_input["n"] < 12 else 120)
+    return {"label": "ok"}
+"""
+
+STUCK_LOOP = """
+import asyncio, time
+from oloproof import system
+
+@system(name="loop-blocker", version="1")
+async def answer(case_input):
+    if case_input["n"] < 12:
+        await asyncio.sleep(0.01)
+    else:
+        time.sleep(120)  # a blocking call in async code: it holds the event loop itself
+    return {"label": "ok"}
+"""
+
+
+def test_ctrl_c_with_a_sync_system_stuck_in_sleep(
+    project_dir: Path, spawn: Callable[..., subprocess.Popen[str]]
+) -> None:
+    """Threads stuck in the system do not keep the process alive after a stop."""
+    write_project(project_dir, app=STUCK_SYNC, cases=labelled_cases(40), concurrency=(2, 1))
+    proc = spawn(["run"], project_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_cases(project_dir, 12)
+    time.sleep(0.3)  # both workers are now in their long sleep
+    proc.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    out, err = proc.communicate(timeout=15)
+    assert time.monotonic() - started < 5
+    assert proc.returncode == 5, out + err
+    assert_quiet(err)
+    assert "[RUN_ERROR/PARTIAL]" in out and "12 / 12 observed" in out
+    _stopped_run_is_shown_as_such(project_dir, "interrupted (Ctrl-C)")
+    _first_cases_again(project_dir, 12, stored=12)
+
+
+def _first_cases_again(project: Path, n: int, stored: int) -> None:
+    """Rerun the first ``n`` cases (the later ones would get stuck again): all from cache."""
+    (project / "data" / "cases.jsonl").write_text(
+        "".join(json.dumps(c) + "\n" for c in labelled_cases(n))
+    )
+    again = run_cli("run", cwd=project)
+    assert again.code == 0, again.text
+    assert execution_hits(again.out) >= stored
+
+
+def test_a_second_ctrl_c_stops_at_once(
+    project_dir: Path, spawn: Callable[..., subprocess.Popen[str]]
+) -> None:
+    """The system blocks the event loop: the first Ctrl-C cannot get through, the second exits."""
+    write_project(project_dir, app=STUCK_LOOP, cases=labelled_cases(40), concurrency=(1, 1))
+    proc = spawn(["run", "--json"], project_dir, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.PIPE)
+    stored = wait_for_cases(project_dir, 8)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert proc.poll() is None  # still stuck: the loop never got to the first request
+    proc.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    _, err = proc.communicate(timeout=10)
+    assert time.monotonic() - started < 3
+    assert proc.returncode == 5, err
+    assert_quiet(err)
+    assert "stopped at once" in err
+    _stopped_run_is_shown_as_such(project_dir, "interrupted (Ctrl-C); then stopped at once")
+
+    stored = stored_cases(project_dir)
+    assert stored >= 8
+    _first_cases_again(project_dir, 12, stored=stored)
