@@ -35,7 +35,7 @@ def run_cli(
     if env:
         full_env.update(env)
     proc = subprocess.run(
-        [*OLOPROOF, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
+        [*OLOPROOF, *args], cwd=cwd, env=full_env, capture_output=True, text=True, check=False,
         timeout=timeout, stdin=subprocess.DEVNULL,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import labelled_cases, run_cli, write_project
 
 APP = """

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from scipy import stats
-
 from tests.conftest import run_cli, write_project
 
 APP = """

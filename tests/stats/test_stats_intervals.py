@@ -6,11 +6,10 @@ import math
 import random
 
 import pytest
-
-from oloproof.policy.decide import fmt_interval
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
+from oloproof.policy.decide import fmt_interval
 from oloproof.stats import (
     Interval,
     clopper_pearson,
