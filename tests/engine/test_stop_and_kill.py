@@ -51,6 +51,7 @@ def test_sigkill_mid_run_keeps_finished_cases(project_dir: Path) -> None:
 
     runs = run_cli("runs", cwd=project_dir)
     assert "RUN_ERROR/PARTIAL" in runs.out
+    assert "the process running it ended without finishing" in runs.out
 
     again = run_cli("run", cwd=project_dir)
     assert again.code == 0, again.text

@@ -39,13 +39,15 @@ def command(args: argparse.Namespace) -> int:
         print_to(sys.stdout, "No runs stored yet.")
         return 0
     table = Table(title="Runs", title_justify="left")
-    for col in ("Run", "Started (UTC)", "State", "Gate", "Cases", "System"):
+    stopped = any(r.stop_reason for r in runs)
+    columns = ["Run", "Started (UTC)", "State", "Gate", "Cases", "System"]
+    for col in [*columns, *(["Stopped because"] if stopped else [])]:
         table.add_column(col, no_wrap=True)
     for r in runs:
         gate = f"{r.gate} (exit {r.exit_code})" if r.gate else ""
         system = f"{r.system.get('name', '')} {r.system.get('version', '')}".strip()
-        table.add_row(r.id, r.created_at[:19].replace("T", " "), r.state, gate,
-                      str(r.cases_total), system)
+        cells = [r.id, r.created_at[:19].replace("T", " "), r.state, gate, str(r.cases_total), system]
+        table.add_row(*cells, *([r.stop_reason or ""] if stopped else []))
     print_to(sys.stdout, table)
     comparisons = list_comparisons(conn, limit=args.limit)
     if comparisons:
