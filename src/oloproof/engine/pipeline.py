@@ -188,20 +188,22 @@ class Engine:
     async def _run_case(self, case: EngineCase) -> None:
         key = self.exec_key(case)
         cached = self.cache.execution(key)
+        totals = self.totals
         if cached is not None:
-            self.totals.exec_hits += 1
-            self.totals.cases_cached += 1
+            totals.exec_hits += 1
+            totals.cases_cached += 1
             event = CaseExecuted(
                 self.run_id, scenario_id=case.id, status="OK", from_cache=True,
                 latency_ms=cached.latency_ms, attempts=cached.attempts, error=None,
                 index=case.index, exec_key=key, output=cached.output, usage=cached.usage,
             )
+            output_json: str | None = canonical_json(cached.output)
         else:
-            self.totals.exec_misses += 1
-            event = await self._execute(case, key)
+            totals.exec_misses += 1
+            event, output_json = await self._execute(case, key)
         self.emit(event)
-        if event.status != "OK":
-            self.totals.cases_errored += 1
+        if output_json is None:
+            totals.cases_errored += 1
             for criterion in self._criteria:
                 self.emit(
                     CaseJudged(
@@ -212,21 +214,21 @@ class Engine:
                 )
             self._finish_case([(c, "MISSING", None) for c in self._criteria])
             return
-        output_json = canonical_json(event.output)
+        output = event.output
         view = CaseView(case.id, case.input, case.expected, case.metadata)
-        state = _CaseState(case, view, event.output, output_json, len(self.judges))
+        state = _CaseState(case, view, output, output_json, len(self.judges))
         for evaluator in self.inline:
             jkey = self.judge_key(evaluator.identity, case, output_json)
             hit = self.cache.judgment(jkey)
             if hit is not None:
-                self.totals.judge_hits += 1
+                totals.judge_hits += 1
                 outcome = Outcome(
                     hit.status, hit.passed, hit.score, hit.reason, hit.usage, hit.attempts,
                     hit.latency_ms,
                 )
             else:
-                self.totals.judge_misses += 1
-                outcome = evaluator.evaluate(view, event.output)
+                totals.judge_misses += 1
+                outcome = evaluator.evaluate(view, output)
             self._judged(state, evaluator.criterion, outcome, jkey, hit is not None)
         if not self.judges:
             self._finish_case(state.outcomes)
@@ -234,7 +236,9 @@ class Engine:
         for judge in self.judges:
             await self._judge_queue.put((state, judge))
 
-    async def _execute(self, case: EngineCase, key: str) -> CaseExecuted:
+    async def _execute(self, case: EngineCase, key: str) -> tuple[CaseExecuted, str | None]:
+        """Call the system under the retry policy: the event, and the output's canonical
+        JSON (``None`` when the call failed)."""
         last_latency: list[float] = [0.0]
         system = self.system
 
@@ -248,15 +252,30 @@ class Engine:
         try:
             done = await call_with_retries(attempt, self.retry)
         except AttemptFailure as failure:
-            return CaseExecuted(
-                self.run_id, scenario_id=case.id, status=failure.kind, from_cache=False,
-                latency_ms=last_latency[0], attempts=failure.attempts, error=failure.message,
-                index=case.index, exec_key=key,
-            )
+            return self._failed(case, key, failure.kind, last_latency[0], failure.attempts,
+                                failure.message), None
+        result = done.value
+        output_json = result.output_json
+        if output_json is None:
+            try:
+                output_json = canonical_json(result.output)
+            except (TypeError, ValueError, RecursionError) as exc:
+                return self._failed(case, key, "ERROR", last_latency[0], done.attempts,
+                                    f"the output is not JSON-serialisable: {exc}"), None
         return CaseExecuted(
             self.run_id, scenario_id=case.id, status="OK", from_cache=False,
             latency_ms=last_latency[0], attempts=done.attempts, error=None, index=case.index,
-            exec_key=key, output=done.value.output, usage=done.value.usage,
+            exec_key=key, output=result.output, usage=result.usage,
+        ), output_json
+
+    def _failed(
+        self, case: EngineCase, key: str, status: str, latency_ms: float, attempts: int,
+        error: str,
+    ) -> CaseExecuted:
+        return CaseExecuted(
+            self.run_id, scenario_id=case.id, status=status, from_cache=False,
+            latency_ms=latency_ms, attempts=attempts, error=error, index=case.index,
+            exec_key=key,
         )
 
     async def _judge_worker(self) -> None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 from oloproof.errors import ConfigError
 from oloproof.project._errors import accepted_list
 from oloproof.project._yaml import read_text
+from oloproof.systems.identity import canonical_json
 
 CASE_KEYS = ("id", "input", "expected", "metadata")
 _CASE_KEY_SET = frozenset(CASE_KEYS)
@@ -121,25 +122,52 @@ def load_suite(path: Path | str, display: str | None = None) -> Suite:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        cases, objects = _check_lines(text.split("\n"), shown)
-        canonical = json.dumps(objects, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        hasher = hashlib.sha256()
+        cases = _check_lines(_lines(text), shown, hasher)
     finally:
         if was_enabled:
             gc.enable()
-    digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
-    return Suite(path=path, cases=cases, digest=f"sha256:{digest}")
+    return Suite(path=path, cases=cases, digest=f"sha256:{hasher.hexdigest()}")
 
 
-def _check_lines(lines: list[str], shown: str) -> tuple[list[Case], list[dict[str, Any]]]:
-    """Check every line in turn, raising on the first problem."""
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` split on ``\\n`` only, one at a time (no list of them all)."""
+    start = 0
+    find = text.find
+    while True:
+        end = find("\n", start)
+        if end == -1:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
+def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
+    """Check every line in turn, raising on the first problem; hash the cases.
+
+    The digest hashes the canonical JSON of the list of cases (module
+    docstring) a thousand cases at a time: "[", each case's canonical JSON
+    with "," between them, "]" is the very text ``json.dumps`` makes of the
+    list, without holding it (nor the list) whole.
+    """
 
     def error(message: str, line: int, field: str | None = None, **kw: Any) -> ConfigError:
         return ConfigError(message, file=shown, line=line, field=field, **kw)
 
+    def hash_pending() -> None:
+        if pending:
+            text = ",".join(pending)
+            hasher.update(("," + text if hashed else text).encode("utf-8", "surrogatepass"))
+            pending.clear()
+            hashed.append(True)
+
     decode = _DECODER.decode
     keys = _CASE_KEY_SET
+    pending: list[str] = []
+    hashed: list[bool] = []  # not empty once a first group of cases is hashed
+    hasher.update(b"[")
     cases: list[Case] = []
-    objects: list[dict[str, Any]] = []
     first_line: dict[str, int] = {}
     for number, raw in enumerate(lines, 1):
         if not raw or raw.isspace():
@@ -203,7 +231,9 @@ def _check_lines(lines: list[str], shown: str) -> tuple[list[Case], list[dict[st
                 "metadata",
             )
         cases.append(Case(case_id, obj["input"], expected, metadata, number))
-        objects.append(obj)
+        pending.append(canonical_json(obj))
+        if len(pending) == 1000:
+            hash_pending()
 
     if not cases:
         raise ConfigError(
@@ -211,4 +241,6 @@ def _check_lines(lines: list[str], shown: str) -> tuple[list[Case], list[dict[st
             '{"id": "case_1", "input": ...})',
             file=shown,
         )
-    return cases, objects
+    hash_pending()
+    hasher.update(b"]")
+    return cases

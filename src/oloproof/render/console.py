@@ -1,11 +1,16 @@
-"""Consoles: rich in a terminal, plain text at natural width elsewhere."""
+"""Consoles: rich in a terminal, plain text at natural width elsewhere.
+
+rich is imported when a console is made, not with this module, so that a
+command imports it only once it has something to show.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # Wide enough that no table is ever wrapped or truncated outside a terminal.
 _PLAIN_WIDTH = 100_000
@@ -24,6 +29,8 @@ def make_console(stream: IO[str], *, terminal: bool | None = None) -> Console:
     Outside a terminal no cursor or colour codes are written and tables keep
     their natural width, so a log can be searched for a row.
     """
+    from rich.console import Console
+
     tty = is_terminal(stream) if terminal is None else terminal
     if tty:
         return Console(file=stream, stderr=False, highlight=False)

@@ -1,15 +1,61 @@
-"""The final tables of a run (SPEC §6), kept apart from the data they show."""
+"""The final tables of a run (SPEC §6), kept apart from the data they show.
+
+rich is imported where a table is built, not when this module is: ``oloproof
+run`` imports this module before the run and needs rich only at its end, so
+:func:`preload` imports it in the background while the first calls are in
+flight, off the run's critical path.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from typing import Any
-
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.table import Table
+    from rich.text import Text
+
+# Long enough for a run to have made its first calls, short enough to be done
+# before a run of a second or more needs the tables.
+_PRELOAD_DELAY_S = 0.05
+_preload: tuple[threading.Thread, threading.Event] | None = None
+
+
+def preload(delay_s: float = _PRELOAD_DELAY_S) -> None:
+    """Import what the final report needs in a background thread, after ``delay_s``.
+
+    Purely a matter of timing: whichever thread imports rich first does the
+    work (the import lock makes the other wait for it). :func:`run_report`
+    joins the thread, so none outlives the report.
+    """
+    global _preload
+    if _preload is not None:
+        return
+    go = threading.Event()
+
+    def load() -> None:
+        go.wait(delay_s)
+        import rich.console
+        import rich.table
+        import rich.text  # noqa: F401
+
+    thread = threading.Thread(target=load, name="oloproof-preload", daemon=True)
+    thread.start()
+    _preload = (thread, go)
+
+
+def _join_preload() -> None:
+    global _preload
+    if _preload is not None:
+        thread, go = _preload
+        go.set()
+        thread.join()
+        _preload = None
+
 
 _STATE_STYLE = {
     "PASS": "bold green",
@@ -20,11 +66,16 @@ _STATE_STYLE = {
 
 
 def run_title(run_id: str, status: str, completeness: str) -> Text:
+    from rich.text import Text
+
     style = "bold" if status == "DECIDED" else "bold red"
     return Text.assemble(("Run ", "bold"), (run_id, "bold cyan"), " ", (f"[{status}/{completeness}]", style))
 
 
 def decisions_table(decisions: Sequence[Decision]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title="Decisions", title_justify="left")
     for col in ("Rule", "Metric", "State", "Action", "Reason", "Detail"):
         table.add_column(col, no_wrap=True)
@@ -51,6 +102,8 @@ def metric_interval(s: MetricSummary) -> str:
 
 
 def metrics_table(summaries: Sequence[MetricSummary]) -> Table:
+    from rich.table import Table
+
     table = Table(title="Metrics", title_justify="left")
     for col in ("Metric", "Estimate", "Interval", "Cases"):
         table.add_column(col, no_wrap=True)
@@ -60,6 +113,8 @@ def metrics_table(summaries: Sequence[MetricSummary]) -> Table:
 
 
 def cache_line(cache: dict[str, int] | None) -> Text:
+    from rich.text import Text
+
     c = cache or {}
     return Text(
         f"Cache     executions {c.get('execution_hits', 0)} hits · "
@@ -69,6 +124,8 @@ def cache_line(cache: dict[str, int] | None) -> Text:
 
 
 def gate_line(gate: str, exit_code: int) -> Text:
+    from rich.text import Text
+
     style = {"BLOCK": "bold red", "WARN": "bold yellow", "ALLOW": "bold green"}.get(gate, "")
     return Text.assemble("Gate      ", (gate, style), f"   exit code {exit_code}")
 
@@ -79,6 +136,8 @@ def plan_hints(
     policy_arg: str | None,
     config_arg: str | None = None,
 ) -> list[Text]:
+    from rich.text import Text
+
     extra = f" --policy {policy_arg}" if policy_arg else ""
     if config_arg and config_arg != "oloproof.yaml":
         extra = f" --config {config_arg}" + extra
@@ -103,6 +162,10 @@ def run_report(
     policy_arg: str | None = None,
     config_arg: str | None = None,
 ) -> RenderableType:
+    _join_preload()
+    from rich.console import Group
+    from rich.text import Text
+
     parts: list[RenderableType] = [run_title(run_id, status, completeness)]
     if note:
         parts.append(Text(note, style="red"))

@@ -12,13 +12,14 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from ulid import ULID
+from typing import TYPE_CHECKING, Any
 
 from oloproof.errors import UsageError
 from oloproof.events import utc_timestamp
-from oloproof.policy.compare import PairedMetric
+from oloproof.ids import new_comparison_id
+
+if TYPE_CHECKING:  # imported for its type only: `oloproof runs` lists comparisons without it
+    from oloproof.policy.compare import PairedMetric
 
 __all__ = [
     "ComparisonRecord",
@@ -28,10 +29,6 @@ __all__ = [
     "resolve_comparison_id",
     "write_comparison",
 ]
-
-
-def new_comparison_id() -> str:
-    return "cmp_" + str(ULID())
 
 
 def _dump(value: Any) -> str:

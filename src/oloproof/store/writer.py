@@ -1,27 +1,62 @@
 """The store writer: a sink of run events, and the run's own row.
 
-Rows are buffered and committed together once per turn of the event loop (or
-when the buffer grows large), so a burst of finished cases costs one
-transaction, and what finished is on disk before the next batch of work
-starts. A process killed mid-run therefore loses only its calls in flight.
+Rows are built as events arrive and committed together at the end of the
+turn of the event loop in which they arrived, so a burst of finished cases
+costs one transaction and what finished is on disk before the loop waits for
+more. Commits are spaced at least ``MIN_COMMIT_INTERVAL_S`` apart: when
+cases finish faster than that, the next commit waits for the interval to end
+and takes every row that arrived meanwhile (at most some 200 commits a
+second, whatever the rate of cases; each commit rewrites the B-tree pages it
+touches, so many tiny commits cost more than the rows in them). A process
+killed mid-run therefore loses its calls in flight and the cases that
+finished in the last few milliseconds (SPEC §3).
+
+Why not a thread that commits while the loop runs: Python's sqlite3 releases
+the GIL around every statement, and a loop busy with HTTP (judges) releases
+it around every system call; the two threads then hand the GIL back and forth
+tens of thousands of times a run, which costs the loop more than the commits
+themselves (docs/performance.md).
+
+Without an event loop (``bind`` not called), every event is committed at once.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from oloproof.events import CaseExecuted, CaseJudged, Event, utc_timestamp
+from oloproof.systems.identity import compact_json as _dump
 from oloproof.usage import Usage
 
+# Rows that make a commit due whatever the interval: bounds the memory and the
+# size of a transaction when a loop turn finishes very many cases.
 _FLUSH_ROWS = 2000
+MIN_COMMIT_INTERVAL_S = 0.005
 
-
-def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+_Rows = list[tuple[Any, ...]]
+# A cache entry already there (a --no-cache run) is updated in place: the same
+# row as INSERT OR REPLACE leaves, for a third of the work (no delete, no insert).
+_INSERTS = (
+    "INSERT OR REPLACE INTO run_cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    (
+        "INSERT INTO exec_cache VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
+        " output_json = excluded.output_json, latency_ms = excluded.latency_ms,"
+        " usage_json = excluded.usage_json, attempts = excluded.attempts,"
+        " created_at = excluded.created_at"
+    ),
+    "INSERT OR REPLACE INTO run_judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    (
+        "INSERT INTO judge_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE"
+        " SET status = excluded.status, passed = excluded.passed, score = excluded.score,"
+        " reason = excluded.reason, latency_ms = excluded.latency_ms,"
+        " attempts = excluded.attempts, usage_json = excluded.usage_json,"
+        " created_at = excluded.created_at"
+    ),
+)
 
 
 def _usage(usage: Usage | None) -> str | None:
@@ -32,13 +67,15 @@ class StoreWriter:
     def __init__(self, conn: sqlite3.Connection, run_id: str) -> None:
         self.conn = conn
         self.run_id = run_id
-        self._cases: list[tuple[Any, ...]] = []
-        self._exec_cache: list[tuple[Any, ...]] = []
-        self._judgments: list[tuple[Any, ...]] = []
-        self._judge_cache: list[tuple[Any, ...]] = []
+        self._cases: _Rows = []
+        self._exec_cache: _Rows = []
+        self._judgments: _Rows = []
+        self._judge_cache: _Rows = []
         self._suite: Sequence[Any] = ()
         self._schedule: Callable[[Callable[[], None]], object] | None = None
+        self._schedule_later: Callable[[float, Callable[[], None]], object] | None = None
         self._scheduled = False
+        self._last_commit = 0.0
 
     # -- the run's row -------------------------------------------------
     def create_run(
@@ -117,9 +154,20 @@ class StoreWriter:
             raise
 
     # -- events ----------------------------------------------------------
-    def bind(self, schedule: Callable[[Callable[[], None]], object]) -> None:
-        """Flush through ``schedule`` (e.g. ``loop.call_soon``) once per burst of events."""
+    def bind(
+        self,
+        schedule: Callable[[Callable[[], None]], object],
+        schedule_later: Callable[[float, Callable[[], None]], object] | None = None,
+    ) -> None:
+        """Commit through ``schedule`` (``loop.call_soon``) once per burst of events, and
+        through ``schedule_later`` (``loop.call_later``) when the last commit is too recent.
+        Without ``schedule_later``, the running loop's ``call_later``."""
+        if schedule_later is None:
+            import asyncio
+
+            schedule_later = asyncio.get_running_loop().call_later
         self._schedule = schedule
+        self._schedule_later = schedule_later
 
     def handle(self, event: Event) -> None:
         if isinstance(event, CaseExecuted):
@@ -191,47 +239,35 @@ class StoreWriter:
                 )
         else:
             return
-        pending = len(self._cases) + len(self._judgments)
-        if pending >= _FLUSH_ROWS or self._schedule is None:
+        if self._schedule is None or len(self._cases) + len(self._judgments) >= _FLUSH_ROWS:
             self.flush()
         elif not self._scheduled:
             self._scheduled = True
-            self._schedule(self.flush)
+            self._schedule(self._due)
+
+    def _due(self) -> None:
+        """End of a loop turn with new rows: commit now, or when the interval ends."""
+        wait = self._last_commit + MIN_COMMIT_INTERVAL_S - time.monotonic()
+        if wait > 0 and self._schedule_later is not None:
+            self._schedule_later(wait, self.flush)
+        else:
+            self.flush()
 
     def flush(self) -> None:
+        """Commit every row handed to the writer so far."""
         self._scheduled = False
         if not (self._cases or self._judgments):
             return
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if self._cases:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO run_cases VALUES"
-                    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    self._cases,
-                )
-            if self._exec_cache:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO exec_cache VALUES (?, ?, ?, ?, ?, ?)",
-                    self._exec_cache,
-                )
-            if self._judgments:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO run_judgments VALUES"
-                    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    self._judgments,
-                )
-            if self._judge_cache:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO judge_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    self._judge_cache,
-                )
+            rows = (self._cases, self._exec_cache, self._judgments, self._judge_cache)
+            for sql, table_rows in zip(_INSERTS, rows, strict=True):
+                if table_rows:
+                    conn.executemany(sql, table_rows)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        self._cases.clear()
-        self._exec_cache.clear()
-        self._judgments.clear()
-        self._judge_cache.clear()
+        self._last_commit = time.monotonic()
+        self._cases, self._exec_cache, self._judgments, self._judge_cache = [], [], [], []

@@ -8,10 +8,13 @@ from typing import Any, Protocol
 from oloproof.usage import Usage
 
 
-@dataclass
+@dataclass(slots=True)
 class CallResult:
     output: Any
     usage: Usage | None = None
+    # The output's canonical JSON (systems/identity.py), when the system made it
+    # already; the engine makes it otherwise.
+    output_json: str | None = None
 
 
 class SystemRunner(Protocol):

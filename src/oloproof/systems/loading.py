@@ -29,7 +29,7 @@ def import_callable(
         sys.path.insert(0, root_s)
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - any import failure is the user's to fix
+    except Exception as exc:
         last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
         where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
         raise ConfigError(
