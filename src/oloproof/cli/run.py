@@ -129,6 +129,7 @@ def command(args: argparse.Namespace) -> int:
                 exit_code=result.exit_code,
                 note=note,
                 policy_arg=args.policy,
+                config_arg=args.config,
             )
         )
     if threading.active_count() > 1:

@@ -219,17 +219,10 @@ class Engine:
         state = _CaseState(case, view, output, output_json, len(self.judges))
         for evaluator in self.inline:
             jkey = self.judge_key(evaluator.identity, case, output_json)
-            hit = self.cache.judgment(jkey)
-            if hit is not None:
-                totals.judge_hits += 1
-                outcome = Outcome(
-                    hit.status, hit.passed, hit.score, hit.reason, hit.usage, hit.attempts,
-                    hit.latency_ms,
-                )
-            else:
-                totals.judge_misses += 1
+            outcome = self._cached_judgment(jkey)
+            if outcome is None:
                 outcome = evaluator.evaluate(view, output)
-            self._judged(state, evaluator.criterion, outcome, jkey, hit is not None)
+            self._judged(state, evaluator.criterion, outcome, jkey, outcome.from_cache)
         if not self.judges:
             self._finish_case(state.outcomes)
             return
@@ -278,6 +271,18 @@ class Engine:
             exec_key=key,
         )
 
+    def _cached_judgment(self, key: str) -> Outcome | None:
+        """The cached outcome for ``key`` (counted as a hit), or ``None`` (a miss)."""
+        hit = self.cache.judgment(key)
+        if hit is None:
+            self.totals.judge_misses += 1
+            return None
+        self.totals.judge_hits += 1
+        return Outcome(
+            hit.status, hit.passed, hit.score, hit.reason, hit.usage, hit.attempts,
+            hit.latency_ms, from_cache=True,
+        )
+
     async def _judge_worker(self) -> None:
         while True:
             item = await self._judge_queue.get()
@@ -285,17 +290,10 @@ class Engine:
                 return
             state, judge = item
             jkey = self.judge_key(judge.identity, state.case, state.output_json)
-            hit = self.cache.judgment(jkey)
-            if hit is not None:
-                self.totals.judge_hits += 1
-                outcome = Outcome(
-                    hit.status, hit.passed, hit.score, hit.reason, hit.usage, hit.attempts,
-                    hit.latency_ms,
-                )
-            else:
-                self.totals.judge_misses += 1
+            outcome = self._cached_judgment(jkey)
+            if outcome is None:
                 outcome = await judge.evaluate(state.view, state.output)
-            self._judged(state, judge.criterion, outcome, jkey, hit is not None)
+            self._judged(state, judge.criterion, outcome, jkey, outcome.from_cache)
             state.pending -= 1
             if state.pending == 0:
                 self._finish_case(state.outcomes)

@@ -24,6 +24,7 @@ class Outcome:
     usage: Usage | None = None
     attempts: int = 1
     latency_ms: float | None = None
+    from_cache: bool = False
 
 
 @dataclass(frozen=True)

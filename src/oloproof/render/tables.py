@@ -77,8 +77,11 @@ def decisions_table(decisions: Sequence[Decision]) -> Table:
     from rich.text import Text
 
     table = Table(title="Decisions", title_justify="left")
-    for col in ("Rule", "Metric", "State", "Action", "Reason", "Detail"):
-        table.add_column(col, no_wrap=True)
+    # In a narrow terminal the explanation wraps; names and states are never cut.
+    for col in ("Rule", "Metric", "State", "Action"):
+        table.add_column(col, no_wrap=True, min_width=len(col))
+    table.add_column("Reason", overflow="fold")
+    table.add_column("Detail", overflow="fold")
     for d in decisions:
         table.add_row(
             d.rule, d.metric, Text(d.state, style=_STATE_STYLE.get(d.state, "")), d.action,
