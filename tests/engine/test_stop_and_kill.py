@@ -7,10 +7,10 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
+from tests.progress._support import stored_cases, wait_for_cases
 
 SLOW = """
 import time
@@ -23,30 +23,14 @@ def answer(case_input):
 """
 
 
-def _stored_cases(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(db, timeout=5)
-        try:
-            return int(conn.execute("SELECT count(*) FROM run_cases").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return 0
-
-
 def test_sigkill_mid_run_keeps_finished_cases(project_dir: Path) -> None:
     write_project(project_dir, app=SLOW, cases=labelled_cases(200), concurrency=(2, 1))
-    db = project_dir / ".oloproof" / "store.sqlite"
     proc = subprocess.Popen([*OLOPROOF, "run"], cwd=project_dir, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while _stored_cases(db) < 40 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for_cases(project_dir, 40, timeout=60)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    stored = _stored_cases(db)
+    stored = stored_cases(project_dir)
     assert 40 <= stored < 200
 
     runs = run_cli("runs", cwd=project_dir)
