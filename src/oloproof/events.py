@@ -175,13 +175,3 @@ class RunFinished(Event):
             "exit_code": self.exit_code,
             "decisions": self.decisions,
         }
-
-
-EVENT_TYPES = (
-    RunStarted,
-    RunPhaseChanged,
-    CaseExecuted,
-    CaseJudged,
-    ProvisionalMetrics,
-    RunFinished,
-)

@@ -14,7 +14,7 @@ import signal
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,6 @@ class Prepared:
     suite_digest: str
     metrics: list[dict[str, Any]]
     retry: RetryPolicy
-    extras: dict[str, Any] = field(default_factory=dict)
 
 
 def resolve_policy(project: Project, policy_arg: str | None) -> tuple[Any, str | None]:

@@ -10,7 +10,6 @@ emits events, and the store writer (a sink) commits them.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -339,7 +338,3 @@ class Engine:
             metrics=metrics, cases_cached=self.totals.cases_cached,
             cases_errored=self.totals.cases_errored,
         )
-
-
-def case_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

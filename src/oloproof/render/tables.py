@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
 
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
+    from rich.console import RenderableType
     from rich.table import Table
     from rich.text import Text
 
@@ -187,9 +187,3 @@ def run_report(
         parts.append(Text("Undecided rules:"))
         parts.extend(hints)
     return Group(*parts)
-
-
-def print_json_doc(console: Console, data: Any) -> None:
-    import json
-
-    console.file.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
