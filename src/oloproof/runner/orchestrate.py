@@ -19,6 +19,7 @@ What :func:`execute` guarantees, whatever user code does:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,10 @@ from oloproof.store.db import open_store, store_path
 from oloproof.store.reader import get_run, load_evidence
 from oloproof.store.writer import StoreWriter
 from oloproof.transport.threads import describe_exception
+
+
+# How long the run's last write waits for a lock after a store fault stopped it.
+FINAL_BUSY_TIMEOUT_S = 10.0
 
 
 class StoreUnwritable(OloproofError):
@@ -147,6 +152,11 @@ def _execute(
             Completeness.COMPLETE if status == RunStatus.DECIDED else Completeness.PARTIAL
         )
         failed = None
+        if writer.fault is not None:
+            # The run's end matters more than its pace: wait longer for the lock
+            # that stopped it (a full disk fails at once anyway).
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA busy_timeout = {int(FINAL_BUSY_TIMEOUT_S * 1000)}")
         try:
             writer.finish_run(
                 status=status, completeness=completeness, exit_code=exit_code, gate=gate_label,
