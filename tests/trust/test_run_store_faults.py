@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from tests.trust._support import cases_by_id, cli, integrity_ok, no_traceback, project, runs
 
 BIG_OUTPUT_APP = """

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tests.trust._support import cases_by_id, cli, integrity_ok, no_traceback, project, runs
 
 RAISING = """

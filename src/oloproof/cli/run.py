@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
+from oloproof._json import storable
 from oloproof.enums import MetricKind
 from oloproof.events import Event
 from oloproof.render.console import is_terminal, make_console
@@ -142,7 +143,8 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 f"Stopped: {result.stop_reason}. Finished cases are stored;"
                 " the next run takes them from the cache."
             )
-        note = "\n".join(notes) or None
+        # User text (errors, reasons) may hold lone surrogates: printable from here on.
+        note = storable("\n".join(notes)) or None
         console = make_console(table_stream)
         console.print(
             run_report(

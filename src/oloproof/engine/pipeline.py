@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from oloproof._json import canonical_json, digest
+from oloproof._json import canonical_json, digest, storable
 from oloproof.enums import CaseStatus, JudgmentStatus, MetricKind
 from oloproof.evaluators.base import CaseView, InlineEvaluator, JudgeEvaluator, Outcome
 from oloproof.events import (
@@ -92,9 +92,14 @@ class EngineTotals:
                 continue
             crossed = threshold is not None and tally.failed / tally.calls >= threshold
             if tally.failed == tally.calls or crossed:
-                share = "all" if tally.failed == tally.calls else f"{tally.failed} of"
+                if tally.calls == 1:
+                    share = "the only call"
+                elif tally.failed == tally.calls:
+                    share = f"all {tally.calls} calls"
+                else:
+                    share = f"{tally.failed} of {tally.calls} calls"
                 lines.append(
-                    f"{share} {tally.calls} calls of the {tally.name} failed; first error:"
+                    f"{share} of the {tally.name} failed; first error:"
                     f" {_one_line(tally.first_error or '')}"
                 )
         return "; ".join(lines) or None
@@ -126,7 +131,7 @@ class _CaseState:
 
 
 def _one_line(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(storable(text).split())
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 

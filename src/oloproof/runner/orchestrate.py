@@ -39,7 +39,6 @@ from oloproof.store.reader import get_run, load_evidence
 from oloproof.store.writer import StoreWriter
 from oloproof.transport.threads import describe_exception
 
-
 # How long the run's last write waits for a lock after a store fault stopped it.
 FINAL_BUSY_TIMEOUT_S = 10.0
 

@@ -4,8 +4,10 @@ CPython's ``re`` holds the GIL for a whole match, so a catastrophic pattern
 (``(a+)+$`` on a long output) in a worker thread would freeze every thread of
 the run, signal handlers included. The only way to bound it is another
 process: :class:`GuardedPattern` sends each search to a small child Python
-(started on first use, one per pattern set, reused across cases) and kills it
-when a search takes longer than ``timeout_s``; the next search starts a new one.
+(started on first use, one per search in flight, kept for the next cases) and
+kills it when a search takes longer than ``timeout_s``; the next search starts
+a new one. Searches never queue behind each other, so one slow search cannot
+push another past its limit.
 The cost is one pipe round trip per search (tens of microseconds).
 """
 
@@ -62,7 +64,7 @@ class GuardedPattern:
         self.flags = flags
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
-        self._child: subprocess.Popen[bytes] | None = None
+        self._idle: list[subprocess.Popen[bytes]] = []
 
     def _start(self) -> subprocess.Popen[bytes]:
         # -I: isolated (no user site, no PYTHON* variables); -S: no site import.
@@ -76,19 +78,25 @@ class GuardedPattern:
         request = (
             json.dumps({"p": self.pattern, "f": self.flags, "t": text}) + "\n"
         ).encode("ascii")
+        child = None
         with self._lock:
-            child = self._child
-            if child is None or child.poll() is not None:
-                child = self._child = self._start()
-            assert child.stdin is not None and child.stdout is not None
-            deadline = time.monotonic() + self.timeout_s
-            try:
-                child.stdin.write(request)
-                child.stdin.flush()
-                line = self._read_line(child, deadline)
-            except (OSError, RegexTimeout):
-                self._kill()
-                raise
+            while self._idle and child is None:
+                candidate = self._idle.pop()
+                if candidate.poll() is None:
+                    child = candidate
+        if child is None:
+            child = self._start()
+        assert child.stdin is not None and child.stdout is not None
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            child.stdin.write(request)
+            child.stdin.flush()
+            line = self._read_line(child, deadline)
+        except (OSError, RegexTimeout):
+            _kill(child)
+            raise
+        with self._lock:
+            self._idle.append(child)
         reply = json.loads(line)
         found = reply.get("m")
         return None if found is None else Found(str(found))
@@ -113,12 +121,13 @@ class GuardedPattern:
             if chunk.endswith(b"\n"):
                 return b"".join(chunks)
 
-    def _kill(self) -> None:
-        child, self._child = self._child, None
-        if child is not None:
-            child.kill()
-            child.wait()
-
     def close(self) -> None:
         with self._lock:
-            self._kill()
+            idle, self._idle = self._idle, []
+        for child in idle:
+            _kill(child)
+
+
+def _kill(child: subprocess.Popen[bytes]) -> None:
+    child.kill()
+    child.wait()
