@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from tests.trust._support import cases_by_id, cli, integrity_ok, no_traceback, project, runs
@@ -18,7 +19,7 @@ BOMB = gzip.compress(b"0" * (50 * 1024 * 1024), compresslevel=9)
 
 
 class _Handler(BaseHTTPRequestHandler):
-    calls: list[int] = []
+    calls: ClassVar[list[int]] = []
     mode = "hostile"
 
     def log_message(self, *args: object) -> None:
