@@ -37,6 +37,7 @@ __all__ = [
     "digest",
     "digest_bytes",
     "loads_strict",
+    "output_json",
     "reject_duplicate_keys",
     "storable",
 ]
@@ -71,20 +72,27 @@ def _encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[Any], str]:
     return encode
 
 
-# Canonical text keys caches and checks outputs: NaN and Infinity are not JSON,
-# so a value holding them is refused here (ValueError) rather than stored as
-# text no JSON reader accepts.
-_canonical = _encoder(sort_keys=True, allow_nan=False)
+_canonical = _encoder(sort_keys=True, allow_nan=True)
+# Outputs are checked strictly: NaN and Infinity are not JSON, so an output
+# holding them is refused (ValueError) rather than stored as text no JSON
+# reader accepts.
+_canonical_strict = _encoder(sort_keys=True, allow_nan=False)
 _compact = _encoder(sort_keys=False, allow_nan=True)
 
 
 def canonical_json(obj: Any) -> str:
     """JSON with sorted keys and no spaces: the same value always gives the same text.
 
-    Raises ``ValueError`` for NaN, infinities and integers too long to print,
-    ``TypeError`` for values JSON cannot hold, ``RecursionError`` for cycles.
+    Raises ``ValueError`` for integers too long to print, ``TypeError`` for
+    values JSON cannot hold, ``RecursionError`` for cycles.
     """
     return _canonical(obj)
+
+
+def output_json(obj: Any) -> str:
+    """:func:`canonical_json` that also refuses NaN and infinities (``ValueError``):
+    the check every output of a system passes before it is judged or stored."""
+    return _canonical_strict(obj)
 
 
 def compact_json(obj: Any) -> str:

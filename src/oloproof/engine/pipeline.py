@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oloproof._json import canonical_json, digest, storable
+from oloproof._json import output_json as output_json_of
 from oloproof.enums import CaseStatus, JudgmentStatus, MetricKind
 from oloproof.evaluators.base import CaseView, InlineEvaluator, JudgeEvaluator, Outcome
 from oloproof.events import (
@@ -341,7 +342,7 @@ class Engine:
         output_json = result.output_json
         if output_json is None:
             try:
-                output_json = canonical_json(result.output)
+                output_json = output_json_of(result.output)
             except (TypeError, ValueError, RecursionError, OverflowError) as exc:
                 return self._failed(case, key, CaseStatus.ERROR, last_latency[0], done.attempts,
                                     f"the output is not JSON-serialisable: {exc}"), None

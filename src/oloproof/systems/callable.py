@@ -30,6 +30,7 @@ from typing import Any
 
 from oloproof._context import CaseContext, reset_current_case, set_current_case
 from oloproof._json import canonical_json, digest, digest_bytes
+from oloproof._json import output_json as output_json_of
 from oloproof.errors import ConfigError, TransientError
 from oloproof.project.models import SystemConfig
 from oloproof.systems.base import CallResult
@@ -137,7 +138,7 @@ class CallableSystem:
             raise PermanentFailure(_describe(exc)) from None
         try:
             # The check that the output is JSON also makes the text its judgments are keyed on.
-            output_json = canonical_json(output)
+            output_json = output_json_of(output)
         except (TypeError, ValueError, RecursionError) as exc:
             raise PermanentFailure(f"the output is not JSON-serialisable: {exc}") from None
         return CallResult(output, ctx.usage, output_json)
