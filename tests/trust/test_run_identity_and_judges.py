@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-
 from tests.trust._support import cases_by_id, cli, integrity_ok, no_traceback, project, runs
 
 
@@ -81,7 +80,7 @@ class _Judge(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers["content-length"]))
         type(self).calls.append(self.path)
         if self.mode == "401":
