@@ -99,9 +99,10 @@ class EngineTotals:
                     share = f"all {tally.calls} calls"
                 else:
                     share = f"{tally.failed} of {tally.calls} calls"
+                first = (tally.first_error or "").strip().splitlines()[:1]
                 lines.append(
                     f"{share} of the {tally.name} failed; first error:"
-                    f" {_one_line(tally.first_error or '')}"
+                    f" {_one_line(first[0] if first else '(none given)')}"
                 )
         return "; ".join(lines) or None
 
