@@ -489,8 +489,12 @@ def test_http_example_runs_as_written(tmp_path: Path) -> None:
         assert case["output"] == {"label": "billing", "priority": "normal"}
         assert case["usage"]["input_tokens"] == 9
         wrong = run_cli("run", "--no-cache", cwd=project, env={"INTAKE_TOKEN": "wrong"})
-        assert "0 / 0 observed · 16 missing" in metric_row(wrong.out, "exact_label")
-        assert "HTTP 401" in inspect_case(project, "t01")["error"]
+        # A 401 stops the run early (issue 10): exit 5, the error in one line.
+        assert wrong.code == 5, wrong.text
+        assert "stopped early" in wrong.out and "HTTP 401" in wrong.out
+        latest = json.loads(run_cli("inspect", "latest", "--json", cwd=project).out)
+        assert latest["run"]["status"] == "RUN_ERROR"
+        assert all("HTTP 401" in c["error"] for c in latest["cases"])
     finally:
         service.terminate()
         service.wait(timeout=10)

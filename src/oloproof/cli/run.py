@@ -46,13 +46,16 @@ def _same_terminal(a: int, b: int) -> bool:
         return False
 
 
-def _live_view(prepared: Prepared, *, json_mode: bool) -> LiveView | None:
-    """A live view on standard error, when it is a terminal that can redraw."""
+def _live_view(prepared: Prepared, *, json_mode: bool, events_out: IO[str]) -> LiveView | None:
+    """A live view on standard error, when it is a terminal that can redraw.
+
+    ``events_out`` is the real standard output (in ``--json`` mode fd 1 itself
+    is a copy of standard error by now, so it cannot tell)."""
     if not is_terminal(sys.stderr) or os.environ.get("OLOPROOF_NO_LIVE") == "1":
         return None
     if os.environ.get("TERM") == "dumb":
         return None
-    stdout_tty = is_terminal(sys.stdout)
+    stdout_tty = is_terminal(events_out)
     if json_mode and stdout_tty:
         # Event lines on the very terminal the frame is redrawn on would tear
         # it apart; the stream is the progress then.
@@ -60,7 +63,7 @@ def _live_view(prepared: Prepared, *, json_mode: bool) -> LiveView | None:
     from oloproof.render.live import LiveView
 
     binary = [m["criterion"] for m in prepared.metrics if m["kind"] == MetricKind.BINARY]
-    tables_to_stderr = json_mode or _same_terminal(1, 2)
+    tables_to_stderr = json_mode or _same_terminal(events_out.fileno(), 2)
     return LiveView(
         make_console(sys.stderr),
         binary,
@@ -106,7 +109,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         writer = NdjsonWriter(events_out, on_closed=stop)
         sinks.append(writer)
     table_stream = sys.stderr if args.json else sys.stdout
-    live = _live_view(prepared, json_mode=args.json)
+    live = _live_view(prepared, json_mode=args.json, events_out=events_out)
     if live is not None:
         sinks.append(live)
 

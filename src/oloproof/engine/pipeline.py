@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -261,7 +261,7 @@ class Engine:
             await self.system.aclose()
         return self.totals
 
-    async def _system_worker(self, queue: Any) -> None:
+    async def _system_worker(self, queue: Iterator[EngineCase]) -> None:
         for case in queue:
             await self._run_case(case)
 
