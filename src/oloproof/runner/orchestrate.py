@@ -262,6 +262,9 @@ def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRe
             stop.internal("the run was cancelled from inside (not by a signal)")
     except KeyboardInterrupt:
         stop("interrupted (Ctrl-C)")
+    except sqlite3.Error as exc:
+        # A cache read that failed (an I/O error, a vanished file): a store fault.
+        stop.internal(f"the store could not be read ({exc})")
     except Exception:
         raise
     except BaseException as exc:  # noqa: BLE001 - SystemExit... from code that is not ours
