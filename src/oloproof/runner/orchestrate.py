@@ -37,6 +37,7 @@ from oloproof.store.cache import Cache
 from oloproof.store.db import open_store, store_path
 from oloproof.store.reader import get_run, load_evidence
 from oloproof.store.writer import StoreWriter
+from oloproof.transport.regex_guard import GuardedPattern
 from oloproof.transport.threads import describe_exception
 
 # How long the run's last write waits for a lock after a store fault stopped it.
@@ -235,6 +236,15 @@ def _execute(
         raise
     finally:
         conn.close()
+        _close_guards(prepared)
+
+
+def _close_guards(prepared: Prepared) -> None:
+    """End the regex child processes of the run's evaluators (runner/build.py)."""
+    for evaluator in prepared.inline:
+        pattern = getattr(evaluator, "pattern", None)
+        if isinstance(pattern, GuardedPattern):
+            pattern.close()
 
 
 def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRequest) -> None:
