@@ -33,15 +33,19 @@ demo: $(VENV)/.installed
 	  echo "Project: $(DEMO) · try: cd $(DEMO) && ../../$(OLO) plan latest --run"; \
 	  test $$code -le 5 -a $$code -ne 2
 
-# Lint first (ruff, mypy --strict on src/), then the whole suite: pytest's summary is the last line.
+# Lint first (ruff, mypy --strict on src/, the import layers), then the whole suite:
+# pytest's summary is the last line.
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
 
+# The layers contract (pyproject.toml, [tool.importlinter]) is part of lint.
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: $(VENV)/.installed-test
 	$(PY) bench/run_all.py

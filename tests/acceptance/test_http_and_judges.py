@@ -336,33 +336,49 @@ def test_secrets_never_reach_the_store_or_any_output(tmp_path: Path, srv: FakeSe
         # A careless endpoint echoing the Authorization header in its output.
         {"id": "echo", "input": {"echo_header": "Authorization"}, "expected": {"echo": "x"}},
     ]
-    project = write_http_project(
-        tmp_path / "p", srv, cases,
-        judges=[judge_yaml("helpful", srv), judge_yaml("refused", srv, "openai")],
-        headers={"Authorization": "Bearer ${INTAKE_TOKEN}"},
-    )
+    def write(judges: list[str]) -> Path:
+        return write_http_project(
+            tmp_path / "p", srv, cases, judges=judges,
+            headers={"Authorization": "Bearer ${INTAKE_TOKEN}"},
+        )
+
+    project = write([judge_yaml("helpful", srv)])
     env = {"INTAKE_TOKEN": header_secret, "JUDGE_KEY": judge_key}
     outputs: list[Result] = [run_cli("run", cwd=project, env=env)]
     assert "4 / 4 observed" in metric_row(outputs[0].out, "helpful")
-    assert "0 / 0 observed · 4 missing" in metric_row(outputs[0].out, "refused")
-    refused = inspect_case(project, "c000")["judgments"]["refused"]["reason"]
-    assert "HTTP 401" in refused and "***" in refused
     # output_path is "answer": the output is the echoed text, masked.
     assert inspect_case(project, "echo")["output"] == "your Authorization header was Bearer ***"
 
-    # Now the endpoint refuses the header, quoting it back: a failing case's error.
+    # A judge refusing the key with a 401 (quoting it) stops the run early: the
+    # stop reason and the stored judgments have it masked.
+    write([judge_yaml("helpful", srv), judge_yaml("refused", srv, "openai")])
+    outputs.append(run_cli("run", cwd=project, env=env))
+    assert outputs[-1].code == 5, outputs[-1].text
+    stop_reason = json.loads(run_cli("runs", "--json", cwd=project).out)[0]["stop_reason"]
+    assert "HTTP 401" in stop_reason and "***" in stop_reason
+    refused = [
+        c["judgments"]["refused"]["reason"]
+        for c in json.loads(run_cli("inspect", "latest", "--json", cwd=project).out)["cases"]
+        if c["judgments"].get("refused", {}).get("status") == "ERROR"
+    ]
+    assert refused and all("HTTP 401" in r and "***" in r for r in refused)
+
+    # Now the endpoint refuses the header, quoting it back: a failing case's error
+    # (a 401 again: the run stops early, with what it got stored).
+    write([judge_yaml("helpful", srv)])
     srv.configure(SYSTEM, require_headers={"Authorization": "Bearer something-else"})
     outputs.append(run_cli("run", "--json", "--no-cache", cwd=project, env=env))
-    failed = inspect_case(project, "c000")
-    assert failed["status"] == "ERROR" and "HTTP 401" in failed["error"]
-    assert "Bearer ***" in failed["error"]
+    assert outputs[-1].code == 5, outputs[-1].text
+    stored = json.loads(run_cli("inspect", "latest", "--json", cwd=project).out)["cases"]
+    failed = [c for c in stored if c["status"] == "ERROR"]
+    assert failed and all("HTTP 401" in c["error"] and "Bearer ***" in c["error"] for c in failed)
 
     for args in (
         ("inspect", "latest", "--json"),
         ("inspect", "latest"),
         ("inspect", "latest", "--failures"),
         ("inspect", "latest", "--failures", "--json"),
-        ("inspect", "latest", "--case", "c000"),
+        ("inspect", "latest", "--case", failed[0]["id"]),
         ("runs", "--json"),
         ("runs",),
     ):
@@ -473,8 +489,12 @@ def test_http_example_runs_as_written(tmp_path: Path) -> None:
         assert case["output"] == {"label": "billing", "priority": "normal"}
         assert case["usage"]["input_tokens"] == 9
         wrong = run_cli("run", "--no-cache", cwd=project, env={"INTAKE_TOKEN": "wrong"})
-        assert "0 / 0 observed · 16 missing" in metric_row(wrong.out, "exact_label")
-        assert "HTTP 401" in inspect_case(project, "t01")["error"]
+        # A 401 stops the run early (issue 10): exit 5, the error in one line.
+        assert wrong.code == 5, wrong.text
+        assert "stopped early" in wrong.out and "HTTP 401" in wrong.out
+        latest = json.loads(run_cli("inspect", "latest", "--json", cwd=project).out)
+        assert latest["run"]["status"] == "RUN_ERROR"
+        assert all("HTTP 401" in c["error"] for c in latest["cases"])
     finally:
         service.terminate()
         service.wait(timeout=10)

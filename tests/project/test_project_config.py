@@ -286,7 +286,7 @@ def test_unknown_top_level_key_suggests_the_closest(write: Writer) -> None:
         line=line_of(text, "evaluator:"),
         contains=(
             "unknown key 'evaluator'",
-            "accepted: version, project, dataset, system, concurrency, retry, evaluators",
+            "accepted: version, project, dataset, system, concurrency, retry, limits, evaluators",
             "did you mean 'evaluators'?",
         ),
     )

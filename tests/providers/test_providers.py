@@ -11,7 +11,18 @@ from typing import Any
 import httpx
 import pytest
 
-from oloproof.engine.retry import (
+from oloproof.errors import ConfigError
+from oloproof.providers.anthropic import AnthropicProvider
+from oloproof.providers.base import (
+    JudgeReply,
+    make_judge_client,
+    resolve_api_key,
+)
+from oloproof.providers.factory import make_provider, make_provider_from_config
+from oloproof.providers.openai import OpenAIProvider
+from oloproof.providers.verdict import VerdictError, build_judge_prompt, parse_verdict
+from oloproof.testing.fake_provider import FakeServer
+from oloproof.transport.retry import (
     Attempted,
     AttemptFailure,
     PermanentFailure,
@@ -19,18 +30,6 @@ from oloproof.engine.retry import (
     RetryPolicy,
     call_with_retries,
 )
-from oloproof.errors import ConfigError
-from oloproof.providers.anthropic import AnthropicProvider
-from oloproof.providers.base import (
-    JudgeReply,
-    make_judge_client,
-    make_provider,
-    make_provider_from_config,
-    resolve_api_key,
-)
-from oloproof.providers.openai import OpenAIProvider
-from oloproof.providers.verdict import VerdictError, build_judge_prompt, parse_verdict
-from oloproof.testing.fake_provider import FakeServer
 
 FAST = RetryPolicy(base_delay_s=0.01, max_delay_s=0.05)
 KEY = "sk-test-SECRET-0123456789"

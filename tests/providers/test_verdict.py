@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from oloproof.engine.retry import PermanentFailure
 from oloproof.providers.verdict import (
     OUTPUT_CLOSE,
     OUTPUT_OPEN,
@@ -13,6 +12,7 @@ from oloproof.providers.verdict import (
     build_judge_prompt,
     parse_verdict,
 )
+from oloproof.transport.retry import PermanentFailure
 
 
 def test_plain_object() -> None:

@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from oloproof.engine.retry import (
+from oloproof.errors import ConfigError
+from oloproof.systems.base import CallResult
+from oloproof.systems.http import HttpSystem
+from oloproof.systems.identity import digest
+from oloproof.testing.fake_provider import FakeServer
+from oloproof.transport.retry import (
     Attempted,
     AttemptFailure,
     PermanentFailure,
@@ -18,11 +23,6 @@ from oloproof.engine.retry import (
     RetryPolicy,
     call_with_retries,
 )
-from oloproof.errors import ConfigError
-from oloproof.systems.base import CallResult
-from oloproof.systems.http import HttpSystem
-from oloproof.systems.identity import digest
-from oloproof.testing.fake_provider import FakeServer
 
 # Where the exact delay does not matter, retry fast.
 FAST = RetryPolicy(base_delay_s=0.01, max_delay_s=0.05)

@@ -5,8 +5,11 @@ Where things go (SPEC §6):
 - standard error a terminal: a live view on it, redrawn a few times a second,
   replaced by the final tables when they go to the same terminal;
 - ``--json``: events on standard output, one line each, and the tables on
-  standard error; anything the system under test prints goes to standard error
-  too, so that it cannot corrupt the stream;
+  standard error. Nothing else can reach the stream: for the whole command,
+  file descriptor 1 is made a copy of standard error (``dup2``) and the events
+  are written to a saved copy of the original standard output, so a system's
+  ``print``, its logging, a subprocess it starts and a raw ``os.write(1, ...)``
+  all land on standard error;
 - otherwise the tables, once, at the end, on standard output.
 
 Stopping (SPEC §3): Ctrl-C, SIGTERM or a closed standard output stop the run,
@@ -20,11 +23,13 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
+from oloproof._json import storable
+from oloproof.enums import MetricKind
 from oloproof.events import Event
 from oloproof.render.console import is_terminal, make_console
-from oloproof.render.tables import run_report
+from oloproof.render.tables import preload, run_report
 from oloproof.runner import Prepared, StopRequest, execute, prepare
 
 if TYPE_CHECKING:
@@ -41,21 +46,24 @@ def _same_terminal(a: int, b: int) -> bool:
         return False
 
 
-def _live_view(prepared: Prepared, *, json_mode: bool) -> LiveView | None:
-    """A live view on standard error, when it is a terminal that can redraw."""
+def _live_view(prepared: Prepared, *, json_mode: bool, events_out: IO[str]) -> LiveView | None:
+    """A live view on standard error, when it is a terminal that can redraw.
+
+    ``events_out`` is the real standard output (in ``--json`` mode fd 1 itself
+    is a copy of standard error by now, so it cannot tell)."""
     if not is_terminal(sys.stderr) or os.environ.get("OLOPROOF_NO_LIVE") == "1":
         return None
     if os.environ.get("TERM") == "dumb":
         return None
-    stdout_tty = is_terminal(sys.stdout)
+    stdout_tty = is_terminal(events_out)
     if json_mode and stdout_tty:
         # Event lines on the very terminal the frame is redrawn on would tear
         # it apart; the stream is the progress then.
         return None
     from oloproof.render.live import LiveView
 
-    binary = [m["criterion"] for m in prepared.metrics if m["kind"] == "BINARY"]
-    tables_to_stderr = json_mode or _same_terminal(1, 2)
+    binary = [m["criterion"] for m in prepared.metrics if m["kind"] == MetricKind.BINARY]
+    tables_to_stderr = json_mode or _same_terminal(events_out.fileno(), 2)
     return LiveView(
         make_console(sys.stderr),
         binary,
@@ -66,10 +74,34 @@ def _live_view(prepared: Prepared, *, json_mode: bool) -> LiveView | None:
 
 
 def command(args: argparse.Namespace) -> int:
+    """``oloproof run``: the exit code of the run (SPEC §5), or a ConfigError (exit 2)."""
+    if not args.json:
+        return _command(args, sys.stdout)
+    # From here on fd 1 is standard error for everyone (user code, subprocesses,
+    # logging handlers bound to sys.stdout); the events go to a saved copy.
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    events_out = open(saved, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+    try:
+        return _command(args, events_out)
+    finally:
+        try:
+            events_out.flush()
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
+    # Loaded inside the redirect: a module that prints at import cannot reach the stream.
     prepared = prepare(args.config, args.policy)
+    # The final report's modules load while the first calls are in flight.
+    preload()
     stop = StopRequest()
     sinks: list[Callable[[Event], None]] = []
-    events_out = sys.stdout
     writer: NdjsonWriter | None = None
     if args.json:
         from oloproof.render.ndjson import NdjsonWriter
@@ -77,7 +109,7 @@ def command(args: argparse.Namespace) -> int:
         writer = NdjsonWriter(events_out, on_closed=stop)
         sinks.append(writer)
     table_stream = sys.stderr if args.json else sys.stdout
-    live = _live_view(prepared, json_mode=args.json)
+    live = _live_view(prepared, json_mode=args.json, events_out=events_out)
     if live is not None:
         sinks.append(live)
 
@@ -99,9 +131,6 @@ def command(args: argparse.Namespace) -> int:
 
     stop.on_second = hard_stop
     with stop.signals():
-        if args.json:
-            # print() from the system under test must not land in the stream.
-            sys.stdout = sys.stderr
         try:
             result = execute(prepared, use_cache=not args.no_cache, sinks=sinks, stop=stop)
         finally:
@@ -109,13 +138,16 @@ def command(args: argparse.Namespace) -> int:
                 writer.flush()
             if live is not None:
                 live.stop()
-            sys.stdout = events_out
-        note = None
+        notes = []
+        if result.notice:
+            notes.append(f"Failed calls: {result.notice}.")
         if result.stop_reason:
-            note = (
+            notes.append(
                 f"Stopped: {result.stop_reason}. Finished cases are stored;"
                 " the next run takes them from the cache."
             )
+        # User text (errors, reasons) may hold lone surrogates: printable from here on.
+        note = storable("\n".join(notes)) or None
         console = make_console(table_stream)
         console.print(
             run_report(

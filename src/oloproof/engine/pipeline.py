@@ -2,9 +2,11 @@
 
 Two independent limits (SPEC §3): ``concurrency.system`` workers call the
 system under test, ``concurrency.judge`` workers call LLM judges.
-Deterministic evaluators run inline, right after execution. Caches are
-consulted before every call; the engine never writes anything itself: it
-emits events, and the store writer (a sink) commits them.
+Deterministic evaluators run inline, right after execution; an evaluator
+that runs user code or may backtrack (it has a ``timeout_s``) runs in a worker
+thread under that limit instead. Caches are consulted before every call; the
+engine never writes anything itself: it emits events, and the store writer (a
+sink) commits them.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from oloproof.engine.retry import AttemptFailure, RetryPolicy, call_with_retries
+from oloproof._json import canonical_json, digest, storable
+from oloproof._json import output_json as output_json_of
+from oloproof.enums import CaseStatus, JudgmentStatus, MetricKind
 from oloproof.evaluators.base import CaseView, InlineEvaluator, JudgeEvaluator, Outcome
 from oloproof.events import (
     CaseExecuted,
@@ -30,7 +34,8 @@ from oloproof.events import (
 from oloproof.stats.intervals import wilson
 from oloproof.store.cache import Cache
 from oloproof.systems.base import CallResult, SystemRunner
-from oloproof.systems.identity import canonical_json, digest
+from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
+from oloproof.transport.threads import Workers, describe_exception
 
 
 @dataclass(slots=True)
@@ -45,7 +50,26 @@ class EngineCase:
 
 
 @dataclass
+class SourceFailures:
+    """How the calls of one source (the system, or one judge) went."""
+
+    name: str
+    calls: int = 0
+    failed: int = 0
+    first_error: str | None = None
+
+    def add(self, error: str | None) -> None:
+        self.calls += 1
+        if error is not None:
+            self.failed += 1
+            if self.first_error is None:
+                self.first_error = error
+
+
+@dataclass
 class EngineTotals:
+    """Counts of one run: cases, cache hits and misses, failures by source."""
+
     cases_done: int = 0
     cases_cached: int = 0
     cases_errored: int = 0
@@ -53,6 +77,34 @@ class EngineTotals:
     exec_misses: int = 0
     judge_hits: int = 0
     judge_misses: int = 0
+    failures: dict[str, SourceFailures] = field(default_factory=dict)
+
+    def source(self, name: str) -> SourceFailures:
+        tally = self.failures.get(name)
+        if tally is None:
+            tally = self.failures[name] = SourceFailures(name)
+        return tally
+
+    def failure_notice(self, threshold: float | None) -> str | None:
+        """One line when every call of a source failed, or a share past ``threshold``."""
+        lines = []
+        for tally in self.failures.values():
+            if not tally.calls or not tally.failed:
+                continue
+            crossed = threshold is not None and tally.failed / tally.calls >= threshold
+            if tally.failed == tally.calls or crossed:
+                if tally.calls == 1:
+                    share = "the only call"
+                elif tally.failed == tally.calls:
+                    share = f"all {tally.calls} calls"
+                else:
+                    share = f"{tally.failed} of {tally.calls} calls"
+                first = (tally.first_error or "").strip().splitlines()[:1]
+                lines.append(
+                    f"{share} of the {tally.name} failed; first error:"
+                    f" {_one_line(first[0] if first else '(none given)')}"
+                )
+        return "; ".join(lines) or None
 
     def cache_json(self) -> dict[str, int]:
         return {
@@ -80,6 +132,11 @@ class _CaseState:
     outcomes: list[tuple[str, str, bool | None]] = field(default_factory=list)
 
 
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(storable(text).split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
 def provisional_schedule(total: int) -> Callable[[int], bool]:
     """SPEC §6: after the first case, every ceil(total/10) cases, and after the last."""
     step = max(1, math.ceil(total / 10))
@@ -91,6 +148,19 @@ def provisional_schedule(total: int) -> Callable[[int], bool]:
 
 
 class Engine:
+    """Runs every case of a suite through the system and its evaluators, as events.
+
+    What it guarantees: each case is executed at most once per run (from the
+    cache when its execution key is there) and ends as exactly one
+    ``case_executed`` and one ``case_judged`` per criterion; nothing a system,
+    an evaluator or a judge raises or returns ends the run: it is that case's
+    error (missing), including ``BaseException``s and a ``CancelledError`` that
+    is not the run's own stop; evaluators with a ``timeout_s`` run in worker
+    threads under it. The engine stores nothing itself; it calls ``on_fatal``
+    with one line when a failure every later call would repeat (an HTTP 401,
+    403 or 404) means the run should stop.
+    """
+
     def __init__(
         self,
         *,
@@ -106,6 +176,7 @@ class Engine:
         judge_concurrency: int,
         retry: RetryPolicy,
         replicate: int = 0,
+        on_fatal: Callable[[str], None] | None = None,
     ) -> None:
         self.run_id = run_id
         self.suite_digest = suite_digest
@@ -119,10 +190,13 @@ class Engine:
         self.judge_concurrency = judge_concurrency
         self.retry = retry
         self.replicate = replicate
+        self.on_fatal = on_fatal
         self.totals = EngineTotals()
         self._binary = [
-            e.criterion for e in [*self.inline, *self.judges] if e.metric_kind == "BINARY"
+            e.criterion for e in [*self.inline, *self.judges]
+            if e.metric_kind == MetricKind.BINARY
         ]
+        self._evaluator_workers: Workers | None = None
         self._criteria = [e.criterion for e in [*self.inline, *self.judges]]
         self._tallies = {c: _Tally() for c in self._binary}
         self._due = provisional_schedule(len(cases))
@@ -158,6 +232,11 @@ class Engine:
         self.emit(RunStarted(self.run_id, suite_digest=self.suite_digest, cases=len(self.cases)))
         self.emit(RunPhaseChanged(self.run_id, phase="EXECUTING"))
         await self.system.start()
+        if any(getattr(e, "timeout_s", None) is not None for e in self.inline):
+            self._evaluator_workers = Workers(
+                asyncio.get_running_loop(), max(2, self.system_concurrency) + 4, 30.0,
+                name="oloproof-evaluator",
+            )
         try:
             queue = iter(self.cases)
             judge_workers = [
@@ -177,10 +256,12 @@ class Engine:
                     task.cancel()
                 await asyncio.gather(*system_workers, *judge_workers, return_exceptions=True)
         finally:
+            if self._evaluator_workers is not None:
+                self._evaluator_workers.close()
             await self.system.aclose()
         return self.totals
 
-    async def _system_worker(self, queue: Any) -> None:
+    async def _system_worker(self, queue: Iterator[EngineCase]) -> None:
         for case in queue:
             await self._run_case(case)
 
@@ -192,7 +273,7 @@ class Engine:
             totals.exec_hits += 1
             totals.cases_cached += 1
             event = CaseExecuted(
-                self.run_id, scenario_id=case.id, status="OK", from_cache=True,
+                self.run_id, scenario_id=case.id, status=CaseStatus.OK, from_cache=True,
                 latency_ms=cached.latency_ms, attempts=cached.attempts, error=None,
                 index=case.index, exec_key=key, output=cached.output, usage=cached.usage,
             )
@@ -200,13 +281,15 @@ class Engine:
         else:
             totals.exec_misses += 1
             event, output_json = await self._execute(case, key)
+            totals.source("system").add(event.error if output_json is None else None)
         self.emit(event)
         if output_json is None:
             totals.cases_errored += 1
             for criterion in self._criteria:
                 self.emit(
                     CaseJudged(
-                        self.run_id, scenario_id=case.id, criterion=criterion, status="MISSING",
+                        self.run_id, scenario_id=case.id, criterion=criterion,
+                        status="MISSING",
                         passed=None, score=None, from_cache=False,
                         reason=f"no output: the system call ended in {event.status}",
                     )
@@ -220,7 +303,7 @@ class Engine:
             jkey = self.judge_key(evaluator.identity, case, output_json)
             outcome = self._cached_judgment(jkey)
             if outcome is None:
-                outcome = evaluator.evaluate(view, output)
+                outcome = await self._evaluate_inline(evaluator, view, output)
             self._judged(state, evaluator.criterion, outcome, jkey, outcome.from_cache)
         if not self.judges:
             self._finish_case(state.outcomes)
@@ -244,18 +327,28 @@ class Engine:
         try:
             done = await call_with_retries(attempt, self.retry)
         except AttemptFailure as failure:
+            if failure.stops_run and self.on_fatal is not None:
+                self.on_fatal(_one_line(failure.message))
             return self._failed(case, key, failure.kind, last_latency[0], failure.attempts,
                                 failure.message), None
+        except asyncio.CancelledError:
+            if _our_cancel():
+                raise
+            return self._failed(case, key, CaseStatus.ERROR, last_latency[0], 1,
+                                "CancelledError (raised inside the system call)"), None
+        except Exception as exc:  # noqa: BLE001 - a system's failure is the case's, never the run's
+            return self._failed(case, key, CaseStatus.ERROR, last_latency[0], 1,
+                                describe_exception(exc)), None
         result = done.value
         output_json = result.output_json
         if output_json is None:
             try:
-                output_json = canonical_json(result.output)
-            except (TypeError, ValueError, RecursionError) as exc:
-                return self._failed(case, key, "ERROR", last_latency[0], done.attempts,
+                output_json = output_json_of(result.output)
+            except (TypeError, ValueError, RecursionError, OverflowError) as exc:
+                return self._failed(case, key, CaseStatus.ERROR, last_latency[0], done.attempts,
                                     f"the output is not JSON-serialisable: {exc}"), None
         return CaseExecuted(
-            self.run_id, scenario_id=case.id, status="OK", from_cache=False,
+            self.run_id, scenario_id=case.id, status=CaseStatus.OK, from_cache=False,
             latency_ms=last_latency[0], attempts=done.attempts, error=None, index=case.index,
             exec_key=key, output=result.output, usage=result.usage,
         ), output_json
@@ -269,6 +362,32 @@ class Engine:
             latency_ms=latency_ms, attempts=attempts, error=error, index=case.index,
             exec_key=key,
         )
+
+    async def _evaluate_inline(
+        self, evaluator: InlineEvaluator, view: CaseView, output: Any
+    ) -> Outcome:
+        """The evaluator's outcome; never raises. Run in a worker thread, under its
+        ``timeout_s``, when it has one (user code, regular expressions)."""
+        timeout_s = getattr(evaluator, "timeout_s", None)
+        try:
+            if timeout_s is None or self._evaluator_workers is None:
+                return evaluator.evaluate(view, output)
+            result = await self._evaluator_workers.submit(
+                lambda: evaluator.evaluate(view, output), float(timeout_s)
+            )
+            assert isinstance(result, Outcome)
+            return result
+        except TimeoutError:
+            return Outcome(
+                JudgmentStatus.ERROR,
+                reason=f"the evaluator gave no verdict within timeout_s = {timeout_s:g}s",
+            )
+        except asyncio.CancelledError:
+            if _our_cancel():
+                raise
+            return Outcome(JudgmentStatus.ERROR, reason="CancelledError (raised by the evaluator)")
+        except Exception as exc:  # noqa: BLE001 - an evaluator's bug is the case's error
+            return Outcome(JudgmentStatus.ERROR, reason=describe_exception(exc))
 
     def _cached_judgment(self, key: str) -> Outcome | None:
         """The cached outcome for ``key`` (counted as a hit), or ``None`` (a miss)."""
@@ -291,11 +410,27 @@ class Engine:
             jkey = self.judge_key(judge.identity, state.case, state.output_json)
             outcome = self._cached_judgment(jkey)
             if outcome is None:
-                outcome = await judge.evaluate(state.view, state.output)
+                outcome = await self._evaluate_judge(judge, state)
+                self.totals.source(f"judge {judge.criterion}").add(
+                    outcome.reason if outcome.status == JudgmentStatus.ERROR else None
+                )
+                fatal = getattr(judge, "fatal", None)
+                if fatal and self.on_fatal is not None:
+                    self.on_fatal(_one_line(fatal))
             self._judged(state, judge.criterion, outcome, jkey, outcome.from_cache)
             state.pending -= 1
             if state.pending == 0:
                 self._finish_case(state.outcomes)
+
+    async def _evaluate_judge(self, judge: JudgeEvaluator, state: _CaseState) -> Outcome:
+        try:
+            return await judge.evaluate(state.view, state.output)
+        except asyncio.CancelledError:
+            if _our_cancel():
+                raise
+            return Outcome(JudgmentStatus.ERROR, reason="CancelledError (inside the judge call)")
+        except Exception as exc:  # noqa: BLE001 - one case's judgment, never the run
+            return Outcome(JudgmentStatus.ERROR, reason=describe_exception(exc))
 
     def _judged(
         self, state: _CaseState, criterion: str, outcome: Outcome, key: str, from_cache: bool
@@ -315,10 +450,10 @@ class Engine:
             tally = self._tallies.get(criterion)
             if tally is None:
                 continue
-            if status == "OK":
+            if status == JudgmentStatus.OK:
                 tally.observed += 1
                 tally.passed += bool(passed)
-            elif status != "EXCLUDED":
+            elif status != JudgmentStatus.EXCLUDED:
                 tally.missing += 1
         self.totals.cases_done += 1
         if self._due(self.totals.cases_done):
@@ -338,3 +473,9 @@ class Engine:
             metrics=metrics, cases_cached=self.totals.cases_cached,
             cases_errored=self.totals.cases_errored,
         )
+
+
+def _our_cancel() -> bool:
+    """Whether the running task was cancelled by us (a stop, a timeout), not by user code."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

@@ -1,138 +1,24 @@
-"""The one retry policy shared by callables, HTTP systems and judge providers.
-
-SPEC §3: up to four attempts in all; growing, jittered delays (base 0.5 s,
-doubling, capped); never sooner than a ``Retry-After`` asks; a ``Retry-After``
-beyond ``max_retry_wait_s`` gives up. What is retryable is decided by the
-caller, which raises :class:`RetryableFailure` (retry) or
-:class:`PermanentFailure` (stop now).
-"""
+"""Moved to :mod:`oloproof.transport.retry` (a layer below systems, providers and
+evaluators, which all use it); re-exported here for older imports."""
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
-import random
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from oloproof.transport.retry import (
+    Attempted,
+    AttemptFailure,
+    PermanentFailure,
+    RetryableFailure,
+    RetryPolicy,
+    call_with_retries,
+    parse_retry_after,
+)
 
-T = TypeVar("T")
-
-
-class AttemptFailure(Exception):
-    """A failed attempt; ``attempts`` is filled in when the policy gives up."""
-
-    def __init__(self, message: str, *, kind: str = "ERROR") -> None:
-        super().__init__(message)
-        self.message = message
-        # ERROR or TIMEOUT: how the case is recorded if this is the last attempt.
-        self.kind = kind
-        self.attempts = 1
-
-
-class RetryableFailure(AttemptFailure):
-    """A failure worth another attempt (429, 5xx, timeout, dropped connection)."""
-
-    def __init__(
-        self, message: str, *, kind: str = "ERROR", retry_after_s: float | None = None
-    ) -> None:
-        super().__init__(message, kind=kind)
-        self.retry_after_s = retry_after_s
-
-
-class PermanentFailure(AttemptFailure):
-    """A failure that another attempt would not fix (other 4xx, bad output)."""
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_attempts: int = 4
-    base_delay_s: float = 0.5
-    max_delay_s: float = 8.0
-    max_retry_wait_s: float = 60.0
-
-    def delay_before(
-        self, attempt: int, retry_after_s: float | None, rng: random.Random | None = None
-    ) -> float | None:
-        """Seconds to wait before attempt number ``attempt`` (2, 3, ...).
-
-        ``None`` means give up: no attempts left, or the server asked for a
-        wait beyond ``max_retry_wait_s``. The jitter is "equal jitter": half
-        the doubled delay is fixed, half is drawn uniformly, so delays grow
-        but concurrent retries spread out.
-        """
-        if attempt > self.max_attempts:
-            return None
-        if retry_after_s is not None and retry_after_s > self.max_retry_wait_s:
-            return None
-        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 2))
-        uniform = rng.uniform if rng is not None else random.uniform
-        draw = uniform(0.0, ceiling / 2)
-        delay = ceiling / 2 + draw
-        if retry_after_s is not None:
-            delay = max(delay, retry_after_s)
-        return delay
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds asked by a ``Retry-After`` header: delta-seconds or an HTTP date."""
-    if value is None:
-        return None
-    value = value.strip()
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
-
-
-@dataclass
-class Attempted(Generic[T]):
-    value: T
-    attempts: int
-
-
-async def call_with_retries(
-    attempt_fn: Callable[[int], Awaitable[T]],
-    policy: RetryPolicy,
-    *,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-) -> Attempted[T]:
-    """Call ``attempt_fn(attempt_number)`` until it succeeds or the policy gives up.
-
-    Raises the last :class:`AttemptFailure` with ``attempts`` set.
-    """
-    attempt = 1
-    while True:
-        try:
-            value = await attempt_fn(attempt)
-            return Attempted(value, attempt)
-        except RetryableFailure as failure:
-            delay = policy.delay_before(attempt + 1, failure.retry_after_s)
-            if delay is None:
-                failure.attempts = attempt
-                if (
-                    failure.retry_after_s is not None
-                    and failure.retry_after_s > policy.max_retry_wait_s
-                    and attempt < policy.max_attempts
-                ):
-                    failure.message += (
-                        f" (gave up: Retry-After {failure.retry_after_s:.0f}s exceeds"
-                        f" max_retry_wait_s {policy.max_retry_wait_s:.0f}s)"
-                    )
-                raise
-            await sleep(delay)
-            attempt += 1
-        except AttemptFailure as failure:
-            failure.attempts = attempt
-            raise
+__all__ = [
+    "AttemptFailure",
+    "Attempted",
+    "PermanentFailure",
+    "RetryPolicy",
+    "RetryableFailure",
+    "call_with_retries",
+    "parse_retry_after",
+]

@@ -4,6 +4,14 @@ The function is called as ``fn(output, case)`` (or ``fn(output)`` if it takes
 one parameter) and returns a ``bool`` (BINARY), a number (MEAN), or a
 :class:`Verdict` for more: an exclusion, a reason. Anything else, or an
 exception, is an evaluator error: the case is missing for that criterion.
+
+Guarantees: any ``BaseException`` the function raises (``SystemExit``,
+``KeyboardInterrupt``, ``GeneratorExit``...) is an evaluator error for that case,
+never a stop of the run; the engine runs the function in a worker thread under
+``timeout_s`` (``limits.evaluator_timeout_s`` by default), so one that sleeps or
+loops is a per-case error too. Its identity covers its module's source and every
+file under its ``code_paths``, so editing a helper it imports invalidates its
+cached verdicts.
 """
 
 from __future__ import annotations
@@ -13,18 +21,35 @@ import math
 from pathlib import Path
 from typing import Any
 
+from oloproof._json import digest, digest_bytes
+from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.evaluators.base import CaseView, Outcome, Verdict
-from oloproof.systems.identity import digest, digest_bytes
-from oloproof.systems.loading import import_callable, module_source
+from oloproof.project.models import CustomEvaluator
+from oloproof.systems.loading import code_paths_digest, import_callable, module_source
+from oloproof.transport.threads import describe_exception
+
+DEFAULT_TIMEOUT_S = 30.0
 
 
 class Custom:
     is_judge = False
 
-    def __init__(self, config: Any, root: Path, *, file: str, field: str) -> None:
+    def __init__(
+        self,
+        config: CustomEvaluator,
+        root: Path,
+        *,
+        file: str,
+        field: str,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
         self.config = config
         self.criterion: str = config.criterion
-        self.metric_kind = "MEAN" if config.kind == "mean" else "BINARY"
+        self.metric_kind: str = MetricKind.MEAN if config.kind == "mean" else MetricKind.BINARY
+        # Read by the engine: run in a worker thread, at most this long.
+        self.timeout_s: float = (
+            float(config.timeout_s) if config.timeout_s is not None else default_timeout_s
+        )
         rng = getattr(config, "range", None)
         self.value_range = (float(rng[0]), float(rng[1])) if rng else None
         self.fn, module = import_callable(config.function, root, file=file, field=field)
@@ -36,44 +61,62 @@ class Custom:
             self._arity = 1 if len(params) == 1 else 2
         except (TypeError, ValueError):
             self._arity = 2
-        self.identity = digest(
-            {
-                "config": config.model_dump(mode="json", by_alias=True),
-                "source": digest_bytes(module_source(module)),
-            }
-        )
+        # The timeout never changes a verdict: not part of the identity. The
+        # code_paths enter as the digests of their files, and only when declared,
+        # so an evaluator without them keeps the identity it had before they existed.
+        identity: dict[str, Any] = {
+            "config": config.model_dump(
+                mode="json", by_alias=True, exclude={"timeout_s", "code_paths"}
+            ),
+            "source": digest_bytes(module_source(module)),
+        }
+        if config.code_paths:
+            identity["code_paths"] = code_paths_digest(
+                root, list(config.code_paths), file=file,
+                field=field.rsplit(".", 1)[0] + ".code_paths",
+            )
+        self.identity = digest(identity)
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:
         try:
             result = self.fn(output) if self._arity == 1 else self.fn(output, case)
-        except Exception as exc:  # noqa: BLE001 - a user's bug is recorded, not raised
-            return Outcome("ERROR", reason=f"{type(exc).__name__}: {exc}")
+        except BaseException as exc:  # noqa: BLE001 - sys.exit() too: one case, not the run
+            return Outcome(JudgmentStatus.ERROR, reason=describe_exception(exc))
         return self._outcome(result)
 
     def _outcome(self, result: Any) -> Outcome:
-        binary = self.metric_kind == "BINARY"
+        binary = self.metric_kind == MetricKind.BINARY
         if isinstance(result, Verdict):
             if result.excluded:
-                return Outcome("EXCLUDED", reason=result.reason)
+                return Outcome(JudgmentStatus.EXCLUDED, reason=result.reason)
             if binary and result.passed is not None:
-                return Outcome("OK", passed=bool(result.passed), reason=result.reason)
+                return Outcome(JudgmentStatus.OK, passed=bool(result.passed), reason=result.reason)
             if not binary and result.score is not None:
                 return self._score(result.score, result.reason)
             need = "passed" if binary else "score"
-            return Outcome("ERROR", reason=f"the Verdict has no {need}")
+            return Outcome(JudgmentStatus.ERROR, reason=f"the Verdict has no {need}")
         if isinstance(result, bool):
             if binary:
-                return Outcome("OK", passed=result)
-            return Outcome("ERROR", reason="returned a bool for a MEAN criterion")
+                return Outcome(JudgmentStatus.OK, passed=result)
+            return Outcome(JudgmentStatus.ERROR, reason="returned a bool for a MEAN criterion")
         if isinstance(result, int | float):
             if binary:
-                return Outcome("ERROR", reason="returned a number for a BINARY criterion")
-            return self._score(float(result), None)
+                return Outcome(
+                    JudgmentStatus.ERROR, reason="returned a number for a BINARY criterion"
+                )
+            try:
+                return self._score(float(result), None)
+            except OverflowError:
+                return Outcome(JudgmentStatus.ERROR, reason="returned a number too large for a float")
         return Outcome(
             "ERROR", reason=f"returned {type(result).__name__}; expected bool, number or Verdict"
         )
 
     def _score(self, score: float, reason: str | None) -> Outcome:
+        try:
+            score = float(score)
+        except (OverflowError, TypeError, ValueError):
+            return Outcome(JudgmentStatus.ERROR, reason=f"score {score!r:.40} is not a number")
         if not math.isfinite(score):
-            return Outcome("ERROR", reason=f"score {score} is not finite")
-        return Outcome("OK", score=float(score), reason=reason)
+            return Outcome(JudgmentStatus.ERROR, reason=f"score {score} is not finite")
+        return Outcome(JudgmentStatus.OK, score=float(score), reason=reason)

@@ -11,8 +11,8 @@ import math
 import re
 from typing import Any
 
+from oloproof._json import digest
 from oloproof.evaluators.base import MISSING, CaseView, Outcome, as_text, get_field, is_missing
-from oloproof.systems.identity import digest
 
 
 def _config_identity(config: Any) -> str:

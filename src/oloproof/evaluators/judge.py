@@ -25,24 +25,51 @@ from typing import Any, cast
 
 import httpx
 
-from oloproof.engine.retry import AttemptFailure, RetryPolicy, call_with_retries
+from oloproof._json import DEFAULT_MAX_JSON_DEPTH, digest
+from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import CaseView, Outcome
-from oloproof.providers.base import JudgeReply, Provider, make_provider, resolve_api_key
+from oloproof.project.models import RubricJudgeEvaluator
+from oloproof.providers.base import JudgeReply, Provider, resolve_api_key
+from oloproof.providers.factory import make_provider
 from oloproof.providers.verdict import PROMPT_VERSION, build_judge_prompt, parse_verdict
-from oloproof.systems.identity import digest
+from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask
+from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
 
-_MASK = "***"
 _MIN_MASK_CHARS = 8
 
 
 class RubricJudge:
-    metric_kind = "BINARY"
+    """One ``rubric_judge`` evaluator: asks an LLM whether each output passes a rubric.
+
+    What it guarantees: a configuration that cannot work (no key, bad model,
+    no ``base_url``) is refused when the judge is built, before the run is
+    stored; each verdict is read strictly (no guessing, no duplicate keys) or
+    the case is an ERROR (missing) for this criterion; the API key is in no
+    reason, error or identity; a failure that every later call would repeat
+    (HTTP 401, 403, 404) is kept in :attr:`fatal`, which the engine reads to
+    stop the run early. Replies are read within ``max_response_bytes`` and
+    ``max_json_depth`` (``limits:``).
+    """
+
+    metric_kind: str = MetricKind.BINARY
     value_range: tuple[float, float] | None = None
     is_judge = True
 
-    def __init__(self, config: Any, project: Any, *, field: str) -> None:
+    def __init__(
+        self,
+        config: RubricJudgeEvaluator,
+        project: Any,
+        *,
+        field: str,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
+    ) -> None:
         self.config = config
+        self.max_response_bytes = max_response_bytes
+        self.max_json_depth = max_json_depth
+        # The first failure that stops the run (a 401, 403 or 404), if any.
+        self.fatal: str | None = None
         self.criterion: str = config.criterion
         self.field = field
         self.rubric: str = config.rubric
@@ -99,6 +126,7 @@ class RubricJudge:
             int(config.max_tokens),
             float(config.timeout_s),
             client,
+            self.max_response_bytes,
         )
 
     def bind_limits(self, concurrency: int, retry: RetryPolicy) -> None:
@@ -126,7 +154,7 @@ class RubricJudge:
         # would garble ordinary words of the judge's reason.
         key = self._api_key
         if key and len(key) >= _MIN_MASK_CHARS:
-            return text.replace(key, _MASK)
+            return mask(text, (key,))
         return text
 
     async def evaluate(self, case: CaseView, output: Any) -> Outcome:
@@ -147,8 +175,11 @@ class RubricJudge:
         try:
             done = await call_with_retries(attempt, self.retry)
         except AttemptFailure as failure:
+            reason = self._masked(f"judge call failed: {failure.message}")
+            if failure.stops_run and self.fatal is None:
+                self.fatal = reason
             return Outcome(
-                "ERROR", reason=self._masked(f"judge call failed: {failure.message}"),
+                JudgmentStatus.ERROR, reason=reason,
                 attempts=failure.attempts, latency_ms=latency[0],
             )
         reply = done.value
@@ -156,11 +187,11 @@ class RubricJudge:
             verdict = parse_verdict(reply.text)
         except AttemptFailure as failure:
             return Outcome(
-                "ERROR", reason=self._masked(f"judge answer not understood: {failure.message}"),
+                JudgmentStatus.ERROR, reason=self._masked(f"judge answer not understood: {failure.message}"),
                 usage=reply.usage, attempts=done.attempts, latency_ms=latency[0],
             )
         return Outcome(
-            "OK", passed=verdict.passed, reason=self._masked(verdict.reason), usage=reply.usage,
+            JudgmentStatus.OK, passed=verdict.passed, reason=self._masked(verdict.reason), usage=reply.usage,
             attempts=done.attempts, latency_ms=latency[0],
         )
 

@@ -201,6 +201,19 @@ class RetryConfig(_Model):
     max_retry_wait_s: float = Field(default=60, ge=0)
 
 
+class LimitsConfig(_Model):
+    """The optional top-level ``limits:`` block: bounds on work and on what is read.
+
+    Each limit, its default and why: docs/refusals-run.md.
+    """
+
+    evaluator_timeout_s: float = Field(default=30, gt=0, le=3600)
+    max_response_bytes: int = Field(default=10 * 1024 * 1024, ge=1024, le=1024**3)
+    max_json_depth: int = Field(default=64, ge=2, le=1000)
+    failure_threshold: float | None = Field(default=None, gt=0, le=1)
+    store_busy_timeout_s: float = Field(default=30, gt=0, le=3600)
+
+
 # -- evaluators -----------------------------------------------------------------
 
 
@@ -370,6 +383,10 @@ class CustomEvaluator(_EvaluatorBase):
     function: str
     kind: Literal["binary", "mean"] = "binary"
     range: tuple[float, float] | None = None
+    # Files the function depends on (helper modules): part of its identity.
+    code_paths: list[str] = Field(default_factory=list)
+    # Seconds one call may take; limits.evaluator_timeout_s when not set.
+    timeout_s: float | None = Field(default=None, gt=0, le=3600)
 
     _range = field_validator("range")(_check_range)
 
@@ -413,6 +430,7 @@ class ProjectConfig(_Model):
     system: SystemConfig
     concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
     retry: RetryConfig = Field(default_factory=RetryConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     evaluators: list[Evaluator]
 
     @field_validator("dataset")

@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from oloproof._json import canonical_json
 from oloproof.errors import ConfigError
 from oloproof.project._errors import accepted_list
 from oloproof.project._yaml import read_text
-from oloproof.systems.identity import canonical_json
 
 CASE_KEYS = ("id", "input", "expected", "metadata")
 _CASE_KEY_SET = frozenset(CASE_KEYS)

@@ -13,10 +13,9 @@ from oloproof.providers.base import (
     JudgeReply,
     Provider,
     make_judge_client,
-    make_provider,
-    make_provider_from_config,
     resolve_api_key,
 )
+from oloproof.providers.factory import make_provider, make_provider_from_config
 from oloproof.providers.verdict import (
     PROMPT_VERSION,
     Verdict,

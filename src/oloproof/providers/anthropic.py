@@ -7,7 +7,11 @@ from typing import Any
 import httpx
 
 from oloproof.providers.base import JudgeReply, malformed, reply_field
-from oloproof.systems.http import parse_json_response, send_attempt
+from oloproof.transport.http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    parse_json_response,
+    send_attempt,
+)
 from oloproof.usage import Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -34,6 +38,7 @@ class AnthropicProvider:
         max_tokens: int,
         timeout_s: float,
         client: httpx.AsyncClient,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.model = model
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -42,6 +47,7 @@ class AnthropicProvider:
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self._client = client
+        self.max_response_bytes = max_response_bytes
         self._api_key = api_key
         self._what = f"anthropic judge ({model})"
 
@@ -72,6 +78,7 @@ class AnthropicProvider:
             },
             json_body=self.request_body(system_prompt, user_prompt),
             secrets=secrets,
+            max_bytes=self.max_response_bytes,
         )
         data = parse_json_response(response, secrets, self._what)
         blocks = reply_field(data, "content")

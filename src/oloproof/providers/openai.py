@@ -11,7 +11,11 @@ from typing import Any
 import httpx
 
 from oloproof.providers.base import JudgeReply, malformed, reply_field
-from oloproof.systems.http import parse_json_response, send_attempt
+from oloproof.transport.http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    parse_json_response,
+    send_attempt,
+)
 from oloproof.usage import Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -30,6 +34,7 @@ class OpenAIProvider:
         max_tokens: int,
         timeout_s: float,
         client: httpx.AsyncClient,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         name: str = "openai",
     ) -> None:
         self.name = name
@@ -40,6 +45,7 @@ class OpenAIProvider:
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self._client = client
+        self.max_response_bytes = max_response_bytes
         self._api_key = api_key
         self._what = f"{name} judge ({model})"
 
@@ -72,6 +78,7 @@ class OpenAIProvider:
             headers=headers,
             json_body=self.request_body(system_prompt, user_prompt),
             secrets=secrets,
+            max_bytes=self.max_response_bytes,
         )
         data = parse_json_response(response, secrets, self._what)
         message = reply_field(data, "choices", 0, "message")

@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from oloproof.engine.retry import PermanentFailure
+from oloproof._json import JsonLimitError, reject_duplicate_keys
+from oloproof.transport.retry import PermanentFailure
 
 __all__ = [
     "OUTPUT_CLOSE",
@@ -92,12 +93,16 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     An object found is skipped over whole, so objects nested inside it are not
     counted again.
     """
-    decoder = json.JSONDecoder()
+    # A key twice in one object ({"pass": true, "pass": false}) is refused, not
+    # read as its last value: which one the judge meant cannot be known.
+    decoder = json.JSONDecoder(object_pairs_hook=reject_duplicate_keys)
     found: list[dict[str, Any]] = []
     position = text.find("{")
     while position != -1:
         try:
             value, end = decoder.raw_decode(text, position)
+        except JsonLimitError as exc:
+            raise VerdictError(f"judge reply is ambiguous: {exc}: {_quote(text)}") from None
         except json.JSONDecodeError:
             position = text.find("{", position + 1)
             continue

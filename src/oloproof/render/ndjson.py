@@ -81,7 +81,8 @@ class NdjsonWriter:
                 self.stream.write(text)
                 self.stream.flush()
             else:
-                data = memoryview(text.encode("utf-8"))
+                # A lone surrogate becomes a \uXXXX escape: still JSON, and valid UTF-8.
+                data = memoryview(text.encode("utf-8", "backslashreplace"))
                 while data:
                     try:
                         data = data[os.write(self._fd, data) :]

@@ -18,6 +18,17 @@ tens of thousands of times a run, which costs the loop more than the commits
 themselves (docs/performance.md).
 
 Without an event loop (``bind`` not called), every event is committed at once.
+
+Two faults are handled here, at the one boundary between text and SQLite:
+
+- text that is not valid UTF-8 (a lone surrogate in an output, an error, a
+  reason): a commit that fails on it is retried once with every string made
+  :func:`~oloproof._json.storable` (the surrogate becomes U+FFFD), so a bad row
+  never blocks the rows after it; the common case pays nothing;
+- a commit that fails for the store itself (disk full, a lock held past the
+  busy timeout, an I/O error): the writer stops accepting rows, keeps the
+  error in :attr:`StoreWriter.fault` and calls ``on_fault`` once; the run then
+  stops calling the system. What was committed before stays committed.
 """
 
 from __future__ import annotations
@@ -28,8 +39,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from oloproof._json import compact_json as _dump
+from oloproof._json import storable
+from oloproof.enums import CaseStatus, JudgmentStatus
 from oloproof.events import CaseExecuted, CaseJudged, Event, utc_timestamp
-from oloproof.systems.identity import compact_json as _dump
 from oloproof.usage import Usage
 
 # Rows that make a commit due whatever the interval: bounds the memory and the
@@ -63,10 +76,45 @@ def _usage(usage: Usage | None) -> str | None:
     return None if usage is None else _dump(usage.to_json())
 
 
+def _storable_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(storable(v) if isinstance(v, str) else v for v in row)
+
+
+def _storable_rows(rows: _Rows) -> _Rows:
+    return [_storable_row(r) for r in rows]
+
+
+def _execute(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> None:
+    """``conn.execute``, retried once with storable text if the text cannot be encoded."""
+    try:
+        conn.execute(sql, args)
+    except UnicodeEncodeError:
+        conn.execute(sql, _storable_row(args))
+
+
 class StoreWriter:
-    def __init__(self, conn: sqlite3.Connection, run_id: str) -> None:
+    """Commits a run's events to the store, and writes the run's own row.
+
+    What it guarantees: every ``case_executed`` and ``case_judged`` handed to
+    :meth:`handle` is committed within a few milliseconds of the loop turn it
+    arrived in (or at once, without a loop); only successes enter the caches;
+    no text can block a commit (see the module's notes); the first commit
+    that fails for the store itself stops the writer cleanly (:attr:`fault`,
+    ``on_fault``) instead of raising into the event loop.
+    """
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        *,
+        on_fault: Callable[[str], None] | None = None,
+    ) -> None:
         self.conn = conn
         self.run_id = run_id
+        self.on_fault = on_fault
+        # The first store fault, as one line; once set, no more rows are taken.
+        self.fault: str | None = None
         self._cases: _Rows = []
         self._exec_cache: _Rows = []
         self._judgments: _Rows = []
@@ -91,7 +139,8 @@ class StoreWriter:
         policy: dict[str, Any] | None,
         policy_path: str | None,
     ) -> None:
-        self.conn.execute(
+        _execute(
+            self.conn,
             "INSERT INTO runs(id, project, created_at, status, completeness, suite_digest,"
             " dataset, cases_total, system_identity, system_json, metrics_json, policy_json,"
             " policy_path, pid) VALUES (?, ?, ?, 'RUNNING', 'PARTIAL', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -132,9 +181,12 @@ class StoreWriter:
             self.conn.execute("DELETE FROM decisions WHERE run_id = ?", (self.run_id,))
             self.conn.executemany(
                 "INSERT INTO decisions(run_id, idx, rule_id, decision_json) VALUES (?, ?, ?, ?)",
-                [(self.run_id, i, d["rule"], _dump(d)) for i, d in enumerate(decisions)],
+                _storable_rows(
+                    [(self.run_id, i, d["rule"], _dump(d)) for i, d in enumerate(decisions)]
+                ),
             )
-            self.conn.execute(
+            _execute(
+                self.conn,
                 "UPDATE runs SET status = ?, completeness = ?, exit_code = ?, gate = ?,"
                 " cache_json = ?, finished_at = ?, stop_reason = ? WHERE id = ?",
                 (
@@ -150,7 +202,7 @@ class StoreWriter:
             )
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            _rollback(self.conn)
             raise
 
     # -- events ----------------------------------------------------------
@@ -170,9 +222,11 @@ class StoreWriter:
         self._schedule_later = schedule_later
 
     def handle(self, event: Event) -> None:
+        if self.fault is not None:
+            return
         if isinstance(event, CaseExecuted):
             case = self._suite[event.index]
-            output_json = None if event.status != "OK" else _dump(event.output)
+            output_json = None if event.status != CaseStatus.OK else _dump(event.output)
             usage_json = _usage(event.usage)
             self._cases.append(
                 (
@@ -193,7 +247,7 @@ class StoreWriter:
                     event.timestamp,
                 )
             )
-            if event.status == "OK" and not event.from_cache:
+            if event.status == CaseStatus.OK and not event.from_cache:
                 self._exec_cache.append(
                     (
                         event.exec_key,
@@ -223,7 +277,11 @@ class StoreWriter:
                     usage_json,
                 )
             )
-            if event.status in ("OK", "EXCLUDED") and not event.from_cache and event.judge_key:
+            if (
+                event.status in (JudgmentStatus.OK, JudgmentStatus.EXCLUDED)
+                and not event.from_cache
+                and event.judge_key
+            ):
                 self._judge_cache.append(
                     (
                         event.judge_key,
@@ -254,20 +312,51 @@ class StoreWriter:
             self.flush()
 
     def flush(self) -> None:
-        """Commit every row handed to the writer so far."""
+        """Commit every row handed to the writer so far.
+
+        Never raises for the store's own faults: it records the first one in
+        :attr:`fault`, drops the rows it could not commit, and calls ``on_fault``.
+        """
         self._scheduled = False
-        if not (self._cases or self._judgments):
+        if self.fault is not None or not (self._cases or self._judgments):
             return
+        rows = (self._cases, self._exec_cache, self._judgments, self._judge_cache)
+        try:
+            try:
+                self._commit(rows)
+            except UnicodeEncodeError:
+                # Rare: a lone surrogate somewhere. Clean every row, try once more.
+                self._commit(tuple(_storable_rows(r) for r in rows))
+        except sqlite3.Error as exc:
+            self._fail(f"the store could not be written ({exc})")
+        self._last_commit = time.monotonic()
+        self._cases, self._exec_cache, self._judgments, self._judge_cache = [], [], [], []
+
+    def _commit(self, rows: tuple[_Rows, ...]) -> None:
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            rows = (self._cases, self._exec_cache, self._judgments, self._judge_cache)
             for sql, table_rows in zip(_INSERTS, rows, strict=True):
                 if table_rows:
                     conn.executemany(sql, table_rows)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
-        self._last_commit = time.monotonic()
-        self._cases, self._exec_cache, self._judgments, self._judge_cache = [], [], [], []
+
+    def _fail(self, reason: str) -> None:
+        if self.fault is not None:
+            return
+        self.fault = reason
+        if self.on_fault is not None:
+            self.on_fault(reason)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    # After some errors (SQLITE_FULL) SQLite has already rolled back; a second
+    # ROLLBACK would raise and hide the first error.
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass

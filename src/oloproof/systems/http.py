@@ -3,15 +3,11 @@
 One :class:`HttpSystem` per run owns one pooled ``httpx.AsyncClient`` sized to
 ``concurrency.system``. :meth:`HttpSystem.call` makes ONE attempt and
 classifies its failure; the engine wraps it with
-:func:`oloproof.engine.retry.call_with_retries`.
+:func:`oloproof.transport.retry.call_with_retries`.
 
-The classification (:func:`send_attempt`) is shared with the judge providers,
-so an HTTP system and an LLM provider are retried by the same rules (SPEC §3):
-
-- 429 and 5xx: :class:`RetryableFailure`, honouring ``Retry-After``;
-- a timeout: :class:`RetryableFailure` with ``kind="TIMEOUT"``;
-- a refused, reset or dropped connection: :class:`RetryableFailure`;
-- any other status outside 2xx: :class:`PermanentFailure`.
+The attempt itself (:func:`oloproof.transport.http.send_attempt`) is shared
+with the judge providers, so an HTTP system and an LLM provider are retried,
+size-limited and masked by the same rules (SPEC §3): see that module.
 
 Secrets never leave this module: resolved header values are neither part of
 the identity nor of any error text; a response body quoted in an error has
@@ -21,205 +17,36 @@ least 8 characters there, so that a short value never corrupts an output).
 
 from __future__ import annotations
 
-import asyncio
 import os
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
-from oloproof.engine.retry import (
-    AttemptFailure,
-    PermanentFailure,
-    RetryableFailure,
-    parse_retry_after,
-)
+from oloproof._json import DEFAULT_MAX_JSON_DEPTH, digest
 from oloproof.errors import ConfigError
 from oloproof.systems.base import CallResult
-from oloproof.systems.identity import digest
+from oloproof.transport.http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    body_excerpt,
+    mask_value,
+    parse_json_response,
+    resolve_header_templates,
+    send_attempt,
+)
+from oloproof.transport.retry import PermanentFailure
 from oloproof.usage import Usage
 
 __all__ = [
     "HttpSystem",
     "body_excerpt",
-    "identity_digest",
     "resolve_header_templates",
     "send_attempt",
 ]
 
 METHODS = ("POST", "PUT", "GET")
-EXCERPT_CHARS = 200
 MIN_OUTPUT_MASK_CHARS = 8
-_MASK = "***"
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MISSING = object()
-
-
-def identity_digest(obj: Any) -> str:
-    """``sha256:`` + hex SHA-256 of the canonical JSON of ``obj``."""
-    return digest(obj)
-
-
-# --------------------------------------------------------------------------- #
-# Failure classification, shared with oloproof.providers
-# --------------------------------------------------------------------------- #
-
-
-def _mask(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, _MASK)
-    return text
-
-
-def _mask_value(value: Any, secrets: Iterable[str]) -> Any:
-    """``value`` with every secret masked in its strings (keys included)."""
-    if isinstance(value, str):
-        return _mask(value, secrets)
-    if isinstance(value, list):
-        return [_mask_value(v, secrets) for v in value]
-    if isinstance(value, dict):
-        return {_mask(str(k), secrets): _mask_value(v, secrets) for k, v in value.items()}
-    return value
-
-
-def body_excerpt(text: str, secrets: Iterable[str] = (), limit: int = EXCERPT_CHARS) -> str:
-    """The start of a response body, on one line, with secrets masked.
-
-    Masking happens before cutting, so a secret straddling the cut cannot leak
-    half of itself.
-    """
-    masked = _mask(text, secrets)
-    flat = " ".join(masked.split())
-    if not flat:
-        return "(empty body)"
-    if len(flat) > limit:
-        return flat[:limit] + "…"
-    return flat
-
-
-def _status_failure(response: httpx.Response, secrets: Iterable[str], what: str) -> AttemptFailure:
-    status = response.status_code
-    message = f"{what}: HTTP {status}: {body_excerpt(response.text, secrets)}"
-    if status == 429 or 500 <= status <= 599:
-        retry_after = parse_retry_after(response.headers.get("retry-after"))
-        return RetryableFailure(message, retry_after_s=retry_after)
-    return PermanentFailure(message)
-
-
-def _transport_failure(
-    exc: Exception, timeout_s: float, what: str, secrets: Iterable[str]
-) -> AttemptFailure:
-    if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
-        return RetryableFailure(f"{what}: timed out after {timeout_s:g}s", kind="TIMEOUT")
-    if isinstance(exc, httpx.LocalProtocolError):
-        # h11 quotes the offending header line here: say nothing of it.
-        return PermanentFailure(f"{what}: the request could not be sent (an invalid header?)")
-    # httpx messages name the host and the failure, not the request headers;
-    # masked all the same.
-    reason = _mask(str(exc).strip(), secrets) or type(exc).__name__
-    if isinstance(exc, httpx.UnsupportedProtocol):
-        return PermanentFailure(f"{what}: {type(exc).__name__}: {reason}")
-    if isinstance(exc, httpx.ConnectError):
-        return RetryableFailure(f"{what}: could not connect: {reason}")
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return RetryableFailure(f"{what}: connection dropped: {reason}")
-    if isinstance(exc, httpx.TransportError):
-        # ReadError, WriteError, NetworkError, ProxyError...: the connection
-        # broke under us; another attempt on a fresh one may succeed.
-        return RetryableFailure(f"{what}: connection error ({type(exc).__name__}): {reason}")
-    return PermanentFailure(f"{what}: {type(exc).__name__}: {reason}")
-
-
-async def send_attempt(
-    client: httpx.AsyncClient,
-    method: str,
-    url: str | httpx.URL,
-    *,
-    what: str,
-    timeout_s: float,
-    headers: Mapping[str, str] | None = None,
-    json_body: Any = _MISSING,
-    secrets: Iterable[str] = (),
-) -> httpx.Response:
-    """Send one request and return its 2xx response, or raise a classified failure.
-
-    ``what`` names the other side in messages (``"system support-bot"``,
-    ``"anthropic judge"``). ``timeout_s`` bounds the whole attempt, not only
-    each network read, so a server that trickles bytes still times out.
-    """
-    secrets = tuple(secrets)
-    kwargs: dict[str, Any] = {"headers": headers, "timeout": timeout_s}
-    if json_body is not _MISSING:
-        kwargs["json"] = json_body
-    try:
-        async with asyncio.timeout(timeout_s):
-            response = await client.request(method, url, **kwargs)
-    except (httpx.HTTPError, TimeoutError) as exc:
-        raise _transport_failure(exc, timeout_s, what, secrets) from None
-    if not 200 <= response.status_code <= 299:
-        raise _status_failure(response, secrets, what)
-    return response
-
-
-def parse_json_response(response: httpx.Response, secrets: Iterable[str], what: str) -> Any:
-    """The JSON body of a 2xx response, or a :class:`PermanentFailure` quoting it."""
-    try:
-        return response.json()
-    except ValueError:
-        raise PermanentFailure(
-            f"{what}: HTTP {response.status_code}: response is not JSON: "
-            f"{body_excerpt(response.text, secrets)}"
-        ) from None
-
-
-# --------------------------------------------------------------------------- #
-# Header templates
-# --------------------------------------------------------------------------- #
-
-
-def resolve_header_templates(
-    templates: Mapping[str, str], environ: Mapping[str, str], field_prefix: str
-) -> tuple[dict[str, str], tuple[str, ...]]:
-    """Fill ``${NAME}`` in header values from ``environ``.
-
-    Returns the resolved headers and the values read from the environment (the
-    secrets to mask). A variable that is not set raises :class:`ConfigError`
-    naming ``<field_prefix>.<Header>`` and the variable.
-    """
-    resolved: dict[str, str] = {}
-    secrets: list[str] = []
-    for header, template in templates.items():
-        if not isinstance(template, str):
-            raise ConfigError(
-                f"a header value must be a string, not {type(template).__name__}",
-                field=f"{field_prefix}.{header}",
-            )
-
-        def fill(match: re.Match[str], header: str = header) -> str:
-            name = match.group(1)
-            value = environ.get(name)
-            if value is None:
-                raise ConfigError(
-                    f"environment variable {name} is not set",
-                    field=f"{field_prefix}.{header}",
-                    accepted=f"set {name} in the environment before the run",
-                )
-            if value:
-                secrets.append(value)
-            return value
-
-        value = _VARIABLE.sub(fill, template)
-        if not value.isascii() or any(ch in value for ch in "\r\n\0"):
-            names = ", ".join(_VARIABLE.findall(template)) or "the template"
-            raise ConfigError(
-                f"the header value (from {names}) must be ASCII on one line",
-                field=f"{field_prefix}.{header}",
-            )
-        resolved[header] = value
-    # Longest first, so masking a secret never leaves the tail of a longer one.
-    return resolved, tuple(sorted(set(secrets), key=len, reverse=True))
 
 
 # --------------------------------------------------------------------------- #
@@ -297,6 +124,8 @@ class HttpSystem:
         headers: Mapping[str, str] | None = None,
         concurrency: int = 8,
         environ: Mapping[str, str] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
     ) -> None:
         method = method.upper()
         if method not in METHODS:
@@ -327,6 +156,8 @@ class HttpSystem:
         self.usage_path = usage_path or None
         self.timeout_s = float(timeout_s)
         self.concurrency = int(concurrency)
+        self.max_response_bytes = int(max_response_bytes)
+        self.max_json_depth = int(max_json_depth)
         self._header_templates = dict(headers or {})
         self._headers, self._secrets = resolve_header_templates(
             self._header_templates,
@@ -338,7 +169,7 @@ class HttpSystem:
         self._output_secrets = tuple(
             s for s in self._secrets if len(s) >= MIN_OUTPUT_MASK_CHARS
         )
-        self.identity = identity_digest(
+        self.identity = digest(
             {
                 "kind": "http",
                 "name": self.name,
@@ -361,6 +192,8 @@ class HttpSystem:
         concurrency: int = 8,
         environ: Mapping[str, str] | None = None,
         file: str | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
     ) -> HttpSystem:
         """Build from the project's ``system`` section (duck-typed).
 
@@ -388,6 +221,8 @@ class HttpSystem:
                 headers=dict(getattr(http, "headers", None) or {}),
                 concurrency=concurrency,
                 environ=environ,
+                max_response_bytes=max_response_bytes,
+                max_json_depth=max_json_depth,
             )
         except ConfigError as exc:
             if file is None or exc.file is not None:
@@ -435,6 +270,7 @@ class HttpSystem:
                 timeout_s=self.timeout_s,
                 headers=self._headers,
                 secrets=self._secrets,
+                max_bytes=self.max_response_bytes,
             )
         else:
             response = await send_attempt(
@@ -446,11 +282,14 @@ class HttpSystem:
                 headers=self._headers,
                 json_body=case_input,
                 secrets=self._secrets,
+                max_bytes=self.max_response_bytes,
             )
-        body = parse_json_response(response, self._secrets, self._what)
+        body = parse_json_response(
+            response, self._secrets, self._what, max_depth=self.max_json_depth
+        )
         if self._output_secrets:
             # An endpoint that echoes a header back must not get it into the store.
-            body = _mask_value(body, self._output_secrets)
+            body = mask_value(body, self._output_secrets)
         output = body
         if self.output_path is not None:
             output = _follow_path(body, self.output_path)

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from oloproof._json import digest_bytes
 from oloproof.errors import ConfigError
 
 
@@ -29,7 +30,7 @@ def import_callable(
         sys.path.insert(0, root_s)
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:
+    except BaseException as exc:
         last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
         where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
         raise ConfigError(
@@ -68,3 +69,28 @@ def module_source(module: ModuleType) -> bytes:
         return Path(path).read_bytes()
     except OSError:
         return b""
+
+
+def code_paths_digest(
+    root: Path, code_paths: list[str], *, file: str, field: str
+) -> dict[str, str]:
+    """Digest of every file under ``code_paths`` (relative to ``root``), by relative path."""
+    files: dict[str, str] = {}
+    for i, entry in enumerate(code_paths):
+        path = (root / entry).resolve()
+        if not path.exists():
+            raise ConfigError(
+                f"'{entry}' does not exist (looked for {path})",
+                file=file, field=f"{field}[{i}]",
+                accepted="files or directories relative to the project directory",
+            )
+        found = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for p in found:
+            if "__pycache__" in p.parts or p.suffix == ".pyc":
+                continue
+            try:
+                rel = p.relative_to(root.resolve()).as_posix()
+            except ValueError:
+                rel = p.as_posix()
+            files[rel] = digest_bytes(p.read_bytes())
+    return files

@@ -1,0 +1,189 @@
+"""JSON text and digests: the one low-level home for how values become text.
+
+Everything that keys a cache (identities, execution and judgment keys), that
+is stored (outputs, inputs, decisions) or that is read from the outside world
+(HTTP bodies, judge replies) goes through here. It imports nothing of
+Oloproof's, so every layer may use it.
+
+Two guarantees matter for trust:
+
+- :func:`storable` turns any text into text SQLite can store: a lone UTF-16
+  surrogate (which Python strings can hold but UTF-8 cannot encode) becomes
+  U+FFFD. The store writer applies it at its one boundary, so one bad row can
+  never block a commit.
+- :func:`loads_strict` reads JSON from outside with bounds: no ``NaN`` or
+  ``Infinity``, no float that overflows to infinity, no integer longer than
+  Python will convert, no nesting deeper than ``max_depth``, no object with a
+  key twice. Each is a :class:`JsonLimitError` (a ``ValueError``), which the
+  callers record as a per-case error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import json.encoder
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "DEFAULT_MAX_JSON_DEPTH",
+    "JsonLimitError",
+    "canonical_json",
+    "compact_json",
+    "depth_of",
+    "digest",
+    "digest_bytes",
+    "loads_strict",
+    "output_json",
+    "reject_duplicate_keys",
+    "storable",
+]
+
+DEFAULT_MAX_JSON_DEPTH = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[Any], str]:
+    """``json.dumps(obj, sort_keys=..., separators=(",", ":"), ensure_ascii=False)``, faster.
+
+    A run encodes a few values per case, and ``json.dumps`` with options
+    builds a new encoder on every call; this one is built once. Where the C
+    encoder is available it is kept and called directly, without the circular
+    reference check (a value that contains itself raises ``RecursionError``
+    instead of ``ValueError``); the text is the same.
+    """
+    encoder = json.JSONEncoder(
+        sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=allow_nan
+    )
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has it
+        return encoder.encode
+    c_encode = make(
+        None, encoder.default, json.encoder.encode_basestring, None, ":", ",", sort_keys,
+        False, allow_nan,
+    )
+
+    def encode(obj: Any) -> str:
+        return "".join(c_encode(obj, 0))
+
+    return encode
+
+
+_canonical = _encoder(sort_keys=True, allow_nan=True)
+# Outputs are checked strictly: NaN and Infinity are not JSON, so an output
+# holding them is refused (ValueError) rather than stored as text no JSON
+# reader accepts.
+_canonical_strict = _encoder(sort_keys=True, allow_nan=False)
+_compact = _encoder(sort_keys=False, allow_nan=True)
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no spaces: the same value always gives the same text.
+
+    Raises ``ValueError`` for integers too long to print, ``TypeError`` for
+    values JSON cannot hold, ``RecursionError`` for cycles.
+    """
+    return _canonical(obj)
+
+
+def output_json(obj: Any) -> str:
+    """:func:`canonical_json` that also refuses NaN and infinities (``ValueError``):
+    the check every output of a system passes before it is judged or stored."""
+    return _canonical_strict(obj)
+
+
+def compact_json(obj: Any) -> str:
+    """JSON with no spaces, keys in their own order: how values are stored."""
+    return _compact(obj)
+
+
+def digest(obj: Any) -> str:
+    """``sha256:`` + the hex SHA-256 of the canonical JSON of ``obj``.
+
+    A lone surrogate is hashed as its own code unit (``surrogatepass``), so a
+    value that holds one still has one stable digest.
+    """
+    text = _canonical(obj)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def digest_bytes(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def storable(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (valid UTF-8 from then on)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+class JsonLimitError(ValueError):
+    """JSON from outside that breaks one of :func:`loads_strict`'s bounds."""
+
+
+def _no_constant(name: str) -> Any:
+    raise JsonLimitError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JsonLimitError(f"the number {text[:40]} overflows a float")
+    return value
+
+
+def reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise JsonLimitError(f"the key {key!r} appears twice in one object")
+        result[key] = value
+    return result
+
+
+def depth_of(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value`` (a scalar is 0), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def loads_strict(text: str | bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Any:
+    """Parse JSON from outside within bounds, or raise :class:`JsonLimitError`.
+
+    Plain syntax errors stay ``json.JSONDecodeError`` (also a ``ValueError``).
+    """
+    try:
+        value = json.loads(
+            text,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=reject_duplicate_keys,
+        )
+    except RecursionError:
+        raise JsonLimitError(f"nested deeper than {max_depth} levels") from None
+    except ValueError as exc:
+        if isinstance(exc, (JsonLimitError, json.JSONDecodeError)):
+            raise
+        # int(): "Exceeds the limit (4300 digits) for integer string conversion".
+        raise JsonLimitError(str(exc)) from None
+    if depth_of(value) > max_depth:
+        raise JsonLimitError(f"nested deeper than {max_depth} levels")
+    return value

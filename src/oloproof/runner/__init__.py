@@ -1,0 +1,42 @@
+"""One run, start to finish, in four jobs (one module each):
+
+- :mod:`.build`: load and check the project, build the system and evaluators
+  (:func:`prepare`); every configuration error is found here, before anything
+  is stored or called;
+- :mod:`.orchestrate`: store the run, drive the engine, decide (:func:`execute`);
+- :mod:`.stop`: signals and other stops (:class:`StopRequest`);
+- :mod:`.stored`: decide a run from what its store holds (:func:`decide_stored`).
+"""
+
+from __future__ import annotations
+
+from oloproof.runner.build import (
+    Prepared,
+    build_evaluators,
+    build_system,
+    describe_system,
+    policy_json,
+    prepare,
+    resolve_policy,
+)
+from oloproof.runner.orchestrate import RunResult, StoreUnwritable, execute
+from oloproof.runner.stop import SIGNALS, StopRequest, UntilStopped
+from oloproof.runner.stored import decide_stored, stored_policy
+
+__all__ = [
+    "SIGNALS",
+    "Prepared",
+    "RunResult",
+    "StopRequest",
+    "StoreUnwritable",
+    "UntilStopped",
+    "build_evaluators",
+    "build_system",
+    "decide_stored",
+    "describe_system",
+    "execute",
+    "policy_json",
+    "prepare",
+    "resolve_policy",
+    "stored_policy",
+]

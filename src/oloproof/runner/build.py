@@ -1,0 +1,159 @@
+"""Building a run: load and check every file, build the system and the evaluators.
+
+Everything that can be wrong with a project is found here, before the run's
+row is stored or anything is called: a bad file, a missing key, a module that
+fails to import (even with ``sys.exit()``), a ``code_paths`` entry that does
+not exist. Each is a :class:`~oloproof.errors.ConfigError` (exit 2).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from oloproof.engine.pipeline import EngineCase
+from oloproof.errors import ConfigError
+from oloproof.evaluators.base import Evaluator, InlineEvaluator
+from oloproof.evaluators.judge import RubricJudge
+from oloproof.project import Project, load_project, load_release_policy
+from oloproof.project.loader import default_release_policy
+from oloproof.project.models import ReleasePolicy
+from oloproof.systems.base import SystemRunner
+from oloproof.transport.regex_guard import GuardedPattern
+from oloproof.transport.retry import RetryPolicy
+
+
+@dataclass
+class Prepared:
+    """Everything checked and built before the first call."""
+
+    project: Project
+    policy: ReleasePolicy
+    policy_path: str | None
+    system: SystemRunner
+    inline: list[InlineEvaluator]
+    judges: list[RubricJudge]
+    cases: list[EngineCase]
+    suite_digest: str
+    metrics: list[dict[str, Any]]
+    retry: RetryPolicy
+
+
+def resolve_policy(project: Project, policy_arg: str | None) -> tuple[ReleasePolicy, str | None]:
+    metrics = project.config.metrics()
+    if policy_arg is not None:
+        return load_release_policy(policy_arg, metrics), policy_arg
+    default = project.root / "release.yaml"
+    if default.exists():
+        return load_release_policy(default, metrics), str(default)
+    return default_release_policy(), None
+
+
+def build_evaluators(project: Project) -> tuple[list[InlineEvaluator], list[RubricJudge]]:
+    from oloproof.evaluators.custom import Custom
+    from oloproof.evaluators.deterministic import INLINE
+
+    limits = project.config.limits
+    inline: list[InlineEvaluator] = []
+    judges: list[RubricJudge] = []
+    file = project.config_path.name
+    for i, ev in enumerate(project.config.evaluators):
+        if ev.type in INLINE:
+            built = cast("InlineEvaluator", INLINE[ev.type](ev))
+            if ev.type == "regex":
+                _guard_regex(built, limits.evaluator_timeout_s)
+            inline.append(built)
+        elif ev.type == "custom":
+            inline.append(
+                Custom(
+                    ev, project.root, file=file, field=f"evaluators[{i}].function",
+                    default_timeout_s=limits.evaluator_timeout_s,
+                )
+            )
+        elif ev.type == "rubric_judge":
+            judges.append(
+                RubricJudge(
+                    ev, project, field=f"evaluators[{i}]",
+                    max_response_bytes=limits.max_response_bytes,
+                    max_json_depth=limits.max_json_depth,
+                )
+            )
+        else:  # pragma: no cover - the config model admits no other type
+            raise ConfigError(f"unknown evaluator type {ev.type!r}", file=file)
+    return inline, judges
+
+
+def _guard_regex(evaluator: InlineEvaluator, timeout_s: float) -> None:
+    """Match in a child process under ``timeout_s``, from a worker thread.
+
+    ``re`` holds the GIL for a whole match, so a catastrophic pattern cannot be
+    bounded in a thread (transport/regex_guard.py). The evaluator keeps its own
+    logic; only its compiled pattern is swapped for the guarded one.
+    """
+    compiled = getattr(evaluator, "pattern", None)
+    if isinstance(compiled, re.Pattern):
+        evaluator.pattern = GuardedPattern(  # type: ignore[attr-defined]
+            compiled.pattern, compiled.flags, timeout_s
+        )
+        evaluator.timeout_s = timeout_s  # type: ignore[attr-defined]
+
+
+def build_system(project: Project) -> SystemRunner:
+    cfg = project.config.system
+    conc = project.config.concurrency.system
+    limits = project.config.limits
+    if cfg.http is not None:
+        from oloproof.systems.http import HttpSystem
+
+        return HttpSystem.from_config(
+            cfg, concurrency=conc, file=project.config_path.name,
+            max_response_bytes=limits.max_response_bytes, max_json_depth=limits.max_json_depth,
+        )
+    from oloproof.systems.callable import CallableSystem
+
+    return CallableSystem(cfg, project.root, concurrency=conc, file=project.config_path.name)
+
+
+def describe_system(project: Project, system: SystemRunner) -> dict[str, Any]:
+    """What ``runs`` and ``inspect`` show of a system: kind, name, version, target."""
+    cfg = project.config.system
+    if cfg.http is not None:
+        return {"kind": "http", "name": cfg.name, "version": cfg.http.version,
+                "url": cfg.http.url, "method": cfg.http.method}
+    return {"kind": "callable", "name": cfg.name, "version": getattr(system, "version", None),
+            "callable": cfg.callable}
+
+
+def prepare(config_path: str | Path, policy_arg: str | None) -> Prepared:
+    """Load, check and build a run; raises ConfigError before anything is stored."""
+    project = load_project(config_path)
+    policy, policy_path = resolve_policy(project, policy_arg)
+    suite = project.load_suite()
+    system = build_system(project)
+    inline, judges = build_evaluators(project)
+    evaluators: list[Evaluator] = [*inline, *judges]
+    metrics: list[dict[str, Any]] = [
+        {
+            "criterion": e.criterion,
+            "kind": e.metric_kind,
+            "range": list(e.value_range) if e.value_range else None,
+            "identity": e.identity,
+        }
+        for e in evaluators
+    ]
+    # Keep the declared order of criteria.
+    order = list(project.config.metrics())
+    metrics.sort(key=lambda m: order.index(m["criterion"]))
+    cases = [
+        EngineCase(c.id, c.input, c.expected, c.metadata, i) for i, c in enumerate(suite.cases)
+    ]
+    retry = RetryPolicy(max_retry_wait_s=float(project.config.retry.max_retry_wait_s))
+    return Prepared(
+        project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry
+    )
+
+
+def policy_json(policy: ReleasePolicy) -> dict[str, Any]:
+    return dict(policy.model_dump(mode="json"))

@@ -1,0 +1,292 @@
+"""Running a built run: store it, execute it, decide it (SPEC §3–§6).
+
+The engine emits events; the store writer, the live view and the ``--json``
+writer consume them; the decision is computed from what the store holds,
+never from what the engine kept in memory.
+
+What :func:`execute` guarantees, whatever user code does:
+
+- a run whose row was stored never stays RUNNING: it ends DECIDED, or
+  RUN_ERROR/PARTIAL (exit 5) with the reason stored in ``stop_reason``, even if
+  something fails in between (``try``/``finally``);
+- a run is DECIDED only if every case of the suite finished; anything else
+  (a signal, a store fault, a failure every call would repeat, a cancellation
+  that is not ours) is RUN_ERROR/PARTIAL with exit 5, never a pass;
+- the first commit that fails stops the run: no more calls, what was
+  committed stays, and a ``run_finished`` event is still emitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from oloproof.engine.pipeline import Engine, EngineTotals
+from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
+from oloproof.errors import OloproofError
+from oloproof.events import Event, RunFinished, RunPhaseChanged
+from oloproof.ids import new_run_id
+from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
+from oloproof.runner.build import Prepared, describe_system, policy_json
+from oloproof.runner.stop import StopRequest, UntilStopped
+from oloproof.runner.stored import decide_stored
+from oloproof.store.cache import Cache
+from oloproof.store.db import open_store, store_path
+from oloproof.store.reader import get_run, load_evidence
+from oloproof.store.writer import StoreWriter
+from oloproof.transport.regex_guard import GuardedPattern
+from oloproof.transport.threads import describe_exception
+
+# How long the run's last write waits for a lock after a store fault stopped it.
+FINAL_BUSY_TIMEOUT_S = 10.0
+
+
+class StoreUnwritable(OloproofError):
+    """The store could not take the run's first row (full, locked, read-only): exit 5."""
+
+    exit_code = int(ExitCode.INCOMPLETE)
+
+
+@dataclass
+class RunResult:
+    """How a run ended, as stored: the CLI renders it, the exit code is ``exit_code``.
+
+    ``notice`` is one line when every call of the system or of a judge failed
+    (or a share past ``limits.failure_threshold``); ``stop_reason`` says why a
+    run ended RUN_ERROR/PARTIAL.
+    """
+
+    run_id: str
+    status: str
+    completeness: str
+    exit_code: int
+    gate: str
+    decisions: list[Decision]
+    summaries: list[MetricSummary]
+    totals: EngineTotals
+    stop_reason: str | None = None
+    notice: str | None = None
+
+
+def execute(
+    prepared: Prepared,
+    *,
+    use_cache: bool,
+    sinks: list[Callable[[Event], None]],
+    stop: StopRequest | None = None,
+    run_id: str | None = None,
+) -> RunResult:
+    """Run the suite, store every result, decide; SIGINT/SIGTERM stop it (SPEC §3)."""
+    stop = stop or StopRequest()
+    with stop.signals():
+        return _execute(prepared, use_cache=use_cache, sinks=sinks, stop=stop, run_id=run_id)
+
+
+def _execute(
+    prepared: Prepared,
+    *,
+    use_cache: bool,
+    sinks: list[Callable[[Event], None]],
+    stop: StopRequest,
+    run_id: str | None,
+) -> RunResult:
+    project = prepared.project
+    limits = project.config.limits
+    conn = open_store(store_path(project.root))
+    conn.execute(f"PRAGMA busy_timeout = {int(limits.store_busy_timeout_s * 1000)}")
+    run_id = run_id or new_run_id()
+    writer = StoreWriter(conn, run_id, on_fault=stop.internal)
+    writer.set_cases(prepared.cases)
+    try:
+        writer.create_run(
+            project=project.config.project,
+            suite_digest=prepared.suite_digest,
+            dataset=project.config.dataset,
+            cases_total=len(prepared.cases),
+            system_identity=prepared.system.identity,
+            system=describe_system(prepared.project, prepared.system),
+            metrics=prepared.metrics,
+            policy=policy_json(prepared.policy),
+            policy_path=prepared.policy_path,
+        )
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreUnwritable(
+            f"the run could not be stored ({exc}); nothing was called"
+        ) from exc
+    all_sinks = [writer.handle, *sinks]
+
+    def emit(event: Event) -> None:
+        for sink in all_sinks:
+            sink(event)
+
+    engine = Engine(
+        run_id=run_id,
+        suite_digest=prepared.suite_digest,
+        system=prepared.system,
+        inline=prepared.inline,
+        judges=prepared.judges,
+        cases=UntilStopped(prepared.cases, stop),
+        cache=Cache(conn, enabled=use_cache),
+        emit=emit,
+        system_concurrency=project.config.concurrency.system,
+        judge_concurrency=project.config.concurrency.judge,
+        retry=prepared.retry,
+        on_fatal=lambda line: stop.internal(f"stopped early: {line}"),
+    )
+    finished = False
+
+    def finish(
+        status: RunStatus, exit_code: int, gate_label: str, decisions: list[dict[str, object]],
+        reason: str | None,
+    ) -> str | None:
+        """Store the run's end and emit ``run_finished``; the store's error as one line if
+        it could not be stored (then nothing is emitted for a DECIDED end: the caller
+        ends the run as RUN_ERROR instead)."""
+        nonlocal finished
+        finished = True
+        completeness = (
+            Completeness.COMPLETE if status == RunStatus.DECIDED else Completeness.PARTIAL
+        )
+        failed = None
+        if writer.fault is not None:
+            # The run's end matters more than its pace: wait longer for the lock
+            # that stopped it (a full disk fails at once anyway).
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA busy_timeout = {int(FINAL_BUSY_TIMEOUT_S * 1000)}")
+        try:
+            writer.finish_run(
+                status=status, completeness=completeness, exit_code=exit_code, gate=gate_label,
+                cache=engine.totals.cache_json(), decisions=decisions, stop_reason=reason,
+            )
+        except sqlite3.Error as exc:
+            failed = f"the end of the run could not be stored ({exc})"
+            if status == RunStatus.DECIDED:
+                return failed
+        emit(RunFinished(run_id, status=status, completeness=completeness,
+                         exit_code=exit_code, decisions=decisions))
+        return failed
+
+    def record_hard_stop() -> None:
+        # A second signal: the CLI exits at once. Record why, on a connection of
+        # our own, if the store is free within half a second; otherwise the run
+        # reads back as ended without finishing (store.reader), which is also true.
+        if finished:
+            return
+        try:
+            own = sqlite3.connect(str(store_path(project.root)), timeout=0.5, isolation_level=None)
+            try:
+                StoreWriter(own, run_id).finish_run(
+                    status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
+                    exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK,
+                    cache=engine.totals.cache_json(), decisions=[],
+                    stop_reason=f"{stop.reason}; then stopped at once by a second signal",
+                )
+            finally:
+                own.close()
+        except Exception:  # noqa: BLE001, S110 - best effort, from a signal handler
+            pass
+
+    stop.before_second(record_hard_stop)
+    try:
+        _drive(prepared, engine, writer, stop)
+        writer.flush()
+        done = engine.totals.cases_done
+        if stop.reason is None and done < len(prepared.cases):
+            # Never decide on cases that did not run, whatever ended the engine early.
+            stop.internal(
+                f"only {done} of {len(prepared.cases)} cases finished"
+                " (the run was cancelled from inside)"
+            )
+        notice = engine.totals.failure_notice(limits.failure_threshold)
+        if stop.reason is None:
+            emit(RunPhaseChanged(run_id, phase="ANALYZING"))
+            decisions, by_metric = decide_stored(conn, run_id, prepared.policy)
+            gate_label, code = gate(decisions)
+            decision_json = [d.to_json() for d in decisions]
+            failed = finish(RunStatus.DECIDED, code, gate_label, decision_json, None)
+            if failed is None:
+                return RunResult(run_id, RunStatus.DECIDED, Completeness.COMPLETE, code,
+                                 gate_label, decisions, list(by_metric.values()),
+                                 engine.totals, notice=notice)
+            stop.internal(failed)
+        reason = stop.reason or "stopped"
+        summaries = _partial_summaries(conn, run_id, prepared)
+        failed = finish(RunStatus.RUN_ERROR, ExitCode.INCOMPLETE, GateAction.BLOCK, [], reason)
+        if failed is not None and failed != reason:
+            reason = f"{reason}; {failed}"
+        return RunResult(run_id, RunStatus.RUN_ERROR, Completeness.PARTIAL,
+                         ExitCode.INCOMPLETE, GateAction.BLOCK, [], summaries,
+                         engine.totals, reason, notice)
+    except BaseException as exc:
+        if not finished:
+            # Never leave a RUNNING row behind, whatever happened.
+            try:
+                writer.finish_run(
+                    status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
+                    exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK,
+                    cache=engine.totals.cache_json(), decisions=[],
+                    stop_reason=f"the run failed: {describe_exception(exc)}",
+                )
+            except BaseException:  # noqa: BLE001, S110 - the original error matters more
+                pass
+        raise
+    finally:
+        conn.close()
+        _close_guards(prepared)
+
+
+def _close_guards(prepared: Prepared) -> None:
+    """End the regex child processes of the run's evaluators (runner/build.py)."""
+    for evaluator in prepared.inline:
+        pattern = getattr(evaluator, "pattern", None)
+        if isinstance(pattern, GuardedPattern):
+            pattern.close()
+
+
+def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRequest) -> None:
+    """Run the engine on a fresh loop until it ends or the run is stopped."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        writer.bind(loop.call_soon)
+        task = asyncio.current_task()
+        assert task is not None
+        stop.attach(task)
+        for judge in prepared.judges:
+            judge.bind_limits(prepared.project.config.concurrency.judge, prepared.retry)
+            await judge.start()
+        try:
+            await engine.run()
+        finally:
+            for judge in prepared.judges:
+                await judge.aclose()
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        if stop.reason is None:
+            stop.internal("the run was cancelled from inside (not by a signal)")
+    except KeyboardInterrupt:
+        stop("interrupted (Ctrl-C)")
+    except sqlite3.Error as exc:
+        # A cache read that failed (an I/O error, a vanished file): a store fault.
+        stop.internal(f"the store could not be read ({exc})")
+    except Exception:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit... from code that is not ours
+        stop.internal(f"stopped by {describe_exception(exc)} raised during the run")
+
+
+def _partial_summaries(
+    conn: sqlite3.Connection, run_id: str, prepared: Prepared
+) -> list[MetricSummary]:
+    """The metrics of what finished, for the report of a stopped run (best effort)."""
+    try:
+        return list(decide_run(load_evidence(conn, get_run(conn, run_id)), prepared.policy)[1]
+                    .values())
+    except (sqlite3.Error, OloproofError):
+        return []

@@ -1,0 +1,274 @@
+"""One HTTP attempt, shared by HTTP systems and judge providers (SPEC §3).
+
+:func:`send_attempt` sends one request and classifies how it failed:
+
+- 429 and 5xx: :class:`RetryableFailure`, honouring ``Retry-After``;
+- a timeout: :class:`RetryableFailure` with ``kind="TIMEOUT"``;
+- a refused, reset or dropped connection: :class:`RetryableFailure`;
+- 401, 403 and 404: :class:`PermanentFailure` with ``stops_run`` (every later
+  call would get the same answer, so the engine stops the run early);
+- any other status outside 2xx: :class:`PermanentFailure`.
+
+Bodies are read as a stream and never beyond ``max_bytes`` *decoded* bytes
+(after gzip/deflate/brotli), so neither a huge body nor a compression bomb can
+exhaust memory: past the limit the attempt fails, permanently. JSON bodies are
+parsed by :func:`oloproof._json.loads_strict` (nesting depth, no NaN, no
+overflowing numbers, no duplicate keys).
+
+This is also the one copy of secret masking (:func:`mask`,
+:func:`mask_value`, :func:`body_excerpt`): a value read from the environment
+for a header never appears in an error, a stored output or a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from oloproof._json import DEFAULT_MAX_JSON_DEPTH, JsonLimitError, loads_strict
+from oloproof.errors import ConfigError
+from oloproof.transport.retry import (
+    AttemptFailure,
+    PermanentFailure,
+    RetryableFailure,
+    parse_retry_after,
+)
+
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "MASK",
+    "HttpReply",
+    "body_excerpt",
+    "mask",
+    "mask_value",
+    "parse_json_response",
+    "resolve_header_templates",
+    "send_attempt",
+]
+
+DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
+EXCERPT_CHARS = 200
+# Bytes of an error body kept for its excerpt: the excerpt shows 200 characters.
+_ERROR_BODY_BYTES = 64 * 1024
+MASK = "***"
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_MISSING: Any = object()
+STOPS_RUN_STATUSES = frozenset({401, 403, 404})
+
+
+@dataclass(frozen=True, slots=True)
+class HttpReply:
+    """A response read in full (within the limit): status, headers, decoded body."""
+
+    status_code: int
+    headers: httpx.Headers
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        # JSON is UTF-8 (RFC 8259); a body that is not is shown, not trusted.
+        return self.content.decode("utf-8", errors="replace")
+
+
+def mask(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret replaced by ``***`` (longest secrets first)."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def mask_value(value: Any, secrets: Iterable[str]) -> Any:
+    """``value`` with every secret masked in its strings (keys included)."""
+    secrets = tuple(secrets)
+    if isinstance(value, str):
+        return mask(value, secrets)
+    if isinstance(value, list):
+        return [mask_value(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {mask(str(k), secrets): mask_value(v, secrets) for k, v in value.items()}
+    return value
+
+
+def body_excerpt(text: str, secrets: Iterable[str] = (), limit: int = EXCERPT_CHARS) -> str:
+    """The start of a response body, on one line, with secrets masked.
+
+    Masking happens before cutting, so a secret straddling the cut cannot leak
+    half of itself.
+    """
+    masked = mask(text, secrets)
+    flat = " ".join(masked.split())
+    if not flat:
+        return "(empty body)"
+    if len(flat) > limit:
+        return flat[:limit] + "…"
+    return flat
+
+
+def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> AttemptFailure:
+    status = reply.status_code
+    message = f"{what}: HTTP {status}: {body_excerpt(reply.text, secrets)}"
+    if status == 429 or 500 <= status <= 599:
+        retry_after = parse_retry_after(reply.headers.get("retry-after"))
+        return RetryableFailure(message, retry_after_s=retry_after)
+    return PermanentFailure(message, stops_run=status in STOPS_RUN_STATUSES)
+
+
+def _transport_failure(
+    exc: Exception, timeout_s: float, what: str, secrets: Iterable[str]
+) -> AttemptFailure:
+    if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
+        return RetryableFailure(f"{what}: timed out after {timeout_s:g}s", kind="TIMEOUT")
+    if isinstance(exc, httpx.LocalProtocolError):
+        # h11 quotes the offending header line here: say nothing of it.
+        return PermanentFailure(f"{what}: the request could not be sent (an invalid header?)")
+    # httpx messages name the host and the failure, not the request headers;
+    # masked all the same.
+    reason = mask(str(exc).strip(), secrets) or type(exc).__name__
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return PermanentFailure(f"{what}: {type(exc).__name__}: {reason}")
+    if isinstance(exc, httpx.ConnectError):
+        return RetryableFailure(f"{what}: could not connect: {reason}")
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return RetryableFailure(f"{what}: connection dropped: {reason}")
+    if isinstance(exc, httpx.DecodingError):
+        return PermanentFailure(f"{what}: the body could not be decoded: {reason}")
+    if isinstance(exc, httpx.TransportError):
+        # ReadError, WriteError, NetworkError, ProxyError...: the connection
+        # broke under us; another attempt on a fresh one may succeed.
+        return RetryableFailure(f"{what}: connection error ({type(exc).__name__}): {reason}")
+    return PermanentFailure(f"{what}: {type(exc).__name__}: {reason}")
+
+
+async def _read_limited(response: httpx.Response, limit: int, what: str) -> bytes:
+    """The decoded body, or a :class:`PermanentFailure` once it passes ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    # aiter_bytes yields decoded (decompressed) bytes chunk by chunk: the count
+    # is of what would be held in memory, not of what crossed the wire.
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise PermanentFailure(
+                f"{what}: HTTP {response.status_code}: the response passed the limit of"
+                f" {limit} bytes (limits.max_response_bytes); reading stopped"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def send_attempt(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str | httpx.URL,
+    *,
+    what: str,
+    timeout_s: float,
+    headers: Mapping[str, str] | None = None,
+    json_body: Any = _MISSING,
+    secrets: Iterable[str] = (),
+    max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+) -> HttpReply:
+    """Send one request and return its 2xx reply, or raise a classified failure.
+
+    ``what`` names the other side in messages (``"system support-bot"``,
+    ``"anthropic judge"``). ``timeout_s`` bounds the whole attempt, body
+    included, not only each network read, so a server that trickles bytes
+    still times out. The body is never read past ``max_bytes`` decoded bytes.
+    """
+    secrets = tuple(secrets)
+    kwargs: dict[str, Any] = {"headers": headers, "timeout": timeout_s}
+    if json_body is not _MISSING:
+        kwargs["json"] = json_body
+    try:
+        async with asyncio.timeout(timeout_s):
+            async with client.stream(method, url, **kwargs) as response:
+                if 200 <= response.status_code <= 299:
+                    content = await _read_limited(response, max_bytes, what)
+                else:
+                    content = await _read_error_body(response)
+                reply = HttpReply(response.status_code, response.headers, content)
+    except (httpx.HTTPError, TimeoutError) as exc:
+        raise _transport_failure(exc, timeout_s, what, secrets) from None
+    if not 200 <= reply.status_code <= 299:
+        raise _status_failure(reply, secrets, what)
+    return reply
+
+
+async def _read_error_body(response: httpx.Response) -> bytes:
+    """Enough of an error body for its excerpt; the rest is not read."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= _ERROR_BODY_BYTES:
+            break
+    return b"".join(chunks)[:_ERROR_BODY_BYTES]
+
+
+def parse_json_response(
+    reply: HttpReply, secrets: Iterable[str], what: str,
+    *, max_depth: int = DEFAULT_MAX_JSON_DEPTH,
+) -> Any:
+    """The JSON body of a 2xx reply, or a :class:`PermanentFailure` quoting it."""
+    try:
+        return loads_strict(reply.content, max_depth=max_depth)
+    except JsonLimitError as exc:
+        raise PermanentFailure(
+            f"{what}: HTTP {reply.status_code}: response JSON refused ({exc}): "
+            f"{body_excerpt(reply.text, secrets)}"
+        ) from None
+    except ValueError:
+        raise PermanentFailure(
+            f"{what}: HTTP {reply.status_code}: response is not JSON: "
+            f"{body_excerpt(reply.text, secrets)}"
+        ) from None
+
+
+def resolve_header_templates(
+    templates: Mapping[str, str], environ: Mapping[str, str], field_prefix: str
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Fill ``${NAME}`` in header values from ``environ``.
+
+    Returns the resolved headers and the values read from the environment (the
+    secrets to mask). A variable that is not set raises :class:`ConfigError`
+    naming ``<field_prefix>.<Header>`` and the variable.
+    """
+    resolved: dict[str, str] = {}
+    secrets: list[str] = []
+    for header, template in templates.items():
+        if not isinstance(template, str):
+            raise ConfigError(
+                f"a header value must be a string, not {type(template).__name__}",
+                field=f"{field_prefix}.{header}",
+            )
+
+        def fill(match: re.Match[str], header: str = header) -> str:
+            name = match.group(1)
+            value = environ.get(name)
+            if value is None:
+                raise ConfigError(
+                    f"environment variable {name} is not set",
+                    field=f"{field_prefix}.{header}",
+                    accepted=f"set {name} in the environment before the run",
+                )
+            if value:
+                secrets.append(value)
+            return value
+
+        value = _VARIABLE.sub(fill, template)
+        if not value.isascii() or any(ch in value for ch in "\r\n\0"):
+            names = ", ".join(_VARIABLE.findall(template)) or "the template"
+            raise ConfigError(
+                f"the header value (from {names}) must be ASCII on one line",
+                field=f"{field_prefix}.{header}",
+            )
+        resolved[header] = value
+    # Longest first, so masking a secret never leaves the tail of a longer one.
+    return resolved, tuple(sorted(set(secrets), key=len, reverse=True))

@@ -1,0 +1,91 @@
+"""Helpers of the run-path trust tests: a project on disk, the CLI, the stored state."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Result, run_cli
+
+RELEASE = """\
+version: 1
+rules:
+  - id: label-floor
+    metric: exact_label
+    min: 0.5
+"""
+
+
+def project(
+    root: Path,
+    app: str,
+    *,
+    cases: list[dict[str, Any]] | None = None,
+    n: int = 6,
+    evaluators: str | None = None,
+    system: str = "  callable: app:answer\n",
+    extra: str = "",
+    release: str = RELEASE,
+    files: dict[str, str] | None = None,
+    concurrency: int = 2,
+) -> Path:
+    """A real project: app.py, oloproof.yaml, release.yaml, data/cases.jsonl."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "app.py").write_text(textwrap.dedent(app))
+    (root / "data").mkdir(exist_ok=True)
+    if cases is None:
+        cases = [{"id": f"q{i}", "input": {"n": i}, "expected": {"label": "ok"}} for i in range(n)]
+    (root / "data" / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    if evaluators is None:
+        evaluators = "  - type: exact_match\n    criterion: exact_label\n    field: label\n"
+    (root / "oloproof.yaml").write_text(
+        "version: 1\nproject: trust\ndataset: data/cases.jsonl\n"
+        f"system:\n  name: sys\n  version: \"1\"\n{system}"
+        f"concurrency:\n  system: {concurrency}\n  judge: 2\n"
+        f"{extra}evaluators:\n{evaluators}"
+    )
+    (root / "release.yaml").write_text(release)
+    for name, content in (files or {}).items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(content))
+    return root
+
+
+def cli(root: Path, *args: str, timeout: float = 90) -> Result:
+    return run_cli(*args, cwd=root, timeout=timeout)
+
+
+def runs(root: Path) -> list[dict[str, Any]]:
+    result = cli(root, "runs", "--json")
+    assert result.code == 0, result.text
+    data = json.loads(result.out)
+    assert isinstance(data, list)
+    return data
+
+
+def inspect(root: Path, run: str = "latest") -> dict[str, Any]:
+    result = cli(root, "inspect", run, "--json")
+    assert result.code in (0, 5), result.text
+    data = json.loads(result.out)
+    assert isinstance(data, dict)
+    return data
+
+
+def cases_by_id(root: Path, run: str = "latest") -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in inspect(root, run)["cases"]}
+
+
+def integrity_ok(root: Path) -> bool:
+    conn = sqlite3.connect(str(root / ".oloproof" / "store.sqlite"))
+    try:
+        return bool(conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok")
+    finally:
+        conn.close()
+
+
+def no_traceback(result: Result) -> None:
+    assert "Traceback" not in result.text, result.text

@@ -1,0 +1,93 @@
+"""Issue 10, classes 5 and 10: text that is not valid UTF-8 never crashes a run or blocks
+a commit; in --json mode nothing but events reaches standard output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.trust._support import cases_by_id, cli, integrity_ok, no_traceback, project, runs
+
+SURROGATES = """
+    from oloproof import Verdict
+
+
+    def answer(inp):
+        n = inp["n"]
+        if n == 1:
+            return {"label": "ok\\ud800"}  # a lone surrogate in an output
+        if n == 2:
+            raise ValueError("bad \\udcff text")  # ... in an error message
+        return {"label": "ok", "note": "fine"}
+
+
+    def check(output, case):
+        if case.input["n"] == 3:
+            return Verdict(passed=True, reason="reason \\ud834 with a half pair")
+        return True
+"""
+
+
+def test_lone_surrogates_never_crash_or_block_commits(tmp_path: Path) -> None:
+    evaluators = (
+        "  - type: exact_match\n    criterion: exact_label\n    field: label\n"
+        "  - type: custom\n    criterion: custom_ok\n    function: app:check\n"
+    )
+    root = project(tmp_path / "p", SURROGATES, n=6, evaluators=evaluators)
+    result = cli(root, "run", "--json")
+    no_traceback(result)
+    assert result.code == 3, result.text  # 4 of 6 pass the label: too few for the floor
+    events = [json.loads(line) for line in result.out.splitlines()]
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "DECIDED"
+    [run] = runs(root)
+    assert (run["status"], run["exit_code"]) == ("DECIDED", 3)
+    cases = cases_by_id(root)
+    assert len(cases) == 6  # the bad rows did not block the others
+    assert cases["q1"]["output"]["label"] == "ok\ufffd"
+    assert cases["q1"]["judgments"]["exact_label"]["passed"] is False
+    assert cases["q2"]["status"] == "ERROR" and "bad \ufffd text" in cases["q2"]["error"]
+    assert cases["q3"]["judgments"]["custom_ok"]["reason"] == "reason \ufffd with a half pair"
+    assert all(cases[c]["status"] == "OK" for c in ("q0", "q3", "q4", "q5"))
+    assert integrity_ok(root)
+    # A second run reads the cache back: still whole.
+    again = cli(root, "run")
+    assert again.code == 3, again.text
+
+
+NOISY = """
+    import logging
+    import os
+    import subprocess
+    import sys
+
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO)
+    print("printed at import")
+
+
+    def answer(inp):
+        print("print from the system", inp["n"])
+        logging.getLogger("app").info("logged from the system %s", inp["n"])
+        subprocess.run([sys.executable, "-c", "print('from a subprocess')"], check=True)
+        os.write(1, b"raw write to fd 1\\n")
+        sys.stdout.flush()
+        return {"label": "ok"}
+"""
+
+
+def test_json_mode_keeps_every_other_write_off_standard_output(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", NOISY, n=4)
+    result = cli(root, "run", "--json")
+    no_traceback(result)
+    assert result.code == 3, result.text
+    lines = result.out.splitlines()
+    events = [json.loads(line) for line in lines]  # every line is an event
+    assert all("type" in e and "run_id" in e for e in events)
+    assert events[-1]["type"] == "run_finished"
+    assert sum(e["type"] == "case_executed" for e in events) == 4
+    for noise in ("printed at import", "print from the system", "logged from the system",
+                  "from a subprocess", "raw write to fd 1"):
+        assert noise not in result.out
+        assert noise in result.err, noise
+    [run] = runs(root)
+    assert run["status"] == "DECIDED" and run["exit_code"] == 3
+    assert len(cases_by_id(root)) == 4
