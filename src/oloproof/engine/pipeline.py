@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oloproof.engine.retry import AttemptFailure, RetryPolicy, call_with_retries
-from oloproof.evaluators.base import CaseView, InlineEvaluator, JudgeEvaluator, Outcome
+from oloproof.evaluators.base import (
+    CaseView,
+    InlineEvaluator,
+    JudgeEvaluator,
+    Outcome,
+    enforce_range,
+)
 from oloproof.events import (
     CaseExecuted,
     CaseJudged,
@@ -221,6 +227,7 @@ class Engine:
             outcome = self._cached_judgment(jkey)
             if outcome is None:
                 outcome = evaluator.evaluate(view, output)
+            outcome = enforce_range(outcome, evaluator.value_range)
             self._judged(state, evaluator.criterion, outcome, jkey, outcome.from_cache)
         if not self.judges:
             self._finish_case(state.outcomes)
@@ -292,6 +299,7 @@ class Engine:
             outcome = self._cached_judgment(jkey)
             if outcome is None:
                 outcome = await judge.evaluate(state.view, state.output)
+            outcome = enforce_range(outcome, judge.value_range)
             self._judged(state, judge.criterion, outcome, jkey, outcome.from_cache)
             state.pending -= 1
             if state.pending == 0:
