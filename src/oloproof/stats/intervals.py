@@ -31,8 +31,8 @@ __all__ = [
     "student_t_mean",
     "student_t_mean_bounded",
     "t_ppf",
-    "worst_case_t_bounds",
     "wilson",
+    "worst_case_t_bounds",
 ]
 
 CLOPPER_PEARSON = "Clopper-Pearson exact, 1934"

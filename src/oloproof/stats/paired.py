@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
-from oloproof.stats._special import norm_ppf
 from oloproof.stats.intervals import Interval, _check_level, _wilson_bounds, student_t_mean
 
 __all__ = [
@@ -110,7 +110,7 @@ def paired_proportion_difference(
     n = sum(counts)
     if n == 0:
         return PairedDifference(estimate=None, interval=None, n=0, method=NEWCOMBE_PAIRED)
-    z = -norm_ppf(0.5 * alpha)
+    z = NormalDist().inv_cdf(1.0 - 0.5 * alpha)
     lower, upper = _newcombe_bounds(both_pass, cand_only, base_only, both_fail, z)
     return PairedDifference(
         estimate=(cand_only - base_only) / n,
