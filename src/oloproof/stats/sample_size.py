@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Literal
 
 from oloproof.enums import RuleState
@@ -34,6 +33,16 @@ from oloproof.stats.intervals import (
     worst_case_t_bounds,
 )
 from oloproof.stats.paired import NEWCOMBE_PAIRED, _newcombe_bounds
+
+
+def _z_quantile(p: float) -> float:
+    """The exact standard normal quantile. ``statistics`` is imported here, not at the top:
+    it costs more start-up than a cached rerun of a small suite takes, and only deciding a
+    comparison or sizing a rule needs it."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(p)
+
 
 __all__ = [
     "Judge",
@@ -290,7 +299,7 @@ def _observed_size(
         return SizeResult("not_computable", method=method, reason="threshold outside (0, 1)")
 
     half_alpha = 0.5 * alpha
-    z = NormalDist().inv_cdf(1.0 - half_alpha)
+    z = _z_quantile(1.0 - half_alpha)
     t = threshold
     first = _binary_safe_start(k / n, t, z, n + 1, limit)
     if first > limit:
@@ -653,7 +662,7 @@ def paired_binary_rule_size(
     n = sum(cells)
     if n == 0:
         return SizeResult("not_computable", method=method, reason="no pair was observed")
-    z = NormalDist().inv_cdf(1.0 - 0.5 * alpha)
+    z = _z_quantile(1.0 - 0.5 * alpha)
 
     def state_at(total: int) -> RuleState | None:
         scaled = cells if total == n else apportion(cells, total)
