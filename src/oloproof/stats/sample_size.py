@@ -697,3 +697,172 @@ def paired_binary_rule_size(
         size += 1
         block = 2
     return SizeResult("beyond_limit", method=method, reason=f"more than {limit} cases")
+
+
+# ---------------------------------------------------------------------------- assurance
+
+
+@dataclass(frozen=True)
+class AssuranceResult:
+    """The smallest total that decides a rule with a given probability.
+
+    ``status`` is ``sized`` (``total`` cases in all, ``more`` beyond those run, decide the rule
+    with probability ``probability`` >= the target), ``beyond_limit`` or ``not_computable``.
+    """
+
+    status: SizeStatus
+    target: float
+    total: int | None = None
+    more: int | None = None
+    probability: float | None = None
+    method: str = ""
+    reason: str = ""
+
+
+def binary_decision_probability(
+    total: int,
+    rate: float,
+    threshold: float,
+    judge: Judge,
+    level: float = 0.95,
+    *,
+    missing: int = 0,
+) -> float:
+    """P(the rule is decided) when ``total`` cases are run, ``missing`` of them stay missing
+    and each observed one passes with probability ``rate``, independently.
+
+    Exact: X ~ Binomial(total - missing, rate) passes, and the sum of P(X = x) over every x
+    whose interval (Clopper–Pearson bounded for the missing cases, the policy's) the
+    ``judge`` (a min/max rule at ``threshold``) decides. The decided x form {x <= a} and
+    {x >= b}, because both bounds grow with x, so the sum is two binomial tails.
+    """
+    seen = total - missing
+    if seen < 0:
+        raise ValueError("total must be at least missing")
+    a, b = _decided_cuts(seen, missing, threshold, judge, level, None)
+    return _tails_probability(seen, rate, a, b)
+
+
+def _tails_probability(seen: int, rate: float, a: int, b: int) -> float:
+    if rate <= 0.0:
+        return 1.0 if a >= 0 or b <= 0 else 0.0
+    if rate >= 1.0:
+        return 1.0 if b <= seen or a >= seen else 0.0
+    low = binom_tails(a, seen, rate)[0] if a >= 0 else 0.0
+    high = binom_tails(b - 1, seen, rate)[1] if b <= seen else 0.0
+    return min(1.0, low + high)
+
+
+def _decided_cuts(
+    seen: int,
+    missing: int,
+    threshold: float,
+    judge: Judge,
+    level: float,
+    start: tuple[int, int] | None,
+) -> tuple[int, int]:
+    """(a, b): the largest x deciding from below and the smallest deciding from above
+    (-1 and seen + 1 when there is none), walking from ``start`` when given."""
+    alpha = _check_level(level)
+    total = seen + missing
+    screen = 0.5 * alpha * (1.0 + 1e-6) + 1e-300
+    t = threshold
+
+    clear = 0.5 * alpha * (1.0 - 1e-6)
+
+    def decided(x: int) -> bool:
+        # Clopper-Pearson's bounds are where a binomial tail equals alpha/2, so comparing
+        # the tails at t with alpha/2 compares the bounds with t; only a tail within a hair
+        # of alpha/2 is settled by computing the interval itself.
+        if 0.0 < t < 1.0:
+            lower_tail = binom_tails(x - 1, total, t)[1] if x > 0 else 1.0  # P(Y >= x)
+            upper_tail = binom_tails(x + missing, total, t)[0]  # P(Y <= x + missing)
+            if lower_tail > screen and upper_tail > screen:
+                return False  # the interval holds t strictly inside: no min/max decides
+            if lower_tail < clear or upper_tail < clear:
+                return True  # a bound is strictly beyond t: both min and max decide
+        interval = clopper_pearson_bounded(x, seen, missing, level)
+        return judge(interval.lower, interval.upper) is not None
+
+    middle = min(max(round(t * seen), 0), seen)
+    if decided(middle):
+        # Rare (t at 0 or 1, or tiny sizes): look at every x.
+        flags = [decided(x) for x in range(seen + 1)]
+        a = max((x for x in range(seen + 1) if flags[x] and x <= middle), default=-1)
+        b = min((x for x in range(seen + 1) if flags[x] and x > middle), default=seen + 1)
+        if all(flags):
+            return seen, seen + 1
+        return a, b
+    if start is None:
+        lo, hi = middle, seen + 1  # decided(lo) false; smallest decided in (lo, hi]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if decided(mid):
+                hi = mid
+            else:
+                lo = mid
+        b = hi
+        lo, hi = -1, middle  # largest decided in [lo, hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if decided(mid):
+                lo = mid
+            else:
+                hi = mid
+        a = lo
+        return a, b
+    a, b = start
+    b = min(max(b, middle + 1), seen + 1)
+    while b - 1 > middle and decided(b - 1):
+        b -= 1
+    while b <= seen and not decided(b):
+        b += 1
+    a = max(min(a, middle - 1), -1)
+    while a + 1 < middle and decided(a + 1):
+        a += 1
+    while a >= 0 and not decided(a):
+        a -= 1
+    return a, b
+
+
+def binary_assurance_size(
+    k: int,
+    n: int,
+    threshold: float,
+    judge: Judge,
+    target: float,
+    level: float = 0.95,
+    *,
+    missing: int = 0,
+    limit: int = 200_000,
+) -> AssuranceResult:
+    """The smallest total N > n + missing that decides a BINARY run rule with probability
+    >= ``target`` if the true pass rate equals the observed k/n (and the ``missing`` cases
+    stay missing), by :func:`binary_decision_probability` at each N in turn (exact, no
+    simulation). The decision probability is not monotone in N, so every N is tried from
+    the smallest up; ``limit`` caps the search.
+    """
+    if not 0.0 < target < 1.0:
+        raise ValueError(f"the assurance must lie strictly between 0 and 1, got {target!r}")
+    method = (
+        f"exact binomial sum over the outcomes, {CLOPPER_PEARSON} at {level:g},"
+        " true rate = observed rate"
+    )
+    if n == 0:
+        return AssuranceResult("not_computable", target, method=method,
+                               reason="no case was observed")
+    rate = k / n
+    cuts: tuple[int, int] | None = None
+    total = n + missing + 1
+    while total <= limit:
+        seen = total - missing
+        cuts = _decided_cuts(seen, missing, threshold, judge, level, cuts)
+        probability = _tails_probability(seen, rate, *cuts)
+        if probability >= target:
+            return AssuranceResult(
+                "sized", target, total=total, more=total - n - missing,
+                probability=probability, method=method,
+            )
+        total += 1
+    return AssuranceResult("beyond_limit", target, method=method,
+                           reason=f"more than {limit} cases")
