@@ -62,8 +62,16 @@ def _plain(d: Decimal, min_decimals: int = 0) -> str:
 
 
 def level_text(level: float) -> str:
-    """A confidence level as written: 0.95 is ``95%``, 0.975 ``97.5%``, 0.999 ``99.9%``."""
-    return f"{_plain(as_decimal(level) * _HUNDRED)}%"
+    """A confidence level as written: 0.95 is ``95%``, 0.975 ``97.5%``, 0.999 ``99.9%``.
+
+    A level computed rather than written (a multiplicity adjustment: 1 - 0.05/3) has more
+    digits than anyone reads; it is shown to three decimals of a percent, rounded down, so
+    the level printed is never more than the one used (``98.333%``).
+    """
+    exact = as_decimal(level) * _HUNDRED
+    if -exact.normalize().as_tuple().exponent <= 4:  # type: ignore[operator]
+        return f"{_plain(exact)}%"
+    return f"{_plain(_round(exact, -3, ROUND_FLOOR))}%"
 
 
 def percent_text(x: float, *, signed: bool = False) -> str:
