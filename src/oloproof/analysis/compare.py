@@ -31,6 +31,7 @@ from oloproof.policy.decide import Decision, gate
 from oloproof.project import load_compare_policy
 from oloproof.project.loader import default_compare_policy
 from oloproof.project.models import ComparePolicy
+from oloproof.project.models import MetricKind as KindName
 from oloproof.store.comparisons import new_comparison_id, write_comparison
 from oloproof.store.reader import CaseRow, RunRecord, get_run, load_cases
 
@@ -40,6 +41,7 @@ __all__ = [
     "build_comparison",
     "compare_runs",
     "comparison_document",
+    "kind_names",
     "resolve_compare_policy",
     "run_ref",
     "shared_metrics",
@@ -191,14 +193,18 @@ def build_comparison(
     return Comparison(candidate, baseline, cand_cases, base_cases, pairing, paired, warnings)
 
 
+def kind_names(metrics: dict[str, str]) -> dict[str, KindName]:
+    """The metric kinds in the form the project loaders take."""
+    return {
+        k: ("BINARY" if v == MetricKind.BINARY else "MEAN") for k, v in metrics.items()
+    }
+
+
 def resolve_compare_policy(
     config: str | Path, project_dir: Path, policy_arg: str | None, metrics: dict[str, str]
 ) -> tuple[ComparePolicy, str | None, str | None]:
     """The policy, its path, and (when there is none) why there are no rules."""
-    kinds: dict[str, MetricKind] = {
-        k: (MetricKind.BINARY if v == MetricKind.BINARY else MetricKind.MEAN)
-        for k, v in metrics.items()
-    }
+    kinds = kind_names(metrics)
     if policy_arg is not None:
         return load_compare_policy(policy_arg, kinds), policy_arg, None
     default = project_dir / "compare.yaml"

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from oloproof.analysis.compare import build_comparison, shared_metrics
+from oloproof.analysis.compare import build_comparison, kind_names, shared_metrics
 from oloproof.analysis.stored import StoredEvidenceError, decide_stored, stored_policy
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
 from oloproof.errors import OloproofError
@@ -627,9 +627,7 @@ def plan_stored_run(
 ) -> RunPlan:
     """Plan a stored run under ``policy_path`` or the policy stored with it."""
     run = get_run(conn, ref)
-    metrics: dict[str, MetricKind] = {
-        m["criterion"]: MetricKind(m["kind"]) for m in run.metrics
-    }
+    metrics = kind_names({m["criterion"]: m["kind"] for m in run.metrics})
     if policy_path:
         policy = load_release_policy(policy_path, metrics)
         note = None
@@ -670,7 +668,7 @@ def plan_stored_comparison(
     candidate = get_run(conn, record.candidate_run)
     baseline = get_run(conn, record.baseline_run)
     shared, _ = shared_metrics(candidate, baseline)
-    kinds: dict[str, MetricKind] = {k: MetricKind(v) for k, v in shared.items()}
+    kinds = kind_names(shared)
     if policy_path:
         policy = load_compare_policy(policy_path, kinds)
         note = None
