@@ -845,8 +845,7 @@ def binary_assurance_size(
     if not 0.0 < target < 1.0:
         raise ValueError(f"the assurance must lie strictly between 0 and 1, got {target!r}")
     method = (
-        f"exact binomial sum over the outcomes, {CLOPPER_PEARSON} at {level:g},"
-        " true rate = observed rate"
+        f"exact binomial sum over the outcomes, {CLOPPER_PEARSON} at {level:g}"
     )
     if n == 0:
         return AssuranceResult("not_computable", target, method=method,
