@@ -99,7 +99,7 @@ class PairedMetric:
         """The candidate's pass rate (BINARY) or mean (MEAN) over the pairs."""
         if not self.pairs:
             return None
-        if self.kind == "BINARY":
+        if self.kind == MetricKind.BINARY:
             assert self.both_pass is not None and self.cand_only is not None
             return (self.both_pass + self.cand_only) / self.pairs
         return math.fsum(self.cand_scores) / self.pairs
@@ -108,7 +108,7 @@ class PairedMetric:
     def baseline_value(self) -> float | None:
         if not self.pairs:
             return None
-        if self.kind == "BINARY":
+        if self.kind == MetricKind.BINARY:
             assert self.both_pass is not None and self.base_only is not None
             return (self.both_pass + self.base_only) / self.pairs
         return math.fsum(self.base_scores) / self.pairs
@@ -128,7 +128,7 @@ class PairedMetric:
             "dropped_missing": self.dropped_missing,
             "dropped_excluded": self.dropped_excluded,
         }
-        if self.kind == "BINARY":
+        if self.kind == MetricKind.BINARY:
             data.update(
                 both_pass=self.both_pass,
                 both_fail=self.both_fail,
@@ -204,7 +204,7 @@ def pair_metric(
         if co.status != OBSERVED or bo.status != OBSERVED:
             dropped_missing += 1
             continue
-        if kind == "BINARY":
+        if kind == MetricKind.BINARY:
             if co.passed and bo.passed:
                 a += 1
             elif co.passed:
@@ -217,7 +217,7 @@ def pair_metric(
             assert co.score is not None and bo.score is not None
             cand_scores.append(co.score)
             base_scores.append(bo.score)
-    if kind == "BINARY":
+    if kind == MetricKind.BINARY:
         diff = paired_proportion_difference(a, b, c, d, level)
         pm = PairedMetric(
             metric, kind, a + b + c + d, dropped_missing, dropped_excluded, diff.method, level,
