@@ -23,6 +23,7 @@ from oloproof.policy.format import (
 )
 from oloproof.policy.rules import Direction, decide_threshold
 from oloproof.project.models import (
+    ComparePolicy,
     IntervalRule,
     ObservedCountRule,
     ReleasePolicy,
@@ -296,7 +297,7 @@ def _decide_one(
     return decide_interval_rule(rule, summaries[rule.metric], level)
 
 
-def action_for(state: str, policy: Any) -> GateAction:
+def action_for(state: str, policy: ReleasePolicy | ComparePolicy) -> GateAction:
     """What a state does to the release under a policy's ``block_on`` and ``warn_on``."""
     if state in policy.block_on:
         return GateAction.BLOCK
