@@ -393,6 +393,9 @@ def _first_true_monotone(decides: Callable[[int], bool], low: int, limit: int) -
     return hi
 
 
+_SCAN_FIRST = 2000
+
+
 def _t_size(
     centre: float,
     sd: float | None,
@@ -455,9 +458,20 @@ def _t_size(
             reason="the observed mean equals the bar, so no number of cases decides it",
         )
     # With mean and spread fixed, the t half-width shrinks as N grows, and the worst case over
-    # the missing values moves towards the observed mean, so once a size decides, every
-    # larger one does: a doubling search then a bisection finds the first.
-    found = _first_true_monotone(lambda size: state_at(size) is not None, total_now + 1, limit)
+    # the missing values moves towards the observed mean, so past the first few sizes, once a
+    # size decides, every larger one does: a doubling search then a bisection finds the
+    # first. At the smallest sizes the worst case can move the other way (a numerical check
+    # found it at 6 observed of a lopsided sample), so those are each tried in turn.
+    found: int | None = None
+    scan_end = min(total_now + _SCAN_FIRST, limit)
+    for size in range(total_now + 1, scan_end + 1):
+        if state_at(size) is not None:
+            found = size
+            break
+    if found is None and scan_end < limit:
+        found = _first_true_monotone(
+            lambda size: state_at(size) is not None, scan_end + 1, limit
+        )
     if found is None:
         return SizeResult(
             "beyond_limit", approximate=True, method=method, reason=f"more than {limit} cases"
