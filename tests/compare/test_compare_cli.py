@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import Result, run_cli, write_project
 
 from oloproof.policy.compare import fmt_difference_interval
+from oloproof.policy.rules import comparison_judge
 from oloproof.stats.paired import paired_mean_difference, paired_proportion_difference
 from oloproof.stats.sample_size import paired_binary_rule_size, paired_mean_rule_size
 
@@ -124,7 +125,9 @@ def test_plan_a_comparison(example: tuple[Path, str, str]) -> None:
     cmp_id = CMP_ID.search(run_cli("compare", cand, base, cwd=project).out).group(1)  # type: ignore[union-attr]
     plan = run_cli("plan", cmp_id, cwd=project)
     assert plan.code == 0, plan.text
-    size = paired_binary_rule_size(13, 4, 0, 1, "superiority", 0.0, 0.95)
+    size = paired_binary_rule_size(
+        13, 4, 0, 1, comparison_judge("superiority", 0.0), False, 0.95
+    )
     assert size.status == "sized" and size.total is not None and size.more is not None
     lines = plan.out.splitlines()
     assert lines[0] == f"Comparison {cmp_id}"
@@ -295,7 +298,9 @@ def test_different_suites_missing_excluded_and_mean_metrics(tmp_path: Path) -> N
     cmp_id = CMP_ID.search(run_cli("compare", cand, base, cwd=project).out).group(1)  # type: ignore[union-attr]
     plan = run_cli("plan", cmp_id, cwd=project)
     assert plan.code == 0, plan.text
-    size = paired_mean_rule_size(pt.estimate, pt.sd, 16, "non_inferiority", 0.3, 0.95)
+    size = paired_mean_rule_size(
+        pt.estimate, pt.sd, 16, comparison_judge("non_inferiority", 0.3), False, 0.95
+    )
     assert size.status == "sized" and size.approximate
     assert (
         f"score-rule: about {size.more} more paired cases would decide it, if the observed"

@@ -87,7 +87,7 @@ def test_mean_metric_interval_matches_scipy_t(project_dir: Path) -> None:
     mean = sum(errors) / len(errors)
     lo, hi = stats.t.interval(0.95, len(errors) - 1, loc=mean, scale=stats.sem(errors))
     assert metrics["days_error"]["estimate"] == mean
-    assert abs(metrics["days_error"]["lower"] - max(lo, 0.0)) < 1e-9
+    assert abs(metrics["days_error"]["lower"] - lo) < 1e-9  # not clipped to the range (issue 11)
     assert abs(metrics["days_error"]["upper"] - hi) < 1e-9
     # Custom evaluators: bool with an exclusion, an exception (missing), and a MEAN score.
     assert metrics["polite"]["observed"] == 6 and metrics["polite"]["excluded"] == 1

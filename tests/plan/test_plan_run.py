@@ -2,7 +2,7 @@
 
 Sizes are checked against a brute-force search over N with scipy's beta.ppf (the
 Clopper–Pearson limits) and t.ppf (the approximate MEAN sizes), through the CLI on real runs
-and through :func:`oloproof.cli.plan.plan_run`, the function the CLI calls.
+and through :func:`oloproof.analysis.plan.plan_run`, the function the CLI calls.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from scipy import stats
 from tests.conftest import run_cli, write_project
 
-from oloproof.cli.plan import plan_run
+from oloproof.analysis.plan import plan_run
 from oloproof.policy.decide import decide_run
 from oloproof.project.models import ReleasePolicy
 from oloproof.render.plan import fmt_duration
@@ -68,13 +68,24 @@ def brute_binary(
 
 def brute_mean(
     mean: float, sd: float, n: int, t: float, direction: str, rng: tuple[float, float] | None,
-    level: float = 0.95,
+    level: float = 0.95, missing: int = 0,
 ) -> int:
-    big_n = np.arange(n + 1, n + 200_000)
-    half = stats.t.ppf(1 - (1 - level) / 2, big_n - 1) * sd / np.sqrt(big_n)
-    lower, upper = mean - half, mean + half
-    if rng is not None:
-        lower, upper = np.clip(lower, *rng), np.clip(upper, *rng)
+    """The first total N (``missing`` of them held missing) whose t interval decides, the
+    observed mean and sd held fixed and the missing scores put at every vertex of the range
+    (j at the top, the rest at the bottom): the worst case, by brute force."""
+    seen = np.arange(n + 1, n + 200_000)
+    big_n = seen + missing
+    q = stats.t.ppf(1 - (1 - level) / 2, big_n - 1)
+    lower = np.full(seen.shape, np.inf)
+    upper = np.full(seen.shape, -np.inf)
+    for j in range(missing + 1):
+        extra = [] if rng is None else [rng[1]] * j + [rng[0]] * (missing - j)
+        total = seen * mean + sum(extra)
+        m = total / big_n
+        ss = (seen - 1) * sd * sd + seen * (mean - m) ** 2 + sum((x - m) ** 2 for x in extra)
+        half = q * np.sqrt(ss / (big_n - 1)) / np.sqrt(big_n)
+        lower = np.minimum(lower, m - half)
+        upper = np.maximum(upper, m + half)
     if direction == "min":
         decided = (lower >= t) | (upper < t)
     else:
@@ -216,7 +227,7 @@ def _plan_for(k: int, n: int, t: float, direction: str, level: float) -> dict[st
     )
     evidence = {"m": CriterionEvidence("m", "BINARY", None, passed=k, failed=n - k)}
     decisions, _ = decide_run(evidence, policy)
-    return plan_run([], evidence, decisions, policy)[0]
+    return plan_run([], evidence, decisions, policy)[0].to_json()
 
 
 GRID = [
@@ -300,13 +311,17 @@ def test_mean_rule_is_sized_approximately_and_count_rule_not_admitted(tmp_path: 
     assert m["approx"] == "; approximate"
     mean = math.fsum(ERRORS) / len(ERRORS)
     sd = float(np.std(ERRORS, ddof=1))
-    total = brute_mean(mean, sd, len(ERRORS), 1.5, "max", (0.0, 30.0))
-    assert (int(m["more"]), int(m["total"])) == (total - 12, total)
+    # the 13th case failed and stays missing, bounded at its worst over [0, 30]
+    total = brute_mean(mean, sd, len(ERRORS), 1.5, "max", (0.0, 30.0), missing=1)
+    assert (int(m["more"]), int(m["total"])) == (total - 13, total)
     assert "if the observed mean and spread hold" in plan.out
     assert f"with the mean ({mean:.4g}) and spread (sd {sd:.4g}) of its 12 scores" in plan.out
     assert "approximate: the t interval is projected from that mean and spread" in plan.out
-    # The run had a missing case: the plan says what it assumes about it.
-    assert "none of the cases to come goes missing (1 of this run's did" in plan.out
+    # The run had a missing case: it is held missing, and the plan says what re-running it
+    # would change.
+    assert "the 1 missing case of this run stays missing and counts against it" in plan.out
+    resolved = brute_mean(mean, sd, len(ERRORS), 1.5, "max", None)
+    assert f"if it resembles the rest, {resolved - 13} more would decide it" in plan.out
     # observed_count: 1 failure + 1 missing > 1 allowed, 1 failure <= 1: undecided, not sized.
     assert "label-count: sizing is not admitted for an observed_count rule" in plan.out
     assert "1 missing case could be failures: run them again" in plan.out

@@ -10,13 +10,55 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from oloproof.policy.rules import (
+    ComparisonKind,
+    Direction,
+    comparison_judge,
+    on_comparison_bar,
+    threshold_judge,
+)
 from oloproof.stats import (
     binary_rule_size,
     mean_rule_size,
     paired_binary_rule_size,
     paired_mean_rule_size,
 )
-from oloproof.stats.sample_size import apportion, round_half_even
+from oloproof.stats.sample_size import SizeResult, apportion, round_half_even
+
+
+def _binary(
+    k: int, n: int, t: float, direction: Direction, level: float = 0.95, **kw: int
+) -> SizeResult:
+    return binary_rule_size(k, n, t, threshold_judge(t, direction), level, **kw)
+
+
+def _paired(
+    a: int, b: int, c: int, d: int, kind: ComparisonKind, margin: float = 0.0,
+    level: float = 0.95, limit: int = 10_000_000,
+) -> SizeResult:
+    n = a + b + c + d
+    on_bar = bool(n) and on_comparison_bar((b - c) / n, kind, margin)
+    return paired_binary_rule_size(
+        a, b, c, d, comparison_judge(kind, margin), on_bar, level, limit=limit
+    )
+
+
+def _mean(
+    mean: float, sd: float | None, n: int, t: float, direction: Direction,
+    level: float = 0.95, limit: int = 10_000_000, missing: int = 0,
+    value_range: tuple[float, float] | None = None,
+) -> SizeResult:
+    return mean_rule_size(
+        mean, sd, n, threshold_judge(t, direction), mean == t, level, missing=missing,
+        value_range=value_range, limit=limit,
+    )
+
+
+def _pmean(mean: float, sd: float | None, n: int, kind: ComparisonKind, margin: float = 0.0
+           ) -> SizeResult:
+    return paired_mean_rule_size(
+        mean, sd, n, comparison_judge(kind, margin), on_comparison_bar(mean, kind, margin)
+    )
 
 # ------------------------------------------------------------------ binary run rules
 
@@ -55,7 +97,7 @@ def _brute_binary(
 
 
 def test_the_support_bot_example() -> None:
-    result = binary_rule_size(13, 18, 0.70, "min", 0.95)
+    result = _binary(13, 18, 0.70, "min", 0.95)
     assert result.status == "sized"
     assert (result.total, result.more, result.state_at_total) == (1632, 1614, "PASS")
     # the figure depends on rounding halves to even: at 1629, 13/18 * 1629 = 1176.5 -> 1176
@@ -93,7 +135,7 @@ def test_binary_size_equals_brute_force(
     k: int, n: int, t: float, direction: str, level: float
 ) -> None:
     cap = 12_000
-    result = binary_rule_size(k, n, t, direction, level, limit=cap)  # type: ignore[arg-type]
+    result = _binary(k, n, t, direction, level, limit=cap)  # type: ignore[arg-type]
     brute = _brute_binary(k, n, t, direction, level, cap)
     if k / n == t:
         assert result.status == "on_the_bar"
@@ -115,7 +157,7 @@ def test_binary_size_random_grid_equals_brute_force() -> None:
         t = rng.choice([0.5, 0.75, 0.9, 0.95, round(rng.random(), 2) or 0.5])
         direction = rng.choice(["min", "max"])
         level = rng.choice([0.8, 0.9, 0.95, 0.99])
-        result = binary_rule_size(k, n, t, direction, level, limit=5000)  # type: ignore[arg-type]
+        result = _binary(k, n, t, direction, level, limit=5000)  # type: ignore[arg-type]
         if result.status in ("already_decided", "on_the_bar"):
             continue
         brute = _brute_binary(k, n, t, direction, level, 5000)
@@ -124,7 +166,7 @@ def test_binary_size_random_grid_equals_brute_force() -> None:
 
 
 def test_large_binary_answer_has_nothing_deciding_just_below() -> None:
-    result = binary_rule_size(701, 1000, 0.70, "min", 0.95)
+    result = _binary(701, 1000, 0.70, "min", 0.95)
     assert result.status == "sized" and result.state_at_total == "PASS"
     assert result.total is not None and result.total > 100_000
     below = np.arange(result.total - 20_000, result.total + 1, dtype=np.int64)
@@ -133,23 +175,23 @@ def test_large_binary_answer_has_nothing_deciding_just_below() -> None:
 
 
 def test_binary_size_statuses() -> None:
-    decided = binary_rule_size(30, 30, 0.8, "min")
+    decided = _binary(30, 30, 0.8, "min")
     assert (decided.status, decided.total, decided.more, decided.state_at_total) == (
         "already_decided",
         30,
         0,
         "PASS",
     )
-    assert binary_rule_size(0, 0, 0.8, "min").status == "not_computable"
-    assert binary_rule_size(7, 10, 0.7, "min").status == "on_the_bar"
-    far = binary_rule_size(7001, 10000, 0.70, "min", limit=1_000_000)
+    assert _binary(0, 0, 0.8, "min").status == "not_computable"
+    assert _binary(7, 10, 0.7, "min").status == "on_the_bar"
+    far = _binary(7001, 10000, 0.70, "min", limit=1_000_000)
     assert far.status == "beyond_limit" and far.total is None
-    assert binary_rule_size(5, 10, 0.0, "min").status == "already_decided"
-    assert binary_rule_size(10, 10, 1.0, "min").status == "on_the_bar"
+    assert _binary(5, 10, 0.0, "min").status == "already_decided"
+    assert _binary(10, 10, 1.0, "min").status == "on_the_bar"
     with pytest.raises(ValueError):
-        binary_rule_size(3, 2, 0.5, "min")
+        _binary(3, 2, 0.5, "min")
     with pytest.raises(ValueError):
-        binary_rule_size(1, 2, 0.5, "above")  # type: ignore[arg-type]
+        _binary(1, 2, 0.5, "above")  # type: ignore[arg-type]
 
 
 def test_round_half_even_is_pythons_round_on_the_exact_value() -> None:
@@ -198,7 +240,7 @@ def _newcombe_reference(a: int, b: int, c: int, d: int, z: float) -> tuple[float
 
 def _comparison(lower: float, upper: float, kind: str, m: float) -> str | None:
     if kind == "superiority":
-        return "PASS" if lower > 0 else "FAIL" if upper <= 0 else None
+        return "PASS" if lower > m else "FAIL" if upper <= m else None
     if kind == "non_inferiority":
         return "PASS" if lower > -m else "FAIL" if upper <= -m else None
     if lower > -m and upper < m:
@@ -250,7 +292,7 @@ def test_paired_size_equals_brute_force(
     cells: tuple[int, int, int, int], kind: str, margin: float, level: float
 ) -> None:
     cap = 6000
-    result = paired_binary_rule_size(*cells, kind, margin, level, limit=cap)  # type: ignore[arg-type]
+    result = _paired(*cells, kind, margin, level, limit=cap)  # type: ignore[arg-type]
     if result.status in ("already_decided", "on_the_bar"):
         if result.status == "on_the_bar":
             assert _brute_paired(cells, kind, margin, level, cap) is None
@@ -268,8 +310,10 @@ def test_paired_size_random_grid_equals_brute_force() -> None:
         if sum(cells) == 0:
             continue
         kind = rng.choice(["superiority", "non_inferiority", "equivalence"])
-        margin = 0.0 if kind == "superiority" else rng.choice([0.02, 0.05, 0.1, 0.2])
-        result = paired_binary_rule_size(*cells, kind, margin, 0.95, limit=3000)  # type: ignore[arg-type]
+        margin = rng.choice([0.0, 0.02, 0.05, 0.1, 0.2])
+        if kind != "superiority" and margin == 0.0:
+            margin = 0.05
+        result = _paired(*cells, kind, margin, 0.95, limit=3000)  # type: ignore[arg-type]
         if result.status in ("already_decided", "on_the_bar"):
             continue
         brute = _brute_paired(cells, kind, margin, 0.95, 3000)  # type: ignore[arg-type]
@@ -279,14 +323,12 @@ def test_paired_size_random_grid_equals_brute_force() -> None:
 
 
 def test_paired_size_statuses() -> None:
-    assert paired_binary_rule_size(0, 0, 0, 0, "superiority").status == "not_computable"
-    assert paired_binary_rule_size(30, 2, 2, 30, "superiority").status == "on_the_bar"
-    decided = paired_binary_rule_size(10, 30, 0, 10, "superiority")
+    assert _paired(0, 0, 0, 0, "superiority").status == "not_computable"
+    assert _paired(30, 2, 2, 30, "superiority").status == "on_the_bar"
+    decided = _paired(10, 30, 0, 10, "superiority")
     assert decided.status == "already_decided" and decided.state_at_total == "PASS"
-    big = paired_binary_rule_size(400, 31, 29, 540, "superiority")
+    big = _paired(400, 31, 29, 540, "superiority")
     assert big.status == "sized" and big.total is not None and big.total > 10_000
-    with pytest.raises(ValueError):
-        paired_binary_rule_size(1, 1, 1, 1, "superiority", margin=-0.1)
 
 
 # ------------------------------------------------------------------ approximate MEANs
@@ -309,7 +351,7 @@ def _brute_mean(
 def test_mean_size_equals_brute_force(
     mean: float, sd: float, n: int, t: float, direction: str
 ) -> None:
-    result = mean_rule_size(mean, sd, n, t, direction)  # type: ignore[arg-type]
+    result = _mean(mean, sd, n, t, direction)  # type: ignore[arg-type]
     assert result.approximate and result.status == "sized"
 
     def judge(lower: float, upper: float) -> str | None:
@@ -321,25 +363,25 @@ def test_mean_size_equals_brute_force(
 
 
 def test_mean_size_statuses() -> None:
-    assert mean_rule_size(0.7, 0.2, 20, 0.7, "min").status == "on_the_bar"
-    assert mean_rule_size(0.7, None, 1, 0.6, "min").status == "not_computable"
-    assert mean_rule_size(0.9, 0.0, 3, 0.6, "min").status == "already_decided"
-    assert mean_rule_size(0.7001, 0.3, 20, 0.7, "min", limit=10_000).status == "beyond_limit"
-    # a declared range clips the interval, as the metric's own interval is clipped
-    clipped = mean_rule_size(0.98, 0.05, 3, 1.0, "max", value_range=(0.0, 1.0))
-    assert clipped.status == "already_decided" and clipped.state_at_total == "PASS"
+    assert _mean(0.7, 0.2, 20, 0.7, "min").status == "on_the_bar"
+    assert _mean(0.7, None, 1, 0.6, "min").status == "not_computable"
+    assert _mean(0.9, 0.0, 3, 0.6, "min").status == "already_decided"
+    assert _mean(0.7001, 0.3, 20, 0.7, "min", limit=10_000).status == "beyond_limit"
+    # nothing is clipped: the t interval above the range's end still has to clear the bar
+    not_clipped = _mean(0.98, 0.05, 3, 1.0, "max", value_range=(0.0, 1.0))
+    assert not_clipped.status == "sized" and not_clipped.state_at_total == "PASS"
 
 
 def test_paired_mean_size() -> None:
-    result = paired_mean_rule_size(0.03, 0.1, 30, "superiority")
+    result = _pmean(0.03, 0.1, 30, "superiority")
     assert result.status == "sized" and result.approximate
 
     def superiority(lower: float, upper: float) -> str | None:
         return "PASS" if lower > 0 else "FAIL" if upper <= 0 else None
 
     assert result.total == _brute_mean(0.03, 0.1, 30, superiority, 0.95, 5000)
-    assert paired_mean_rule_size(0.0, 0.1, 30, "superiority").status == "on_the_bar"
-    eq = paired_mean_rule_size(0.0, 0.1, 30, "equivalence", 0.02)
+    assert _pmean(0.0, 0.1, 30, "superiority").status == "on_the_bar"
+    eq = _pmean(0.0, 0.1, 30, "equivalence", 0.02)
     assert eq.status == "sized" and eq.state_at_total == "PASS"
-    ni = paired_mean_rule_size(-0.05, 0.1, 30, "non_inferiority", 0.05)
+    ni = _pmean(-0.05, 0.1, 30, "non_inferiority", 0.05)
     assert ni.status == "on_the_bar"

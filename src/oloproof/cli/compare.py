@@ -1,10 +1,7 @@
 """``oloproof compare CANDIDATE BASELINE``: two stored runs, paired by case id.
 
-The two runs are read from the store through the same reader every command uses
-(:func:`oloproof.store.reader.load_cases`), paired per metric on the cases observed in both
-(:mod:`oloproof.policy.compare`), decided under compare.yaml, stored with a ``cmp_`` id, and
-shown. The exit code is the gate's, as for runs (SPEC §5). ``oloproof plan CMP_ID`` pairs the
-same runs again through :func:`build_comparison`.
+Parse, call :func:`oloproof.analysis.compare.compare_runs` (which pairs, decides and stores),
+render. The exit code is the gate's, as for runs (SPEC §5).
 """
 
 from __future__ import annotations
@@ -13,281 +10,34 @@ import argparse
 import json
 import sqlite3
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
+from oloproof.analysis.compare import compare_runs, run_ref
 from oloproof.cli._common import open_project_store, project_root
-from oloproof.errors import UsageError
-from oloproof.policy.compare import (
-    EXCLUDED,
-    MISSING,
-    OBSERVED,
-    CaseOutcome,
-    PairedMetric,
-    Pairing,
-    decide_comparison,
-    pair_metric,
-    pair_runs,
-)
-from oloproof.policy.decide import Decision, gate
-from oloproof.project import load_compare_policy
-from oloproof.project.loader import default_compare_policy
-from oloproof.project.models import ComparePolicy, MetricKind
 from oloproof.render.compare import comparison_report
 from oloproof.render.console import make_console
-from oloproof.store.comparisons import get_comparison, new_comparison_id, write_comparison
-from oloproof.store.reader import CaseRow, RunRecord, get_run, load_cases
+from oloproof.store.comparisons import get_comparison
 
-__all__ = ["Comparison", "build_comparison", "command", "inspect_comparison", "shared_metrics"]
-
-
-@dataclass
-class Comparison:
-    """Two runs paired by case id, with each shared metric's paired difference."""
-
-    candidate: RunRecord
-    baseline: RunRecord
-    candidate_cases: list[CaseRow]
-    baseline_cases: list[CaseRow]
-    pairing: Pairing
-    metrics: dict[str, PairedMetric]
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def incomplete(self) -> bool:
-        return "PARTIAL" in (self.candidate.completeness, self.baseline.completeness)
-
-
-def _run_ref(ref: str, role: str) -> str:
-    if ref.startswith("cmp_"):
-        raise UsageError(
-            f"'{ref}' is a comparison id; compare takes two run ids, CANDIDATE then BASELINE"
-            f" (to see a stored comparison: oloproof inspect {ref})"
-        )
-    if ref != "latest" and not ref.startswith("run_"):
-        raise UsageError(
-            f"'{ref}' is not a run id ({role}: run ids look like run_01J…, or 'latest';"
-            " `oloproof runs` lists them)"
-        )
-    return ref
-
-
-def shared_metrics(candidate: RunRecord, baseline: RunRecord) -> tuple[dict[str, str], list[str]]:
-    """The metrics both runs hold with the same kind, in the candidate's order, and warnings."""
-    base = {m["criterion"]: m["kind"] for m in baseline.metrics}
-    cand = {m["criterion"]: m["kind"] for m in candidate.metrics}
-    shared: dict[str, str] = {}
-    warnings: list[str] = []
-    for name, kind in cand.items():
-        if name not in base:
-            warnings.append(f"metric {name} is in the candidate run only: not compared")
-        elif base[name] != kind:
-            warnings.append(
-                f"metric {name} is {kind} in the candidate and {base[name]} in the baseline:"
-                " not compared"
-            )
-        else:
-            shared[name] = kind
-    for name in base:
-        if name not in cand:
-            warnings.append(f"metric {name} is in the baseline run only: not compared")
-    return shared, warnings
-
-
-def _outcomes(cases: list[CaseRow], metrics: dict[str, str]) -> dict[str, dict[str, CaseOutcome]]:
-    """Per metric, per case id: observed (with pass or score), missing or excluded."""
-    out: dict[str, dict[str, CaseOutcome]] = {m: {} for m in metrics}
-    for case in cases:
-        for metric, kind in metrics.items():
-            j = case.judgments.get(metric)
-            if j is None or case.status != "OK":
-                outcome = CaseOutcome(MISSING)
-            elif j.status == "EXCLUDED":
-                outcome = CaseOutcome(EXCLUDED)
-            elif j.status != "OK":
-                outcome = CaseOutcome(MISSING)
-            elif kind == "BINARY":
-                outcome = (
-                    CaseOutcome(MISSING) if j.passed is None else CaseOutcome(OBSERVED, j.passed)
-                )
-            else:
-                outcome = (
-                    CaseOutcome(MISSING)
-                    if j.score is None
-                    else CaseOutcome(OBSERVED, score=float(j.score))
-                )
-            out[metric][case.case_id] = outcome
-    return out
-
-
-def build_comparison(
-    conn: sqlite3.Connection, candidate_ref: str, baseline_ref: str, level: float
-) -> Comparison:
-    """Read two runs and pair every metric they share; refuse runs of two projects."""
-    candidate = get_run(conn, _run_ref(candidate_ref, "CANDIDATE"))
-    baseline = get_run(conn, _run_ref(baseline_ref, "BASELINE"))
-    if candidate.project != baseline.project:
-        raise UsageError(
-            f"{candidate.id} is a run of project '{candidate.project}' and {baseline.id} of"
-            f" project '{baseline.project}': a comparison pairs two runs of one project"
-        )
-    cand_cases = load_cases(conn, candidate.id)
-    base_cases = load_cases(conn, baseline.id)
-    pairing = pair_runs(
-        [c.case_id for c in cand_cases],
-        [c.case_id for c in base_cases],
-        {c.case_id: (c.input, c.expected) for c in cand_cases},
-        {c.case_id: (c.input, c.expected) for c in base_cases},
-    )
-    metrics, warnings = shared_metrics(candidate, baseline)
-    cand_out = _outcomes(cand_cases, metrics)
-    base_out = _outcomes(base_cases, metrics)
-    paired = {
-        m: pair_metric(m, kind, pairing.shared, cand_out[m], base_out[m], level)
-        for m, kind in metrics.items()
-    }
-    left_out = len(pairing.only_candidate) + len(pairing.only_baseline)
-    if candidate.suite_digest != baseline.suite_digest:
-        warnings.insert(
-            0,
-            f"the runs are of different suites: paired on the {len(pairing.shared)} case ids"
-            f" they share; {left_out} cases were left out ({len(pairing.only_candidate)} only"
-            f" in the candidate, {len(pairing.only_baseline)} only in the baseline)",
-        )
-    elif left_out:
-        warnings.insert(
-            0,
-            f"{left_out} cases are stored in only one of the runs and were left out"
-            " (a partial run stores only the cases it finished)",
-        )
-    if pairing.differing_inputs:
-        n = len(pairing.differing_inputs)
-        warnings.append(
-            f"{n} shared case id{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} a different"
-            f" input or expected value in the two runs (first: {pairing.differing_inputs[0]});"
-            " they are paired by id all the same"
-        )
-    if candidate.id == baseline.id:
-        warnings.append("the candidate and the baseline are the same run")
-    elif candidate.system_identity == baseline.system_identity:
-        warnings.append(
-            "the two runs have the same system identity: they ran the same system and code"
-        )
-    for name in ("candidate", "baseline"):
-        run = candidate if name == "candidate" else baseline
-        if run.completeness != "COMPLETE":
-            warnings.append(
-                f"the {name} run {run.id} is {run.state}: a partial run is not decided, and"
-                " neither is a comparison with one"
-            )
-    return Comparison(candidate, baseline, cand_cases, base_cases, pairing, paired, warnings)
-
-
-def resolve_compare_policy(
-    config: str, policy_arg: str | None, metrics: dict[str, str]
-) -> tuple[ComparePolicy, str | None, str | None]:
-    """The policy, its path, and (when there is none) why there are no rules."""
-    kinds: dict[str, MetricKind] = {
-        k: ("BINARY" if v == "BINARY" else "MEAN") for k, v in metrics.items()
-    }
-    if policy_arg is not None:
-        return load_compare_policy(policy_arg, kinds), policy_arg, None
-    default = project_root(config) / "compare.yaml"
-    if default.exists():
-        return load_compare_policy(default, kinds), str(default), None
-    return (
-        default_compare_policy(),
-        None,
-        f"no compare.yaml beside {Path(config).name} and no --policy given",
-    )
-
-
-def _run_json(run: RunRecord, cases: list[CaseRow]) -> dict[str, Any]:
-    return {
-        "run_id": run.id,
-        "state": run.state,
-        "system": run.system,
-        "system_identity": run.system_identity,
-        "suite_digest": run.suite_digest,
-        "cases_total": run.cases_total,
-        "cases_stored": len(cases),
-        "created_at": run.created_at,
-    }
-
-
-def comparison_document(
-    cmp: Comparison,
-    *,
-    cmp_id: str,
-    created_at: str,
-    policy: ComparePolicy,
-    policy_path: str | None,
-    policy_note: str | None,
-    decisions: list[Decision],
-    gate_label: str,
-    exit_code: int,
-) -> dict[str, Any]:
-    return {
-        "comparison_id": cmp_id,
-        "created_at": created_at,
-        "project": cmp.candidate.project,
-        "candidate": _run_json(cmp.candidate, cmp.candidate_cases),
-        "baseline": _run_json(cmp.baseline, cmp.baseline_cases),
-        "pairing": {
-            "shared": len(cmp.pairing.shared),
-            "only_candidate": cmp.pairing.only_candidate,
-            "only_baseline": cmp.pairing.only_baseline,
-            "differing_inputs": cmp.pairing.differing_inputs,
-        },
-        "confidence_level": float(policy.confidence_level),
-        "policy_path": policy_path,
-        "policy_note": policy_note,
-        "incomplete": cmp.incomplete,
-        "metrics": [m.to_json() for m in cmp.metrics.values()],
-        "decisions": [d.to_json() for d in decisions],
-        "gate": gate_label,
-        "exit_code": exit_code,
-        "warnings": cmp.warnings,
-    }
+__all__ = ["command", "inspect_comparison"]
 
 
 def command(args: argparse.Namespace) -> int:
-    from oloproof.events import utc_timestamp
-
-    _run_ref(args.candidate, "CANDIDATE")
-    _run_ref(args.baseline, "BASELINE")
+    run_ref(args.candidate, "CANDIDATE")
+    run_ref(args.baseline, "BASELINE")
     conn = open_project_store(args.config)
-    # The runs come first: a policy can only be checked against the metrics they share.
-    candidate = get_run(conn, args.candidate)
-    baseline = get_run(conn, args.baseline)
-    metrics, _ = shared_metrics(candidate, baseline)
-    policy, policy_path, note = resolve_compare_policy(args.config, args.policy, metrics)
-    level = float(policy.confidence_level)
-    cmp = build_comparison(conn, candidate.id, baseline.id, level)
-    decisions = [] if cmp.incomplete else decide_comparison(cmp.metrics, policy)
-    gate_label, code = gate(decisions, incomplete=cmp.incomplete)
-    cmp_id = new_comparison_id()
-    created_at = utc_timestamp()
-    doc = comparison_document(
-        cmp, cmp_id=cmp_id, created_at=created_at, policy=policy, policy_path=policy_path,
-        policy_note=note, decisions=decisions, gate_label=gate_label, exit_code=code,
-    )
-    write_comparison(
-        conn, cmp_id=cmp_id, project=candidate.project, candidate_run=candidate.id,
-        baseline_run=baseline.id, confidence_level=level,
-        policy=policy.model_dump(mode="json"), policy_path=policy_path, gate=gate_label,
-        exit_code=code, metrics=list(cmp.metrics.values()),
-        decisions=doc["decisions"], document=doc, created_at=created_at,
-    )
-    conn.close()
+    try:
+        outcome = compare_runs(
+            conn, args.candidate, args.baseline, config=args.config,
+            project_dir=project_root(args.config), policy_arg=args.policy,
+        )
+    finally:
+        conn.close()
     if args.json:
-        for warning in cmp.warnings:
+        for warning in outcome.comparison.warnings:
             sys.stderr.write(f"oloproof compare: warning: {warning}\n")
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-        return code
-    make_console(sys.stdout).print(comparison_report(doc, config_arg=args.config))
-    return code
+        sys.stdout.write(json.dumps(outcome.document, indent=2, ensure_ascii=False) + "\n")
+        return outcome.exit_code
+    make_console(sys.stdout).print(comparison_report(outcome.document, config_arg=args.config))
+    return outcome.exit_code
 
 
 def inspect_comparison(conn: sqlite3.Connection, cmp_id: str, *, as_json: bool = False) -> int:

@@ -6,12 +6,12 @@ import argparse
 import json
 import sys
 
+from oloproof.analysis.stored import decide_stored, stored_policy
 from oloproof.cli._common import open_project_store
 from oloproof.policy.decide import gate
 from oloproof.project import load_release_policy
 from oloproof.render.console import print_to
 from oloproof.render.tables import run_report
-from oloproof.runner import decide_stored, stored_policy
 from oloproof.store.reader import get_run
 
 

@@ -11,11 +11,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from oloproof.analysis.stored import decide_stored, stored_policy
 from oloproof.cli._common import open_project_store
 from oloproof.errors import UsageError
 from oloproof.render.console import print_to
 from oloproof.render.tables import cache_line, decisions_table, metrics_table, run_title
-from oloproof.runner import decide_stored, stored_policy
 from oloproof.store.reader import CaseRow, JudgmentRow, get_run, load_cases, load_decisions
 
 

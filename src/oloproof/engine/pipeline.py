@@ -21,7 +21,13 @@ from typing import Any
 from oloproof._json import canonical_json, digest, storable
 from oloproof._json import output_json as output_json_of
 from oloproof.enums import CaseStatus, JudgmentStatus, MetricKind
-from oloproof.evaluators.base import CaseView, InlineEvaluator, JudgeEvaluator, Outcome
+from oloproof.evaluators.base import (
+    CaseView,
+    InlineEvaluator,
+    JudgeEvaluator,
+    Outcome,
+    enforce_range,
+)
 from oloproof.events import (
     CaseExecuted,
     CaseJudged,
@@ -304,6 +310,7 @@ class Engine:
             outcome = self._cached_judgment(jkey)
             if outcome is None:
                 outcome = await self._evaluate_inline(evaluator, view, output)
+            outcome = enforce_range(outcome, evaluator.value_range)
             self._judged(state, evaluator.criterion, outcome, jkey, outcome.from_cache)
         if not self.judges:
             self._finish_case(state.outcomes)
@@ -417,6 +424,7 @@ class Engine:
                 fatal = getattr(judge, "fatal", None)
                 if fatal and self.on_fatal is not None:
                     self.on_fatal(_one_line(fatal))
+            outcome = enforce_range(outcome, judge.value_range)
             self._judged(state, judge.criterion, outcome, jkey, outcome.from_cache)
             state.pending -= 1
             if state.pending == 0:

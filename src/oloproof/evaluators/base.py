@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from oloproof.enums import JudgmentStatus
 from oloproof.usage import Usage
 
 
@@ -92,3 +93,31 @@ def as_text(value: Any) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def enforce_range(outcome: Outcome, value_range: tuple[float, float] | None) -> Outcome:
+    """A MEAN score outside the evaluator's declared range becomes a per-case error.
+
+    A score outside ``range`` means the range was declared wrong or the evaluator is wrong;
+    either way the score cannot be trusted, and clipping it into the range would let the
+    evidence say something it does not (absolute errors 44, 45, 46 clipped into [0, 30] read
+    as "at most 30"). So the case is counted as missing for this criterion, with a reason
+    naming the score and the range, and bounded like any missing case. Every outcome of
+    every evaluator (built-in, custom, judge, cached) passes through here once.
+    """
+    score = outcome.score
+    if value_range is None or outcome.status != JudgmentStatus.OK or score is None:
+        return outcome
+    low, high = value_range
+    if low <= score <= high:
+        return outcome
+    return replace(
+        outcome,
+        status=JudgmentStatus.ERROR,
+        score=None,
+        passed=None,
+        reason=(
+            f"score {score:g} is outside the declared range [{low:g}, {high:g}]: either the"
+            " range is declared wrong or the evaluator is; counted as missing, not clipped"
+        ),
+    )

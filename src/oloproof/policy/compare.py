@@ -29,9 +29,21 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
+from oloproof.enums import MetricKind
 from oloproof.policy.decide import FAIL, INSUFFICIENT, PASS, Decision, action_for
+from oloproof.policy.format import (
+    as_decimal,
+    difference_interval_text,
+    difference_text,
+    level_text,
+    percent_text,
+    value_text,
+)
+from oloproof.policy.rules import ComparisonKind, comparison_bar, decide_comparison_interval
+from oloproof.project.models import ComparePolicy, CompareRule
 from oloproof.stats.paired import paired_mean_difference, paired_proportion_difference
 
 __all__ = [
@@ -87,7 +99,7 @@ class PairedMetric:
         """The candidate's pass rate (BINARY) or mean (MEAN) over the pairs."""
         if not self.pairs:
             return None
-        if self.kind == "BINARY":
+        if self.kind == MetricKind.BINARY:
             assert self.both_pass is not None and self.cand_only is not None
             return (self.both_pass + self.cand_only) / self.pairs
         return math.fsum(self.cand_scores) / self.pairs
@@ -96,7 +108,7 @@ class PairedMetric:
     def baseline_value(self) -> float | None:
         if not self.pairs:
             return None
-        if self.kind == "BINARY":
+        if self.kind == MetricKind.BINARY:
             assert self.both_pass is not None and self.base_only is not None
             return (self.both_pass + self.base_only) / self.pairs
         return math.fsum(self.base_scores) / self.pairs
@@ -116,7 +128,7 @@ class PairedMetric:
             "dropped_missing": self.dropped_missing,
             "dropped_excluded": self.dropped_excluded,
         }
-        if self.kind == "BINARY":
+        if self.kind == MetricKind.BINARY:
             data.update(
                 both_pass=self.both_pass,
                 both_fail=self.both_fail,
@@ -192,7 +204,7 @@ def pair_metric(
         if co.status != OBSERVED or bo.status != OBSERVED:
             dropped_missing += 1
             continue
-        if kind == "BINARY":
+        if kind == MetricKind.BINARY:
             if co.passed and bo.passed:
                 a += 1
             elif co.passed:
@@ -205,7 +217,7 @@ def pair_metric(
             assert co.score is not None and bo.score is not None
             cand_scores.append(co.score)
             base_scores.append(bo.score)
-    if kind == "BINARY":
+    if kind == MetricKind.BINARY:
         diff = paired_proportion_difference(a, b, c, d, level)
         pm = PairedMetric(
             metric, kind, a + b + c + d, dropped_missing, dropped_excluded, diff.method, level,
@@ -228,28 +240,22 @@ def pair_metric(
 
 def fmt_difference(x: float | None, kind: str) -> str:
     """A difference: ``+22.2 pts`` (percentage points) for a rate, ``-0.125`` for a mean."""
-    if x is None:
-        return ""
-    if kind == "BINARY":
-        return f"{100.0 * x:+.1f} pts"
-    return f"{x:+.4g}"
+    return difference_text(x, kind)
 
 
 def fmt_difference_interval(lower: float | None, upper: float | None, kind: str) -> str:
     """An interval on a difference, rounded outward like a run's: ``[-1.6, +45.3] pts``."""
-    if lower is None or upper is None:
-        return ""
-    if kind == "BINARY":
-        lo = math.floor(lower * 1000.0 + 1e-9) / 10.0
-        hi = math.ceil(upper * 1000.0 - 1e-9) / 10.0
-        return f"[{lo:+.1f}, {hi:+.1f}] pts"
-    return f"[{lower:+.4g}, {upper:+.4g}]"
+    return difference_interval_text(lower, upper, kind)
 
 
 def _fmt_bar(x: float, kind: str) -> str:
-    if kind == "BINARY":
-        return f"{100.0 * x:+.1f} pts" if x else "0"
-    return f"{x:+g}" if x else "0"
+    """A margin as the user wrote it: ``+2.5 pts`` on a rate, ``-0.05`` on a mean."""
+    if not x:
+        return "0"
+    if kind == MetricKind.BINARY:
+        return percent_text(x, signed=True).replace("%", " pts")
+    text = value_text(x, kind)
+    return text if text.startswith("-") else "+" + text
 
 
 # -- decisions -------------------------------------------------------------------------
@@ -261,20 +267,15 @@ _KIND_WORDS = {
 }
 
 
-def _method_label(pm: PairedMetric) -> str:
-    short = "Newcombe" if pm.kind == "BINARY" else "paired t"
-    iv = fmt_difference_interval(pm.lower, pm.upper, pm.kind)
-    return f"{pm.level:.0%} {short} {iv}"
-
-
-def decide_compare_rule(rule: Any, pm: PairedMetric) -> Decision:
+def decide_compare_rule(rule: CompareRule, pm: PairedMetric) -> Decision:
     """One comparison rule on one paired metric (SPEC §5); ``action`` is set by the caller."""
     margin = float(rule.margin or 0.0)
-    kind = str(rule.kind)
-    bar = margin if kind == "superiority" else -margin
+    kind: ComparisonKind = rule.kind
+    bar = comparison_bar(kind, margin)
     base: dict[str, Any] = {
         "rule": rule.id, "metric": rule.metric, "kind": kind, "threshold": margin,
         "direction": None, "estimate": pm.estimate, "lower": pm.lower, "upper": pm.upper,
+        "confidence_level": pm.level,
     }
     words = _KIND_WORDS[kind]
     if kind != "superiority" or margin:
@@ -290,13 +291,24 @@ def decide_compare_rule(rule: Any, pm: PairedMetric) -> Decision:
             detail=f"{words}: {pm.pairs} pair; an interval needs at least 2", **base,
         )
     lo, hi = pm.lower, pm.upper
-    label = f"{words}: {_method_label(pm)}"
+    state = decide_comparison_interval(lo, hi, kind, margin)
+    exact_margin = as_decimal(margin)
+
+    def agrees(printed_lo: Decimal, printed_hi: Decimal) -> bool:
+        again = decide_comparison_interval(
+            printed_lo, printed_hi, kind, exact_margin  # type: ignore[arg-type]
+        )
+        return again == state
+
+    short = "Newcombe" if pm.kind == MetricKind.BINARY else "paired t"
+    iv = difference_interval_text(lo, hi, pm.kind, agrees)
+    label = f"{words}: {level_text(pm.level)} {short} {iv}"
     if kind in ("superiority", "non_inferiority"):
         b = _fmt_bar(bar, pm.kind)
-        if lo > bar:
+        if state == PASS:
             reason = "candidate_better" if kind == "superiority" else "candidate_not_worse"
             return Decision(state=PASS, reason=reason, detail=f"{label}: lower > {b}", **base)
-        if hi <= bar:
+        if state == FAIL:
             reason = "candidate_not_better" if kind == "superiority" else "candidate_worse"
             return Decision(state=FAIL, reason=reason, detail=f"{label}: upper ≤ {b}", **base)
         return Decision(
@@ -304,12 +316,12 @@ def decide_compare_rule(rule: Any, pm: PairedMetric) -> Decision:
             detail=f"{label} contains {b}", **base,
         )
     lo_bar, hi_bar = _fmt_bar(-margin, pm.kind), _fmt_bar(margin, pm.kind)
-    if -margin < lo and hi < margin:
+    if state == PASS:
         return Decision(
             state=PASS, reason="interval_inside_margins",
             detail=f"{label}: inside ({lo_bar}, {hi_bar})", **base,
         )
-    if hi <= -margin or lo >= margin:
+    if state == FAIL:
         return Decision(
             state=FAIL, reason="interval_outside_margins",
             detail=f"{label}: wholly outside ({lo_bar}, {hi_bar})", **base,
@@ -320,7 +332,9 @@ def decide_compare_rule(rule: Any, pm: PairedMetric) -> Decision:
     )
 
 
-def decide_comparison(paired: Mapping[str, PairedMetric], policy: Any) -> list[Decision]:
+def decide_comparison(
+    paired: Mapping[str, PairedMetric], policy: ComparePolicy
+) -> list[Decision]:
     """Every rule of a comparison policy, in declared order, with its release action."""
     decisions: list[Decision] = []
     for rule in policy.rules:

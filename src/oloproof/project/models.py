@@ -495,6 +495,8 @@ class IntervalRule(_Model):
     kind: Literal["interval_threshold"] = "interval_threshold"
     min: float | None = None
     max: float | None = None
+    #: The family whose family-wise error this rule shares (``families:`` in release.yaml).
+    family: NonEmpty | None = None
 
     _metric = field_validator("metric")(_check_metric)
 
@@ -559,6 +561,20 @@ def _check_unique_ids(rules: list[Any]) -> None:
             )
 
 
+Multiplicity = Literal["holm", "bonferroni", "none"]
+MULTIPLICITIES: tuple[Multiplicity, ...] = ("holm", "bonferroni", "none")
+
+
+class RuleFamily(_Model):
+    """A family of interval rules whose family-wise error is held at 1 - confidence_level.
+
+    ``holm`` (Holm 1979, step-down) or ``bonferroni`` adjust each member's level; ``none``
+    leaves every rule at the policy's level (the default for a rule without a family).
+    """
+
+    multiplicity: Multiplicity = "holm"
+
+
 class ReleasePolicy(_Model):
     """The content of release.yaml: rules on one run."""
 
@@ -566,6 +582,7 @@ class ReleasePolicy(_Model):
     confidence_level: float = 0.95
     block_on: list[State] = Field(default_factory=lambda: list(STATES))
     warn_on: list[State] = Field(default_factory=list)
+    families: dict[str, RuleFamily] = Field(default_factory=dict)
     rules: list[ReleaseRule] = Field(default_factory=list)
 
     _confidence = field_validator("confidence_level")(_check_confidence)
@@ -586,6 +603,17 @@ class ReleasePolicy(_Model):
     @model_validator(mode="after")
     def _check_ids(self) -> ReleasePolicy:
         _check_unique_ids(self.rules)
+        for index, rule in enumerate(self.rules):
+            family = getattr(rule, "family", None)
+            if family is not None and family not in self.families:
+                declared = ", ".join(sorted(self.families)) or "none"
+                hint = closest(family, list(self.families))
+                mean = f"; did you mean '{hint}'?" if hint else ""
+                fail(
+                    f"unknown family '{family}'{mean} (declare it under families: with"
+                    f" multiplicity: holm, bonferroni or none; declared: {declared})",
+                    at=("rules", index, "family"),
+                )
         return self
 
 

@@ -13,8 +13,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from oloproof.enums import MetricKind
 from oloproof.policy.compare import fmt_difference, fmt_difference_interval
-from oloproof.policy.decide import Decision, pct
+from oloproof.policy.decide import Decision
+from oloproof.policy.format import estimate_text, level_text
 from oloproof.render.tables import decisions_table, gate_line
 
 _SHOWN_IDS = 5
@@ -28,7 +30,7 @@ def _ids(ids: list[str]) -> str:
 def _value(x: float | None, kind: str) -> str:
     if x is None:
         return ""
-    return pct(x) if kind == "BINARY" else f"{x:.4g}"
+    return estimate_text(x, kind)
 
 
 def _run_line(label: str, run: dict[str, Any]) -> Text:
@@ -49,7 +51,7 @@ def paired_table(metrics: list[dict[str, Any]]) -> Table:
         table.add_column(col, no_wrap=True)
     for m in metrics:
         kind = m["kind"]
-        binary = kind == "BINARY"
+        binary = kind == MetricKind.BINARY
         table.add_row(
             m["metric"],
             _value(m["candidate"], kind),
@@ -69,12 +71,12 @@ def paired_table(metrics: list[dict[str, Any]]) -> Table:
 def methods_note(metrics: list[dict[str, Any]], level: float) -> Text:
     kinds = {m["kind"] for m in metrics}
     parts = []
-    if "BINARY" in kinds:
+    if MetricKind.BINARY in kinds:
         parts.append(
-            f"rates: Newcombe's hybrid score interval for paired proportions at {level:.0%}"
+            f"rates: Newcombe's hybrid score interval for paired proportions at {level_text(level)}"
         )
-    if "MEAN" in kinds:
-        parts.append(f"means: paired Student t interval at {level:.0%}")
+    if MetricKind.MEAN in kinds:
+        parts.append(f"means: paired Student t interval at {level_text(level)}")
     text = "Intervals on candidate − baseline; " + "; ".join(parts) + "." if parts else ""
     text += (
         " Only cases observed in both runs are paired; a case missing or excluded in either"

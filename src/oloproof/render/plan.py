@@ -106,7 +106,58 @@ def _sized_head(rule: dict[str, Any], comparison: bool) -> str:
 
 
 def _one_line(rule: dict[str, Any]) -> str:
-    return f"{rule['rule']}: {rule['message']}"
+    line = f"{rule['rule']}: {rule['message']}"
+    resolved = rule.get("if_resolved")
+    if resolved:
+        line += f"; {_resolved_text(resolved)}"
+    return line
+
+
+def _state_word(state: str | None) -> str:
+    return state if state else "still undecided"
+
+
+def _resolved_text(resolved: dict[str, Any]) -> str:
+    """What re-running the missing cases would change, in one sentence."""
+    m = resolved["missing"]
+    them = "it" if m == 1 else "them"
+    they = "it resembles" if m == 1 else "they resemble"
+    parts = [f"re-running the {m} missing case{'s' if m != 1 else ''}"]
+    if resolved.get("if_all_pass") is not None or resolved.get("if_all_fail") is not None:
+        parts.append(
+            f"decides it now only if {them} all pass ({_state_word(resolved['if_all_pass'])})"
+            f" or all fail ({_state_word(resolved['if_all_fail'])})"
+            if resolved.get("if_all_pass") and resolved.get("if_all_fail")
+            else f"with all passing: {_state_word(resolved['if_all_pass'])}; with all"
+            f" failing: {_state_word(resolved['if_all_fail'])}"
+        )
+    if resolved.get("total") is not None:
+        more = resolved["more"]
+        parts.append(
+            f"if {they} the rest, {fmt_count(more)} more would decide it"
+            f" ({fmt_count(resolved['total'])} in total)"
+            if more
+            else f"if {they} the rest, that alone would decide it"
+        )
+    return parts[0] + ": " + "; ".join(parts[1:]) if len(parts) > 1 else parts[0]
+
+
+def _assurance_line(rule: dict[str, Any]) -> list[str]:
+    a = rule.get("assurance")
+    if not a:
+        return []
+    share = f"{100.0 * a['target']:g}%"
+    if a["status"] != "sized":
+        return [_line("assurance", f"{share} of the time: {a['reason']}")]
+    return [
+        _line(
+            "assurance",
+            f"{fmt_count(rule['more'])} more decide it at the observed rate;"
+            f" {fmt_count(a['more'])} more decide it {share} of the time"
+            f" ({fmt_count(a['total'])} in total)",
+        ),
+        _line("", f"assuming {a['assumption']}; {a['method']}"),
+    ]
 
 
 def plan_text(doc: dict[str, Any]) -> str:
@@ -131,7 +182,12 @@ def plan_text(doc: dict[str, Any]) -> str:
         blocks.append(head)
     for rule in sized:
         first = _sized_head(rule, comparison)
-        blocks.append([first, *_priced(rule, who), *_lines("assuming", rule["assuming"])])
+        extra = _assurance_line(rule)
+        if rule.get("if_resolved"):
+            extra.append(_line("missing", _resolved_text(rule["if_resolved"])))
+        blocks.append(
+            [first, *_priced(rule, who), *extra, *_lines("assuming", rule["assuming"])]
+        )
     if others:
         blocks.append([_one_line(r) for r in others])
     if not rules:

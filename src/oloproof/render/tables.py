@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
+from oloproof.policy.format import interval_text
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -99,9 +100,7 @@ def metric_estimate(s: MetricSummary) -> str:
 def metric_interval(s: MetricSummary) -> str:
     if s.kind == "BINARY":
         return fmt_interval(s.lower, s.upper)
-    if s.lower is None or s.upper is None:
-        return ""
-    return f"[{s.lower:.4g}, {s.upper:.4g}]"
+    return interval_text(s.lower, s.upper, s.kind)  # outward, like a rate's
 
 
 def metrics_table(summaries: Sequence[MetricSummary]) -> Table:

@@ -14,8 +14,9 @@ from oloproof.stats.intervals import (
     student_t_mean_bounded,
     t_ppf,
     wilson,
+    worst_case_t_bounds,
 )
-from oloproof.stats.normal import Z95, acklam_ppf, norm_ppf
+from oloproof.stats.normal import Z95, acklam_ppf
 from oloproof.stats.paired import (
     PairedDifference,
     paired_mean_difference,
@@ -41,7 +42,6 @@ __all__ = [
     "clopper_pearson",
     "clopper_pearson_bounded",
     "mean_rule_size",
-    "norm_ppf",
     "paired_binary_rule_size",
     "paired_mean_difference",
     "paired_mean_rule_size",
@@ -50,4 +50,5 @@ __all__ = [
     "student_t_mean_bounded",
     "t_ppf",
     "wilson",
+    "worst_case_t_bounds",
 ]

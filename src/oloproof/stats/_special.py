@@ -22,7 +22,7 @@ Methods:
   step and falling back to bisection when a step would leave it; started from the usual normal
   or power approximations (Abramowitz & Stegun 26.5.22).
 - ``t_ppf``: through the relation P(|T| > t) = I_{df/(df+t^2)}(df/2, 1/2).
-- ``norm_ppf``: Acklam's rational approximation refined by Halley steps on ``math.erfc``.
+- ``acklam_ppf``: Acklam's rational approximation, kept only for the provisional z (stats/normal.py).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ __all__ = [
     "betainc",
     "binom_pmf",
     "binom_tails",
-    "norm_ppf",
     "t_isf",
     "t_ppf",
 ]
@@ -111,30 +110,6 @@ def acklam_ppf(p: float) -> float:
     return -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / (
         (((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0
     )
-
-
-def norm_ppf(p: float) -> float:
-    """The standard normal quantile to full double precision.
-
-    Acklam's approximation followed by two Halley steps on the lower tail computed with
-    ``math.erfc`` (which keeps its relative accuracy far into the tail). The upper half uses
-    the symmetry x(p) = -x(1 - p), where 1 - p is exact for p >= 1/2.
-    """
-    if p > 0.5:
-        return -norm_ppf(1.0 - p)
-    if p == 0.5:
-        return 0.0
-    x = acklam_ppf(p)
-    if math.isinf(x):
-        return x
-    for _ in range(2):
-        e = 0.5 * math.erfc(-x / math.sqrt(2.0)) - p
-        u = e * math.sqrt(2.0 * math.pi) * math.exp(0.5 * x * x)
-        x = x - u / (1.0 + 0.5 * x * u)
-    return x
-
-
-# ----------------------------------------------------------------------- log-gamma pieces
 
 
 def _stirling_error(x: float) -> float:
@@ -460,18 +435,6 @@ def beta_ppf(q: float, a: float, b: float) -> float:
     if a <= 0.0 or b <= 0.0:
         raise ValueError("beta parameters must be positive")
     return _beta_quantile(a, b, q, 1.0 - q)[0]
-
-
-def beta_isf(q: float, a: float, b: float) -> float:
-    """The Beta(a, b) quantile with upper-tail probability q: x with 1 - I_x(a, b) = q."""
-    if not 0.0 <= q <= 1.0:
-        raise ValueError(f"probability must lie in [0, 1], got {q!r}")
-    if a <= 0.0 or b <= 0.0:
-        raise ValueError("beta parameters must be positive")
-    return _beta_quantile(a, b, 1.0 - q, q)[0]
-
-
-# ------------------------------------------------------------------------------ Student's t
 
 
 def t_ppf(q: float, df: float) -> float:

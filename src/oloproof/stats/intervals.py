@@ -32,6 +32,7 @@ __all__ = [
     "student_t_mean_bounded",
     "t_ppf",
     "wilson",
+    "worst_case_t_bounds",
 ]
 
 CLOPPER_PEARSON = "Clopper-Pearson exact, 1934"
@@ -185,11 +186,6 @@ def _mean_and_ss(values: Sequence[float], extra: float, copies: int) -> tuple[fl
     return mean, ss, count
 
 
-def _t_half_width(ss: float, count: int, half_alpha: float) -> float:
-    sd = math.sqrt(ss / (count - 1))
-    return t_isf(half_alpha, count - 1) * sd / math.sqrt(count)
-
-
 def _check_values(values: Sequence[float]) -> list[float]:
     out = [float(v) for v in values]
     for v in out:
@@ -219,6 +215,61 @@ def student_t_mean(values: Sequence[float], level: float = 0.95) -> MeanSummary:
     return MeanSummary(mean=mean, sd=sd, n=n, interval=Interval(mean - half, mean + half))
 
 
+def _combined(
+    count_a: int, mean_a: float, ss_a: float, count_b: int, mean_b: float, ss_b: float
+) -> tuple[float, float, int]:
+    """Mean and sum of squared deviations of two groups pooled (Chan et al., 1979)."""
+    count = count_a + count_b
+    if count_b == 0:
+        return mean_a, ss_a, count
+    if count_a == 0:
+        return mean_b, ss_b, count
+    delta = mean_b - mean_a
+    mean = mean_a + delta * count_b / count
+    return mean, ss_a + ss_b + delta * delta * count_a * count_b / count, count
+
+
+def worst_case_t_bounds(
+    count: int,
+    mean: float,
+    ss: float,
+    missing: int,
+    low: float,
+    high: float,
+    level: float,
+) -> tuple[float, float]:
+    """The smallest t lower bound and the largest t upper bound over every completion.
+
+    ``count`` observed values with mean ``mean`` and sum of squared deviations ``ss``, plus
+    ``missing`` values each anywhere in [low, high]. A completion x gives the t interval
+    mean(x) -/+ c * sd(x) with c = t(1-alpha/2, N-1)/sqrt(N) fixed (N = count + missing).
+    mean(x) is linear in x and sd(x) = ||x - mean(x)|| / sqrt(N-1) is a norm of a linear map,
+    so convex; the lower bound mean - c*sd is therefore concave and the upper bound
+    mean + c*sd convex in the missing values. A concave function reaches its minimum over a
+    box at a vertex, and a convex one its maximum: every missing value at low or high. The
+    observed values are fixed and the missing ones exchangeable, so the vertices differ only
+    in j, the number of missing values at ``high`` (0..missing), and both extremes are found
+    exactly by trying every j. So [min lower, max upper] is the smallest interval that
+    contains the t interval of every completion.
+    """
+    alpha = _check_level(level)
+    total = count + missing
+    if total < 2:
+        raise ValueError("a t interval needs at least two values")
+    factor = t_isf(0.5 * alpha, total - 1) / math.sqrt(total)
+    lowest = math.inf
+    highest = -math.inf
+    for j in range(missing + 1):
+        rest = missing - j
+        mean_b = (j * high + rest * low) / missing if missing else 0.0
+        ss_b = j * (high - mean_b) ** 2 + rest * (low - mean_b) ** 2 if missing else 0.0
+        m, ss_all, _ = _combined(count, mean, ss, missing, mean_b, ss_b)
+        half = factor * math.sqrt(max(ss_all, 0.0) / (total - 1))
+        lowest = min(lowest, m - half)
+        highest = max(highest, m + half)
+    return lowest, highest
+
+
 def student_t_mean_bounded(
     values: Sequence[float],
     missing: int,
@@ -227,28 +278,27 @@ def student_t_mean_bounded(
 ) -> MeanSummary:
     """Student-t interval for a MEAN metric, bounded for missing cases.
 
-    A missing case could have scored anything in the evaluator's declared range [lo, hi], so,
-    as for binary metrics, the interval is computed at the two extreme completions:
-
-    - lower bound: the t-interval lower bound of the observed values plus ``missing`` copies
-      of ``lo``;
-    - upper bound: the t-interval upper bound of the observed values plus ``missing`` copies
-      of ``hi``;
-    - the interval is then clipped to [lo, hi] (whenever a range is declared, also with no
-      missing case, since no mean can leave it).
+    A missing case could have scored anything in the evaluator's declared range [lo, hi], so
+    the interval is the worst case over every completion of the missing scores: its lower
+    bound is the smallest t lower bound and its upper bound the largest t upper bound that
+    any completion gives (:func:`worst_case_t_bounds`, exact: the extremes lie at the
+    completions with each missing score at lo or hi). It therefore contains the t interval
+    of every completion. Nothing is clipped: an observed score outside the range is refused
+    upstream (the evaluator's outcome becomes missing), and the interval is what the t
+    method gives.
 
     ``mean`` stays the mean of the observed values only. Without a declared range and with
     missing cases no honest bound exists: the interval is None and ``unbounded_missing`` is
     True (the policy reports ``missing_cases_unbounded``). With fewer than two values in a
     completion (n + missing < 2) the interval is None, as for :func:`student_t_mean`.
 
-    Method: Student (1908), Biometrika 6(1):1-25, applied at the two extreme completions.
+    Method: Student (1908), Biometrika 6(1):1-25, maximised over the completions.
     """
     if missing < 0:
         raise ValueError(f"missing must be >= 0, got {missing}")
-    alpha = _check_level(level)
+    _check_level(level)
     observed = student_t_mean(values, level)
-    if value_range is None:
+    if value_range is None or missing == 0:
         if missing == 0:
             return observed
         return MeanSummary(
@@ -265,12 +315,9 @@ def student_t_mean_bounded(
     xs = _check_values(values)
     interval: Interval | None = None
     if len(xs) + missing >= 2:
-        half_alpha = 0.5 * alpha
-        mean_lo, ss_lo, count = _mean_and_ss(xs, lo, missing)
-        mean_hi, ss_hi, _ = _mean_and_ss(xs, hi, missing)
-        lower = mean_lo - _t_half_width(ss_lo, count, half_alpha)
-        upper = mean_hi + _t_half_width(ss_hi, count, half_alpha)
-        interval = Interval(min(max(lower, lo), hi), max(min(upper, hi), lo))
+        mean, ss, count = _mean_and_ss(xs, 0.0, 0) if xs else (0.0, 0.0, 0)
+        lower, upper = worst_case_t_bounds(count, mean, ss, missing, lo, hi, level)
+        interval = Interval(lower, upper)
     return MeanSummary(
         mean=observed.mean,
         sd=observed.sd,

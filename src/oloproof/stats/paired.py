@@ -6,8 +6,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from oloproof.stats._special import norm_ppf
 from oloproof.stats.intervals import Interval, _check_level, _wilson_bounds, student_t_mean
+
+
+def _z_quantile(p: float) -> float:
+    """The exact standard normal quantile. ``statistics`` is imported here, not at the top:
+    it costs more start-up than a cached rerun of a small suite takes, and only deciding a
+    comparison or sizing a rule needs it."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(p)
+
 
 __all__ = [
     "NEWCOMBE_PAIRED",
@@ -110,7 +119,7 @@ def paired_proportion_difference(
     n = sum(counts)
     if n == 0:
         return PairedDifference(estimate=None, interval=None, n=0, method=NEWCOMBE_PAIRED)
-    z = -norm_ppf(0.5 * alpha)
+    z = _z_quantile(1.0 - 0.5 * alpha)
     lower, upper = _newcombe_bounds(both_pass, cand_only, base_only, both_fail, z)
     return PairedDifference(
         estimate=(cand_only - base_only) / n,

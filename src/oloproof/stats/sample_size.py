@@ -8,15 +8,11 @@ the ones already run, what is the smallest total that the rule's own method woul
 - :func:`mean_rule_size` and :func:`paired_mean_rule_size` are approximate: they hold the
   observed mean and standard deviation fixed and let only the t interval shrink.
 
-"Decided" uses the rule semantics of SPEC section 5, restated here only to size rules (the
-policy module owns the decisions themselves):
-
-- run rule ``min: t``: PASS if lower >= t, FAIL if upper < t; ``max: t``: PASS if
-  upper <= t, FAIL if lower > t;
-- comparison rules on the difference candidate - baseline: ``superiority``: PASS if
-  lower > 0, FAIL if upper <= 0; ``non_inferiority`` with margin m: PASS if lower > -m,
-  FAIL if upper <= -m; ``equivalence``: PASS if the interval lies inside (-m, m), FAIL if it
-  lies wholly outside it.
+"Decided" is whatever the ``judge`` passed in says: the rule semantics live in
+:mod:`oloproof.policy.rules` (one home), and this module, which stays pure and below the
+policy layer, only receives them as a function from an interval to a state. The searches
+rely on one property of every rule there: PASS and FAIL are each monotone in the interval,
+so a decision that some interval with lower <= L and upper >= U could make is made by (L, U).
 """
 
 from __future__ import annotations
@@ -26,16 +22,32 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from oloproof.stats._special import _log1pmx, binom_pmf, binom_tails, norm_ppf, t_isf
-from oloproof.stats.intervals import CLOPPER_PEARSON, STUDENT_T, _check_level, clopper_pearson
+from oloproof.enums import RuleState
+from oloproof.stats._special import _log1pmx, binom_pmf, binom_tails, t_isf
+from oloproof.stats.intervals import (
+    CLOPPER_PEARSON,
+    STUDENT_T,
+    _check_level,
+    clopper_pearson,
+    clopper_pearson_bounded,
+    worst_case_t_bounds,
+)
 from oloproof.stats.paired import NEWCOMBE_PAIRED, _newcombe_bounds
 
+
+def _z_quantile(p: float) -> float:
+    """The exact standard normal quantile. ``statistics`` is imported here, not at the top:
+    it costs more start-up than a cached rerun of a small suite takes, and only deciding a
+    comparison or sizing a rule needs it."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(p)
+
+
 __all__ = [
-    "ComparisonKind",
-    "Direction",
+    "Judge",
     "SizeResult",
     "SizeStatus",
-    "State",
     "apportion",
     "binary_rule_size",
     "mean_rule_size",
@@ -44,9 +56,8 @@ __all__ = [
     "round_half_even",
 ]
 
-Direction = Literal["min", "max"]
-ComparisonKind = Literal["superiority", "non_inferiority", "equivalence"]
-State = Literal["PASS", "FAIL"]
+#: An interval (lower, upper) to the rule's decision, None when it does not decide.
+Judge = Callable[[float, float], RuleState | None]
 SizeStatus = Literal["sized", "on_the_bar", "already_decided", "beyond_limit", "not_computable"]
 
 DEFAULT_LIMIT = 10_000_000
@@ -70,71 +81,10 @@ class SizeResult:
     status: SizeStatus
     total: int | None = None
     more: int | None = None
-    state_at_total: State | None = None
+    state_at_total: RuleState | None = None
     approximate: bool = False
     method: str = ""
     reason: str = ""
-
-
-# ------------------------------------------------------------------------- rule semantics
-
-
-def run_rule_state(
-    lower: float, upper: float, threshold: float, direction: Direction
-) -> State | None:
-    """The state of a ``min``/``max`` run rule on an interval (None: not decided)."""
-    if direction == "min":
-        if lower >= threshold:
-            return "PASS"
-        if upper < threshold:
-            return "FAIL"
-        return None
-    if direction == "max":
-        if upper <= threshold:
-            return "PASS"
-        if lower > threshold:
-            return "FAIL"
-        return None
-    raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
-
-
-def comparison_state(
-    lower: float, upper: float, kind: ComparisonKind, margin: float
-) -> State | None:
-    """The state of a comparison rule on an interval for candidate - baseline.
-
-    Superiority with margin δ ≥ 0 (0 by default) asks for more than δ:
-    PASS if lower > δ, FAIL if upper ≤ δ (SPEC §5 is the case δ = 0).
-    """
-    if kind == "superiority":
-        if lower > margin:
-            return "PASS"
-        if upper <= margin:
-            return "FAIL"
-        return None
-    if kind == "non_inferiority":
-        if lower > -margin:
-            return "PASS"
-        if upper <= -margin:
-            return "FAIL"
-        return None
-    if kind == "equivalence":
-        if lower > -margin and upper < margin:
-            return "PASS"
-        if upper <= -margin or lower >= margin:
-            return "FAIL"
-        return None
-    raise ValueError(
-        f"kind must be 'superiority', 'non_inferiority' or 'equivalence', got {kind!r}"
-    )
-
-
-def _on_comparison_bar(estimate: float, kind: ComparisonKind, margin: float) -> bool:
-    if kind == "superiority":
-        return estimate == margin
-    if kind == "non_inferiority":
-        return estimate == -margin
-    return abs(estimate) == margin
 
 
 # ------------------------------------------------------------------------------- rounding
@@ -225,9 +175,71 @@ def binary_rule_size(
     k: int,
     n: int,
     threshold: float,
-    direction: Direction,
+    judge: Judge,
     level: float = 0.95,
+    *,
+    missing: int = 0,
     limit: int = DEFAULT_LIMIT,
+) -> SizeResult:
+    """The smallest total N that would decide a ``min``/``max`` rule on a BINARY metric.
+
+    ``judge`` is the rule (:func:`oloproof.policy.rules.threshold_judge`), ``threshold`` its
+    bar, used only to skip sizes that cannot decide. Without missing cases this is
+    :func:`_observed_size`. With ``missing`` cases held missing, N totals the cases of which
+    the ``missing`` stay missing: N - missing are observed with round(p*(N - missing))
+    passes, and N decides when the interval bounded for the missing cases
+    (:func:`~oloproof.stats.intervals.clopper_pearson_bounded`, the one the policy uses)
+    decides. Since that interval contains the plain Clopper–Pearson interval of the same
+    observed cases, nothing below (first size deciding without missing) + missing can
+    decide; from there each N is screened by the binomial tails at the two ends and checked
+    exactly near the bar.
+    """
+    if missing < 0:
+        raise ValueError(f"missing must be >= 0, got {missing}")
+    plain = _observed_size(k, n, threshold, judge, level, limit)
+    if missing == 0 or plain.status in ("not_computable", "on_the_bar", "beyond_limit"):
+        return plain
+    assert plain.total is not None
+    alpha = _check_level(level)
+    screen = 0.5 * alpha * (1.0 + 1e-6) + 1e-300
+    method = plain.method + ", the missing cases held missing"
+    t = threshold
+    total = max(plain.total, n) + missing
+    budget = 200_000
+    while total <= limit and budget > 0:
+        seen = total - missing
+        kk = round_half_even(k * seen, n)
+        if 0.0 < t < 1.0:
+            lower_tail = binom_tails(kk - 1, total, t)[1]  # P(X >= kk)
+            upper_tail = binom_tails(kk + missing, total, t)[0]  # P(X <= kk + missing)
+            near = lower_tail <= screen or upper_tail <= screen
+        else:
+            near = True
+        if near:
+            interval = clopper_pearson_bounded(kk, seen, missing, level)
+            state = judge(interval.lower, interval.upper)
+            if state is not None:
+                if total == n + missing:
+                    return SizeResult(
+                        "already_decided",
+                        total=total,
+                        more=0,
+                        state_at_total=state,
+                        method=method,
+                    )
+                return _sized(total, n + missing, state, method)
+        total += 1
+        budget -= 1
+    return SizeResult("beyond_limit", method=method, reason=f"more than {total - 1} cases")
+
+
+def _observed_size(
+    k: int,
+    n: int,
+    threshold: float,
+    judge: Judge,
+    level: float,
+    limit: int,
 ) -> SizeResult:
     """The smallest total N > n that would decide a ``min``/``max`` rule on a BINARY metric.
 
@@ -264,15 +276,13 @@ def binary_rule_size(
     if n < 0 or k < 0 or k > n:
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
     alpha = _check_level(level)
-    if direction not in ("min", "max"):
-        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
     method = f"{CLOPPER_PEARSON} at {level:g}"
     if n == 0:
         return SizeResult("not_computable", method=method, reason="no case was observed")
 
-    def state_at(passes: int, total: int) -> State | None:
+    def state_at(passes: int, total: int) -> RuleState | None:
         interval = clopper_pearson(passes, total, level)
-        return run_rule_state(interval.lower, interval.upper, threshold, direction)
+        return judge(interval.lower, interval.upper)
 
     now = state_at(k, n)
     if now is not None:
@@ -289,7 +299,7 @@ def binary_rule_size(
         return SizeResult("not_computable", method=method, reason="threshold outside (0, 1)")
 
     half_alpha = 0.5 * alpha
-    z = -norm_ppf(half_alpha)
+    z = _z_quantile(1.0 - half_alpha)
     t = threshold
     first = _binary_safe_start(k / n, t, z, n + 1, limit)
     if first > limit:
@@ -343,7 +353,9 @@ def binary_rule_size(
     return SizeResult("beyond_limit", method=method, reason=f"more than {limit} cases")
 
 
-def _sized(total: int, n: int, state: State, method: str, approximate: bool = False) -> SizeResult:
+def _sized(
+    total: int, n: int, state: RuleState, method: str, approximate: bool = False
+) -> SizeResult:
     return SizeResult(
         "sized",
         total=total,
@@ -381,21 +393,7 @@ def _first_true_monotone(decides: Callable[[int], bool], low: int, limit: int) -
     return hi
 
 
-Judge = Callable[[float, float], State | None]
-
-
-def _run_judge(threshold: float, direction: Direction) -> Judge:
-    def judge(lower: float, upper: float) -> State | None:
-        return run_rule_state(lower, upper, threshold, direction)
-
-    return judge
-
-
-def _comparison_judge(kind: ComparisonKind, margin: float) -> Judge:
-    def judge(lower: float, upper: float) -> State | None:
-        return comparison_state(lower, upper, kind, margin)
-
-    return judge
+_SCAN_FIRST = 2000
 
 
 def _t_size(
@@ -405,11 +403,12 @@ def _t_size(
     judge: Judge,
     on_bar: bool,
     level: float,
+    missing: int,
     value_range: tuple[float, float] | None,
     limit: int,
     method: str,
 ) -> SizeResult:
-    alpha = _check_level(level)
+    _check_level(level)
     if n < 2 or sd is None:
         return SizeResult(
             "not_computable",
@@ -419,21 +418,37 @@ def _t_size(
         )
     if not (math.isfinite(centre) and math.isfinite(sd) and sd >= 0.0):
         raise ValueError("mean and sd must be finite, with sd >= 0")
-    half_alpha = 0.5 * alpha
+    if missing and value_range is None:
+        return SizeResult(
+            "not_computable",
+            approximate=True,
+            method=method,
+            reason="missing cases and no declared range: no size bounds them",
+        )
 
-    def state_at(size: int) -> State | None:
-        half = t_isf(half_alpha, size - 1) * sd / math.sqrt(size)
-        lower, upper = centre - half, centre + half
-        if value_range is not None:
-            lo, hi = value_range
-            lower = min(max(lower, lo), hi)
-            upper = max(min(upper, hi), lo)
+    def state_at(size: int) -> RuleState | None:
+        # ``size`` cases in all, ``missing`` of them held missing at their worst case.
+        seen = size - missing
+        ss = sd * sd * (seen - 1)
+        if missing and value_range is not None:
+            lower, upper = worst_case_t_bounds(
+                seen, centre, ss, missing, value_range[0], value_range[1], level
+            )
+        else:
+            half = t_isf(0.5 * (1.0 - level), seen - 1) * sd / math.sqrt(seen)
+            lower, upper = centre - half, centre + half
         return judge(lower, upper)
 
-    now = state_at(n)
+    total_now = n + missing
+    now = state_at(total_now)
     if now is not None:
         return SizeResult(
-            "already_decided", total=n, more=0, state_at_total=now, approximate=True, method=method
+            "already_decided",
+            total=total_now,
+            more=0,
+            state_at_total=now,
+            approximate=True,
+            method=method,
         )
     if on_bar:
         return SizeResult(
@@ -442,44 +457,58 @@ def _t_size(
             method=method,
             reason="the observed mean equals the bar, so no number of cases decides it",
         )
-    # The t half-width t(1-alpha/2, N-1) * sd / sqrt(N) shrinks as N grows, so once a size
-    # decides, every larger one does: a doubling search then a bisection finds the first.
-    found = _first_true_monotone(lambda size: state_at(size) is not None, n + 1, limit)
+    # With mean and spread fixed, the t half-width shrinks as N grows, and the worst case over
+    # the missing values moves towards the observed mean, so past the first few sizes, once a
+    # size decides, every larger one does: a doubling search then a bisection finds the
+    # first. At the smallest sizes the worst case can move the other way (a numerical check
+    # found it at 6 observed of a lopsided sample), so those are each tried in turn.
+    found: int | None = None
+    scan_end = min(total_now + _SCAN_FIRST, limit)
+    for size in range(total_now + 1, scan_end + 1):
+        if state_at(size) is not None:
+            found = size
+            break
+    if found is None and scan_end < limit:
+        found = _first_true_monotone(
+            lambda size: state_at(size) is not None, scan_end + 1, limit
+        )
     if found is None:
         return SizeResult(
             "beyond_limit", approximate=True, method=method, reason=f"more than {limit} cases"
         )
     state = state_at(found)
     assert state is not None
-    return _sized(found, n, state, method, approximate=True)
+    return _sized(found, total_now, state, method, approximate=True)
 
 
 def mean_rule_size(
     mean: float,
     sd: float | None,
     n: int,
-    threshold: float,
-    direction: Direction,
+    judge: Judge,
+    on_bar: bool,
     level: float = 0.95,
+    *,
+    missing: int = 0,
     value_range: tuple[float, float] | None = None,
     limit: int = DEFAULT_LIMIT,
 ) -> SizeResult:
-    """Approximate smallest total N > n that would decide a ``min``/``max`` rule on a MEAN.
+    """Approximate smallest total N that would decide a ``min``/``max`` rule on a MEAN.
 
-    Holds the observed mean and standard deviation fixed and asks when
-    mean +/- t(1-alpha/2, N-1) * sd / sqrt(N) (clipped to ``value_range`` when one is declared)
-    clears the threshold. Approximate, since the real mean and spread of the cases to come
-    will differ; the result is labelled so (``approximate=True``). Needs n >= 2.
+    Holds the observed mean and standard deviation fixed and asks when the t interval of
+    N - ``missing`` such scores, bounded for the ``missing`` cases held missing at the worst
+    case over ``value_range`` (as the policy bounds them), decides. Approximate, since the
+    real mean and spread of the cases to come will differ; the result is labelled so
+    (``approximate=True``). Needs n >= 2.
     """
-    if direction not in ("min", "max"):
-        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
     return _t_size(
         mean,
         sd,
         n,
-        _run_judge(threshold, direction),
-        mean == threshold,
+        judge,
+        on_bar,
         level,
+        missing,
         value_range,
         limit,
         f"{STUDENT_T} at {level:g}, approximate",
@@ -490,8 +519,8 @@ def paired_mean_rule_size(
     mean_difference: float,
     sd_difference: float | None,
     n: int,
-    kind: ComparisonKind,
-    margin: float = 0.0,
+    judge: Judge,
+    on_bar: bool,
     level: float = 0.95,
     limit: int = DEFAULT_LIMIT,
 ) -> SizeResult:
@@ -501,27 +530,18 @@ def paired_mean_rule_size(
     per-case differences are held fixed, and N is the first size at which
     d +/- t(1-alpha/2, N-1) * sd / sqrt(N) decides the rule. Approximate; needs n >= 2.
     """
-    _check_kind(kind, margin)
     return _t_size(
         mean_difference,
         sd_difference,
         n,
-        _comparison_judge(kind, margin),
-        _on_comparison_bar(mean_difference, kind, margin),
+        judge,
+        on_bar,
         level,
+        0,
         None,
         limit,
         f"paired Student t, 1908 at {level:g}, approximate",
     )
-
-
-def _check_kind(kind: ComparisonKind, margin: float) -> None:
-    if kind not in ("superiority", "non_inferiority", "equivalence"):
-        raise ValueError(
-            f"kind must be 'superiority', 'non_inferiority' or 'equivalence', got {kind!r}"
-        )
-    if not (math.isfinite(margin) and margin >= 0.0):
-        raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
 
 
 # ------------------------------------------------------------------- paired BINARY sizes
@@ -584,8 +604,7 @@ def _paired_block_undecidable(
     n1: int,
     n2: int,
     z: float,
-    kind: ComparisonKind,
-    m: float,
+    judge: Judge,
 ) -> bool:
     """True when no N in [n1, n2] can decide the rule, by bounding the Newcombe limits.
 
@@ -620,14 +639,9 @@ def _paired_block_undecidable(
     slack = 1e-9
     lower_max = max(d_max - math.sqrt(q_low), -1.0) + slack
     upper_min = min(d_min + math.sqrt(q_up), 1.0) - slack
-    if kind == "superiority":
-        return lower_max <= 0.0 and upper_min > 0.0
-    if kind == "non_inferiority":
-        return lower_max <= -m and upper_min > -m
-    # equivalence: PASS needs lower > -m and upper < m; FAIL needs upper <= -m or lower >= m
-    pass_impossible = lower_max <= -m or upper_min >= m
-    fail_impossible = upper_min > -m and lower_max < m
-    return pass_impossible and fail_impossible
+    # Every decision is monotone in the interval (policy/rules.py), so one is possible in
+    # the block only if the most favourable corner (lower_max, upper_min) makes it.
+    return judge(lower_max, upper_min) is None
 
 
 def paired_binary_rule_size(
@@ -635,8 +649,8 @@ def paired_binary_rule_size(
     cand_only: int,
     base_only: int,
     both_fail: int,
-    kind: ComparisonKind,
-    margin: float = 0.0,
+    judge: Judge,
+    on_bar: bool,
     level: float = 0.95,
     limit: int = DEFAULT_LIMIT,
 ) -> SizeResult:
@@ -645,7 +659,8 @@ def paired_binary_rule_size(
     The four observed cells are scaled to N by the largest-remainder method (:func:`apportion`:
     each cell within one of its exact share, summing to N), and N decides when
     :func:`~oloproof.stats.paired.paired_proportion_difference` at ``level`` on the scaled
-    table decides the rule. ``margin`` is the rule's delta (ignored for superiority).
+    table decides the rule (``judge``, :func:`oloproof.policy.rules.comparison_judge`);
+    ``on_bar`` says the observed difference sits exactly on the rule's bar.
 
     As for binary run rules, rounding makes decidedness flicker, so the search checks sizes in
     order. It skips whole blocks of sizes when bounds on the Newcombe limits over the block
@@ -656,16 +671,14 @@ def paired_binary_rule_size(
     cells = (both_pass, cand_only, base_only, both_fail)
     if any(x < 0 for x in cells):
         raise ValueError(f"paired counts must be >= 0, got {cells}")
-    _check_kind(kind, margin)
     alpha = _check_level(level)
     method = f"{NEWCOMBE_PAIRED} at {level:g}"
     n = sum(cells)
     if n == 0:
         return SizeResult("not_computable", method=method, reason="no pair was observed")
-    z = -norm_ppf(0.5 * alpha)
-    judge = _comparison_judge(kind, margin)
+    z = _z_quantile(1.0 - 0.5 * alpha)
 
-    def state_at(total: int) -> State | None:
+    def state_at(total: int) -> RuleState | None:
         scaled = cells if total == n else apportion(cells, total)
         lower, upper = _newcombe_bounds(*scaled, z)
         return judge(lower, upper)
@@ -673,7 +686,7 @@ def paired_binary_rule_size(
     now = state_at(n)
     if now is not None:
         return SizeResult("already_decided", total=n, more=0, state_at_total=now, method=method)
-    if _on_comparison_bar((cand_only - base_only) / n, kind, margin):
+    if on_bar:
         return SizeResult(
             "on_the_bar",
             method=method,
@@ -685,7 +698,7 @@ def paired_binary_rule_size(
     while size <= limit:
         if block >= 2:
             end = min(size + block - 1, limit)
-            if _paired_block_undecidable(cells, n, size, end, z, kind, margin):
+            if _paired_block_undecidable(cells, n, size, end, z, judge):
                 size = end + 1
                 block = min(block * 2, max(2, size // 4))
                 continue
@@ -698,3 +711,171 @@ def paired_binary_rule_size(
         size += 1
         block = 2
     return SizeResult("beyond_limit", method=method, reason=f"more than {limit} cases")
+
+
+# ---------------------------------------------------------------------------- assurance
+
+
+@dataclass(frozen=True)
+class AssuranceResult:
+    """The smallest total that decides a rule with a given probability.
+
+    ``status`` is ``sized`` (``total`` cases in all, ``more`` beyond those run, decide the rule
+    with probability ``probability`` >= the target), ``beyond_limit`` or ``not_computable``.
+    """
+
+    status: SizeStatus
+    target: float
+    total: int | None = None
+    more: int | None = None
+    probability: float | None = None
+    method: str = ""
+    reason: str = ""
+
+
+def binary_decision_probability(
+    total: int,
+    rate: float,
+    threshold: float,
+    judge: Judge,
+    level: float = 0.95,
+    *,
+    missing: int = 0,
+) -> float:
+    """P(the rule is decided) when ``total`` cases are run, ``missing`` of them stay missing
+    and each observed one passes with probability ``rate``, independently.
+
+    Exact: X ~ Binomial(total - missing, rate) passes, and the sum of P(X = x) over every x
+    whose interval (Clopper–Pearson bounded for the missing cases, the policy's) the
+    ``judge`` (a min/max rule at ``threshold``) decides. The decided x form {x <= a} and
+    {x >= b}, because both bounds grow with x, so the sum is two binomial tails.
+    """
+    seen = total - missing
+    if seen < 0:
+        raise ValueError("total must be at least missing")
+    a, b = _decided_cuts(seen, missing, threshold, judge, level, None)
+    return _tails_probability(seen, rate, a, b)
+
+
+def _tails_probability(seen: int, rate: float, a: int, b: int) -> float:
+    if rate <= 0.0:
+        return 1.0 if a >= 0 or b <= 0 else 0.0
+    if rate >= 1.0:
+        return 1.0 if b <= seen or a >= seen else 0.0
+    low = binom_tails(a, seen, rate)[0] if a >= 0 else 0.0
+    high = binom_tails(b - 1, seen, rate)[1] if b <= seen else 0.0
+    return min(1.0, low + high)
+
+
+def _decided_cuts(
+    seen: int,
+    missing: int,
+    threshold: float,
+    judge: Judge,
+    level: float,
+    start: tuple[int, int] | None,
+) -> tuple[int, int]:
+    """(a, b): the largest x deciding from below and the smallest deciding from above
+    (-1 and seen + 1 when there is none), walking from ``start`` when given."""
+    alpha = _check_level(level)
+    total = seen + missing
+    screen = 0.5 * alpha * (1.0 + 1e-6) + 1e-300
+    t = threshold
+
+    clear = 0.5 * alpha * (1.0 - 1e-6)
+
+    def decided(x: int) -> bool:
+        # Clopper-Pearson's bounds are where a binomial tail equals alpha/2, so comparing
+        # the tails at t with alpha/2 compares the bounds with t; only a tail within a hair
+        # of alpha/2 is settled by computing the interval itself.
+        if 0.0 < t < 1.0:
+            lower_tail = binom_tails(x - 1, total, t)[1] if x > 0 else 1.0  # P(Y >= x)
+            upper_tail = binom_tails(x + missing, total, t)[0]  # P(Y <= x + missing)
+            if lower_tail > screen and upper_tail > screen:
+                return False  # the interval holds t strictly inside: no min/max decides
+            if lower_tail < clear or upper_tail < clear:
+                return True  # a bound is strictly beyond t: both min and max decide
+        interval = clopper_pearson_bounded(x, seen, missing, level)
+        return judge(interval.lower, interval.upper) is not None
+
+    middle = min(max(round(t * seen), 0), seen)
+    if decided(middle):
+        # Rare (t at 0 or 1, or tiny sizes): look at every x.
+        flags = [decided(x) for x in range(seen + 1)]
+        a = max((x for x in range(seen + 1) if flags[x] and x <= middle), default=-1)
+        b = min((x for x in range(seen + 1) if flags[x] and x > middle), default=seen + 1)
+        if all(flags):
+            return seen, seen + 1
+        return a, b
+    if start is None:
+        lo, hi = middle, seen + 1  # decided(lo) false; smallest decided in (lo, hi]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if decided(mid):
+                hi = mid
+            else:
+                lo = mid
+        b = hi
+        lo, hi = -1, middle  # largest decided in [lo, hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if decided(mid):
+                lo = mid
+            else:
+                hi = mid
+        a = lo
+        return a, b
+    a, b = start
+    b = min(max(b, middle + 1), seen + 1)
+    while b - 1 > middle and decided(b - 1):
+        b -= 1
+    while b <= seen and not decided(b):
+        b += 1
+    a = max(min(a, middle - 1), -1)
+    while a + 1 < middle and decided(a + 1):
+        a += 1
+    while a >= 0 and not decided(a):
+        a -= 1
+    return a, b
+
+
+def binary_assurance_size(
+    k: int,
+    n: int,
+    threshold: float,
+    judge: Judge,
+    target: float,
+    level: float = 0.95,
+    *,
+    missing: int = 0,
+    limit: int = 200_000,
+) -> AssuranceResult:
+    """The smallest total N > n + missing that decides a BINARY run rule with probability
+    >= ``target`` if the true pass rate equals the observed k/n (and the ``missing`` cases
+    stay missing), by :func:`binary_decision_probability` at each N in turn (exact, no
+    simulation). The decision probability is not monotone in N, so every N is tried from
+    the smallest up; ``limit`` caps the search.
+    """
+    if not 0.0 < target < 1.0:
+        raise ValueError(f"the assurance must lie strictly between 0 and 1, got {target!r}")
+    method = (
+        f"exact binomial sum over the outcomes, {CLOPPER_PEARSON} at {level:g}"
+    )
+    if n == 0:
+        return AssuranceResult("not_computable", target, method=method,
+                               reason="no case was observed")
+    rate = k / n
+    cuts: tuple[int, int] | None = None
+    total = n + missing + 1
+    while total <= limit:
+        seen = total - missing
+        cuts = _decided_cuts(seen, missing, threshold, judge, level, cuts)
+        probability = _tails_probability(seen, rate, *cuts)
+        if probability >= target:
+            return AssuranceResult(
+                "sized", target, total=total, more=total - n - missing,
+                probability=probability, method=method,
+            )
+        total += 1
+    return AssuranceResult("beyond_limit", target, method=method,
+                           reason=f"more than {limit} cases")

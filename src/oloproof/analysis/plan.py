@@ -1,0 +1,705 @@
+"""How many more cases would decide a rule left undecided (SPEC §7): the computation behind
+``oloproof plan``.
+
+- a BINARY run rule, k of n observed and m missing: the smallest total N whose N - m observed
+  cases, holding round(k/n · (N - m)) passes, decide the rule's own Clopper–Pearson interval
+  bounded for the m missing cases *still missing* (exact). What re-running the missing cases
+  would change is reported beside it (:class:`IfResolved`).
+- with ``assurance`` P: the smallest total that decides the rule with probability >= P if
+  the true pass rate equals the observed one (exact binomial sum; BINARY run rules only).
+- a MEAN run rule: from the stored scores' mean and sd, the first N at which the t interval,
+  bounded for the missing cases at their worst case over the range, clears the bar
+  (approximate).
+- a comparison rule: the observed paired 2x2 table scaled to N pairs, decided by Newcombe's
+  interval (exact), or for a MEAN metric the paired t analogue (approximate).
+
+The extra cases are priced from what the run recorded (per-case time bounds, mean tokens and
+cost). Nothing here prints: the results are dataclasses with a ``to_json`` form, which
+``plan --json`` prints and :mod:`oloproof.render.plan` turns into text.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from oloproof.analysis.compare import build_comparison, kind_names, shared_metrics
+from oloproof.analysis.stored import StoredEvidenceError, decide_stored, stored_policy
+from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
+from oloproof.errors import OloproofError
+from oloproof.policy.compare import PairedMetric, decide_comparison
+from oloproof.policy.decide import Decision
+from oloproof.policy.format import difference_text, estimate_text, level_text, value_text
+from oloproof.policy.rules import (
+    Direction,
+    comparison_judge,
+    decide_threshold,
+    on_comparison_bar,
+    threshold_judge,
+)
+from oloproof.project import load_compare_policy, load_release_policy
+from oloproof.project.models import (
+    ComparePolicy,
+    CompareRule,
+    IntervalRule,
+    ObservedCountRule,
+    ReleasePolicy,
+)
+from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean
+from oloproof.stats.sample_size import (
+    AssuranceResult,
+    SizeResult,
+    binary_assurance_size,
+    binary_rule_size,
+    mean_rule_size,
+    paired_binary_rule_size,
+    paired_mean_rule_size,
+)
+from oloproof.store.comparisons import get_comparison
+from oloproof.store.reader import CaseRow, CriterionEvidence, get_run, load_cases
+
+__all__ = [
+    "CaseCosts",
+    "ComparisonPlan",
+    "IfResolved",
+    "IncompleteError",
+    "PlanStatus",
+    "RulePlan",
+    "RunPlan",
+    "case_costs",
+    "plan_comparison",
+    "plan_exit_code",
+    "plan_run",
+    "plan_stored_comparison",
+    "plan_stored_run",
+]
+
+PlanStatus = Literal[
+    "decided",
+    "sized",
+    "already_decided",
+    "on_the_bar",
+    "beyond_limit",
+    "not_computable",
+    "not_admitted",
+    "refused",
+]
+
+
+class IncompleteError(OloproofError):
+    """Asked to plan a partial run or a comparison with one: nothing was decided (exit 5)."""
+
+    exit_code = int(ExitCode.INCOMPLETE)
+
+
+_CONCURRENCY = "cases run one after another; concurrency divides the time and not the cost"
+
+
+# -- what a case costs --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseCosts:
+    """Per-case time bounds and mean usage recorded by a run (or a sum over two runs)."""
+
+    cases: int
+    time_min_s: float | None
+    time_max_s: float | None
+    input_tokens: float | None  # per-case mean; None when nothing was reported
+    output_tokens: float | None
+    cost_usd: float | None
+
+    def __add__(self, other: CaseCosts) -> CaseCosts:
+        def add(a: float | None, b: float | None) -> float | None:
+            return None if a is None and b is None else (a or 0.0) + (b or 0.0)
+
+        time_ok = self.time_min_s is not None and other.time_min_s is not None
+        return CaseCosts(
+            min(self.cases, other.cases),
+            add(self.time_min_s, other.time_min_s) if time_ok else None,
+            add(self.time_max_s, other.time_max_s) if time_ok else None,
+            add(self.input_tokens, other.input_tokens),
+            add(self.output_tokens, other.output_tokens),
+            add(self.cost_usd, other.cost_usd),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cases": self.cases,
+            "time_s_min": self.time_min_s,
+            "time_s_max": self.time_max_s,
+            "input_tokens_mean": self.input_tokens,
+            "output_tokens_mean": self.output_tokens,
+            "cost_usd_mean": self.cost_usd,
+        }
+
+
+def case_costs(cases: Sequence[CaseRow]) -> CaseCosts:
+    """Time per case = its execution latency plus its judgments' latencies (for a cached
+    case, the latencies stored are the original calls'); usage = the system's plus the
+    judges', averaged over the cases stored."""
+    times: list[float] = []
+    tokens_in = tokens_out = cost = 0.0
+    saw_tokens = saw_cost = False
+    for case in cases:
+        ms = [case.latency_ms] + [j.latency_ms for j in case.judgments.values()]
+        known = [x for x in ms if x is not None]
+        if known:
+            times.append(math.fsum(known) / 1000.0)
+        for usage in [case.usage] + [j.usage for j in case.judgments.values()]:
+            if not usage:
+                continue
+            i = float(usage.get("input_tokens") or 0)
+            o = float(usage.get("output_tokens") or 0)
+            c = float(usage.get("cost_usd") or 0.0)
+            tokens_in += i
+            tokens_out += o
+            cost += c
+            saw_tokens = saw_tokens or bool(i or o)
+            saw_cost = saw_cost or bool(c)
+    n = len(cases)
+    return CaseCosts(
+        n,
+        min(times) if times else None,
+        max(times) if times else None,
+        tokens_in / n if saw_tokens and n else None,
+        tokens_out / n if saw_tokens and n else None,
+        cost / n if saw_cost and n else None,
+    )
+
+
+# -- one rule's plan -------------------------------------------------------------------------
+
+
+@dataclass
+class IfResolved:
+    """What re-running a rule's missing cases would change.
+
+    ``if_all_pass`` / ``if_all_fail``: the rule's state now if every missing case passed /
+    failed (BINARY); ``more``/``total``: the size that decides it once the missing cases are
+    observed and resemble the rest (None when that size could not be found).
+    """
+
+    missing: int
+    more: int | None
+    total: int | None
+    state_at_total: RuleState | None
+    if_all_pass: RuleState | None = None
+    if_all_fail: RuleState | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "missing": self.missing,
+            "more": self.more,
+            "total": self.total,
+            "state_at_total": self.state_at_total,
+            "if_all_pass": self.if_all_pass,
+            "if_all_fail": self.if_all_fail,
+        }
+
+
+@dataclass
+class RulePlan:
+    """The plan for one rule: decided already, sized, or why no size can be given."""
+
+    rule: str
+    metric: str
+    kind: str
+    state: RuleState
+    plan: PlanStatus = "decided"
+    more: int | None = None
+    total: int | None = None
+    state_at_total: RuleState | None = None
+    approximate: bool = False
+    method: str | None = None
+    reason: str | None = None
+    message: str = ""
+    assuming: list[str] = field(default_factory=list)
+    observed: dict[str, Any] | None = None
+    time_s: list[float] | None = None
+    tokens: dict[str, float] | None = None
+    cost_usd: float | None = None
+    assurance: dict[str, Any] | None = None
+    if_resolved: IfResolved | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "rule": self.rule,
+            "metric": self.metric,
+            "kind": self.kind,
+            "state": self.state,
+            "plan": self.plan,
+            "more": self.more,
+            "total": self.total,
+            "state_at_total": self.state_at_total,
+            "approximate": self.approximate,
+            "method": self.method,
+            "reason": self.reason,
+            "message": self.message,
+            "assuming": list(self.assuming),
+        }
+        if self.observed is not None:
+            data["observed"] = self.observed
+        if self.plan == "sized":
+            data.update(time_s=self.time_s, tokens=self.tokens, cost_usd=self.cost_usd)
+        if self.assurance is not None:
+            data["assurance"] = self.assurance
+        if self.if_resolved is not None:
+            data["if_resolved"] = self.if_resolved.to_json()
+        return data
+
+    def price(self, costs: CaseCosts) -> None:
+        more = int(self.more or 0)
+        if costs.time_min_s is not None and costs.time_max_s is not None:
+            self.time_s = [more * costs.time_min_s, more * costs.time_max_s]
+        if costs.input_tokens is not None and costs.output_tokens is not None:
+            self.tokens = {
+                "input": more * costs.input_tokens,
+                "output": more * costs.output_tokens,
+            }
+        self.cost_usd = None if costs.cost_usd is None else more * costs.cost_usd
+
+
+def _base(d: Decision) -> RulePlan:
+    return RulePlan(rule=d.rule, metric=d.metric, kind=d.kind, state=d.state)
+
+
+def _from_size(
+    entry: RulePlan, size: SizeResult, *, noun: str, estimate_text: str, bar_text: str
+) -> None:
+    entry.plan = size.status
+    entry.method = size.method
+    entry.approximate = size.approximate
+    entry.reason = size.reason or None
+    if size.status == "sized":
+        entry.more, entry.total = size.more, size.total
+        entry.state_at_total = size.state_at_total
+    elif size.status == "on_the_bar":
+        entry.message = (
+            f"the observed {noun}, {estimate_text}, sits exactly on the bar ({bar_text}):"
+            " no number of cases decides it, if it holds"
+        )
+    elif size.status == "beyond_limit":
+        entry.message = f"no size decides it within the search's limit ({size.reason})"
+    elif size.status == "already_decided":
+        entry.total, entry.more, entry.state_at_total = size.total, 0, size.state_at_total
+    else:
+        entry.message = f"no size can be computed: {size.reason}"
+
+
+def _decided(entry: RulePlan, d: Decision) -> None:
+    entry.plan = "decided"
+    if d.state in (RuleState.PASS, RuleState.FAIL):
+        entry.message = f"decided ({d.state}); nothing to plan"
+    else:
+        entry.message = (
+            f"{d.state}: a person has to look at the evidence; more cases do not settle it"
+        )
+
+
+def _assurance_json(result: AssuranceResult, rate: float) -> dict[str, Any]:
+    return {
+        "target": result.target,
+        "status": result.status,
+        "more": result.more,
+        "total": result.total,
+        "probability": result.probability,
+        "method": result.method,
+        "reason": result.reason or None,
+        "assumption": f"the true pass rate equals the observed {estimate_text(rate, 'BINARY')}",
+    }
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _binary_run_rule(
+    entry: RulePlan,
+    rule: IntervalRule,
+    ev: CriterionEvidence,
+    level: float,
+    assurance: float | None,
+    assuming: list[str],
+) -> None:
+    direction, t = _threshold(rule)
+    judge = threshold_judge(t, direction)
+    k, n, m = ev.passed, ev.observed, ev.missing
+    size = binary_rule_size(k, n, t, judge, level, missing=m)
+    entry.observed = {"passed": k, "observed": n, "missing": m}
+    _from_size(
+        entry, size, noun="rate",
+        estimate_text=estimate_text(k / n, MetricKind.BINARY) if n else "none",
+        bar_text=f"{direction} {value_text(t, MetricKind.BINARY)}",
+    )
+    if m:
+        plain = binary_rule_size(k, n, t, judge, level)
+        all_pass = clopper_pearson_bounded(k + m, n + m, 0, level)
+        all_fail = clopper_pearson_bounded(k, n + m, 0, level)
+        entry.if_resolved = IfResolved(
+            missing=m,
+            more=None if plain.total is None else max(plain.total - (n + m), 0),
+            total=plain.total,
+            state_at_total=plain.state_at_total,
+            if_all_pass=decide_threshold(all_pass.lower, all_pass.upper, t, direction),
+            if_all_fail=decide_threshold(all_fail.lower, all_fail.upper, t, direction),
+        )
+    if assurance is not None and n and entry.plan == "sized":
+        result = binary_assurance_size(k, n, t, judge, assurance, level, missing=m)
+        entry.assurance = _assurance_json(result, k / n)
+
+
+def _threshold(rule: IntervalRule) -> tuple[Direction, float]:
+    if rule.min is not None:
+        return "min", float(rule.min)
+    assert rule.max is not None
+    return "max", float(rule.max)
+
+
+def _mean_run_rule(
+    entry: RulePlan,
+    rule: IntervalRule,
+    ev: CriterionEvidence,
+    level: float,
+    assurance: float | None,
+    assuming: list[str],
+) -> bool:
+    direction, t = _threshold(rule)
+    summary = student_t_mean(ev.scores, level)
+    if summary.n < 2 or summary.mean is None or summary.sd is None:
+        entry.plan = "refused"
+        entry.reason = (
+            f"this run stores {_plural(summary.n, 'observed score')} for it, and sizing needs"
+            " the mean and spread of at least two"
+        )
+        return False
+    entry.observed = {"mean": summary.mean, "sd": summary.sd, "observed": summary.n,
+                      "missing": ev.missing}
+    judge = threshold_judge(t, direction)
+    size = mean_rule_size(
+        summary.mean, summary.sd, summary.n, judge, summary.mean == t, level,
+        missing=ev.missing, value_range=ev.value_range,
+    )
+    _from_size(
+        entry, size, noun="mean", estimate_text=f"{summary.mean:.4g}",
+        bar_text=f"{direction} {value_text(t, MetricKind.MEAN)}",
+    )
+    assuming[0] += (
+        f", with the mean ({summary.mean:.4g}) and spread (sd {summary.sd:.4g})"
+        f" of its {_plural(summary.n, 'score')}"
+    )
+    assuming.append("approximate: the t interval is projected from that mean and spread")
+    if ev.missing:
+        plain = mean_rule_size(
+            summary.mean, summary.sd, summary.n, judge, summary.mean == t, level
+        )
+        ran = summary.n + ev.missing
+        entry.if_resolved = IfResolved(
+            missing=ev.missing,
+            more=None if plain.total is None else max(plain.total - ran, 0),
+            total=plain.total,
+            state_at_total=plain.state_at_total,
+        )
+    if assurance is not None and entry.plan == "sized":
+        entry.assurance = {
+            "target": assurance, "status": "not_computable", "more": None, "total": None,
+            "probability": None, "method": None,
+            "reason": "an assurance is computed exactly for rates only; a MEAN's"
+            " distribution is not known from its mean and spread",
+            "assumption": None,
+        }
+    return True
+
+
+def plan_run(
+    cases: Sequence[CaseRow],
+    evidence: Mapping[str, CriterionEvidence],
+    decisions: Sequence[Decision],
+    policy: ReleasePolicy,
+    *,
+    assurance: float | None = None,
+) -> list[RulePlan]:
+    """One plan per rule of a run's policy, in declared order."""
+    level = float(policy.confidence_level)
+    costs = case_costs(cases)
+    ran = len(cases)
+    out: list[RulePlan] = []
+    for rule, d in zip(policy.rules, decisions, strict=True):
+        entry = _base(d)
+        out.append(entry)
+        ev = evidence[rule.metric]
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+            _decided(entry, d)
+            continue
+        if isinstance(rule, ObservedCountRule):
+            entry.plan = "not_admitted"
+            entry.message = (
+                "sizing is not admitted for an observed_count rule: it counts failures, and"
+                " more cases can add failures but never take one away; it is open because"
+                f" {_plural(ev.missing, 'missing case')} could be failures:"
+                " run them again (the cache keeps the rest)"
+            )
+            continue
+        rule_level = d.confidence_level if d.confidence_level is not None else level
+        assuming = [f"the cases to come resemble the {ran} already run"]
+        if ev.kind == MetricKind.BINARY:
+            _binary_run_rule(entry, rule, ev, rule_level, assurance, assuming)
+        elif not _mean_run_rule(entry, rule, ev, rule_level, assurance, assuming):
+            continue
+        if ev.missing:
+            one = ev.missing == 1
+            assuming.append(
+                f"the {_plural(ev.missing, 'missing case')} of this run"
+                f" {'stays' if one else 'stay'} missing and"
+                f" {'counts' if one else 'count'} against it at"
+                f" {'its' if one else 'their'} worst, as the policy bounds"
+                f" {'it' if one else 'them'}; none of the cases to come goes missing"
+            )
+        if rule_level != level:
+            assuming.append(
+                f"the rule is decided at {level_text(rule_level)}, its level after the"
+                " multiplicity adjustment of its family"
+            )
+        assuming.append(_CONCURRENCY)
+        entry.assuming = assuming
+        if entry.plan == "sized":
+            entry.price(costs)
+    return out
+
+
+def plan_comparison(
+    metrics: Mapping[str, PairedMetric],
+    decisions: Sequence[Decision],
+    policy: ComparePolicy,
+    costs: CaseCosts,
+) -> list[RulePlan]:
+    """One plan per rule of a comparison policy, in declared order."""
+    level = float(policy.confidence_level)
+    out: list[RulePlan] = []
+    for rule, d in zip(policy.rules, decisions, strict=True):
+        entry = _base(d)
+        out.append(entry)
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+            _decided(entry, d)
+            continue
+        _comparison_rule(entry, rule, metrics[rule.metric], level, costs)
+    return out
+
+
+def _comparison_rule(
+    entry: RulePlan, rule: CompareRule, pm: PairedMetric, level: float, costs: CaseCosts
+) -> None:
+    margin = float(rule.margin or 0.0)
+    kind = rule.kind
+    judge = comparison_judge(kind, margin)
+    if pm.kind == MetricKind.BINARY:
+        a, b, c, dd = (
+            int(x or 0) for x in (pm.both_pass, pm.cand_only, pm.base_only, pm.both_fail)
+        )
+        on_bar = bool(pm.pairs) and on_comparison_bar((b - c) / pm.pairs, kind, margin)
+        size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level)
+        entry.observed = {"both_pass": a, "candidate_only": b, "baseline_only": c,
+                          "both_fail": dd}
+        estimate = difference_text((b - c) / pm.pairs, pm.kind) if pm.pairs else "none"
+        outcomes = f"{a} both pass · {dd} both fail · {b} candidate only · {c} baseline only"
+        assuming = [f"the cases to come resemble the {pm.pairs} already paired ({outcomes})"]
+    else:
+        mean = pm.estimate if pm.estimate is not None else 0.0
+        size = paired_mean_rule_size(
+            mean, pm.sd, pm.pairs, judge, on_comparison_bar(mean, kind, margin), level
+        )
+        entry.observed = {"mean_difference": pm.estimate, "sd": pm.sd, "pairs": pm.pairs}
+        estimate = f"{pm.estimate:+.4g}" if pm.estimate is not None else "none"
+        assuming = [
+            (
+                f"the cases to come resemble the {pm.pairs} already paired, with the mean"
+                f" difference ({estimate}) and its spread (sd {pm.sd or 0:.4g})"
+            ),
+            "approximate: the paired t interval is projected from that mean and spread",
+        ]
+    shown = value_text(margin, MetricKind.MEAN)
+    bar = {"superiority": shown, "non_inferiority": f"-{shown}"}.get(kind, f"±{shown}")
+    _from_size(
+        entry, size, noun="difference", estimate_text=estimate, bar_text=f"{kind} at {bar}"
+    )
+    if pm.dropped_missing:
+        dropped = pm.dropped_missing
+        assuming.append(
+            f"none of the cases to come goes missing ({dropped}"
+            f" {'pair was' if dropped == 1 else 'pairs were'} dropped because a case was"
+            " missing in one run)"
+        )
+    assuming.append(
+        "each case runs in both systems, one after another; concurrency divides the time"
+        " and not the cost"
+    )
+    entry.assuming = assuming
+    if entry.plan == "sized":
+        entry.message = ""
+        entry.price(costs)
+    elif entry.plan == "already_decided":
+        entry.message = f"the observed pairs decide it ({entry.state_at_total})"
+
+
+# -- whole plans ---------------------------------------------------------------------------
+
+
+@dataclass
+class RunPlan:
+    """``plan RUN_ID --run``: every rule of the run's policy, planned."""
+
+    run_id: str
+    project: str
+    observed_cases: int
+    confidence_level: float
+    policy: str
+    policy_note: str | None
+    per_case: CaseCosts
+    rules: list[RulePlan]
+    assurance: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "plan_for": "run",
+            "run_id": self.run_id,
+            "project": self.project,
+            "observed_cases": self.observed_cases,
+            "confidence_level": self.confidence_level,
+            "assurance": self.assurance,
+            "policy": self.policy,
+            "policy_note": self.policy_note,
+            "per_case": self.per_case.to_json(),
+            "rules": [r.to_json() for r in self.rules],
+        }
+
+
+@dataclass
+class ComparisonPlan:
+    """``plan CMP_ID``: every rule of the comparison's policy, planned."""
+
+    comparison_id: str
+    candidate_run: str
+    baseline_run: str
+    project: str
+    paired_cases: int
+    confidence_level: float
+    policy: str
+    policy_note: str | None
+    per_case: CaseCosts
+    rules: list[RulePlan]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "plan_for": "comparison",
+            "comparison_id": self.comparison_id,
+            "candidate_run": self.candidate_run,
+            "baseline_run": self.baseline_run,
+            "project": self.project,
+            "paired_cases": self.paired_cases,
+            "confidence_level": self.confidence_level,
+            "policy": self.policy,
+            "policy_note": self.policy_note,
+            "per_case": self.per_case.to_json(),
+            "rules": [r.to_json() for r in self.rules],
+        }
+
+
+def plan_exit_code(rules: Sequence[RulePlan]) -> int:
+    """2 when the only thing to say is a refusal to size; else 0."""
+    refused = any(r.plan == "refused" for r in rules)
+    sized = any(r.plan == "sized" for r in rules)
+    undecided_other = any(r.plan not in ("refused", "sized", "decided") for r in rules)
+    return int(ExitCode.USAGE) if refused and not sized and not undecided_other else 0
+
+
+def plan_stored_run(
+    conn: sqlite3.Connection,
+    ref: str,
+    *,
+    policy_path: str | Path | None = None,
+    assurance: float | None = None,
+) -> RunPlan:
+    """Plan a stored run under ``policy_path`` or the policy stored with it."""
+    run = get_run(conn, ref)
+    metrics = kind_names({m["criterion"]: m["kind"] for m in run.metrics})
+    if policy_path:
+        policy = load_release_policy(policy_path, metrics)
+        note = None
+    else:
+        policy = stored_policy(run)
+        note = "the policy stored with the run declares none"
+    if policy.rules:
+        note = None
+    if run.completeness != Completeness.COMPLETE:
+        raise IncompleteError(
+            f"run {run.id} is {run.state}: a partial run is not decided, so there is nothing"
+            " to size; run it again (finished cases come from the cache), then plan that run"
+        )
+    cases = load_cases(conn, run.id)
+    decisions, _ = decide_stored(conn, run.id, policy)
+    from oloproof.analysis.stored import stored_evidence
+
+    evidence = stored_evidence(conn, run)
+    rules = plan_run(cases, evidence, decisions, policy, assurance=assurance)
+    return RunPlan(
+        run_id=run.id,
+        project=run.project,
+        observed_cases=len(cases),
+        confidence_level=float(policy.confidence_level),
+        policy=str(policy_path) if policy_path else "stored with the run",
+        policy_note=note,
+        per_case=case_costs(cases),
+        rules=rules,
+        assurance=assurance,
+    )
+
+
+def plan_stored_comparison(
+    conn: sqlite3.Connection, ref: str, *, policy_path: str | Path | None = None
+) -> ComparisonPlan:
+    """Plan a stored comparison under ``policy_path`` or the policy stored with it."""
+    record = get_comparison(conn, ref)
+    candidate = get_run(conn, record.candidate_run)
+    baseline = get_run(conn, record.baseline_run)
+    shared, _ = shared_metrics(candidate, baseline)
+    kinds = kind_names(shared)
+    if policy_path:
+        policy = load_compare_policy(policy_path, kinds)
+        note = None
+    else:
+        try:
+            policy = ComparePolicy.model_validate(record.policy)
+        except ValidationError:
+            raise StoredEvidenceError(
+                f"the policy stored with {record.id} cannot be read by this version;"
+                " pass one with --policy"
+            ) from None
+        note = "the comparison was made without rules (no compare.yaml)"
+    if policy.rules:
+        note = None
+    cmp = build_comparison(conn, candidate.id, baseline.id, float(policy.confidence_level))
+    if cmp.incomplete:
+        raise IncompleteError(
+            f"comparison {record.id} pairs a partial run: it is not decided, so there is"
+            " nothing to size; complete the run and compare again"
+        )
+    decisions = decide_comparison(cmp.metrics, policy)
+    costs = case_costs(cmp.candidate_cases) + case_costs(cmp.baseline_cases)
+    return ComparisonPlan(
+        comparison_id=record.id,
+        candidate_run=candidate.id,
+        baseline_run=baseline.id,
+        project=record.project,
+        paired_cases=len(cmp.pairing.shared),
+        confidence_level=float(policy.confidence_level),
+        policy=str(policy_path) if policy_path else "stored with the comparison",
+        policy_note=note,
+        per_case=costs,
+        rules=plan_comparison(cmp.metrics, decisions, policy, costs),
+    )

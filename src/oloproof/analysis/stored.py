@@ -1,0 +1,83 @@
+"""Deciding a stored run: the one copy used by ``gate``, ``inspect``, ``plan`` and ``run``.
+
+A run stores the policy it was decided under and the evidence (one row per case and
+criterion). Both are read back here. When either cannot be read (a damaged store, or a
+policy written by a version this one cannot read), :class:`StoredEvidenceError` says so in
+one line, and the command exits 5 (evidence unreadable), never with a traceback.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from oloproof.enums import ExitCode
+from oloproof.errors import OloproofError
+from oloproof.policy.decide import Decision, MetricSummary, decide_run
+from oloproof.project.loader import default_release_policy
+from oloproof.project.models import ReleasePolicy
+from oloproof.store.reader import CriterionEvidence, RunRecord, get_run, load_evidence
+
+__all__ = ["StoredEvidenceError", "decide_stored", "stored_evidence", "stored_policy"]
+
+
+class StoredEvidenceError(OloproofError):
+    """What a run stored cannot be read: the evidence is unreadable (exit 5)."""
+
+    exit_code = int(ExitCode.INCOMPLETE)
+
+
+def stored_policy(run: RunRecord) -> ReleasePolicy:
+    """The release policy ``run`` was decided under, as stored with it (the default policy
+    when none was stored)."""
+    if run.policy is None:
+        return default_release_policy()
+    try:
+        return ReleasePolicy.model_validate(_as_mapping(run.policy, run.id))
+    except ValidationError as exc:
+        raise StoredEvidenceError(
+            f"the policy stored with {run.id} cannot be read ({exc.error_count()} problem(s),"
+            f" first: {_first(exc)}); pass a policy with --policy to decide it under that"
+        ) from None
+
+
+def stored_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, CriterionEvidence]:
+    """Per criterion, what ``run`` observed, or :class:`StoredEvidenceError`."""
+    try:
+        return load_evidence(conn, run)
+    except (sqlite3.DatabaseError, KeyError, TypeError, ValueError) as exc:
+        raise StoredEvidenceError(
+            f"the evidence stored for {run.id} cannot be read ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def decide_stored(
+    conn: sqlite3.Connection, run_id: str, policy: ReleasePolicy
+) -> tuple[list[Decision], dict[str, MetricSummary]]:
+    """Decide a stored run under ``policy`` from what its store holds."""
+    record = get_run(conn, run_id)
+    evidence = stored_evidence(conn, record)
+    for rule in policy.rules:
+        if rule.metric not in evidence:
+            raise StoredEvidenceError(
+                f"rule {rule.id} is on metric {rule.metric}, which run {record.id} does not"
+                f" hold (it holds: {', '.join(evidence) or 'none'})"
+            )
+    return decide_run(evidence, policy)
+
+
+def _as_mapping(value: Any, run_id: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise StoredEvidenceError(
+            f"the policy stored with {run_id} cannot be read (it is not a mapping)"
+        )
+    return value
+
+
+def _first(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error.get("loc", ())) or "policy"
+    return f"{where}: {error.get('msg', '')}"
