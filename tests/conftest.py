@@ -52,8 +52,13 @@ def write_project(
     concurrency: tuple[int, int] = (8, 4),
     version: str = "1",
     extra_files: dict[str, str] | None = None,
+    policy: str | None = None,
 ) -> Path:
-    """A real project on disk: app.py, oloproof.yaml, release.yaml, data/cases.jsonl."""
+    """A real project on disk: app.py, oloproof.yaml, release.yaml, data/cases.jsonl.
+
+    Without ``release`` the project declares ``policy: none`` (unless ``policy``
+    says otherwise): a project with neither is refused by ``run``.
+    """
     root.mkdir(parents=True, exist_ok=True)
     (root / "app.py").write_text(textwrap.dedent(app))
     (root / "data").mkdir(exist_ok=True)
@@ -81,6 +86,11 @@ def write_project(
         "evaluators:",
         *["  " + line for line in textwrap.dedent(evaluators).strip("\n").splitlines()],
     ]
+    if release is None and policy is None:
+        # A project without release.yaml must say so (a missing policy is exit 2).
+        policy = "none"
+    if policy is not None:
+        lines.append(f"policy: {policy}")
     config = "\n".join(lines) + "\n"
     (root / "oloproof.yaml").write_text(config)
     if release is not None:

@@ -24,8 +24,8 @@ from oloproof.errors import ConfigError
 from oloproof.events import Event, RunFinished, RunPhaseChanged
 from oloproof.ids import new_run_id
 from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
-from oloproof.project import Project, load_project, load_release_policy
-from oloproof.project.loader import default_release_policy
+from oloproof.project import Project, load_project
+from oloproof.project.loader import default_release_policy, resolve_release_policy
 from oloproof.render.tables import preload
 from oloproof.store.cache import Cache
 from oloproof.store.db import open_store, store_path
@@ -63,13 +63,8 @@ class Prepared:
 
 
 def resolve_policy(project: Project, policy_arg: str | None) -> tuple[Any, str | None]:
-    metrics = project.config.metrics()
-    if policy_arg is not None:
-        return load_release_policy(policy_arg, metrics), policy_arg
-    default = project.root / "release.yaml"
-    if default.exists():
-        return load_release_policy(default, metrics), str(default)
-    return default_release_policy(), None
+    resolved = resolve_release_policy(project, policy_arg)
+    return resolved.policy, resolved.path
 
 
 def build_evaluators(project: Project) -> tuple[list[Any], list[Any]]:

@@ -189,7 +189,7 @@ def resolve_compare_policy(
 ) -> tuple[ComparePolicy, str | None, str | None]:
     """The policy, its path, and (when there is none) why there are no rules."""
     kinds: dict[str, MetricKind] = {
-        k: ("BINARY" if v == "BINARY" else "MEAN") for k, v in metrics.items()
+        k: (MetricKind.BINARY if v == "BINARY" else MetricKind.MEAN) for k, v in metrics.items()
     }
     if policy_arg is not None:
         return load_compare_policy(policy_arg, kinds), policy_arg, None

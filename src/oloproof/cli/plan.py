@@ -444,7 +444,7 @@ def _plan_comparison_command(conn: sqlite3.Connection, args: argparse.Namespace)
     baseline = get_run(conn, record.baseline_run)
     shared, _ = shared_metrics(candidate, baseline)
     kinds: dict[str, MetricKind] = {
-        k: ("BINARY" if v == "BINARY" else "MEAN") for k, v in shared.items()
+        k: (MetricKind.BINARY if v == "BINARY" else MetricKind.MEAN) for k, v in shared.items()
     }
     if args.policy:
         policy = load_compare_policy(args.policy, kinds)

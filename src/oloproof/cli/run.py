@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from oloproof.events import Event
+from oloproof.project.loader import NO_RULES_NOTE
 from oloproof.render.console import is_terminal, make_console
 from oloproof.render.tables import run_report
 from oloproof.runner import Prepared, StopRequest, execute, prepare
@@ -116,6 +117,8 @@ def command(args: argparse.Namespace) -> int:
                 f"Stopped: {result.stop_reason}. Finished cases are stored;"
                 " the next run takes them from the cache."
             )
+        elif prepared.policy_path is None and not result.decisions:
+            note = NO_RULES_NOTE  # only `policy: none` leaves a run without a policy file
         console = make_console(table_stream)
         console.print(
             run_report(
