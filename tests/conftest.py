@@ -56,8 +56,9 @@ def write_project(
 ) -> Path:
     """A real project on disk: app.py, oloproof.yaml, release.yaml, data/cases.jsonl.
 
-    Without ``release`` the project declares ``policy: none`` (unless ``policy``
-    says otherwise): a project with neither is refused by ``run``.
+    Without ``release`` (and ``policy``) the project gets a release.yaml without
+    rules: a project with no policy at all is refused by ``run``. ``policy`` is
+    written as ``policy:`` in oloproof.yaml (after ``dataset:``).
     """
     root.mkdir(parents=True, exist_ok=True)
     (root / "app.py").write_text(textwrap.dedent(app))
@@ -86,11 +87,12 @@ def write_project(
         "evaluators:",
         *["  " + line for line in textwrap.dedent(evaluators).strip("\n").splitlines()],
     ]
-    if release is None and policy is None:
-        # A project without release.yaml must say so (a missing policy is exit 2).
-        policy = "none"
     if policy is not None:
-        lines.append(f"policy: {policy}")
+        lines.insert(3, f"policy: {policy}")
+    elif release is None:
+        # A project must have a release policy (a missing one is exit 2): by
+        # default, an explicit one without rules.
+        release = "version: 1\nrules: []\n"
     config = "\n".join(lines) + "\n"
     (root / "oloproof.yaml").write_text(config)
     if release is not None:

@@ -100,6 +100,8 @@ def write_http_project(
         ]
     )
     (root / "oloproof.yaml").write_text(config + "\n")
+    if not (root / "release.yaml").exists():
+        (root / "release.yaml").write_text("version: 1\nrules: []\n")
     return root
 
 
