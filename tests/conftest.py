@@ -15,6 +15,19 @@ import pytest
 
 OLOPROOF = [sys.executable, "-m", "oloproof.cli.main"]
 
+# A module that uses any of these names starts processes (the CLI, a server):
+# its tests are `slow`, left out of `make test-fast`.
+_SUBPROCESS_NAMES = frozenset({"run_cli", "subprocess", "pexpect", "OLOPROOF"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test of a module that drives subprocesses as ``slow``."""
+    slow = pytest.mark.slow
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and _SUBPROCESS_NAMES & set(vars(module)):
+            item.add_marker(slow)
+
 
 @dataclass
 class Result:
