@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import Result, labelled_cases, run_cli, write_project
 
 pytestmark = pytest.mark.slow
