@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import Result, events, run_cli
-
-from oloproof.testing.fake_provider import FakeServer
+from tests.fakes.provider import FakeServer
 
 SYSTEM = "/system"
 ANTHROPIC = "/v1/messages"

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.fakes.provider import FakeServer
 
 from oloproof.engine.retry import (
     Attempted,
@@ -30,7 +31,6 @@ from oloproof.providers.base import (
 )
 from oloproof.providers.openai import OpenAIProvider
 from oloproof.providers.verdict import VerdictError, build_judge_prompt, parse_verdict
-from oloproof.testing.fake_provider import FakeServer
 
 FAST = RetryPolicy(base_delay_s=0.01, max_delay_s=0.05)
 KEY = "sk-test-SECRET-0123456789"
