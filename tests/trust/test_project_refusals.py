@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import Result, labelled_cases, run_cli, write_project
 
+from oloproof.store.db import store_path
+
 pytestmark = pytest.mark.slow
 
 APP = """
@@ -62,7 +64,8 @@ def _refused(result: Result, *needles: str) -> None:
 
 
 def _integrity(root: Path) -> None:
-    conn = sqlite3.connect(root / ".oloproof" / "oloproof.db")
+    assert store_path(root).is_file()
+    conn = sqlite3.connect(f"file:{store_path(root)}?mode=ro", uri=True)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
@@ -376,3 +379,12 @@ def test_local_refs_and_negative_index_fields_work(project_dir: Path) -> None:
         assert metrics[criterion]["passed"] == 12, metrics[criterion]
         assert metrics[criterion]["missing"] == 0
     _integrity(project_dir)
+
+
+def test_suite_number_too_long_to_read_is_refused(project_dir: Path) -> None:
+    # Found by test_fuzz_hostile: a 5,000-digit integer ended the run with exit 70.
+    before = _good_project(project_dir)
+    with (project_dir / "data" / "cases.jsonl").open("a") as f:
+        f.write('{"id": "huge", "input": ' + "9" * 5000 + "}\n")
+    _refused(run_cli("run", cwd=project_dir), "cases.jsonl:13", "a number is too long to read")
+    _unchanged(project_dir, before)

@@ -44,6 +44,7 @@ import gc
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,6 +256,13 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
             raise error(f"not valid JSON: {exc}", number) from None
         except RecursionError:
             raise error("not valid JSON: nested too deeply", number) from None
+        except ValueError:
+            # int() refuses to convert more than sys.get_int_max_str_digits() digits.
+            raise error(
+                f"a number is too long to read (more than {sys.get_int_max_str_digits():,} "
+                "digits); write it as a string",
+                number,
+            ) from None
         if type(obj) is not dict:
             raise error(
                 f'expected a JSON object such as {{"id": "case_1", "input": ...}}, '
