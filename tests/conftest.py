@@ -15,17 +15,24 @@ import pytest
 
 OLOPROOF = [sys.executable, "-m", "oloproof.cli.main"]
 
-# A module that uses any of these names starts processes (the CLI, a server):
-# its tests are `slow`, left out of `make test-fast`.
-_SUBPROCESS_NAMES = frozenset({"run_cli", "subprocess", "pexpect", "OLOPROOF"})
+# A module that uses any of these names drives the CLI in subprocesses, or a
+# fake HTTP server whose scripted faults wait on real time (Retry-After,
+# timeouts): all its tests are `slow`, left out of `make test-fast`. A test
+# function that itself names one of _SLOW_IN_FUNCTION is `slow` too.
+_SLOW_MODULE_NAMES = frozenset({"run_cli", "pexpect", "OLOPROOF", "FakeServer"})
+_SLOW_IN_FUNCTION = frozenset({"run_cli", "subprocess", "Popen", "pexpect"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test of a module that drives subprocesses as ``slow``."""
+    """Mark the tests that start processes as ``slow``."""
     slow = pytest.mark.slow
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and _SUBPROCESS_NAMES & set(vars(module)):
+        function = getattr(item, "function", None)
+        names = set(getattr(getattr(function, "__code__", None), "co_names", ()))
+        if (module is not None and _SLOW_MODULE_NAMES & set(vars(module))) or (
+            _SLOW_IN_FUNCTION & names
+        ):
             item.add_marker(slow)
 
 
