@@ -187,7 +187,7 @@ def test_config_that_is_a_device_is_refused(project_dir: Path) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
-@pytest.mark.parametrize("which", ["config", "dataset", "policy"])
+@pytest.mark.parametrize("which", ["config", "dataset", "policy", "rubric"])
 def test_fifo_is_refused_without_hanging(project_dir: Path, which: str) -> None:
     before = _good_project(project_dir)
     fifo = project_dir / "pipe"
@@ -197,15 +197,17 @@ def test_fifo_is_refused_without_hanging(project_dir: Path, which: str) -> None:
         args += ["--config", "pipe"]
     elif which == "policy":
         args += ["--policy", "pipe"]
+    elif which == "rubric":
+        _append_config(
+            project_dir,
+            "  - type: rubric_judge\n    criterion: helpful\n    provider: anthropic\n"
+            "    model: m\n    rubric_file: pipe\n",
+        )
     else:
         text = (project_dir / "oloproof.yaml").read_text()
         (project_dir / "oloproof.yaml").write_text(text.replace("data/cases.jsonl", "pipe"))
     result = run_cli(*args, cwd=project_dir, timeout=60)
-    if which == "dataset":
-        # Refused at load time: the dataset must be a file.
-        _refused(result, "pipe")
-    else:
-        _refused(result, "pipe", "not a regular file")
+    _refused(result, "pipe", "not a regular file")
     _unchanged(project_dir, before)
 
 

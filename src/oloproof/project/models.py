@@ -46,7 +46,9 @@ from pydantic import (
 )
 
 from oloproof.enums import MetricKind
+from oloproof.errors import ConfigError
 from oloproof.project._errors import closest, fail
+from oloproof.project._yaml import MAX_CONFIG_BYTES, read_bytes
 from oloproof.project.suite import Case, Suite, load_suite
 
 __all__ = [
@@ -398,14 +400,17 @@ class RubricJudgeEvaluator(_EvaluatorBase):
     def _read_rubric(self, path: Path) -> str:
         where = ("rubric_file",)
         name = self.rubric_file
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
+        if not path.exists():
             fail(f"file not found: {name} (relative to the project directory)", at=where)
+        try:
+            # Bounded, and never blocks on a FIFO or a device (see read_bytes).
+            data = read_bytes(path, str(name), MAX_CONFIG_BYTES, what="rubric file")
+        except ConfigError as exc:
+            fail(f"{name}: {exc.detail}", at=where)
+        try:
+            text = data.decode("utf-8-sig")
         except UnicodeDecodeError:
             fail(f"{name} is not UTF-8 text", at=where)
-        except OSError as exc:
-            fail(f"cannot read {name}: {exc.strerror or exc}", at=where)
         if not text.strip():
             fail(f"the rubric file {name} is empty", at=where)
         return text
@@ -500,8 +505,14 @@ class ProjectConfig(_Model):
     @classmethod
     def _check_dataset(cls, value: str, info: ValidationInfo) -> str:
         root = _context(info, "root")
-        if isinstance(root, Path) and not (root / value).is_file():
-            what = "is a directory, not a file" if (root / value).is_dir() else "file not found"
+        path = root / value if isinstance(root, Path) else None
+        if path is not None and not path.is_file():
+            if path.is_dir():
+                what = "is a directory, not a file"
+            elif path.exists():
+                what = "is not a regular file (a device, a pipe or a socket)"
+            else:
+                what = "file not found"
             fail(f"{what}: {value} (relative to the project directory)")
         return value
 
