@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 OLO    := $(VENV)/bin/oloproof
 DEMO   := .demo/support_bot
 
-.PHONY: demo test lint bench clean venv
+.PHONY: demo test test-fast lint bench clean venv
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -41,7 +41,11 @@ test: $(VENV)/.installed-test
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
 
-# The layers contract (pyproject.toml, [tool.importlinter]) is part of lint.
+# The fast tier: in-process tests only (no CLI subprocesses, no servers in other
+# processes); tests marked `slow` (tests/conftest.py marks them) are left out.
+test-fast: $(VENV)/.installed-test
+	$(PY) -m pytest -q -m "not slow" -p no:cacheprovider
+
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy

@@ -100,7 +100,7 @@ def write_project(
         "  - type: exact_match\n    criterion: exact_label\n    field: label\n"
     )
     (root / "oloproof.yaml").write_text(
-        "version: 1\nproject: bench\ndataset: data/cases.jsonl\n"
+        "version: 1\nproject: bench\ndataset: data/cases.jsonl\npolicy: none\n"
         "system:\n  name: bench\n  version: '1'\n  callable: app:answer\n"
         f"concurrency:\n  system: {system}\n  judge: {judge}\n{extra}evaluators:\n{evaluators}"
     )

@@ -15,6 +15,26 @@ import pytest
 
 OLOPROOF = [sys.executable, "-m", "oloproof.cli.main"]
 
+# A module that uses any of these names drives the CLI in subprocesses, or a
+# fake HTTP server whose scripted faults wait on real time (Retry-After,
+# timeouts): all its tests are `slow`, left out of `make test-fast`. A test
+# function that itself names one of _SLOW_IN_FUNCTION is `slow` too.
+_SLOW_MODULE_NAMES = frozenset({"run_cli", "pexpect", "OLOPROOF", "FakeServer"})
+_SLOW_IN_FUNCTION = frozenset({"run_cli", "subprocess", "Popen", "pexpect"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests that start processes as ``slow``."""
+    slow = pytest.mark.slow
+    for item in items:
+        module = getattr(item, "module", None)
+        function = getattr(item, "function", None)
+        names = set(getattr(getattr(function, "__code__", None), "co_names", ()))
+        if (module is not None and _SLOW_MODULE_NAMES & set(vars(module))) or (
+            _SLOW_IN_FUNCTION & names
+        ):
+            item.add_marker(slow)
+
 
 @dataclass
 class Result:
@@ -52,8 +72,14 @@ def write_project(
     concurrency: tuple[int, int] = (8, 4),
     version: str = "1",
     extra_files: dict[str, str] | None = None,
+    policy: str | None = None,
 ) -> Path:
-    """A real project on disk: app.py, oloproof.yaml, release.yaml, data/cases.jsonl."""
+    """A real project on disk: app.py, oloproof.yaml, release.yaml, data/cases.jsonl.
+
+    Without ``release`` (and ``policy``) the project gets a release.yaml without
+    rules: a project with no policy at all is refused by ``run``. ``policy`` is
+    written as ``policy:`` in oloproof.yaml (after ``dataset:``).
+    """
     root.mkdir(parents=True, exist_ok=True)
     (root / "app.py").write_text(textwrap.dedent(app))
     (root / "data").mkdir(exist_ok=True)
@@ -81,6 +107,12 @@ def write_project(
         "evaluators:",
         *["  " + line for line in textwrap.dedent(evaluators).strip("\n").splitlines()],
     ]
+    if policy is not None:
+        lines.insert(3, f"policy: {policy}")
+    elif release is None:
+        # A project must have a release policy (a missing one is exit 2): by
+        # default, an explicit one without rules.
+        release = "version: 1\nrules: []\n"
     config = "\n".join(lines) + "\n"
     (root / "oloproof.yaml").write_text(config)
     if release is not None:

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import Result, events, run_cli
-
-from oloproof.testing.fake_provider import FakeServer
+from tests.fakes.provider import FakeServer
 
 SYSTEM = "/system"
 ANTHROPIC = "/v1/messages"
@@ -100,6 +99,8 @@ def write_http_project(
         ]
     )
     (root / "oloproof.yaml").write_text(config + "\n")
+    if not (root / "release.yaml").exists():
+        (root / "release.yaml").write_text("version: 1\nrules: []\n")
     return root
 
 

@@ -53,6 +53,24 @@ def _write(name: str, text: str) -> Callable[[Path], None]:
     return edit
 
 
+def _rename(name: str, new: str | None) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        if new is None:
+            (root / name).unlink()
+        else:
+            (root / name).rename(root / new)
+
+    return edit
+
+
+def _append_bytes(name: str, data: bytes) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        with (root / name).open("ab") as f:
+            f.write(data)
+
+    return edit
+
+
 # (id, edit, strings the message must contain)
 CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("unknown-key", _replace("oloproof.yaml", "concurrency:", "concurency:"),
@@ -83,6 +101,27 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
      ["oloproof.yaml", "dataset", "nope.jsonl"]),
     ("rule-min-and-max", _write("release.yaml", RELEASE + "    max: 0.9\n"),
      ["release.yaml", "rules[0]", "min", "max"]),
+    ("no-release-policy", _rename("release.yaml", None),
+     ["release.yaml", "no release policy", "policy: none"]),
+    ("release-saved-as-yml", _rename("release.yaml", "release.yml"),
+     ["found release.yml; Oloproof reads release.yaml"]),
+    ("policy-null", _append("oloproof.yaml", "policy:\n"), ["oloproof.yaml:15", "policy"]),
+    ("judge-1e8", _replace("oloproof.yaml", "  judge: 4", "  judge: 1e8"),
+     ["oloproof.yaml:10", "concurrency.judge", "'1e8'"]),
+    ("system-bool", _replace("oloproof.yaml", "  system: 8", "  system: true"),
+     ["oloproof.yaml:9", "concurrency.system", "true"]),
+    ("alias-bomb", _append("release.yaml", "x: &a [1,1,1,1,1,1,1,1,1,1]\n"
+                           "y: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+                           "z: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+                           "w: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"),
+     ["release.yaml", "alias bomb"]),
+    ("suite-invalid-utf8", _append_bytes("data/cases.jsonl", b'{"id": "x", "input": "\xc3"}\n'),
+     ["cases.jsonl:7", "UTF-8"]),
+    ("suite-lone-surrogate", _append("data/cases.jsonl", '{"id": "x", "input": "\\ud800"}\n'),
+     ["cases.jsonl:7", "input", "surrogate"]),
+    ("schema-remote-ref", _append("oloproof.yaml", "  - type: json_schema\n    criterion: s\n"
+                                  "    schema: {$ref: 'https://example.invalid/s.json'}\n"),
+     ["oloproof.yaml", "evaluators[1].schema.$ref", "never fetches"]),
 ]
 
 

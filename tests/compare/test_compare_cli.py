@@ -204,7 +204,7 @@ EVALUATORS = """
 def _config(project: Path, name: str, *, project_name: str, dataset: str, module: str,
             version: str) -> None:
     (project / name).write_text(
-        f"version: 1\nproject: {project_name}\ndataset: {dataset}\nsystem:\n"
+        f"version: 1\nproject: {project_name}\ndataset: {dataset}\npolicy: none\nsystem:\n"
         f"  name: bot\n  version: '{version}'\n  callable: {module}:answer\n"
         "evaluators:\n"
         "  - {type: exact_match, criterion: exact_label, field: label}\n"

@@ -292,122 +292,6 @@ def test_unknown_top_level_key_suggests_the_closest(write: Writer) -> None:
     )
 
 
-def test_unknown_key_in_an_evaluator(write: Writer) -> None:
-    evaluators = "- type: regex\n  criterion: pii_free\n  patern: 'x'\n"
-    text = project_yaml(evaluators=evaluators)
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="evaluators[0].patern",
-        line=line_of(text, "patern"),
-        contains=("unknown key 'patern'", "pattern, pass_if, flags", "did you mean 'pattern'?"),
-    )
-
-
-def test_unknown_key_in_system_http(write: Writer) -> None:
-    system = "name: bot\nhttp:\n  url: http://x\n  version: v1\n  timeout: 3\n"
-    text = project_yaml(system=system)
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="system.http.timeout",
-        line=line_of(text, "timeout: 3"),
-        contains=("unknown key 'timeout'", "did you mean 'timeout_s'?", "url, method, version"),
-    )
-
-
-def test_wrong_type_number(write: Writer) -> None:
-    text = project_yaml(top="concurrency:\n  system: abc\n")
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="concurrency.system",
-        line=line_of(text, "system: abc"),
-        contains=("expected a whole number, got 'abc'",),
-    )
-
-
-def test_wrong_type_float_and_bool(write: Writer) -> None:
-    text = project_yaml(system='name: bot\nversion: "1"\ncallable: app:answer\ntimeout_s: soon\n')
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="system.timeout_s",
-        line=line_of(text, "timeout_s"),
-        contains=("expected a number, got 'soon'",),
-    )
-    text = project_yaml(evaluators="- {type: exact_match, criterion: a, strip: [1]}\n")
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="evaluators[0].strip",
-        line=line_of(text, "strip"),
-        contains=("expected true or false, got a list",),
-    )
-
-
-def test_wrong_type_mapping_expected(write: Writer) -> None:
-    text = project_yaml(system="just-a-name\n")
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="system",
-        line=line_of(text, "system:"),
-        contains=("expected a mapping (key: value), got 'just-a-name'",),
-    )
-
-
-def test_wrong_type_list_expected(write: Writer) -> None:
-    text = project_yaml(evaluators="type: exact_match\n")
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="evaluators",
-        line=line_of(text, "evaluators:"),
-        contains=("expected a list, got a mapping",),
-    )
-
-
-def test_missing_required_field(write: Writer) -> None:
-    text = project_yaml(system='version: "1"\ncallable: app:answer\n')
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="system.name",
-        line=line_of(text, "system:"),
-        contains=("required field is missing",),
-    )
-
-
-def test_missing_required_evaluator_field(write: Writer) -> None:
-    text = project_yaml(evaluators="- type: exact_match\n  field: label\n")
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="evaluators[0].criterion",
-        line=line_of(text, "- type: exact_match"),
-        contains=("required field is missing",),
-    )
-
-
 def test_missing_top_level_section(write: Writer) -> None:
     text = "version: 1\nproject: demo\ndataset: data/suite.jsonl\nsystem:\n  name: b\n"
     write("oloproof.yaml", text + '  version: "1"\n  callable: a:b\n')
@@ -427,92 +311,6 @@ def test_unknown_evaluator_type(write: Writer) -> None:
     assert message == (
         f"oloproof.yaml:{line}: evaluators[0].type: unknown evaluator type 'exact' "
         f"(accepted: {EVALUATOR_TYPES}; did you mean 'exact_match'?)"
-    )
-
-
-def test_evaluator_without_type(write: Writer) -> None:
-    text = project_yaml(evaluators="- criterion: exact_label\n  field: label\n")
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="evaluators[0].type",
-        line=line_of(text, "- criterion"),
-        contains=("required field is missing", f"accepted: {EVALUATOR_TYPES}"),
-    )
-
-
-def test_evaluator_not_a_mapping(write: Writer) -> None:
-    text = project_yaml(evaluators="- exact_match\n")
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="evaluators[0]",
-        line=line_of(text, "- exact_match"),
-        contains=("expected a mapping",),
-    )
-
-
-def test_no_evaluators(write: Writer) -> None:
-    text = project_yaml(evaluators="[]\n")
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="evaluators",
-        line=line_of(text, "evaluators:"),
-        contains=("at least one evaluator", f"accepted: {EVALUATOR_TYPES}"),
-    )
-
-
-def test_pass_if_literal_suggests(write: Writer) -> None:
-    text = project_yaml(
-        evaluators="- type: regex\n  criterion: pii\n  pattern: x\n  pass_if: nomatch\n"
-    )
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="evaluators[0].pass_if",
-        line=line_of(text, "pass_if"),
-        contains=("got 'nomatch'", "accepted: match, no_match", "did you mean 'no_match'?"),
-    )
-
-
-def test_invalid_regex_pattern(write: Writer) -> None:
-    evaluators = (
-        "- type: exact_match\n  criterion: a\n"
-        "- type: regex\n  criterion: pii_free\n  pattern: '[0-9'\n"
-    )
-    text = project_yaml(evaluators=evaluators)
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="evaluators[1].pattern",
-        line=line_of(text, "pattern:"),
-        contains=("not a valid regular expression", "unterminated character set", "position 0"),
-    )
-
-
-def test_regex_flags(write: Writer) -> None:
-    text = project_yaml(
-        evaluators="- type: regex\n  criterion: a\n  pattern: x\n  flags: [IGNORECASE, CASE]\n"
-    )
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="evaluators[0].flags[1]",
-        line=line_of(text, "flags:"),
-        contains=("got 'CASE'", "accepted: IGNORECASE, MULTILINE, DOTALL"),
     )
 
 
@@ -833,33 +631,6 @@ def test_code_path_not_found(write: Writer) -> None:
     )
 
 
-def test_system_timeout_must_be_positive(write: Writer) -> None:
-    text = project_yaml(system='name: b\nversion: "1"\ncallable: a:b\ntimeout_s: 0\n')
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field="system.timeout_s",
-        line=line_of(text, "timeout_s"),
-        contains=("must be greater than 0, got 0",),
-    )
-
-
-@pytest.mark.parametrize("which", ["system", "judge"])
-def test_concurrency_below_one(write: Writer, which: str) -> None:
-    text = project_yaml(top=f"concurrency:\n  {which}: 0\n")
-    write("oloproof.yaml", text)
-    err = config_error(lambda: load_project("oloproof.yaml"))
-    check(
-        err,
-        file="oloproof.yaml",
-        field=f"concurrency.{which}",
-        line=line_of(text, f"{which}: 0"),
-        contains=("must be at least 1, got 0",),
-    )
-
-
 def test_dataset_missing(write: Writer) -> None:
     text = MINIMAL_CONFIG.replace("data/suite.jsonl", "data/support.jsonl")
     write("oloproof.yaml", text)
@@ -881,3 +652,92 @@ def test_the_earliest_problem_is_reported(write: Writer) -> None:
     write("oloproof.yaml", text)
     err = config_error(lambda: load_project("oloproof.yaml"))
     assert err.field == "concurrency.system"
+
+
+# -- one table: a mistake in oloproof.yaml -> file, field, line, message -------------------------
+
+_SYSTEM = 'name: bot\nversion: "1"\ncallable: app:answer\n'
+
+# (id, project_yaml arguments, field, the text on the reported line, what the message says)
+CONFIG_ERRORS: list[tuple[str, dict[str, str], str, str, tuple[str, ...]]] = [
+    ("unknown-key-in-evaluator",
+     {"evaluators": "- type: regex\n  criterion: pii_free\n  patern: 'x'\n"},
+     "evaluators[0].patern", "patern",
+     ("unknown key 'patern'", "pattern, pass_if, flags", "did you mean 'pattern'?")),
+    ("unknown-key-in-http",
+     {"system": "name: bot\nhttp:\n  url: http://x\n  version: v1\n  timeout: 3\n"},
+     "system.http.timeout", "timeout: 3",
+     ("unknown key 'timeout'", "did you mean 'timeout_s'?", "url, method, version")),
+    ("whole-number-expected", {"top": "concurrency:\n  system: abc\n"},
+     "concurrency.system", "system: abc", ("expected a whole number, got 'abc'",)),
+    ("number-expected", {"system": _SYSTEM + "timeout_s: soon\n"},
+     "system.timeout_s", "timeout_s", ("expected a number, got 'soon'",)),
+    ("bool-expected", {"evaluators": "- {type: exact_match, criterion: a, strip: [1]}\n"},
+     "evaluators[0].strip", "strip", ("expected true or false, got a list",)),
+    ("mapping-expected", {"system": "just-a-name\n"},
+     "system", "system:", ("expected a mapping (key: value), got 'just-a-name'",)),
+    ("list-expected", {"evaluators": "type: exact_match\n"},
+     "evaluators", "evaluators:", ("expected a list, got a mapping",)),
+    ("missing-field", {"system": 'version: "1"\ncallable: app:answer\n'},
+     "system.name", "system:", ("required field is missing",)),
+    ("missing-evaluator-field", {"evaluators": "- type: exact_match\n  field: label\n"},
+     "evaluators[0].criterion", "- type: exact_match", ("required field is missing",)),
+    ("evaluator-without-type", {"evaluators": "- criterion: exact_label\n  field: label\n"},
+     "evaluators[0].type", "- criterion",
+     ("required field is missing", f"accepted: {EVALUATOR_TYPES}")),
+    ("evaluator-not-a-mapping", {"evaluators": "- exact_match\n"},
+     "evaluators[0]", "- exact_match", ("expected a mapping",)),
+    ("no-evaluators", {"evaluators": "[]\n"},
+     "evaluators", "evaluators:", ("at least one evaluator", f"accepted: {EVALUATOR_TYPES}")),
+    ("literal-suggests",
+     {"evaluators": "- type: regex\n  criterion: pii\n  pattern: x\n  pass_if: nomatch\n"},
+     "evaluators[0].pass_if", "pass_if",
+     ("got 'nomatch'", "accepted: match, no_match", "did you mean 'no_match'?")),
+    ("invalid-regex",
+     {"evaluators": "- type: exact_match\n  criterion: a\n"
+                    "- type: regex\n  criterion: pii_free\n  pattern: '[0-9'\n"},
+     "evaluators[1].pattern", "pattern:",
+     ("not a valid regular expression", "unterminated character set", "position 0")),
+    ("regex-flags",
+     {"evaluators": "- type: regex\n  criterion: a\n  pattern: x\n  flags: [IGNORECASE, CASE]\n"},
+     "evaluators[0].flags[1]", "flags:", ("got 'CASE'", "accepted: IGNORECASE, MULTILINE, DOTALL")),
+    ("timeout-positive", {"system": 'name: b\nversion: "1"\ncallable: a:b\ntimeout_s: 0\n'},
+     "system.timeout_s", "timeout_s", ("must be greater than 0, got 0",)),
+    ("system-concurrency-below-one", {"top": "concurrency:\n  system: 0\n"},
+     "concurrency.system", "system: 0", ("must be at least 1, got 0",)),
+    ("judge-concurrency-below-one", {"top": "concurrency:\n  judge: 0\n"},
+     "concurrency.judge", "judge: 0", ("must be at least 1, got 0",)),
+    ("system-concurrency-bool", {"top": "concurrency:\n  system: true\n"},
+     "concurrency.system", "system: true", ("expected a whole number, got true",)),
+    ("judge-concurrency-1e8", {"top": "concurrency:\n  judge: 1e8\n"},
+     "concurrency.judge", "judge: 1e8", ("expected a whole number, got '1e8'",)),
+    ("judge-concurrency-float", {"top": "concurrency:\n  judge: 1.0e+8\n"},
+     "concurrency.judge", "judge: 1.0e+8", ("expected a whole number, got 100000000.0",)),
+    ("judge-concurrency-too-high", {"top": "concurrency:\n  judge: 257\n"},
+     "concurrency.judge", "judge: 257", ("must be at most 256, got 257",)),
+    ("system-concurrency-too-high", {"top": "concurrency:\n  system: 1025\n"},
+     "concurrency.system", "system: 1025", ("must be at most 1024, got 1025",)),
+    ("policy-empty", {"top": "policy:\n"},
+     "policy", "policy:", ("write policy: none",)),
+    ("json-schema-remote-ref",
+     {"evaluators": "- type: json_schema\n  criterion: s\n  schema:\n"
+                    "    $ref: http://example.invalid/s.json\n"},
+     "evaluators[0].schema.$ref", "$ref", ("points outside the schema", "never fetches")),
+    ("json-schema-relative-ref",
+     {"evaluators": "- type: json_schema\n  criterion: s\n  schema:\n"
+                    "    items: {$ref: other.json}\n"},
+     "evaluators[0].schema.items.$ref", "items:", ("'other.json' points outside the schema",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field", "on_line", "contains"),
+    [pytest.param(*row[1:], id=row[0]) for row in CONFIG_ERRORS],
+)
+def test_config_error_table(
+    write: Writer, arguments: dict[str, str], field: str, on_line: str, contains: tuple[str, ...]
+) -> None:
+    text = project_yaml(**arguments)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(err, file="oloproof.yaml", field=field, line=line_of(text, on_line), contains=contains)

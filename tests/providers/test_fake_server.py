@@ -11,10 +11,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.fakes.provider import FakeServer
 
-from oloproof.testing.fake_provider import FakeServer
-
-SRC = Path(__file__).resolve().parents[2] / "src"
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src"
 
 
 @pytest.fixture
@@ -99,6 +99,31 @@ def test_keep_alive_connections_are_reused(srv: FakeServer) -> None:
 
 
 def test_runs_as_a_process_and_prints_its_url_first() -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(SRC)]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.provider", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        with httpx.Client(base_url=url, timeout=5) as client:
+            control = {"action": "configure", "path": "/system", "behaviour": {"fail_first_n": 1}}
+            client.post("/_control", json=control)
+            assert client.post("/system", json={"q": 1}).status_code == 503
+            assert client.post("/system", json={"q": 1}).status_code == 200
+            assert client.get("/_stats").json()["paths"]["/system"]["total"] == 2
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+
+
+def test_shipped_offline_provider_answers_a_judge_and_a_system() -> None:
+    """The provider in the wheel (the judge example's): real answers, no fault machinery."""
     env = dict(os.environ, PYTHONPATH=str(SRC))
     proc = subprocess.Popen(
         [sys.executable, "-m", "oloproof.testing.fake_provider", "--port", "0"],
@@ -111,11 +136,21 @@ def test_runs_as_a_process_and_prints_its_url_first() -> None:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:")
         with httpx.Client(base_url=url, timeout=5) as client:
-            control = {"action": "configure", "path": "/system", "behaviour": {"fail_first_n": 1}}
-            client.post("/_control", json=control)
-            assert client.post("/system", json={"q": 1}).status_code == 503
-            assert client.post("/system", json={"q": 1}).status_code == 200
-            assert client.get("/_stats").json()["paths"]["/system"]["total"] == 2
+            system = client.post("/system", json={"question": "Refund please"})
+            assert system.status_code == 200
+            assert system.json()["label"] == "refund"
+            judged = client.post(
+                "/v1/messages",
+                headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+                json={
+                    "model": "m",
+                    "max_tokens": 10,
+                    "messages": [{"role": "user", "content": "<output>FAIL here</output>"}],
+                },
+            )
+            assert judged.status_code == 200
+            assert '"pass": false' in judged.json()["content"][0]["text"]
+            assert client.post("/_control", json={"action": "reset"}).status_code == 404
     finally:
         proc.terminate()
         assert proc.wait(timeout=10) == 0

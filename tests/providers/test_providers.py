@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.fakes.provider import FakeServer
 
 from oloproof.errors import ConfigError
 from oloproof.providers.anthropic import AnthropicProvider
@@ -21,7 +22,6 @@ from oloproof.providers.base import (
 from oloproof.providers.factory import make_provider, make_provider_from_config
 from oloproof.providers.openai import OpenAIProvider
 from oloproof.providers.verdict import VerdictError, build_judge_prompt, parse_verdict
-from oloproof.testing.fake_provider import FakeServer
 from oloproof.transport.retry import (
     Attempted,
     AttemptFailure,

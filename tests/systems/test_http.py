@@ -9,12 +9,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from tests.fakes.provider import FakeServer
 
 from oloproof.errors import ConfigError
 from oloproof.systems.base import CallResult
 from oloproof.systems.http import HttpSystem
 from oloproof.systems.identity import digest
-from oloproof.testing.fake_provider import FakeServer
 from oloproof.transport.retry import (
     Attempted,
     AttemptFailure,
@@ -209,7 +209,8 @@ def test_from_config_reads_duck_typed_config(srv: FakeServer) -> None:
 
 
 def test_from_config_with_the_project_model(srv: FakeServer) -> None:
-    models = pytest.importorskip("oloproof.project.models")
+    from oloproof.project import models
+
     config = models.SystemConfig.model_validate(
         {
             "name": "support-bot",
@@ -352,7 +353,9 @@ def test_timeout_every_time_is_recorded_as_timeout(srv: FakeServer) -> None:
 
 
 def test_slow_answer_is_a_timeout_even_when_bytes_keep_coming(srv: FakeServer) -> None:
-    srv.configure("/system", delay_s=0.6)
+    # The head at once, then one byte every 50 ms (a few seconds in all): each
+    # read returns within any read timeout, only an overall limit stops it.
+    srv.configure("/system", trickle_s=0.05)
     failure = run_one(
         make_system(srv, timeout_s=0.2), {"question": "x"}, RetryPolicy(max_attempts=1)
     )

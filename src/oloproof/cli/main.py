@@ -58,7 +58,7 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
     cfg_help = "the project file (default: ./oloproof.yaml)"
     if name == "run":
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
-        p.add_argument("--policy", help="the release policy (default: release.yaml beside the project, if any)")
+        p.add_argument("--policy", help="the release policy (default: policy: in oloproof.yaml, else release.yaml beside it; required)")
         p.add_argument("--json", action="store_true", help="stream events as JSON lines on stdout; tables go to stderr")
         p.add_argument("--no-cache", action="store_true", help="call everything afresh, and refresh the cache")
     elif name == "gate":

@@ -6,7 +6,22 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from oloproof.enums import JudgmentStatus
+from oloproof.paths import MISSING, is_missing, lookup
 from oloproof.usage import Usage
+
+__all__ = [
+    "MISSING",
+    "CaseView",
+    "Evaluator",
+    "InlineEvaluator",
+    "JudgeEvaluator",
+    "Outcome",
+    "Verdict",
+    "as_text",
+    "enforce_range",
+    "get_field",
+    "is_missing",
+]
 
 
 @dataclass(slots=True)
@@ -52,7 +67,7 @@ class CaseView:
 
 class Evaluator(Protocol):
     criterion: str
-    metric_kind: str  # BINARY | MEAN
+    metric_kind: str  # a MetricKind (a StrEnum, so a str)
     value_range: tuple[float, float] | None
     identity: str
     is_judge: bool
@@ -66,25 +81,10 @@ class JudgeEvaluator(Evaluator, Protocol):
     async def evaluate(self, case: CaseView, output: Any) -> Outcome: ...
 
 
-MISSING = object()
-
-
 def get_field(value: Any, path: str | None) -> Any:
-    """``value[a][b]`` for ``path = "a.b"``; ``MISSING`` where it is absent."""
-    if path is None:
-        return value
-    for part in path.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return MISSING
-    return value
-
-
-def is_missing(value: Any) -> bool:
-    return value is MISSING
+    """The value at the dotted ``path`` (``items.-1.label``); ``MISSING`` where it is
+    absent. The same rules as an HTTP system's ``output_path``: :func:`oloproof.paths.lookup`."""
+    return lookup(value, path)
 
 
 def as_text(value: Any) -> str:

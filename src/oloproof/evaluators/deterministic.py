@@ -8,10 +8,10 @@ compares against is EXCLUDED from that criterion rather than failed.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from oloproof._json import digest
+from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.evaluators.base import MISSING, CaseView, Outcome, as_text, get_field, is_missing
 
 
@@ -28,11 +28,11 @@ def _expected(case: CaseView, key: str | None) -> Any:
 
 
 def _absent_output(field: str | None) -> Outcome:
-    return Outcome("OK", passed=False, reason=f"the output has no field '{field}'")
+    return Outcome(JudgmentStatus.OK, passed=False, reason=f"the output has no field '{field}'")
 
 
 class _Base:
-    metric_kind = "BINARY"
+    metric_kind: MetricKind = MetricKind.BINARY
     value_range: tuple[float, float] | None = None
     is_judge = False
 
@@ -49,7 +49,7 @@ class _Comparing(_Base):
         key = self.config.expected_field or self.config.field
         expected = _expected(case, key)
         if is_missing(expected):
-            return Outcome("EXCLUDED", reason=f"no expected '{key or 'value'}' for this case")
+            return Outcome(JudgmentStatus.EXCLUDED, reason=f"no expected '{key or 'value'}' for this case")
         actual = get_field(output, self.config.field)
         if is_missing(actual):
             return _absent_output(self.config.field)
@@ -71,7 +71,7 @@ class ExactMatch(_Comparing):
     def compare(self, actual: Any, expected: Any) -> Outcome:
         ok = self._norm(actual) == self._norm(expected)
         return Outcome(
-            "OK", passed=ok, reason=None if ok else f"expected {expected!r}, got {actual!r}"
+            JudgmentStatus.OK, passed=ok, reason=None if ok else f"expected {expected!r}, got {actual!r}"
         )
 
 
@@ -85,17 +85,14 @@ class Contains(_Comparing):
             n for n in needles if (as_text(n).casefold() if fold else as_text(n)) not in hay
         ]
         if absent:
-            return Outcome("OK", passed=False, reason=f"does not contain {absent[0]!r}")
-        return Outcome("OK", passed=True)
+            return Outcome(JudgmentStatus.OK, passed=False, reason=f"does not contain {absent[0]!r}")
+        return Outcome(JudgmentStatus.OK, passed=True)
 
 
 class Regex(_Base):
     def __init__(self, config: Any) -> None:
         super().__init__(config)
-        flags = 0
-        for name in getattr(config, "flags", None) or []:
-            flags |= getattr(re, name)
-        self.pattern = re.compile(config.pattern, flags)
+        self.pattern = config.compiled
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:
         actual = get_field(output, self.config.field)
@@ -104,12 +101,12 @@ class Regex(_Base):
         found = self.pattern.search(as_text(actual))
         if self.config.pass_if == "match":
             return Outcome(
-                "OK",
+                JudgmentStatus.OK,
                 passed=found is not None,
                 reason=None if found else f"no match for /{self.config.pattern}/",
             )
         return Outcome(
-            "OK",
+            JudgmentStatus.OK,
             passed=found is None,
             reason=None if found is None else f"matched {found.group(0)!r}",
         )
@@ -123,10 +120,17 @@ class JsonSchema(_Base):
     def _get_validator(self) -> Any:
         if self._validator is None:
             import jsonschema
+            from referencing import Registry
+            from referencing.exceptions import NoSuchResource
+
+            def never_retrieve(uri: str) -> Any:
+                # Remote $refs are refused at load time; this is the backstop:
+                # nothing is ever fetched while cases are judged.
+                raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
             schema = self.config.schema_
             cls = jsonschema.validators.validator_for(schema)
-            self._validator = cls(schema)
+            self._validator = cls(schema, registry=Registry(retrieve=never_retrieve))  # type: ignore[call-arg]
         return self._validator
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:
@@ -135,13 +139,13 @@ class JsonSchema(_Base):
             return _absent_output(self.config.field)
         error = next(iter(self._get_validator().iter_errors(actual)), None)
         if error is None:
-            return Outcome("OK", passed=True)
+            return Outcome(JudgmentStatus.OK, passed=True)
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-        return Outcome("OK", passed=False, reason=f"{where}: {error.message}")
+        return Outcome(JudgmentStatus.OK, passed=False, reason=f"{where}: {error.message}")
 
 
 class AbsoluteError(_Base):
-    metric_kind = "MEAN"
+    metric_kind = MetricKind.MEAN
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
@@ -152,17 +156,17 @@ class AbsoluteError(_Base):
         key = self.config.expected_field or self.config.field
         expected = _expected(case, key)
         if is_missing(expected):
-            return Outcome("EXCLUDED", reason=f"no expected '{key}' for this case")
+            return Outcome(JudgmentStatus.EXCLUDED, reason=f"no expected '{key}' for this case")
         actual = get_field(output, self.config.field)
         if is_missing(actual):
-            return Outcome("ERROR", reason=f"the output has no field '{self.config.field}'")
+            return Outcome(JudgmentStatus.ERROR, reason=f"the output has no field '{self.config.field}'")
         try:
             a, e = float(actual), float(expected)
         except (TypeError, ValueError):
-            return Outcome("ERROR", reason=f"not a number: output {actual!r}, expected {expected!r}")
+            return Outcome(JudgmentStatus.ERROR, reason=f"not a number: output {actual!r}, expected {expected!r}")
         if isinstance(actual, bool) or not math.isfinite(a) or not math.isfinite(e):
-            return Outcome("ERROR", reason=f"not a finite number: {actual!r}")
-        return Outcome("OK", score=abs(a - e))
+            return Outcome(JudgmentStatus.ERROR, reason=f"not a finite number: {actual!r}")
+        return Outcome(JudgmentStatus.OK, score=abs(a - e))
 
 
 INLINE = {

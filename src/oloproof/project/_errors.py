@@ -14,7 +14,6 @@ say what is accepted.
 from __future__ import annotations
 
 import difflib
-import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -130,9 +129,17 @@ def _at(data: Any, path: PathKey) -> Any:
 def _explain(
     err: Mapping[str, Any], path: PathKey, data: Any, model: type[BaseModel]
 ) -> tuple[str, str, str | None, PathKey]:
+    """``(field, detail, accepted, path)`` for one pydantic error.
+
+    Only pydantic's machine-readable parts are read: the error ``type``, its
+    ``ctx`` values and the location. What is accepted (the choices of a
+    ``Literal``, the tags of a union, the keys of a model) comes from the model
+    classes themselves, never from pydantic's English text.
+    """
     kind: str = err["type"]
     ctx: Mapping[str, Any] = err.get("ctx") or {}
-    got = describe(err.get("input"))
+    value = err.get("input")
+    got = describe(value)
     accepted: str | None = None
     last = path[-1] if path else ""
 
@@ -140,8 +147,6 @@ def _explain(
         path = (*path, *ctx.get("at", ()))
         detail = str(ctx["message"])
         accepted = ctx.get("accepted")
-    elif kind == "missing":
-        detail = "required field is missing"
     elif kind == "extra_forbidden":
         key = str(last)
         keys = _keys_of(model, path[:-1], data)
@@ -152,9 +157,7 @@ def _explain(
             accepted = accepted_list(keys, key)
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
         disc = str(ctx.get("discriminator", "type")).strip("'")
-        tag_list = re.findall(r"'([^']*)'", str(ctx.get("expected_tags", "")))
-        if not tag_list:
-            tag_list = _tags_of(model, path, data, disc)
+        tag_list = _tags_of(model, path, data, disc)
         path = (*path, disc)
         if kind == "union_tag_not_found":
             detail = "required field is missing"
@@ -165,48 +168,71 @@ def _explain(
             detail = f"unknown {what} {describe(tag)}"
             accepted = accepted_list(tag_list, tag)
     elif kind == "literal_error":
-        choices = _literal_choices(str(ctx.get("expected", "")))
+        choices = [str(c) for c in _literal_args(_annotation_at(model, path, data))]
         if path == ("version",):
             detail = f"unsupported version {got}; this version of Oloproof reads version 1"
         else:
             detail = f"got {got}"
-        accepted = accepted_list(choices, err.get("input"))
-    elif kind == "string_type":
-        detail = f"expected text, got {got}"
-    elif kind == "string_too_short":
-        detail = "must not be empty"
+        accepted = accepted_list(choices, value) if choices else None
     elif kind == "string_pattern_mismatch":
         if last == "criterion":
             detail = f"a criterion name is made of letters, digits, '_', '.' and '-', got {got}"
         else:
             detail = f"{got} does not have the expected form ({ctx.get('pattern')})"
-    elif kind in ("int_type", "int_parsing", "int_from_float"):
-        detail = f"expected a whole number, got {got}"
-    elif kind in ("float_type", "float_parsing"):
-        detail = f"expected a number, got {got}"
-    elif kind == "finite_number":
-        detail = f"expected a finite number, got {got}"
-    elif kind in ("bool_type", "bool_parsing"):
-        detail = f"expected true or false, got {got}"
-    elif kind in ("dict_type", "model_type", "model_attributes_type", "mapping_type"):
-        detail = f"expected a mapping (key: value), got {got}"
-    elif kind in ("list_type", "tuple_type", "iterable_type"):
-        detail = f"expected a list, got {got}"
     elif kind in ("too_short", "too_long"):
         detail = _length_detail(kind, ctx, last)
-    elif kind == "greater_than":
-        detail = f"must be greater than {_number(ctx.get('gt'))}, got {got}"
-    elif kind == "greater_than_equal":
-        detail = f"must be at least {_number(ctx.get('ge'))}, got {got}"
-    elif kind == "less_than":
-        detail = f"must be less than {_number(ctx.get('lt'))}, got {got}"
-    elif kind == "less_than_equal":
-        detail = f"must be at most {_number(ctx.get('le'))}, got {got}"
+    elif kind in _BOUNDS:
+        word, key = _BOUNDS[kind]
+        detail = f"must be {word} {_number(ctx.get(key))}, got {got}"
     elif kind in ("value_error", "assertion_error"):
-        detail = str(ctx.get("error", err.get("msg", "")))
+        detail = str(ctx.get("error", kind))
     else:
-        detail = str(err.get("msg", kind))
+        detail = _SIMPLE.get(kind, "not accepted here: got {got}").format(got=got)
     return format_path(path), detail, accepted, path
+
+
+# Error types whose message needs nothing but the value received.
+_SIMPLE: dict[str, str] = {
+    "missing": "required field is missing",
+    "string_type": "expected text, got {got}",
+    "string_too_short": "must not be empty",
+    "int_type": "expected a whole number, got {got}",
+    "int_parsing": "expected a whole number, got {got}",
+    "int_from_float": "expected a whole number, got {got}",
+    "float_type": "expected a number, got {got}",
+    "float_parsing": "expected a number, got {got}",
+    "finite_number": "expected a finite number, got {got}",
+    "bool_type": "expected true or false, got {got}",
+    "bool_parsing": "expected true or false, got {got}",
+    "dict_type": "expected a mapping (key: value), got {got}",
+    "model_type": "expected a mapping (key: value), got {got}",
+    "model_attributes_type": "expected a mapping (key: value), got {got}",
+    "mapping_type": "expected a mapping (key: value), got {got}",
+    "list_type": "expected a list, got {got}",
+    "tuple_type": "expected a list, got {got}",
+    "iterable_type": "expected a list, got {got}",
+}
+
+# Bound errors: the words, and the ctx key holding the bound.
+_BOUNDS: dict[str, tuple[str, str]] = {
+    "greater_than": ("greater than", "gt"),
+    "greater_than_equal": ("at least", "ge"),
+    "less_than": ("less than", "lt"),
+    "less_than_equal": ("at most", "le"),
+}
+
+
+def _literal_args(ann: Any) -> tuple[Any, ...]:
+    """The values of the ``Literal`` that ``ann`` is (or holds), else ``()``."""
+    inner = _strip(ann)
+    if typing.get_origin(inner) is typing.Literal:
+        return typing.get_args(inner)
+    if typing.get_origin(inner) in (typing.Union, types.UnionType):
+        found: list[Any] = []
+        for arg in typing.get_args(inner):
+            found.extend(_literal_args(arg))
+        return tuple(found)
+    return ()
 
 
 def _number(value: object) -> str:
@@ -225,11 +251,6 @@ def _length_detail(kind: str, ctx: Mapping[str, Any], last: str | int) -> str:
             return "must not be empty"
         return f"expected at least {wanted} items, got {actual}"
     return f"expected at most {ctx.get('max_length')} items, got {actual}"
-
-
-def _literal_choices(expected: str) -> list[str]:
-    found = re.findall(r"'((?:[^'\\]|\\.)*)'|(-?\d+(?:\.\d+)?)", expected)
-    return [quoted or bare for quoted, bare in found]
 
 
 # -- walking the model classes along a path ----------------------------------

@@ -13,11 +13,17 @@ Choices that differ from ``yaml.safe_load``:
   not ``True``; ``1:`` is ``"1"``);
 - a timestamp-looking scalar stays text (``version: 2024-05-01`` is the
   string ``"2024-05-01"``, not a ``date``);
-- a key written twice in one mapping is an error, not "last one wins".
+- a key written twice in one mapping is an error, not "last one wins";
+- aliases may not expand to more than :data:`MAX_ALIAS_VALUES` values (a
+  kilobyte "billion laughs" document would otherwise build billions);
+- only a regular file is read, and at most ``limit`` bytes of it
+  (:func:`read_text`): a path to ``/dev/zero`` or a FIFO is refused at once.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +43,10 @@ except AttributeError:  # pragma: no cover - depends on how PyYAML was built
 
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _MAX_DEPTH = 200
+#: Values built through aliases (``*name``, ``<<: *name``) in one document.
+MAX_ALIAS_VALUES = 10_000
+#: The largest oloproof.yaml, release.yaml, compare.yaml or rubric file read.
+MAX_CONFIG_BYTES = 1 << 20
 
 
 class LineMap:
@@ -63,16 +73,64 @@ class LineMap:
         return None
 
 
-def read_text(path: Path, display: str) -> str:
-    """Read a UTF-8 text file, turning every failure into a ConfigError."""
+def read_bytes(path: Path, display: str, limit: int, what: str = "file") -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, or a ConfigError.
+
+    The file is opened without blocking and checked with ``fstat`` before a
+    byte is read: a FIFO, a device (``/dev/zero``) or a socket is refused
+    instead of hanging or filling memory, and the read stops one byte past
+    ``limit`` whatever the file claims its size is.
+    """
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise ConfigError("file not found", file=display) from None
     except IsADirectoryError:
         raise ConfigError("is a directory, expected a file", file=display) from None
     except OSError as exc:
         raise ConfigError(f"cannot be read: {exc.strerror or exc}", file=display) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ConfigError("is a directory, expected a file", file=display)
+        if not stat.S_ISREG(mode):
+            raise ConfigError(
+                "is not a regular file (a device, a pipe or a socket); "
+                f"expected a {what} saved on disk",
+                file=display,
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise ConfigError(f"cannot be read: {exc.strerror or exc}", file=display) from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise ConfigError(
+            f"is larger than the limit of {_size(limit)} for a {what}", file=display
+        )
+    return b"".join(chunks)
+
+
+def _size(n: int) -> str:
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20} MiB"
+    if n >= 1 << 10 and n % (1 << 10) == 0:
+        return f"{n >> 10} KiB"
+    return f"{n} bytes"
+
+
+def read_text(
+    path: Path, display: str, limit: int = MAX_CONFIG_BYTES, what: str = "file"
+) -> str:
+    """Read a UTF-8 text file (see :func:`read_bytes`), every failure a ConfigError."""
+    data = read_bytes(path, display, limit, what)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -130,6 +188,8 @@ class _Builder:
         self._display = display
         self._lines = lines
         self._constructor = SafeConstructor()
+        self._built: set[int] = set()
+        self._aliased = 0
 
     def build(self, node: Node, path: PathKey, depth: int) -> Any:
         if depth > _MAX_DEPTH:
@@ -138,6 +198,19 @@ class _Builder:
                 file=self._display,
                 line=node.start_mark.line + 1,
             )
+        # The composed graph shares one node between an anchor and its aliases;
+        # a node built a second time is an alias being expanded.
+        if id(node) in self._built:
+            self._aliased += 1
+            if self._aliased > MAX_ALIAS_VALUES:
+                raise ConfigError(
+                    f"aliases (*name) expand to more than {MAX_ALIAS_VALUES:,} values "
+                    "(an alias bomb?); write the values out instead",
+                    file=self._display,
+                    line=node.start_mark.line + 1,
+                )
+        else:
+            self._built.add(id(node))
         if isinstance(node, MappingNode):
             return self._mapping(node, path, depth)
         if isinstance(node, SequenceNode):

@@ -7,14 +7,21 @@ problems, the one on the earliest line is reported, except that an unknown key
 (often a typo) is reported before a missing one.
 
 Relative paths inside oloproof.yaml (the dataset, ``code_paths``, a rubric
-judge's ``rubric_file``) are relative to the directory of oloproof.yaml, not
-to the current directory.
+judge's ``rubric_file``, ``policy``) are relative to the directory of
+oloproof.yaml, not to the current directory.
+
+Which release policy a run uses is decided in one place,
+:func:`resolve_release_policy`: ``--policy`` if given, else ``policy:`` in
+oloproof.yaml (a path, or ``none`` for a project without release rules),
+else release.yaml beside oloproof.yaml. A project that has none of these is a
+usage error: a missing policy must never read as "no rules, ALLOW".
 """
 
 from __future__ import annotations
 
 import os.path
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,6 +32,7 @@ from oloproof.project._errors import describe, to_config_error
 from oloproof.project._yaml import LineMap, load_yaml
 from oloproof.project.models import (
     EVALUATOR_TYPES,
+    NO_POLICY,
     ComparePolicy,
     MetricKind,
     Project,
@@ -34,12 +42,16 @@ from oloproof.project.models import (
 from oloproof.project.suite import load_suite
 
 __all__ = [
+    "DEFAULT_POLICY_FILE",
+    "NO_RULES_NOTE",
+    "ResolvedPolicy",
     "default_compare_policy",
     "default_release_policy",
     "load_compare_policy",
     "load_project",
     "load_release_policy",
     "load_suite",
+    "resolve_release_policy",
 ]
 
 _TAGS = frozenset((*EVALUATOR_TYPES, "interval_threshold", "observed_count"))
@@ -62,6 +74,113 @@ def load_project(config_path: str | Path) -> Project:
     return Project(
         root=root, config_path=Path(os.path.abspath(path)), config=config, display=display
     )
+
+
+#: The release policy read when neither --policy nor ``policy:`` names one.
+DEFAULT_POLICY_FILE = "release.yaml"
+
+# Names a user plausibly saved the policy under; found, they are named in the
+# error so that the fix is a rename.
+_NEAR_NAMES = (
+    "release.yml",
+    "Release.yaml",
+    "Release.yml",
+    "RELEASE.yaml",
+    "release.YAML",
+    "releases.yaml",
+    "releases.yml",
+    "release-policy.yaml",
+    "release_policy.yaml",
+    "policy.yaml",
+    "policy.yml",
+    "release.yaml.txt",
+    "release.json",
+)
+
+
+@dataclass(frozen=True)
+class ResolvedPolicy:
+    """The release policy a run is decided under, and where it came from.
+
+    ``path`` is the file read, as shown to the user (None when the project
+    declares ``policy: none``). ``declared_none`` is True only for that explicit
+    declaration; ``note`` is then the sentence to show next to the gate.
+    """
+
+    policy: ReleasePolicy
+    path: str | None
+    declared_none: bool = False
+
+    @property
+    def note(self) -> str | None:
+        return NO_RULES_NOTE if self.declared_none else None
+
+
+#: Shown with the gate of a run whose project declares ``policy: none``.
+NO_RULES_NOTE = (
+    "Gate ALLOW by declaration: this project declares no release rules "
+    "(policy: none in oloproof.yaml)."
+)
+
+
+def resolve_release_policy(project: Project, policy_arg: str | None) -> ResolvedPolicy:
+    """The release policy for ``project``: the one lookup every command uses.
+
+    In order: ``policy_arg`` (``--policy``, relative to the current directory);
+    ``policy:`` in oloproof.yaml (``none``, or a path relative to the project
+    directory); ``release.yaml`` beside oloproof.yaml. Nothing found is a
+    :class:`ConfigError` (exit 2) naming the file looked for, the ways to name
+    one, and a near name when one exists (``release.yml``).
+    """
+    metrics = project.config.metrics()
+    if policy_arg is not None:
+        return ResolvedPolicy(load_release_policy(policy_arg, metrics), policy_arg)
+    declared = project.config.policy
+    if declared is not None:
+        if project.config.declares_no_policy:
+            return ResolvedPolicy(default_release_policy(), None, declared_none=True)
+        path = project.root / declared
+        shown = _beside(project, declared)
+        if not path.exists():
+            raise ConfigError(
+                f"release policy file not found: {shown}"
+                f"{_near_hint(path)} (paths are relative to the project directory; "
+                f"write policy: {NO_POLICY} for a project without release rules)",
+                file=project.display,
+                field="policy",
+            )
+        return ResolvedPolicy(load_release_policy(path, metrics), shown)
+    path = project.root / DEFAULT_POLICY_FILE
+    shown = _beside(project, DEFAULT_POLICY_FILE)
+    if path.exists():
+        return ResolvedPolicy(load_release_policy(path, metrics), shown)
+    raise ConfigError(
+        f"no release policy: {shown} is not found{_near_hint(path)}. Oloproof looks for "
+        f"--policy FILE, then policy: FILE in {project.display}, then {DEFAULT_POLICY_FILE} "
+        f"beside it. Create {DEFAULT_POLICY_FILE}, or write policy: {NO_POLICY} in "
+        f"{project.display} if the project has no release rules",
+        file=shown,
+    )
+
+
+def _beside(project: Project, name: str) -> str:
+    """``name`` (relative to the project directory) as the user can open it."""
+    return os.path.normpath(os.path.join(os.path.dirname(project.display), name))
+
+
+def _near_hint(path: Path) -> str:
+    try:
+        present = {p.name for p in path.parent.iterdir()}
+    except OSError:
+        return ""
+    wanted = path.name
+    near = [n for n in _NEAR_NAMES if n in present and n != wanted]
+    if not near and path.suffix in (".yaml", ".yml"):
+        other = path.with_suffix(".yml" if path.suffix == ".yaml" else ".yaml").name
+        near = [other] if other in present else []
+    if not near:
+        return ""
+    return f" (found {near[0]}; Oloproof reads {wanted}: rename the file)"
 
 
 def load_release_policy(

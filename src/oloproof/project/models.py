@@ -26,8 +26,10 @@ Choices worth knowing (also in the user docs):
 
 from __future__ import annotations
 
+import functools
 import os.path
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -43,11 +45,17 @@ from pydantic import (
     model_validator,
 )
 
+from oloproof.enums import MetricKind
+from oloproof.errors import ConfigError
 from oloproof.project._errors import closest, fail
+from oloproof.project._yaml import MAX_CONFIG_BYTES, read_bytes
 from oloproof.project.suite import Case, Suite, load_suite
 
 __all__ = [
     "EVALUATOR_TYPES",
+    "MAX_JUDGE_CONCURRENCY",
+    "MAX_SYSTEM_CONCURRENCY",
+    "NO_POLICY",
     "STATES",
     "AbsoluteErrorEvaluator",
     "Case",
@@ -75,7 +83,6 @@ __all__ = [
     "SystemConfig",
 ]
 
-MetricKind = Literal["BINARY", "MEAN"]
 State = Literal["FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW"]
 STATES: tuple[State, ...] = ("FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW")
 EVALUATOR_TYPES = (
@@ -188,11 +195,21 @@ class SystemConfig(_Model):
         return self
 
 
-class ConcurrencyConfig(_Model):
-    """How many calls may be in flight at once, to the system and to judges."""
+#: Upper bounds on ``concurrency``: each slot is a task (and, for a sync system,
+#: a thread); a typo such as ``judge: 100000000`` must not exhaust memory.
+MAX_SYSTEM_CONCURRENCY = 1024
+MAX_JUDGE_CONCURRENCY = 256
 
-    system: int = Field(default=8, ge=1)
-    judge: int = Field(default=4, ge=1)
+
+class ConcurrencyConfig(_Model):
+    """How many calls may be in flight at once, to the system and to judges.
+
+    Whole numbers only (``strict``: ``system: true`` or ``judge: 1e8`` are
+    refused, not read as 1 or as a number), within bounds.
+    """
+
+    system: int = Field(default=8, ge=1, le=MAX_SYSTEM_CONCURRENCY, strict=True)
+    judge: int = Field(default=4, ge=1, le=MAX_JUDGE_CONCURRENCY, strict=True)
 
 
 class RetryConfig(_Model):
@@ -223,7 +240,7 @@ class _EvaluatorBase(_Model):
     @property
     def metric_kind(self) -> MetricKind:
         """BINARY (each case passes or fails) or MEAN (each case has a score)."""
-        return "BINARY"
+        return MetricKind.BINARY
 
 
 class ExactMatchEvaluator(_EvaluatorBase):
@@ -265,11 +282,44 @@ class RegexEvaluator(_EvaluatorBase):
 
     @property
     def re_flags(self) -> int:
-        """The ``flags`` as a value for :func:`re.compile`."""
+        """The ``flags`` as a value for :func:`re.compile` (the one place they are read)."""
         value = 0
         for name in self.flags:
-            value |= int(getattr(re, name))
+            value |= int(_RE_FLAGS[name])
         return value
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern (checked at load time, so this cannot fail)."""
+        return _compile(self.pattern, self.re_flags)
+
+
+_RE_FLAGS: dict[str, re.RegexFlag] = {
+    "IGNORECASE": re.IGNORECASE,
+    "MULTILINE": re.MULTILINE,
+    "DOTALL": re.DOTALL,
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(pattern: str, flags: int) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
+
+
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def _refs(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Every ``$ref``-like string in a schema, with where it is."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _REF_KEYS and isinstance(value, str):
+                yield (*path, key), value
+            else:
+                yield from _refs(value, (*path, key))
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _refs(item, (*path, index))
 
 
 class JsonSchemaEvaluator(_EvaluatorBase):
@@ -289,6 +339,16 @@ class JsonSchemaEvaluator(_EvaluatorBase):
             jsonschema.validators.validator_for(value).check_schema(value)
         except jsonschema.SchemaError as exc:
             fail(f"not a valid JSON Schema: {exc.message}", at=tuple(exc.absolute_path))
+        # Only references inside the schema itself ("#/$defs/x"): anything else
+        # would be fetched (a URL, a file) on every case, with no time limit.
+        for where, ref in _refs(value):
+            if not ref.startswith("#"):
+                fail(
+                    f"{where[-1]} '{ref}' points outside the schema; Oloproof never fetches "
+                    "schemas (no network, no files): copy the referenced schema under "
+                    "$defs and refer to it as '#/$defs/name'",
+                    at=where,
+                )
         return value
 
 
@@ -304,7 +364,7 @@ class AbsoluteErrorEvaluator(_EvaluatorBase):
 
     @property
     def metric_kind(self) -> MetricKind:
-        return "MEAN"
+        return MetricKind.MEAN
 
 
 class RubricJudgeEvaluator(_EvaluatorBase):
@@ -353,14 +413,17 @@ class RubricJudgeEvaluator(_EvaluatorBase):
     def _read_rubric(self, path: Path) -> str:
         where = ("rubric_file",)
         name = self.rubric_file
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
+        if not path.exists():
             fail(f"file not found: {name} (relative to the project directory)", at=where)
+        try:
+            # Bounded, and never blocks on a FIFO or a device (see read_bytes).
+            data = read_bytes(path, str(name), MAX_CONFIG_BYTES, what="rubric file")
+        except ConfigError as exc:
+            fail(f"{name}: {exc.detail}", at=where)
+        try:
+            text = data.decode("utf-8-sig")
         except UnicodeDecodeError:
             fail(f"{name} is not UTF-8 text", at=where)
-        except OSError as exc:
-            fail(f"cannot read {name}: {exc.strerror or exc}", at=where)
         if not text.strip():
             fail(f"the rubric file {name} is empty", at=where)
         return text
@@ -403,7 +466,7 @@ class CustomEvaluator(_EvaluatorBase):
 
     @property
     def metric_kind(self) -> MetricKind:
-        return "MEAN" if self.kind == "mean" else "BINARY"
+        return MetricKind.MEAN if self.kind == "mean" else MetricKind.BINARY
 
 
 Evaluator = Annotated[
@@ -420,6 +483,9 @@ Evaluator = Annotated[
 
 # -- oloproof.yaml -----------------------------------------------------------------
 
+#: The value of ``policy:`` in oloproof.yaml that declares no release rules.
+NO_POLICY = "none"
+
 
 class ProjectConfig(_Model):
     """The content of oloproof.yaml."""
@@ -432,13 +498,39 @@ class ProjectConfig(_Model):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     evaluators: list[Evaluator]
+    #: The release policy: a path (relative to the project directory), or
+    #: ``none`` to declare that the project has no release rules. When absent,
+    #: release.yaml beside oloproof.yaml, which must then exist.
+    policy: NonEmpty | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _explicit_policy(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "policy" in data and data["policy"] is None:
+            fail(
+                "policy is empty; write policy: none to declare that the project has no "
+                "release rules, a path such as policy: release.yaml, or remove the key",
+                at=("policy",),
+            )
+        return data
+
+    @property
+    def declares_no_policy(self) -> bool:
+        """Whether oloproof.yaml says ``policy: none`` (no release rules, on purpose)."""
+        return self.policy is not None and self.policy.strip().lower() == NO_POLICY
 
     @field_validator("dataset")
     @classmethod
     def _check_dataset(cls, value: str, info: ValidationInfo) -> str:
         root = _context(info, "root")
-        if isinstance(root, Path) and not (root / value).is_file():
-            what = "is a directory, not a file" if (root / value).is_dir() else "file not found"
+        path = root / value if isinstance(root, Path) else None
+        if path is not None and not path.is_file():
+            if path.is_dir():
+                what = "is a directory, not a file"
+            elif path.exists():
+                what = "is not a regular file (a device, a pipe or a socket)"
+            else:
+                what = "file not found"
             fail(f"{what}: {value} (relative to the project directory)")
         return value
 
@@ -482,8 +574,8 @@ def _metric_kind(metric: str, info: ValidationInfo) -> MetricKind | None:
     metrics = _context(info, "metrics")
     if isinstance(metrics, dict):
         kind = metrics.get(metric)
-        if kind in ("BINARY", "MEAN"):
-            return kind  # type: ignore[no-any-return]
+        if isinstance(kind, str) and kind in MetricKind.__members__:
+            return MetricKind(kind)
     return None
 
 
@@ -511,7 +603,7 @@ class IntervalRule(_Model):
             )
         name, bound = ("min", self.min) if self.min is not None else ("max", self.max)
         assert bound is not None
-        if _metric_kind(self.metric, info) == "BINARY" and not 0 <= bound <= 1:
+        if _metric_kind(self.metric, info) is MetricKind.BINARY and not 0 <= bound <= 1:
             fail(
                 f"{bound:g} is outside [0, 1]: '{self.metric}' is a BINARY metric, a rate "
                 "(write 0.7 for 70%)",
@@ -532,7 +624,7 @@ class ObservedCountRule(_Model):
 
     @model_validator(mode="after")
     def _check_kind(self, info: ValidationInfo) -> ObservedCountRule:
-        if _metric_kind(self.metric, info) == "MEAN":
+        if _metric_kind(self.metric, info) is MetricKind.MEAN:
             fail(
                 f"an observed_count rule counts failures, and '{self.metric}' is a MEAN "
                 "metric (use min or max)",
@@ -647,7 +739,7 @@ class CompareRule(_Model):
                 fail(f"must be 0 or more, got {self.margin:g}", at=("margin",))
         elif self.margin <= 0:
             fail(f"must be greater than 0, got {self.margin:g}", at=("margin",))
-        if _metric_kind(self.metric, info) == "BINARY" and self.margin >= 1:
+        if _metric_kind(self.metric, info) is MetricKind.BINARY and self.margin >= 1:
             fail(
                 f"{self.margin:g} is not below 1: '{self.metric}' is a BINARY metric, a rate "
                 "(write 0.05 for 5 points)",

@@ -21,9 +21,18 @@ where ``cases`` is the list, in file order, of one dict per case holding
 ``id`` and ``input``, plus ``expected`` and ``metadata`` only when the line
 has them. Skipped blank lines, key order and whitespace inside a line do not
 change the digest; any change to an id, an input, an expected value or
-metadata does, and so does reordering the cases. (A lone UTF-16 surrogate,
-which only a ``\\udXXX`` escape can produce, is encoded with
-``surrogatepass``.)
+metadata does, and so does reordering the cases.
+
+**Refused text.** Bytes that are not UTF-8 are an error naming the line. So is
+a lone UTF-16 surrogate, which only a JSON ``\\udXXX`` escape can produce: it
+is not a character, cannot be stored as UTF-8 nor printed, and the error names
+the line and the field (``id``, ``input``, ``expected`` or ``metadata``).
+
+**Size limits.** The file may hold at most :func:`max_suite_bytes` bytes
+(default 1 GiB, environment variable ``OLOPROOF_MAX_SUITE_BYTES``) and one
+line at most :func:`max_line_bytes` (default 16 MiB,
+``OLOPROOF_MAX_SUITE_LINE_BYTES``): a single enormous line is far more likely
+a mistake (a binary file, a whole dump on one line) than a case.
 
 Validation is done by hand, not by pydantic, so that a 100,000-case suite
 loads in a fraction of a second.
@@ -34,6 +43,8 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import os
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +53,40 @@ from typing import Any, NamedTuple
 from oloproof._json import canonical_json
 from oloproof.errors import ConfigError
 from oloproof.project._errors import accepted_list
-from oloproof.project._yaml import read_text
+from oloproof.project._yaml import read_bytes
 
 CASE_KEYS = ("id", "input", "expected", "metadata")
 _CASE_KEY_SET = frozenset(CASE_KEYS)
+
+DEFAULT_MAX_SUITE_BYTES = 1 << 30
+DEFAULT_MAX_LINE_BYTES = 16 << 20
+SUITE_BYTES_ENV = "OLOPROOF_MAX_SUITE_BYTES"
+LINE_BYTES_ENV = "OLOPROOF_MAX_SUITE_LINE_BYTES"
+
+
+def _env_limit(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(
+            f"expected a whole number of bytes, 1 or more, got {raw!r}", field=name
+        )
+    return value
+
+
+def max_suite_bytes() -> int:
+    """The largest suite file read (``OLOPROOF_MAX_SUITE_BYTES``, default 1 GiB)."""
+    return _env_limit(SUITE_BYTES_ENV, DEFAULT_MAX_SUITE_BYTES)
+
+
+def max_line_bytes() -> int:
+    """The longest line of a suite (``OLOPROOF_MAX_SUITE_LINE_BYTES``, default 16 MiB)."""
+    return _env_limit(LINE_BYTES_ENV, DEFAULT_MAX_LINE_BYTES)
 
 
 class Case(NamedTuple):
@@ -117,7 +158,9 @@ def load_suite(path: Path | str, display: str | None = None) -> Suite:
     """
     path = Path(path)
     shown = display if display is not None else str(path)
-    text = read_text(path, shown)
+    limit = max_suite_bytes()
+    data = read_bytes(path, shown, limit, what=f"suite (set {SUITE_BYTES_ENV} to raise it)")
+    text = _decode(data, shown)
     # Building 100,000 small dicts would trigger many useless cyclic collections.
     was_enabled = gc.isenabled()
     gc.disable()
@@ -128,6 +171,31 @@ def load_suite(path: Path | str, display: str | None = None) -> Suite:
         if was_enabled:
             gc.enable()
     return Suite(path=path, cases=cases, digest=f"sha256:{hasher.hexdigest()}")
+
+
+def _decode(data: bytes, shown: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"not valid UTF-8 text (byte {exc.start - start + 1} of the line); "
+            "save the file as UTF-8",
+            file=shown,
+            line=line,
+        ) from None
+
+
+def _surrogate_field(obj: dict[str, Any]) -> str:
+    """The first key of a case whose value (or key) holds a lone surrogate."""
+    for key in CASE_KEYS:
+        if key in obj:
+            try:
+                canonical_json(obj[key]).encode("utf-8")
+            except UnicodeEncodeError:
+                return key
+    return "id"  # pragma: no cover - the caller saw the case fail to encode
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -157,14 +225,15 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
 
     def hash_pending() -> None:
         if pending:
-            text = ",".join(pending)
-            hasher.update(("," + text if hashed else text).encode("utf-8", "surrogatepass"))
+            data = b",".join(pending)
+            hasher.update(b"," + data if hashed else data)
             pending.clear()
             hashed.append(True)
 
     decode = _DECODER.decode
     keys = _CASE_KEY_SET
-    pending: list[str] = []
+    pending: list[bytes] = []
+    max_line = max_line_bytes()
     hashed: list[bool] = []  # not empty once a first group of cases is hashed
     hasher.update(b"[")
     cases: list[Case] = []
@@ -172,6 +241,13 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
     for number, raw in enumerate(lines, 1):
         if not raw or raw.isspace():
             continue
+        # Characters, not bytes: a line is at most 4 bytes per character.
+        if len(raw) > max_line // 4 and len(raw.encode("utf-8", "surrogatepass")) > max_line:
+            raise error(
+                f"the line is longer than the limit of {max_line:,} bytes "
+                f"(set {LINE_BYTES_ENV} to raise it)",
+                number,
+            )
         try:
             obj = decode(raw)
         except json.JSONDecodeError as exc:
@@ -180,6 +256,13 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
             raise error(f"not valid JSON: {exc}", number) from None
         except RecursionError:
             raise error("not valid JSON: nested too deeply", number) from None
+        except ValueError:
+            # int() refuses to convert more than sys.get_int_max_str_digits() digits.
+            raise error(
+                f"a number is too long to read (more than {sys.get_int_max_str_digits():,} "
+                "digits); write it as a string",
+                number,
+            ) from None
         if type(obj) is not dict:
             raise error(
                 f'expected a JSON object such as {{"id": "case_1", "input": ...}}, '
@@ -188,10 +271,11 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
             )
         if not obj.keys() <= keys:
             unknown = next(k for k in obj if k not in keys)
+            shown_key = unknown.encode("utf-8", "backslashreplace").decode("utf-8")
             raise error(
-                f"unknown key '{unknown}'",
+                f"unknown key '{shown_key}'",
                 number,
-                unknown,
+                shown_key,
                 accepted=accepted_list(CASE_KEYS, unknown),
             )
         case_id = obj.get("id")
@@ -230,8 +314,19 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
                 number,
                 "metadata",
             )
+        try:
+            encoded = canonical_json(obj).encode("utf-8")
+        except UnicodeEncodeError:
+            field = _surrogate_field(obj)
+            raise error(
+                "holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape that is not "
+                "half of a pair): it is not a character and cannot be stored; "
+                "write the character itself, or a valid pair of escapes",
+                number,
+                field,
+            ) from None
         cases.append(Case(case_id, obj["input"], expected, metadata, number))
-        pending.append(canonical_json(obj))
+        pending.append(encoded)
         if len(pending) == 1000:
             hash_pending()
 

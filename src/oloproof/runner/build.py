@@ -17,8 +17,8 @@ from oloproof.engine.pipeline import EngineCase
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import Evaluator, InlineEvaluator
 from oloproof.evaluators.judge import RubricJudge
-from oloproof.project import Project, load_project, load_release_policy
-from oloproof.project.loader import default_release_policy
+from oloproof.project import Project, load_project
+from oloproof.project.loader import resolve_release_policy
 from oloproof.project.models import ReleasePolicy
 from oloproof.systems.base import SystemRunner
 from oloproof.transport.regex_guard import GuardedPattern
@@ -42,13 +42,8 @@ class Prepared:
 
 
 def resolve_policy(project: Project, policy_arg: str | None) -> tuple[ReleasePolicy, str | None]:
-    metrics = project.config.metrics()
-    if policy_arg is not None:
-        return load_release_policy(policy_arg, metrics), policy_arg
-    default = project.root / "release.yaml"
-    if default.exists():
-        return load_release_policy(default, metrics), str(default)
-    return default_release_policy(), None
+    resolved = resolve_release_policy(project, policy_arg)
+    return resolved.policy, resolved.path
 
 
 def build_evaluators(project: Project) -> tuple[list[InlineEvaluator], list[RubricJudge]]:

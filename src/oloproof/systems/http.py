@@ -25,6 +25,7 @@ import httpx
 
 from oloproof._json import DEFAULT_MAX_JSON_DEPTH, digest
 from oloproof.errors import ConfigError
+from oloproof.paths import MISSING, lookup
 from oloproof.systems.base import CallResult
 from oloproof.transport.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -55,24 +56,9 @@ _MISSING = object()
 
 
 def _follow_path(data: Any, path: str) -> Any:
-    """Follow ``a.b.0.c`` into nested objects (and arrays, by index)."""
-    current = data
-    for part in path.split("."):
-        if isinstance(current, dict):
-            if part not in current:
-                return _MISSING
-            current = current[part]
-        elif isinstance(current, list):
-            try:
-                index = int(part)
-            except ValueError:
-                return _MISSING
-            if not -len(current) <= index < len(current):
-                return _MISSING
-            current = current[index]
-        else:
-            return _MISSING
-    return current
+    """Follow ``a.b.0.c`` / ``items.-1`` (the one rule: :func:`oloproof.paths.lookup`)."""
+    found = lookup(data, path)
+    return _MISSING if found is MISSING else found
 
 
 # --------------------------------------------------------------------------- #

@@ -1,21 +1,12 @@
-"""A fake LLM provider and a fake system under test, over real HTTP.
+"""An offline stand-in for an LLM provider and a deployed system, over real HTTP.
 
-Tests and offline examples need the outside world (an LLM provider, a deployed
-endpoint) without the network. This module serves it from a stdlib
-``ThreadingHTTPServer`` on 127.0.0.1, so it runs apart from the client's event
-loop, keeps HTTP/1.1 connections alive (httpx pools them) and takes hundreds
-of connections at once.
+The ``judge`` and ``http`` examples and the docs run without the network or an
+API key against this server::
 
-In a test::
+    python -m oloproof.testing.fake_provider --port 8787
 
-    with FakeServer() as srv:
-        srv.configure("/system", fail_first_n=1, fail_status=429, retry_after="1")
-        ... call srv.system_url ...
-        assert srv.peak_in_flight("/system") == 8
-
-As a process (the URL is the first line of standard output)::
-
-    python -m oloproof.testing.fake_provider --port 8765
+It prints its URL on the first line of standard output and serves, on
+127.0.0.1, until SIGINT or SIGTERM.
 
 Endpoints
 ---------
@@ -34,47 +25,33 @@ Endpoints
     in answer>}}`` where text is the input's ``question`` or ``text`` field, or
     the input as compact JSON. An input ``{"echo_header": NAME}`` gets that
     request header's value back in its ``answer`` (a careless endpoint that
-    echoes a secret). An input object with a ``respond`` field gets
-    that value back as the JSON body, with status ``status`` (default 200);
-    with ``respond_raw`` (a string) it gets that text as a ``text/plain`` body.
-``POST /_control``
-    ``{"action": "configure", "path": "/system" | null, "behaviour": {...}}``
-    sets a :class:`Behaviour` for one path (or the default for all, with
-    ``null``); ``{"action": "reset"}`` clears behaviours and statistics.
-``GET /_stats``
-    ``{"paths": {path: {"in_flight", "peak_in_flight", "total"}}, "calls":
-    [{"t", "path", "key", "attempt", "status", "method"}]}``.
+    echoes a secret). An input object with a ``respond`` field gets that value
+    back as the JSON body, with status ``status`` (default 200); with
+    ``respond_raw`` (a string) it gets that text as a ``text/plain`` body.
 
 The judge's rule
 ----------------
 The judged output is the text between the last ``<output>`` and the last
 ``</output>`` of the user prompt (see :mod:`oloproof.providers.verdict`). By
 default the verdict is pass iff that text is not empty and does not contain
-``FAIL`` (``fail_keyword``). With ``pass_keyword`` set, it is pass iff the
-text contains that keyword. The reply text is exactly one JSON object
-``{"pass": ..., "reason": ...}``; usage counts whitespace-separated words.
+``FAIL`` (:attr:`JudgeRule.fail_keyword`). With ``pass_keyword`` set, it is
+pass iff the text contains that keyword. The reply text is exactly one JSON
+object ``{"pass": ..., "reason": ...}``; usage counts whitespace-separated words.
 
-Keys and attempts
------------------
-Each request's **key** is a digest of its method, query and body: the same
-case sent again has the same key, so ``fail_first_n=1`` fails each case's
-first call and lets its retry through. Attempt numbers are counted per path
-and key, and every scripted behaviour "for the first n" compares against
-that number.
+Scripted faults (failing statuses, drops, timeouts, garbage, held requests)
+are test machinery and live with the tests (``tests/fakes/provider.py``),
+which builds on the answers defined here.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import email.utils
 import hashlib
 import json
 import signal
 import socket
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -82,153 +59,49 @@ from urllib.parse import parse_qsl, urlsplit
 
 from oloproof.providers.verdict import OUTPUT_CLOSE, OUTPUT_OPEN
 
-__all__ = ["Behaviour", "FakeServer", "LoggedCall", "main"]
+__all__ = [
+    "ANTHROPIC_PATH",
+    "OPENAI_PATH",
+    "ROUTES",
+    "SYSTEM_PATH",
+    "Handler",
+    "JudgeRule",
+    "OfflineProvider",
+    "Reply",
+    "answer",
+    "json_reply",
+    "main",
+]
 
 ANTHROPIC_PATH = "/v1/messages"
 OPENAI_PATH = "/v1/chat/completions"
 SYSTEM_PATH = "/system"
 ROUTES = (ANTHROPIC_PATH, OPENAI_PATH, SYSTEM_PATH)
-GARBAGE_BODY = "<html><body>502 Bad Gateway (upstream sent garbage)</body></html>"
-GARBAGE_VERDICT = "I looked at the output carefully and I have mixed feelings about it."
-
-
-@dataclass
-class Behaviour:
-    """What a path does besides answering. Attempts are counted per request key.
-
-    Precedence for one attempt: ``drop``, then ``timeout``, then a failing
-    status (``fail_always``, or ``fail_first_n``), then ``garbage``, then the
-    normal answer. ``delay_s`` is waited before any answer (not before a drop).
-    """
-
-    delay_s: float = 0.0
-    fail_first_n: int = 0
-    fail_status: int = 503
-    fail_always: int | None = None  # a status answered to every call
-    retry_after: str | None = None  # Retry-After header on failing statuses ("1", a date)
-    retry_after_date_in_s: float | None = None  # send an HTTP-date this far ahead
-    drop_first_n: int = 0  # close the connection without answering
-    timeout_first_n: int = 0  # hold the request timeout_sleep_s, then close
-    timeout_sleep_s: float = 5.0
-    garbage_first_n: int = 0
-    garbage_always: bool = False
-    # "body": a non-JSON 200; "verdict": a judge reply with no verdict in it;
-    # "shape": JSON of the wrong shape; "auto": "body" for /system, else "verdict".
-    garbage_kind: str = "auto"
-    # Hold each request until this many have been in flight at once (at most
-    # hold_max_s): a deterministic way to prove the server takes that many.
-    hold_until_peak: int = 0
-    hold_max_s: float = 10.0
-    pass_keyword: str | None = None
-    fail_keyword: str = "FAIL"
-    expected_api_key: str | None = None  # a different key gets 401 quoting it (as some APIs do)
-    require_headers: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Behaviour:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown behaviour fields: {sorted(unknown)}")
-        return cls(**data)
 
 
 @dataclass(frozen=True)
-class LoggedCall:
-    """One request as the server saw it; ``t`` is the server's ``time.monotonic()``."""
+class JudgeRule:
+    """How the fake judge decides, and which API key it accepts (any, when None)."""
 
-    t: float
-    path: str
-    key: str
-    attempt: int
-    status: int | str  # an HTTP status, "drop" or "timeout"
-    method: str
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    pass_keyword: str | None = None
+    fail_keyword: str = "FAIL"
+    expected_api_key: str | None = None
 
 
 @dataclass
-class _PathStats:
-    in_flight: int = 0
-    peak_in_flight: int = 0
-    total: int = 0
+class Reply:
+    """One answer: an HTTP status and body (tests also use ``"drop"``/``"timeout"``)."""
 
-
-@dataclass
-class _Reply:
     status: int | str
     body: bytes = b""
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def _json_reply(status: int, data: Any, headers: dict[str, str] | None = None) -> _Reply:
-    return _Reply(
+def json_reply(status: int, data: Any, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(
         status, json.dumps(data, ensure_ascii=False).encode("utf-8"), headers=headers or {}
     )
-
-
-class _State:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
-        self.stopping = threading.Event()
-        self.behaviours: dict[str | None, Behaviour] = {}
-        self.paths: dict[str, _PathStats] = {}
-        self.attempts: dict[tuple[str, str], int] = {}
-        self.log: list[LoggedCall] = []
-
-    def behaviour(self, path: str) -> Behaviour:
-        with self.lock:
-            return self.behaviours.get(path) or self.behaviours.get(None) or Behaviour()
-
-    def begin(self, path: str, key: str) -> int:
-        with self.lock:
-            stats = self.paths.setdefault(path, _PathStats())
-            stats.in_flight += 1
-            stats.total += 1
-            stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
-            attempt = self.attempts.get((path, key), 0) + 1
-            self.attempts[(path, key)] = attempt
-            self.changed.notify_all()
-            return attempt
-
-    def hold_until_peak(self, path: str, peak: int, max_s: float) -> None:
-        deadline = time.monotonic() + max_s
-        with self.changed:
-            while self.paths[path].peak_in_flight < peak and not self.stopping.is_set():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self.changed.wait(min(left, 0.1))
-
-    def record(self, call: LoggedCall) -> None:
-        with self.lock:
-            self.log.append(call)
-
-    def end(self, path: str) -> None:
-        with self.lock:
-            self.paths[path].in_flight -= 1
-
-    def reset(self) -> None:
-        with self.lock:
-            self.behaviours.clear()
-            self.paths.clear()
-            self.attempts.clear()
-            self.log.clear()
-
-    def snapshot(self) -> dict[str, Any]:
-        with self.lock:
-            return {
-                "paths": {p: dataclasses.asdict(s) for p, s in self.paths.items()},
-                "calls": [c.to_json() for c in self.log],
-            }
-
-
-# --------------------------------------------------------------------------- #
-# The answers
-# --------------------------------------------------------------------------- #
 
 
 def _judged_output(user_prompt: str) -> str | None:
@@ -241,20 +114,20 @@ def _judged_output(user_prompt: str) -> str | None:
     return user_prompt[start + len(OUTPUT_OPEN) : end].strip()
 
 
-def _verdict_text(user_prompt: str, behaviour: Behaviour) -> str:
+def _verdict_text(user_prompt: str, rule: JudgeRule) -> str:
     output = _judged_output(user_prompt)
     if output is None:
         verdict = {"pass": False, "reason": "no <output> section in the prompt"}
-    elif behaviour.pass_keyword is not None:
-        found = behaviour.pass_keyword in output
+    elif rule.pass_keyword is not None:
+        found = rule.pass_keyword in output
         verdict = {
             "pass": found,
-            "reason": f"the output {'contains' if found else 'lacks'} {behaviour.pass_keyword!r}",
+            "reason": f"the output {'contains' if found else 'lacks'} {rule.pass_keyword!r}",
         }
     elif not output:
         verdict = {"pass": False, "reason": "the output is empty"}
-    elif behaviour.fail_keyword and behaviour.fail_keyword in output:
-        verdict = {"pass": False, "reason": f"the output contains {behaviour.fail_keyword!r}"}
+    elif rule.fail_keyword and rule.fail_keyword in output:
+        verdict = {"pass": False, "reason": f"the output contains {rule.fail_keyword!r}"}
     else:
         verdict = {"pass": True, "reason": "the output is present and unflagged"}
     return json.dumps(verdict)
@@ -276,46 +149,22 @@ def _block_text(content: Any) -> str:
     return ""
 
 
-def _anthropic(headers: Any, body: Any, behaviour: Behaviour, garbage: bool) -> _Reply:
+def _anthropic_error(status: int, kind: str, message: str) -> Reply:
+    return json_reply(status, {"type": "error", "error": {"type": kind, "message": message}})
+
+
+def _anthropic(headers: Any, body: Any, rule: JudgeRule, text: str | None) -> Reply:
     key = headers.get("x-api-key")
     if not key:
-        return _json_reply(
-            401,
-            {
-                "type": "error",
-                "error": {
-                    "type": "authentication_error",
-                    "message": "x-api-key header is required",
-                },
-            },
-        )
-    if behaviour.expected_api_key is not None and key != behaviour.expected_api_key:
-        return _json_reply(
-            401,
-            {
-                "type": "error",
-                "error": {"type": "authentication_error", "message": f"invalid x-api-key: {key}"},
-            },
-        )
+        return _anthropic_error(401, "authentication_error", "x-api-key header is required")
+    if rule.expected_api_key is not None and key != rule.expected_api_key:
+        return _anthropic_error(401, "authentication_error", f"invalid x-api-key: {key}")
     if not headers.get("anthropic-version"):
-        return _json_reply(
-            400,
-            {
-                "type": "error",
-                "error": {
-                    "type": "invalid_request_error",
-                    "message": "anthropic-version header is required",
-                },
-            },
+        return _anthropic_error(
+            400, "invalid_request_error", "anthropic-version header is required"
         )
     if not isinstance(body, dict):
-        return _json_reply(
-            400,
-            {
-                "type": "error",
-                "error": {"type": "invalid_request_error", "message": "body must be a JSON object"},
-            },
-        )
+        return _anthropic_error(400, "invalid_request_error", "body must be a JSON object")
     problems = []
     if not isinstance(body.get("model"), str):
         problems.append("model: Field required")
@@ -325,13 +174,7 @@ def _anthropic(headers: Any, body: Any, behaviour: Behaviour, garbage: bool) -> 
     if not isinstance(messages, list) or not messages:
         problems.append("messages: Field required")
     if problems:
-        return _json_reply(
-            400,
-            {
-                "type": "error",
-                "error": {"type": "invalid_request_error", "message": "; ".join(problems)},
-            },
-        )
+        return _anthropic_error(400, "invalid_request_error", "; ".join(problems))
     assert isinstance(messages, list)
     user = "".join(
         _block_text(m.get("content"))
@@ -339,62 +182,44 @@ def _anthropic(headers: Any, body: Any, behaviour: Behaviour, garbage: bool) -> 
         if isinstance(m, dict) and m.get("role") == "user"
     )
     system = _block_text(body.get("system"))
-    text = GARBAGE_VERDICT if garbage else _verdict_text(user, behaviour)
-    return _json_reply(
+    reply_text = text if text is not None else _verdict_text(user, rule)
+    return json_reply(
         200,
         {
             "id": "msg_fake_" + hashlib.sha256(user.encode()).hexdigest()[:20],
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": [{"type": "text", "text": text}],
+            "content": [{"type": "text", "text": reply_text}],
             "stop_reason": "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": _words(system) + _words(user), "output_tokens": _words(text)},
+            "usage": {
+                "input_tokens": _words(system) + _words(user),
+                "output_tokens": _words(reply_text),
+            },
         },
     )
 
 
-def _openai(headers: Any, body: Any, behaviour: Behaviour, garbage: bool) -> _Reply:
+def _openai_error(message: str, code: str | None = None, status: int = 401) -> Reply:
+    error: dict[str, Any] = {"message": message, "type": "invalid_request_error"}
+    if status == 401:
+        error["code"] = code
+    return json_reply(status, {"error": error})
+
+
+def _openai(headers: Any, body: Any, rule: JudgeRule, text: str | None) -> Reply:
     auth = headers.get("authorization") or ""
     if not auth.startswith("Bearer ") or not auth[7:].strip():
-        return _json_reply(
-            401,
-            {
-                "error": {
-                    "message": "You didn't provide an API key.",
-                    "type": "invalid_request_error",
-                    "code": None,
-                }
-            },
-        )
+        return _openai_error("You didn't provide an API key.")
     key = auth[7:].strip()
-    if behaviour.expected_api_key is not None and key != behaviour.expected_api_key:
-        return _json_reply(
-            401,
-            {
-                "error": {
-                    "message": f"Incorrect API key provided: {key}.",
-                    "type": "invalid_request_error",
-                    "code": "invalid_api_key",
-                }
-            },
-        )
+    if rule.expected_api_key is not None and key != rule.expected_api_key:
+        return _openai_error(f"Incorrect API key provided: {key}.", "invalid_api_key")
     if not isinstance(body, dict) or not isinstance(body.get("model"), str):
-        return _json_reply(
-            400,
-            {
-                "error": {
-                    "message": "you must provide a model parameter",
-                    "type": "invalid_request_error",
-                }
-            },
-        )
+        return _openai_error("you must provide a model parameter", status=400)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        return _json_reply(
-            400, {"error": {"message": "messages: field required", "type": "invalid_request_error"}}
-        )
+        return _openai_error("messages: field required", status=400)
     user = "".join(
         _block_text(m.get("content"))
         for m in messages
@@ -405,9 +230,9 @@ def _openai(headers: Any, body: Any, behaviour: Behaviour, garbage: bool) -> _Re
         for m in messages
         if isinstance(m, dict) and m.get("role") == "system"
     )
-    text = GARBAGE_VERDICT if garbage else _verdict_text(user, behaviour)
+    reply_text = text if text is not None else _verdict_text(user, rule)
     prompt_tokens = _words(system) + _words(user)
-    return _json_reply(
+    return json_reply(
         200,
         {
             "id": "chatcmpl-fake" + hashlib.sha256(user.encode()).hexdigest()[:20],
@@ -417,32 +242,32 @@ def _openai(headers: Any, body: Any, behaviour: Behaviour, garbage: bool) -> _Re
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
+                    "message": {"role": "assistant", "content": reply_text},
                     "finish_reason": "stop",
                 }
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
-                "completion_tokens": _words(text),
-                "total_tokens": prompt_tokens + _words(text),
+                "completion_tokens": _words(reply_text),
+                "total_tokens": prompt_tokens + _words(reply_text),
             },
         },
     )
 
 
-def _system(method: str, case_input: Any, headers: Any = None) -> _Reply:
+def _system(method: str, case_input: Any, headers: Any = None) -> Reply:
     if isinstance(case_input, dict) and isinstance(case_input.get("echo_header"), str):
         # A careless endpoint that echoes a request header back in its output.
         name = case_input["echo_header"]
         value = headers.get(name) if headers is not None else None
-        return _json_reply(200, {"answer": f"your {name} header was {value}", "label": "echo"})
+        return json_reply(200, {"answer": f"your {name} header was {value}", "label": "echo"})
     if isinstance(case_input, dict) and "respond_raw" in case_input:
         status = int(case_input.get("status", 200))
-        return _Reply(
+        return Reply(
             status, str(case_input["respond_raw"]).encode("utf-8"), "text/plain; charset=utf-8"
         )
     if isinstance(case_input, dict) and "respond" in case_input:
-        return _json_reply(int(case_input.get("status", 200)), case_input["respond"])
+        return json_reply(int(case_input.get("status", 200)), case_input["respond"])
     text: str | None = None
     if isinstance(case_input, dict):
         for name in ("question", "text"):
@@ -451,43 +276,79 @@ def _system(method: str, case_input: Any, headers: Any = None) -> _Reply:
                 break
     if text is None:
         text = json.dumps(case_input, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    answer = f"You asked: {text}"
+    reply = f"You asked: {text}"
     first = "".join(ch for ch in (text.split() or ["unknown"])[0].lower() if ch.isalnum())
-    return _json_reply(
+    return json_reply(
         200,
         {
-            "answer": answer,
+            "answer": reply,
             "label": first or "unknown",
             "length": len(text),
             "method": method,
             "input": case_input,
-            "usage": {"input_tokens": _words(text), "output_tokens": _words(answer)},
+            "usage": {"input_tokens": _words(text), "output_tokens": _words(reply)},
         },
     )
 
 
-# --------------------------------------------------------------------------- #
-# The server
-# --------------------------------------------------------------------------- #
+def answer(
+    method: str,
+    path: str,
+    query: str,
+    raw: bytes,
+    headers: Any,
+    rule: JudgeRule,
+    judge_text: str | None = None,
+) -> Reply:
+    """The normal answer to one request (``judge_text`` replaces a judge's reply text)."""
+    if path not in ROUTES or (path != SYSTEM_PATH and method != "POST"):
+        return json_reply(404, {"error": f"no route {method} {path}"})
+    if method == "GET":
+        body: Any = dict(parse_qsl(query, keep_blank_values=True))
+    else:
+        try:
+            body = json.loads(raw.decode("utf-8")) if raw else None
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return json_reply(400, {"error": {"message": "the body is not JSON"}})
+    if path == ANTHROPIC_PATH:
+        return _anthropic(headers, body, rule, judge_text)
+    if path == OPENAI_PATH:
+        return _openai(headers, body, rule, judge_text)
+    return _system(method, body, headers)
 
 
-class _Server(ThreadingHTTPServer):
+class Server(ThreadingHTTPServer):
+    """A threaded HTTP server that can close its open keep-alive connections."""
+
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 1024
 
-    def __init__(self, address: tuple[str, int], state: _State) -> None:
-        self.state = state
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
-        super().__init__(address, _Handler)
+        self.rule = JudgeRule()
+        self.delay_s = 0.0
+        self.stopping = threading.Event()
+        super().__init__(address, handler)
+
+    def close_connections(self) -> None:
+        with self.connections_lock:
+            connections = list(self.connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
-class _Handler(BaseHTTPRequestHandler):
+class Handler(BaseHTTPRequestHandler):
+    """HTTP/1.1 with keep-alive (httpx pools connections); answers with :func:`answer`."""
+
     protocol_version = "HTTP/1.1"
     server_version = "OloproofFake/1"
     timeout = 60  # an idle keep-alive connection is closed after this
-    server: _Server
+    server: Server
 
     def setup(self) -> None:
         super().setup()
@@ -503,24 +364,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.connections.discard(self.connection)
 
     def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: tests read /_stats, not the access log
+        pass  # quiet
 
     def do_GET(self) -> None:
-        self._handle("GET")
+        self.handle_request("GET")
 
     def do_POST(self) -> None:
-        self._handle("POST")
+        self.handle_request("POST")
 
     def do_PUT(self) -> None:
-        self._handle("PUT")
+        self.handle_request("PUT")
 
-    # -- plumbing -----------------------------------------------------------
-
-    def _read_body(self) -> bytes:
+    def read_body(self) -> bytes:
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _send(self, reply: _Reply) -> None:
+    def send(self, reply: Reply) -> None:
         assert isinstance(reply.status, int)
         try:
             self.send_response(reply.status)
@@ -534,172 +393,55 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
-    def _abort(self) -> None:
-        self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    # -- requests -----------------------------------------------------------
-
-    def _handle(self, method: str) -> None:
+    def handle_request(self, method: str) -> None:
         parts = urlsplit(self.path)
-        path, query = parts.path, parts.query
         try:
-            raw = self._read_body()
+            raw = self.read_body()
         except OSError:
             self.close_connection = True
             return
-        state = self.server.state
-        if path == "/_stats" and method == "GET":
-            self._send(_json_reply(200, state.snapshot()))
-            return
-        if path == "/_control" and method == "POST":
-            self._send(self._control(raw))
-            return
-        if path not in ROUTES or (path != SYSTEM_PATH and method != "POST"):
-            self._send(_json_reply(404, {"error": f"no route {method} {path}"}))
-            return
-
-        key = hashlib.sha256(method.encode() + b"?" + query.encode() + b"\n" + raw).hexdigest()[:16]
-        attempt = state.begin(path, key)
-        ended = False
-        try:
-            behaviour = state.behaviour(path)
-            reply = self._decide(method, path, query, raw, attempt, behaviour)
-            state.record(LoggedCall(time.monotonic(), path, key, attempt, reply.status, method))
-            if reply.status == "drop":
-                state.end(path)
-                ended = True
-                self._abort()
-                return
-            if reply.status == "timeout":
-                state.stopping.wait(behaviour.timeout_sleep_s)
-                state.end(path)
-                ended = True
-                self._abort()
-                return
-            if behaviour.hold_until_peak > 0:
-                state.hold_until_peak(path, behaviour.hold_until_peak, behaviour.hold_max_s)
-            if behaviour.delay_s > 0:
-                state.stopping.wait(behaviour.delay_s)
-            # Out of flight before the answer is written: a client that starts
-            # its next call on receipt must never see this one still counted.
-            state.end(path)
-            ended = True
-            self._send(reply)
-        finally:
-            if not ended:
-                state.end(path)
-
-    def _decide(
-        self, method: str, path: str, query: str, raw: bytes, attempt: int, behaviour: Behaviour
-    ) -> _Reply:
-        if attempt <= behaviour.drop_first_n:
-            return _Reply("drop")
-        if attempt <= behaviour.timeout_first_n:
-            return _Reply("timeout")
-        for name, value in behaviour.require_headers.items():
-            received = self.headers.get(name)
-            if received != value:
-                # Quoting what was sent, as some real APIs do: a client must mask it.
-                return _json_reply(
-                    401, {"error": f"missing or wrong header {name}: got {received!r}"}
-                )
-        if behaviour.fail_always is not None or attempt <= behaviour.fail_first_n:
-            status = (
-                behaviour.fail_always
-                if behaviour.fail_always is not None
-                else behaviour.fail_status
-            )
-            headers: dict[str, str] = {}
-            if behaviour.retry_after_date_in_s is not None:
-                headers["Retry-After"] = email.utils.formatdate(
-                    time.time() + behaviour.retry_after_date_in_s, usegmt=True
-                )
-            elif behaviour.retry_after is not None:
-                headers["Retry-After"] = behaviour.retry_after
-            return _json_reply(
-                status,
-                {"error": {"message": f"scripted failure {status}", "attempt": attempt}},
-                headers,
-            )
-        garbage = attempt <= behaviour.garbage_first_n or behaviour.garbage_always
-        kind = behaviour.garbage_kind
-        if kind == "auto":
-            kind = "body" if path == SYSTEM_PATH else "verdict"
-        if garbage and kind == "body":
-            return _Reply(200, GARBAGE_BODY.encode(), "text/html; charset=utf-8")
-        if garbage and kind == "shape":
-            return _json_reply(200, {"unexpected": "a JSON body of the wrong shape"})
-        if method == "GET":
-            body: Any = dict(parse_qsl(query, keep_blank_values=True))
-        else:
-            try:
-                body = json.loads(raw.decode("utf-8")) if raw else None
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                return _json_reply(400, {"error": {"message": "the body is not JSON"}})
-        if path == ANTHROPIC_PATH:
-            return _anthropic(self.headers, body, behaviour, garbage)
-        if path == OPENAI_PATH:
-            return _openai(self.headers, body, behaviour, garbage)
-        return _system(method, body, self.headers)
-
-    def _control(self, raw: bytes) -> _Reply:
-        state = self.server.state
-        try:
-            command = json.loads(raw.decode("utf-8"))
-            action = command.get("action")
-            if action == "reset":
-                state.reset()
-            elif action == "configure":
-                behaviour = Behaviour.from_json(command.get("behaviour") or {})
-                with state.lock:
-                    state.behaviours[command.get("path")] = behaviour
-            else:
-                raise ValueError(f"unknown action {action!r} (configure, reset)")
-        except (ValueError, TypeError, AttributeError) as exc:
-            return _json_reply(400, {"error": str(exc)})
-        return _json_reply(200, {"ok": True})
+        reply = answer(method, parts.path, parts.query, raw, self.headers, self.server.rule)
+        if self.server.delay_s > 0:
+            self.server.stopping.wait(self.server.delay_s)
+        self.send(reply)
 
 
-class FakeServer:
+class OfflineProvider:
     """The fake provider and system, served from a background thread on 127.0.0.1."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._state = _State()
-        self._server = _Server((host, port), self._state)
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        delay_s: float = 0.0,
+        rule: JudgeRule | None = None,
+    ) -> None:
+        self._server = Server((host, port), Handler)
+        self._server.delay_s = delay_s
+        self._server.rule = rule or JudgeRule()
         self._thread: threading.Thread | None = None
         self.host = host
         self.port: int = self._server.server_address[1]
-
-    # -- lifecycle ----------------------------------------------------------
 
     def start(self) -> Self:
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._server.serve_forever,
                 kwargs={"poll_interval": 0.05},
-                name=f"fake-provider-{self.port}",
+                name=f"offline-provider-{self.port}",
                 daemon=True,
             )
             self._thread.start()
         return self
 
     def stop(self) -> None:
-        self._state.stopping.set()
+        self._server.stopping.set()
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join()
             self._thread = None
-        with self._server.connections_lock:
-            connections = list(self._server.connections)
-        for conn in connections:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        self._server.close_connections()
         self._server.server_close()
 
     def __enter__(self) -> Self:
@@ -708,67 +450,9 @@ class FakeServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # -- addresses ----------------------------------------------------------
-
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
-
-    @property
-    def system_url(self) -> str:
-        return self.url + SYSTEM_PATH
-
-    @property
-    def anthropic_base_url(self) -> str:
-        """For ``base_url`` of an ``anthropic`` judge (``/v1/messages`` is appended)."""
-        return self.url
-
-    @property
-    def openai_base_url(self) -> str:
-        """For ``base_url`` of an ``openai`` / ``openai_compatible`` judge."""
-        return self.url + "/v1"
-
-    # -- scripting ----------------------------------------------------------
-
-    def configure(self, path: str | None = None, **fields: Any) -> Behaviour:
-        """Set the behaviour of ``path`` (all paths without their own when ``None``)."""
-        behaviour = Behaviour(**fields)
-        with self._state.lock:
-            self._state.behaviours[path] = behaviour
-        return behaviour
-
-    def reset(self) -> None:
-        """Forget behaviours, statistics and attempt counts."""
-        self._state.reset()
-
-    # -- observing ----------------------------------------------------------
-
-    def stats(self) -> dict[str, Any]:
-        """The same JSON as ``GET /_stats``."""
-        return self._state.snapshot()
-
-    def calls(self, path: str | None = None) -> list[LoggedCall]:
-        with self._state.lock:
-            return [c for c in self._state.log if path is None or c.path == path]
-
-    def calls_by_key(self, path: str | None = None) -> dict[str, list[LoggedCall]]:
-        grouped: dict[str, list[LoggedCall]] = {}
-        for call in self.calls(path):
-            grouped.setdefault(call.key, []).append(call)
-        return grouped
-
-    def _path_stats(self, path: str) -> _PathStats:
-        with self._state.lock:
-            return dataclasses.replace(self._state.paths.get(path) or _PathStats())
-
-    def in_flight(self, path: str) -> int:
-        return self._path_stats(path).in_flight
-
-    def peak_in_flight(self, path: str) -> int:
-        return self._path_stats(path).peak_in_flight
-
-    def total_calls(self, path: str) -> int:
-        return self._path_stats(path).total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -781,9 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before every answer")
     args = parser.parse_args(argv)
 
-    server = FakeServer(args.host, args.port)
-    if args.delay > 0:
-        server.configure(None, delay_s=args.delay)
+    server = OfflineProvider(args.host, args.port, delay_s=args.delay)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

@@ -1,0 +1,1 @@
+"""Fakes for tests: the outside world (LLM providers, endpoints) over real HTTP."""
