@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from oloproof.cli._common import open_project_store
+from oloproof.cli._common import read_project_store
 from oloproof.errors import OloproofError, UsageError
 from oloproof.policy.compare import PairedMetric, decide_comparison
 from oloproof.policy.decide import FAIL, INSUFFICIENT, PASS, Decision, pct
@@ -493,14 +493,14 @@ def command(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"'{ref}' is a comparison id: drop --run (oloproof plan {ref})"
             )
-        conn = open_project_store(args.config)
+        conn = read_project_store(args.config)
         return _plan_comparison_command(conn, args)
     if ref.startswith("run_") or ref == "latest":
         if not args.run:
             raise UsageError(
                 f"'{ref}' names a run: add --run to size its rules (oloproof plan {ref} --run)"
             )
-        conn = open_project_store(args.config)
+        conn = read_project_store(args.config)
         return _plan_run_command(conn, args)
     raise UsageError(
         f"'{ref}' is neither a run id (run_…, with --run; or 'latest' --run) nor a comparison"

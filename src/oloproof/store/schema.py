@@ -7,7 +7,7 @@ never rewritten.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -141,5 +141,11 @@ CREATE TABLE comparison_decisions (
   decision_json TEXT NOT NULL,
   PRIMARY KEY (cmp_id, rule_id)
 ) WITHOUT ROWID;
+""",
+    # 3: who runs a RUNNING run. ``owner`` is the running process's identity
+    # (store/liveness.py): boot id, PID and start time, so that a killed run
+    # whose PID was given to another process reads as ended, not RUNNING.
+    3: """
+ALTER TABLE runs ADD COLUMN owner TEXT
 """,
 }

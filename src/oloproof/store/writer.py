@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from oloproof.events import CaseExecuted, CaseJudged, Event, utc_timestamp
+from oloproof.store.liveness import owner_token
 from oloproof.systems.identity import compact_json as _dump
 from oloproof.usage import Usage
 
@@ -94,7 +95,8 @@ class StoreWriter:
         self.conn.execute(
             "INSERT INTO runs(id, project, created_at, status, completeness, suite_digest,"
             " dataset, cases_total, system_identity, system_json, metrics_json, policy_json,"
-            " policy_path, pid) VALUES (?, ?, ?, 'RUNNING', 'PARTIAL', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " policy_path, pid, owner)"
+            " VALUES (?, ?, ?, 'RUNNING', 'PARTIAL', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 self.run_id,
                 project,
@@ -108,6 +110,7 @@ class StoreWriter:
                 None if policy is None else _dump(policy),
                 policy_path,
                 os.getpid(),
+                owner_token(),
             ),
         )
 
