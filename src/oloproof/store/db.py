@@ -91,9 +91,10 @@ def open_store(path: Path, *, create: bool = True) -> sqlite3.Connection:
                 gitignore.write_text("*\n")
             with contextlib.suppress(FileExistsError):  # another run made it first
                 os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
+        _identify(path)
+        # Only a file known to be a store (or a new one) is ours to make private.
         _tighten(path.parent, DIR_MODE)
         _tighten(path, FILE_MODE)
-        _identify(path)
         try:
             conn = connect(path)
             _migrate(conn, path)
@@ -116,12 +117,7 @@ def _identify(path: Path) -> None:
     if not header.startswith(_SQLITE_MAGIC):
         raise StoreError(f"{path}: this file is not an Oloproof store; it was left untouched")
     try:
-        if header[18:19] == b"\x02" and not Path(f"{path}-wal").exists():
-            # A file in WAL mode with no log: a read-only open would still create
-            # the log and its index beside it; an immutable one creates nothing.
-            conn = _uri_connect(path, "immutable=1")
-        else:
-            conn = _connect_readonly(path)
+        conn = _connect_readonly(path, header)
     except sqlite3.DatabaseError as exc:
         raise StoreError(
             f"{path}: cannot be read as an Oloproof store ({exc}); it was left untouched"
@@ -173,21 +169,31 @@ def _nonempty(path: Path) -> bool:
         return False
 
 
-def _connect_readonly(path: Path) -> sqlite3.Connection:
-    """A read-only connection that writes nothing to the file (SQLite's ``mode=ro``).
+def _connect_readonly(path: Path, header: bytes) -> sqlite3.Connection:
+    """A read-only connection that writes nothing, to the file or beside it.
 
-    A store in WAL mode needs its ``-shm`` file; where that cannot be created (a
-    read-only directory) there is no live writer, and:
+    A file in WAL mode (byte 18 of its header is 2) with no log beside it has no
+    writer connected (a writer in WAL mode always holds a log) and all of its
+    content in the file: it is opened ``immutable=1``, because a ``mode=ro`` open
+    would create an empty log and index beside it, and leave them there.
+
+    Otherwise ``mode=ro``. A store in WAL mode needs its ``-shm`` file; where
+    that cannot be created (a read-only directory) there is no live writer, and:
 
     * without a write-ahead log, ``immutable=1`` reads the file as it is;
     * with one (a run killed before it checkpointed), the file and its log are
       copied to a private temporary directory and read there, so that what the
       log holds is not silently missed.
     """
+    wal = Path(f"{path}-wal")
+    if header[18:19] == b"\x02" and not wal.exists():
+        try:
+            return _uri_connect(path, "immutable=1")
+        except sqlite3.DatabaseError:
+            pass  # a writer arrived meanwhile: read through the log after all
     try:
         return _uri_connect(path, "mode=ro")
     except sqlite3.OperationalError as first:
-        wal = Path(f"{path}-wal")
         if not _nonempty(wal):
             try:
                 return _uri_connect(path, "immutable=1")
@@ -239,7 +245,7 @@ def open_store_readonly(path: Path) -> sqlite3.Connection:
             f"{path}: the store cannot be read (it is not an SQLite database, or it is damaged)"
         )
     try:
-        conn = _connect_readonly(path)
+        conn = _connect_readonly(path, header)
         _check_identity(conn, path)
     except sqlite3.DatabaseError as exc:
         raise StoreUnreadable(f"{path}: the store cannot be read ({exc})") from exc
