@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from jsonschema import Draft202012Validator
+
 from oloproof.events import (
     EVENT_TYPES,
     CaseExecuted,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from oloproof.enums import MetricKind
 from oloproof.evidence import CriterionEvidence, Outcome, classify_outcome
 

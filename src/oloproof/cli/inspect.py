@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from oloproof.cli._common import read_project_store
-from oloproof.enums import CaseStatus, JudgmentStatus
+from oloproof.enums import CaseStatus, JudgmentStatus, RuleState
 from oloproof.errors import UsageError
 from oloproof.events import JUDGMENT_MISSING
 from oloproof.render.console import print_to, text
@@ -132,7 +132,7 @@ def command(args: argparse.Namespace) -> int:
                     reason = (jr.reason if jr else "") or ""
                 state = ""
                 if jr is not None:
-                    state = "FAIL" if jr.status == JudgmentStatus.OK else jr.status
+                    state = RuleState.FAIL if jr.status == JudgmentStatus.OK else jr.status
                 table.add_row(*map(text, (
                     c.case_id if first else "", c.status if first else "",
                     str(c.attempts) if first else "",
