@@ -117,7 +117,8 @@ def test_a_killed_run_whose_pid_was_reused_reads_as_ended(tmp_path: Path) -> Non
         # a process that started after the run was created is not the run's process
         # (the run is dated an hour back: PIDs are reused long after, not within a second).
         conn = sqlite3.connect(store_of(root))
-        conn.execute("UPDATE runs SET owner = NULL, created_at = ?", (
+        conn.execute("DELETE FROM run_owners")
+        conn.execute("UPDATE runs SET created_at = ?", (
             time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(time.time() - 3600)),))
         conn.commit()
         conn.close()

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from oloproof.errors import StoreError
-from oloproof.store.schema import MIGRATIONS, SCHEMA_VERSION
+from oloproof.store.schema import MIGRATIONS, OPTIONAL_TABLES, SCHEMA_VERSION
 
 STORE_DIR = ".oloproof"
 STORE_FILE = "store.sqlite"
@@ -289,8 +289,14 @@ def _check_identity(conn: sqlite3.Connection, path: Path) -> int:
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     current = _check_identity(conn, path)
-    if current == SCHEMA_VERSION:
-        return
+    if current != SCHEMA_VERSION:
+        _step_up(conn)
+    for name, ddl in OPTIONAL_TABLES.items():
+        if not has_table(conn, name):
+            conn.execute(ddl)
+
+
+def _step_up(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         # Another process may have migrated while we waited for the lock.

@@ -22,7 +22,7 @@ from typing import Any
 from oloproof.enums import Completeness, ExitCode, GateAction, MetricKind, RunStatus
 from oloproof.errors import UsageError
 from oloproof.evidence import CriterionEvidence
-from oloproof.store.db import StoreUnreadable
+from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.liveness import run_owner_alive
 
 __all__ = [
@@ -85,10 +85,15 @@ _RUN_COLUMNS = (
 )
 
 
-def _run_columns(conn: sqlite3.Connection) -> str:
-    # A store read as it is (read-only, never migrated) may predate the owner column.
-    names = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
-    return _RUN_COLUMNS + (", owner" if "owner" in names else ", NULL")
+def _select_runs(conn: sqlite3.Connection) -> str:
+    """``SELECT`` of every run column and its owner token (``NULL`` where none is stored)."""
+    # A store read as it is (read-only, never migrated) may predate run_owners.
+    if has_table(conn, "run_owners"):
+        return (
+            f"SELECT {_RUN_COLUMNS}, (SELECT owner FROM run_owners o WHERE o.run_id = runs.id)"
+            " FROM runs"
+        )
+    return f"SELECT {_RUN_COLUMNS}, NULL FROM runs"
 
 
 def _json(run_id: str, column: str, text: str | None) -> Any:
@@ -151,7 +156,7 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
 
 def list_runs(conn: sqlite3.Connection, limit: int | None = None) -> list[RunRecord]:
     """Stored runs, newest first (at most ``limit``)."""
-    sql = f"SELECT {_run_columns(conn)} FROM runs ORDER BY created_at DESC, id DESC"
+    sql = f"{_select_runs(conn)} ORDER BY created_at DESC, id DESC"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return [_record(r) for r in conn.execute(sql).fetchall()]
@@ -184,9 +189,7 @@ def resolve_run_id(conn: sqlite3.Connection, ref: str) -> str:
 def get_run(conn: sqlite3.Connection, ref: str) -> RunRecord:
     """The stored run ``ref`` names (see :func:`resolve_run_id`)."""
     run_id = resolve_run_id(conn, ref)
-    row = conn.execute(
-        f"SELECT {_run_columns(conn)} FROM runs WHERE id = ?", (run_id,)
-    ).fetchone()
+    row = conn.execute(f"{_select_runs(conn)} WHERE id = ?", (run_id,)).fetchone()
     return _record(row)
 
 

@@ -7,7 +7,7 @@ never rewritten.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 2
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -142,10 +142,22 @@ CREATE TABLE comparison_decisions (
   PRIMARY KEY (cmp_id, rule_id)
 ) WITHOUT ROWID;
 """,
-    # 3: who runs a RUNNING run. ``owner`` is the running process's identity
-    # (store/liveness.py): boot id, PID and start time, so that a killed run
-    # whose PID was given to another process reads as ended, not RUNNING.
-    3: """
-ALTER TABLE runs ADD COLUMN owner TEXT
+}
+
+# Tables that are added to any store opened for writing, without a version step.
+# Each is optional for a reader (a store without it reads as before) and unknown
+# to older versions, which ignore it: a version step would make every older
+# Oloproof refuse a store for a table it has no use for.
+#
+# run_owners: who runs a RUNNING run, the running process's identity
+# (store/liveness.py: boot id, PID, start time), so that a killed run whose PID
+# was given to another process reads as ended, not RUNNING. Its own table, not a
+# column of ``runs``: rows of ``runs`` keep the shape tools (and tests) insert.
+OPTIONAL_TABLES: dict[str, str] = {
+    "run_owners": """
+CREATE TABLE IF NOT EXISTS run_owners (
+  run_id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL
+) WITHOUT ROWID
 """,
 }

@@ -95,8 +95,7 @@ class StoreWriter:
         self.conn.execute(
             "INSERT INTO runs(id, project, created_at, status, completeness, suite_digest,"
             " dataset, cases_total, system_identity, system_json, metrics_json, policy_json,"
-            " policy_path, pid, owner)"
-            " VALUES (?, ?, ?, 'RUNNING', 'PARTIAL', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " policy_path, pid) VALUES (?, ?, ?, 'RUNNING', 'PARTIAL', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 self.run_id,
                 project,
@@ -110,9 +109,11 @@ class StoreWriter:
                 None if policy is None else _dump(policy),
                 policy_path,
                 os.getpid(),
-                owner_token(),
             ),
         )
+        owner = owner_token()  # who runs it, beyond the PID (store/liveness.py)
+        if owner is not None:
+            self.conn.execute("INSERT INTO run_owners VALUES (?, ?)", (self.run_id, owner))
 
     def set_cases(self, cases: Sequence[Any]) -> None:
         """The suite's cases (with ``input``, ``expected``, ``metadata``), by event index."""
