@@ -154,7 +154,7 @@ def _lenient_text(data: bytes) -> str:
 def _uri_connect(path: Path, query: str) -> sqlite3.Connection:
     conn = sqlite3.connect(
         f"{path.resolve().as_uri()}?{query}", uri=True, timeout=BUSY_TIMEOUT_S,
-        isolation_level=None, check_same_thread=False,
+        isolation_level=None,
     )
     conn.text_factory = _lenient_text
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
