@@ -26,6 +26,10 @@ COMMANDS = {
 }
 
 
+# Commands that only read the store (they open it read-only).
+_READERS = frozenset({"runs", "inspect", "gate", "plan"})
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -142,7 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, sqlite3.DatabaseError):
             # The store failed under a command (a damaged page, a file that went
             # away): its evidence cannot be read, which the contract calls exit 5.
-            _error_line(args.command, f"error: the store cannot be read: {exc}")
+            verb = "read" if args.command in _READERS else "used"
+            _error_line(args.command, f"error: the store cannot be {verb}: {exc}")
             return int(ExitCode.INCOMPLETE)
         _error_line(
             args.command,
