@@ -12,7 +12,20 @@ from oloproof.errors import TransientError
 from oloproof.evaluators.base import CaseView, Verdict
 from oloproof.systems.decorator import system
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> str:
+    # The version is pyproject.toml's, read from the installed package's metadata
+    # (the one place it is written), and only when asked: importlib.metadata costs
+    # start-up time that `oloproof run` should not pay.
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("oloproof")
+        except PackageNotFoundError:  # imported from a source tree that was never installed
+            return "0+unknown"
+    raise AttributeError(f"module 'oloproof' has no attribute {name!r}")
+
 
 __all__ = [
     "CaseContext",

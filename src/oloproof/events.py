@@ -1,20 +1,42 @@
 """The events of a run: what the engine emits and every sink consumes.
 
 The store writer, the live view and the ``--json`` writer all read the same
-events (ARCHITECTURE.md). Each event has a public JSON form (SPEC §6, and the
-schema in ``schemas/events.schema.json``); some carry more than that form
-(the output, the cache key) for the store's sake, and ``to_json`` leaves
-those out.
+events (ARCHITECTURE.md). Each event has a public JSON form (SPEC §6); some
+carry more than that form (the output, the cache key) for the store's sake,
+and ``to_json`` leaves those out.
+
+The JSON Schema of the public form is generated from the classes below
+(:func:`event_schema`): each declares its public fields in ``fields_schema``
+and describes itself in the first paragraph of its docstring. The shipped
+``schemas/events.schema.json`` (and ``docs/events.schema.json``) is that
+output, regenerated with ``python -m oloproof.events --schema``; a test fails
+when the committed files and the classes drift apart.
 """
 
 from __future__ import annotations
 
+import argparse
+import inspect
 import json
+import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, ClassVar
 
+from oloproof.enums import (
+    CaseStatus,
+    Completeness,
+    GateAction,
+    JudgmentStatus,
+    RuleState,
+    RunStatus,
+)
 from oloproof.usage import Usage
+
+SCHEMA_ID = "https://oloproof.dev/schemas/events-v1.json"
+SCHEMA_FILE = "schemas/events.schema.json"
 
 # The seconds part of the last timestamp made: every event carries a timestamp,
 # and formatting a date costs more than the rest of a small event.
@@ -32,12 +54,37 @@ def utc_timestamp() -> str:
     return f"{text}.{micros:06d}Z"
 
 
+class RunPhase(StrEnum):
+    """The phase a run is in, as ``run_phase_changed`` announces it."""
+
+    EXECUTING = "EXECUTING"
+    ANALYZING = "ANALYZING"
+
+
+# A case with no output to judge: its judgments are stored and streamed as MISSING.
+JUDGMENT_MISSING = "MISSING"
+
+_NULLABLE_NUMBER: dict[str, Any] = {"type": ["number", "null"]}
+_PROBABILITY: dict[str, Any] = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
+
+
+def _enum(values: Sequence[str]) -> dict[str, Any]:
+    return {"enum": [str(v) for v in values]}
+
+
 @dataclass(slots=True)
 class Event:
+    """The base of every run event: which run, when, and what kind.
+
+    ``to_json`` is the public form (SPEC §6), the one ``--json`` streams and the
+    schema describes; fields an event carries for the store only never appear in it.
+    """
+
     run_id: str
     timestamp: str = field(default_factory=utc_timestamp, kw_only=True)
 
-    type = "event"
+    type: ClassVar[str] = "event"
+    fields_schema: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def public(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -48,14 +95,26 @@ class Event:
         return data
 
     def to_line(self) -> str:
-        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+        """One strict-JSON line (no NaN, no lone surrogate): see ``oloproof.textsafe``."""
+        from oloproof.textsafe import dumps
+
+        return dumps(self.to_json(), indent=None)
 
 
 @dataclass(slots=True)
 class RunStarted(Event):
+    """First event of a run.
+
+    Carries the digest of the suite as read and the number of its cases.
+    """
+
     suite_digest: str
     cases: int
-    type = "run_started"
+    type: ClassVar[str] = "run_started"
+    fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
+        "suite_digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+        "cases": {"type": "integer", "minimum": 0},
+    }
 
     def public(self) -> dict[str, Any]:
         return {"suite_digest": self.suite_digest, "cases": self.cases}
@@ -63,8 +122,14 @@ class RunStarted(Event):
 
 @dataclass(slots=True)
 class RunPhaseChanged(Event):
-    phase: str  # EXECUTING | ANALYZING
-    type = "run_phase_changed"
+    """EXECUTING after run_started; ANALYZING once every case is finished, before the decision.
+
+    A stopped run never announces ANALYZING.
+    """
+
+    phase: RunPhase | str
+    type: ClassVar[str] = "run_phase_changed"
+    fields_schema: ClassVar[dict[str, dict[str, Any]]] = {"phase": _enum(list(RunPhase))}
 
     def public(self) -> dict[str, Any]:
         return {"phase": self.phase}
@@ -72,8 +137,15 @@ class RunPhaseChanged(Event):
 
 @dataclass(slots=True)
 class CaseExecuted(Event):
+    """One per case. latency_ms is the latency of the call that produced the output (for a cached case, the original call).
+
+    Emitted once the call has ended, however it ended: ``error`` says why a
+    case that is not ``OK`` has no output. ``index``, ``exec_key``, ``output``
+    and ``usage`` are for the store, never streamed.
+    """
+
     scenario_id: str
-    status: str  # OK | ERROR | TIMEOUT
+    status: CaseStatus | str
     from_cache: bool
     latency_ms: float | None
     attempts: int
@@ -83,7 +155,15 @@ class CaseExecuted(Event):
     exec_key: str = ""
     output: Any = None
     usage: Usage | None = None
-    type = "case_executed"
+    type: ClassVar[str] = "case_executed"
+    fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
+        "scenario_id": {"type": "string", "minLength": 1},
+        "status": _enum(list(CaseStatus)),
+        "from_cache": {"type": "boolean"},
+        "latency_ms": _NULLABLE_NUMBER,
+        "attempts": {"type": "integer", "minimum": 1},
+        "error": {"type": ["string", "null"]},
+    }
 
     def public(self) -> dict[str, Any]:
         return {
@@ -98,9 +178,16 @@ class CaseExecuted(Event):
 
 @dataclass(slots=True)
 class CaseJudged(Event):
+    """One per case per criterion. OK: observed; EXCLUDED: the evaluator does not apply; ERROR: the evaluator or judge failed (missing); MISSING: the system gave no output (missing).
+
+    How an outcome counts is decided in one place, ``oloproof.evidence``.
+    ``reason``, ``judge_key``, ``latency_ms``, ``attempts`` and ``usage`` are
+    for the store, never streamed.
+    """
+
     scenario_id: str
     criterion: str
-    status: str  # OK | EXCLUDED | ERROR (the evaluator failed) | MISSING (no output to judge)
+    status: JudgmentStatus | str
     passed: bool | None
     score: float | None
     from_cache: bool
@@ -110,7 +197,15 @@ class CaseJudged(Event):
     latency_ms: float | None = None
     attempts: int = 0
     usage: Usage | None = None
-    type = "case_judged"
+    type: ClassVar[str] = "case_judged"
+    fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
+        "scenario_id": {"type": "string", "minLength": 1},
+        "criterion": {"type": "string"},
+        "status": _enum([*JudgmentStatus, JUDGMENT_MISSING]),
+        "passed": {"type": ["boolean", "null"]},
+        "score": _NULLABLE_NUMBER,
+        "from_cache": {"type": "boolean"},
+    }
 
     def public(self) -> dict[str, Any]:
         return {
@@ -125,12 +220,23 @@ class CaseJudged(Event):
 
 @dataclass(slots=True)
 class ProvisionalMetric:
+    """One BINARY metric's provisional figures inside a ``provisional_metrics`` event."""
+
     metric: str
     estimate: float | None
     wilson_lower: float | None
     wilson_upper: float | None
     n_observed: int
     n_missing: int
+
+    fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
+        "metric": {"type": "string"},
+        "estimate": _PROBABILITY,
+        "wilson_lower": _PROBABILITY,
+        "wilson_upper": _PROBABILITY,
+        "n_observed": {"type": "integer", "minimum": 0},
+        "n_missing": {"type": "integer", "minimum": 0},
+    }
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -145,12 +251,30 @@ class ProvisionalMetric:
 
 @dataclass(slots=True)
 class ProvisionalMetrics(Event):
+    """After the first finished case, every ceil(total/10) cases, and after the last. Wilson score interval at 95% (z = 1.959963986120195) over finished cases, per BINARY metric. Never used to decide.
+
+    ``cases_cached`` and ``cases_errored`` feed the live view; they are not streamed.
+    """
+
     cases_done: int
     cases_total: int
     metrics: list[ProvisionalMetric]
     cases_cached: int = 0
     cases_errored: int = 0
-    type = "provisional_metrics"
+    type: ClassVar[str] = "provisional_metrics"
+    fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
+        "cases_done": {"type": "integer", "minimum": 1},
+        "cases_total": {"type": "integer", "minimum": 1},
+        "metrics": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": list(ProvisionalMetric.fields_schema),
+                "properties": ProvisionalMetric.fields_schema,
+            },
+        },
+    }
 
     def public(self) -> dict[str, Any]:
         return {
@@ -160,13 +284,45 @@ class ProvisionalMetrics(Event):
         }
 
 
+_DECISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["rule", "metric", "kind", "state", "reason", "detail", "action"],
+    "properties": {
+        "rule": {"type": "string"},
+        "metric": {"type": "string"},
+        "kind": {"type": "string"},
+        "state": _enum(list(RuleState)),
+        "reason": {"type": "string"},
+        "detail": {"type": "string"},
+        "action": _enum(list(GateAction)),
+        "threshold": _NULLABLE_NUMBER,
+        "direction": {"enum": ["min", "max", None]},
+        "estimate": _NULLABLE_NUMBER,
+        "lower": _NULLABLE_NUMBER,
+        "upper": _NULLABLE_NUMBER,
+    },
+}
+
+
 @dataclass(slots=True)
 class RunFinished(Event):
-    status: str  # DECIDED | RUN_ERROR
-    completeness: str  # COMPLETE | PARTIAL
+    """Last event. A PARTIAL run is not decided: decisions is empty and exit_code is 5.
+
+    Emitted after the run's end is committed to the store, so a reader that
+    sees it can read the same decisions back with ``oloproof inspect``.
+    """
+
+    status: RunStatus | str
+    completeness: Completeness | str
     exit_code: int
     decisions: list[dict[str, Any]]
-    type = "run_finished"
+    type: ClassVar[str] = "run_finished"
+    fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
+        "status": _enum([RunStatus.DECIDED, RunStatus.RUN_ERROR]),
+        "completeness": _enum(list(Completeness)),
+        "exit_code": {"type": "integer", "minimum": 0, "maximum": 5},
+        "decisions": {"type": "array", "items": _DECISION_SCHEMA},
+    }
 
     def public(self) -> dict[str, Any]:
         return {
@@ -175,3 +331,74 @@ class RunFinished(Event):
             "exit_code": self.exit_code,
             "decisions": self.decisions,
         }
+
+
+EVENT_TYPES: tuple[type[Event], ...] = (
+    RunStarted,
+    RunPhaseChanged,
+    CaseExecuted,
+    CaseJudged,
+    ProvisionalMetrics,
+    RunFinished,
+)
+
+_COMMON_SCHEMA: dict[str, dict[str, Any]] = {
+    "run_id": {"type": "string", "pattern": "^run_[0-9A-HJKMNP-TV-Z]{26}$"},
+    "timestamp": {
+        "type": "string",
+        "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$",
+    },
+}
+
+
+def _summary(cls: type[Event]) -> str:
+    doc = inspect.getdoc(cls) or ""
+    return " ".join(doc.split("\n\n", 1)[0].split())
+
+
+def event_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of every event's public form, built from the classes."""
+    variants = []
+    for cls in EVENT_TYPES:
+        properties = {**_COMMON_SCHEMA, "type": {"const": cls.type}, **cls.fields_schema}
+        variants.append(
+            {
+                "title": cls.type,
+                "description": _summary(cls),
+                "type": "object",
+                "properties": properties,
+                "required": list(properties),
+                "additionalProperties": False,
+            }
+        )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "Oloproof run events (oloproof run --json), version 1",
+        "description": (
+            "One JSON object per line on standard output. Every event has run_id, timestamp"
+            " (UTC, ISO 8601 with microseconds and Z) and type."
+        ),
+        "oneOf": variants,
+    }
+
+
+def event_schema_text() -> str:
+    """:func:`event_schema` as the committed files hold it (2-space indent, final newline)."""
+    return json.dumps(event_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m oloproof.events --schema``: print the generated event schema."""
+    parser = argparse.ArgumentParser(prog="python -m oloproof.events")
+    parser.add_argument("--schema", action="store_true", help="print the event JSON Schema")
+    args = parser.parse_args(argv)
+    if not args.schema:
+        parser.print_help()
+        return 2
+    sys.stdout.write(event_schema_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -31,7 +31,6 @@ from oloproof.policy.decide import Decision, gate
 from oloproof.project import load_compare_policy
 from oloproof.project.loader import default_compare_policy
 from oloproof.project.models import ComparePolicy
-from oloproof.project.models import MetricKind as KindName
 from oloproof.store.comparisons import new_comparison_id, write_comparison
 from oloproof.store.reader import CaseRow, RunRecord, get_run, load_cases
 
@@ -193,10 +192,11 @@ def build_comparison(
     return Comparison(candidate, baseline, cand_cases, base_cases, pairing, paired, warnings)
 
 
-def kind_names(metrics: dict[str, str]) -> dict[str, KindName]:
+def kind_names(metrics: dict[str, str]) -> dict[str, MetricKind]:
     """The metric kinds in the form the project loaders take."""
     return {
-        k: ("BINARY" if v == MetricKind.BINARY else "MEAN") for k, v in metrics.items()
+        k: (MetricKind.BINARY if v == MetricKind.BINARY else MetricKind.MEAN)
+        for k, v in metrics.items()
     }
 
 

@@ -7,7 +7,6 @@ render. The exit code is the gate's, as for runs (SPEC §5).
 from __future__ import annotations
 
 import argparse
-import json
 import sqlite3
 import sys
 
@@ -16,6 +15,7 @@ from oloproof.cli._common import open_project_store, project_root
 from oloproof.render.compare import comparison_report
 from oloproof.render.console import make_console
 from oloproof.store.comparisons import get_comparison
+from oloproof.textsafe import dumps
 
 __all__ = ["command", "inspect_comparison"]
 
@@ -34,7 +34,7 @@ def command(args: argparse.Namespace) -> int:
     if args.json:
         for warning in outcome.comparison.warnings:
             sys.stderr.write(f"oloproof compare: warning: {warning}\n")
-        sys.stdout.write(json.dumps(outcome.document, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps(outcome.document) + "\n")
         return outcome.exit_code
     make_console(sys.stdout).print(comparison_report(outcome.document, config_arg=args.config))
     return outcome.exit_code
@@ -44,7 +44,7 @@ def inspect_comparison(conn: sqlite3.Connection, cmp_id: str, *, as_json: bool =
     """``oloproof inspect CMP_ID``: the comparison as it was stored."""
     record = get_comparison(conn, cmp_id)
     if as_json:
-        sys.stdout.write(json.dumps(record.document, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps(record.document) + "\n")
         return 0
     make_console(sys.stdout).print(comparison_report(record.document))
     return 0

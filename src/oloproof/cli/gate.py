@@ -3,41 +3,41 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from oloproof.analysis.stored import decide_stored, stored_policy
-from oloproof.cli._common import open_project_store
+from oloproof.cli._common import read_project_store
+from oloproof.enums import Completeness
 from oloproof.policy.decide import gate
 from oloproof.project import load_release_policy
 from oloproof.render.console import print_to
 from oloproof.render.tables import run_report
 from oloproof.store.reader import get_run
+from oloproof.textsafe import dumps
 
 
 def command(args: argparse.Namespace) -> int:
-    conn = open_project_store(args.config)
+    conn = read_project_store(args.config)
     run = get_run(conn, args.run_id)
     metrics = {m["criterion"]: m["kind"] for m in run.metrics}
     if args.policy:
         policy = load_release_policy(args.policy, metrics)
     else:
         policy = stored_policy(run)
-    incomplete = run.completeness != "COMPLETE"
+    incomplete = run.completeness != Completeness.COMPLETE
     decisions, summaries = decide_stored(conn, run.id, policy)
     if incomplete:
         decisions = []
     label, code = gate(decisions, incomplete=incomplete)
     if args.json:
         sys.stdout.write(
-            json.dumps(
+            dumps(
                 {
                     "run_id": run.id, "status": run.status, "completeness": run.completeness,
                     "gate": label, "exit_code": code,
                     "decisions": [d.to_json() for d in decisions],
                     "metrics": [s.to_json() for s in summaries.values()],
                 },
-                indent=2,
             )
             + "\n"
         )

@@ -12,11 +12,17 @@ from rich.table import Table
 from rich.text import Text
 
 from oloproof.analysis.stored import decide_stored, stored_policy
-from oloproof.cli._common import open_project_store
+from oloproof.cli._common import read_project_store
+from oloproof.enums import CaseStatus, JudgmentStatus, RuleState
 from oloproof.errors import UsageError
-from oloproof.render.console import print_to
+from oloproof.events import JUDGMENT_MISSING
+from oloproof.render.console import print_to, text
 from oloproof.render.tables import cache_line, decisions_table, metrics_table, run_title
+from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.reader import CaseRow, JudgmentRow, get_run, load_cases, load_decisions
+from oloproof.textsafe import dumps
+
+_MISSING_STATES = (JudgmentStatus.ERROR, JUDGMENT_MISSING)
 
 
 def _case_json(c: CaseRow) -> dict[str, Any]:
@@ -35,16 +41,18 @@ def _case_json(c: CaseRow) -> dict[str, Any]:
     }
 
 
+def _is_bad(j: JudgmentRow) -> bool:
+    return j.status in _MISSING_STATES or (j.status == JudgmentStatus.OK and j.passed is False)
+
+
 def _is_failure(c: CaseRow) -> bool:
-    if c.status != "OK":
+    if c.status != CaseStatus.OK:
         return True
-    return any(
-        j.status in ("ERROR", "MISSING") or (j.status == "OK" and j.passed is False)
-        for j in c.judgments.values()
-    )
+    return any(_is_bad(j) for j in c.judgments.values())
 
 
 def _dump(value: Any) -> str:
+    # For people: compact, keys sorted; NaN shown as JSON cannot say it.
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -58,9 +66,12 @@ def _usage_text(usage: dict[str, Any] | None) -> str:
 
 
 def command(args: argparse.Namespace) -> int:
-    conn = open_project_store(args.config)
+    conn = read_project_store(args.config)
     if args.run_id.startswith("cmp_"):
         from oloproof.cli.compare import inspect_comparison
+
+        if not has_table(conn, "comparisons"):  # a store older than comparisons, read as it is
+            raise UsageError(f"no comparison '{args.run_id}' in this project's store")
 
         return int(inspect_comparison(conn, args.run_id, as_json=args.json))
     run = get_run(conn, args.run_id)
@@ -70,32 +81,32 @@ def command(args: argparse.Namespace) -> int:
             raise UsageError(f"run {run.id} has no case '{args.case}'")
         c = cases[0]
         if args.json:
-            sys.stdout.write(json.dumps(_case_json(c), indent=2, ensure_ascii=False) + "\n")
+            sys.stdout.write(dumps(_case_json(c)) + "\n")
             return 0
         lines = [
-            Text.assemble(("Case ", "bold"), (c.case_id, "bold cyan"), f"  in {run.id}"),
-            Text(f"  input     {_dump(c.input)}"),
-            Text(f"  expected  {_dump(c.expected)}"),
-            Text(f"  status    {c.status}   attempts {c.attempts}   "
+            Text.assemble(("Case ", "bold"), text(c.case_id, "bold cyan"), text(f"  in {run.id}")),
+            text(f"  input     {_dump(c.input)}"),
+            text(f"  expected  {_dump(c.expected)}"),
+            text(f"  status    {c.status}   attempts {c.attempts}   "
                  f"latency {c.latency_ms or 0:.1f} ms   {'cached' if c.from_cache else 'called'}"),
         ]
         if c.usage:
-            lines.append(Text(f"  usage     {_usage_text(c.usage)}"))
+            lines.append(text(f"  usage     {_usage_text(c.usage)}"))
         if c.error:
-            lines.append(Text("  error     " + c.error.replace("\n", "\n            ")))
+            lines.append(text("  error     " + c.error.replace("\n", "\n            ")))
         else:
-            lines.append(Text(f"  output    {_dump(c.output)}"))
-        table = Table(title="Judgments", title_justify="left")
+            lines.append(text(f"  output    {_dump(c.output)}"))
+        table = Table(title=text("Judgments"), title_justify="left")
         for col in ("Criterion", "Status", "Passed", "Score", "Attempts", "Latency", "Usage",
                     "Cached", "Reason"):
             table.add_column(col, no_wrap=True)
         for j in c.judgments.values():
-            table.add_row(
+            table.add_row(*map(text, (
                 j.criterion, j.status, "" if j.passed is None else str(j.passed),
                 "" if j.score is None else f"{j.score:g}", str(j.attempts),
                 "" if j.latency_ms is None else f"{j.latency_ms:.1f} ms", _usage_text(j.usage),
                 "yes" if j.from_cache else "no", j.reason or "",
-            )
+            )))
         print_to(sys.stdout, Group(*lines, table))
         return 0
 
@@ -103,29 +114,30 @@ def command(args: argparse.Namespace) -> int:
     if args.failures:
         failures = [c for c in cases if _is_failure(c)]
         if args.json:
-            sys.stdout.write(
-                json.dumps([_case_json(c) for c in failures], indent=2, ensure_ascii=False) + "\n"
-            )
+            sys.stdout.write(dumps([_case_json(c) for c in failures]) + "\n")
             return 0
-        table = Table(title=f"Failures in {run.id}: {len(failures)} of {len(cases)} cases",
+        table = Table(title=text(f"Failures in {run.id}: {len(failures)} of {len(cases)} cases"),
                       title_justify="left")
         for col in ("Case", "Execution", "Attempts", "Criterion", "Status", "Reason"):
             table.add_column(col, no_wrap=True)
         for c in failures:
-            bad = [
-                j for j in c.judgments.values()
-                if j.status in ("ERROR", "MISSING") or (j.status == "OK" and j.passed is False)
-            ]
+            bad = [j for j in c.judgments.values() if _is_bad(j)]
             first = True
             rows: list[JudgmentRow | None] = list(bad) or [None]
             for jr in rows:
-                reason = (c.error or "").splitlines()[0] if c.status != "OK" else (jr.reason if jr else "")
-                table.add_row(
+                error_lines = (c.error or "").splitlines()
+                if c.status != CaseStatus.OK:
+                    reason = error_lines[0] if error_lines else ""
+                else:
+                    reason = (jr.reason if jr else "") or ""
+                state = ""
+                if jr is not None:
+                    state = RuleState.FAIL if jr.status == JudgmentStatus.OK else jr.status
+                table.add_row(*map(text, (
                     c.case_id if first else "", c.status if first else "",
                     str(c.attempts) if first else "",
-                    jr.criterion if jr else "", ("FAIL" if jr.status == "OK" else jr.status) if jr else "",
-                    reason or "",
-                )
+                    jr.criterion if jr else "", state, reason,
+                )))
                 first = False
         print_to(sys.stdout, table)
         return 0
@@ -135,7 +147,7 @@ def command(args: argparse.Namespace) -> int:
     _, summaries = decide_stored(conn, run.id, stored_policy(run))
     if args.json:
         sys.stdout.write(
-            json.dumps(
+            dumps(
                 {
                     "run": {
                         "id": run.id, "project": run.project, "created_at": run.created_at,
@@ -150,8 +162,6 @@ def command(args: argparse.Namespace) -> int:
                     "metrics": [s.to_json() for s in summaries.values()],
                     "cases": [_case_json(c) for c in cases],
                 },
-                indent=2,
-                ensure_ascii=False,
             )
             + "\n"
         )
@@ -160,18 +170,23 @@ def command(args: argparse.Namespace) -> int:
 
     parts: list[Any] = [
         run_title(run.id, run.status, run.completeness),
-        Text(f"  project   {run.project}   system {run.system.get('name')} "
+        text(f"  project   {run.project}   system {run.system.get('name')} "
              f"{run.system.get('version')}   started {run.created_at}"),
-        Text(f"  cases     {len(cases)} of {run.cases_total} stored   "
-             f"{sum(c.status != 'OK' for c in cases)} errors   suite {run.suite_digest[:19]}…"),
+        text(f"  cases     {len(cases)} of {run.cases_total} stored   "
+             f"{sum(c.status != CaseStatus.OK for c in cases)} errors"
+             f"   suite {run.suite_digest[:19]}…"),
     ]
     if run.stop_reason:
-        parts.append(Text(f"  stopped   {run.stop_reason}", style="red"))
+        parts.append(text(f"  stopped   {run.stop_reason}", "red"))
     if decisions:
-        parts.append(decisions_table([Decision(**d) for d in decisions]))
+        try:
+            shown = [Decision(**d) for d in decisions]
+        except TypeError as exc:
+            raise StoreUnreadable(f"run {run.id}: its stored decisions are damaged ({exc})") from exc
+        parts.append(decisions_table(shown))
     parts.append(metrics_table(list(summaries.values())))
     parts.append(cache_line(run.cache))
     if run.gate:
-        parts.append(Text(f"Gate      {run.gate}   exit code {run.exit_code}"))
+        parts.append(text(f"Gate      {run.gate}   exit code {run.exit_code}"))
     print_to(sys.stdout, Group(*parts))
     return 0

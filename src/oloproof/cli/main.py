@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from oloproof import __version__
+from oloproof.enums import ExitCode
 
 COMMANDS = {
     "run": ("oloproof.cli.run", "Run the suite against the system, store it, and decide the policy."),
@@ -26,11 +26,28 @@ COMMANDS = {
 }
 
 
+# Commands that only read the store (they open it read-only).
+_READERS = frozenset({"runs", "inspect", "gate", "plan"})
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        import oloproof
+
+        sys.stdout.write(f"oloproof {oloproof.__version__}\n")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 nothing blocks · 1 FAIL · 2 usage or configuration error · "
         "3 INSUFFICIENT_EVIDENCE · 4 MANUAL_REVIEW · 5 incomplete run.",
     )
-    parser.add_argument("--version", action="version", version=f"oloproof {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module, help_text) in COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text, description=help_text)
@@ -112,25 +129,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OloproofError as exc:
         if debug:
             raise
-        sys.stderr.write(f"oloproof {args.command}: error: {exc}\n")
+        _error_line(args.command, f"error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
         if debug:
             raise
         sys.stderr.write(f"oloproof {args.command}: interrupted\n")
-        return 130
+        return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         _silence_stdout()
-        return 5
+        return int(ExitCode.INCOMPLETE)
     except Exception as exc:
         if debug:
             raise
-        sys.stderr.write(
-            f"oloproof {args.command}: internal error: {type(exc).__name__}: {exc}\n"
-            "  (set OLOPROOF_DEBUG=1 to see the traceback, and please report it)\n"
+        import sqlite3
+
+        if isinstance(exc, sqlite3.DatabaseError):
+            # The store failed under a command (a damaged page, a file that went
+            # away): its evidence cannot be read, which the contract calls exit 5.
+            verb = "read" if args.command in _READERS else "used"
+            _error_line(args.command, f"error: the store cannot be {verb}: {exc}")
+            return int(ExitCode.INCOMPLETE)
+        _error_line(
+            args.command,
+            f"internal error: {type(exc).__name__}: {exc}\n"
+            "  (set OLOPROOF_DEBUG=1 to see the traceback, and please report it)",
         )
-        return 70
+        return int(ExitCode.INTERNAL)
     return code
+
+
+def _error_line(command: str, message: str) -> None:
+    """Write one error to standard error; what a user or a model put in it is escaped,
+    so a message quoting a hostile id or output cannot drive the terminal."""
+    from oloproof.textsafe import printable
+
+    sys.stderr.write(f"oloproof {command}: {printable(message)}\n")
 
 
 def _silence_stdout() -> None:

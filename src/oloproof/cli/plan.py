@@ -10,22 +10,22 @@ errors and for the refusal of a rule that cannot be sized when it is all there i
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
 
 from oloproof.analysis.plan import plan_exit_code, plan_stored_comparison, plan_stored_run
-from oloproof.cli._common import open_project_store
+from oloproof.cli._common import read_project_store
 from oloproof.errors import UsageError
 from oloproof.render.plan import plan_text
+from oloproof.textsafe import dumps
 
 __all__ = ["command"]
 
 
 def _print(doc: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps(doc) + "\n")
     else:
         sys.stdout.write(plan_text(doc))
 
@@ -56,7 +56,7 @@ def command(args: argparse.Namespace) -> int:
                 "--assurance sizes run rules on rates (exact binomial); for a comparison"
                 " plan, drop it"
             )
-        conn = open_project_store(args.config)
+        conn = read_project_store(args.config)
         cmp_plan = plan_stored_comparison(conn, ref, policy_path=args.policy)
         _print(cmp_plan.to_json(), args.json)
         return plan_exit_code(cmp_plan.rules)
@@ -65,7 +65,7 @@ def command(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"'{ref}' names a run: add --run to size its rules (oloproof plan {ref} --run)"
             )
-        conn = open_project_store(args.config)
+        conn = read_project_store(args.config)
         run_plan = plan_stored_run(conn, ref, policy_path=args.policy, assurance=assurance)
         _print(run_plan.to_json(), args.json)
         return plan_exit_code(run_plan.rules)

@@ -3,42 +3,40 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from typing import Any
 
 from rich.table import Table
 
-from oloproof.cli._common import open_project_store
-from oloproof.render.console import print_to
+from oloproof.cli._common import read_project_store
+from oloproof.render.console import print_to, text
 from oloproof.store.comparisons import list_comparisons
-from oloproof.store.reader import list_runs
+from oloproof.store.db import has_table
+from oloproof.store.reader import RunRecord, list_runs
+from oloproof.textsafe import dumps
+
+
+def run_json(r: RunRecord) -> dict[str, Any]:
+    """One run as ``runs --json`` lists it."""
+    return {
+        "id": r.id, "created_at": r.created_at, "finished_at": r.finished_at,
+        "status": r.status, "completeness": r.completeness, "gate": r.gate,
+        "exit_code": r.exit_code, "cases": r.cases_total,
+        "system": r.system, "suite_digest": r.suite_digest,
+        "stop_reason": r.stop_reason,
+    }
 
 
 def command(args: argparse.Namespace) -> int:
-    conn = open_project_store(args.config)
+    conn = read_project_store(args.config)
     runs = list_runs(conn, limit=args.limit)
     if args.json:
-        sys.stdout.write(
-            json.dumps(
-                [
-                    {
-                        "id": r.id, "created_at": r.created_at, "finished_at": r.finished_at,
-                        "status": r.status, "completeness": r.completeness, "gate": r.gate,
-                        "exit_code": r.exit_code, "cases": r.cases_total,
-                        "system": r.system, "suite_digest": r.suite_digest,
-                        "stop_reason": r.stop_reason,
-                    }
-                    for r in runs
-                ],
-                indent=2,
-            )
-            + "\n"
-        )
+        sys.stdout.write(dumps([run_json(r) for r in runs]) + "\n")
         return 0
     if not runs:
         print_to(sys.stdout, "No runs stored yet.")
         return 0
-    table = Table(title="Runs", title_justify="left")
+    table = Table(title=text("Runs"), title_justify="left")
     stopped = any(r.stop_reason for r in runs)
     columns = ["Run", "Started (UTC)", "State", "Gate", "Cases", "System"]
     for col in [*columns, *(["Stopped because"] if stopped else [])]:
@@ -47,15 +45,16 @@ def command(args: argparse.Namespace) -> int:
         gate = f"{r.gate} (exit {r.exit_code})" if r.gate else ""
         system = f"{r.system.get('name', '')} {r.system.get('version', '')}".strip()
         cells = [r.id, r.created_at[:19].replace("T", " "), r.state, gate, str(r.cases_total), system]
-        table.add_row(*cells, *([r.stop_reason or ""] if stopped else []))
+        table.add_row(*map(text, cells), *([text(r.stop_reason)] if stopped else []))
     print_to(sys.stdout, table)
-    comparisons = list_comparisons(conn, limit=args.limit)
+    # A store read as it is (never migrated by a reader) may predate comparisons.
+    comparisons = list_comparisons(conn, limit=args.limit) if has_table(conn, "comparisons") else []
     if comparisons:
-        ctable = Table(title="Comparisons", title_justify="left")
+        ctable = Table(title=text("Comparisons"), title_justify="left")
         for col in ("Comparison", "Created (UTC)", "Candidate", "Baseline", "Gate"):
             ctable.add_column(col, no_wrap=True)
         for c in comparisons:
-            ctable.add_row(c.id, c.created_at[:19].replace("T", " "), c.candidate_run,
-                           c.baseline_run, f"{c.gate} (exit {c.exit_code})")
+            ctable.add_row(*map(text, (c.id, c.created_at[:19].replace("T", " "), c.candidate_run,
+                           c.baseline_run, f"{c.gate} (exit {c.exit_code})")))
         print_to(sys.stdout, ctable)
     return 0

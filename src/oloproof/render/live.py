@@ -17,8 +17,11 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from oloproof.enums import CaseStatus, MetricKind
 from oloproof.events import CaseExecuted, CaseJudged, Event, RunFinished, RunStarted
+from oloproof.evidence import CriterionEvidence
 from oloproof.policy.decide import fmt_interval, pct
+from oloproof.render.console import text
 from oloproof.stats.intervals import wilson
 
 CAPTION = "Provisional Wilson estimates over finished cases; not a decision."
@@ -55,9 +58,8 @@ class LiveView:
         self.done = 0
         self.cached = 0
         self.errors = 0
-        self.passed = dict.fromkeys(binary_metrics, 0)
-        self.observed = dict.fromkeys(binary_metrics, 0)
-        self.missing = dict.fromkeys(binary_metrics, 0)
+        # Counted by the one rule for observed/missing/excluded (oloproof.evidence).
+        self.evidence = {m: CriterionEvidence(m, MetricKind.BINARY) for m in binary_metrics}
         rate = min(MAX_REFRESH_PER_SECOND, refresh_per_second)
         if rate <= 0:
             raise ValueError("refresh_per_second must be > 0")
@@ -80,14 +82,11 @@ class LiveView:
         if isinstance(event, CaseExecuted):
             self.done += 1
             self.cached += event.from_cache
-            self.errors += event.status != "OK"
+            self.errors += event.status != CaseStatus.OK
         elif isinstance(event, CaseJudged):
-            if event.criterion in self.passed:
-                if event.status == "OK":
-                    self.observed[event.criterion] += 1
-                    self.passed[event.criterion] += bool(event.passed)
-                elif event.status != "EXCLUDED":
-                    self.missing[event.criterion] += 1
+            ev = self.evidence.get(event.criterion)
+            if ev is not None:
+                ev.add(event.status, event.passed, event.score)
         elif isinstance(event, RunStarted):
             self.start()
         elif isinstance(event, RunFinished):
@@ -106,17 +105,22 @@ class LiveView:
             self._live.stop()
 
     def render(self) -> Table:
+        """The current frame; metric names are literal text, never markup."""
         table = Table(
-            title=title(self.done, self.total, self.cached, self.errors), caption=CAPTION
+            title=text(title(self.done, self.total, self.cached, self.errors)),
+            caption=text(CAPTION),
         )
         for col in COLUMNS:
             table.add_column(col, no_wrap=True)
         for m in self.metrics:
-            n, k = self.observed[m], self.passed[m]
+            ev = self.evidence[m]
+            n, k = ev.observed, ev.passed
             iv = wilson(k, n)  # None when nothing is observed yet
             if iv is not None:
                 est, interval = pct(k / n), fmt_interval(iv.lower, iv.upper)
             else:
                 est, interval = "", ""
-            table.add_row(m, est, interval, f"{n} observed · {self.missing[m]} missing")
+            table.add_row(
+                text(m), text(est), text(interval), text(f"{n} observed · {ev.missing} missing")
+            )
         return table

@@ -23,18 +23,41 @@ import os
 import select
 import sys
 from collections.abc import Callable
-from typing import IO
+from typing import IO, Any
 
 from oloproof.events import Event
+from oloproof.textsafe import json_safe
 
 CLOSED_REASON = "standard output was closed by its reader"
 
 # One encoder for every line; json.dumps with options builds a new one per call.
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# allow_nan=False: the stream is strict JSON (a NaN or an infinity is written as null).
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def encode_line(data: dict[str, Any]) -> str:
+    """One event as one line of strict JSON, encodable as UTF-8.
+
+    The common case costs one encode; only an event holding NaN, an infinity or a
+    lone surrogate (from a model's output or an error message) takes the slower
+    path through ``oloproof.textsafe``.
+    """
+    try:
+        line = _encode(data)
+        if not line.isascii():
+            line.encode("utf-8")  # raises on a lone surrogate
+    except (ValueError, UnicodeEncodeError):
+        line = _encode(json_safe(data))
+    return line + "\n"
 
 
 class NdjsonWriter:
-    """A sink of run events that writes each as one JSON line."""
+    """A sink of run events that writes each as one JSON line.
+
+    Guarantees: every line is one whole event in strict JSON (``encode_line``);
+    lines reach the stream in the order the events were emitted; a closed reader
+    stops the writing, once, and is reported through ``on_closed``.
+    """
 
     def __init__(
         self, stream: IO[str] | None = None, on_closed: Callable[[str], None] | None = None
@@ -57,7 +80,7 @@ class NdjsonWriter:
     def __call__(self, event: Event) -> None:
         if self.closed:
             return
-        self._pending.append(_encode(event.to_json()) + "\n")
+        self._pending.append(encode_line(event.to_json()))
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

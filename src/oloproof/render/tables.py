@@ -12,8 +12,10 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunStatus
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
 from oloproof.policy.format import interval_text
+from oloproof.render.console import text
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -58,26 +60,32 @@ def _join_preload() -> None:
         _preload = None
 
 
-_STATE_STYLE = {
-    "PASS": "bold green",
-    "FAIL": "bold red",
-    "INSUFFICIENT_EVIDENCE": "bold yellow",
-    "MANUAL_REVIEW": "bold magenta",
+_STATE_STYLE: dict[str, str] = {
+    RuleState.PASS: "bold green",
+    RuleState.FAIL: "bold red",
+    RuleState.INSUFFICIENT_EVIDENCE: "bold yellow",
+    RuleState.MANUAL_REVIEW: "bold magenta",
+}
+_GATE_STYLE: dict[str, str] = {
+    GateAction.BLOCK: "bold red", GateAction.WARN: "bold yellow", GateAction.ALLOW: "bold green"
 }
 
 
 def run_title(run_id: str, status: str, completeness: str) -> Text:
+    """``Run run_… [STATUS/COMPLETENESS]``, red unless the run was decided."""
     from rich.text import Text
 
-    style = "bold" if status == "DECIDED" else "bold red"
-    return Text.assemble(("Run ", "bold"), (run_id, "bold cyan"), " ", (f"[{status}/{completeness}]", style))
+    style = "bold" if status == RunStatus.DECIDED else "bold red"
+    return Text.assemble(
+        ("Run ", "bold"), text(run_id, "bold cyan"), " ", text(f"[{status}/{completeness}]", style)
+    )
 
 
 def decisions_table(decisions: Sequence[Decision]) -> Table:
+    """One row per decided rule; every cell is literal text (ids and reasons may hold anything)."""
     from rich.table import Table
-    from rich.text import Text
 
-    table = Table(title="Decisions", title_justify="left")
+    table = Table(title=text("Decisions"), title_justify="left")
     # In a narrow terminal the explanation wraps; names and states are never cut.
     for col in ("Rule", "Metric", "State", "Action"):
         table.add_column(col, no_wrap=True, min_width=len(col))
@@ -85,8 +93,8 @@ def decisions_table(decisions: Sequence[Decision]) -> Table:
     table.add_column("Detail", overflow="fold")
     for d in decisions:
         table.add_row(
-            d.rule, d.metric, Text(d.state, style=_STATE_STYLE.get(d.state, "")), d.action,
-            d.reason, d.detail,
+            text(d.rule), text(d.metric), text(d.state, _STATE_STYLE.get(d.state, "")),
+            text(d.action), text(d.reason), text(d.detail),
         )
     return table
 
@@ -94,31 +102,33 @@ def decisions_table(decisions: Sequence[Decision]) -> Table:
 def metric_estimate(s: MetricSummary) -> str:
     if s.estimate is None:
         return ""
-    return pct(s.estimate) if s.kind == "BINARY" else f"{s.estimate:.4g}"
+    return pct(s.estimate) if s.kind == MetricKind.BINARY else f"{s.estimate:.4g}"
 
 
 def metric_interval(s: MetricSummary) -> str:
-    if s.kind == "BINARY":
+    if s.kind == MetricKind.BINARY:
         return fmt_interval(s.lower, s.upper)
     return interval_text(s.lower, s.upper, s.kind)  # outward, like a rate's
 
 
 def metrics_table(summaries: Sequence[MetricSummary]) -> Table:
+    """One row per metric: estimate, interval and the cases behind them (SPEC §6)."""
     from rich.table import Table
 
-    table = Table(title="Metrics", title_justify="left")
+    table = Table(title=text("Metrics"), title_justify="left")
     for col in ("Metric", "Estimate", "Interval", "Cases"):
         table.add_column(col, no_wrap=True)
     for s in summaries:
-        table.add_row(s.metric, metric_estimate(s), metric_interval(s), s.cases_text())
+        table.add_row(
+            text(s.metric), text(metric_estimate(s)), text(metric_interval(s)),
+            text(s.cases_text()),
+        )
     return table
 
 
 def cache_line(cache: dict[str, int] | None) -> Text:
-    from rich.text import Text
-
     c = cache or {}
-    return Text(
+    return text(
         f"Cache     executions {c.get('execution_hits', 0)} hits · "
         f"{c.get('execution_misses', 0)} misses   judgments {c.get('judgment_hits', 0)} hits · "
         f"{c.get('judgment_misses', 0)} misses"
@@ -128,8 +138,9 @@ def cache_line(cache: dict[str, int] | None) -> Text:
 def gate_line(gate: str, exit_code: int) -> Text:
     from rich.text import Text
 
-    style = {"BLOCK": "bold red", "WARN": "bold yellow", "ALLOW": "bold green"}.get(gate, "")
-    return Text.assemble("Gate      ", (gate, style), f"   exit code {exit_code}")
+    return Text.assemble(
+        "Gate      ", text(gate, _GATE_STYLE.get(gate, "")), f"   exit code {exit_code}"
+    )
 
 
 def plan_hints(
@@ -138,15 +149,13 @@ def plan_hints(
     policy_arg: str | None,
     config_arg: str | None = None,
 ) -> list[Text]:
-    from rich.text import Text
-
     extra = f" --policy {policy_arg}" if policy_arg else ""
     if config_arg and config_arg != "oloproof.yaml":
         extra = f" --config {config_arg}" + extra
     return [
-        Text(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}")
+        text(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}")
         for d in decisions
-        if d.state == "INSUFFICIENT_EVIDENCE"
+        if d.state == RuleState.INSUFFICIENT_EVIDENCE
     ]
 
 
@@ -164,25 +173,29 @@ def run_report(
     policy_arg: str | None = None,
     config_arg: str | None = None,
 ) -> RenderableType:
+    """The whole end-of-run report (SPEC §6) as one renderable.
+
+    Every id, reason and note in it is literal text (``render.console.text``):
+    nothing stored can restyle the report, break it, or drive the terminal.
+    """
     _join_preload()
     from rich.console import Group
-    from rich.text import Text
 
     parts: list[RenderableType] = [run_title(run_id, status, completeness)]
     if note:
-        parts.append(Text(note, style="red"))
+        parts.append(text(note, "red"))
     if decisions:
         parts.append(decisions_table(decisions))
-    elif completeness == "PARTIAL":
-        parts.append(Text("No decisions: a partial run is not decided."))
+    elif completeness == Completeness.PARTIAL:
+        parts.append(text("No decisions: a partial run is not decided."))
     else:
-        parts.append(Text("No rules: the release policy declares none."))
+        parts.append(text("No rules: the release policy declares none."))
     if summaries:
         parts.append(metrics_table(summaries))
     parts.append(cache_line(cache))
     parts.append(gate_line(gate, exit_code))
     hints = plan_hints(run_id, decisions, policy_arg, config_arg)
     if hints:
-        parts.append(Text("Undecided rules:"))
+        parts.append(text("Undecided rules:"))
         parts.extend(hints)
     return Group(*parts)

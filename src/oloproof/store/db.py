@@ -1,50 +1,139 @@
 """Opening the store: ``.oloproof/store.sqlite`` beside ``oloproof.yaml``.
 
-WAL and a busy timeout let two runs on one project share the file without
-corrupting each other; migrations run in one transaction each.
+Two ways in:
+
+* :func:`open_store`, for ``run`` and ``compare`` (they write): creates the
+  store if needed (directory 0700, files 0600: a store holds inputs and
+  outputs, often private), migrates it, and sets WAL and a busy timeout so
+  two runs on one project can share the file. Before anything is changed the
+  file is identified through a read-only look: a file that is not an
+  Oloproof store, or one written by a newer Oloproof, is refused exactly as
+  it was (not even switched to WAL).
+* :func:`open_store_readonly`, for ``runs``, ``gate``, ``inspect`` and
+  ``plan``: never creates, migrates or switches the journal, so a store in a
+  read-only place (a CI artefact, a mounted volume) can be read. A store that
+  exists but cannot be read raises :class:`StoreUnreadable` (exit 5: its
+  evidence cannot be read).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import sqlite3
+import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from oloproof.errors import StoreError
-from oloproof.store.schema import MIGRATIONS, SCHEMA_VERSION
+from oloproof.store.schema import MIGRATIONS, OPTIONAL_TABLES, SCHEMA_VERSION
 
 STORE_DIR = ".oloproof"
 STORE_FILE = "store.sqlite"
 BUSY_TIMEOUT_S = 30.0
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class StoreUnreadable(StoreError):
+    """The store exists but its evidence cannot be read (damaged, unreadable file): exit 5."""
+
+    exit_code = 5
 
 
 def store_path(project_root: Path) -> Path:
     return project_root / STORE_DIR / STORE_FILE
 
 
-def open_store(path: Path, *, create: bool = True) -> sqlite3.Connection:
-    """Open (and if needed create and migrate) the store at ``path``."""
-    if not path.exists():
-        if not create:
-            raise StoreError(
-                f"no store at {path}: nothing has been run in this project yet"
-                " (run `oloproof run` first)"
-            )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        gitignore = path.parent / ".gitignore"
-        if not gitignore.exists():
-            gitignore.write_text("*\n")
+@contextlib.contextmanager
+def _private_umask() -> Iterator[None]:
+    # SQLite creates -wal and -shm with the database file's mode; the umask
+    # covers whatever else is created in the meantime (the journal of a
+    # migration, the directory).
+    old = os.umask(0o077)
     try:
-        conn = connect(path)
-        _migrate(conn, path)
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(
-            f"{path}: cannot be read as an Oloproof store ({exc}); it was left as it is"
-        ) from exc
+        yield
+    finally:
+        os.umask(old)
+
+
+def _tighten(path: Path, mode: int) -> None:
+    """Give ``path`` ``mode`` if it is ours and looser (a store made by an older version)."""
+    try:
+        st = path.stat()
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & ~mode:
+            path.chmod(mode)
+    except OSError:
+        pass
+
+
+def open_store(path: Path, *, create: bool = True) -> sqlite3.Connection:
+    """Open the store at ``path`` for writing, creating and migrating it if needed.
+
+    Guarantees: a foreign SQLite file, a non-SQLite file or a store from a newer
+    Oloproof raises :class:`StoreError` and is left byte for byte as it was; a
+    new store's directory is 0700 and its files 0600.
+    """
+    with _private_umask():
+        if not path.exists():
+            if not create:
+                raise StoreError(
+                    f"no store at {path}: nothing has been run in this project yet"
+                    " (run `oloproof run` first)"
+                )
+            path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            gitignore = path.parent / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text("*\n")
+            with contextlib.suppress(FileExistsError):  # another run made it first
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
+        _identify(path)
+        # Only a file known to be a store (or a new one) is ours to make private.
+        _tighten(path.parent, DIR_MODE)
+        _tighten(path, FILE_MODE)
+        try:
+            conn = connect(path)
+            _migrate(conn, path)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{path}: cannot be read as an Oloproof store ({exc}); it was left as it is"
+            ) from exc
     return conn
 
 
+def _identify(path: Path) -> None:
+    """Refuse, before writing anything, a file that is not a store we may migrate."""
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(100)
+    except OSError as exc:
+        raise StoreUnreadable(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    if not header:
+        return  # a new, empty store
+    if not header.startswith(_SQLITE_MAGIC):
+        raise StoreError(f"{path}: this file is not an Oloproof store; it was left untouched")
+    try:
+        conn = _connect_readonly(path, header)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{path}: cannot be read as an Oloproof store ({exc}); it was left untouched"
+        ) from exc
+    try:
+        _check_identity(conn, path)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{path}: cannot be read as an Oloproof store ({exc}); it was left untouched"
+        ) from exc
+    finally:
+        conn.close()
+
+
 def connect(path: Path) -> sqlite3.Connection:
-    """A connection to the store file at ``path``, set up as every connection is:
+    """A connection to the store file at ``path``, set up as every writing connection is:
     autocommit (transactions are explicit), WAL, a busy timeout."""
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -56,17 +145,130 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def schema_version(conn: sqlite3.Connection) -> int:
-    has_meta = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+def _lenient_text(data: bytes) -> str:
+    # Text another tool (or a damaged page) stored as invalid UTF-8 reads back
+    # with U+FFFD in place of the bad bytes instead of failing the whole query.
+    return data.decode("utf-8", "replace")
+
+
+def _uri_connect(path: Path, query: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        f"{path.resolve().as_uri()}?{query}", uri=True, timeout=BUSY_TIMEOUT_S,
+        isolation_level=None,
+    )
+    conn.text_factory = _lenient_text
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return conn
+
+
+def _nonempty(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _connect_readonly(path: Path, header: bytes) -> sqlite3.Connection:
+    """A read-only connection that writes nothing, to the file or beside it.
+
+    A file in WAL mode (byte 18 of its header is 2) with no log beside it has no
+    writer connected (a writer in WAL mode always holds a log) and all of its
+    content in the file: it is opened ``immutable=1``, because a ``mode=ro`` open
+    would create an empty log and index beside it, and leave them there.
+
+    Otherwise ``mode=ro``. A store in WAL mode needs its ``-shm`` file; where
+    that cannot be created (a read-only directory) there is no live writer, and:
+
+    * without a write-ahead log, ``immutable=1`` reads the file as it is;
+    * with one (a run killed before it checkpointed), the file and its log are
+      copied to a private temporary directory and read there, so that what the
+      log holds is not silently missed.
+    """
+    wal = Path(f"{path}-wal")
+    if header[18:19] == b"\x02" and not wal.exists():
+        try:
+            return _uri_connect(path, "immutable=1")
+        except sqlite3.DatabaseError:
+            pass  # a writer arrived meanwhile: read through the log after all
+    try:
+        return _uri_connect(path, "mode=ro")
+    except sqlite3.OperationalError as first:
+        if not _nonempty(wal):
+            try:
+                return _uri_connect(path, "immutable=1")
+            except sqlite3.DatabaseError:
+                raise first from None
+        return _snapshot(path, wal)
+
+
+def _snapshot(path: Path, wal: Path) -> sqlite3.Connection:
+    tmp = Path(tempfile.mkdtemp(prefix="oloproof-store-"))
+    try:
+        with _private_umask():
+            shutil.copyfile(path, tmp / STORE_FILE)
+            shutil.copyfile(wal, tmp / f"{STORE_FILE}-wal")
+        # A read-write open of the copy replays the log into it; in rollback mode
+        # the read-only connection then needs no side files at all.
+        replay = sqlite3.connect(str(tmp / STORE_FILE), isolation_level=None)
+        try:
+            replay.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            replay.close()
+        return _uri_connect(tmp / STORE_FILE, "mode=ro")
+    finally:
+        # On Linux an open file survives its directory's removal.
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def open_store_readonly(path: Path) -> sqlite3.Connection:
+    """Open the store at ``path`` for reading only.
+
+    Guarantees: nothing is created, migrated or written (the journal mode is not
+    touched); a missing store raises :class:`StoreError` (exit 2); a file that is
+    not an Oloproof store, or a newer one, raises :class:`StoreError` (exit 2);
+    a store that exists but cannot be read raises :class:`StoreUnreadable` (exit 5).
+    A store at an older schema version is read as it is.
+    """
+    if not path.exists():
+        raise StoreError(
+            f"no store at {path}: nothing has been run in this project yet"
+            " (run `oloproof run` first)"
+        )
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(100)
+    except OSError as exc:
+        raise StoreUnreadable(f"{path}: the store cannot be read ({exc.strerror or exc})") from exc
+    if header and not header.startswith(_SQLITE_MAGIC):
+        raise StoreUnreadable(
+            f"{path}: the store cannot be read (it is not an SQLite database, or it is damaged)"
+        )
+    try:
+        conn = _connect_readonly(path, header)
+        _check_identity(conn, path)
+    except sqlite3.DatabaseError as exc:
+        raise StoreUnreadable(f"{path}: the store cannot be read ({exc})") from exc
+    return conn
+
+
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the store has table ``name`` (an older store may lack the newer ones)."""
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
     ).fetchone()
-    if not has_meta:
+    return row is not None
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    if not has_table(conn, "meta"):
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     return int(row[0]) if row else 0
 
 
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+def _check_identity(conn: sqlite3.Connection, path: Path) -> int:
+    """The store's schema version; refuses a foreign file or a newer store."""
     current = schema_version(conn)
     if current > SCHEMA_VERSION:
         raise StoreError(
@@ -74,8 +276,6 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             f" this version reads up to {SCHEMA_VERSION}). Upgrade oloproof to use it;"
             " the store was left untouched."
         )
-    if current == SCHEMA_VERSION:
-        return
     if current == 0:
         tables = conn.execute(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
@@ -84,6 +284,19 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             raise StoreError(
                 f"{path}: this SQLite file is not an Oloproof store; it was left untouched"
             )
+    return current
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    current = _check_identity(conn, path)
+    if current != SCHEMA_VERSION:
+        _step_up(conn)
+    for name, ddl in OPTIONAL_TABLES.items():
+        if not has_table(conn, name):
+            conn.execute(ddl)
+
+
+def _step_up(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         # Another process may have migrated while we waited for the lock.

@@ -1,26 +1,64 @@
-"""Reading stored runs: the one path by which run, gate, inspect, compare and plan see evidence."""
+"""Reading stored runs: the one path by which run, gate, inspect, compare and plan see evidence.
+
+Everything here only reads (a connection from ``store.db.open_store_readonly``
+is enough). What it guarantees:
+
+* a row that cannot be understood (a damaged JSON column, an unknown status)
+  raises :class:`~oloproof.store.db.StoreUnreadable` naming the run and the
+  column, never a bare ``ValueError`` (the CLI turns it into exit 5);
+* text is returned as stored (invalid UTF-8 decoded with U+FFFD); making it
+  printable or JSON-safe is the caller's job, through ``oloproof.textsafe``;
+* a ``RUNNING`` row whose process is gone reads back as ``RUN_ERROR/PARTIAL``
+  with exit code 5 (``store.liveness``): what it stored is all there is.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
+from oloproof.enums import Completeness, ExitCode, GateAction, MetricKind, RunStatus
 from oloproof.errors import UsageError
+from oloproof.evidence import CriterionEvidence
+from oloproof.store.db import StoreUnreadable, has_table
+from oloproof.store.liveness import run_owner_alive
+
+__all__ = [
+    "CaseRow",
+    "CriterionEvidence",
+    "JudgmentRow",
+    "RunRecord",
+    "get_run",
+    "list_runs",
+    "load_cases",
+    "load_decisions",
+    "load_evidence",
+    "resolve_run_id",
+]
+
+ENDED_WITHOUT_FINISHING = "the process running it ended without finishing"
 
 
 @dataclass
 class RunRecord:
+    """One stored run as the ``runs`` table holds it, read back.
+
+    ``status``/``completeness`` are what the run recorded, except that a
+    ``RUNNING`` run whose process is gone is reported as ``RUN_ERROR``/``PARTIAL``
+    (exit code 5, a stop reason saying so). ``policy`` is the release policy the
+    run was decided under, as stored (``None``: the default policy).
+    """
+
     id: str
     project: str
     created_at: str
     finished_at: str | None
-    status: str
-    completeness: str
+    status: RunStatus
+    completeness: Completeness
     exit_code: int | None
-    gate: str | None
+    gate: GateAction | None
     suite_digest: str
     dataset: str
     cases_total: int
@@ -32,9 +70,11 @@ class RunRecord:
     stop_reason: str | None
     pid: int | None
     cache: dict[str, int] | None
+    owner: str | None = None
 
     @property
     def state(self) -> str:
+        """``STATUS/COMPLETENESS``, as ``runs`` shows it (``DECIDED/COMPLETE``)."""
         return f"{self.status}/{self.completeness}"
 
 
@@ -45,56 +85,88 @@ _RUN_COLUMNS = (
 )
 
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
+def _select_runs(conn: sqlite3.Connection) -> str:
+    """``SELECT`` of every run column and its owner token (``NULL`` where none is stored)."""
+    # A store read as it is (read-only, never migrated) may predate run_owners.
+    if has_table(conn, "run_owners"):
+        return (
+            f"SELECT {_RUN_COLUMNS}, (SELECT owner FROM run_owners o WHERE o.run_id = runs.id)"
+            " FROM runs"
+        )
+    return f"SELECT {_RUN_COLUMNS}, NULL FROM runs"
+
+
+def _json(run_id: str, column: str, text: str | None) -> Any:
+    if text is None:
+        return None
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        return json.loads(text)
+    except ValueError as exc:
+        raise StoreUnreadable(
+            f"run {run_id}: its stored {column} cannot be read ({exc}); the store is damaged"
+        ) from exc
+
+
+def _enum(run_id: str, column: str, kind: type[Any], value: Any) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        raise StoreUnreadable(
+            f"run {run_id}: its stored {column} {value!r} is not one Oloproof writes;"
+            " the store is damaged"
+        ) from None
 
 
 def _record(row: tuple[Any, ...]) -> RunRecord:
+    run_id = str(row[0])
     rec = RunRecord(
-        id=row[0],
+        id=run_id,
         project=row[1],
         created_at=row[2],
         finished_at=row[3],
-        status=row[4],
-        completeness=row[5],
+        status=_enum(run_id, "status", RunStatus, row[4]),
+        completeness=_enum(run_id, "completeness", Completeness, row[5]),
         exit_code=row[6],
-        gate=row[7],
+        gate=None if row[7] is None else _enum(run_id, "gate", GateAction, row[7]),
         suite_digest=row[8],
         dataset=row[9],
         cases_total=row[10],
         system_identity=row[11],
-        system=json.loads(row[12]),
-        metrics=json.loads(row[13]),
-        policy=json.loads(row[14]) if row[14] else None,
+        system=_json(run_id, "system", row[12]),
+        metrics=_json(run_id, "metrics", row[13]),
+        policy=_json(run_id, "policy", row[14]),
         policy_path=row[15],
         stop_reason=row[16],
         pid=row[17],
-        cache=json.loads(row[18]) if row[18] else None,
+        cache=_json(run_id, "cache totals", row[18]),
+        owner=row[19],
     )
-    if rec.status == "RUNNING" and not _pid_alive(rec.pid):
+    if not isinstance(rec.system, dict) or not isinstance(rec.metrics, list):
+        raise StoreUnreadable(f"run {run_id}: its stored system or metrics are damaged")
+    if rec.status == RunStatus.RUNNING and not run_owner_alive(
+        rec.pid, rec.owner, rec.created_at
+    ):
         # The process that ran it died without recording an end (killed, power lost):
         # what it stored is all there is.
-        rec.status, rec.completeness, rec.exit_code = "RUN_ERROR", "PARTIAL", 5
-        rec.stop_reason = rec.stop_reason or "the process running it ended without finishing"
+        rec.status, rec.completeness = RunStatus.RUN_ERROR, Completeness.PARTIAL
+        rec.exit_code, rec.gate = int(ExitCode.INCOMPLETE), GateAction.BLOCK
+        rec.stop_reason = rec.stop_reason or ENDED_WITHOUT_FINISHING
     return rec
 
 
 def list_runs(conn: sqlite3.Connection, limit: int | None = None) -> list[RunRecord]:
-    sql = f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at DESC, id DESC"
+    """Stored runs, newest first (at most ``limit``)."""
+    sql = f"{_select_runs(conn)} ORDER BY created_at DESC, id DESC"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return [_record(r) for r in conn.execute(sql)]
+    return [_record(r) for r in conn.execute(sql).fetchall()]
 
 
 def resolve_run_id(conn: sqlite3.Connection, ref: str) -> str:
+    """The full id of the run ``ref`` names: ``latest``, a run id, or a unique prefix of one.
+
+    Raises :class:`UsageError` (exit 2) when it names no run, or more than one.
+    """
     if ref == "latest":
         row = conn.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT 1").fetchone()
         if row is None:
@@ -104,8 +176,9 @@ def resolve_run_id(conn: sqlite3.Connection, ref: str) -> str:
         raise UsageError(f"'{ref}' is not a run id (run ids look like run_01J…; or use 'latest')")
     row = conn.execute("SELECT id FROM runs WHERE id = ?", (ref,)).fetchone()
     if row is None:
+        # substr, not LIKE: '_' and '%' in a prefix are characters, not wildcards.
         rows = conn.execute(
-            "SELECT id FROM runs WHERE id LIKE ? LIMIT 2", (ref + "%",)
+            "SELECT id FROM runs WHERE substr(id, 1, ?) = ? LIMIT 2", (len(ref), ref)
         ).fetchall()
         if len(rows) == 1:
             return str(rows[0][0])
@@ -114,32 +187,18 @@ def resolve_run_id(conn: sqlite3.Connection, ref: str) -> str:
 
 
 def get_run(conn: sqlite3.Connection, ref: str) -> RunRecord:
+    """The stored run ``ref`` names (see :func:`resolve_run_id`)."""
     run_id = resolve_run_id(conn, ref)
-    row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+    row = conn.execute(f"{_select_runs(conn)} WHERE id = ?", (run_id,)).fetchone()
     return _record(row)
 
 
 @dataclass
-class CaseRow:
-    case_id: str
-    idx: int
-    input: Any
-    expected: Any
-    metadata: Any
-    status: str
-    output: Any
-    error: str | None
-    attempts: int
-    latency_ms: float | None
-    usage: dict[str, Any] | None
-    from_cache: bool
-    judgments: dict[str, JudgmentRow] = field(default_factory=dict)
-
-
-@dataclass
 class JudgmentRow:
+    """One stored judgment of one case on one criterion."""
+
     criterion: str
-    status: str
+    status: str  # a JudgmentStatus, or MISSING (no output to judge)
     passed: bool | None
     score: float | None
     reason: str | None
@@ -149,14 +208,29 @@ class JudgmentRow:
     usage: dict[str, Any] | None
 
 
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+@dataclass
+class CaseRow:
+    """One stored case of a run: what went in, what came out, and its judgments by criterion."""
+
+    case_id: str
+    idx: int
+    input: Any
+    expected: Any
+    metadata: Any
+    status: str  # a CaseStatus
+    output: Any
+    error: str | None
+    attempts: int
+    latency_ms: float | None
+    usage: dict[str, Any] | None
+    from_cache: bool
+    judgments: dict[str, JudgmentRow] = field(default_factory=dict)
 
 
 def load_cases(
     conn: sqlite3.Connection, run_id: str, case_id: str | None = None
 ) -> list[CaseRow]:
-    """The stored cases of a run in suite order, each with its judgments."""
+    """The stored cases of a run in suite order, each with its judgments (or just ``case_id``)."""
     where, params = "run_id = ?", [run_id]
     if case_id is not None:
         where += " AND case_id = ?"
@@ -167,83 +241,64 @@ def load_cases(
         f" error, attempts, latency_ms, usage_json, from_cache FROM run_cases WHERE {where}"
         " ORDER BY idx",
         params,
-    ):
+    ).fetchall():
+        where_case = f"case {r[0]!r}"
         cases[r[0]] = CaseRow(
-            r[0], r[1], _loads(r[2]), _loads(r[3]), _loads(r[4]), r[5], _loads(r[6]), r[7],
-            r[8], r[9], _loads(r[10]), bool(r[11]),
+            r[0], r[1], _json(run_id, f"input of {where_case}", r[2]),
+            _json(run_id, f"expected of {where_case}", r[3]),
+            _json(run_id, f"metadata of {where_case}", r[4]), r[5],
+            _json(run_id, f"output of {where_case}", r[6]), r[7], r[8], r[9],
+            _json(run_id, f"usage of {where_case}", r[10]), bool(r[11]),
         )
     for j in conn.execute(
         "SELECT case_id, criterion, status, passed, score, reason, from_cache, latency_ms,"
         f" attempts, usage_json FROM run_judgments WHERE {where}",
         params,
-    ):
+    ).fetchall():
         row = cases.get(j[0])
         if row is not None:
             row.judgments[j[1]] = JudgmentRow(
                 j[1], j[2], None if j[3] is None else bool(j[3]), j[4], j[5], bool(j[6]), j[7],
-                j[8], _loads(j[9]),
+                j[8], _json(run_id, f"usage of a judgment of case {j[0]!r}", j[9]),
             )
     return list(cases.values())
-
-
-@dataclass
-class CriterionEvidence:
-    """What a run stored for one criterion: the inputs of its metric."""
-
-    criterion: str
-    kind: str  # BINARY | MEAN
-    value_range: tuple[float, float] | None
-    passed: int = 0
-    failed: int = 0
-    scores: list[float] = field(default_factory=list)
-    missing: int = 0
-    excluded: int = 0
-
-    @property
-    def observed(self) -> int:
-        return self.passed + self.failed if self.kind == "BINARY" else len(self.scores)
 
 
 def load_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, CriterionEvidence]:
     """Per criterion, the counts (BINARY) or scores (MEAN) of a stored run.
 
-    A case whose execution failed is missing for every criterion; so is a
-    case whose evaluator failed, for that criterion.
+    Each stored judgment is sorted by ``oloproof.evidence.classify_outcome``
+    (the one rule for observed, missing, excluded). A case whose execution
+    failed is stored as missing for every criterion; a case with no stored
+    judgment at all (a partial run) adds nothing.
     """
     evidence: dict[str, CriterionEvidence] = {}
     for m in run.metrics:
-        rng = m.get("range")
-        evidence[m["criterion"]] = CriterionEvidence(
-            m["criterion"], m["kind"], (float(rng[0]), float(rng[1])) if rng else None
-        )
+        try:
+            rng = m.get("range")
+            evidence[m["criterion"]] = CriterionEvidence(
+                m["criterion"], MetricKind(m["kind"]),
+                (float(rng[0]), float(rng[1])) if rng else None,
+            )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise StoreUnreadable(
+                f"run {run.id}: its stored metrics are damaged ({exc!r})"
+            ) from exc
     for criterion, status, passed, score in conn.execute(
         "SELECT criterion, status, passed, score FROM run_judgments WHERE run_id = ?",
         (run.id,),
-    ):
+    ).fetchall():
         ev = evidence.get(criterion)
-        if ev is None:
-            continue
-        if status == "OK":
-            if ev.kind == "BINARY":
-                if passed:
-                    ev.passed += 1
-                else:
-                    ev.failed += 1
-            elif score is not None:
-                ev.scores.append(float(score))
-            else:
-                ev.missing += 1
-        elif status == "EXCLUDED":
-            ev.excluded += 1
-        else:
-            ev.missing += 1
+        if ev is not None:
+            ev.add(status, None if passed is None else bool(passed), score)
     return evidence
 
 
 def load_decisions(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
+    """The decisions a run recorded when it was decided, in rule order (as stored)."""
     return [
-        json.loads(r[0])
+        _json(run_id, "decision", r[0])
         for r in conn.execute(
             "SELECT decision_json FROM decisions WHERE run_id = ? ORDER BY idx", (run_id,)
-        )
+        ).fetchall()
     ]

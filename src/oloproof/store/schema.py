@@ -143,3 +143,21 @@ CREATE TABLE comparison_decisions (
 ) WITHOUT ROWID;
 """,
 }
+
+# Tables that are added to any store opened for writing, without a version step.
+# Each is optional for a reader (a store without it reads as before) and unknown
+# to older versions, which ignore it: a version step would make every older
+# Oloproof refuse a store for a table it has no use for.
+#
+# run_owners: who runs a RUNNING run, the running process's identity
+# (store/liveness.py: boot id, PID, start time), so that a killed run whose PID
+# was given to another process reads as ended, not RUNNING. Its own table, not a
+# column of ``runs``: rows of ``runs`` keep the shape tools (and tests) insert.
+OPTIONAL_TABLES: dict[str, str] = {
+    "run_owners": """
+CREATE TABLE IF NOT EXISTS run_owners (
+  run_id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL
+) WITHOUT ROWID
+""",
+}

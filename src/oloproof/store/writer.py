@@ -43,6 +43,7 @@ from oloproof._json import compact_json as _dump
 from oloproof._json import storable
 from oloproof.enums import CaseStatus, JudgmentStatus
 from oloproof.events import CaseExecuted, CaseJudged, Event, utc_timestamp
+from oloproof.store.liveness import owner_token
 from oloproof.usage import Usage
 
 # Rows that make a commit due whatever the interval: bounds the memory and the
@@ -159,6 +160,9 @@ class StoreWriter:
                 os.getpid(),
             ),
         )
+        owner = owner_token()  # who runs it, beyond the PID (store/liveness.py)
+        if owner is not None:
+            self.conn.execute("INSERT INTO run_owners VALUES (?, ?)", (self.run_id, owner))
 
     def set_cases(self, cases: Sequence[Any]) -> None:
         """The suite's cases (with ``input``, ``expected``, ``metadata``), by event index."""

@@ -1,0 +1,88 @@
+"""Making stored and model-supplied text safe to print and to write as JSON.
+
+Case ids, outputs, judge reasons and error messages come from users and
+models. They can hold lone surrogates (``"\\udcff"`` decoded from a JSON
+escape, or left by ``surrogateescape``), control characters and ANSI escape
+sequences. This module is the one place that turns such text into something
+every reader can take:
+
+* :func:`printable` for people: lone surrogates become U+FFFD, and control
+  characters (C0 but newline and tab, DEL, C1) and the bidirectional
+  overrides are written as visible escapes (``\\x1b``, ``\\u202e``), so a
+  model's output can neither move the cursor nor recolour a terminal nor
+  reorder what is shown.
+* :func:`json_safe` / :func:`dumps` for programs: strict JSON, always. Lone
+  surrogates become U+FFFD (a JSON parser may refuse an unpaired ``\\ud8xx``
+  escape), and NaN and ±infinity, which JSON has no words for, become ``null``.
+
+It is the bottom layer: it imports nothing of Oloproof's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+__all__ = ["dumps", "json_safe", "printable"]
+
+REPLACEMENT = "\ufffd"
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+# Newline and tab are kept: they lay text out and cannot drive a terminal.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        return REPLACEMENT
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` as it may be shown to a person: nothing in it acts on a terminal.
+
+    Only characters that would act (or could not be encoded) change; all other
+    text, any script, comes back as it was.
+    """
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _safe_str(text: str) -> str:
+    return _SURROGATES.sub(REPLACEMENT, text)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every string encodable as UTF-8 and every float finite or ``None``.
+
+    Containers are copied only as deep as they are walked; numbers, booleans
+    and ``None`` come back unchanged.
+    """
+    if isinstance(value, str):
+        return _safe_str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {
+            (_safe_str(k) if isinstance(k, str) else k): json_safe(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def dumps(value: Any, *, indent: int | None = 2) -> str:
+    """Strict JSON for ``value`` (see :func:`json_safe`); never ``NaN``, never a lone surrogate.
+
+    ``indent=None`` writes one compact line (no spaces after separators).
+    """
+    separators = (",", ":") if indent is None else None
+    return json.dumps(
+        json_safe(value), indent=indent, separators=separators, ensure_ascii=False,
+        allow_nan=False,
+    )

@@ -1,0 +1,59 @@
+"""The one place that makes text printable and JSON-safe (oloproof.textsafe), checked over
+every Unicode code point, and through a real rich console."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import unicodedata
+
+from oloproof.render.console import print_to, text
+from oloproof.textsafe import dumps, json_safe, printable
+
+ACTING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def test_printable_over_every_code_point() -> None:
+    for start in range(0, 0x110000, 0x1000):
+        chunk = "".join(chr(c) for c in range(start, min(start + 0x1000, 0x110000)))
+        out = printable(chunk)
+        out.encode("utf-8")  # no lone surrogate survives
+        assert not ACTING.search(out.replace("\n", "").replace("\t", ""))
+        for ch in chunk:
+            if not ACTING.match(ch) or ch in "\n\t":
+                continue
+            # each acting character is replaced, by U+FFFD or a visible escape
+            assert ch not in out
+    # everything else is left exactly as it was
+    assert printable("naïve ✓ 日本語 \n\t[bold]") == "naïve ✓ 日本語 \n\t[bold]"
+    assert printable("\x1b[31m\u202e\udcff") == "\\x1b[31m\\u202e\ufffd"
+
+
+def test_json_safe_is_strict_json() -> None:
+    value = {"a\udcff": [float("nan"), float("inf"), -float("inf"), 1.5, "x\ud800"], "b": None}
+    text_out = dumps(value)
+    text_out.encode("utf-8")
+    parsed = json.loads(text_out, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    assert parsed == {"a\ufffd": [None, None, None, 1.5, "x\ufffd"], "b": None}
+    assert json_safe(("t", 1)) == ["t", 1]
+
+
+def test_markup_and_escapes_render_as_text_in_a_real_console() -> None:
+    hostile = ["[/x]", "[bold red]", "[link=x]y[/link]", ":smile:", "\x1b]0;t\x07", "[", "]",
+               "\\[", "[/]", "\x9b31m", "\udcff"]
+    for terminal in (False, True):
+        for s in hostile:
+            out = io.StringIO()
+            print_to(out, text(s), terminal=terminal)
+            print_to(out, s, terminal=terminal)  # a bare str is text too
+            shown = out.getvalue()
+            assert "\x07" not in shown and "\x9b" not in shown and "\x1b]" not in shown
+            if "\x1b" not in s and "\x9b" not in s and "\udcff" not in s:
+                assert shown.count(s) == 2, (s, shown)
+
+
+def test_printable_keeps_every_printable_category() -> None:
+    sample = "".join(chr(c) for c in range(0x20, 0x3000) if unicodedata.category(chr(c))[0] in "LNPSZ"
+                     and not ACTING.match(chr(c)))
+    assert printable(sample) == sample
