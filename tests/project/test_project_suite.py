@@ -93,6 +93,16 @@ def test_nan_is_not_json(write: Writer) -> None:
     assert message.startswith("data/support.jsonl:1: not valid JSON: NaN")
 
 
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1.5e309"])
+def test_a_float_that_overflows_is_not_read_as_infinity(write: Writer, number: str) -> None:
+    line = '{"id": "b", "input": ' + number + "}"
+    message = _bad(write, '{"id": "a", "input": 1}\n' + line + "\n")
+    assert message == (
+        f"data/support.jsonl:2: not valid JSON: {number} is too large for a number"
+        " (write it as a string)"
+    )
+
+
 def test_line_not_an_object(write: Writer) -> None:
     message = _bad(write, '{"id": "a", "input": 1}\n["b", 2]\n')
     assert message.startswith("data/support.jsonl:2: expected a JSON object")

@@ -38,7 +38,7 @@ from oloproof.store.db import store_path
 pytestmark = pytest.mark.slow
 
 SETTINGS = settings(
-    max_examples=40,
+    max_examples=70,  # x3 tests: 210 generated hostile projects through the CLI
     deadline=None,
     derandomize=True,
     database=None,
@@ -146,7 +146,11 @@ VALUES = st.recursive(
 OUTPUTS = st.one_of(
     VALUES,
     st.builds(Raise, st.sampled_from(["ValueError", "RuntimeError", "RecursionError",
-                                      "UnicodeError", "MemoryError"]), ANY_TEXT),
+                                      "UnicodeError", "MemoryError",
+                                      # BaseExceptions from user code: per-case errors,
+                                      # never a silent exit 0 or a stop of the run.
+                                      "SystemExit", "KeyboardInterrupt", "GeneratorExit",
+                                      "CancelledError"]), ANY_TEXT),
 )
 
 
@@ -199,6 +203,9 @@ def hostile_app(outputs: list[Any]) -> str:
         '@system(name="fuzz", version="1")',
         "def answer(case_input):",
         '    kind, value = OUTPUTS[case_input["i"]]',
+        "    if kind == 'CancelledError':",
+        "        import asyncio",
+        "        raise asyncio.CancelledError(value)",
         "    if kind is not None:",
         "        raise getattr(builtins, kind)(value)",
         "    return value",
@@ -263,7 +270,16 @@ def _check(project: Copy, what: str) -> None:
         inspected = run_cli("inspect", "latest", "--json", cwd=project.root)
         assert inspected.code in {0, 1, 3, 4, 5}, (what, inspected.text[-2000:])
         assert "Traceback" not in inspected.text
-        json.loads(inspected.out)
+        doc = json.loads(inspected.out)
+        if result.code == 0:
+            # An ALLOW needs the evidence its rules ask for: label-floor (min 0.1 on
+            # exact_label) can only pass on observed passes, of which there must be some.
+            passes = [
+                c for c in doc["cases"]
+                if c["status"] == "OK"
+                and (c["judgments"].get("exact_label") or {}).get("passed") is True
+            ]
+            assert passes, (what, "ALLOW without one observed pass", result.text[-2000:])
 
 
 # -- hostile system outputs and case ids ----------------------------------------------

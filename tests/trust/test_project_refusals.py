@@ -122,6 +122,10 @@ def test_policy_none_declares_no_rules_and_says_so(project_dir: Path) -> None:
     assert runs[1:] == before or runs[:1] == before or before[0] in runs
     assert len(runs) == 2
     assert all(r["status"] == "DECIDED" for r in runs)
+    # `gate` on that stored run says the same: an ALLOW by declaration, not by evidence.
+    gate = run_cli("gate", "latest", cwd=project_dir)
+    assert gate.code == 0, gate.text
+    assert "declares no release rules (policy: none in oloproof.yaml)" in gate.out
 
 
 def test_policy_path_in_config_is_read(project_dir: Path) -> None:

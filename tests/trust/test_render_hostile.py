@@ -111,6 +111,10 @@ def test_hostile_text_in_plain_output(tmp_path: Path) -> None:
         assert "Traceback" not in result.text and "internal error" not in result.text, args
         _no_raw_escapes(result.out)
         _no_raw_escapes(result.err)
+    plan = run_cli("plan", "latest", "--run", cwd=root)  # rule ids are user text here too
+    assert plan.code in (0, 2), plan.text
+    assert "Traceback" not in plan.text
+    _no_raw_escapes(plan.out)
     shown = run_cli("inspect", "latest", "--failures", cwd=root).out
     # The markup is shown literally, the escapes visibly.
     assert "[/x]" in shown and "[bold red]boom[/]" in shown

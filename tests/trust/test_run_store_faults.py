@@ -135,3 +135,20 @@ def test_write_lock_held_past_the_busy_timeout_stops_the_run(tmp_path: Path) -> 
     assert {"q0", "q1", "q2"} <= set(cases)
     assert all(c["status"] == "OK" for c in cases.values())
     assert integrity_ok(root)
+
+
+def test_a_disk_full_before_the_store_exists_is_a_store_fault(small_disk: Path) -> None:
+    root = project(small_disk / "p", 'def answer(inp):\n    return {"label": "ok"}\n', n=3)
+    # Fill what is left of the disk: the store cannot even be created.
+    with (small_disk / "filler").open("wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError:
+            pass
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 5, result.text  # a store fault, not a usage error
+    assert "the store cannot be written" in result.err, result.err
+    assert "No space left on device" in result.err or "disk is full" in result.err
+    assert len(result.err.strip().splitlines()) == 1, result.err

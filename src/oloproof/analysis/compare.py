@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oloproof.enums import CaseStatus, Completeness, GateAction, JudgmentStatus, MetricKind
+from oloproof.enums import CaseStatus, Completeness, GateAction, MetricKind
 from oloproof.errors import UsageError
 from oloproof.events import utc_timestamp
+from oloproof.evidence import Outcome, classify_outcome
 from oloproof.policy.compare import (
-    EXCLUDED,
     MISSING,
     OBSERVED,
     CaseOutcome,
@@ -111,20 +111,14 @@ def _outcomes(cases: list[CaseRow], metrics: dict[str, str]) -> dict[str, dict[s
             j = case.judgments.get(metric)
             if j is None or case.status != CaseStatus.OK:
                 outcome = CaseOutcome(MISSING)
-            elif j.status == JudgmentStatus.EXCLUDED:
-                outcome = CaseOutcome(EXCLUDED)
-            elif j.status != JudgmentStatus.OK:
-                outcome = CaseOutcome(MISSING)
-            elif kind == MetricKind.BINARY:
-                outcome = (
-                    CaseOutcome(MISSING) if j.passed is None else CaseOutcome(OBSERVED, j.passed)
-                )
             else:
-                outcome = (
-                    CaseOutcome(MISSING)
-                    if j.score is None
-                    else CaseOutcome(OBSERVED, score=float(j.score))
-                )
+                sort = classify_outcome(kind, j.status, j.passed, j.score)
+                if sort is Outcome.OBSERVED and kind == MetricKind.BINARY:
+                    outcome = CaseOutcome(OBSERVED, j.passed)
+                elif sort is Outcome.OBSERVED and j.score is not None:
+                    outcome = CaseOutcome(OBSERVED, score=float(j.score))
+                else:
+                    outcome = CaseOutcome(sort)
             out[metric][case.case_id] = outcome
     return out
 

@@ -446,6 +446,18 @@ def plan_run(
                 " run them again (the cache keeps the rest)"
             )
             continue
+        if ev.observed == 0 and ev.missing:
+            # Every case failed to give evidence (a dead endpoint, a 401, an unreachable
+            # judge): there is nothing to size from, and "more cases" would not help.
+            entry.plan = "refused"
+            entry.observed = {"observed": 0, "missing": ev.missing}
+            entry.reason = f"0 observed, {_plural(ev.missing, 'missing case')}"
+            entry.message = (
+                f"{entry.reason}: no case of this run gave evidence for {rule.metric}, so"
+                " there is nothing to size from; more cases would fail the same way. Fix"
+                " what failed (oloproof inspect RUN --failures lists it) and run again"
+            )
+            continue
         rule_level = d.confidence_level if d.confidence_level is not None else level
         assuming = [f"the cases to come resemble the {ran} already run"]
         if ev.kind == MetricKind.BINARY:
@@ -488,7 +500,17 @@ def plan_comparison(
         if d.state != RuleState.INSUFFICIENT_EVIDENCE:
             _decided(entry, d)
             continue
-        _comparison_rule(entry, rule, metrics[rule.metric], level, costs)
+        pm = metrics[rule.metric]
+        if pm.pairs == 0 and pm.dropped_missing:
+            entry.plan = "refused"
+            entry.observed = {"pairs": 0, "missing": pm.dropped_missing}
+            entry.reason = f"0 pairs observed, {_plural(pm.dropped_missing, 'pair')} missing"
+            entry.message = (
+                f"{entry.reason} (a side failed): no case gave evidence for {rule.metric} in"
+                " both runs, so there is nothing to size from. Fix what failed and run again"
+            )
+            continue
+        _comparison_rule(entry, rule, pm, level, costs)
     return out
 
 

@@ -8,11 +8,12 @@ import sys
 from oloproof.analysis.stored import decide_stored, stored_policy
 from oloproof.cli._common import read_project_store
 from oloproof.enums import Completeness
-from oloproof.policy.decide import gate
+from oloproof.policy.decide import Decision, gate
 from oloproof.project import load_release_policy
+from oloproof.project.loader import NO_RULES_NOTE
 from oloproof.render.console import print_to
 from oloproof.render.tables import run_report
-from oloproof.store.reader import get_run
+from oloproof.store.reader import RunRecord, get_run
 from oloproof.textsafe import dumps
 
 
@@ -48,7 +49,16 @@ def command(args: argparse.Namespace) -> int:
             run_id=run.id, status=run.status, completeness=run.completeness,
             decisions=decisions, summaries=list(summaries.values()), cache=run.cache,
             gate=label, exit_code=code, policy_arg=args.policy, config_arg=args.config,
-            note=f"Stopped: {run.stop_reason}" if run.stop_reason else None,
+            note=_note(run, decisions, args.policy),
         )
     )
     return code
+
+
+def _note(run: RunRecord, decisions: list[Decision], policy_arg: str | None) -> str | None:
+    if run.stop_reason:
+        return f"Stopped: {run.stop_reason}"
+    if not decisions and policy_arg is None and run.policy_path is None:
+        # A run is stored without a policy file only when its project says `policy: none`.
+        return NO_RULES_NOTE
+    return None

@@ -18,16 +18,21 @@ from oloproof.analysis.plan import plan_exit_code, plan_stored_comparison, plan_
 from oloproof.cli._common import read_project_store
 from oloproof.errors import UsageError
 from oloproof.render.plan import plan_text
-from oloproof.textsafe import dumps
+from oloproof.textsafe import dumps, printable
 
 __all__ = ["command"]
+
+
+def printable_lines(text: str) -> str:
+    """``text`` with nothing in it that acts on a terminal; its line breaks kept."""
+    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 def _print(doc: dict[str, Any], as_json: bool) -> None:
     if as_json:
         sys.stdout.write(dumps(doc) + "\n")
     else:
-        sys.stdout.write(plan_text(doc))
+        sys.stdout.write(printable_lines(plan_text(doc)))  # rule ids are user text
 
 
 def _assurance(value: str | None) -> float | None:

@@ -37,6 +37,7 @@ from oloproof.events import (
     RunPhaseChanged,
     RunStarted,
 )
+from oloproof.evidence import CriterionEvidence
 from oloproof.stats.intervals import wilson
 from oloproof.store.cache import Cache
 from oloproof.systems.base import CallResult, SystemRunner
@@ -122,13 +123,6 @@ class EngineTotals:
 
 
 @dataclass(slots=True)
-class _Tally:
-    passed: int = 0
-    observed: int = 0
-    missing: int = 0
-
-
-@dataclass(slots=True)
 class _CaseState:
     case: EngineCase
     view: CaseView
@@ -204,7 +198,7 @@ class Engine:
         ]
         self._evaluator_workers: Workers | None = None
         self._criteria = [e.criterion for e in [*self.inline, *self.judges]]
-        self._tallies = {c: _Tally() for c in self._binary}
+        self._tallies = {c: CriterionEvidence(c, MetricKind.BINARY) for c in self._binary}
         self._due = provisional_schedule(len(cases))
         self._judge_queue: asyncio.Queue[tuple[_CaseState, JudgeEvaluator] | None] = (
             asyncio.Queue(maxsize=max(8, 4 * judge_concurrency))
@@ -456,13 +450,8 @@ class Engine:
     def _finish_case(self, outcomes: list[tuple[str, str, bool | None]]) -> None:
         for criterion, status, passed in outcomes:
             tally = self._tallies.get(criterion)
-            if tally is None:
-                continue
-            if status == JudgmentStatus.OK:
-                tally.observed += 1
-                tally.passed += bool(passed)
-            elif status != JudgmentStatus.EXCLUDED:
-                tally.missing += 1
+            if tally is not None:
+                tally.add(status, passed, None)
         self.totals.cases_done += 1
         if self._due(self.totals.cases_done):
             self.emit(self.provisional())

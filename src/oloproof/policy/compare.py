@@ -33,6 +33,7 @@ from decimal import Decimal
 from typing import Any
 
 from oloproof.enums import MetricKind
+from oloproof.evidence import Outcome
 from oloproof.policy.decide import FAIL, INSUFFICIENT, PASS, Decision, action_for
 from oloproof.policy.format import (
     as_decimal,
@@ -58,7 +59,8 @@ __all__ = [
     "pair_runs",
 ]
 
-OBSERVED, MISSING, EXCLUDED = "OBSERVED", "MISSING", "EXCLUDED"
+# The one classification (oloproof.evidence): the same names, the same strings.
+OBSERVED, MISSING, EXCLUDED = Outcome.OBSERVED, Outcome.MISSING, Outcome.EXCLUDED
 
 
 @dataclass(frozen=True)

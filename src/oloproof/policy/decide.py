@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
+from oloproof.evidence import CriterionEvidence
 from oloproof.policy.format import (
     as_decimal,
     estimate_text,
@@ -30,7 +31,6 @@ from oloproof.project.models import (
     ReleaseRule,
 )
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
-from oloproof.store.reader import CriterionEvidence
 
 PASS, FAIL = RuleState.PASS, RuleState.FAIL
 INSUFFICIENT, MANUAL = RuleState.INSUFFICIENT_EVIDENCE, RuleState.MANUAL_REVIEW
@@ -144,6 +144,10 @@ def decide_interval_rule(
     """An interval rule on a metric summarised at ``level``; ``note`` ends the detail."""
     direction, t = _threshold_of(rule)
     state, reason, detail = _interval_state(direction, t, s, level)
+    if s.missing:
+        # Say how much of the evidence is there: "0 observed, 18 missing" when every call
+        # failed must never read like a run that was merely too small.
+        detail += f"; {s.observed} observed, {s.missing} missing"
     return Decision(
         rule=rule.id, metric=rule.metric, kind="interval_threshold", state=state,
         reason=reason, detail=detail + note, threshold=t, direction=direction,
@@ -185,7 +189,8 @@ def _interval_state(
 def decide_observed_count(rule: ObservedCountRule, ev: CriterionEvidence) -> Decision:
     n_max = int(rule.max_failures)
     failures = ev.failed if ev.kind == MetricKind.BINARY else 0
-    detail = f"{failures} failed, {ev.missing} missing; at most {n_max} allowed"
+    seen = f"{ev.observed} observed, " if ev.missing else ""  # "0 observed, …, 18 missing"
+    detail = f"{seen}{failures} failed, {ev.missing} missing; at most {n_max} allowed"
     if failures + ev.missing <= n_max:
         state, reason = PASS, "failures_within_budget"
     elif failures > n_max:

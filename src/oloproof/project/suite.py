@@ -43,6 +43,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import math
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -132,7 +133,14 @@ def _refuse_constant(name: str) -> Any:
     raise _NotJson(f"{name} is not a JSON value (write null or a string)")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _NotJson(f"{text} is too large for a number (write it as a string)")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def _kind(value: object) -> str:

@@ -17,6 +17,7 @@ from oloproof.enums import MetricKind
 from oloproof.policy.compare import fmt_difference, fmt_difference_interval
 from oloproof.policy.decide import Decision
 from oloproof.policy.format import estimate_text, level_text
+from oloproof.render.console import text
 from oloproof.render.tables import decisions_table, gate_line
 
 _SHOWN_IDS = 5
@@ -36,7 +37,7 @@ def _value(x: float | None, kind: str) -> str:
 def _run_line(label: str, run: dict[str, Any]) -> Text:
     system = run.get("system") or {}
     name = f"{system.get('name', '')} {system.get('version', '')}".strip()
-    return Text(
+    return text(
         f"  {label:<10} {run['run_id']}  {name}  "
         f"({run['cases_stored']} cases, {run['state']})"
     )
@@ -53,7 +54,7 @@ def paired_table(metrics: list[dict[str, Any]]) -> Table:
         kind = m["kind"]
         binary = kind == MetricKind.BINARY
         table.add_row(
-            m["metric"],
+            text(m["metric"]),
             _value(m["candidate"], kind),
             _value(m["baseline"], kind),
             fmt_difference(m["difference"], kind),
@@ -77,12 +78,12 @@ def methods_note(metrics: list[dict[str, Any]], level: float) -> Text:
         )
     if MetricKind.MEAN in kinds:
         parts.append(f"means: paired Student t interval at {level_text(level)}")
-    text = "Intervals on candidate − baseline; " + "; ".join(parts) + "." if parts else ""
-    text += (
+    note = "Intervals on candidate − baseline; " + "; ".join(parts) + "." if parts else ""
+    note += (
         " Only cases observed in both runs are paired; a case missing or excluded in either"
         " run is dropped."
     )
-    return Text(text.strip())
+    return text(note.strip())
 
 
 def comparison_report(doc: dict[str, Any], *, config_arg: str | None = None) -> RenderableType:
@@ -92,40 +93,40 @@ def comparison_report(doc: dict[str, Any], *, config_arg: str | None = None) -> 
         Text.assemble(("Comparison ", "bold"), (doc["comparison_id"], "bold cyan")),
         _run_line("candidate", doc["candidate"]),
         _run_line("baseline", doc["baseline"]),
-        Text(
+        text(
             f"  {'paired':<10} {pairing['shared']} case ids in both runs · "
             f"{len(pairing['only_candidate'])} only in the candidate · "
             f"{len(pairing['only_baseline'])} only in the baseline"
         ),
     ]
     if pairing["only_candidate"]:
-        parts.append(Text(f"  {'':<10} only in the candidate: {_ids(pairing['only_candidate'])}"))
+        parts.append(text(f"  {'':<10} only in the candidate: {_ids(pairing['only_candidate'])}"))
     if pairing["only_baseline"]:
-        parts.append(Text(f"  {'':<10} only in the baseline: {_ids(pairing['only_baseline'])}"))
+        parts.append(text(f"  {'':<10} only in the baseline: {_ids(pairing['only_baseline'])}"))
     for warning in doc.get("warnings", []):
-        parts.append(Text(f"  {'warning':<10} {warning}", style="yellow"))
+        parts.append(text(f"  {'warning':<10} {warning}", "yellow"))
     decisions = [Decision(**d) for d in doc["decisions"]]
     if decisions:
         parts.append(decisions_table(decisions))
     elif doc.get("incomplete"):
         parts.append(
-            Text("No decisions: a partial run is not decided, nor is a comparison with one.")
+            text("No decisions: a partial run is not decided, nor is a comparison with one.")
         )
     else:
         why = doc.get("policy_note") or "the comparison policy declares none"
-        parts.append(Text(f"No rules: {why}."))
+        parts.append(text(f"No rules: {why}."))
     if doc["metrics"]:
         parts.append(paired_table(doc["metrics"]))
         parts.append(methods_note(doc["metrics"], float(doc["confidence_level"])))
     else:
-        parts.append(Text("No metric is shared by the two runs: nothing to compare."))
+        parts.append(text("No metric is shared by the two runs: nothing to compare."))
     parts.append(gate_line(doc["gate"], int(doc["exit_code"])))
     undecided = [d for d in decisions if d.state == "INSUFFICIENT_EVIDENCE"]
     if undecided:
         extra = f" --config {config_arg}" if config_arg and config_arg != "oloproof.yaml" else ""
-        parts.append(Text("Undecided rules:"))
+        parts.append(text("Undecided rules:"))
         parts.extend(
-            Text(f"  {d.rule}: size it with  oloproof plan {doc['comparison_id']}{extra}")
+            text(f"  {d.rule}: size it with  oloproof plan {doc['comparison_id']}{extra}")
             for d in undecided
         )
     return Group(*parts)

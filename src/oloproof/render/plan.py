@@ -194,16 +194,20 @@ def plan_text(doc: dict[str, Any]) -> str:
         why = doc.get("policy_note") or "the policy declares none"
         blocks.append([f"No rules: {why}; nothing to plan."])
     if refused:
-        # The form the seed's product used to refuse a MEAN rule.
+        # The form the seed's product used to refuse a MEAN rule; a rule whose evidence is
+        # all missing says that instead (its message), and names the run.
+        where = (
+            f"Comparison {doc['comparison_id']}" if comparison else f"Run {doc['run_id']}"
+        )
+        run_ref = doc.get("run_id") or doc.get("candidate_run") or "RUN"
         blocks.append(
             [
-                (
-                    f"Run {doc['run_id']}: no sample size can be computed for a rule that did"
-                    " not decide."
-                ),
+                f"{where}: no sample size can be computed for a rule that did not decide.",
                 *[
-                    f"  {r['rule']}: sizing a run rule is admitted for binary rates only, and "
-                    f"{r['metric']} is a MEAN metric: {r['reason']}"
+                    f"  {r['rule']}: {r['message'].replace(' RUN ', f' {run_ref} ')}"
+                    if r.get("message")
+                    else f"  {r['rule']}: sizing a run rule is admitted for binary rates only,"
+                    f" and {r['metric']} is a MEAN metric: {r['reason']}"
                     for r in refused
                 ],
             ]

@@ -148,15 +148,26 @@ def plan_hints(
     decisions: Sequence[Decision],
     policy_arg: str | None,
     config_arg: str | None = None,
+    summaries: Sequence[MetricSummary] = (),
 ) -> list[Text]:
     extra = f" --policy {policy_arg}" if policy_arg else ""
     if config_arg and config_arg != "oloproof.yaml":
         extra = f" --config {config_arg}" + extra
-    return [
-        text(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}")
-        for d in decisions
-        if d.state == RuleState.INSUFFICIENT_EVIDENCE
-    ]
+    by_metric = {s.metric: s for s in summaries}
+    hints = []
+    for d in decisions:
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+            continue
+        s = by_metric.get(d.metric)
+        if s is not None and s.observed == 0 and s.missing:
+            # All missing: more cases would fail the same way; sizing would mislead.
+            hints.append(text(
+                f"  {d.rule}: no evidence (0 observed, {s.missing} missing): see what failed"
+                f" with  oloproof inspect {run_id} --failures"
+            ))
+        else:
+            hints.append(text(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}"))
+    return hints
 
 
 def run_report(
@@ -194,7 +205,7 @@ def run_report(
         parts.append(metrics_table(summaries))
     parts.append(cache_line(cache))
     parts.append(gate_line(gate, exit_code))
-    hints = plan_hints(run_id, decisions, policy_arg, config_arg)
+    hints = plan_hints(run_id, decisions, policy_arg, config_arg, summaries)
     if hints:
         parts.append(text("Undecided rules:"))
         parts.extend(hints)

@@ -24,6 +24,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from oloproof.analysis.stored import decide_stored
 from oloproof.engine.pipeline import Engine, EngineTotals
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.errors import OloproofError
@@ -32,7 +33,6 @@ from oloproof.ids import new_run_id
 from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
 from oloproof.runner.build import Prepared, describe_system, policy_json
 from oloproof.runner.stop import StopRequest, UntilStopped
-from oloproof.runner.stored import decide_stored
 from oloproof.store.cache import Cache
 from oloproof.store.db import open_store, store_path
 from oloproof.store.reader import get_run, load_evidence

@@ -45,6 +45,18 @@ class StoreUnreadable(StoreError):
     exit_code = 5
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot take writes now (a full disk, a read-only place, a lock held past
+    the timeout): nothing was stored or called; exit 5, like any store fault."""
+
+    exit_code = 5
+
+
+def _fault(path: Path, exc: OSError | sqlite3.OperationalError) -> StoreUnavailable:
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return StoreUnavailable(f"{path}: the store cannot be written ({why}); nothing was run")
+
+
 def store_path(project_root: Path) -> Path:
     return project_root / STORE_DIR / STORE_FILE
 
@@ -85,12 +97,15 @@ def open_store(path: Path, *, create: bool = True) -> sqlite3.Connection:
                     f"no store at {path}: nothing has been run in this project yet"
                     " (run `oloproof run` first)"
                 )
-            path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-            gitignore = path.parent / ".gitignore"
-            if not gitignore.exists():
-                gitignore.write_text("*\n")
-            with contextlib.suppress(FileExistsError):  # another run made it first
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
+            try:
+                path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+                gitignore = path.parent / ".gitignore"
+                if not gitignore.exists():
+                    gitignore.write_text("*\n")
+                with contextlib.suppress(FileExistsError):  # another run made it first
+                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
+            except OSError as exc:
+                raise _fault(path, exc) from exc
         _identify(path)
         # Only a file known to be a store (or a new one) is ours to make private.
         _tighten(path.parent, DIR_MODE)
@@ -98,6 +113,10 @@ def open_store(path: Path, *, create: bool = True) -> sqlite3.Connection:
         try:
             conn = connect(path)
             _migrate(conn, path)
+        except sqlite3.OperationalError as exc:
+            # The file is a store (_identify said so): full, read-only or locked is a
+            # fault of where it lives, not of what it holds.
+            raise _fault(path, exc) from exc
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"{path}: cannot be read as an Oloproof store ({exc}); it was left as it is"
