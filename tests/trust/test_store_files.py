@@ -139,3 +139,21 @@ def test_a_running_row_of_this_process_is_live(tmp_path: Path) -> None:
     assert run_owner_alive(os.getpid(), token, "2000-01-01T00:00:00.000000Z")
     other = token.rsplit(":", 1)[0] + ":1"
     assert not run_owner_alive(os.getpid(), other, "2000-01-01T00:00:00.000000Z")
+
+
+def test_a_damaged_store_is_a_store_fault_for_every_command(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "proj", app=INSTANT, cases=labelled_cases(3), release=RELEASE)
+    assert run_cli("run", cwd=root).code == 3  # 3 cases: too few to decide, but stored
+    db = store_of(root)
+    damaged = bytearray(db.read_bytes())
+    for i in range(200, len(damaged), 97):  # the header stays SQLite's; the pages do not
+        damaged[i] = 0xAB
+    db.write_bytes(bytes(damaged))
+    before = snapshot(db.parent)
+    for args in (["run"], ["runs"], ["inspect", "latest"], ["gate", "latest"],
+                 ["plan", "latest", "--run"]):
+        result = run_cli(*args, cwd=root)
+        assert result.code == 5, (args, result.text)  # unreadable evidence, not a usage error
+        assert "malformed" in result.err and "Traceback" not in result.text, args
+        assert len(result.err.strip().splitlines()) == 1, result.err
+    assert snapshot(db.parent) == before  # left as it was

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
 from oloproof._json import storable
-from oloproof.enums import MetricKind
+from oloproof.enums import MetricKind, RunStatus
 from oloproof.events import Event
 from oloproof.project.loader import NO_RULES_NOTE
 from oloproof.render.console import is_terminal, make_console
@@ -147,7 +147,11 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 f"Stopped: {result.stop_reason}. Finished cases are stored;"
                 " the next run takes them from the cache."
             )
-        if prepared.policy_path is None and not result.decisions:
+        if (
+            prepared.policy_path is None
+            and not result.decisions
+            and result.status == RunStatus.DECIDED
+        ):
             notes.append(NO_RULES_NOTE)  # only `policy: none` leaves a run without a policy file
         # User text (errors, reasons) may hold lone surrogates: printable from here on.
         note = storable("\n".join(notes)) or None

@@ -221,7 +221,7 @@ class RetryConfig(_Model):
 class LimitsConfig(_Model):
     """The optional top-level ``limits:`` block: bounds on work and on what is read.
 
-    Each limit, its default and why: docs/refusals-run.md.
+    Each limit, its default and why: docs/refusals.md.
     """
 
     evaluator_timeout_s: float = Field(default=30, gt=0, le=3600)

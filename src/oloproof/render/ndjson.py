@@ -104,7 +104,8 @@ class NdjsonWriter:
                 self.stream.write(text)
                 self.stream.flush()
             else:
-                # A lone surrogate becomes a \uXXXX escape: still JSON, and valid UTF-8.
+                # encode_line has already replaced lone surrogates; the error handler is a
+                # last guard so that no write can fail on one.
                 data = memoryview(text.encode("utf-8", "backslashreplace"))
                 while data:
                     try:

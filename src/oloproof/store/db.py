@@ -118,7 +118,8 @@ def open_store(path: Path, *, create: bool = True) -> sqlite3.Connection:
             # fault of where it lives, not of what it holds.
             raise _fault(path, exc) from exc
         except sqlite3.DatabaseError as exc:
-            raise StoreError(
+            # A damaged store: its evidence cannot be read (exit 5, as for the readers).
+            raise StoreUnreadable(
                 f"{path}: cannot be read as an Oloproof store ({exc}); it was left as it is"
             ) from exc
     return conn
@@ -138,13 +139,13 @@ def _identify(path: Path) -> None:
     try:
         conn = _connect_readonly(path, header)
     except sqlite3.DatabaseError as exc:
-        raise StoreError(
+        raise StoreUnreadable(
             f"{path}: cannot be read as an Oloproof store ({exc}); it was left untouched"
         ) from exc
     try:
         _check_identity(conn, path)
     except sqlite3.DatabaseError as exc:
-        raise StoreError(
+        raise StoreUnreadable(
             f"{path}: cannot be read as an Oloproof store ({exc}); it was left untouched"
         ) from exc
     finally:
@@ -208,8 +209,10 @@ def _connect_readonly(path: Path, header: bytes) -> sqlite3.Connection:
     if header[18:19] == b"\x02" and not wal.exists():
         try:
             return _uri_connect(path, "immutable=1")
-        except sqlite3.DatabaseError:
+        except sqlite3.OperationalError:
             pass  # a writer arrived meanwhile: read through the log after all
+        # Any other DatabaseError (a malformed file) propagates: opening it again with
+        # mode=ro would only leave an empty log and index beside a damaged store.
     try:
         return _uri_connect(path, "mode=ro")
     except sqlite3.OperationalError as first:
