@@ -8,14 +8,26 @@ compares against is EXCLUDED from that criterion rather than failed.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from oloproof._json import digest
 from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.evaluators.base import MISSING, CaseView, Outcome, as_text, get_field, is_missing
+from oloproof.project.models import (
+    AbsoluteErrorEvaluator,
+    ContainsEvaluator,
+    ExactMatchEvaluator,
+    JsonSchemaEvaluator,
+    RegexEvaluator,
+    _EvaluatorBase,
+    _Model,
+)
+
+C = TypeVar("C", bound=_EvaluatorBase)
+CC = TypeVar("CC", ExactMatchEvaluator, ContainsEvaluator)
 
 
-def _config_identity(config: Any) -> str:
+def _config_identity(config: _Model) -> str:
     data = config.model_dump(mode="json", by_alias=True)
     return digest(data)
 
@@ -31,18 +43,20 @@ def _absent_output(field: str | None) -> Outcome:
     return Outcome(JudgmentStatus.OK, passed=False, reason=f"the output has no field '{field}'")
 
 
-class _Base:
+class _Base(Generic[C]):
+    """What every built-in evaluator has: its typed config, criterion and identity."""
+
     metric_kind: MetricKind = MetricKind.BINARY
     value_range: tuple[float, float] | None = None
     is_judge = False
 
-    def __init__(self, config: Any) -> None:
-        self.config = config
+    def __init__(self, config: C) -> None:
+        self.config: C = config
         self.criterion: str = config.criterion
         self.identity = _config_identity(config)
 
 
-class _Comparing(_Base):
+class _Comparing(_Base[CC]):
     """An evaluator that compares an output field with an expected value."""
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:
@@ -59,7 +73,7 @@ class _Comparing(_Base):
         raise NotImplementedError
 
 
-class ExactMatch(_Comparing):
+class ExactMatch(_Comparing[ExactMatchEvaluator]):
     def _norm(self, value: Any) -> Any:
         if isinstance(value, str):
             if self.config.strip:
@@ -75,7 +89,7 @@ class ExactMatch(_Comparing):
         )
 
 
-class Contains(_Comparing):
+class Contains(_Comparing[ContainsEvaluator]):
     def compare(self, actual: Any, expected: Any) -> Outcome:
         fold = self.config.casefold
         text = as_text(actual)
@@ -89,8 +103,8 @@ class Contains(_Comparing):
         return Outcome(JudgmentStatus.OK, passed=True)
 
 
-class Regex(_Base):
-    def __init__(self, config: Any) -> None:
+class Regex(_Base[RegexEvaluator]):
+    def __init__(self, config: RegexEvaluator) -> None:
         super().__init__(config)
         self.pattern = config.compiled
 
@@ -112,8 +126,8 @@ class Regex(_Base):
         )
 
 
-class JsonSchema(_Base):
-    def __init__(self, config: Any) -> None:
+class JsonSchema(_Base[JsonSchemaEvaluator]):
+    def __init__(self, config: JsonSchemaEvaluator) -> None:
         super().__init__(config)
         self._validator: Any = None
 
@@ -144,12 +158,12 @@ class JsonSchema(_Base):
         return Outcome(JudgmentStatus.OK, passed=False, reason=f"{where}: {error.message}")
 
 
-class AbsoluteError(_Base):
+class AbsoluteError(_Base[AbsoluteErrorEvaluator]):
     metric_kind = MetricKind.MEAN
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: AbsoluteErrorEvaluator) -> None:
         super().__init__(config)
-        rng = getattr(config, "range", None)
+        rng = config.range
         self.value_range = (float(rng[0]), float(rng[1])) if rng else None
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:
