@@ -6,11 +6,13 @@ import argparse
 import sys
 
 from oloproof.analysis.stored import decide_stored, stored_policy
+from oloproof.cli._ci import check_outputs, write_outputs
 from oloproof.cli._common import read_project_store
 from oloproof.enums import Completeness
 from oloproof.policy.decide import Decision, gate
 from oloproof.project import load_release_policy
 from oloproof.project.loader import NO_RULES_NOTE
+from oloproof.render.ci import CiRun
 from oloproof.render.console import print_to
 from oloproof.render.tables import run_report
 from oloproof.store.reader import RunRecord, get_run
@@ -18,6 +20,7 @@ from oloproof.textsafe import dumps
 
 
 def command(args: argparse.Namespace) -> int:
+    check_outputs(args)
     conn = read_project_store(args.config)
     run = get_run(conn, args.run_id)
     metrics = {m["criterion"]: m["kind"] for m in run.metrics}
@@ -42,17 +45,22 @@ def command(args: argparse.Namespace) -> int:
             )
             + "\n"
         )
-        return code
-    print_to(
-        sys.stdout,
-        run_report(
-            run_id=run.id, status=run.status, completeness=run.completeness,
-            decisions=decisions, summaries=list(summaries.values()), cache=run.cache,
-            gate=label, exit_code=code, policy_arg=args.policy, config_arg=args.config,
-            note=_note(run, decisions, args.policy),
+    else:
+        print_to(
+            sys.stdout,
+            run_report(
+                run_id=run.id, status=run.status, completeness=run.completeness,
+                decisions=decisions, summaries=list(summaries.values()), cache=run.cache,
+                gate=label, exit_code=code, policy_arg=args.policy, config_arg=args.config,
+                note=_note(run, decisions, args.policy),
+            )
         )
+    ci_run = CiRun(
+        run_id=run.id, project=run.project, status=run.status, completeness=run.completeness,
+        gate=label, exit_code=code, decisions=decisions, summaries=list(summaries.values()),
+        rule_ids=[r.id for r in policy.rules], stop_reason=run.stop_reason,
     )
-    return code
+    return write_outputs(ci_run, args, "gate")
 
 
 def _note(run: RunRecord, decisions: list[Decision], policy_arg: str | None) -> str | None:

@@ -78,11 +78,17 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--policy", help="the release policy (default: policy: in oloproof.yaml, else release.yaml beside it; required)")
         p.add_argument("--json", action="store_true", help="stream events as JSON lines on stdout; tables go to stderr")
         p.add_argument("--no-cache", action="store_true", help="call everything afresh, and refresh the cache")
+        p.add_argument("--junit-xml", metavar="FILE", help="also write the decisions as a JUnit XML report (one test case per rule)")
+        p.add_argument("--junit-undecided", choices=("auto", "skipped", "failure"), default="auto", help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the rule blocks, else skipped (auto, the default), or always skipped, or always a failure")
+        p.add_argument("--github-annotations", action="store_true", help="print ::error / ::warning lines for rules that block or warn (GitHub Actions)")
     elif name == "gate":
         p.add_argument("run_id", metavar="RUN_ID", help="a run id, or 'latest'")
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--policy", help="the policy to decide under (default: the one the run was decided under)")
         p.add_argument("--json", action="store_true", help="print the decisions as one JSON document")
+        p.add_argument("--junit-xml", metavar="FILE", help="also write the decisions as a JUnit XML report (one test case per rule)")
+        p.add_argument("--junit-undecided", choices=("auto", "skipped", "failure"), default="auto", help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the rule blocks, else skipped (auto, the default), or always skipped, or always a failure")
+        p.add_argument("--github-annotations", action="store_true", help="print ::error / ::warning lines for rules that block or warn (GitHub Actions)")
     elif name == "inspect":
         p.add_argument("run_id", metavar="RUN_ID", help="a run id, a comparison id, or 'latest'")
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)

@@ -22,13 +22,16 @@ import argparse
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
 from oloproof._json import storable
+from oloproof.cli._ci import check_outputs, write_outputs
 from oloproof.enums import MetricKind, RunStatus
 from oloproof.events import Event
 from oloproof.project.loader import NO_RULES_NOTE
+from oloproof.render.ci import CiRun
 from oloproof.render.console import is_terminal, make_console
 from oloproof.render.tables import preload, run_report
 from oloproof.runner import Prepared, StopRequest, execute, prepare
@@ -97,6 +100,8 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
+    check_outputs(args)  # a --junit-xml that cannot be written is refused before anything runs
+    started = time.monotonic()
     # Loaded inside the redirect: a module that prints at import cannot reach the stream.
     prepared = prepare(args.config, args.policy)
     # The final report's modules load while the first calls are in flight.
@@ -171,6 +176,17 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 config_arg=args.config,
             )
         )
+        exit_code = write_outputs(
+            CiRun(
+                run_id=result.run_id, project=prepared.project.config.project,
+                status=result.status, completeness=result.completeness, gate=result.gate,
+                exit_code=result.exit_code, decisions=result.decisions,
+                summaries=result.summaries, rule_ids=[r.id for r in prepared.policy.rules],
+                stop_reason=result.stop_reason, duration_s=time.monotonic() - started,
+            ),
+            args,
+            "run",
+        )
     if threading.active_count() > 1:
         # A call that was cancelled or timed out may still run in a worker
         # thread (a sync system stuck in time.sleep): it must not hold the
@@ -180,5 +196,5 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        os._exit(result.exit_code)
-    return result.exit_code
+        os._exit(exit_code)
+    return exit_code

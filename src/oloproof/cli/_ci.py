@@ -1,0 +1,82 @@
+"""Writing the CI outputs of ``run`` and ``gate``: ``--junit-xml``, annotations, step summary.
+
+- ``--junit-xml FILE``: its folder must exist before anything runs (exit 2 otherwise); the
+  file is written whole or not at all (a temporary file renamed over it). If it cannot be
+  written after the run, the error is one line and a run that would exit 0 exits 2 instead
+  (a CI job asked for a report it did not get); a blocking exit code is kept as it is.
+- ``--github-annotations``: workflow command lines (``::error``/``::warning``), on standard
+  output, or on standard error under ``--json`` (standard output holds only events then).
+- ``$GITHUB_STEP_SUMMARY`` (set by GitHub Actions): a Markdown summary is appended to the
+  file it names. A failure to append is reported on standard error and changes nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from oloproof.errors import UsageError
+from oloproof.render.ci import CiRun, github_annotations, github_summary, junit_xml
+
+__all__ = ["check_outputs", "write_outputs"]
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before anything runs, a ``--junit-xml`` path that cannot be written."""
+    target = getattr(args, "junit_xml", None)
+    if target is None:
+        return
+    path = Path(target)
+    if path.is_dir():
+        raise UsageError(f"--junit-xml {target}: is a folder; give a file name such as report.xml")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"--junit-xml {target}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"--junit-xml {target}: the folder {parent} is not writable")
+
+
+def _write_whole(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_outputs(run: CiRun, args: argparse.Namespace, command: str) -> int:
+    """Write what was asked for; the exit code to leave with (``run.exit_code`` unless a
+    requested report could not be written)."""
+    code = run.exit_code
+    target = getattr(args, "junit_xml", None)
+    if target is not None:
+        try:
+            _write_whole(Path(target), junit_xml(run, undecided=args.junit_undecided))
+        except OSError as exc:
+            sys.stderr.write(
+                f"oloproof {command}: error: cannot write the JUnit report {target}:"
+                f" {exc.strerror or exc}\n"
+            )
+            code = code or 2
+    if getattr(args, "github_annotations", False):
+        stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+        for line in github_annotations(run):
+            stream.write(line + "\n")
+        stream.flush()
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(github_summary(run))
+        except OSError as exc:
+            sys.stderr.write(
+                f"oloproof {command}: warning: cannot append to GITHUB_STEP_SUMMARY"
+                f" ({summary}): {exc.strerror or exc}\n"
+            )
+    return code

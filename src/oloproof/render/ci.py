@@ -1,0 +1,210 @@
+"""What a CI system reads: JUnit XML, a GitHub step summary, GitHub annotations.
+
+Pure functions from a decided (or stopped) run to text; :mod:`oloproof.cli._ci`
+writes them where they go. Every piece of user or model text (rule ids, details,
+stop reasons) is escaped for the format it lands in: XML by ElementTree, Markdown
+by :func:`_md`, workflow commands by :func:`_command_data`.
+
+JUnit mapping (one ``<testsuite>`` per run, one ``<testcase>`` per rule):
+
+- ``PASS``: a passing test case;
+- ``FAIL``: ``<failure type="FAIL">``;
+- ``INSUFFICIENT_EVIDENCE`` / ``MANUAL_REVIEW``: ``<skipped>`` with the detail, or
+  ``<failure>`` with ``--junit-undecided failure``; by default a rule whose release
+  action is ``BLOCK`` is a failure, so a JUnit view never shows green while the gate
+  blocks, and a rule that only warns is skipped;
+- a run that did not finish (``RUN_ERROR``/``PARTIAL``): every rule of its policy is an
+  ``<error>`` carrying the stop reason, since nothing was decided.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from oloproof.enums import GateAction, RuleState
+from oloproof.policy.decide import Decision, MetricSummary, fmt_interval
+from oloproof.policy.format import interval_text
+from oloproof.textsafe import printable
+
+__all__ = [
+    "CiRun",
+    "UndecidedAs",
+    "github_annotations",
+    "github_summary",
+    "junit_xml",
+]
+
+UndecidedAs = Literal["auto", "skipped", "failure"]
+
+_UNDECIDED = (RuleState.INSUFFICIENT_EVIDENCE, RuleState.MANUAL_REVIEW)
+
+
+@dataclass
+class CiRun:
+    """What the CI outputs need of a run: its identity, outcome, decisions and metrics."""
+
+    run_id: str
+    project: str
+    status: str
+    completeness: str
+    gate: str
+    exit_code: int
+    decisions: Sequence[Decision]
+    summaries: Sequence[MetricSummary]
+    rule_ids: Sequence[str] = field(default_factory=list)  # the policy's, for a stopped run
+    stop_reason: str | None = None
+    duration_s: float | None = None
+
+    @property
+    def decided(self) -> bool:
+        return self.completeness == "COMPLETE"
+
+
+def _text(value: object) -> str:
+    # XML 1.0 cannot hold most control characters at all; printable() escapes them.
+    return printable("" if value is None else str(value))
+
+
+def junit_xml(run: CiRun, *, undecided: UndecidedAs = "auto") -> str:
+    """The run as a JUnit XML document (one test suite, one test case per rule)."""
+    suite = ET.Element("testsuite", name=_text(f"oloproof {run.project}"))
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("run_id", run.run_id), ("status", run.status), ("completeness", run.completeness),
+        ("gate", run.gate), ("exit_code", run.exit_code),
+    ):
+        ET.SubElement(props, "property", name=name, value=_text(value))
+    classname = _text(f"oloproof.{run.project}")
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    if not run.decided:
+        reason = run.stop_reason or "the run did not finish"
+        for rule in run.rule_ids or ["run"]:
+            case = ET.SubElement(suite, "testcase", name=_text(rule), classname=classname)
+            error = ET.SubElement(
+                case, "error", type=run.status, message=_text(f"not decided: {reason}")
+            )
+            error.text = _text(f"run {run.run_id} is {run.status}/{run.completeness}: {reason}")
+            counts["tests"] += 1
+            counts["errors"] += 1
+    for d in run.decisions if run.decided else ():
+        case = ET.SubElement(suite, "testcase", name=_text(d.rule), classname=classname)
+        counts["tests"] += 1
+        message = _text(f"{d.state}: {d.detail}")
+        if d.state == RuleState.FAIL:
+            ET.SubElement(case, "failure", type=str(d.state), message=message).text = message
+            counts["failures"] += 1
+        elif d.state in _UNDECIDED:
+            as_failure = undecided == "failure" or (
+                undecided == "auto" and d.action == GateAction.BLOCK
+            )
+            if as_failure:
+                ET.SubElement(case, "failure", type=str(d.state), message=message).text = message
+                counts["failures"] += 1
+            else:
+                ET.SubElement(case, "skipped", message=message)
+                counts["skipped"] += 1
+        ET.SubElement(case, "system-out").text = _text(
+            f"metric {d.metric}; {d.state} ({d.reason}); action {d.action}; {d.detail}"
+        )
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    if run.duration_s is not None:
+        suite.set("time", f"{run.duration_s:.3f}")
+    root = ET.Element("testsuites", name="oloproof")
+    for key, value in counts.items():
+        root.set(key, str(value))
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def _md(value: object) -> str:
+    """Text for one Markdown table cell: no HTML, no table or code breaks, one line."""
+    text = _text(value).replace("\n", " ")
+    for old, new in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"),
+                     ("`", "\\`"), ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
+        text = text.replace(old, new)
+    return text
+
+
+def _code(value: object) -> str:
+    """Text for a Markdown code span: escapes are literal there, so only backticks go."""
+    return _text(value).replace("`", "'").replace("\n", " ")
+
+
+def _interval(s: MetricSummary) -> str:
+    if s.kind == "BINARY":
+        return fmt_interval(s.lower, s.upper)
+    return interval_text(s.lower, s.upper, s.kind)
+
+
+def github_summary(run: CiRun) -> str:
+    """A Markdown section for ``$GITHUB_STEP_SUMMARY``: the gate, the decisions, the metrics."""
+    icon = {"ALLOW": "✅", "WARN": "⚠️"}.get(run.gate, "❌")
+    lines = [
+        f"### {icon} Oloproof gate: {run.gate} (exit code {run.exit_code})",
+        "",
+        (f"Run `{_code(run.run_id)}` of project **{_md(run.project)}**:"
+        f" {run.status}/{run.completeness}."),
+        "",
+    ]
+    if not run.decided:
+        lines += [f"Not decided: {_md(run.stop_reason or 'the run did not finish')}.", ""]
+    if run.decided and run.decisions:
+        lines += ["| Rule | Metric | State | Action | Detail |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {_md(d.rule)} | {_md(d.metric)} | {d.state} | {d.action} | {_md(d.detail)} |"
+            for d in run.decisions
+        ]
+        lines.append("")
+    elif run.decided:
+        lines += ["No rules.", ""]
+    if run.summaries:
+        lines += ["| Metric | Estimate | Interval | Cases |", "|---|---:|---|---|"]
+        for s in run.summaries:
+            estimate = "" if s.estimate is None else (
+                f"{s.estimate * 100:.1f}%" if s.kind == "BINARY" else f"{s.estimate:.4g}"
+            )
+            lines.append(
+                f"| {_md(s.metric)} | {estimate} | {_md(_interval(s))} | {_md(s.cases_text())} |"
+            )
+        lines.append("")
+    undecided = [d for d in run.decisions if d.state == RuleState.INSUFFICIENT_EVIDENCE]
+    if run.decided and undecided:
+        lines.append(
+            f"Undecided: size them with `oloproof plan {_code(run.run_id)} --run`."
+        )
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _command_data(text: str) -> str:
+    # GitHub's workflow command escaping for the message part.
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _command_property(text: str) -> str:
+    return _command_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotations(run: CiRun) -> list[str]:
+    """``::error`` lines for rules that block, ``::warning`` for rules that warn."""
+    lines = []
+    if not run.decided:
+        reason = run.stop_reason or "the run did not finish"
+        title = _command_property(f"Oloproof run {run.run_id}")
+        lines.append(f"::error title={title}::{_command_data(_text(f'not decided: {reason}'))}")
+        return lines
+    for d in run.decisions:
+        if d.action == GateAction.BLOCK:
+            level = "error"
+        elif d.action == GateAction.WARN:
+            level = "warning"
+        else:
+            continue
+        title = _command_property(_text(f"Oloproof rule {d.rule}"))
+        lines.append(f"::{level} title={title}::{_command_data(_text(f'{d.state}: {d.detail}'))}")
+    return lines

@@ -1,0 +1,170 @@
+"""CI outputs: --junit-xml (read back with junitparser), --github-annotations, and the
+GitHub step summary, through the real CLI; and the renderers on hostile text."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import junitparser
+import pytest
+from tests.conftest import labelled_cases, run_cli, write_project
+
+from oloproof.enums import GateAction, RuleState
+from oloproof.policy.decide import Decision
+from oloproof.render.ci import CiRun, github_annotations, github_summary, junit_xml
+
+# 40 cases: q000-q029 answer "ok", the rest "no" -> exact_label 30/40.
+APP = """
+def answer(inp):
+    return {"label": "ok" if inp["n"] < 30 else "no"}
+"""
+
+RELEASE = """
+version: 1
+block_on: [FAIL]
+warn_on: [INSUFFICIENT_EVIDENCE]
+rules:
+  - id: passes
+    metric: exact_label
+    min: 0.5
+  - id: fails
+    metric: exact_label
+    min: 0.95
+  - id: undecided-warns
+    metric: exact_label
+    min: 0.7
+"""
+
+
+def _project(root: Path, release: str = RELEASE) -> Path:
+    return write_project(root, app=APP, cases=labelled_cases(40), release=release)
+
+
+def _cases(path: Path) -> dict[str, junitparser.TestCase]:
+    xml = junitparser.JUnitXml.fromfile(str(path))
+    suites = list(xml) if isinstance(xml, junitparser.JUnitXml) else [xml]
+    assert len(suites) == 1
+    return {case.name: case for case in suites[0]}
+
+
+def test_run_writes_a_junit_report_annotations_and_a_step_summary(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    report = tmp_path / "out" / "report.xml"
+    report.parent.mkdir()
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    result = run_cli(
+        "run", "--junit-xml", str(report), "--github-annotations", cwd=root,
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
+    )
+    assert result.code == 1, result.text  # "fails" is a blocking FAIL
+    cases = _cases(report)
+    assert set(cases) == {"passes", "fails", "undecided-warns"}
+    assert cases["passes"].is_passed
+    [failure] = cases["fails"].result
+    assert isinstance(failure, junitparser.Failure) and failure.type == "FAIL"
+    assert "upper < 95.0%" in failure.message
+    # INSUFFICIENT_EVIDENCE on a rule that only warns: skipped, with the detail.
+    [skipped] = cases["undecided-warns"].result
+    assert isinstance(skipped, junitparser.Skipped)
+    assert "contains 70.0%" in skipped.message
+    props = {p.name: p.value for p in next(iter(junitparser.JUnitXml.fromfile(str(report))))
+             .properties()}
+    assert props["gate"] == "BLOCK" and props["exit_code"] == "1"
+    assert props["run_id"] == json.loads(run_cli("runs", "--json", cwd=root).out)[0]["id"]
+
+    annotations = [line for line in result.out.splitlines() if line.startswith("::")]
+    assert annotations[0].startswith("::error title=Oloproof rule fails::FAIL: ")
+    assert annotations[1].startswith("::warning title=Oloproof rule undecided-warns::")
+    assert len(annotations) == 2
+    text = summary.read_text()
+    assert text.startswith("earlier step\n")  # appended, never overwritten
+    assert "### ❌ Oloproof gate: BLOCK (exit code 1)" in text
+    assert "| fails | exact\\_label | FAIL | BLOCK |" in text
+
+    # gate on the stored run writes the same report.
+    again = tmp_path / "gate.xml"
+    gated = run_cli("gate", "latest", "--junit-xml", str(again), "--json", cwd=root)
+    assert gated.code == 1, gated.text
+    json.loads(gated.out)  # --json keeps standard output one JSON document
+    assert {n: c.is_passed for n, c in _cases(again).items()} == {
+        n: c.is_passed for n, c in cases.items()
+    }
+
+
+def test_undecided_blocking_rule_is_a_failure_unless_asked_to_skip(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path / "p",
+        RELEASE.replace("block_on: [FAIL]\nwarn_on: [INSUFFICIENT_EVIDENCE]\n", ""),
+    )
+    assert run_cli("run", cwd=root).code == 1
+    auto, skipped = tmp_path / "auto.xml", tmp_path / "skipped.xml"
+    assert run_cli("gate", "latest", "--junit-xml", str(auto), cwd=root).code == 1
+    [result] = _cases(auto)["undecided-warns"].result
+    assert isinstance(result, junitparser.Failure) and result.type == "INSUFFICIENT_EVIDENCE"
+    assert run_cli("gate", "latest", "--junit-xml", str(skipped),
+                   "--junit-undecided", "skipped", cwd=root).code == 1
+    [result] = _cases(skipped)["undecided-warns"].result
+    assert isinstance(result, junitparser.Skipped)
+
+
+def test_a_report_path_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    result = run_cli("run", "--junit-xml", str(tmp_path / "missing" / "r.xml"), cwd=root)
+    assert result.code == 2, result.text
+    assert "--junit-xml" in result.err and "does not exist" in result.err
+    assert "Traceback" not in result.text
+    assert not (root / ".oloproof").exists()  # nothing ran, nothing stored
+    folder = run_cli("run", "--junit-xml", str(tmp_path), cwd=root)
+    assert folder.code == 2 and "is a folder" in folder.err
+
+
+HOSTILE = 'r|1 <script>alert(1)</script> & "q" \x1b[31m `x` ]]>'
+
+
+def _hostile_run(completeness: str = "COMPLETE") -> CiRun:
+    decisions = [
+        Decision(rule=HOSTILE, metric="m|<b>", kind="interval_threshold",
+                 state=RuleState.FAIL, reason="upper_bound_below_min",
+                 detail="95% CP [1.0%, 2.0%]: upper < 50.0% \n%0A ]]> <img onerror=x>",
+                 action=GateAction.BLOCK),
+    ]
+    return CiRun(run_id="run_X", project="p<&>", status="DECIDED", completeness=completeness,
+                 gate="BLOCK", exit_code=1, decisions=decisions, summaries=[],
+                 rule_ids=[HOSTILE], stop_reason="stopped: <x> \n again")
+
+
+@pytest.mark.parametrize("completeness", ["COMPLETE", "PARTIAL"])
+def test_hostile_text_stays_text_in_every_format(tmp_path: Path, completeness: str) -> None:
+    run = _hostile_run(completeness)
+    path = tmp_path / "r.xml"
+    path.write_text(junit_xml(run), encoding="utf-8")
+    root = ET.parse(path).getroot()  # well-formed XML whatever the text
+    [case] = root.iter("testcase")
+    assert case.get("name") == HOSTILE.replace("\x1b", "\\x1b")
+    results = _cases(path)[case.get("name") or ""].result
+    if completeness == "PARTIAL":
+        assert isinstance(results[0], junitparser.Error)
+        assert "not decided: stopped: <x>" in (results[0].message or "")
+    else:
+        assert isinstance(results[0], junitparser.Failure)
+
+    md = github_summary(run)
+    assert "<script>" not in md and "<img" not in md and "<b>" not in md
+    if completeness == "COMPLETE":
+        assert "r\\|1 &lt;script&gt;" in md
+    else:
+        assert "Not decided: stopped: &lt;x&gt;" in md
+    for line in md.splitlines():
+        if line.startswith("| r"):
+            assert line.count(" | ") == 4  # no cell broke the table
+
+    for line in github_annotations(run):
+        assert "\n" not in line and "\x1b" not in line
+        _, _, rest = line.partition(" title=")
+        title, _, message = rest.partition("::")
+        assert "," not in title.replace("%2C", "") and ":" not in title.replace("%3A", "")
+        if completeness == "COMPLETE":
+            assert "%250A" in message  # the detail's literal "%0A" cannot act as a newline
