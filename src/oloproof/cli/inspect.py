@@ -17,6 +17,7 @@ from oloproof.enums import CaseStatus, JudgmentStatus, RuleState
 from oloproof.errors import UsageError
 from oloproof.events import JUDGMENT_MISSING
 from oloproof.render.console import print_to, text
+from oloproof.render.fit import fit
 from oloproof.render.tables import cache_line, decisions_table, metrics_table, run_title
 from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.reader import CaseRow, JudgmentRow, get_run, load_cases, load_decisions
@@ -107,7 +108,7 @@ def command(args: argparse.Namespace) -> int:
                 "" if j.latency_ms is None else f"{j.latency_ms:.1f} ms", _usage_text(j.usage),
                 "yes" if j.from_cache else "no", j.reason or "",
             )))
-        print_to(sys.stdout, Group(*lines, table))
+        print_to(sys.stdout, Group(*lines, fit(table)))
         return 0
 
     cases = load_cases(conn, run.id)
@@ -139,7 +140,7 @@ def command(args: argparse.Namespace) -> int:
                     jr.criterion if jr else "", state, reason,
                 )))
                 first = False
-        print_to(sys.stdout, table)
+        print_to(sys.stdout, fit(table))
         return 0
 
     decisions = load_decisions(conn, run.id)

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from oloproof.cli._common import read_project_store
 from oloproof.render.console import print_to, text
+from oloproof.render.fit import fit
 from oloproof.store.comparisons import list_comparisons
 from oloproof.store.db import has_table
 from oloproof.store.reader import RunRecord, list_runs
@@ -46,7 +47,7 @@ def command(args: argparse.Namespace) -> int:
         system = f"{r.system.get('name', '')} {r.system.get('version', '')}".strip()
         cells = [r.id, r.created_at[:19].replace("T", " "), r.state, gate, str(r.cases_total), system]
         table.add_row(*map(text, cells), *([text(r.stop_reason)] if stopped else []))
-    print_to(sys.stdout, table)
+    print_to(sys.stdout, fit(table))
     # A store read as it is (never migrated by a reader) may predate comparisons.
     comparisons = list_comparisons(conn, limit=args.limit) if has_table(conn, "comparisons") else []
     if comparisons:
@@ -56,5 +57,5 @@ def command(args: argparse.Namespace) -> int:
         for c in comparisons:
             ctable.add_row(*map(text, (c.id, c.created_at[:19].replace("T", " "), c.candidate_run,
                            c.baseline_run, f"{c.gate} (exit {c.exit_code})")))
-        print_to(sys.stdout, ctable)
+        print_to(sys.stdout, fit(ctable))
     return 0

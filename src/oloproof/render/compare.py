@@ -18,6 +18,7 @@ from oloproof.policy.compare import fmt_difference, fmt_difference_interval
 from oloproof.policy.decide import Decision
 from oloproof.policy.format import estimate_text, level_text
 from oloproof.render.console import text
+from oloproof.render.fit import Fitted, fit
 from oloproof.render.tables import decisions_table, gate_line
 
 _SHOWN_IDS = 5
@@ -43,7 +44,7 @@ def _run_line(label: str, run: dict[str, Any]) -> Text:
     )
 
 
-def paired_table(metrics: list[dict[str, Any]]) -> Table:
+def paired_table(metrics: list[dict[str, Any]]) -> Fitted:
     table = Table(title="Paired metrics (candidate − baseline)", title_justify="left")
     for col in (
         "Metric", "Candidate", "Baseline", "Difference", "Interval", "Pairs", "Both pass",
@@ -66,7 +67,7 @@ def paired_table(metrics: list[dict[str, Any]]) -> Table:
             str(m["baseline_only"]) if binary else "",
             f"{m['dropped_missing']} missing · {m['dropped_excluded']} excluded",
         )
-    return table
+    return fit(table)
 
 
 def methods_note(metrics: list[dict[str, Any]], level: float) -> Text:

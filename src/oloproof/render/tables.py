@@ -16,10 +16,10 @@ from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunS
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
 from oloproof.policy.format import interval_text
 from oloproof.render.console import text
+from oloproof.render.fit import Fitted, fit
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
-    from rich.table import Table
     from rich.text import Text
 
 # Long enough for a run to have made its first calls, short enough to be done
@@ -81,7 +81,7 @@ def run_title(run_id: str, status: str, completeness: str) -> Text:
     )
 
 
-def decisions_table(decisions: Sequence[Decision]) -> Table:
+def decisions_table(decisions: Sequence[Decision]) -> Fitted:
     """One row per decided rule; every cell is literal text (ids and reasons may hold anything)."""
     from rich.table import Table
 
@@ -89,14 +89,15 @@ def decisions_table(decisions: Sequence[Decision]) -> Table:
     # In a narrow terminal the explanation wraps; names and states are never cut.
     for col in ("Rule", "Metric", "State", "Action"):
         table.add_column(col, no_wrap=True, min_width=len(col))
-    table.add_column("Reason", overflow="fold")
-    table.add_column("Detail", overflow="fold")
+    # Wide enough that a reason word and an interval are never broken inside.
+    table.add_column("Reason", overflow="fold", min_width=16)
+    table.add_column("Detail", overflow="fold", min_width=24)
     for d in decisions:
         table.add_row(
             text(d.rule), text(d.metric), text(d.state, _STATE_STYLE.get(d.state, "")),
             text(d.action), text(d.reason), text(d.detail),
         )
-    return table
+    return fit(table)
 
 
 def metric_estimate(s: MetricSummary) -> str:
@@ -111,7 +112,7 @@ def metric_interval(s: MetricSummary) -> str:
     return interval_text(s.lower, s.upper, s.kind)  # outward, like a rate's
 
 
-def metrics_table(summaries: Sequence[MetricSummary]) -> Table:
+def metrics_table(summaries: Sequence[MetricSummary]) -> Fitted:
     """One row per metric: estimate, interval and the cases behind them (SPEC §6)."""
     from rich.table import Table
 
@@ -123,7 +124,7 @@ def metrics_table(summaries: Sequence[MetricSummary]) -> Table:
             text(s.metric), text(metric_estimate(s)), text(metric_interval(s)),
             text(s.cases_text()),
         )
-    return table
+    return fit(table)
 
 
 def cache_line(cache: dict[str, int] | None) -> Text:

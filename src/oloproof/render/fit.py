@@ -1,0 +1,86 @@
+"""Tables that fit the terminal: never an id, an interval or a state cut.
+
+A rich table squeezed below its natural width cuts cells (``exact-label-f…``,
+``[46.5%…``) or folds them a few characters a line. :func:`fit` wraps a table so
+that, at render time, it is drawn as it is when the console is wide enough for it,
+and otherwise *stacked*: one block per row, the first column as its heading and
+every other column as a ``name  value`` line whose value wraps under itself. Nothing
+is cut: a value longer than the line wraps onto the next.
+
+Plain output (a pipe, a file, CI) is rendered at the table's natural width by
+:func:`oloproof.render.console.make_console`, so it always gets the table, as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.table import Table
+
+__all__ = ["Fitted", "fit"]
+
+
+class Fitted:
+    """A table drawn whole when it fits, stacked when it does not."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.measure import Measurement
+
+        if self._needed(console, options, Measurement) <= options.max_width:
+            yield self.table
+            return
+        yield from self._stacked()
+
+    def _needed(self, console: Console, options: ConsoleOptions, measurement: Any) -> int:
+        """The narrowest the table can be drawn without cutting anything: a column that
+        must not wrap at its widest cell; a wrapping one at its ``min_width`` or its
+        longest word, whichever is wider; plus padding and rules."""
+        wide = options.update(width=10_000)
+        table = self.table
+        total = 0
+        for column in table.columns:
+            cells = [column.header, *column.cells]
+            sizes = [measurement.get(console, wide, cell) for cell in cells]
+            if column.no_wrap:
+                total += max(size.maximum for size in sizes)
+            else:
+                total += max(column.min_width or 0, *(size.minimum for size in sizes))
+        left, right = table.padding[3], table.padding[1]
+        total += len(table.columns) * (left + right)
+        if table.box is not None:
+            total += len(table.columns) + 1 if table.show_edge else len(table.columns) - 1
+        return total
+
+    def _stacked(self) -> RenderResult:
+        from rich.padding import Padding
+        from rich.table import Table
+        from rich.text import Text
+
+        table = self.table
+        if table.title is not None:
+            title = table.title if isinstance(table.title, Text) else Text(str(table.title))
+            yield Text.assemble((title.plain, "bold"))
+        columns = table.columns
+        cells = [list(column.cells) for column in columns]
+        for index in range(table.row_count):
+            yield cells[0][index] if columns else Text("")
+            grid = Table.grid(padding=(0, 2, 0, 0))
+            grid.add_column(no_wrap=True, style="dim")
+            grid.add_column(overflow="fold")
+            for column, column_cells in zip(columns[1:], cells[1:], strict=True):
+                header = column.header if isinstance(column.header, str) else str(column.header)
+                value = column_cells[index]
+                if isinstance(value, Text) and not value.plain:
+                    continue
+                grid.add_row(header, value)
+            yield Padding(grid, (0, 0, 0, 2))
+
+
+def fit(table: Table) -> Fitted:
+    """``table``, drawn whole when the console is wide enough, else one block per row."""
+    return Fitted(table)

@@ -1,0 +1,94 @@
+"""Tables that fit a terminal (issue 14): at 60, 80, 120 and 200 columns, through a real
+pseudo-terminal, no run id, interval, state or rule id is ever cut; plain output keeps
+its natural-width tables."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pexpect
+import pytest
+from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+APP = """
+def answer(inp):
+    if inp["n"] == 3:
+        raise RuntimeError("the upstream model timed out after 30 s while drafting a reply")
+    return {"label": "ok" if inp["n"] % 4 else "a-rather-long-wrong-label-for-this-case"}
+"""
+
+RELEASE = """
+version: 1
+rules:
+  - id: exact-label-floor-for-the-release
+    metric: exact_label
+    min: 0.7
+  - id: no-more-than-two-failures
+    kind: observed_count
+    metric: exact_label
+    max_failures: 2
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = write_project(tmp_path_factory.mktemp("fit") / "p", app=APP,
+                         cases=labelled_cases(20), release=RELEASE)
+    assert run_cli("run", cwd=root).code in (1, 3)
+    return root
+
+
+def _terminal(args: list[str], cwd: Path, columns: int) -> str:
+    child = pexpect.spawn(
+        OLOPROOF[0], [*OLOPROOF[1:], *args], cwd=str(cwd), dimensions=(60, columns),
+        encoding="utf-8", codec_errors="replace", timeout=60,
+        env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "PYTHONUNBUFFERED": "1"},
+    )
+    child.expect(pexpect.EOF)
+    out = ANSI.sub("", child.before or "")
+    child.close()
+    assert child.exitstatus in (0, 1, 3), out
+    return out
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120, 200])
+def test_nothing_that_matters_is_cut(project: Path, columns: int) -> None:
+    stored = json.loads(run_cli("inspect", "latest", "--json", cwd=project).out)
+    run_id = stored["run"]["id"]
+    intervals = {  # as printed: rounded outward to one decimal of a percent
+        f"[{math.floor(m['lower'] * 1000) / 10:.1f}%, {math.ceil(m['upper'] * 1000) / 10:.1f}%]"
+        for m in stored["metrics"]
+    }
+    must_show = {
+        ("gate", "latest"): [run_id, *intervals, "exact-label-floor-for-the-release",
+                             "no-more-than-two-failures", "INSUFFICIENT_EVIDENCE"],
+        ("runs",): [run_id, "DECIDED/COMPLETE"],
+        ("inspect", "latest"): [run_id, *intervals, "INSUFFICIENT_EVIDENCE"],
+        ("inspect", "latest", "--failures"): ["q003", "q000", "ERROR",
+                                              "a-rather-long-wrong-label-for-this-case"],
+        ("inspect", "latest", "--case", "q003"): ["exact_label", "MISSING",
+                                                 "RuntimeError"],
+    }
+    for args, words in must_show.items():
+        out = _terminal(list(args), project, columns)
+        lines = _lines(out)
+        assert all(len(line) <= columns for line in lines), (args, columns, out)
+        # The suite digest is shortened on purpose ("suite sha256:ab12…"); nothing else is.
+        assert "…" not in re.sub(r"[0-9a-f]{8,}…", "", out), (args, columns, out)
+        for word in words:
+            assert any(word in line for line in lines), (args, columns, word, out)
+
+
+def test_plain_output_keeps_whole_tables(project: Path) -> None:
+    out = run_cli("gate", "latest", cwd=project, env={"COLUMNS": "60"}).out
+    header = next(line for line in out.splitlines() if line.startswith("┃ Rule"))
+    assert "Detail" in header and len(header) > 60  # natural width, never stacked or cut
