@@ -381,11 +381,60 @@ class RubricJudgeEvaluator(_EvaluatorBase):
     rubric_text: str | None = None
     api_key_env: str | None = None
     base_url: str | None = None
-    temperature: float = Field(default=0, ge=0)
-    max_tokens: int = Field(default=512, ge=1)
+    #: Sent only when set, except where the provider's API expects it (see
+    #: :attr:`request_temperature`); ``null`` leaves it out of the request.
+    temperature: float | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    #: OpenAI's current name for the output limit (reasoning models refuse ``max_tokens``).
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    #: More fields for the request body (``reasoning_effort``, ``thinking``...), per judge.
+    extra_body: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = Field(default=60, gt=0)
 
     _rubric: str | None = PrivateAttr(default=None)
+
+    @property
+    def request_temperature(self) -> float | None:
+        """The ``temperature`` sent, or None (left out of the request).
+
+        Written in oloproof.yaml (a number, or ``null`` to leave it out): that. Otherwise 0
+        for ``anthropic`` and ``openai_compatible``, and nothing for ``openai``, whose
+        reasoning models refuse any temperature but the default.
+        """
+        if "temperature" in self.model_fields_set:
+            return self.temperature
+        return None if self.provider == "openai" else 0.0
+
+    @property
+    def request_max_tokens(self) -> int | None:
+        """The ``max_tokens`` sent, or None: 512 by default for ``anthropic`` (its API
+        requires it) and ``openai_compatible``; nothing by default for ``openai``."""
+        if "max_tokens" in self.model_fields_set:
+            return self.max_tokens
+        if self.provider == "openai" or self.max_completion_tokens is not None:
+            return None
+        return 512
+
+    @model_validator(mode="after")
+    def _check_request(self) -> RubricJudgeEvaluator:
+        if self.provider == "anthropic":
+            if "max_tokens" in self.model_fields_set and self.max_tokens is None:
+                fail("the anthropic Messages API requires max_tokens; give a number "
+                     "(for example max_tokens: 1024)", at=("max_tokens",))
+            if self.max_completion_tokens is not None:
+                fail("max_completion_tokens is OpenAI's parameter; the anthropic judge "
+                     "uses max_tokens", at=("max_completion_tokens",))
+        if self.max_completion_tokens is not None and self.max_tokens is not None:
+            fail("declare max_tokens or max_completion_tokens, not both (current OpenAI "
+                 "models take max_completion_tokens)", at=("max_completion_tokens",))
+        owned = {"model", "messages", "system", "temperature", "max_tokens",
+                 "max_completion_tokens", "stream"}
+        for key in self.extra_body:
+            if key in owned:
+                own = key in ("temperature", "max_tokens", "max_completion_tokens")
+                hint = f"set {key}: in the judge itself" if own else "Oloproof sets it"
+                fail(f"extra_body may not set '{key}' ({hint})", at=("extra_body", key))
+        return self
 
     @model_validator(mode="after")
     def _check_rubric(self, info: ValidationInfo) -> RubricJudgeEvaluator:
