@@ -169,6 +169,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 note=note,
                 policy_arg=args.policy,
                 config_arg=args.config,
+                judges=result.judges,
             )
         )
     if threading.active_count() > 1:
