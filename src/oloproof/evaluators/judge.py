@@ -173,8 +173,7 @@ class RubricJudge:
         if name in ("temperature", "max_tokens", "max_completion_tokens"):
             where = f"{self.field}.{name}"
             if name == "max_tokens" and self.config.provider != "anthropic":
-                fix = (f"remove it, or write {self.field}.max_completion_tokens instead "
-                       "(current OpenAI models take that)")
+                fix = "remove it, or write max_completion_tokens instead"
             elif name == "max_tokens":
                 fix = "change it"
             else:
@@ -182,7 +181,7 @@ class RubricJudge:
         else:
             where = f"{self.field}.extra_body.{name}"
             fix = "remove it from extra_body"
-        return (f"{file}: {where}: {failure.message}; {fix}")
+        return f"{file}: {where}: {failure.message}: {fix} ({failure.provider_says})"
 
     async def evaluate(self, case: CaseView, output: Any) -> Outcome:
         assert self._client is not None, "RubricJudge.start() was not awaited"

@@ -136,9 +136,10 @@ class UnsupportedParameter(PermanentFailure):
     turns :attr:`parameter` into the config field to change.
     """
 
-    def __init__(self, message: str, parameter: str) -> None:
+    def __init__(self, message: str, parameter: str, provider_says: str = "") -> None:
         super().__init__(message, stops_run=True)
         self.parameter = parameter
+        self.provider_says = provider_says
 
 
 # What providers say when they refuse a parameter (OpenAI's "Unsupported parameter:
@@ -204,5 +205,5 @@ async def send_refusing_parameters(
         message, _, _ = _error_fields(failure.body or "")
         flat = " ".join(message.split())[:200]
         raise UnsupportedParameter(
-            f"{what} refuses the parameter '{name}' (HTTP 400: {flat})", name
+            f"{what} refuses the parameter '{name}'", name, f"HTTP 400: {flat}"
         ) from None
