@@ -18,7 +18,7 @@ from enum import StrEnum
 
 from oloproof.enums import JudgmentStatus, MetricKind
 
-__all__ = ["CriterionEvidence", "Outcome", "classify_outcome"]
+__all__ = ["CriterionEvidence", "LabelledVerdicts", "Outcome", "classify_outcome"]
 
 
 class Outcome(StrEnum):
@@ -86,3 +86,36 @@ class CriterionEvidence:
             assert score is not None
             self.scores.append(float(score))
         return outcome
+
+
+@dataclass
+class LabelledVerdicts:
+    """A judge's verdicts on a run's cases, beside a person's labels where there are any.
+
+    ``verdicts``: case id -> the judge's pass (True/False) or None (missing: the system
+    or the judge failed). ``labels``: case id -> the person's pass, for the run's cases
+    only; ``labels_elsewhere`` counts labels on ids the run does not hold.
+    """
+
+    criterion: str
+    verdicts: dict[str, bool | None]
+    labels: dict[str, bool]
+    labels_elsewhere: int = 0
+
+    def table(self) -> tuple[int, int, int, int, int]:
+        """``(both_pass, judge_only, person_only, both_fail, judge_missing)`` on the
+        labelled cases."""
+        both_pass = judge_only = person_only = both_fail = missing = 0
+        for case_id, person in self.labels.items():
+            judge = self.verdicts.get(case_id)
+            if judge is None:
+                missing += 1
+            elif judge and person:
+                both_pass += 1
+            elif judge:
+                judge_only += 1
+            elif person:
+                person_only += 1
+            else:
+                both_fail += 1
+        return both_pass, judge_only, person_only, both_fail, missing

@@ -449,7 +449,8 @@ def test_judge_example_runs_offline_and_an_unchanged_rerun_calls_nothing(
     env = {"FAKE_PROVIDER_KEY": "dummy-key-for-the-fake"}
 
     first = run_cli("run", cwd=project, env=env)
-    assert first.code == 0, first.text
+    # The example's validated rule waits for 30 human labels: MANUAL_REVIEW, exit 4.
+    assert first.code == 4, first.text
     assert "10 / 12 observed · 0 missing" in metric_row(first.out, "helpful")
     assert "executions 0 hits · 12 misses   judgments 0 hits · 12 misses" in first.out
     assert srv.total_calls(ANTHROPIC) == 12
@@ -458,7 +459,7 @@ def test_judge_example_runs_offline_and_an_unchanged_rerun_calls_nothing(
     assert usage["judgments"]["helpful"]["usage"]["input_tokens"] > 0
 
     second = run_cli("run", cwd=project, env=env)
-    assert second.code == 0, second.text
+    assert second.code == 4, second.text
     assert "executions 12 hits · 0 misses   judgments 12 hits · 0 misses" in second.out
     assert srv.total_calls(ANTHROPIC) == 12  # the judge was not called again
     assert metric_row(second.out, "helpful") == metric_row(first.out, "helpful")

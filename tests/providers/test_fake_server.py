@@ -13,6 +13,8 @@ import httpx
 import pytest
 from tests.fakes.provider import FakeServer
 
+from oloproof.providers.verdict import build_judge_prompt
+
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 
@@ -145,7 +147,8 @@ def test_shipped_offline_provider_answers_a_judge_and_a_system() -> None:
                 json={
                     "model": "m",
                     "max_tokens": 10,
-                    "messages": [{"role": "user", "content": "<output>FAIL here</output>"}],
+                    "messages": [{"role": "user", "content": build_judge_prompt(
+                        "R", "q", None, "FAIL here")[1]}],
                 },
             )
             assert judged.status_code == 200

@@ -211,7 +211,7 @@ def test_make_provider_from_config(srv: FakeServer) -> None:
     async def go() -> JudgeReply:
         async with make_judge_client(2) as client:
             judge = make_provider_from_config(config, client, {"LOCAL_KEY": KEY})
-            return await judge.complete("s", "<output>\nfine\n</output>")
+            return await judge.complete(*build_judge_prompt("R", "q", None, "fine"))
 
     reply = asyncio.run(go())
     assert parse_verdict(reply.text).passed is True

@@ -11,6 +11,7 @@ from oloproof.providers.verdict import (
     VerdictError,
     build_judge_prompt,
     parse_verdict,
+    read_section,
 )
 from oloproof.transport.retry import PermanentFailure
 
@@ -84,19 +85,22 @@ def test_prompt_shows_rubric_input_expected_and_output() -> None:
         {"question": "Can I get a refund?"},
         {"label": "refund"},
         {"answer": "Yes, within 30 days."},
+        boundary="0123abcd0123abcd",
     )
     assert '{"pass": true' in system and "JSON boolean" in system
     assert "Must name the refund window." in user
     assert '"question": "Can I get a refund?"' in user
-    assert "<expected>" in user and '"label": "refund"' in user
-    output = user[user.rindex(OUTPUT_OPEN) + len(OUTPUT_OPEN) : user.rindex(OUTPUT_CLOSE)]
-    assert '"answer": "Yes, within 30 days."' in output
-    assert user.index("<rubric>") < user.index("<input>") < user.index("<expected>")
-    assert user.index("<expected>") < user.rindex(OUTPUT_OPEN)
+    assert "<expected-0123abcd0123abcd>" in user and '"label": "refund"' in user
+    output = read_section(user, "output")
+    assert output is not None and '"answer": "Yes, within 30 days."' in output
+    tags = [f"<{n}-0123abcd0123abcd>" for n in ("rubric", "input", "expected", "output")]
+    assert [user.index(t) for t in tags] == sorted(user.index(t) for t in tags)
+    # The verdict format is asked for after the data.
+    assert user.rindex('"pass": true|false') > user.index("</output-0123abcd0123abcd>")
 
 
 def test_prompt_without_expected_and_with_string_output() -> None:
-    _, user = build_judge_prompt("R", "plain question", None, "plain answer")
-    assert "<expected>" not in user
-    assert f"{OUTPUT_OPEN}\nplain answer\n{OUTPUT_CLOSE}" in user
-    assert "<input>\nplain question\n</input>" in user
+    _, user = build_judge_prompt("R", "plain question", None, "plain answer", boundary="ab" * 8)
+    assert "<expected-" not in user
+    assert f"{OUTPUT_OPEN}{'ab' * 8}>\nplain answer\n{OUTPUT_CLOSE}{'ab' * 8}>" in user
+    assert f"<input-{'ab' * 8}>\nplain question\n</input-{'ab' * 8}>" in user

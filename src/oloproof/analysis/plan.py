@@ -446,6 +446,14 @@ def plan_run(
                 " run them again (the cache keeps the rest)"
             )
             continue
+        if isinstance(rule, IntervalRule) and rule.estimate == "corrected":
+            entry.plan = "not_admitted"
+            entry.message = (
+                "sizing is not admitted for a rule with estimate: corrected: its interval"
+                " narrows with the number of cases a person labels at least as much as with"
+                " the suite's size; label more cases, drawn at random, and decide again"
+            )
+            continue
         if ev.observed == 0 and ev.missing:
             # Every case failed to give evidence (a dead endpoint, a 401, an unreachable
             # judge): there is nothing to size from, and "more cases" would not help.

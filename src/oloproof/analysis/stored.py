@@ -14,14 +14,25 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from oloproof.enums import ExitCode
+from oloproof.enums import ExitCode, MetricKind
 from oloproof.errors import OloproofError
+from oloproof.evidence import LabelledVerdicts
 from oloproof.policy.decide import Decision, MetricSummary, decide_run
+from oloproof.policy.judges import JudgeReport, judge_report
+from oloproof.project.labels import Labels, labels_from_json
 from oloproof.project.loader import default_release_policy
 from oloproof.project.models import ReleasePolicy
-from oloproof.store.reader import CriterionEvidence, RunRecord, get_run, load_evidence
+from oloproof.store.reader import (
+    CriterionEvidence,
+    RunRecord,
+    get_run,
+    load_evidence,
+    load_run_labels,
+    load_verdicts,
+)
 
-__all__ = ["StoredEvidenceError", "decide_stored", "stored_evidence", "stored_policy"]
+__all__ = ["STORED", "StoredEvidenceError", "decide_stored", "judge_reports",
+           "labelled_verdicts", "stored_evidence", "stored_labels", "stored_policy"]
 
 
 class StoredEvidenceError(OloproofError):
@@ -54,10 +65,56 @@ def stored_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, Crite
         ) from None
 
 
+#: ``labels=STORED``: the labels stored with the run (the default).
+STORED: Any = object()
+
+
+def stored_labels(conn: sqlite3.Connection, run: RunRecord) -> Labels | None:
+    """The human labels stored with ``run``, or None."""
+    try:
+        found = load_run_labels(conn, run.id)
+        if found is None:
+            return None
+        path, _digest, items = found
+        return labels_from_json(items, path)
+    except (sqlite3.DatabaseError, KeyError, TypeError, ValueError) as exc:
+        raise StoredEvidenceError(
+            f"the labels stored with {run.id} cannot be read ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def labelled_verdicts(
+    conn: sqlite3.Connection, run: RunRecord, labels: Labels | None
+) -> dict[str, LabelledVerdicts]:
+    """Per judge criterion with labels, the run's verdicts beside them."""
+    if labels is None:
+        return {}
+    binary = {m.get("criterion") for m in run.metrics if m.get("kind") == MetricKind.BINARY}
+    out: dict[str, LabelledVerdicts] = {}
+    for criterion in dict.fromkeys(lab.criterion for lab in labels.labels):
+        if criterion not in binary:
+            continue
+        verdicts = load_verdicts(conn, run, criterion)
+        mine = labels.for_criterion(criterion)
+        held = {i: p for i, p in mine.items() if i in verdicts}
+        out[criterion] = LabelledVerdicts(criterion, verdicts, held, len(mine) - len(held))
+    return out
+
+
+def judge_reports(
+    conn: sqlite3.Connection, run_id: str, level: float, labels: Any = STORED
+) -> list[JudgeReport]:
+    """Agreement and corrected estimates of a stored run's judges at ``level``."""
+    record = get_run(conn, run_id)
+    chosen = stored_labels(conn, record) if labels is STORED else labels
+    return [judge_report(lv, level) for lv in labelled_verdicts(conn, record, chosen).values()]
+
+
 def decide_stored(
-    conn: sqlite3.Connection, run_id: str, policy: ReleasePolicy
+    conn: sqlite3.Connection, run_id: str, policy: ReleasePolicy, labels: Any = STORED
 ) -> tuple[list[Decision], dict[str, MetricSummary]]:
-    """Decide a stored run under ``policy`` from what its store holds."""
+    """Decide a stored run under ``policy`` from what its store holds (and ``labels``:
+    those stored with the run unless others are given)."""
     record = get_run(conn, run_id)
     evidence = stored_evidence(conn, record)
     for rule in policy.rules:
@@ -66,7 +123,8 @@ def decide_stored(
                 f"rule {rule.id} is on metric {rule.metric}, which run {record.id} does not"
                 f" hold (it holds: {', '.join(evidence) or 'none'})"
             )
-    return decide_run(evidence, policy)
+    chosen = stored_labels(conn, record) if labels is STORED else labels
+    return decide_run(evidence, policy, labelled_verdicts(conn, record, chosen))
 
 
 def _as_mapping(value: Any, run_id: str) -> Mapping[str, Any]:

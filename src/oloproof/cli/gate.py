@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import Any
 
-from oloproof.analysis.stored import decide_stored, stored_policy
+from oloproof.analysis.stored import STORED, decide_stored, judge_reports, stored_policy
 from oloproof.cli._ci import check_outputs, write_outputs
 from oloproof.cli._common import read_project_store
 from oloproof.enums import Completeness
 from oloproof.policy.decide import Decision, gate
 from oloproof.project import load_release_policy
+from oloproof.project.labels import load_labels
 from oloproof.project.loader import NO_RULES_NOTE
 from oloproof.render.ci import CiRun
 from oloproof.render.console import print_to
@@ -28,8 +31,13 @@ def command(args: argparse.Namespace) -> int:
         policy = load_release_policy(args.policy, metrics)
     else:
         policy = stored_policy(run)
+    labels: Any = STORED
+    if args.labels:
+        judges = [m["criterion"] for m in run.metrics if m.get("judge")]
+        labels = load_labels(Path(args.labels), args.labels, judges)
     incomplete = run.completeness != Completeness.COMPLETE
-    decisions, summaries = decide_stored(conn, run.id, policy)
+    decisions, summaries = decide_stored(conn, run.id, policy, labels)
+    reports = judge_reports(conn, run.id, float(policy.confidence_level), labels)
     if incomplete:
         decisions = []
     label, code = gate(decisions, incomplete=incomplete)
@@ -41,6 +49,7 @@ def command(args: argparse.Namespace) -> int:
                     "gate": label, "exit_code": code,
                     "decisions": [d.to_json() for d in decisions],
                     "metrics": [s.to_json() for s in summaries.values()],
+                    "judges": [r.to_json() for r in reports],
                 },
             )
             + "\n"
@@ -52,7 +61,7 @@ def command(args: argparse.Namespace) -> int:
                 run_id=run.id, status=run.status, completeness=run.completeness,
                 decisions=decisions, summaries=list(summaries.values()), cache=run.cache,
                 gate=label, exit_code=code, policy_arg=args.policy, config_arg=args.config,
-                note=_note(run, decisions, args.policy),
+                note=_note(run, decisions, args.policy), judges=reports,
             )
         )
     ci_run = CiRun(

@@ -11,14 +11,20 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from oloproof.analysis.stored import decide_stored, stored_policy
+from oloproof.analysis.stored import decide_stored, judge_reports, stored_policy
 from oloproof.cli._common import read_project_store
 from oloproof.enums import CaseStatus, JudgmentStatus, RuleState
 from oloproof.errors import UsageError
 from oloproof.events import JUDGMENT_MISSING
 from oloproof.render.console import print_to, text
 from oloproof.render.fit import fit
-from oloproof.render.tables import cache_line, decisions_table, metrics_table, run_title
+from oloproof.render.tables import (
+    cache_line,
+    decisions_table,
+    judges_table,
+    metrics_table,
+    run_title,
+)
 from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.reader import CaseRow, JudgmentRow, get_run, load_cases, load_decisions
 from oloproof.textsafe import dumps
@@ -111,6 +117,19 @@ def command(args: argparse.Namespace) -> int:
         print_to(sys.stdout, Group(*lines, fit(table)))
         return 0
 
+    if args.judges:
+        level = float(stored_policy(run).confidence_level)
+        reports = judge_reports(conn, run.id, level)
+        if args.json:
+            sys.stdout.write(dumps({"run_id": run.id,
+                                    "judges": [r.to_json() for r in reports]}) + "\n")
+            return 0
+        if not reports:
+            print_to(sys.stdout, text(f"Run {run.id} has no human labels on a judge's criterion"
+                                      " (human_labels in oloproof.yaml)."))
+            return 0
+        print_to(sys.stdout, judges_table(reports))
+        return 0
     cases = load_cases(conn, run.id)
     if args.failures:
         failures = [c for c in cases if _is_failure(c)]
@@ -161,6 +180,8 @@ def command(args: argparse.Namespace) -> int:
                     },
                     "decisions": decisions,
                     "metrics": [s.to_json() for s in summaries.values()],
+                    "judges": [r.to_json() for r in judge_reports(
+                        conn, run.id, float(stored_policy(run).confidence_level))],
                     "cases": [_case_json(c) for c in cases],
                 },
             )

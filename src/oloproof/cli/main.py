@@ -85,6 +85,7 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("run_id", metavar="RUN_ID", help="a run id, or 'latest'")
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--policy", help="the policy to decide under (default: the one the run was decided under)")
+        p.add_argument("--labels", metavar="FILE", help="human labels to measure the judges against (default: the ones stored with the run)")
         p.add_argument("--json", action="store_true", help="print the decisions as one JSON document")
         p.add_argument("--junit-xml", metavar="FILE", help="also write the decisions as a JUnit XML report (one test case per rule)")
         p.add_argument("--junit-undecided", choices=("auto", "skipped", "failure"), default="auto", help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the rule blocks, else skipped (auto, the default), or always skipped, or always a failure")
@@ -94,6 +95,7 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--case", metavar="ID", help="show one case: input, expected, output, judgments, attempts, errors")
         p.add_argument("--failures", action="store_true", help="show only cases that failed, erred or went missing")
+        p.add_argument("--judges", action="store_true", help="show each judge against the human labels stored with the run")
         p.add_argument("--json", action="store_true", help="print one JSON document")
     elif name == "runs":
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)

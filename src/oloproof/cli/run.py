@@ -174,6 +174,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 note=note,
                 policy_arg=args.policy,
                 config_arg=args.config,
+                judges=result.judges,
             )
         )
         exit_code = write_outputs(

@@ -30,7 +30,12 @@ from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import CaseView, Outcome
 from oloproof.project.models import RubricJudgeEvaluator
-from oloproof.providers.base import JudgeReply, Provider, resolve_api_key
+from oloproof.providers.base import (
+    JudgeReply,
+    Provider,
+    UnsupportedParameter,
+    resolve_api_key,
+)
 from oloproof.providers.factory import make_provider
 from oloproof.providers.verdict import PROMPT_VERSION, build_judge_prompt, parse_verdict
 from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask
@@ -103,8 +108,10 @@ class RubricJudge:
                 "model": config.model,
                 "base_url": config.base_url,
                 "rubric": self.rubric,
-                "temperature": config.temperature,
-                "max_tokens": config.max_tokens,
+                "temperature": config.request_temperature,
+                "max_tokens": config.request_max_tokens,
+                "max_completion_tokens": config.max_completion_tokens,
+                "extra_body": dict(config.extra_body),
                 "prompt_version": PROMPT_VERSION,
             }
         )
@@ -122,11 +129,13 @@ class RubricJudge:
             str(config.model),
             self._api_key,
             config.base_url,
-            float(config.temperature),
-            int(config.max_tokens),
+            config.request_temperature,
+            config.request_max_tokens,
             float(config.timeout_s),
             client,
             self.max_response_bytes,
+            max_completion_tokens=config.max_completion_tokens,
+            extra_body=dict(config.extra_body),
         )
 
     def bind_limits(self, concurrency: int, retry: RetryPolicy) -> None:
@@ -157,6 +166,23 @@ class RubricJudge:
             return mask(text, (key,))
         return text
 
+    def _refused(self, failure: UnsupportedParameter) -> str:
+        """One line: the parameter the provider refused and the config field that sent it."""
+        name = failure.parameter
+        file = "oloproof.yaml"
+        if name in ("temperature", "max_tokens", "max_completion_tokens"):
+            where = f"{self.field}.{name}"
+            if name == "max_tokens" and self.config.provider != "anthropic":
+                fix = "remove it, or write max_completion_tokens instead"
+            elif name == "max_tokens":
+                fix = "change it"
+            else:
+                fix = f"remove it, or write {name}: null to leave it out of the request"
+        else:
+            where = f"{self.field}.extra_body.{name}"
+            fix = "remove it from extra_body"
+        return f"{file}: {where}: {failure.message}: {fix} ({failure.provider_says})"
+
     async def evaluate(self, case: CaseView, output: Any) -> Outcome:
         assert self._client is not None, "RubricJudge.start() was not awaited"
         provider = self._provider
@@ -176,6 +202,8 @@ class RubricJudge:
             done = await call_with_retries(attempt, self.retry)
         except AttemptFailure as failure:
             reason = self._masked(f"judge call failed: {failure.message}")
+            if isinstance(failure, UnsupportedParameter):
+                reason = self._masked(self._refused(failure))
             if failure.stops_run and self.fatal is None:
                 self.fatal = reason
             return Outcome(

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
-from oloproof.evidence import CriterionEvidence
+from oloproof.evidence import CriterionEvidence, LabelledVerdicts
 from oloproof.policy.format import (
     as_decimal,
     estimate_text,
@@ -22,6 +22,7 @@ from oloproof.policy.format import (
     level_text,
     value_text,
 )
+from oloproof.policy.judges import CORRECTED_METHOD, JudgeReport, judge_report, validate
 from oloproof.policy.rules import Direction, decide_threshold
 from oloproof.project.models import (
     ComparePolicy,
@@ -126,6 +127,8 @@ class Decision:
     lower: float | None = None
     upper: float | None = None
     confidence_level: float | None = None
+    #: "corrected" for a rule decided on the prediction-powered estimate; None otherwise.
+    basis: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,11 +142,13 @@ def _threshold_of(rule: IntervalRule) -> tuple[Direction, float]:
 
 
 def decide_interval_rule(
-    rule: IntervalRule, s: MetricSummary, level: float, note: str = ""
+    rule: IntervalRule, s: MetricSummary, level: float, note: str = "",
+    method: str | None = None,
 ) -> Decision:
-    """An interval rule on a metric summarised at ``level``; ``note`` ends the detail."""
+    """An interval rule on a metric summarised at ``level``; ``note`` ends the detail;
+    ``method`` names the interval in it (``CP`` or ``t`` by default)."""
     direction, t = _threshold_of(rule)
-    state, reason, detail = _interval_state(direction, t, s, level)
+    state, reason, detail = _interval_state(direction, t, s, level, method)
     if s.missing:
         # Say how much of the evidence is there: "0 observed, 18 missing" when every call
         # failed must never read like a run that was merely too small.
@@ -156,7 +161,7 @@ def decide_interval_rule(
 
 
 def _interval_state(
-    direction: Direction, t: float, s: MetricSummary, level: float
+    direction: Direction, t: float, s: MetricSummary, level: float, method: str | None = None
 ) -> tuple[RuleState, str, str]:
     tv = value_text(t, s.kind)
     if s.kind == MetricKind.MEAN and s.unbounded_missing:
@@ -172,7 +177,8 @@ def _interval_state(
         return decide_threshold(lo, hi, exact_t, direction) == state  # type: ignore[arg-type]
 
     iv = interval_text(s.lower, s.upper, s.kind, agrees)
-    label = f"{level_text(level)} {'CP' if s.kind == MetricKind.BINARY else 't'} {iv}"
+    name = method or ("CP" if s.kind == MetricKind.BINARY else "t")
+    label = f"{level_text(level)} {name} {iv}"
     if direction == "min":
         if state == PASS:
             return PASS, "lower_bound_meets_min", f"{label}: lower ≥ {tv}"
@@ -264,15 +270,23 @@ def _decide_family(
 
 
 def decide_run(
-    evidence: Mapping[str, CriterionEvidence], policy: ReleasePolicy
+    evidence: Mapping[str, CriterionEvidence],
+    policy: ReleasePolicy,
+    labelled: Mapping[str, LabelledVerdicts] | None = None,
 ) -> tuple[list[Decision], dict[str, MetricSummary]]:
     """Every rule of ``policy`` on a run's evidence, in declared order, with its action.
 
     Rules outside a family (or in a family with ``multiplicity: none``) are decided at the
     policy's confidence level, each on its own; the rules of a ``holm`` or ``bonferroni``
     family share one family-wise error of at most 1 - confidence_level.
+
+    ``labelled``: per judge criterion, its verdicts beside a person's labels. A rule with
+    ``estimate: corrected`` is decided on the prediction-powered interval; a rule with
+    ``judge_validation`` is ``MANUAL_REVIEW`` while the judge is not validated, whatever
+    its interval says (an unvalidated judge's PASS or FAIL is not evidence).
     """
     level = float(policy.confidence_level)
+    reports = {c: judge_report(lv, level) for c, lv in (labelled or {}).items()}
     summaries = {name: summarize(ev, level) for name, ev in evidence.items()}
     adjusted: dict[str, Decision] = {}
     members: dict[str, list[IntervalRule]] = {}
@@ -285,10 +299,43 @@ def decide_run(
             adjusted.update(_decide_family(rules, method, family, evidence, level))
     decisions: list[Decision] = []
     for rule in policy.rules:
-        d = adjusted.get(rule.id) or _decide_one(rule, evidence, summaries, level)
+        d = adjusted.get(rule.id) or _decide_one(rule, evidence, summaries, level, reports)
+        if isinstance(rule, IntervalRule) and rule.judge_validation is not None:
+            unproven = validate(rule.judge_validation, reports.get(rule.metric), level)
+            if unproven is not None:
+                alone = f"; the rule alone: {d.state} ({d.detail})"
+                d.state, d.reason, d.detail = MANUAL, unproven[0], unproven[1] + alone
         d.action = action_for(d.state, policy)
         decisions.append(d)
     return decisions, summaries
+
+
+def _decide_corrected(
+    rule: IntervalRule, s: MetricSummary, report: JudgeReport | None, level: float
+) -> Decision:
+    corrected = None if report is None else report.corrected
+    if corrected is None:
+        why = report.corrected_note if report is not None else "the run has no human labels"
+        direction, t = _threshold_of(rule)
+        return Decision(
+            rule=rule.id, metric=rule.metric, kind="interval_threshold", state=MANUAL,
+            reason="corrected_estimate_needs_labels",
+            detail=f"estimate: corrected {why}: label a random sample of cases",
+            threshold=t, direction=direction, basis="corrected",
+        )
+    person = MetricSummary(
+        s.metric, MetricKind.BINARY, corrected.estimate, corrected.lower, corrected.upper,
+        corrected.labelled + corrected.unlabelled, corrected.missing, s.excluded,
+        method=CORRECTED_METHOD,
+    )
+    d = decide_interval_rule(
+        rule, person, level,
+        f" (corrected by {corrected.labelled} human labels; judge alone"
+        f" {estimate_text(s.estimate, MetricKind.BINARY)})",
+        method="PPI++",
+    )
+    d.basis = "corrected"
+    return d
 
 
 def _decide_one(
@@ -296,9 +343,13 @@ def _decide_one(
     evidence: Mapping[str, CriterionEvidence],
     summaries: Mapping[str, MetricSummary],
     level: float,
+    reports: Mapping[str, JudgeReport] | None = None,
 ) -> Decision:
     if isinstance(rule, ObservedCountRule):
         return decide_observed_count(rule, evidence[rule.metric])
+    if rule.estimate == "corrected":
+        return _decide_corrected(rule, summaries[rule.metric], (reports or {}).get(rule.metric),
+                                 level)
     return decide_interval_rule(rule, summaries[rule.metric], level)
 
 

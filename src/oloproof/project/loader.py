@@ -20,7 +20,7 @@ usage error: a missing policy must never read as "no rules, ALLOW".
 from __future__ import annotations
 
 import os.path
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -133,8 +133,9 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
     one, and a near name when one exists (``release.yml``).
     """
     metrics = project.config.metrics()
+    judges = project.config.judge_criteria()
     if policy_arg is not None:
-        return ResolvedPolicy(load_release_policy(policy_arg, metrics), policy_arg)
+        return ResolvedPolicy(load_release_policy(policy_arg, metrics, judges=judges), policy_arg)
     declared = project.config.policy
     if declared is not None:
         if project.config.declares_no_policy:
@@ -149,11 +150,11 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
                 file=project.display,
                 field="policy",
             )
-        return ResolvedPolicy(load_release_policy(path, metrics), shown)
+        return ResolvedPolicy(load_release_policy(path, metrics, judges=judges), shown)
     path = project.root / DEFAULT_POLICY_FILE
     shown = _beside(project, DEFAULT_POLICY_FILE)
     if path.exists():
-        return ResolvedPolicy(load_release_policy(path, metrics), shown)
+        return ResolvedPolicy(load_release_policy(path, metrics, judges=judges), shown)
     raise ConfigError(
         f"no release policy: {shown} is not found{_near_hint(path)}. Oloproof looks for "
         f"--policy FILE, then policy: FILE in {project.display}, then {DEFAULT_POLICY_FILE} "
@@ -187,6 +188,8 @@ def load_release_policy(
     path: str | Path,
     metrics: Mapping[str, MetricKind],
     default: ReleasePolicy | None = None,
+    *,
+    judges: Sequence[str] | None = None,
 ) -> ReleasePolicy:
     """Load and check release.yaml against the project's metrics.
 
@@ -196,7 +199,7 @@ def load_release_policy(
     """
     if default is not None and not Path(path).exists():
         return default
-    return _load_policy(ReleasePolicy, path, metrics)
+    return _load_policy(ReleasePolicy, path, metrics, judges)
 
 
 def load_compare_policy(
@@ -220,12 +223,16 @@ def default_compare_policy() -> ComparePolicy:
     return ComparePolicy(version=1)
 
 
-def _load_policy(model: type[_M], path: str | Path, metrics: Mapping[str, MetricKind]) -> _M:
+def _load_policy(
+    model: type[_M], path: str | Path, metrics: Mapping[str, MetricKind],
+    judges: Sequence[str] | None = None,
+) -> _M:
     display = str(path)
     data, lines = load_yaml(Path(path), display)
-    return _validate(
-        model, data, lines, display, context={"metrics": dict(metrics)}, example="rules: [...]"
-    )
+    context: dict[str, Any] = {"metrics": dict(metrics)}
+    if judges is not None:
+        context["judges"] = list(judges)
+    return _validate(model, data, lines, display, context=context, example="rules: [...]")
 
 
 def _validate(

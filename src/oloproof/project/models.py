@@ -49,6 +49,7 @@ from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
 from oloproof.project._errors import closest, fail
 from oloproof.project._yaml import MAX_CONFIG_BYTES, read_bytes
+from oloproof.project.labels import Labels, load_labels
 from oloproof.project.suite import Case, Suite, load_suite
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "HttpSystemConfig",
     "IntervalRule",
     "JsonSchemaEvaluator",
+    "JudgeValidation",
     "MetricKind",
     "ObservedCountRule",
     "Project",
@@ -381,11 +383,60 @@ class RubricJudgeEvaluator(_EvaluatorBase):
     rubric_text: str | None = None
     api_key_env: str | None = None
     base_url: str | None = None
-    temperature: float = Field(default=0, ge=0)
-    max_tokens: int = Field(default=512, ge=1)
+    #: Sent only when set, except where the provider's API expects it (see
+    #: :attr:`request_temperature`); ``null`` leaves it out of the request.
+    temperature: float | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    #: OpenAI's current name for the output limit (reasoning models refuse ``max_tokens``).
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    #: More fields for the request body (``reasoning_effort``, ``thinking``...), per judge.
+    extra_body: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = Field(default=60, gt=0)
 
     _rubric: str | None = PrivateAttr(default=None)
+
+    @property
+    def request_temperature(self) -> float | None:
+        """The ``temperature`` sent, or None (left out of the request).
+
+        Written in oloproof.yaml (a number, or ``null`` to leave it out): that. Otherwise 0
+        for ``anthropic`` and ``openai_compatible``, and nothing for ``openai``, whose
+        reasoning models refuse any temperature but the default.
+        """
+        if "temperature" in self.model_fields_set:
+            return self.temperature
+        return None if self.provider == "openai" else 0.0
+
+    @property
+    def request_max_tokens(self) -> int | None:
+        """The ``max_tokens`` sent, or None: 512 by default for ``anthropic`` (its API
+        requires it) and ``openai_compatible``; nothing by default for ``openai``."""
+        if "max_tokens" in self.model_fields_set:
+            return self.max_tokens
+        if self.provider == "openai" or self.max_completion_tokens is not None:
+            return None
+        return 512
+
+    @model_validator(mode="after")
+    def _check_request(self) -> RubricJudgeEvaluator:
+        if self.provider == "anthropic":
+            if "max_tokens" in self.model_fields_set and self.max_tokens is None:
+                fail("the anthropic Messages API requires max_tokens; give a number "
+                     "(for example max_tokens: 1024)", at=("max_tokens",))
+            if self.max_completion_tokens is not None:
+                fail("max_completion_tokens is OpenAI's parameter; the anthropic judge "
+                     "uses max_tokens", at=("max_completion_tokens",))
+        if self.max_completion_tokens is not None and self.max_tokens is not None:
+            fail("declare max_tokens or max_completion_tokens, not both (current OpenAI "
+                 "models take max_completion_tokens)", at=("max_completion_tokens",))
+        owned = {"model", "messages", "system", "temperature", "max_tokens",
+                 "max_completion_tokens", "stream"}
+        for key in self.extra_body:
+            if key in owned:
+                own = key in ("temperature", "max_tokens", "max_completion_tokens")
+                hint = f"set {key}: in the judge itself" if own else "Oloproof sets it"
+                fail(f"extra_body may not set '{key}' ({hint})", at=("extra_body", key))
+        return self
 
     @model_validator(mode="after")
     def _check_rubric(self, info: ValidationInfo) -> RubricJudgeEvaluator:
@@ -502,6 +553,27 @@ class ProjectConfig(_Model):
     #: ``none`` to declare that the project has no release rules. When absent,
     #: release.yaml beside oloproof.yaml, which must then exist.
     policy: NonEmpty | None = None
+    #: A person's labels on judge criteria (JSON Lines; see project/labels.py).
+    human_labels: NonEmpty | None = None
+
+    @field_validator("human_labels")
+    @classmethod
+    def _check_labels(cls, value: str | None, info: ValidationInfo) -> str | None:
+        root = _context(info, "root")
+        if value is not None and isinstance(root, Path) and not (root / value).is_file():
+            fail(f"file not found: {value} (relative to the project directory)")
+        return value
+
+    def judge_criteria(self) -> list[str]:
+        """The criteria of the project's rubric judges, in declared order."""
+        return [e.criterion for e in self.evaluators if e.type == "rubric_judge"]
+
+    @model_validator(mode="after")
+    def _labels_need_a_judge(self) -> ProjectConfig:
+        if self.human_labels is not None and not self.judge_criteria():
+            fail("human labels measure a judge, and the project declares no rubric_judge",
+                 at=("human_labels",))
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -579,8 +651,28 @@ def _metric_kind(metric: str, info: ValidationInfo) -> MetricKind | None:
     return None
 
 
+class JudgeValidation(_Model):
+    """What a rule on a judge's metric asks of the judge's agreement with human labels."""
+
+    min_labels: int = Field(default=30, ge=1)
+    min_agreement: float = Field(default=0.85, gt=0, le=1)
+
+
+def _check_judge_metric(rule: Any, info: ValidationInfo, what: str, at: str) -> None:
+    judges = _context(info, "judges")
+    if isinstance(judges, (list, tuple, set)) and rule.metric not in judges:
+        known = ", ".join(judges) or "none"
+        fail(f"{what} applies to the metric of a rubric_judge, and '{rule.metric}' is not "
+             f"one (judge metrics: {known})", at=(at,))
+
+
 class IntervalRule(_Model):
-    """``min: t`` (a floor on the interval) or ``max: t`` (a ceiling): exactly one."""
+    """``min: t`` (a floor on the interval) or ``max: t`` (a ceiling): exactly one.
+
+    On a judge's metric, ``judge_validation`` makes the rule ``MANUAL_REVIEW`` until
+    human labels show the judge agrees with a person; ``estimate: corrected`` decides
+    on the prediction-powered estimate of the rate a person would give.
+    """
 
     id: NonEmpty
     metric: NonEmpty
@@ -589,8 +681,21 @@ class IntervalRule(_Model):
     max: float | None = None
     #: The family whose family-wise error this rule shares (``families:`` in release.yaml).
     family: NonEmpty | None = None
+    judge_validation: JudgeValidation | None = None
+    estimate: Literal["judge", "corrected"] = "judge"
 
     _metric = field_validator("metric")(_check_metric)
+
+    @model_validator(mode="after")
+    def _check_judge(self, info: ValidationInfo) -> IntervalRule:
+        if self.judge_validation is not None:
+            _check_judge_metric(self, info, "judge_validation", "judge_validation")
+        if self.estimate == "corrected":
+            _check_judge_metric(self, info, "estimate: corrected", "estimate")
+            if self.family is not None:
+                fail("a rule with estimate: corrected cannot join a family (its interval "
+                     "is not adjusted for multiplicity)", at=("family",))
+        return self
 
     @model_validator(mode="after")
     def _check_bound(self, info: ValidationInfo) -> IntervalRule:
@@ -794,3 +899,12 @@ class Project:
 
     def load_suite(self) -> Suite:
         return load_suite(self.dataset_path, self.dataset_display)
+
+    def load_labels(self) -> Labels | None:
+        """The ``human_labels`` file, checked; None when the project names none."""
+        name = self.config.human_labels
+        if name is None:
+            return None
+        parent = os.path.dirname(self.display)
+        shown = os.path.normpath(os.path.join(parent, name))
+        return load_labels(self.root / name, shown, self.config.judge_criteria())

@@ -6,7 +6,12 @@ from typing import Any
 
 import httpx
 
-from oloproof.providers.base import JudgeReply, malformed, reply_field
+from oloproof.providers.base import (
+    JudgeReply,
+    malformed,
+    reply_field,
+    send_refusing_parameters,
+)
 from oloproof.transport.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     parse_json_response,
@@ -23,7 +28,10 @@ class AnthropicProvider:
 
     ``base_url`` is the host part (``https://api.anthropic.com``);
     ``/v1/messages`` is appended. The reply text is the concatenation of the
-    reply's ``text`` content blocks.
+    reply's ``text`` content blocks (a reasoning model's ``thinking`` blocks are
+    left out). ``temperature`` None leaves it out of the request (extended
+    thinking refuses any but the default); ``extra_body`` fields are added to
+    the request body.
     """
 
     name = "anthropic"
@@ -34,17 +42,19 @@ class AnthropicProvider:
         model: str,
         api_key: str,
         base_url: str | None,
-        temperature: float,
+        temperature: float | None,
         max_tokens: int,
         timeout_s: float,
         client: httpx.AsyncClient,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
         self.model = model
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.url = self.base_url + "/v1/messages"
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.extra_body = dict(extra_body or {})
         self.timeout_s = timeout_s
         self._client = client
         self.max_response_bytes = max_response_bytes
@@ -55,30 +65,35 @@ class AnthropicProvider:
         return f"AnthropicProvider(model={self.model!r}, url={self.url!r})"
 
     def request_body(self, system_prompt: str, user_prompt: str) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "system": system_prompt,
-            "messages": [{"role": "user", "content": user_prompt}],
-        }
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        body.update(self.extra_body)
+        body["system"] = system_prompt
+        body["messages"] = [{"role": "user", "content": user_prompt}]
+        return body
 
     async def complete(self, system_prompt: str, user_prompt: str) -> JudgeReply:
         secrets = (self._api_key,)
-        response = await send_attempt(
-            self._client,
-            "POST",
-            self.url,
-            what=self._what,
-            timeout_s=self.timeout_s,
-            headers={
-                "x-api-key": self._api_key,
-                "anthropic-version": ANTHROPIC_VERSION,
-                "content-type": "application/json",
-            },
-            json_body=self.request_body(system_prompt, user_prompt),
-            secrets=secrets,
-            max_bytes=self.max_response_bytes,
+        body = self.request_body(system_prompt, user_prompt)
+        response = await send_refusing_parameters(
+            lambda: send_attempt(
+                self._client,
+                "POST",
+                self.url,
+                what=self._what,
+                timeout_s=self.timeout_s,
+                headers={
+                    "x-api-key": self._api_key,
+                    "anthropic-version": ANTHROPIC_VERSION,
+                    "content-type": "application/json",
+                },
+                json_body=body,
+                secrets=secrets,
+                max_bytes=self.max_response_bytes,
+            ),
+            body,
+            self._what,
         )
         data = parse_json_response(response, secrets, self._what)
         blocks = reply_field(data, "content")

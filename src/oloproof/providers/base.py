@@ -18,15 +18,17 @@ appears in no message, ``repr`` or log line.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
 from oloproof.errors import ConfigError
-from oloproof.transport.retry import PermanentFailure
+from oloproof.transport.retry import AttemptFailure, PermanentFailure
 from oloproof.usage import Usage
 
 __all__ = [
@@ -34,8 +36,11 @@ __all__ = [
     "PROVIDERS",
     "JudgeReply",
     "Provider",
+    "UnsupportedParameter",
     "make_judge_client",
+    "refused_parameter",
     "resolve_api_key",
+    "send_refusing_parameters",
 ]
 
 PROVIDERS = ("anthropic", "openai", "openai_compatible")
@@ -122,3 +127,83 @@ def reply_field(data: Any, *keys: str | int) -> Any:
 
 def malformed(what: str, detail: str) -> PermanentFailure:
     return PermanentFailure(f"{what}: malformed reply: {detail}")
+
+
+class UnsupportedParameter(PermanentFailure):
+    """The provider refused a parameter of the request (HTTP 400 naming it).
+
+    Every later call would be refused the same way, so it stops the run; the judge
+    turns :attr:`parameter` into the config field to change.
+    """
+
+    def __init__(self, message: str, parameter: str, provider_says: str = "") -> None:
+        super().__init__(message, stops_run=True)
+        self.parameter = parameter
+        self.provider_says = provider_says
+
+
+# What providers say when they refuse a parameter (OpenAI's "Unsupported parameter:
+# 'max_tokens' ..." and "Unsupported value: 'temperature' ...", pydantic-style "x: Extra
+# inputs are not permitted", Anthropic's "temperature may only be set to 1 when thinking
+# is enabled"...). Matched only against the names the request sent.
+_REFUSAL = re.compile(
+    r"unsupported|not supported|does not support|not permitted|not allowed|"
+    r"unrecognized|unknown (?:field|parameter|argument)|may only be set|"
+    r"cannot be used|is not compatible|extra inputs|invalid parameter",
+    re.IGNORECASE,
+)
+
+
+def _error_fields(body: str) -> tuple[str, str | None, str | None]:
+    """``(message, param, code)`` of a provider's JSON error body (or the raw text)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body, None, None
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return body, None, None
+    message = error.get("message")
+    param = error.get("param")
+    code = error.get("code")
+    return (
+        message if isinstance(message, str) else body,
+        param if isinstance(param, str) else None,
+        code if isinstance(code, str) else None,
+    )
+
+
+def refused_parameter(failure: AttemptFailure, sent: Iterable[str]) -> str | None:
+    """The parameter a 400 says the provider does not accept, among those ``sent``."""
+    if failure.status != 400 or failure.body is None:
+        return None
+    message, param, code = _error_fields(failure.body)
+    names = sorted(set(sent), key=len, reverse=True)
+    if param is not None and code in ("unsupported_parameter", "unsupported_value"):
+        top = param.split(".")[0].split("[")[0]
+        if top in names:
+            return top
+    if not _REFUSAL.search(message):
+        return None
+    for name in names:
+        if re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", message):
+            return name
+    return None
+
+
+async def send_refusing_parameters(
+    send: Any, body: Mapping[str, Any], what: str
+) -> Any:
+    """``await send()``; a 400 that refuses one of ``body``'s fields becomes an
+    :class:`UnsupportedParameter` naming it."""
+    try:
+        return await send()
+    except PermanentFailure as failure:
+        name = refused_parameter(failure, [k for k in body if k not in ("model", "messages")])
+        if name is None:
+            raise
+        message, _, _ = _error_fields(failure.body or "")
+        flat = " ".join(message.split())[:200]
+        raise UnsupportedParameter(
+            f"{what} refuses the parameter '{name}'", name, f"HTTP 400: {flat}"
+        ) from None

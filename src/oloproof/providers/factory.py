@@ -21,11 +21,14 @@ def make_provider(
     model: str,
     api_key: str | None,
     base_url: str | None,
-    temperature: float,
-    max_tokens: int,
+    temperature: float | None,
+    max_tokens: int | None,
     timeout_s: float,
     client: httpx.AsyncClient,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    *,
+    max_completion_tokens: int | None = None,
+    extra_body: dict[str, Any] | None = None,
 ) -> Provider:
     """The provider for ``provider`` (``anthropic``, ``openai``, ``openai_compatible``).
 
@@ -33,7 +36,9 @@ def make_provider(
     ``https://api.anthropic.com``; ``/v1/messages`` is appended); for
     ``openai`` and ``openai_compatible`` it includes ``/v1`` as the OpenAI SDK's
     does (default ``https://api.openai.com/v1``; required for
-    ``openai_compatible``).
+    ``openai_compatible``). ``temperature``, ``max_tokens`` and
+    ``max_completion_tokens`` are left out of the request when None (the
+    Anthropic API requires ``max_tokens``).
     """
     if api_key is not None and (
         not api_key.isascii() or any(ch.isspace() or ch == "\0" for ch in api_key)
@@ -50,6 +55,10 @@ def make_provider(
             raise ConfigError(
                 "the anthropic judge needs an API key", field="evaluators.api_key_env"
             )
+        if max_tokens is None:
+            raise ConfigError(
+                "the anthropic Messages API requires max_tokens", field="evaluators.max_tokens"
+            )
         return AnthropicProvider(
             model=model,
             api_key=api_key,
@@ -59,6 +68,7 @@ def make_provider(
             timeout_s=timeout_s,
             client=client,
             max_response_bytes=max_response_bytes,
+            extra_body=extra_body,
         )
     if provider in ("openai", "openai_compatible"):
         if provider == "openai" and not api_key:
@@ -79,6 +89,8 @@ def make_provider(
             client=client,
             max_response_bytes=max_response_bytes,
             name=provider,
+            max_completion_tokens=max_completion_tokens,
+            extra_body=extra_body,
         )
     raise ConfigError(
         f"unknown provider {provider!r}",
@@ -107,16 +119,24 @@ def make_provider_from_config(
         environ,
         field=f"{field_prefix}.api_key_env",
     )
-    temperature = getattr(judge, "temperature", None)
-    max_tokens = getattr(judge, "max_tokens", None)
+    if hasattr(judge, "request_temperature"):  # a RubricJudgeEvaluator: its own defaults
+        temperature = judge.request_temperature
+        max_tokens = judge.request_max_tokens
+    else:
+        temperature = getattr(judge, "temperature", None)
+        max_tokens = getattr(judge, "max_tokens", None)
+        temperature = 0.0 if temperature is None else float(temperature)
+        max_tokens = 512 if max_tokens is None else int(max_tokens)
     timeout_s = getattr(judge, "timeout_s", None)
     return make_provider(
         provider,
         str(judge.model),
         api_key,
         getattr(judge, "base_url", None),
-        0.0 if temperature is None else float(temperature),
-        512 if max_tokens is None else int(max_tokens),
+        temperature,
+        max_tokens,
         60.0 if timeout_s is None else float(timeout_s),
         client,
+        max_completion_tokens=getattr(judge, "max_completion_tokens", None),
+        extra_body=getattr(judge, "extra_body", None),
     )

@@ -10,7 +10,12 @@ from typing import Any
 
 import httpx
 
-from oloproof.providers.base import JudgeReply, malformed, reply_field
+from oloproof.providers.base import (
+    JudgeReply,
+    malformed,
+    reply_field,
+    send_refusing_parameters,
+)
 from oloproof.transport.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     parse_json_response,
@@ -22,7 +27,12 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 class OpenAIProvider:
-    """Chat models through Chat Completions; the reply is ``choices[0].message.content``."""
+    """Chat models through Chat Completions; the reply is ``choices[0].message.content``.
+
+    ``temperature``, ``max_tokens`` and ``max_completion_tokens`` are sent only when not
+    None: OpenAI's reasoning models refuse ``max_tokens`` and any temperature but the
+    default. ``extra_body`` fields (``reasoning_effort``...) are added to the body.
+    """
 
     def __init__(
         self,
@@ -30,12 +40,14 @@ class OpenAIProvider:
         model: str,
         api_key: str | None,
         base_url: str | None,
-        temperature: float,
-        max_tokens: int,
+        temperature: float | None,
+        max_tokens: int | None,
         timeout_s: float,
         client: httpx.AsyncClient,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         name: str = "openai",
+        max_completion_tokens: int | None = None,
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.model = model
@@ -43,6 +55,8 @@ class OpenAIProvider:
         self.url = self.base_url + "/chat/completions"
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.max_completion_tokens = max_completion_tokens
+        self.extra_body = dict(extra_body or {})
         self.timeout_s = timeout_s
         self._client = client
         self.max_response_bytes = max_response_bytes
@@ -53,15 +67,20 @@ class OpenAIProvider:
         return f"OpenAIProvider(name={self.name!r}, model={self.model!r}, url={self.url!r})"
 
     def request_body(self, system_prompt: str, user_prompt: str) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "messages": [
-                {"role": "system", "content": system_prompt},
-                {"role": "user", "content": user_prompt},
-            ],
-        }
+        body: dict[str, Any] = {"model": self.model}
+        for name, value in (
+            ("temperature", self.temperature),
+            ("max_tokens", self.max_tokens),
+            ("max_completion_tokens", self.max_completion_tokens),
+        ):
+            if value is not None:
+                body[name] = value
+        body.update(self.extra_body)
+        body["messages"] = [
+            {"role": "system", "content": system_prompt},
+            {"role": "user", "content": user_prompt},
+        ]
+        return body
 
     async def complete(self, system_prompt: str, user_prompt: str) -> JudgeReply:
         headers = {"content-type": "application/json"}
@@ -69,16 +88,21 @@ class OpenAIProvider:
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
             secrets = (self._api_key,)
-        response = await send_attempt(
-            self._client,
-            "POST",
-            self.url,
-            what=self._what,
-            timeout_s=self.timeout_s,
-            headers=headers,
-            json_body=self.request_body(system_prompt, user_prompt),
-            secrets=secrets,
-            max_bytes=self.max_response_bytes,
+        body = self.request_body(system_prompt, user_prompt)
+        response = await send_refusing_parameters(
+            lambda: send_attempt(
+                self._client,
+                "POST",
+                self.url,
+                what=self._what,
+                timeout_s=self.timeout_s,
+                headers=headers,
+                json_body=body,
+                secrets=secrets,
+                max_bytes=self.max_response_bytes,
+            ),
+            body,
+            self._what,
         )
         data = parse_json_response(response, secrets, self._what)
         message = reply_field(data, "choices", 0, "message")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunStatus
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
 from oloproof.policy.format import interval_text
+from oloproof.policy.judges import JudgeReport
 from oloproof.render.console import text
 from oloproof.render.fit import Fitted, fit
 
@@ -160,7 +161,12 @@ def plan_hints(
         if d.state != RuleState.INSUFFICIENT_EVIDENCE:
             continue
         s = by_metric.get(d.metric)
-        if s is not None and s.observed == 0 and s.missing:
+        if d.basis == "corrected":
+            hints.append(text(
+                f"  {d.rule}: its interval narrows with more human labels: label more cases,"
+                " drawn at random, and decide again"
+            ))
+        elif s is not None and s.observed == 0 and s.missing:
             # All missing: more cases would fail the same way; sizing would mislead.
             hints.append(text(
                 f"  {d.rule}: no evidence (0 observed, {s.missing} missing): see what failed"
@@ -169,6 +175,49 @@ def plan_hints(
         else:
             hints.append(text(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}"))
     return hints
+
+
+def judges_table(reports: Sequence[JudgeReport]) -> Table:
+    """Each judge against a person: agreement, sensitivity, specificity, kappa, the
+    confusion counts, and the judge's raw rate beside the corrected one."""
+    _join_preload()
+    from rich.table import Table
+
+    def prop(p: object) -> str:
+        interval = getattr(p, "interval", None)
+        if interval is None:
+            return "–"
+        est = pct(getattr(p, "estimate", None))
+        return f"{est} {fmt_interval(interval.lower, interval.upper)}"
+
+    level = reports[0].agreement.level if reports else 0.95
+    title = text(f"Judges against human labels ({round(level * 100, 1):g}% intervals: CP for"
+                 " rates, large-sample for kappa, PPI++ for the corrected rate)")
+    table = Table(title=title, title_justify="left")
+    for col in ("Judge", "Labels", "Agreement", "Sensitivity", "Specificity", "Kappa",
+                "Judge/person pass·pass pass·fail fail·pass fail·fail", "Judge rate",
+                "Corrected rate"):
+        table.add_column(col, no_wrap=True)
+    for r in reports:
+        a = r.agreement
+        if a.kappa is None:
+            kappa = "–"
+        elif a.kappa_interval is None:
+            kappa = f"{a.kappa:.2f}"
+        else:
+            kappa = f"{a.kappa:.2f} [{a.kappa_interval.lower:.2f}, {a.kappa_interval.upper:.2f}]"
+        labels = f"{r.labels}"
+        if r.judge_missing:
+            labels += f" ({r.judge_missing} without verdict)"
+        c = r.corrected
+        corrected = (f"{pct(c.estimate)} {fmt_interval(c.lower, c.upper)}" if c is not None
+                     else r.corrected_note)
+        table.add_row(*map(text, (
+            r.criterion, labels, prop(a.agreement), prop(a.sensitivity), prop(a.specificity),
+            kappa, f"{a.both_pass} · {a.judge_only} · {a.person_only} · {a.both_fail}",
+            f"{pct(r.raw_estimate)} of {r.raw_observed}", corrected,
+        )))
+    return table
 
 
 def run_report(
@@ -184,6 +233,7 @@ def run_report(
     note: str | None = None,
     policy_arg: str | None = None,
     config_arg: str | None = None,
+    judges: Sequence[JudgeReport] = (),
 ) -> RenderableType:
     """The whole end-of-run report (SPEC §6) as one renderable.
 
@@ -204,6 +254,8 @@ def run_report(
         parts.append(text("No rules: the release policy declares none."))
     if summaries:
         parts.append(metrics_table(summaries))
+    if judges:
+        parts.append(judges_table(judges))
     parts.append(cache_line(cache))
     parts.append(gate_line(gate, exit_code))
     hints = plan_hints(run_id, decisions, policy_arg, config_arg, summaries)

@@ -18,6 +18,7 @@ from oloproof.errors import ConfigError
 from oloproof.evaluators.base import Evaluator, InlineEvaluator
 from oloproof.evaluators.judge import RubricJudge
 from oloproof.project import Project, load_project
+from oloproof.project.labels import Labels
 from oloproof.project.loader import resolve_release_policy
 from oloproof.project.models import ReleasePolicy
 from oloproof.systems.base import SystemRunner
@@ -39,6 +40,7 @@ class Prepared:
     suite_digest: str
     metrics: list[dict[str, Any]]
     retry: RetryPolicy
+    labels: Labels | None = None
 
 
 def resolve_policy(project: Project, policy_arg: str | None) -> tuple[ReleasePolicy, str | None]:
@@ -135,6 +137,7 @@ def prepare(config_path: str | Path, policy_arg: str | None) -> Prepared:
             "kind": e.metric_kind,
             "range": list(e.value_range) if e.value_range else None,
             "identity": e.identity,
+            **({"judge": True} if getattr(e, "is_judge", False) else {}),
         }
         for e in evaluators
     ]
@@ -145,8 +148,10 @@ def prepare(config_path: str | Path, policy_arg: str | None) -> Prepared:
         EngineCase(c.id, c.input, c.expected, c.metadata, i) for i, c in enumerate(suite.cases)
     ]
     retry = RetryPolicy(max_retry_wait_s=float(project.config.retry.max_retry_wait_s))
+    labels = project.load_labels()
     return Prepared(
-        project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry
+        project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry,
+        labels,
     )
 
 

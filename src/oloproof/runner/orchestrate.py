@@ -22,15 +22,16 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from oloproof.analysis.stored import decide_stored
+from oloproof.analysis.stored import decide_stored, judge_reports
 from oloproof.engine.pipeline import Engine, EngineTotals
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.errors import OloproofError
 from oloproof.events import Event, RunFinished, RunPhaseChanged
 from oloproof.ids import new_run_id
 from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
+from oloproof.policy.judges import JudgeReport
 from oloproof.runner.build import Prepared, describe_system, policy_json
 from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
@@ -69,6 +70,7 @@ class RunResult:
     totals: EngineTotals
     stop_reason: str | None = None
     notice: str | None = None
+    judges: list[JudgeReport] = field(default_factory=list)
 
 
 def execute(
@@ -112,6 +114,11 @@ def _execute(
             policy=policy_json(prepared.policy),
             policy_path=prepared.policy_path,
         )
+        if prepared.labels is not None:
+            writer.store_labels(
+                prepared.labels.path, prepared.labels.digest,
+                [label.to_json() for label in prepared.labels.labels],
+            )
     except sqlite3.Error as exc:
         conn.close()
         raise StoreUnwritable(
@@ -209,9 +216,10 @@ def _execute(
             decision_json = [d.to_json() for d in decisions]
             failed = finish(RunStatus.DECIDED, code, gate_label, decision_json, None)
             if failed is None:
+                reports = judge_reports(conn, run_id, float(prepared.policy.confidence_level))
                 return RunResult(run_id, RunStatus.DECIDED, Completeness.COMPLETE, code,
                                  gate_label, decisions, list(by_metric.values()),
-                                 engine.totals, notice=notice)
+                                 engine.totals, notice=notice, judges=reports)
             stop.internal(failed)
         reason = stop.reason or "stopped"
         summaries = _partial_summaries(conn, run_id, prepared)

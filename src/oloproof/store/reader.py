@@ -21,7 +21,7 @@ from typing import Any
 
 from oloproof.enums import Completeness, ExitCode, GateAction, MetricKind, RunStatus
 from oloproof.errors import UsageError
-from oloproof.evidence import CriterionEvidence
+from oloproof.evidence import CriterionEvidence, Outcome, classify_outcome
 from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.liveness import run_owner_alive
 
@@ -35,6 +35,8 @@ __all__ = [
     "load_cases",
     "load_decisions",
     "load_evidence",
+    "load_run_labels",
+    "load_verdicts",
     "resolve_run_id",
 ]
 
@@ -302,3 +304,38 @@ def load_decisions(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]
             "SELECT decision_json FROM decisions WHERE run_id = ? ORDER BY idx", (run_id,)
         ).fetchall()
     ]
+
+
+def load_verdicts(
+    conn: sqlite3.Connection, run: RunRecord, criterion: str
+) -> dict[str, bool | None]:
+    """Case id -> the stored verdict on ``criterion``: True/False when observed, None when
+    missing (sorted by ``classify_outcome``, as every count is)."""
+    out: dict[str, bool | None] = {}
+    for case_id, status, passed, score in conn.execute(
+        "SELECT case_id, status, passed, score FROM run_judgments"
+        " WHERE run_id = ? AND criterion = ?",
+        (run.id, criterion),
+    ).fetchall():
+        value = None if passed is None else bool(passed)
+        observed = classify_outcome(MetricKind.BINARY, status, value, score) is Outcome.OBSERVED
+        out[case_id] = value if observed else None
+    return out
+
+
+def load_run_labels(
+    conn: sqlite3.Connection, run_id: str
+) -> tuple[str, str, list[dict[str, Any]]] | None:
+    """``(path, digest, labels)`` stored with a run, or None (no labels, or a store older
+    than labels)."""
+    if not has_table(conn, "run_labels"):
+        return None
+    row = conn.execute(
+        "SELECT path, digest, labels_json FROM run_labels WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    labels = _json(run_id, "labels", row[2])
+    if not isinstance(labels, list):
+        raise StoreUnreadable(f"run {run_id}: its stored labels are damaged")
+    return str(row[0]), str(row[1]), labels

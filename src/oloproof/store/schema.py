@@ -160,4 +160,15 @@ CREATE TABLE IF NOT EXISTS run_owners (
   owner TEXT NOT NULL
 ) WITHOUT ROWID
 """,
+    # run_labels: the human labels a run was measured against (human_labels in
+    # oloproof.yaml), with their digest: part of what the run stored, so gate and
+    # inspect re-decide it the same way. Absent for a run without labels.
+    "run_labels": """
+CREATE TABLE IF NOT EXISTS run_labels (
+  run_id TEXT PRIMARY KEY,
+  path TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  labels_json TEXT NOT NULL
+) WITHOUT ROWID
+""",
 }

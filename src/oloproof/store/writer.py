@@ -164,6 +164,14 @@ class StoreWriter:
         if owner is not None:
             self.conn.execute("INSERT INTO run_owners VALUES (?, ?)", (self.run_id, owner))
 
+    def store_labels(self, path: str, digest: str, labels: list[dict[str, Any]]) -> None:
+        """The human labels the run is measured against (store/schema.py ``run_labels``)."""
+        _execute(
+            self.conn,
+            "INSERT INTO run_labels(run_id, path, digest, labels_json) VALUES (?, ?, ?, ?)",
+            (self.run_id, path, digest, _dump(labels)),
+        )
+
     def set_cases(self, cases: Sequence[Any]) -> None:
         """The suite's cases (with ``input``, ``expected``, ``metadata``), by event index."""
         self._suite = cases

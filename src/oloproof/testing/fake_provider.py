@@ -11,12 +11,16 @@ It prints its URL on the first line of standard output and serves, on
 Endpoints
 ---------
 ``POST /v1/messages``
-    Anthropic Messages format. Needs ``x-api-key`` and ``anthropic-version``
-    (401 / 400 otherwise) and a body with ``model``, ``max_tokens`` and
-    ``messages``.
+    Anthropic Messages format. Needs ``x-api-key`` (or ``Authorization:
+    Bearer ...``, as the official SDK sends an auth token) and
+    ``anthropic-version`` (401 / 400 otherwise) and a body with ``model``,
+    ``max_tokens`` and ``messages``; with ``thinking``, a temperature other
+    than 1 is refused (400) as the real API does.
 ``POST /v1/chat/completions``
     OpenAI Chat Completions format. Needs ``Authorization: Bearer ...`` (401
-    otherwise) and a body with ``model`` and ``messages``.
+    otherwise) and a body with ``model`` and ``messages``. A model whose name
+    contains ``reasoning`` refuses ``max_tokens`` and a temperature other than
+    1 with OpenAI's 400 (``unsupported_parameter`` / ``unsupported_value``).
 ``POST|PUT|GET /system``
     A system under test. The input is the JSON body (or, for GET, the query
     parameters). It answers ``{"answer": "You asked: <text>", "label": <first
@@ -31,8 +35,8 @@ Endpoints
 
 The judge's rule
 ----------------
-The judged output is the text between the last ``<output>`` and the last
-``</output>`` of the user prompt (see :mod:`oloproof.providers.verdict`). By
+The judged output is the prompt's output part, framed by its random boundary
+and unescaped (:func:`oloproof.providers.verdict.read_section`). By
 default the verdict is pass iff that text is not empty and does not contain
 ``FAIL`` (:attr:`JudgeRule.fail_keyword`). With ``pass_keyword`` set, it is
 pass iff the text contains that keyword. The reply text is exactly one JSON
@@ -57,7 +61,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
 
-from oloproof.providers.verdict import OUTPUT_CLOSE, OUTPUT_OPEN
+from oloproof.providers.verdict import read_section
 
 __all__ = [
     "ANTHROPIC_PATH",
@@ -105,13 +109,7 @@ def json_reply(status: int, data: Any, headers: dict[str, str] | None = None) ->
 
 
 def _judged_output(user_prompt: str) -> str | None:
-    end = user_prompt.rfind(OUTPUT_CLOSE)
-    if end == -1:
-        return None
-    start = user_prompt.rfind(OUTPUT_OPEN, 0, end)
-    if start == -1:
-        return None
-    return user_prompt[start + len(OUTPUT_OPEN) : end].strip()
+    return read_section(user_prompt, "output")
 
 
 def _verdict_text(user_prompt: str, rule: JudgeRule) -> str:
@@ -154,9 +152,15 @@ def _anthropic_error(status: int, kind: str, message: str) -> Reply:
 
 
 def _anthropic(headers: Any, body: Any, rule: JudgeRule, text: str | None) -> Reply:
+    # The official SDK sends x-api-key, or Authorization: Bearer with an auth token.
     key = headers.get("x-api-key")
+    auth = headers.get("authorization") or ""
+    if not key and auth.startswith("Bearer ") and auth[7:].strip():
+        key = auth[7:].strip()
     if not key:
-        return _anthropic_error(401, "authentication_error", "x-api-key header is required")
+        return _anthropic_error(
+            401, "authentication_error", "x-api-key or Authorization: Bearer header is required"
+        )
     if rule.expected_api_key is not None and key != rule.expected_api_key:
         return _anthropic_error(401, "authentication_error", f"invalid x-api-key: {key}")
     if not headers.get("anthropic-version"):
@@ -175,6 +179,12 @@ def _anthropic(headers: Any, body: Any, rule: JudgeRule, text: str | None) -> Re
         problems.append("messages: Field required")
     if problems:
         return _anthropic_error(400, "invalid_request_error", "; ".join(problems))
+    if isinstance(body.get("thinking"), dict) and body.get("temperature", 1) != 1:
+        # As the Messages API answers: extended thinking takes the default temperature only.
+        return _anthropic_error(
+            400, "invalid_request_error",
+            "`temperature` may only be set to 1 when thinking is enabled.",
+        )
     assert isinstance(messages, list)
     user = "".join(
         _block_text(m.get("content"))
@@ -220,6 +230,10 @@ def _openai(headers: Any, body: Any, rule: JudgeRule, text: str | None) -> Reply
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return _openai_error("messages: field required", status=400)
+    if REASONING_MARK in body["model"]:
+        refused = _reasoning_refusal(body)
+        if refused is not None:
+            return refused
     user = "".join(
         _block_text(m.get("content"))
         for m in messages
@@ -253,6 +267,31 @@ def _openai(headers: Any, body: Any, rule: JudgeRule, text: str | None) -> Reply
             },
         },
     )
+
+
+#: A model whose name holds this behaves as OpenAI's reasoning models do.
+REASONING_MARK = "reasoning"
+
+
+def _reasoning_refusal(body: dict[str, Any]) -> Reply | None:
+    """OpenAI's 400s for a reasoning model: no ``max_tokens``, no temperature but 1."""
+    if "max_tokens" in body:
+        message = (
+            "Unsupported parameter: 'max_tokens' is not supported with this model."
+            " Use 'max_completion_tokens' instead."
+        )
+        return json_reply(400, {"error": {
+            "message": message, "type": "invalid_request_error", "param": "max_tokens",
+            "code": "unsupported_parameter"}})
+    if "temperature" in body and body["temperature"] != 1:
+        message = (
+            f"Unsupported value: 'temperature' does not support {body['temperature']} with"
+            " this model. Only the default (1) value is supported."
+        )
+        return json_reply(400, {"error": {
+            "message": message, "type": "invalid_request_error", "param": "temperature",
+            "code": "unsupported_value"}})
+    return None
 
 
 def _system(method: str, case_input: Any, headers: Any = None) -> Reply:

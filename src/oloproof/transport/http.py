@@ -116,7 +116,10 @@ def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> Atte
     if status == 429 or 500 <= status <= 599:
         retry_after = parse_retry_after(reply.headers.get("retry-after"))
         return RetryableFailure(message, retry_after_s=retry_after)
-    return PermanentFailure(message, stops_run=status in STOPS_RUN_STATUSES)
+    failure = PermanentFailure(message, stops_run=status in STOPS_RUN_STATUSES)
+    failure.status = status
+    failure.body = mask(reply.text, secrets)
+    return failure
 
 
 def _transport_failure(

@@ -37,6 +37,10 @@ class AttemptFailure(Exception):
         # True for a failure that every later call would repeat (HTTP 401, 403,
         # 404): the engine stops the run at once instead of burning the suite.
         self.stops_run = stops_run
+        # For an HTTP status failure: the status and the (masked) body, so a caller can
+        # read what the other side said (a provider naming a parameter it refuses).
+        self.status: int | None = None
+        self.body: str | None = None
 
 
 class RetryableFailure(AttemptFailure):

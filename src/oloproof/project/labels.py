@@ -1,0 +1,135 @@
+"""Human labels: a person's pass or fail on a judge's criterion, one per line.
+
+``human_labels: data/labels.jsonl`` in oloproof.yaml names the file. A line is one JSON
+object with these keys, and no others:
+
+- ``id``: the case id (a non-empty string);
+- ``criterion``: a ``rubric_judge`` criterion of the project;
+- ``pass``: ``true`` or ``false``;
+- ``labeler`` and ``note``: optional strings.
+
+Blank lines are skipped. One label per case and criterion: a second one is an error
+naming both lines (two people disagreeing is worth knowing, but which one the judge
+is measured against must be chosen by a person). Labels on ids the suite does not hold
+are kept, and counted apart when a run is measured.
+
+**Labels digest.** ``sha256:`` + the hex SHA-256 of the canonical JSON of the list of
+labels in file order; it is stored with each run beside the labels themselves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oloproof._json import digest
+from oloproof.errors import ConfigError
+from oloproof.project._errors import closest
+from oloproof.project._yaml import read_bytes
+
+__all__ = ["LABEL_KEYS", "MAX_LABELS_BYTES", "Label", "Labels", "labels_from_json",
+           "load_labels"]
+
+LABEL_KEYS = ("id", "criterion", "pass", "labeler", "note")
+MAX_LABELS_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Label:
+    id: str
+    criterion: str
+    passed: bool
+    labeler: str | None = None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "criterion": self.criterion, "pass": self.passed}
+        if self.labeler is not None:
+            data["labeler"] = self.labeler
+        if self.note is not None:
+            data["note"] = self.note
+        return data
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The labels of a file, its digest, and the path it was read from (as shown)."""
+
+    labels: tuple[Label, ...]
+    digest: str
+    path: str
+
+    def for_criterion(self, criterion: str) -> dict[str, bool]:
+        return {lab.id: lab.passed for lab in self.labels if lab.criterion == criterion}
+
+
+def _digest(labels: list[Label]) -> str:
+    return digest([lab.to_json() for lab in labels])
+
+
+def labels_from_json(items: list[dict[str, Any]], path: str) -> Labels:
+    """Labels as stored with a run (already checked when they were read)."""
+    labels = [
+        Label(str(i["id"]), str(i["criterion"]), bool(i["pass"]), i.get("labeler"), i.get("note"))
+        for i in items
+    ]
+    return Labels(tuple(labels), _digest(labels), path)
+
+
+def load_labels(path: Path, display: str, judges: Collection[str]) -> Labels:
+    """Read and check a labels file; ``judges`` are the project's judge criteria."""
+    data = read_bytes(path, display, MAX_LABELS_BYTES, what="labels file")
+    labels: list[Label] = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+
+        def bad(message: str, field: str | None = None, accepted: str | None = None,
+                number: int = number) -> ConfigError:
+            return ConfigError(message, file=display, line=number, field=field,
+                               accepted=accepted)
+
+        try:
+            item = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
+        except UnicodeDecodeError:
+            raise bad("the line is not UTF-8 text") from None
+        except json.JSONDecodeError as exc:
+            raise bad(f"not a JSON object: {exc.msg}",
+                      accepted='{"id": "case id", "criterion": "helpful", "pass": true}'
+                      ) from None
+        if not isinstance(item, dict):
+            raise bad("not a JSON object",
+                      accepted='{"id": "case id", "criterion": "helpful", "pass": true}')
+        for key in item:
+            if key not in LABEL_KEYS:
+                hint = closest(key, LABEL_KEYS)
+                mean = f"; did you mean '{hint}'?" if hint else ""
+                raise bad(f"unknown key '{key}'{mean}", field=key,
+                          accepted=", ".join(LABEL_KEYS))
+        for key in ("id", "criterion", "pass"):
+            if key not in item:
+                raise bad("required field is missing", field=key)
+        case_id, criterion, passed = item["id"], item["criterion"], item["pass"]
+        if not isinstance(case_id, str) or not case_id:
+            raise bad(f"expected a non-empty string, got {json.dumps(case_id)}", field="id")
+        if not isinstance(criterion, str) or criterion not in judges:
+            known = ", ".join(sorted(judges)) or "none: the project declares no rubric_judge"
+            hint = closest(criterion, judges) if isinstance(criterion, str) else None
+            mean = f"; did you mean '{hint}'?" if hint else ""
+            raise bad(f"{json.dumps(criterion)} is not a judge criterion of the project{mean}",
+                      field="criterion", accepted=known)
+        if not isinstance(passed, bool):
+            raise bad(f"expected true or false, got {json.dumps(passed)}", field="pass")
+        for key in ("labeler", "note"):
+            if key in item and item[key] is not None and not isinstance(item[key], str):
+                raise bad(f"expected a string, got {json.dumps(item[key])}", field=key)
+        first = seen.setdefault((case_id, criterion), number)
+        if first != number:
+            raise bad(f"a second label for case '{case_id}' and criterion '{criterion}' (the "
+                      f"first is on line {first}); keep one", field="id")
+        labels.append(Label(case_id, criterion, passed, item.get("labeler"), item.get("note")))
+    return Labels(tuple(labels), _digest(labels), display)

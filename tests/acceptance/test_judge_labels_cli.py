@@ -1,0 +1,107 @@
+"""Human labels, agreement, MANUAL_REVIEW and the corrected estimate, through the real CLI
+against the fake provider over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.conftest import run_cli
+from tests.fakes.provider import FakeServer
+
+ENV = {"FAKE_PROVIDER_KEY": "dummy-key-for-the-fake"}
+
+
+@pytest.fixture
+def srv() -> Iterator[FakeServer]:
+    with FakeServer() as server:
+        yield server
+
+
+def _example(tmp_path: Path, srv: FakeServer) -> Path:
+    project = tmp_path / "judged"
+    assert run_cli("init", str(project), "--example", "judge", cwd=tmp_path).code == 0
+    config = project / "oloproof.yaml"
+    config.write_text(config.read_text().replace("http://127.0.0.1:8787",
+                                                 srv.anthropic_base_url))
+    return project
+
+
+def test_the_judge_example_shows_agreement_the_corrected_rate_and_manual_review(
+    tmp_path: Path, srv: FakeServer
+) -> None:
+    project = _example(tmp_path, srv)
+    first = run_cli("run", cwd=project, env=ENV)
+    assert first.code == 4, first.text
+    assert "Traceback" not in first.text
+    row = next(line for line in first.out.splitlines() if "helpful-validated" in line)
+    assert "MANUAL_REVIEW" in row and "label 22 more" in row and "BLOCK" in row
+    judges = [line for line in first.out.splitlines() if line.startswith("│ helpful ")][-1]
+    assert "87.5% [47.3%, 99.7%]" in judges and "6 · 1 · 0 · 1" in judges
+    assert "label more cases, drawn at random" in first.out
+
+    shown = run_cli("inspect", "latest", "--judges", "--json", cwd=project)
+    assert shown.code == 0, shown.text
+    [report] = json.loads(shown.out)["judges"]
+    assert report["labels"] == 8 and report["agreement"]["k"] == 7
+    assert report["confusion"]["judge_pass_person_fail"] == 1
+    corrected = report["corrected"]
+    assert corrected["labelled"] == 8 and corrected["unlabelled"] == 4
+    assert corrected["lower"] <= corrected["estimate"] <= corrected["upper"]
+    assert "uniformly random" in corrected["assumes"]
+
+    # Changing the labels re-decides without calling anything: a rerun is all cache and
+    # stores the new labels; gate --labels re-decides the stored run.
+    labels = project / "data" / "labels.jsonl"
+    lines = labels.read_text().splitlines()
+    labels.write_text("\n".join(line.replace('"pass": false', '"pass": true', 1)
+                                if '"q02"' in line else line for line in lines) + "\n")
+    calls = srv.total_calls("/v1/messages")
+    second = run_cli("run", cwd=project, env=ENV)
+    assert "executions 12 hits · 0 misses   judgments 12 hits · 0 misses" in second.out
+    assert srv.total_calls("/v1/messages") == calls
+    again = json.loads(run_cli("inspect", "latest", "--judges", "--json", cwd=project).out)
+    assert again["judges"][0]["agreement"]["k"] == 8
+
+    policy = project / "validated.yaml"
+    policy.write_text("version: 1\nrules:\n  - id: v\n    metric: helpful\n    min: 0.5\n"
+                      "    judge_validation: {min_labels: 8, min_agreement: 0.6}\n")
+    runs = json.loads(run_cli("runs", "--json", cwd=project).out)
+    oldest = runs[-1]["id"] if isinstance(runs, list) else runs["runs"][-1]["id"]
+    before = run_cli("gate", oldest, "--policy", "validated.yaml", cwd=project)
+    assert before.code == 4, before.text  # 7 of 8 agree: CP lower 47.3% < 60%
+    after = run_cli("gate", oldest, "--policy", "validated.yaml", "--labels",
+                    "data/labels.jsonl", cwd=project)
+    assert after.code == 0, after.text  # 8 of 8: CP lower 63.1% >= 60%
+
+
+def test_a_bad_labels_file_stops_the_run_before_anything_is_called(
+    tmp_path: Path, srv: FakeServer
+) -> None:
+    project = _example(tmp_path, srv)
+    (project / "data" / "labels.jsonl").write_text(
+        '{"id": "q01", "criterion": "helpful", "pass": "yes"}\n')
+    result = run_cli("run", cwd=project, env=ENV)
+    assert result.code == 2, result.text
+    assert "Traceback" not in result.text
+    assert "data/labels.jsonl:1" in result.err and "pass" in result.err
+    assert srv.total_calls("/v1/messages") == 0
+
+
+def test_a_refused_parameter_stops_the_run_with_one_line(tmp_path: Path, srv: FakeServer
+                                                         ) -> None:
+    project = _example(tmp_path, srv)
+    config = project / "oloproof.yaml"
+    text = config.read_text()
+    text = text.replace("provider: anthropic ", "provider: openai ")
+    text = text.replace(srv.anthropic_base_url, srv.openai_base_url)
+    text = text.replace("model: fake-judge-1", "model: fake-reasoning-1")
+    config.write_text(text)  # keeps temperature: 0 and max_tokens: 256 as written
+    (project / "data" / "labels.jsonl").write_text("")
+    result = run_cli("run", cwd=project, env=ENV)
+    assert result.code == 5, result.text
+    assert "Traceback" not in result.text
+    line = next(x for x in result.out.splitlines() if "refuses the parameter" in x)
+    assert "evaluators[0].max_tokens" in line or "evaluators[0].temperature" in line
