@@ -101,6 +101,7 @@ class LabelledVerdicts:
     verdicts: dict[str, bool | None]
     labels: dict[str, bool]
     labels_elsewhere: int = 0
+    drawn_uniformly: bool = False  # every label chosen by a uniform draw (oloproof label)
 
     def table(self) -> tuple[int, int, int, int, int]:
         """``(both_pass, judge_only, person_only, both_fail, judge_missing)`` on the

@@ -97,7 +97,9 @@ def labelled_verdicts(
         verdicts = load_verdicts(conn, run, criterion)
         mine = labels.for_criterion(criterion)
         held = {i: p for i, p in mine.items() if i in verdicts}
-        out[criterion] = LabelledVerdicts(criterion, verdicts, held, len(mine) - len(held))
+        out[criterion] = LabelledVerdicts(
+            criterion, verdicts, held, len(mine) - len(held), labels.drawn_uniformly(criterion)
+        )
     return out
 
 

@@ -23,11 +23,12 @@ COMMANDS = {
     "init": ("oloproof.cli.init", "Create a project, or copy an example project."),
     "plan": ("oloproof.cli.plan", "Size undecided rules: how many more cases would decide them."),
     "compare": ("oloproof.cli.compare", "Compare a candidate run with a baseline, case by case."),
+    "label": ("oloproof.cli.label", "Label a random sample of a run's cases by hand, to measure a judge."),
 }
 
 
 # Commands that only read the store (they open it read-only).
-_READERS = frozenset({"runs", "inspect", "gate", "plan"})
+_READERS = frozenset({"runs", "inspect", "gate", "plan", "label"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -105,6 +106,14 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("directory", nargs="?", default=".", metavar="DIR", help="where to create the project (default: .)")
         p.add_argument("--example", metavar="NAME", help="copy an example project; 'list' lists them")
         p.add_argument("--force", action="store_true", help="write into a directory that is not empty")
+    elif name == "label":
+        p.add_argument("run_id", metavar="RUN_ID", help="a run id, or 'latest'")
+        p.add_argument("--criterion", required=True, help="the judge criterion to label")
+        p.add_argument("--n", type=int, default=20, help="how many cases to draw (default 20)")
+        p.add_argument("--seed", type=int, help="draw the same cases again (default: a new draw, its seed printed)")
+        p.add_argument("--output", metavar="FILE", help="the labels file (default: human_labels in oloproof.yaml)")
+        p.add_argument("--labeler", help="your name or initials, stored with each label")
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
     elif name == "plan":
         p.add_argument("ref", metavar="RUN_ID|CMP_ID", help="a run id (with --run) or a comparison id")
         p.add_argument("--run", action="store_true", help="size the rules of a run (RUN_ID)")

@@ -51,6 +51,16 @@ class JudgeReport:
     raw_observed: int
     corrected: Corrected | None
     corrected_note: str
+    drawn_uniformly: bool = False  # the labels' draw was recorded as uniform (oloproof label)
+
+    @property
+    def assumption(self) -> str:
+        """Whether the corrected estimate's assumption was checked, in words."""
+        if self.drawn_uniformly:
+            return ("checked: every label was drawn uniformly at random from the run's"
+                    " unlabelled cases by oloproof label")
+        return ("not checked: the labels do not record a uniform random draw (write them"
+                " with oloproof label to have it recorded)")
 
     def to_json(self) -> dict[str, Any]:
         a = self.agreement
@@ -82,6 +92,7 @@ class JudgeReport:
                 "labelled": c.labelled, "unlabelled": c.unlabelled, "missing": c.missing,
                 "method": CORRECTED_METHOD,
                 "assumes": "the labelled cases are a uniformly random subset of the run's",
+                "assumption": self.assumption,
             },
             "corrected_note": self.corrected_note,
         }
@@ -123,6 +134,7 @@ def judge_report(lv: LabelledVerdicts, level: float) -> JudgeReport:
     return JudgeReport(
         lv.criterion, len(lv.labels), missing, lv.labels_elsewhere, stats,
         sum(observed) / len(observed) if observed else None, len(observed), corrected, note,
+        lv.drawn_uniformly,
     )
 
 

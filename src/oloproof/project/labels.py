@@ -6,7 +6,11 @@ object with these keys, and no others:
 - ``id``: the case id (a non-empty string);
 - ``criterion``: a ``rubric_judge`` criterion of the project;
 - ``pass``: ``true`` or ``false``;
-- ``labeler`` and ``note``: optional strings.
+- ``labeler`` and ``note``: optional strings;
+- ``sample``: optional; how the case was chosen for labelling. ``oloproof label`` writes
+  ``uniform seed=S n=N pool=P run=RUN`` (a uniform random draw from the run's unlabelled
+  cases), which is what the corrected estimate assumes; labels without it (written by
+  hand, or chosen by a person) leave that assumption unchecked.
 
 Blank lines are skipped. One label per case and criterion: a second one is an error
 naming both lines (two people disagreeing is worth knowing, but which one the judge
@@ -33,7 +37,8 @@ from oloproof.project._yaml import read_bytes
 __all__ = ["LABEL_KEYS", "MAX_LABELS_BYTES", "Label", "Labels", "labels_from_json",
            "load_labels"]
 
-LABEL_KEYS = ("id", "criterion", "pass", "labeler", "note")
+LABEL_KEYS = ("id", "criterion", "pass", "labeler", "note", "sample")
+UNIFORM = "uniform "
 MAX_LABELS_BYTES = 256 * 1024 * 1024
 
 
@@ -44,6 +49,7 @@ class Label:
     passed: bool
     labeler: str | None = None
     note: str | None = None
+    sample: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "criterion": self.criterion, "pass": self.passed}
@@ -51,6 +57,8 @@ class Label:
             data["labeler"] = self.labeler
         if self.note is not None:
             data["note"] = self.note
+        if self.sample is not None:
+            data["sample"] = self.sample
         return data
 
 
@@ -65,6 +73,12 @@ class Labels:
     def for_criterion(self, criterion: str) -> dict[str, bool]:
         return {lab.id: lab.passed for lab in self.labels if lab.criterion == criterion}
 
+    def drawn_uniformly(self, criterion: str) -> bool:
+        """Whether every label of ``criterion`` was chosen by a uniform random draw
+        (``oloproof label``), the corrected estimate's assumption."""
+        mine = [lab for lab in self.labels if lab.criterion == criterion]
+        return bool(mine) and all((lab.sample or "").startswith(UNIFORM) for lab in mine)
+
 
 def _digest(labels: list[Label]) -> str:
     return digest([lab.to_json() for lab in labels])
@@ -73,7 +87,8 @@ def _digest(labels: list[Label]) -> str:
 def labels_from_json(items: list[dict[str, Any]], path: str) -> Labels:
     """Labels as stored with a run (already checked when they were read)."""
     labels = [
-        Label(str(i["id"]), str(i["criterion"]), bool(i["pass"]), i.get("labeler"), i.get("note"))
+        Label(str(i["id"]), str(i["criterion"]), bool(i["pass"]), i.get("labeler"),
+              i.get("note"), i.get("sample"))
         for i in items
     ]
     return Labels(tuple(labels), _digest(labels), path)
@@ -124,12 +139,13 @@ def load_labels(path: Path, display: str, judges: Collection[str]) -> Labels:
                       field="criterion", accepted=known)
         if not isinstance(passed, bool):
             raise bad(f"expected true or false, got {json.dumps(passed)}", field="pass")
-        for key in ("labeler", "note"):
+        for key in ("labeler", "note", "sample"):
             if key in item and item[key] is not None and not isinstance(item[key], str):
                 raise bad(f"expected a string, got {json.dumps(item[key])}", field=key)
         first = seen.setdefault((case_id, criterion), number)
         if first != number:
             raise bad(f"a second label for case '{case_id}' and criterion '{criterion}' (the "
                       f"first is on line {first}); keep one", field="id")
-        labels.append(Label(case_id, criterion, passed, item.get("labeler"), item.get("note")))
+        labels.append(Label(case_id, criterion, passed, item.get("labeler"), item.get("note"),
+                            item.get("sample")))
     return Labels(tuple(labels), _digest(labels), display)

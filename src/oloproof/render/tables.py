@@ -177,7 +177,7 @@ def plan_hints(
     return hints
 
 
-def judges_table(reports: Sequence[JudgeReport]) -> Table:
+def judges_table(reports: Sequence[JudgeReport]) -> Fitted:
     """Each judge against a person: agreement, sensitivity, specificity, kappa, the
     confusion counts, and the judge's raw rate beside the corrected one."""
     _join_preload()
@@ -217,7 +217,7 @@ def judges_table(reports: Sequence[JudgeReport]) -> Table:
             kappa, f"{a.both_pass} · {a.judge_only} · {a.person_only} · {a.both_fail}",
             f"{pct(r.raw_estimate)} of {r.raw_observed}", corrected,
         )))
-    return table
+    return fit(table)
 
 
 def run_report(

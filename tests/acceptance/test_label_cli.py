@@ -1,0 +1,121 @@
+"""`oloproof label`: a person labels a random draw of a run's cases, through the real CLI,
+against the fake provider over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.conftest import OLOPROOF, run_cli
+from tests.fakes.provider import FakeServer
+
+ENV = {"FAKE_PROVIDER_KEY": "dummy-key-for-the-fake"}
+
+
+@pytest.fixture
+def srv() -> Iterator[FakeServer]:
+    with FakeServer() as server:
+        yield server
+
+
+def _example(tmp_path: Path, srv: FakeServer, labels: str = "") -> Path:
+    project = tmp_path / "judged"
+    assert run_cli("init", str(project), "--example", "judge", cwd=tmp_path).code == 0
+    config = project / "oloproof.yaml"
+    config.write_text(config.read_text().replace("http://127.0.0.1:8787",
+                                                 srv.anthropic_base_url))
+    (project / "data" / "labels.jsonl").write_text(labels)
+    assert run_cli("run", cwd=project, env=ENV).code in (3, 4)
+    return project
+
+
+def _label(project: Path, answers: str, *args: str) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [*OLOPROOF, "label", "latest", "--criterion", "helpful", *args], cwd=project,
+        input=answers, capture_output=True, text=True, timeout=120, check=False,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_label_writes_each_answer_at_once_and_shows_the_judge_only_after(
+    tmp_path: Path, srv: FakeServer
+) -> None:
+    project = _example(tmp_path, srv)
+    labels = project / "data" / "labels.jsonl"
+    code, out, err = _label(project, "y\nn\ns\nmaybe\ny\nq\n", "--n", "5", "--seed", "3",
+                            "--labeler", "ab")
+    assert code == 0, err
+    assert "drawn at random (seed 3" in out and "of 12 unlabelled cases" in out
+    written = _lines(labels)
+    assert [w["pass"] for w in written] == [True, False, True]  # the skip wrote nothing
+    assert all(w["criterion"] == "helpful" and w["labeler"] == "ab" for w in written)
+    assert {w["sample"] for w in written} == {
+        f"uniform seed=3 n=5 pool=12 run={json.loads(run_cli('runs', '--json', cwd=project).out)[0]['id']}"
+    }
+    assert "answer y (pass), n (fail), s (skip) or q (quit)" in out  # "maybe" asked again
+    # The judge's verdict is shown only after the person answered, case by case.
+    blocks = out.split("\n[")[1:]
+    assert len(blocks) == 5  # y, n, skip, (maybe) y, then quit at the fifth prompt
+    for block in blocks[:4]:
+        prompt = block.index("Does this output pass helpful?")
+        said = block.find("the judge said:")
+        assert said == -1 or said > prompt
+    assert "the judge said" not in blocks[2] and "the judge said" not in blocks[4]
+    # The same seed draws the same cases, in the same order, from the same pool.
+    drawn = [b.split("\n", 1)[0] for b in blocks]
+    labels.write_text("")
+    _, again, _ = _label(project, "q\n", "--n", "5", "--seed", "3")
+    assert again.split("\n[")[1].split("\n", 1)[0] == drawn[0]
+
+
+def test_labels_drawn_by_label_check_the_corrected_estimates_assumption(
+    tmp_path: Path, srv: FakeServer
+) -> None:
+    project = _example(tmp_path, srv)
+    code, _, err = _label(project, "y\n" * 8, "--n", "8", "--seed", "1")
+    assert code == 0, err
+    assert len(_lines(project / "data" / "labels.jsonl")) == 8
+    assert run_cli("run", cwd=project, env=ENV).code in (0, 3, 4)  # all from the cache
+    [report] = json.loads(
+        run_cli("inspect", "latest", "--judges", "--json", cwd=project).out)["judges"]
+    assert report["labels"] == 8 and report["corrected"]["unlabelled"] == 4
+    assert report["corrected"]["assumption"].startswith("checked:")
+
+    # Labels written by hand (no recorded draw) leave it unchecked.
+    by_hand = "".join(
+        json.dumps({"id": f"q{i:02d}", "criterion": "helpful", "pass": True}) + "\n"
+        for i in range(1, 9)
+    )
+    (project / "data" / "labels.jsonl").write_text(by_hand)
+    assert run_cli("run", cwd=project, env=ENV).code in (0, 3, 4)
+    [report] = json.loads(
+        run_cli("inspect", "latest", "--judges", "--json", cwd=project).out)["judges"]
+    assert report["corrected"]["assumption"].startswith("not checked:")
+
+    # Once every case with an output is labelled, there is nothing left to draw: said.
+    code, _, err = _label(project, "y\n" * 12, "--n", "12")
+    assert code == 0, err
+    code, out, _ = _label(project, "")
+    assert code == 0 and "Nothing to label" in out
+
+
+def test_label_refusals(tmp_path: Path, srv: FakeServer) -> None:
+    project = _example(tmp_path, srv)
+    bad = run_cli("label", "latest", "--criterion", "nope", cwd=project)
+    assert bad.code == 2 and "not a judge criterion" in bad.err and "helpful" in bad.err
+    zero = run_cli("label", "latest", "--criterion", "helpful", "--n", "0", cwd=project)
+    assert zero.code == 2 and "--n 0" in zero.err
+    config = project / "oloproof.yaml"
+    config.write_text("\n".join(line for line in config.read_text().splitlines()
+                                if not line.startswith("human_labels")) + "\n")
+    none = run_cli("label", "latest", "--criterion", "helpful", cwd=project)
+    assert none.code == 2 and "human_labels" in none.err and "--output" in none.err
+    for result in (bad, zero, none):
+        assert "Traceback" not in result.text
