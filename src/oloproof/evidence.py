@@ -18,7 +18,19 @@ from enum import StrEnum
 
 from oloproof.enums import JudgmentStatus, MetricKind
 
-__all__ = ["CriterionEvidence", "LabelledVerdicts", "Outcome", "classify_outcome"]
+# How a panel judge's reason starts (evaluators/judge.py PanelJudge): whether its judges
+# disagreed on the case (a flakiness signal, counted by analysis.stored.panel_splits).
+PANEL_SPLIT = "split panel"
+PANEL_AGREED = "panel agrees"
+
+__all__ = [
+    "PANEL_AGREED",
+    "PANEL_SPLIT",
+    "CriterionEvidence",
+    "LabelledVerdicts",
+    "Outcome",
+    "classify_outcome",
+]
 
 
 class Outcome(StrEnum):

@@ -17,8 +17,8 @@ from oloproof.project.labels import load_labels
 from oloproof.project.loader import NO_RULES_NOTE
 from oloproof.render.ci import CiRun
 from oloproof.render.console import print_to
-from oloproof.render.tables import run_report
-from oloproof.store.reader import RunRecord, get_run
+from oloproof.render.tables import panel_lines, run_report
+from oloproof.store.reader import RunRecord, get_run, panel_splits
 from oloproof.textsafe import dumps
 
 
@@ -50,6 +50,7 @@ def command(args: argparse.Namespace) -> int:
                     "decisions": [d.to_json() for d in decisions],
                     "metrics": [s.to_json() for s in summaries.values()],
                     "judges": [r.to_json() for r in reports],
+                    "panels": {c: {"split": sp, "judged": n} for c, (sp, n) in panel_splits(conn, run.id).items()},
                 },
             )
             + "\n"
@@ -61,7 +62,8 @@ def command(args: argparse.Namespace) -> int:
                 run_id=run.id, status=run.status, completeness=run.completeness,
                 decisions=decisions, summaries=list(summaries.values()), cache=run.cache,
                 gate=label, exit_code=code, policy_arg=args.policy, config_arg=args.config,
-                note=_note(run, decisions, args.policy), judges=reports,
+                note=_note(run, decisions, args.policy, panel_lines(panel_splits(conn, run.id))),
+                judges=reports,
             )
         )
     ci_run = CiRun(
@@ -72,7 +74,11 @@ def command(args: argparse.Namespace) -> int:
     return write_outputs(ci_run, args, "gate")
 
 
-def _note(run: RunRecord, decisions: list[Decision], policy_arg: str | None) -> str | None:
+def _note(run: RunRecord, decisions: list[Decision], policy_arg: str | None,
+          panels: list[str] | None = None) -> str | None:
+    if panels:
+        rest = _note(run, decisions, policy_arg)
+        return "\n".join([*panels, *([rest] if rest else [])])
     if run.stop_reason:
         return f"Stopped: {run.stop_reason}"
     if not decisions and policy_arg is None and run.policy_path is None:

@@ -26,7 +26,14 @@ from oloproof.render.tables import (
     run_title,
 )
 from oloproof.store.db import StoreUnreadable, has_table
-from oloproof.store.reader import CaseRow, JudgmentRow, get_run, load_cases, load_decisions
+from oloproof.store.reader import (
+    CaseRow,
+    JudgmentRow,
+    get_run,
+    load_cases,
+    load_decisions,
+    panel_splits,
+)
 from oloproof.textsafe import dumps
 
 _MISSING_STATES = (JudgmentStatus.ERROR, JUDGMENT_MISSING)
@@ -121,8 +128,9 @@ def command(args: argparse.Namespace) -> int:
         level = float(stored_policy(run).confidence_level)
         reports = judge_reports(conn, run.id, level)
         if args.json:
-            sys.stdout.write(dumps({"run_id": run.id,
-                                    "judges": [r.to_json() for r in reports]}) + "\n")
+            panels = {c: {"split": sp, "judged": n} for c, (sp, n) in panel_splits(conn, run.id).items()}
+            sys.stdout.write(dumps({"run_id": run.id, "judges": [r.to_json() for r in reports],
+                                    "panels": panels}) + "\n")
             return 0
         if not reports:
             print_to(sys.stdout, text(f"Run {run.id} has no human labels on a judge's criterion"

@@ -28,13 +28,16 @@ from typing import IO, TYPE_CHECKING
 
 from oloproof._json import storable
 from oloproof.cli._ci import check_outputs, write_outputs
+from oloproof.cli._common import read_project_store
 from oloproof.enums import MetricKind, RunStatus
+from oloproof.evaluators.judge import PanelJudge
 from oloproof.events import Event
 from oloproof.project.loader import NO_RULES_NOTE
 from oloproof.render.ci import CiRun
 from oloproof.render.console import is_terminal, make_console
-from oloproof.render.tables import preload, run_report
+from oloproof.render.tables import panel_lines, preload, run_report
 from oloproof.runner import Prepared, StopRequest, execute, prepare
+from oloproof.store.reader import panel_splits
 
 if TYPE_CHECKING:
     from oloproof.render.live import LiveView
@@ -145,6 +148,10 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
             if live is not None:
                 live.stop()
         notes = []
+        if any(isinstance(j, PanelJudge) for j in prepared.judges):
+            notes.extend(panel_lines(panel_splits(
+                read_project_store(args.config), result.run_id
+            )))
         if result.notice:
             notes.append(f"Failed calls: {result.notice}.")
         if result.stop_reason:

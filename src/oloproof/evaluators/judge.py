@@ -20,6 +20,7 @@ verdict's reason, an error) has it masked, even if a provider echoed it.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, cast
 
@@ -29,6 +30,7 @@ from oloproof._json import DEFAULT_MAX_JSON_DEPTH, digest
 from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import CaseView, Outcome
+from oloproof.evidence import PANEL_AGREED, PANEL_SPLIT
 from oloproof.project.models import RubricJudgeEvaluator
 from oloproof.providers.base import (
     JudgeReply,
@@ -40,6 +42,7 @@ from oloproof.providers.factory import make_provider
 from oloproof.providers.verdict import PROMPT_VERSION, build_judge_prompt, parse_verdict
 from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask
 from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
+from oloproof.usage import Usage
 
 _MIN_MASK_CHARS = 8
 
@@ -234,3 +237,110 @@ def _qualify(inner: str | None, field: str) -> str:
         return f"{field}.{inner[len('evaluators.'):]}"
     return inner
 
+
+
+
+
+class PanelJudge:
+    """Several judges on one criterion (``panel:`` on a ``rubric_judge``), combined.
+
+    The judges are called together for each case. ``majority``: the case passes when more
+    than half of the judges pass it (a tie fails); ``unanimous``: when every judge passes
+    it. A judge that fails to answer is never guessed: the panel's verdict stands only if
+    it would be the same whatever that judge said, and is otherwise an ERROR (missing).
+    The reason names every judge's verdict and starts with ``split panel`` when they
+    disagreed (a flakiness signal, counted after the run) or ``panel agrees``.
+    """
+
+    metric_kind: str = MetricKind.BINARY
+    value_range: tuple[float, float] | None = None
+    is_judge = True
+
+    def __init__(
+        self,
+        config: RubricJudgeEvaluator,
+        project: Any,
+        *,
+        field: str,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
+    ) -> None:
+        self.config = config
+        self.criterion: str = config.criterion
+        self.rule = config.panel_rule
+        self.judges = [
+            RubricJudge(member, project, field=f"{field}.panel[{index}]",
+                        max_response_bytes=max_response_bytes, max_json_depth=max_json_depth)
+            for index, member in enumerate(config.members())
+        ]
+        names = [f"{j.config.provider}:{j.config.model}" for j in self.judges]
+        self.names = [
+            name if names.count(name) == 1 else f"{name}#{i + 1}" for i, name in enumerate(names)
+        ]
+        self.identity = digest({
+            "kind": "rubric_judge_panel", "rule": self.rule,
+            "judges": [j.identity for j in self.judges],
+        })
+
+    def __repr__(self) -> str:
+        return f"PanelJudge(criterion={self.criterion!r}, rule={self.rule!r}, judges={self.names})"
+
+    @property
+    def fatal(self) -> str | None:
+        return next((j.fatal for j in self.judges if j.fatal), None)
+
+    def bind_limits(self, concurrency: int, retry: RetryPolicy) -> None:
+        for judge in self.judges:
+            judge.bind_limits(concurrency, retry)
+
+    async def start(self) -> None:
+        for judge in self.judges:
+            await judge.start()
+
+    async def aclose(self) -> None:
+        for judge in self.judges:
+            await judge.aclose()
+
+    def combine(self, verdicts: list[bool | None]) -> bool | None:
+        """The panel's verdict, or None when a missing judge could change it."""
+        n = len(verdicts)
+        passes = sum(v is True for v in verdicts)
+        fails = sum(v is False for v in verdicts)
+        missing = n - passes - fails
+        if self.rule == "unanimous":
+            if fails:
+                return False
+            return True if not missing else None
+        needed = n // 2 + 1
+        if passes >= needed:
+            return True
+        if passes + missing < needed:
+            return False
+        return None
+
+    async def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        outcomes = await asyncio.gather(*(j.evaluate(case, output) for j in self.judges))
+        verdicts = [o.passed if o.status == JudgmentStatus.OK else None for o in outcomes]
+        verdict = self.combine(verdicts)
+        seen = {v for v in verdicts if v is not None}
+        usage = Usage()
+        for o in outcomes:
+            usage.add(o.usage)
+        parts = []
+        for name, o, v in zip(self.names, outcomes, verdicts, strict=True):
+            said = "ERROR" if v is None else ("PASS" if v else "FAIL")
+            parts.append(f"{name} {said}" + (f": {o.reason}" if o.reason else ""))
+        passes = sum(v is True for v in verdicts)
+        head = PANEL_SPLIT if len(seen) > 1 else PANEL_AGREED
+        reason = (f"{head}, {passes} of {len(verdicts)} pass ({self.rule}): "
+                  + "; ".join(parts))
+        latencies = [o.latency_ms for o in outcomes if o.latency_ms is not None]
+        return Outcome(
+            JudgmentStatus.OK if verdict is not None else JudgmentStatus.ERROR,
+            passed=verdict,
+            reason=reason if verdict is not None
+            else f"{reason} (a judge's missing verdict could change the panel's)",
+            usage=usage if any(o.usage for o in outcomes) else None,
+            attempts=max(o.attempts for o in outcomes),
+            latency_ms=max(latencies) if latencies else None,
+        )

@@ -40,6 +40,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     StringConstraints,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -369,6 +370,25 @@ class AbsoluteErrorEvaluator(_EvaluatorBase):
         return MetricKind.MEAN
 
 
+class PanelMember(_Model):
+    """One judge of a panel: what differs from the ``rubric_judge`` it belongs to.
+
+    Every field is optional and defaults to the panel's own (see
+    :meth:`RubricJudgeEvaluator._member` for what a judge of another provider keeps); the
+    rubric is always the panel's.
+    """
+
+    provider: Literal["anthropic", "openai", "openai_compatible"] | None = None
+    model: NonEmpty | None = None
+    api_key_env: str | None = None
+    base_url: str | None = None
+    temperature: float | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    extra_body: dict[str, Any] | None = None
+    timeout_s: float | None = Field(default=None, gt=0)
+
+
 class RubricJudgeEvaluator(_EvaluatorBase):
     """An LLM judge answering pass or fail against a rubric.
 
@@ -392,8 +412,68 @@ class RubricJudgeEvaluator(_EvaluatorBase):
     #: More fields for the request body (``reasoning_effort``, ``thinking``...), per judge.
     extra_body: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = Field(default=60, gt=0)
+    #: Several judges on this criterion (at least 2), each inheriting what it does not set.
+    panel: list[PanelMember] | None = None
+    #: How the panel's verdicts combine: ``majority`` (more than half pass) or ``unanimous``.
+    panel_rule: Literal["majority", "unanimous"] = "majority"
 
     _rubric: str | None = PrivateAttr(default=None)
+
+    def _member(self, member: PanelMember, rubric: str) -> RubricJudgeEvaluator:
+        """A panel judge's config. It inherits what it does not set, except: a judge with
+        another provider keeps only the rubric, model and timeout_s (its key, URL and
+        request parameters are its own), and a judge that sets one output limit
+        (max_tokens or max_completion_tokens) does not inherit the other."""
+        own = member.model_dump(exclude_unset=True)
+        skip = {"panel", "panel_rule", "rubric_file", "rubric_text"}
+        if own.get("provider", self.provider) != self.provider:
+            skip |= {"base_url", "api_key_env", "temperature", "max_tokens",
+                     "max_completion_tokens", "extra_body"}
+        if "max_tokens" in own or "max_completion_tokens" in own:
+            skip |= {"max_tokens", "max_completion_tokens"}
+        base = self.model_dump(exclude=skip, exclude_unset=True)
+        data = {**base, **own, "rubric_text": rubric}
+        return RubricJudgeEvaluator.model_validate(data)
+
+    def members(self) -> list[RubricJudgeEvaluator]:
+        """The panel's judges as complete configs (empty without a panel); checked at load."""
+        return [self._member(member, self.rubric) for member in self.panel or ()]
+
+    @model_validator(mode="after")
+    def _check_panel(self) -> RubricJudgeEvaluator:
+        if self.panel is None:
+            if "panel_rule" in self.model_fields_set:
+                fail("panel_rule needs a panel (a list of at least 2 judges)",
+                     at=("panel_rule",))
+            return self
+        if len(self.panel) < 2:
+            fail(f"a panel needs at least 2 judges, got {len(self.panel)}", at=("panel",))
+        for index, member in enumerate(self.panel):
+            try:
+                self._member(member, "(the panel's rubric)")
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                ctx = error.get("ctx") or {}
+                message = str(ctx.get("message") or error.get("msg", "invalid"))
+                at = (*(str(p) for p in error.get("loc", ())),
+                      *(str(p) for p in ctx.get("at", ())))
+                fail(message, at=("panel", index, *at))
+        return self
+        if len(self.panel) < 2:
+            fail(f"a panel needs at least 2 judges, got {len(self.panel)}", at=("panel",))
+        if self.rubric_text is None and self.rubric_file is not None and self._rubric is None:
+            return self  # the rubric is read later (no project root yet); members check then
+        for index in range(len(self.panel)):
+            try:
+                self.members()
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = tuple(str(p) for p in error.get("loc", ()))
+                ctx = error.get("ctx") or {}
+                message = str(ctx.get("message") or error.get("msg", "invalid"))
+                at = (*where, *(str(p) for p in ctx.get("at", ())))
+                fail(f"panel judge {index + 1}: {message}", at=("panel", index, *at))
+        return self
 
     @property
     def request_temperature(self) -> float | None:

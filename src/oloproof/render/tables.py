@@ -177,6 +177,19 @@ def plan_hints(
     return hints
 
 
+def panel_lines(splits: dict[str, tuple[int, int]]) -> list[str]:
+    """One line per judge panel: how often its judges disagreed (a flakiness signal)."""
+    lines = []
+    for criterion, (split, judged) in splits.items():
+        share = f" ({split / judged:.1%})" if judged else ""
+        lines.append(
+            f"Panel {criterion}: its judges disagreed on {split} of {judged} cases{share}"
+            + ("; the verdicts on those cases are not stable (their reasons start"
+               " 'split panel')." if split else ".")
+        )
+    return lines
+
+
 def judges_table(reports: Sequence[JudgeReport]) -> Fitted:
     """Each judge against a person: agreement, sensitivity, specificity, kappa, the
     confusion counts, and the judge's raw rate beside the corrected one."""

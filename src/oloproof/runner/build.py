@@ -16,7 +16,7 @@ from typing import Any, cast
 from oloproof.engine.pipeline import EngineCase
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import Evaluator, InlineEvaluator
-from oloproof.evaluators.judge import RubricJudge
+from oloproof.evaluators.judge import PanelJudge, RubricJudge
 from oloproof.project import Project, load_project
 from oloproof.project.labels import Labels
 from oloproof.project.loader import resolve_release_policy
@@ -35,7 +35,7 @@ class Prepared:
     policy_path: str | None
     system: SystemRunner
     inline: list[InlineEvaluator]
-    judges: list[RubricJudge]
+    judges: list[RubricJudge | PanelJudge]
     cases: list[EngineCase]
     suite_digest: str
     metrics: list[dict[str, Any]]
@@ -48,13 +48,15 @@ def resolve_policy(project: Project, policy_arg: str | None) -> tuple[ReleasePol
     return resolved.policy, resolved.path
 
 
-def build_evaluators(project: Project) -> tuple[list[InlineEvaluator], list[RubricJudge]]:
+def build_evaluators(
+    project: Project,
+) -> tuple[list[InlineEvaluator], list[RubricJudge | PanelJudge]]:
     from oloproof.evaluators.custom import Custom
     from oloproof.evaluators.deterministic import INLINE
 
     limits = project.config.limits
     inline: list[InlineEvaluator] = []
-    judges: list[RubricJudge] = []
+    judges: list[RubricJudge | PanelJudge] = []
     file = project.config_path.name
     for i, ev in enumerate(project.config.evaluators):
         if ev.type in INLINE:
@@ -70,8 +72,9 @@ def build_evaluators(project: Project) -> tuple[list[InlineEvaluator], list[Rubr
                 )
             )
         elif ev.type == "rubric_judge":
+            judge_class = PanelJudge if ev.panel else RubricJudge
             judges.append(
-                RubricJudge(
+                judge_class(
                     ev, project, field=f"evaluators[{i}]",
                     max_response_bytes=limits.max_response_bytes,
                     max_json_depth=limits.max_json_depth,

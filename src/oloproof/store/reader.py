@@ -21,7 +21,13 @@ from typing import Any
 
 from oloproof.enums import Completeness, ExitCode, GateAction, MetricKind, RunStatus
 from oloproof.errors import UsageError
-from oloproof.evidence import CriterionEvidence, Outcome, classify_outcome
+from oloproof.evidence import (
+    PANEL_AGREED,
+    PANEL_SPLIT,
+    CriterionEvidence,
+    Outcome,
+    classify_outcome,
+)
 from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.liveness import run_owner_alive
 
@@ -320,6 +326,21 @@ def load_verdicts(
         value = None if passed is None else bool(passed)
         observed = classify_outcome(MetricKind.BINARY, status, value, score) is Outcome.OBSERVED
         out[case_id] = value if observed else None
+    return out
+
+
+def panel_splits(conn: sqlite3.Connection, run_id: str) -> dict[str, tuple[int, int]]:
+    """Per panel criterion, ``(split, judged)``: the cases its judges disagreed on, out of
+    the cases the panel judged (read from how a panel's reasons start)."""
+    out: dict[str, tuple[int, int]] = {}
+    for criterion, split, judged in conn.execute(
+        "SELECT criterion, SUM(substr(reason, 1, ?) = ?), COUNT(*) FROM run_judgments"
+        " WHERE run_id = ? AND (substr(reason, 1, ?) = ? OR substr(reason, 1, ?) = ?)"
+        " GROUP BY criterion ORDER BY criterion",
+        (len(PANEL_SPLIT), PANEL_SPLIT, run_id, len(PANEL_SPLIT), PANEL_SPLIT,
+         len(PANEL_AGREED), PANEL_AGREED),
+    ).fetchall():
+        out[criterion] = (int(split or 0), int(judged))
     return out
 
 

@@ -502,9 +502,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before every answer")
+    parser.add_argument(
+        "--pass-keyword", help="the judge passes an output only if it contains this text"
+        " (default: any output that is not empty and has no FAIL in it)",
+    )
     args = parser.parse_args(argv)
 
-    server = OfflineProvider(args.host, args.port, delay_s=args.delay)
+    server = OfflineProvider(
+        args.host, args.port, delay_s=args.delay, rule=JudgeRule(pass_keyword=args.pass_keyword)
+    )
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
