@@ -16,8 +16,14 @@ $(VENV)/.installed: $(VENV)/bin/activate pyproject.toml
 	$(PIP) install --quiet -e .
 	touch $@
 
+# ppi-python (the reference for the corrected estimate's tests) is put in a folder of
+# its own, without its own `tests` package, which would shadow this repository's; its
+# dependencies come with the test extra.
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	$(PIP) install --quiet -e '.[test]'
+	rm -rf $(VENV)/ppi-reference
+	$(PIP) install --quiet --no-deps --target $(VENV)/ppi-reference 'ppi-python==0.2.3'
+	rm -rf $(VENV)/ppi-reference/tests
 	touch $@
 
 venv: $(VENV)/.installed
