@@ -23,11 +23,12 @@ COMMANDS = {
     "init": ("oloproof.cli.init", "Create a project, or copy an example project."),
     "plan": ("oloproof.cli.plan", "Size undecided rules: how many more cases would decide them."),
     "compare": ("oloproof.cli.compare", "Compare a candidate run with a baseline, case by case."),
+    "report": ("oloproof.cli.report", "Write a stored run or comparison as one self-contained HTML file."),
 }
 
 
 # Commands that only read the store (they open it read-only).
-_READERS = frozenset({"runs", "inspect", "gate", "plan"})
+_READERS = frozenset({"runs", "inspect", "gate", "plan", "report"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -116,6 +117,10 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--policy", help="the comparison policy (default: compare.yaml beside the project, if any)")
         p.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
+    elif name == "report":
+        p.add_argument("ref", metavar="RUN_ID|CMP_ID", help="a run id, 'latest', or a comparison id")
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument("--output", "-o", metavar="FILE", help="where to write it (default: oloproof-report-<id>.html)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
