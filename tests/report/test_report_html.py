@@ -163,3 +163,11 @@ def test_help_and_run_never_import_the_templates(tmp_path: Path) -> None:
             timeout=120,
         )
         assert "HEAVY=\n" in proc.stderr, (args, proc.stderr[-400:])
+
+
+def test_view_without_a_store_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = hostile_project(tmp_path / "empty")
+    assert main(["view", "--no-open", "--config", str(root / "oloproof.yaml")]) == 2
+    assert "no store" in capsys.readouterr().err
