@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 OLO    := $(VENV)/bin/oloproof
 DEMO   := .demo/support_bot
 
-.PHONY: demo test test-fast lint bench clean venv
+.PHONY: demo test test-fast lint bench clean venv screenshots
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -32,17 +32,20 @@ venv: $(VENV)/.installed
 # embedded SQLite store. Its gate blocks on INSUFFICIENT_EVIDENCE (exit 3): that
 # is the expected outcome of 18 cases against a 70% floor, so the demo reports
 # the exit code instead of failing on it. Run it twice: the second run is all cache.
+# It ends by writing the run's HTML report and pointing at it.
 demo: $(VENV)/.installed
 	@test -f $(DEMO)/oloproof.yaml || $(OLO) init $(DEMO) --example support_bot
 	@cd $(DEMO) && ../../$(OLO) run; code=$$?; \
 	  echo; echo "oloproof run exited with code $$code (3 = a blocking INSUFFICIENT_EVIDENCE)"; \
 	  echo "Project: $(DEMO) · try: cd $(DEMO) && ../../$(OLO) plan latest --run"; \
-	  test $$code -le 5 -a $$code -ne 2
+	  test $$code -le 5 -a $$code -ne 2 || exit $$code; \
+	  report=$$(../../$(OLO) report latest) || exit 2; \
+	  echo "HTML report: $(DEMO)/$${report#Report written to } (one file; open it in a browser, offline)"
 
 # Lint first (ruff, mypy --strict on src/, the import layers), then the whole suite:
 # pytest's summary is the last line.
 test: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench tools
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
@@ -53,12 +56,17 @@ test-fast: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m "not slow" -p no:cacheprovider
 
 lint: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench tools
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
 bench: $(VENV)/.installed-test
 	$(PY) bench/run_all.py
+
+# The screenshots in docs/screenshots/ (the README shows them): the compare example's
+# reports (and the viewer), photographed in Debian's headless chromium.
+screenshots: $(VENV)/.installed-test
+	$(PY) tools/screenshots.py
 
 clean:
 	rm -rf $(VENV) .demo build *.egg-info src/*.egg-info

@@ -24,11 +24,13 @@ COMMANDS = {
     "plan": ("oloproof.cli.plan", "Size undecided rules: how many more cases would decide them."),
     "compare": ("oloproof.cli.compare", "Compare a candidate run with a baseline, case by case."),
     "label": ("oloproof.cli.label", "Label a random sample of a run's cases by hand, to measure a judge."),
+    "report": ("oloproof.cli.report", "Write a stored run or comparison as one self-contained HTML file."),
+    "view": ("oloproof.cli.view", "Browse the project's store in a local web viewer (read-only; needs oloproof[view])."),
 }
 
 
 # Commands that only read the store (they open it read-only).
-_READERS = frozenset({"runs", "inspect", "gate", "plan", "label"})
+_READERS = frozenset({"runs", "inspect", "gate", "plan", "label", "report", "view"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -127,6 +129,14 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--policy", help="the comparison policy (default: compare.yaml beside the project, if any)")
         p.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
+    elif name == "report":
+        p.add_argument("ref", metavar="RUN_ID|CMP_ID", help="a run id, 'latest', or a comparison id")
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument("--output", "-o", metavar="FILE", help="where to write it (default: oloproof-report-<id>.html)")
+    elif name == "view":
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
+        p.add_argument("--no-open", action="store_true", help="print the address; do not open a browser")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,133 @@
+"""HTML pages of stored runs and comparisons: the report file and the viewer share these.
+
+One Jinja2 environment, one set of templates (``templates/``), with autoescaping on for
+every template: whatever a user or a model put in a case (an input, an output, a judge's
+reason, an error) is written as text, never as markup. The CSS and the script are inlined
+into each page, so a report file makes no request at all and reads offline.
+
+Imported only by ``oloproof report`` and ``oloproof view``: Jinja2 is never loaded by
+``oloproof --help`` or ``oloproof run``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from oloproof.enums import MetricKind
+from oloproof.policy.compare import fmt_difference, fmt_difference_interval
+from oloproof.policy.format import estimate_text, level_text
+from oloproof.render.html.plots import comparison_plot, rule_plot
+from oloproof.textsafe import json_safe
+
+__all__ = [
+    "pretty_json",
+    "render_case_page",
+    "render_comparison",
+    "render_index",
+    "render_run",
+    "script_json",
+]
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
+                   0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def script_json(value: Any) -> Markup:
+    """``value`` as JSON that is safe inside ``<script>``: ``<``, ``>`` and ``&`` are written
+    as ``\\u003c`` and so on, so no string in it can close the script element."""
+    text = json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False)
+    return Markup(text.translate(_SCRIPT_ESCAPES))
+
+
+def pretty_json(value: Any) -> str:
+    """A stored value for people: indented JSON (text, escaped by the template)."""
+    if value is None:
+        return "null"
+    return json.dumps(json_safe(value), ensure_ascii=False, indent=2, sort_keys=True)
+
+
+def _usage_text(usage: dict[str, Any] | None) -> str:
+    if not usage:
+        return ""
+    text = f"{usage.get('input_tokens') or 0} in · {usage.get('output_tokens') or 0} out tokens"
+    cost = float(usage.get("cost_usd") or 0.0)
+    return text + (f" · ${cost:.6f}".rstrip("0").rstrip(".") if cost else "")
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f} ms"
+
+
+def _search_text(case: dict[str, Any]) -> str:
+    """What the case search matches: id, input, expected, output, error and reasons."""
+    parts = [case["id"], pretty_json(case["input"]), pretty_json(case["expected"]),
+             pretty_json(case["output"]), case.get("error") or ""]
+    parts += [j.get("reason") or "" for j in case["judgments"]]
+    return " ".join(parts).lower()
+
+
+@cache
+def environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        pretty=pretty_json,
+        script_json=script_json,
+        usage=_usage_text,
+        ms=_ms,
+        estimate=estimate_text,
+        difference=fmt_difference,
+        difference_interval=fmt_difference_interval,
+        level=level_text,
+        search_text=_search_text,
+        seg=lambda s: quote(str(s), safe=""),
+    )
+    script = (TEMPLATES / "script.js").read_text(encoding="utf-8")
+    env.globals.update(
+        rule_plot=rule_plot, comparison_plot=comparison_plot, BINARY=MetricKind.BINARY,
+        css=(TEMPLATES / "style.css").read_text(encoding="utf-8"),
+        script=script,
+        # The page's one script is allowed by its hash (Content-Security-Policy): a script
+        # that escaping had somehow let through, inline or an event handler, would not run.
+        script_hash="sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode(),
+    )
+    return env
+
+
+def _render(name: str, **context: Any) -> str:
+    return environment().get_template(name).render(**context)
+
+
+def render_run(doc: dict[str, Any], *, mode: str = "report") -> str:
+    """A run's page: the whole report file (``mode="report"``) or the viewer's run page."""
+    return _render("run.html", doc=doc, mode=mode)
+
+
+def render_comparison(doc: dict[str, Any], *, mode: str = "report") -> str:
+    return _render("comparison.html", doc=doc, mode=mode)
+
+
+def render_case_page(doc: dict[str, Any], case: dict[str, Any]) -> str:
+    """The viewer's page for one case of a run."""
+    return _render("case_page.html", doc=doc, case=case, mode="viewer")
+
+
+def render_index(project: str, runs: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:
+    """The viewer's first page: the runs and comparisons of the project's store."""
+    return _render("index.html", project=project, runs=runs, comparisons=comparisons,
+                   mode="viewer")
