@@ -61,18 +61,18 @@ def main() -> int:
     body = "\n".join([
         "## The C JSON encoder, called directly",
         "",
-        f"Machine: {machine()}. `python bench/encoders.py --repeat {args.repeat}`: median time"
+        (f"Machine: {machine()}. `python bench/encoders.py --repeat {args.repeat}`: median time"
         f" per encoding over {args.repeat} rounds of {args.number:,}; both ways write the same"
-        " text (checked first).",
+        " text (checked first)."),
         "",
         "| value | direct (`c_make_encoder`) | public (`JSONEncoder.encode`) | public / direct |",
         "|---|---:|---:|---:|",
         *rows,
         "",
-        f"At {PER_CASE} encodings a case, the direct call saves about **{saved_us:.1f} µs per"
+        (f"At {PER_CASE} encodings a case, the direct call saves about **{saved_us:.1f} µs per"
         " case**. Compare the per-case overhead of the engine in the scale section: that is"
         " why `oloproof._json` keeps this one private API (with a fallback to the public"
-        " encoder where `c_make_encoder` is absent).",
+        " encoder where `c_make_encoder` is absent)."),
     ])
     write_section("encoders", body)
     record("encoders", [{
