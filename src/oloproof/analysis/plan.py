@@ -658,7 +658,7 @@ def plan_stored_run(
         note = "the policy stored with the run declares none"
     if policy.rules:
         note = None
-    if run.completeness != Completeness.COMPLETE:
+    if run.completeness == Completeness.PARTIAL:  # a SUBSET run is decided: it can be sized
         raise IncompleteError(
             f"run {run.id} is {run.state}: a partial run is not decided, so there is nothing"
             " to size; run it again (finished cases come from the cache), then plan that run"

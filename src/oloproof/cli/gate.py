@@ -1,64 +1,59 @@
-"""``oloproof gate``: re-decide a stored run under a policy, calling nothing."""
+"""``oloproof gate``: re-decide a stored run under a policy, calling nothing.
+
+Parse, call :func:`oloproof.api.read_run`, render.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from oloproof.analysis.stored import decide_stored, stored_policy
-from oloproof.cli._common import read_project_store
-from oloproof.enums import Completeness
-from oloproof.policy.decide import Decision, gate
-from oloproof.project import load_release_policy
+from oloproof.api import RunResult, read_run
+from oloproof.cli._common import project_root
 from oloproof.project.loader import NO_RULES_NOTE
 from oloproof.render.console import print_to
 from oloproof.render.tables import run_report
-from oloproof.store.reader import RunRecord, get_run
 from oloproof.textsafe import dumps
 
 
 def command(args: argparse.Namespace) -> int:
-    conn = read_project_store(args.config)
-    run = get_run(conn, args.run_id)
-    metrics = {m["criterion"]: m["kind"] for m in run.metrics}
-    if args.policy:
-        policy = load_release_policy(args.policy, metrics)
-    else:
-        policy = stored_policy(run)
-    incomplete = run.completeness != Completeness.COMPLETE
-    decisions, summaries = decide_stored(conn, run.id, policy)
-    if incomplete:
-        decisions = []
-    label, code = gate(decisions, incomplete=incomplete)
+    project_root(args.config)
+    result = read_run(args.run_id, args.config, policy=args.policy)
     if args.json:
+        doc = result.to_dict()
         sys.stdout.write(
             dumps(
                 {
-                    "run_id": run.id, "status": run.status, "completeness": run.completeness,
-                    "gate": label, "exit_code": code,
-                    "decisions": [d.to_json() for d in decisions],
-                    "metrics": [s.to_json() for s in summaries.values()],
-                },
+                    key: doc[key] for key in (
+                        "run_id", "status", "completeness", "gate", "exit_code", "decisions",
+                        "metrics",
+                    )
+                } | ({"subset": doc["subset"]} if result.subset is not None else {}),
             )
             + "\n"
         )
-        return code
+        return result.exit_code
     print_to(
         sys.stdout,
         run_report(
-            run_id=run.id, status=run.status, completeness=run.completeness,
-            decisions=decisions, summaries=list(summaries.values()), cache=run.cache,
-            gate=label, exit_code=code, policy_arg=args.policy, config_arg=args.config,
-            note=_note(run, decisions, args.policy),
+            run_id=result.run_id, status=result.status, completeness=result.completeness,
+            decisions=result.decisions, summaries=list(result.metrics.values()),
+            cache=result.cache, gate=result.gate, exit_code=result.exit_code,
+            policy_arg=args.policy, config_arg=args.config, note=_note(result, args.policy),
         )
     )
-    return code
+    return result.exit_code
 
 
-def _note(run: RunRecord, decisions: list[Decision], policy_arg: str | None) -> str | None:
-    if run.stop_reason:
-        return f"Stopped: {run.stop_reason}"
-    if not decisions and policy_arg is None and run.policy_path is None:
+def _note(result: RunResult, policy_arg: str | None) -> str | None:
+    if result.stop_reason:
+        return f"Stopped: {result.stop_reason}"
+    if result.subset is not None:
+        return (
+            f"Subset: {result.subset.describe()}; decided on these cases only, it never"
+            " allows a release."
+        )
+    if not result.decisions and policy_arg is None and result.policy_path is None:
         # A run is stored without a policy file only when its project says `policy: none`.
         return NO_RULES_NOTE
     return None

@@ -78,6 +78,14 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--policy", help="the release policy (default: policy: in oloproof.yaml, else release.yaml beside it; required)")
         p.add_argument("--json", action="store_true", help="stream events as JSON lines on stdout; tables go to stderr")
         p.add_argument("--no-cache", action="store_true", help="call everything afresh, and refresh the cache")
+        subset = p.add_argument_group(
+            "subsets", "run part of the suite; the run is stored as DECIDED/SUBSET and never allows a release (exit 5 unless a rule FAILs)"
+        )
+        subset.add_argument("--limit", type=_positive_int, metavar="N", help="the first N cases (after --case and --where)")
+        subset.add_argument("--sample", action="store_true", help="with --limit: a random N instead of the first N")
+        subset.add_argument("--seed", type=int, metavar="S", help="with --sample: the seed of the random choice (default: a new one each run)")
+        subset.add_argument("--case", action="append", metavar="ID", help="this case (repeatable)")
+        subset.add_argument("--where", action="append", metavar="EXPR", help="""cases where EXPR holds, e.g. 'metadata.lang == "fr"' (repeatable: all must hold)""")
     elif name == "gate":
         p.add_argument("run_id", metavar="RUN_ID", help="a run id, or 'latest'")
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
@@ -110,6 +118,16 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--policy", help="the comparison policy (default: compare.yaml beside the project, if any)")
         p.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of cases, 1 or more, got '{value}'")
+    return n
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -39,6 +39,8 @@ class Prepared:
     suite_digest: str
     metrics: list[dict[str, Any]]
     retry: RetryPolicy
+    #: The part of the suite chosen to run (``api.Subset.to_json()``); ``None``: all of it.
+    subset: dict[str, Any] | None = None
 
 
 def resolve_policy(project: Project, policy_arg: str | None) -> tuple[ReleasePolicy, str | None]:
