@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from tests.conftest import labelled_cases, write_project
 
 import oloproof
 from oloproof.events import Event
-from tests.conftest import labelled_cases, write_project
 
 APP = """
 import time
@@ -271,3 +271,16 @@ def test_bad_subsets_are_usage_errors(project_dir: Path, kwargs: dict[str, Any],
     with pytest.raises(oloproof.UsageError, match=message):
         oloproof.run(project_dir, **kwargs)
     assert not (project_dir / ".oloproof" / "store.sqlite").exists()
+
+
+def test_each_project_runs_its_own_current_app_module(tmp_path: Path) -> None:
+    """Two projects with an app.py each, in one process, then an edit between runs."""
+    answer = 'from oloproof import system\n\n@system(name="t", version="1")\ndef answer(case_input):\n    return {{"label": "{label}"}}\n'
+    for name, label in (("a", "ok"), ("b", "no")):
+        write_project(tmp_path / name, app=answer.format(label=label), cases=labelled_cases(3))
+    assert oloproof.run(tmp_path / "a").metrics["exact_label"].passed == 3
+    assert oloproof.run(tmp_path / "b").metrics["exact_label"].passed == 0
+    (tmp_path / "a" / "app.py").write_text(answer.format(label="changed"))
+    edited = oloproof.run(tmp_path / "a")
+    assert edited.metrics["exact_label"].passed == 0
+    assert edited.cache is not None and edited.cache["execution_misses"] == 3

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "python-api.md"
-_BLOCK = re.compile(r"```python\n(?P<code>.*?)```\n\n```text\n(?P<out>.*?)```", re.S)
+_BLOCK = re.compile(r"```python\n(?P<code>.*?)```\n\n```text\n(?P<out>.*?)```", re.DOTALL)
 _IDS = re.compile(r"\b(run|cmp)_[0-9A-HJKMNP-TV-Z]{26}\b")
 
 
