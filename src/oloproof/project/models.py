@@ -199,6 +199,7 @@ class SystemConfig(_Model):
 #: a thread); a typo such as ``judge: 100000000`` must not exhaust memory.
 MAX_SYSTEM_CONCURRENCY = 1024
 MAX_JUDGE_CONCURRENCY = 256
+MAX_EVALUATOR_CONCURRENCY = 256
 
 
 class ConcurrencyConfig(_Model):
@@ -210,6 +211,13 @@ class ConcurrencyConfig(_Model):
 
     system: int = Field(default=8, ge=1, le=MAX_SYSTEM_CONCURRENCY, strict=True)
     judge: int = Field(default=4, ge=1, le=MAX_JUDGE_CONCURRENCY, strict=True)
+    #: Custom evaluators (and guarded regular expressions) running at once; when absent,
+    #: the number of CPUs (:meth:`evaluator_limit`).
+    evaluator: int | None = Field(default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY, strict=True)
+
+    def evaluator_limit(self) -> int:
+        """``evaluator``, or the number of CPUs when it is not set."""
+        return self.evaluator or max(1, min(os.cpu_count() or 1, MAX_EVALUATOR_CONCURRENCY))
 
 
 class RetryConfig(_Model):
@@ -450,6 +458,9 @@ class CustomEvaluator(_EvaluatorBase):
     code_paths: list[str] = Field(default_factory=list)
     # Seconds one call may take; limits.evaluator_timeout_s when not set.
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    #: Keyword arguments for the function (``params: {timeout_s: 10}``); part of its
+    #: identity, so changing one re-checks every case.
+    params: dict[str, Any] = Field(default_factory=dict)
 
     _range = field_validator("range")(_check_range)
 

@@ -148,6 +148,7 @@ def _execute(
         emit=emit,
         system_concurrency=project.config.concurrency.system,
         judge_concurrency=project.config.concurrency.judge,
+        evaluator_concurrency=project.config.concurrency.evaluator_limit(),
         retry=prepared.retry,
         on_fatal=lambda line: stop.internal(f"stopped early: {line}"),
     )
