@@ -9,7 +9,7 @@ one line, and the command exits 5 (evidence unreadable), never with a traceback.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,7 +21,13 @@ from oloproof.project.loader import default_release_policy
 from oloproof.project.models import ReleasePolicy
 from oloproof.store.reader import CriterionEvidence, RunRecord, get_run, load_evidence
 
-__all__ = ["StoredEvidenceError", "decide_stored", "stored_evidence", "stored_policy"]
+__all__ = [
+    "StoredEvidenceError",
+    "decide_stored",
+    "grouped_stored_evidence",
+    "stored_evidence",
+    "stored_policy",
+]
 
 
 class StoredEvidenceError(OloproofError):
@@ -55,10 +61,23 @@ def stored_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, Crite
 
 
 def decide_stored(
-    conn: sqlite3.Connection, run_id: str, policy: ReleasePolicy
+    conn: sqlite3.Connection, run_id: str, policy: ReleasePolicy, *,
+    group_by: Sequence[str] = (),
 ) -> tuple[list[Decision], dict[str, MetricSummary]]:
-    """Decide a stored run under ``policy`` from what its store holds."""
+    """Decide a stored run under ``policy`` from what its store holds; metrics grouped as
+    the run stored them plus by ``group_by`` (analysis/groups.py)."""
     record = get_run(conn, run_id)
+    evidence, policy = grouped_stored_evidence(conn, record, policy, group_by)
+    return decide_run(evidence, policy)
+
+
+def grouped_stored_evidence(
+    conn: sqlite3.Connection, record: RunRecord, policy: ReleasePolicy,
+    group_by: Sequence[str] = (),
+) -> tuple[dict[str, CriterionEvidence], ReleasePolicy]:
+    """The run's evidence with its groups, and ``policy`` with its group rules expanded."""
+    from oloproof.analysis.groups import with_groups
+
     evidence = stored_evidence(conn, record)
     for rule in policy.rules:
         if rule.metric not in evidence:
@@ -66,7 +85,12 @@ def decide_stored(
                 f"rule {rule.id} is on metric {rule.metric}, which run {record.id} does not"
                 f" hold (it holds: {', '.join(evidence) or 'none'})"
             )
-    return decide_run(evidence, policy)
+    try:
+        return with_groups(conn, record, policy, evidence, group_by)
+    except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
+        raise StoredEvidenceError(
+            f"the metadata stored for {record.id} cannot be grouped ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _as_mapping(value: Any, run_id: str) -> Mapping[str, Any]:

@@ -82,9 +82,12 @@ def load(
     seed: int | None = None,
     cases: Sequence[str] | None = None,
     where: Sequence[str] | str | None = None,
+    group_by: Sequence[str] | str | None = None,
 ) -> PreparedRun:
     """Load and check a project (and choose its subset): every configuration error is
     raised here, before anything is stored or called."""
+    if isinstance(group_by, str):
+        group_by = [group_by]
     if isinstance(cases, str):
         cases = [cases]
     if isinstance(where, str):
@@ -98,7 +101,9 @@ def load(
         limit=limit, sample=sample, seed=seed, case_ids=tuple(cases or ()),
         where=tuple(where or ()),
     )
-    prepared = prepare(config_file(project), None if policy is None else str(policy))
+    prepared = prepare(
+        config_file(project), None if policy is None else str(policy), list(group_by or ())
+    )
     subset = None
     if not spec.is_whole:
         total = len(prepared.cases)
@@ -155,13 +160,15 @@ def run(
     seed: int | None = None,
     cases: Sequence[str] | None = None,
     where: Sequence[str] | str | None = None,
+    group_by: Sequence[str] | str | None = None,
     on_event: EventCallback | None = None,
 ) -> RunResult:
     """Run a project's suite, store every result, decide its release policy.
 
     ``project`` is a project directory or its oloproof.yaml; ``policy`` a release policy
     file (default: the project's). ``limit``/``sample``/``seed``/``cases``/``where`` run a
-    subset (stored as such: it never allows a release). ``on_event`` receives every
+    subset (stored as such: it never allows a release). ``group_by`` breaks every metric
+    down by these metadata keys (each group with its own interval). ``on_event`` receives every
     event as it happens. Configuration errors raise :class:`oloproof.ConfigError` before
     anything is stored; whatever happens after, the run is stored as DECIDED or
     RUN_ERROR/PARTIAL, never left RUNNING.
@@ -169,7 +176,7 @@ def run(
     Called where an event loop is already running (Jupyter), it runs in a helper thread
     and blocks until the run ends; ``await oloproof.run_async(...)`` does not block.
     """
-    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, on_event)
+    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event)
     if not _loop_running():
         return args.call(StopRequest())
     stop = StopRequest()
@@ -203,6 +210,7 @@ async def run_async(
     seed: int | None = None,
     cases: Sequence[str] | None = None,
     where: Sequence[str] | str | None = None,
+    group_by: Sequence[str] | str | None = None,
     on_event: EventCallback | None = None,
 ) -> RunResult:
     """:func:`run`, awaitable: the run goes on in a thread of its own while the caller's
@@ -222,7 +230,7 @@ async def run_async(
             except RuntimeError:  # the caller's loop is closed
                 pass
 
-    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, callback)
+    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback)
 
     def settle(value: Any, error: BaseException | None) -> None:
         if future.done():
@@ -267,12 +275,13 @@ class _Args:
     seed: int | None
     cases: Sequence[str] | None
     where: Sequence[str] | str | None
+    group_by: Sequence[str] | str | None
     on_event: EventCallback | None
 
     def call(self, stop: StopRequest) -> RunResult:
         loaded = load(
             self.project, policy=self.policy, limit=self.limit, sample=self.sample,
-            seed=self.seed, cases=self.cases, where=self.where,
+            seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
         )
         sinks: list[EventCallback] = []
         if self.on_event is not None:

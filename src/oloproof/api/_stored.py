@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from oloproof.analysis.compare import compare_runs, run_ref
@@ -42,13 +43,16 @@ def _read(project: PathLike) -> sqlite3.Connection:
 
 
 def read_run(
-    run_id: str = "latest", project: PathLike = ".", *, policy: PathLike | None = None
+    run_id: str = "latest", project: PathLike = ".", *, policy: PathLike | None = None,
+    group_by: Sequence[str] | str | None = None,
 ) -> RunResult:
     """A stored run, re-decided from its stored evidence (calling nothing).
 
     ``policy``: decide it under this release policy instead of the one stored with it
     (what ``oloproof gate RUN_ID --policy FILE`` does). A PARTIAL run is not decided
-    (no decisions, exit code 5); a SUBSET run is decided on its cases and never allows."""
+    (no decisions, exit code 5); a SUBSET run is decided on its cases and never allows.
+    ``group_by``: break the metrics down by these metadata keys too (as stored runs keep
+    every case's metadata, any key can be grouped afterwards)."""
     root = _root(project)
     conn = open_store_readonly(store_path(root))
     try:
@@ -58,7 +62,11 @@ def read_run(
             release = load_release_policy(str(policy), metrics)
         else:
             release = stored_policy(record)
-        decisions, summaries = decide_stored(conn, record.id, release)
+        if isinstance(group_by, str):
+            group_by = [group_by]
+        decisions, summaries = decide_stored(
+            conn, record.id, release, group_by=list(group_by or ())
+        )
     finally:
         conn.close()
     partial = record.completeness == Completeness.PARTIAL

@@ -18,7 +18,7 @@ from oloproof.textsafe import dumps
 
 def command(args: argparse.Namespace) -> int:
     project_root(args.config)
-    result = read_run(args.run_id, args.config, policy=args.policy)
+    result = read_run(args.run_id, args.config, policy=args.policy, group_by=args.group_by)
     if args.json:
         doc = result.to_dict()
         sys.stdout.write(

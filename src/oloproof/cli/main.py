@@ -78,6 +78,7 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--policy", help="the release policy (default: policy: in oloproof.yaml, else release.yaml beside it; required)")
         p.add_argument("--json", action="store_true", help="stream events as JSON lines on stdout; tables go to stderr")
         p.add_argument("--no-cache", action="store_true", help="call everything afresh, and refresh the cache")
+        p.add_argument("--group-by", action="append", metavar="KEY", help="break every metric down by metadata KEY, each group with its own interval (repeatable)")
         subset = p.add_argument_group(
             "subsets", "run part of the suite; the run is stored as DECIDED/SUBSET and never allows a release (exit 5 unless a rule FAILs)"
         )
@@ -90,6 +91,7 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("run_id", metavar="RUN_ID", help="a run id, or 'latest'")
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--policy", help="the policy to decide under (default: the one the run was decided under)")
+        p.add_argument("--group-by", action="append", metavar="KEY", help="break every metric down by metadata KEY too (repeatable)")
         p.add_argument("--json", action="store_true", help="print the decisions as one JSON document")
     elif name == "inspect":
         p.add_argument("run_id", metavar="RUN_ID", help="a run id, a comparison id, or 'latest'")

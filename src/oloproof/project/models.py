@@ -242,8 +242,14 @@ class LimitsConfig(_Model):
 # -- evaluators -----------------------------------------------------------------
 
 
+GroupKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
 class _EvaluatorBase(_Model):
     criterion: Criterion
+    #: Metadata keys to break this metric down by (one group per value of each key).
+    #: Never part of an evaluator's identity (excluded from model_dump).
+    group_by: list[GroupKey] = Field(default_factory=list, exclude=True)
 
     @property
     def metric_kind(self) -> MetricKind:
@@ -590,6 +596,16 @@ def _metric_kind(metric: str, info: ValidationInfo) -> MetricKind | None:
     return None
 
 
+def _check_group(rule: Any) -> Any:
+    if rule.group is not None and rule.each_group:
+        fail("declare group (one group) or each_group: true (every group), not both",
+             at=("each_group",))
+    if rule.group is not None and len(rule.group) != 1:
+        fail("name exactly one metadata key and its value, e.g. group: {lang: fr}",
+             at=("group",))
+    return rule
+
+
 class IntervalRule(_Model):
     """``min: t`` (a floor on the interval) or ``max: t`` (a ceiling): exactly one."""
 
@@ -600,8 +616,12 @@ class IntervalRule(_Model):
     max: float | None = None
     #: The family whose family-wise error this rule shares (``families:`` in release.yaml).
     family: NonEmpty | None = None
+    #: One group of the metric (``group: {lang: fr}``), or every group (``each_group``).
+    group: dict[str, str | int | bool] | None = None
+    each_group: bool = False
 
     _metric = field_validator("metric")(_check_metric)
+    _group = model_validator(mode="after")(lambda self: _check_group(self))
 
     @model_validator(mode="after")
     def _check_bound(self, info: ValidationInfo) -> IntervalRule:
@@ -630,8 +650,11 @@ class ObservedCountRule(_Model):
     metric: NonEmpty
     kind: Literal["observed_count"]
     max_failures: int = Field(ge=0)
+    group: dict[str, str | int | bool] | None = None
+    each_group: bool = False
 
     _metric = field_validator("metric")(_check_metric)
+    _group = model_validator(mode="after")(lambda self: _check_group(self))
 
     @model_validator(mode="after")
     def _check_kind(self, info: ValidationInfo) -> ObservedCountRule:
