@@ -105,3 +105,21 @@ def test_group_and_each_group_together_are_refused(project_dir: Path) -> None:
     write_project(project_dir, app=APP, cases=_cases(), evaluators=EVALUATORS, release=release)
     with pytest.raises(oloproof.ConfigError, match="declare group .* or each_group: true .*, not both"):
         oloproof.run(project_dir)
+
+
+def test_each_group_in_a_family_shares_its_error(project_dir: Path) -> None:
+    release = """
+version: 1
+families:
+  langs: {multiplicity: bonferroni}
+rules:
+  - {id: floor, metric: exact_label, min: 0.4, each_group: true, family: langs}
+"""
+    write_project(project_dir, app=APP, cases=_cases(), evaluators=EVALUATORS, release=release)
+    result = oloproof.run(project_dir)
+    levels = {d.rule: d.confidence_level for d in result.decisions}
+    # Two groups in a Bonferroni family at 95%: each decided at 97.5%.
+    assert levels == {"floor[lang=en]": pytest.approx(0.975), "floor[lang=fr]": pytest.approx(0.975)}
+    fr = next(d for d in result.decisions if d.rule == "floor[lang=fr]")
+    exact = clopper_pearson_bounded(10, 20, 0, 0.975)
+    assert (fr.lower, fr.upper) == (exact.lower, exact.upper)
