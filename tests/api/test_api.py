@@ -172,6 +172,7 @@ def test_the_runner_refuses_a_running_loop_before_storing(project_dir: Path) -> 
     assert not (project_dir / ".oloproof" / "store.sqlite").exists() or _statuses(project_dir) == []
 
 
+@pytest.mark.slow  # waits on real time (a cancellation half a second into a run)
 def test_cancelling_run_async_stores_a_partial_run(project_dir: Path) -> None:
     cases = [{"id": f"s{i}", "input": {"n": i, "sleep": 0.02}, "expected": {"label": "ok"}}
              for i in range(200)]

@@ -73,6 +73,7 @@ def _peak(result: oloproof.RunResult) -> int:
     return int(checks.peak)
 
 
+@pytest.mark.slow  # evaluators that sleep: real time
 def test_sync_evaluators_run_concurrently_under_their_own_limit(project_dir: Path) -> None:
     _project(project_dir, """
         - type: custom
@@ -91,6 +92,7 @@ def test_sync_evaluators_run_concurrently_under_their_own_limit(project_dir: Pat
         assert judgment.latency_ms is not None and judgment.latency_ms >= 140
 
 
+@pytest.mark.slow  # evaluators that sleep: real time
 def test_async_evaluators_are_awaited_concurrently(project_dir: Path) -> None:
     _project(project_dir, """
         - type: custom
@@ -136,6 +138,7 @@ def test_an_unknown_param_is_a_configuration_error(project_dir: Path) -> None:
     assert not (project_dir / ".oloproof" / "store.sqlite").exists()
 
 
+@pytest.mark.slow  # evaluators that sleep: real time
 def test_a_per_evaluator_timeout_makes_slow_calls_missing(project_dir: Path) -> None:
     _project(project_dir, """
         - type: custom
