@@ -1,19 +1,61 @@
 """Oloproof: is it good enough, and how sure can we be?
 
-The public API: decorate a system under test with :func:`system`, raise
-:class:`TransientError` to ask for a retry, and report usage through
-:func:`current_case`.
+The public API (``__all__``; everything else is private by convention):
+
+- for the system under test: decorate it with :func:`system`, raise
+  :class:`TransientError` to ask for a retry, report usage through :func:`current_case`;
+  a custom evaluator may return a :class:`Verdict` and reads the case as a :class:`CaseView`;
+- to drive Oloproof from Python (docs/python-api.md): :func:`run`, :func:`run_async`,
+  :func:`read_run`, :func:`list_runs`, :func:`compare`, :func:`plan`, and their typed
+  results. These are imported from :mod:`oloproof.api` on first use, so that
+  ``import oloproof`` (and every ``oloproof`` command) does not pay for them.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from oloproof._context import CaseContext, current_case
-from oloproof.errors import TransientError
+from oloproof.errors import ConfigError, OloproofError, TransientError, UsageError
 from oloproof.evaluators.base import CaseView, Verdict
 from oloproof.systems.decorator import system
 
+if TYPE_CHECKING:
+    from oloproof.api import (
+        CaseResult,
+        ComparisonPlan,
+        ComparisonResult,
+        Decision,
+        GateNotAllowed,
+        Judgment,
+        MetricSummary,
+        RunInfo,
+        RunPlan,
+        RunResult,
+        Subset,
+        compare,
+        list_runs,
+        plan,
+        read_run,
+        run,
+        run_async,
+    )
 
-def __getattr__(name: str) -> str:
+# Names served by oloproof.api, imported on first use.
+_API = frozenset({
+    "CaseResult", "ComparisonPlan", "ComparisonResult", "Decision", "GateNotAllowed",
+    "Judgment", "MetricSummary", "RunInfo", "RunPlan", "RunResult", "Subset",
+    "compare", "list_runs", "plan", "read_run", "run", "run_async",
+})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        import oloproof.api
+
+        value = getattr(oloproof.api, name)
+        globals()[name] = value  # looked up once
+        return value
     # The version is pyproject.toml's, read from the installed package's metadata
     # (the one place it is written), and only when asked: importlib.metadata costs
     # start-up time that `oloproof run` should not pay.
@@ -27,12 +69,36 @@ def __getattr__(name: str) -> str:
     raise AttributeError(f"module 'oloproof' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
 __all__ = [
     "CaseContext",
+    "CaseResult",
     "CaseView",
+    "ComparisonPlan",
+    "ComparisonResult",
+    "ConfigError",
+    "Decision",
+    "GateNotAllowed",
+    "Judgment",
+    "MetricSummary",
+    "OloproofError",
+    "RunInfo",
+    "RunPlan",
+    "RunResult",
+    "Subset",
     "TransientError",
+    "UsageError",
     "Verdict",
     "__version__",
+    "compare",
     "current_case",
+    "list_runs",
+    "plan",
+    "read_run",
+    "run",
+    "run_async",
     "system",
 ]

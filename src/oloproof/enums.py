@@ -49,10 +49,16 @@ class RunStatus(StrEnum):
 
 
 class Completeness(StrEnum):
-    """Whether every case of the suite was run (a PARTIAL run is never decided)."""
+    """Whether every case of the suite was run (a PARTIAL run is never decided).
+
+    ``SUBSET``: every case of a chosen part of the suite ran (``--limit``, ``--case``,
+    ``--where``); its rules are decided on that part, and its gate never allows a
+    release (exit 5 unless a rule FAILs): docs/python-api.md, "Subsets".
+    """
 
     COMPLETE = "COMPLETE"
     PARTIAL = "PARTIAL"
+    SUBSET = "SUBSET"
 
 
 class CaseStatus(StrEnum):

@@ -30,11 +30,11 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from oloproof.analysis.compare import build_comparison, kind_names, shared_metrics
-from oloproof.analysis.stored import StoredEvidenceError, decide_stored, stored_policy
+from oloproof.analysis.stored import StoredEvidenceError, stored_policy
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
 from oloproof.errors import OloproofError
 from oloproof.policy.compare import PairedMetric, decide_comparison
-from oloproof.policy.decide import Decision
+from oloproof.policy.decide import Decision, decide_run
 from oloproof.policy.format import difference_text, estimate_text, level_text, value_text
 from oloproof.policy.rules import (
     Direction,
@@ -666,16 +666,18 @@ def plan_stored_run(
         note = "the policy stored with the run declares none"
     if policy.rules:
         note = None
-    if run.completeness != Completeness.COMPLETE:
+    if run.completeness == Completeness.PARTIAL:  # a SUBSET run is decided: it can be sized
         raise IncompleteError(
             f"run {run.id} is {run.state}: a partial run is not decided, so there is nothing"
             " to size; run it again (finished cases come from the cache), then plan that run"
         )
     cases = load_cases(conn, run.id)
-    decisions, _ = decide_stored(conn, run.id, policy)
-    from oloproof.analysis.stored import stored_evidence
+    from oloproof.analysis.stored import grouped_stored_evidence
 
-    evidence = stored_evidence(conn, run)
+    # Rules on groups (group:, each_group:) are planned as the per-group rules they
+    # are decided as.
+    evidence, policy = grouped_stored_evidence(conn, run, policy)
+    decisions, _ = decide_run(evidence, policy)
     rules = plan_run(cases, evidence, decisions, policy, assurance=assurance)
     return RunPlan(
         run_id=run.id,

@@ -9,7 +9,7 @@ one line, and the command exits 5 (evidence unreadable), never with a traceback.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -31,8 +31,17 @@ from oloproof.store.reader import (
     load_verdicts,
 )
 
-__all__ = ["STORED", "StoredEvidenceError", "decide_stored", "judge_reports",
-           "labelled_verdicts", "stored_evidence", "stored_labels", "stored_policy"]
+__all__ = [
+    "STORED",
+    "StoredEvidenceError",
+    "decide_stored",
+    "grouped_stored_evidence",
+    "judge_reports",
+    "labelled_verdicts",
+    "stored_evidence",
+    "stored_labels",
+    "stored_policy",
+]
 
 
 class StoredEvidenceError(OloproofError):
@@ -113,11 +122,25 @@ def judge_reports(
 
 
 def decide_stored(
-    conn: sqlite3.Connection, run_id: str, policy: ReleasePolicy, labels: Any = STORED
+    conn: sqlite3.Connection, run_id: str, policy: ReleasePolicy, labels: Any = STORED, *,
+    group_by: Sequence[str] = (),
 ) -> tuple[list[Decision], dict[str, MetricSummary]]:
-    """Decide a stored run under ``policy`` from what its store holds (and ``labels``:
-    those stored with the run unless others are given)."""
+    """Decide a stored run under ``policy`` from what its store holds: metrics grouped as
+    the run stored them plus by ``group_by`` (analysis/groups.py), judges measured against
+    ``labels`` (those stored with the run unless others are given)."""
     record = get_run(conn, run_id)
+    evidence, policy = grouped_stored_evidence(conn, record, policy, group_by)
+    chosen = stored_labels(conn, record) if labels is STORED else labels
+    return decide_run(evidence, policy, labelled_verdicts(conn, record, chosen))
+
+
+def grouped_stored_evidence(
+    conn: sqlite3.Connection, record: RunRecord, policy: ReleasePolicy,
+    group_by: Sequence[str] = (),
+) -> tuple[dict[str, CriterionEvidence], ReleasePolicy]:
+    """The run's evidence with its groups, and ``policy`` with its group rules expanded."""
+    from oloproof.analysis.groups import with_groups
+
     evidence = stored_evidence(conn, record)
     for rule in policy.rules:
         if rule.metric not in evidence:
@@ -125,8 +148,12 @@ def decide_stored(
                 f"rule {rule.id} is on metric {rule.metric}, which run {record.id} does not"
                 f" hold (it holds: {', '.join(evidence) or 'none'})"
             )
-    chosen = stored_labels(conn, record) if labels is STORED else labels
-    return decide_run(evidence, policy, labelled_verdicts(conn, record, chosen))
+    try:
+        return with_groups(conn, record, policy, evidence, group_by)
+    except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
+        raise StoredEvidenceError(
+            f"the metadata stored for {record.id} cannot be grouped ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _as_mapping(value: Any, run_id: str) -> Mapping[str, Any]:

@@ -1,7 +1,6 @@
 """``oloproof compare CANDIDATE BASELINE``: two stored runs, paired by case id.
 
-Parse, call :func:`oloproof.analysis.compare.compare_runs` (which pairs, decides and stores),
-render. The exit code is the gate's, as for runs (SPEC §5).
+Parse, call :func:`oloproof.api.compare` (which pairs, decides and stores), render. The exit code is the gate's, as for runs (SPEC §5).
 """
 
 from __future__ import annotations
@@ -10,8 +9,9 @@ import argparse
 import sqlite3
 import sys
 
-from oloproof.analysis.compare import compare_runs, run_ref
-from oloproof.cli._common import open_project_store, project_root
+from oloproof.analysis.compare import run_ref
+from oloproof.api import compare
+from oloproof.cli._common import project_root
 from oloproof.render.compare import comparison_report
 from oloproof.render.console import make_console
 from oloproof.store.comparisons import get_comparison
@@ -23,16 +23,10 @@ __all__ = ["command", "inspect_comparison"]
 def command(args: argparse.Namespace) -> int:
     run_ref(args.candidate, "CANDIDATE")
     run_ref(args.baseline, "BASELINE")
-    conn = open_project_store(args.config)
-    try:
-        outcome = compare_runs(
-            conn, args.candidate, args.baseline, config=args.config,
-            project_dir=project_root(args.config), policy_arg=args.policy,
-        )
-    finally:
-        conn.close()
+    project_root(args.config)
+    outcome = compare(args.candidate, args.baseline, project=args.config, policy=args.policy)
     if args.json:
-        for warning in outcome.comparison.warnings:
+        for warning in outcome.warnings:
             sys.stderr.write(f"oloproof compare: warning: {warning}\n")
         sys.stdout.write(dumps(outcome.document) + "\n")
         return outcome.exit_code

@@ -16,6 +16,7 @@ DESCRIPTIONS = {
     "http": "a tiny local HTTP service and the project that evaluates it",
     "judge": "a rubric judge pointed at a local fake provider, so it runs offline",
     "compare": "a candidate support_bot that fixes some misses, with compare.yaml",
+    "code": "generated code run against its tests in a limited child process (custom evaluator)",
 }
 
 

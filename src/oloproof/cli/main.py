@@ -84,11 +84,21 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--junit-xml", metavar="FILE", help="also write the decisions as a JUnit XML report (one test case per rule)")
         p.add_argument("--junit-undecided", choices=("auto", "skipped", "failure"), default="auto", help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the rule blocks, else skipped (auto, the default), or always skipped, or always a failure")
         p.add_argument("--github-annotations", action="store_true", help="print ::error / ::warning lines for rules that block or warn (GitHub Actions)")
+        p.add_argument("--group-by", action="append", metavar="KEY", help="break every metric down by metadata KEY, each group with its own interval (repeatable)")
+        subset = p.add_argument_group(
+            "subsets", "run part of the suite; the run is stored as DECIDED/SUBSET and never allows a release (exit 5 unless a rule FAILs)"
+        )
+        subset.add_argument("--limit", type=_positive_int, metavar="N", help="the first N cases (after --case and --where)")
+        subset.add_argument("--sample", action="store_true", help="with --limit: a random N instead of the first N")
+        subset.add_argument("--seed", type=int, metavar="S", help="with --sample: the seed of the random choice (default: a new one each run)")
+        subset.add_argument("--case", action="append", metavar="ID", help="this case (repeatable)")
+        subset.add_argument("--where", action="append", metavar="EXPR", help="""cases where EXPR holds, e.g. 'metadata.lang == "fr"' (repeatable: all must hold)""")
     elif name == "gate":
         p.add_argument("run_id", metavar="RUN_ID", help="a run id, or 'latest'")
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--policy", help="the policy to decide under (default: the one the run was decided under)")
         p.add_argument("--labels", metavar="FILE", help="human labels to measure the judges against (default: the ones stored with the run)")
+        p.add_argument("--group-by", action="append", metavar="KEY", help="break every metric down by metadata KEY too (repeatable)")
         p.add_argument("--json", action="store_true", help="print the decisions as one JSON document")
         p.add_argument("--junit-xml", metavar="FILE", help="also write the decisions as a JUnit XML report (one test case per rule)")
         p.add_argument("--junit-undecided", choices=("auto", "skipped", "failure"), default="auto", help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the rule blocks, else skipped (auto, the default), or always skipped, or always a failure")
@@ -137,6 +147,16 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
         p.add_argument("--no-open", action="store_true", help="print the address; do not open a browser")
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of cases, 1 or more, got '{value}'")
+    return n
 
 
 def main(argv: Sequence[str] | None = None) -> int:

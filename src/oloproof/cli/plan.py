@@ -2,7 +2,7 @@
 
 ``oloproof plan RUN_ID --run`` sizes a run's rules, ``oloproof plan CMP_ID`` a comparison's;
 ``--assurance P`` adds, for rates, the size that decides with probability P. Parse, call
-:mod:`oloproof.analysis.plan`, render. Exit code: 0 when a plan was printed, 2 for usage
+:func:`oloproof.api.plan`, render. Exit code: 0 when a plan was printed, 2 for usage
 errors and for the refusal of a rule that cannot be sized when it is all there is to say,
 5 for a partial run or unreadable stored evidence.
 """
@@ -14,8 +14,9 @@ import math
 import sys
 from typing import Any
 
-from oloproof.analysis.plan import plan_exit_code, plan_stored_comparison, plan_stored_run
-from oloproof.cli._common import read_project_store
+from oloproof.analysis.plan import plan_exit_code
+from oloproof.api import plan
+from oloproof.cli._common import project_root
 from oloproof.errors import UsageError
 from oloproof.render.plan import plan_text
 from oloproof.textsafe import dumps, printable
@@ -61,8 +62,8 @@ def command(args: argparse.Namespace) -> int:
                 "--assurance sizes run rules on rates (exact binomial); for a comparison"
                 " plan, drop it"
             )
-        conn = read_project_store(args.config)
-        cmp_plan = plan_stored_comparison(conn, ref, policy_path=args.policy)
+        project_root(args.config)
+        cmp_plan = plan(ref, project=args.config, policy=args.policy)
         _print(cmp_plan.to_json(), args.json)
         return plan_exit_code(cmp_plan.rules)
     if ref.startswith("run_") or ref == "latest":
@@ -70,8 +71,8 @@ def command(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"'{ref}' names a run: add --run to size its rules (oloproof plan {ref} --run)"
             )
-        conn = read_project_store(args.config)
-        run_plan = plan_stored_run(conn, ref, policy_path=args.policy, assurance=assurance)
+        project_root(args.config)
+        run_plan = plan(ref, project=args.config, policy=args.policy, assurance=assurance)
         _print(run_plan.to_json(), args.json)
         return plan_exit_code(run_plan.rules)
     raise UsageError(

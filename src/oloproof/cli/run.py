@@ -27,17 +27,15 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
 from oloproof._json import storable
+from oloproof.api import PreparedRun, execute, load
 from oloproof.cli._ci import check_outputs, write_outputs
-from oloproof.cli._common import read_project_store
-from oloproof.enums import MetricKind, RunStatus
-from oloproof.evaluators.judge import PanelJudge
+from oloproof.enums import RunStatus
 from oloproof.events import Event
 from oloproof.project.loader import NO_RULES_NOTE
 from oloproof.render.ci import CiRun
 from oloproof.render.console import is_terminal, make_console
 from oloproof.render.tables import panel_lines, preload, run_report
-from oloproof.runner import Prepared, StopRequest, execute, prepare
-from oloproof.store.reader import panel_splits
+from oloproof.runner import StopRequest
 
 if TYPE_CHECKING:
     from oloproof.render.live import LiveView
@@ -53,7 +51,7 @@ def _same_terminal(a: int, b: int) -> bool:
         return False
 
 
-def _live_view(prepared: Prepared, *, json_mode: bool, events_out: IO[str]) -> LiveView | None:
+def _live_view(prepared: PreparedRun, *, json_mode: bool, events_out: IO[str]) -> LiveView | None:
     """A live view on standard error, when it is a terminal that can redraw.
 
     ``events_out`` is the real standard output (in ``--json`` mode fd 1 itself
@@ -69,12 +67,12 @@ def _live_view(prepared: Prepared, *, json_mode: bool, events_out: IO[str]) -> L
         return None
     from oloproof.render.live import LiveView
 
-    binary = [m["criterion"] for m in prepared.metrics if m["kind"] == MetricKind.BINARY]
+    binary = prepared.binary_metrics
     tables_to_stderr = json_mode or _same_terminal(events_out.fileno(), 2)
     return LiveView(
         make_console(sys.stderr),
         binary,
-        len(prepared.cases),
+        prepared.cases_total,
         transient=tables_to_stderr,
         redirect_stdout=stdout_tty or json_mode,
     )
@@ -106,7 +104,10 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
     check_outputs(args)  # a --junit-xml that cannot be written is refused before anything runs
     started = time.monotonic()
     # Loaded inside the redirect: a module that prints at import cannot reach the stream.
-    prepared = prepare(args.config, args.policy)
+    prepared = load(
+        args.config, policy=args.policy, limit=args.limit, sample=args.sample, seed=args.seed,
+        cases=args.case, where=args.where, group_by=args.group_by,
+    )
     # The final report's modules load while the first calls are in flight.
     preload()
     stop = StopRequest()
@@ -147,11 +148,12 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 writer.flush()
             if live is not None:
                 live.stop()
-        notes = []
-        if any(isinstance(j, PanelJudge) for j in prepared.judges):
-            notes.extend(panel_lines(panel_splits(
-                read_project_store(args.config), result.run_id
-            )))
+        notes = panel_lines(result.panels)
+        if result.subset is not None:
+            notes.append(
+                f"Subset: {result.subset.describe()}. Its rules are decided on these cases"
+                " only; a subset never allows a release (exit 5 unless a rule FAILs)."
+            )
         if result.notice:
             notes.append(f"Failed calls: {result.notice}.")
         if result.stop_reason:
@@ -174,8 +176,8 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 status=result.status,
                 completeness=result.completeness,
                 decisions=result.decisions,
-                summaries=result.summaries,
-                cache=result.totals.cache_json(),
+                summaries=list(result.metrics.values()),
+                cache=result.cache,
                 gate=result.gate,
                 exit_code=result.exit_code,
                 note=note,
@@ -186,10 +188,10 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         )
         exit_code = write_outputs(
             CiRun(
-                run_id=result.run_id, project=prepared.project.config.project,
+                run_id=result.run_id, project=result.project,
                 status=result.status, completeness=result.completeness, gate=result.gate,
                 exit_code=result.exit_code, decisions=result.decisions,
-                summaries=result.summaries, rule_ids=[r.id for r in prepared.policy.rules],
+                summaries=list(result.metrics.values()), rule_ids=result.rule_ids,
                 stop_reason=result.stop_reason, duration_s=time.monotonic() - started,
             ),
             args,

@@ -8,19 +8,17 @@ from typing import Any
 
 from rich.table import Table
 
-from oloproof.cli._common import read_project_store
+from oloproof.api import RunInfo, list_comparisons, list_runs
+from oloproof.cli._common import project_root
 from oloproof.render.console import print_to, text
 from oloproof.render.fit import fit
-from oloproof.store.comparisons import list_comparisons
-from oloproof.store.db import has_table
-from oloproof.store.reader import RunRecord, list_runs
 from oloproof.textsafe import dumps
 
 
-def run_json(r: RunRecord) -> dict[str, Any]:
+def run_json(r: RunInfo) -> dict[str, Any]:
     """One run as ``runs --json`` lists it."""
     return {
-        "id": r.id, "created_at": r.created_at, "finished_at": r.finished_at,
+        "id": r.run_id, "created_at": r.created_at, "finished_at": r.finished_at,
         "status": r.status, "completeness": r.completeness, "gate": r.gate,
         "exit_code": r.exit_code, "cases": r.cases_total,
         "system": r.system, "suite_digest": r.suite_digest,
@@ -29,8 +27,8 @@ def run_json(r: RunRecord) -> dict[str, Any]:
 
 
 def command(args: argparse.Namespace) -> int:
-    conn = read_project_store(args.config)
-    runs = list_runs(conn, limit=args.limit)
+    project_root(args.config)
+    runs = list_runs(args.config, limit=args.limit)
     if args.json:
         sys.stdout.write(dumps([run_json(r) for r in runs]) + "\n")
         return 0
@@ -45,11 +43,10 @@ def command(args: argparse.Namespace) -> int:
     for r in runs:
         gate = f"{r.gate} (exit {r.exit_code})" if r.gate else ""
         system = f"{r.system.get('name', '')} {r.system.get('version', '')}".strip()
-        cells = [r.id, r.created_at[:19].replace("T", " "), r.state, gate, str(r.cases_total), system]
+        cells = [r.run_id, r.created_at[:19].replace("T", " "), r.state, gate, str(r.cases_total), system]
         table.add_row(*map(text, cells), *([text(r.stop_reason)] if stopped else []))
     print_to(sys.stdout, fit(table))
-    # A store read as it is (never migrated by a reader) may predate comparisons.
-    comparisons = list_comparisons(conn, limit=args.limit) if has_table(conn, "comparisons") else []
+    comparisons = list_comparisons(args.config, limit=args.limit)
     if comparisons:
         ctable = Table(title=text("Comparisons"), title_justify="left")
         for col in ("Comparison", "Created (UTC)", "Candidate", "Baseline", "Gate"):

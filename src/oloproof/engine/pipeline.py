@@ -1,12 +1,17 @@
 """The run pipeline: execute every case, judge it as soon as it is executed.
 
-Two independent limits (SPEC §3): ``concurrency.system`` workers call the
-system under test, ``concurrency.judge`` workers call LLM judges.
-Deterministic evaluators run inline, right after execution; an evaluator
-that runs user code or may backtrack (it has a ``timeout_s``) runs in a worker
-thread under that limit instead. Caches are consulted before every call; the
-engine never writes anything itself: it emits events, and the store writer (a
-sink) commits them.
+Three independent limits: ``concurrency.system`` workers call the system under
+test, ``concurrency.judge`` workers call LLM judges (SPEC §3), and
+``concurrency.evaluator`` workers run the evaluators that run user code or may
+backtrack (those with a ``timeout_s``: custom evaluators, guarded regular
+expressions), each call in a worker thread under its ``timeout_s`` (an
+``async def`` custom evaluator on a loop of its own). Deterministic evaluators
+run inline, right after execution. A system worker hands a case's slow
+evaluations and judgments to their queues and goes on to the next case, so an
+evaluator's time never holds a system slot and is recorded as the judgment's
+latency, never the system's. Caches are consulted before every call; the engine
+never writes anything itself: it emits events, and the store writer (a sink)
+commits them.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from oloproof.stats.intervals import wilson
 from oloproof.store.cache import Cache
 from oloproof.systems.base import CallResult, SystemRunner
 from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
-from oloproof.transport.threads import Workers, describe_exception
+from oloproof.transport.threads import AsyncHost, Workers, describe_exception
 
 
 @dataclass(slots=True)
@@ -177,11 +182,18 @@ class Engine:
         retry: RetryPolicy,
         replicate: int = 0,
         on_fatal: Callable[[str], None] | None = None,
+        evaluator_concurrency: int = 4,
     ) -> None:
         self.run_id = run_id
         self.suite_digest = suite_digest
         self.system = system
         self.inline = list(inline)
+        # Evaluators with a timeout_s run user code or may backtrack: off the loop,
+        # under concurrency.evaluator. The others are pure and quick: inline.
+        self._fast = [e for e in self.inline if getattr(e, "timeout_s", None) is None]
+        self._slow = [e for e in self.inline if getattr(e, "timeout_s", None) is not None]
+        self.evaluator_concurrency = max(1, evaluator_concurrency)
+        self._async_host: AsyncHost | None = None
         self.judges = list(judges)
         self.cases = cases
         self.cache = cache
@@ -202,6 +214,9 @@ class Engine:
         self._due = provisional_schedule(len(cases))
         self._judge_queue: asyncio.Queue[tuple[_CaseState, JudgeEvaluator] | None] = (
             asyncio.Queue(maxsize=max(8, 4 * judge_concurrency))
+        )
+        self._eval_queue: asyncio.Queue[tuple[_CaseState, InlineEvaluator, str] | None] = (
+            asyncio.Queue(maxsize=max(8, 4 * self.evaluator_concurrency))
         )
 
     # -- keys ------------------------------------------------------------
@@ -232,32 +247,45 @@ class Engine:
         self.emit(RunStarted(self.run_id, suite_digest=self.suite_digest, cases=len(self.cases)))
         self.emit(RunPhaseChanged(self.run_id, phase="EXECUTING"))
         await self.system.start()
-        if any(getattr(e, "timeout_s", None) is not None for e in self.inline):
+        if self._slow:
+            # A few threads beyond the limit: a call that timed out keeps its thread
+            # until it returns, and must not starve the calls after it.
             self._evaluator_workers = Workers(
-                asyncio.get_running_loop(), max(2, self.system_concurrency) + 4, 30.0,
+                asyncio.get_running_loop(), self.evaluator_concurrency + 4, 30.0,
                 name="oloproof-evaluator",
             )
+            if any(getattr(e, "is_async", False) for e in self._slow):
+                self._async_host = AsyncHost(name="oloproof-async-evaluator")
         try:
             queue = iter(self.cases)
             judge_workers = [
                 asyncio.create_task(self._judge_worker()) for _ in range(self.judge_concurrency)
             ] if self.judges else []
+            eval_workers = [
+                asyncio.create_task(self._evaluator_worker())
+                for _ in range(self.evaluator_concurrency)
+            ] if self._slow else []
             system_workers = [
                 asyncio.create_task(self._system_worker(queue))
                 for _ in range(min(self.system_concurrency, max(1, len(self.cases))))
             ]
             try:
                 await asyncio.gather(*system_workers)
+                for _ in eval_workers:
+                    await self._eval_queue.put(None)
                 for _ in judge_workers:
                     await self._judge_queue.put(None)
-                await asyncio.gather(*judge_workers)
+                await asyncio.gather(*eval_workers, *judge_workers)
             finally:
-                for task in (*system_workers, *judge_workers):
+                workers = (*system_workers, *eval_workers, *judge_workers)
+                for task in workers:
                     task.cancel()
-                await asyncio.gather(*system_workers, *judge_workers, return_exceptions=True)
+                await asyncio.gather(*workers, return_exceptions=True)
         finally:
             if self._evaluator_workers is not None:
                 self._evaluator_workers.close()
+            if self._async_host is not None:
+                self._async_host.close()
             await self.system.aclose()
         return self.totals
 
@@ -299,16 +327,28 @@ class Engine:
         output = event.output
         view = CaseView(case.id, case.input, case.expected, case.metadata)
         state = _CaseState(case, view, output, output_json, len(self.judges))
-        for evaluator in self.inline:
+        for evaluator in self._fast:
             jkey = self.judge_key(evaluator.identity, case, output_json)
             outcome = self._cached_judgment(jkey)
             if outcome is None:
                 outcome = await self._evaluate_inline(evaluator, view, output)
             outcome = enforce_range(outcome, evaluator.value_range)
             self._judged(state, evaluator.criterion, outcome, jkey, outcome.from_cache)
-        if not self.judges:
+        slow: list[tuple[InlineEvaluator, str]] = []
+        for evaluator in self._slow:
+            jkey = self.judge_key(evaluator.identity, case, output_json)
+            cached_outcome = self._cached_judgment(jkey)
+            if cached_outcome is None:
+                slow.append((evaluator, jkey))
+            else:  # a cache hit costs nothing: judged here, not queued
+                outcome = enforce_range(cached_outcome, evaluator.value_range)
+                self._judged(state, evaluator.criterion, outcome, jkey, True)
+        state.pending += len(slow)
+        if state.pending == 0:
             self._finish_case(state.outcomes)
             return
+        for evaluator, jkey in slow:
+            await self._eval_queue.put((state, evaluator, jkey))
         for judge in self.judges:
             await self._judge_queue.put((state, judge))
 
@@ -364,24 +404,47 @@ class Engine:
             exec_key=key,
         )
 
+    async def _evaluator_worker(self) -> None:
+        while True:
+            item = await self._eval_queue.get()
+            if item is None:
+                return
+            state, evaluator, jkey = item
+            outcome = await self._evaluate_inline(evaluator, state.view, state.output)
+            outcome = enforce_range(outcome, evaluator.value_range)
+            self._judged(state, evaluator.criterion, outcome, jkey, False)
+            state.pending -= 1
+            if state.pending == 0:
+                self._finish_case(state.outcomes)
+
     async def _evaluate_inline(
         self, evaluator: InlineEvaluator, view: CaseView, output: Any
     ) -> Outcome:
-        """The evaluator's outcome; never raises. Run in a worker thread, under its
-        ``timeout_s``, when it has one (user code, regular expressions)."""
+        """The evaluator's outcome; never raises. Run in a worker thread (an ``async def``
+        custom evaluator on its own loop), under its ``timeout_s``, when it has one (user
+        code, regular expressions); its latency is the call's own time."""
         timeout_s = getattr(evaluator, "timeout_s", None)
+        started = time.perf_counter()
         try:
             if timeout_s is None or self._evaluator_workers is None:
                 return evaluator.evaluate(view, output)
-            result = await self._evaluator_workers.submit(
-                lambda: evaluator.evaluate(view, output), float(timeout_s)
-            )
+            host = self._async_host
+            if host is not None and getattr(evaluator, "is_async", False):
+                result = await asyncio.wait_for(
+                    host.run(lambda: evaluator.evaluate_async(view, output)),  # type: ignore[attr-defined]
+                    float(timeout_s),
+                )
+            else:
+                result = await self._evaluator_workers.submit(
+                    lambda: evaluator.evaluate(view, output), float(timeout_s)
+                )
             assert isinstance(result, Outcome)
             return result
         except TimeoutError:
             return Outcome(
                 JudgmentStatus.ERROR,
                 reason=f"the evaluator gave no verdict within timeout_s = {timeout_s:g}s",
+                latency_ms=(time.perf_counter() - started) * 1000.0,
             )
         except asyncio.CancelledError:
             if _our_cancel():

@@ -1,9 +1,14 @@
-"""Custom evaluators: the user's own Python, run inline.
+"""Custom evaluators: the user's own Python.
 
-The function is called as ``fn(output, case)`` (or ``fn(output)`` if it takes
-one parameter) and returns a ``bool`` (BINARY), a number (MEAN), or a
-:class:`Verdict` for more: an exclusion, a reason. Anything else, or an
-exception, is an evaluator error: the case is missing for that criterion.
+The function is called as ``fn(output, case, **params)`` (or ``fn(output, **params)``
+if it takes one positional parameter besides ``params``), where ``params`` is the
+evaluator's ``params:`` mapping from oloproof.yaml, and returns a ``bool`` (BINARY), a
+number (MEAN), or a :class:`Verdict` for more: an exclusion, a reason. Anything else,
+or an exception, is an evaluator error: the case is missing for that criterion. An
+``async def`` function is awaited (on a loop of its own, never the run's: the engine
+calls :meth:`Custom.evaluate_async` there); a sync one runs in a worker thread. Both
+run under ``concurrency.evaluator`` and their own ``timeout_s``, and their time is
+recorded as the judgment's latency, never the system's.
 
 Guarantees: any ``BaseException`` the function raises (``SystemExit``,
 ``KeyboardInterrupt``, ``GeneratorExit``...) is an evaluator error for that case,
@@ -16,13 +21,16 @@ cached verdicts.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
+import time
 from pathlib import Path
 from typing import Any
 
 from oloproof._json import digest, digest_bytes
 from oloproof.enums import JudgmentStatus, MetricKind
+from oloproof.errors import ConfigError
 from oloproof.evaluators.base import CaseView, Outcome, Verdict
 from oloproof.project.models import CustomEvaluator
 from oloproof.systems.loading import code_paths_digest, import_callable, module_source
@@ -53,20 +61,28 @@ class Custom:
         rng = getattr(config, "range", None)
         self.value_range = (float(rng[0]), float(rng[1])) if rng else None
         self.fn, module = import_callable(config.function, root, file=file, field=field)
+        self.params: dict[str, Any] = dict(config.params)
+        self.is_async = inspect.iscoroutinefunction(self.fn)
         try:
-            params = [
-                p for p in inspect.signature(self.fn).parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-            ]
-            self._arity = 1 if len(params) == 1 else 2
+            signature = inspect.signature(self.fn)
         except (TypeError, ValueError):
             self._arity = 2
+        else:
+            self._check_params(signature, file, field.rsplit(".", 1)[0] + ".params")
+            positional = [
+                p for p in signature.parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                and p.name not in self.params
+            ]
+            self._arity = 1 if len(positional) == 1 else 2
         # The timeout never changes a verdict: not part of the identity. The
         # code_paths enter as the digests of their files, and only when declared,
         # so an evaluator without them keeps the identity it had before they existed.
         identity: dict[str, Any] = {
             "config": config.model_dump(
-                mode="json", by_alias=True, exclude={"timeout_s", "code_paths"}
+                mode="json", by_alias=True,
+                # params enter only when declared, like code_paths below.
+                exclude={"timeout_s", "code_paths", *(() if config.params else ("params",))},
             ),
             "source": digest_bytes(module_source(module)),
         }
@@ -77,12 +93,56 @@ class Custom:
             )
         self.identity = digest(identity)
 
+    def _check_params(self, signature: inspect.Signature, file: str, field: str) -> None:
+        """Every name under ``params:`` must be a keyword the function takes."""
+        accepts_any = any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values())
+        named = [
+            p.name for p in signature.parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
+        for name in self.params:
+            if not accepts_any and name not in named:
+                raise ConfigError(
+                    f"{self.config.function} takes no parameter named '{name}'",
+                    file=file, field=f"{field}.{name}",
+                    accepted=", ".join(named[1:]) or "no parameters beyond (output, case)",
+                )
+
+    def _call(self, case: CaseView, output: Any) -> Any:
+        if self._arity == 1:
+            return self.fn(output, **self.params)
+        return self.fn(output, case, **self.params)
+
     def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        """Call a sync function (in a worker thread); its time is the outcome's latency."""
+        started = time.perf_counter()
         try:
-            result = self.fn(output) if self._arity == 1 else self.fn(output, case)
+            result = self._call(case, output)
+            if inspect.isawaitable(result):
+                # A sync callable that returned a coroutine (a partial of an async def):
+                # this is a worker thread without a loop, so run it to its end here.
+                result = asyncio.run(_awaited(result))
         except BaseException as exc:  # noqa: BLE001 - sys.exit() too: one case, not the run
-            return Outcome(JudgmentStatus.ERROR, reason=describe_exception(exc))
-        return self._outcome(result)
+            return self._timed(Outcome(JudgmentStatus.ERROR, reason=describe_exception(exc)),
+                               started)
+        return self._timed(self._outcome(result), started)
+
+    async def evaluate_async(self, case: CaseView, output: Any) -> Outcome:
+        """Await an ``async def`` function (on the evaluators' own loop, never the run's)."""
+        started = time.perf_counter()
+        try:
+            result = await self._call(case, output)
+        except asyncio.CancelledError:
+            raise  # a timeout or a stop: the engine records it
+        except BaseException as exc:  # noqa: BLE001 - one case, not the run
+            return self._timed(Outcome(JudgmentStatus.ERROR, reason=describe_exception(exc)),
+                               started)
+        return self._timed(self._outcome(result), started)
+
+    @staticmethod
+    def _timed(outcome: Outcome, started: float) -> Outcome:
+        outcome.latency_ms = (time.perf_counter() - started) * 1000.0
+        return outcome
 
     def _outcome(self, result: Any) -> Outcome:
         binary = self.metric_kind == MetricKind.BINARY
@@ -120,3 +180,7 @@ class Custom:
         if not math.isfinite(score):
             return Outcome(JudgmentStatus.ERROR, reason=f"score {score} is not finite")
         return Outcome(JudgmentStatus.OK, score=float(score), reason=reason)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable

@@ -202,6 +202,7 @@ class SystemConfig(_Model):
 #: a thread); a typo such as ``judge: 100000000`` must not exhaust memory.
 MAX_SYSTEM_CONCURRENCY = 1024
 MAX_JUDGE_CONCURRENCY = 256
+MAX_EVALUATOR_CONCURRENCY = 256
 
 
 class ConcurrencyConfig(_Model):
@@ -213,6 +214,13 @@ class ConcurrencyConfig(_Model):
 
     system: int = Field(default=8, ge=1, le=MAX_SYSTEM_CONCURRENCY, strict=True)
     judge: int = Field(default=4, ge=1, le=MAX_JUDGE_CONCURRENCY, strict=True)
+    #: Custom evaluators (and guarded regular expressions) running at once; when absent,
+    #: the number of CPUs (:meth:`evaluator_limit`).
+    evaluator: int | None = Field(default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY, strict=True)
+
+    def evaluator_limit(self) -> int:
+        """``evaluator``, or the number of CPUs when it is not set."""
+        return self.evaluator or max(1, min(os.cpu_count() or 1, MAX_EVALUATOR_CONCURRENCY))
 
 
 class RetryConfig(_Model):
@@ -237,8 +245,14 @@ class LimitsConfig(_Model):
 # -- evaluators -----------------------------------------------------------------
 
 
+GroupKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
 class _EvaluatorBase(_Model):
     criterion: Criterion
+    #: Metadata keys to break this metric down by (one group per value of each key).
+    #: Never part of an evaluator's identity (excluded from model_dump).
+    group_by: list[GroupKey] = Field(default_factory=list, exclude=True)
 
     @property
     def metric_kind(self) -> MetricKind:
@@ -581,6 +595,9 @@ class CustomEvaluator(_EvaluatorBase):
     code_paths: list[str] = Field(default_factory=list)
     # Seconds one call may take; limits.evaluator_timeout_s when not set.
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    #: Keyword arguments for the function (``params: {timeout_s: 10}``); part of its
+    #: identity, so changing one re-checks every case.
+    params: dict[str, Any] = Field(default_factory=dict)
 
     _range = field_validator("range")(_check_range)
 
@@ -746,6 +763,16 @@ def _check_judge_metric(rule: Any, info: ValidationInfo, what: str, at: str) -> 
              f"one (judge metrics: {known})", at=(at,))
 
 
+def _check_group(rule: Any) -> Any:
+    if rule.group is not None and rule.each_group:
+        fail("declare group (one group) or each_group: true (every group), not both",
+             at=("each_group",))
+    if rule.group is not None and len(rule.group) != 1:
+        fail("name exactly one metadata key and its value, e.g. group: {lang: fr}",
+             at=("group",))
+    return rule
+
+
 class IntervalRule(_Model):
     """``min: t`` (a floor on the interval) or ``max: t`` (a ceiling): exactly one.
 
@@ -764,7 +791,13 @@ class IntervalRule(_Model):
     judge_validation: JudgeValidation | None = None
     estimate: Literal["judge", "corrected"] = "judge"
 
+
+    #: One group of the metric (``group: {lang: fr}``), or every group (``each_group``).
+    group: dict[str, str | int | bool] | None = None
+    each_group: bool = False
+
     _metric = field_validator("metric")(_check_metric)
+    _group = model_validator(mode="after")(lambda self: _check_group(self))
 
     @model_validator(mode="after")
     def _check_judge(self, info: ValidationInfo) -> IntervalRule:
@@ -804,8 +837,11 @@ class ObservedCountRule(_Model):
     metric: NonEmpty
     kind: Literal["observed_count"]
     max_failures: int = Field(ge=0)
+    group: dict[str, str | int | bool] | None = None
+    each_group: bool = False
 
     _metric = field_validator("metric")(_check_metric)
+    _group = model_validator(mode="after")(lambda self: _check_group(self))
 
     @model_validator(mode="after")
     def _check_kind(self, info: ValidationInfo) -> ObservedCountRule:

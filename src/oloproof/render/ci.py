@@ -60,7 +60,7 @@ class CiRun:
 
     @property
     def decided(self) -> bool:
-        return self.completeness == "COMPLETE"
+        return self.status == "DECIDED"  # a SUBSET run is decided too (on its cases)
 
 
 def _text(value: object) -> str:

@@ -9,6 +9,7 @@ not exist. Each is a :class:`~oloproof.errors.ConfigError` (exit 2).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -41,6 +42,8 @@ class Prepared:
     metrics: list[dict[str, Any]]
     retry: RetryPolicy
     labels: Labels | None = None
+    #: The part of the suite chosen to run (``api.Subset.to_json()``); ``None``: all of it.
+    subset: dict[str, Any] | None = None
 
 
 def resolve_policy(project: Project, policy_arg: str | None) -> tuple[ReleasePolicy, str | None]:
@@ -126,8 +129,13 @@ def describe_system(project: Project, system: SystemRunner) -> dict[str, Any]:
             "callable": cfg.callable}
 
 
-def prepare(config_path: str | Path, policy_arg: str | None) -> Prepared:
-    """Load, check and build a run; raises ConfigError before anything is stored."""
+def prepare(
+    config_path: str | Path, policy_arg: str | None, group_by: Sequence[str] = ()
+) -> Prepared:
+    """Load, check and build a run; raises ConfigError before anything is stored.
+
+    ``group_by``: metadata keys to break every metric down by, beside each evaluator's
+    own ``group_by`` (stored with the run's metrics: analysis/groups.py)."""
     project = load_project(config_path)
     policy, policy_path = resolve_policy(project, policy_arg)
     suite = project.load_suite()
@@ -147,6 +155,12 @@ def prepare(config_path: str | Path, policy_arg: str | None) -> Prepared:
     # Keep the declared order of criteria.
     order = list(project.config.metrics())
     metrics.sort(key=lambda m: order.index(m["criterion"]))
+    declared = {ev.criterion: list(ev.group_by) for ev in project.config.evaluators}
+    for m in metrics:
+        keys = list(dict.fromkeys([*declared.get(m["criterion"], []), *group_by]))
+        if keys:  # only when grouped: an ungrouped run stores what it always stored
+            m["group_by"] = keys
+    _check_group_rules(policy, policy_path, {m["criterion"]: m.get("group_by", []) for m in metrics})
     cases = [
         EngineCase(c.id, c.input, c.expected, c.metadata, i) for i, c in enumerate(suite.cases)
     ]
@@ -156,6 +170,27 @@ def prepare(config_path: str | Path, policy_arg: str | None) -> Prepared:
         project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry,
         labels,
     )
+
+
+def _check_group_rules(
+    policy: ReleasePolicy, policy_path: str | None, keys: dict[str, list[str]]
+) -> None:
+    """A rule on groups needs its metric grouped by that key, before anything runs."""
+    for index, rule in enumerate(policy.rules):
+        wanted = list(rule.group) if rule.group else ([] if not rule.each_group else [None])
+        for key in wanted:
+            have = keys.get(rule.metric, [])
+            if (key is None and not have) or (key is not None and key not in have):
+                field = "group" if key is not None else "each_group"
+                raise ConfigError(
+                    f"rule {rule.id} targets groups of metric {rule.metric}, which is not"
+                    f" grouped{f' by {key}' if key else ''}: add group_by:"
+                    f" [{key or 'KEY'}] to its evaluator in oloproof.yaml, or run with"
+                    f" --group-by {key or 'KEY'}",
+                    file=Path(policy_path).name if policy_path else None,
+                    field=f"rules[{index}].{field}",
+                    accepted=", ".join(have) if have else None,
+                )
 
 
 def policy_json(policy: ReleasePolicy) -> dict[str, Any]:

@@ -81,7 +81,20 @@ def execute(
     stop: StopRequest | None = None,
     run_id: str | None = None,
 ) -> RunResult:
-    """Run the suite, store every result, decide; SIGINT/SIGTERM stop it (SPEC §3)."""
+    """Run the suite, store every result, decide; SIGINT/SIGTERM stop it (SPEC §3).
+
+    Refused (before anything is stored) on a thread whose event loop is running: the run
+    needs a loop of its own (``oloproof.run`` moves to a helper thread then)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise OloproofError(
+            "a run cannot start on a thread whose event loop is running (Jupyter, async"
+            " code): call oloproof.run(), which then runs it in a helper thread, or await"
+            " oloproof.run_async()"
+        )
     stop = stop or StopRequest()
     with stop.signals():
         return _execute(prepared, use_cache=use_cache, sinks=sinks, stop=stop, run_id=run_id)
@@ -113,6 +126,7 @@ def _execute(
             metrics=prepared.metrics,
             policy=policy_json(prepared.policy),
             policy_path=prepared.policy_path,
+            subset=prepared.subset,
         )
         if prepared.labels is not None:
             writer.store_labels(
@@ -141,6 +155,7 @@ def _execute(
         emit=emit,
         system_concurrency=project.config.concurrency.system,
         judge_concurrency=project.config.concurrency.judge,
+        evaluator_concurrency=project.config.concurrency.evaluator_limit(),
         retry=prepared.retry,
         on_fatal=lambda line: stop.internal(f"stopped early: {line}"),
     )
@@ -156,7 +171,8 @@ def _execute(
         nonlocal finished
         finished = True
         completeness = (
-            Completeness.COMPLETE if status == RunStatus.DECIDED else Completeness.PARTIAL
+            (Completeness.SUBSET if prepared.subset is not None else Completeness.COMPLETE)
+            if status == RunStatus.DECIDED else Completeness.PARTIAL
         )
         failed = None
         if writer.fault is not None:
@@ -212,12 +228,16 @@ def _execute(
         if stop.reason is None:
             emit(RunPhaseChanged(run_id, phase="ANALYZING"))
             decisions, by_metric = decide_stored(conn, run_id, prepared.policy)
-            gate_label, code = gate(decisions)
+            # A subset is decided on its own cases, but never allows the release the
+            # full policy guards: it blocks as incomplete unless a rule FAILs.
+            subset = prepared.subset is not None
+            gate_label, code = gate(decisions, incomplete=subset)
             decision_json = [d.to_json() for d in decisions]
             failed = finish(RunStatus.DECIDED, code, gate_label, decision_json, None)
             if failed is None:
                 reports = judge_reports(conn, run_id, float(prepared.policy.confidence_level))
-                return RunResult(run_id, RunStatus.DECIDED, Completeness.COMPLETE, code,
+                completeness = Completeness.SUBSET if subset else Completeness.COMPLETE
+                return RunResult(run_id, RunStatus.DECIDED, completeness, code,
                                  gate_label, decisions, list(by_metric.values()),
                                  engine.totals, notice=notice, judges=reports)
             stop.internal(failed)

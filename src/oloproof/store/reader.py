@@ -79,6 +79,8 @@ class RunRecord:
     pid: int | None
     cache: dict[str, int] | None
     owner: str | None = None
+    #: How the run chose part of its suite (completeness SUBSET); ``None``: all of it.
+    subset: dict[str, Any] | None = None
 
     @property
     def state(self) -> str:
@@ -95,13 +97,17 @@ _RUN_COLUMNS = (
 
 def _select_runs(conn: sqlite3.Connection) -> str:
     """``SELECT`` of every run column and its owner token (``NULL`` where none is stored)."""
-    # A store read as it is (read-only, never migrated) may predate run_owners.
-    if has_table(conn, "run_owners"):
-        return (
-            f"SELECT {_RUN_COLUMNS}, (SELECT owner FROM run_owners o WHERE o.run_id = runs.id)"
-            " FROM runs"
-        )
-    return f"SELECT {_RUN_COLUMNS}, NULL FROM runs"
+    # A store read as it is (read-only, never migrated) may predate run_owners and
+    # run_subsets.
+    owner = (
+        "(SELECT owner FROM run_owners o WHERE o.run_id = runs.id)"
+        if has_table(conn, "run_owners") else "NULL"
+    )
+    subset = (
+        "(SELECT subset_json FROM run_subsets s WHERE s.run_id = runs.id)"
+        if has_table(conn, "run_subsets") else "NULL"
+    )
+    return f"SELECT {_RUN_COLUMNS}, {owner}, {subset} FROM runs"
 
 
 def _json(run_id: str, column: str, text: str | None) -> Any:
@@ -148,6 +154,7 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
         pid=row[17],
         cache=_json(run_id, "cache totals", row[18]),
         owner=row[19],
+        subset=_json(run_id, "subset", row[20]),
     )
     if not isinstance(rec.system, dict) or not isinstance(rec.metrics, list):
         raise StoreUnreadable(f"run {run_id}: its stored system or metrics are damaged")

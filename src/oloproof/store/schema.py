@@ -153,7 +153,16 @@ CREATE TABLE comparison_decisions (
 # (store/liveness.py: boot id, PID, start time), so that a killed run whose PID
 # was given to another process reads as ended, not RUNNING. Its own table, not a
 # column of ``runs``: rows of ``runs`` keep the shape tools (and tests) insert.
+#
+# run_subsets: how a run chose part of its suite (--limit, --sample, --case,
+# --where), for runs stored with completeness SUBSET; a full run has no row.
 OPTIONAL_TABLES: dict[str, str] = {
+    "run_subsets": """
+CREATE TABLE IF NOT EXISTS run_subsets (
+  run_id TEXT PRIMARY KEY,
+  subset_json TEXT NOT NULL
+) WITHOUT ROWID
+""",
     "run_owners": """
 CREATE TABLE IF NOT EXISTS run_owners (
   run_id TEXT PRIMARY KEY,

@@ -139,6 +139,7 @@ class StoreWriter:
         metrics: list[dict[str, Any]],
         policy: dict[str, Any] | None,
         policy_path: str | None,
+        subset: dict[str, Any] | None = None,
     ) -> None:
         _execute(
             self.conn,
@@ -163,6 +164,10 @@ class StoreWriter:
         owner = owner_token()  # who runs it, beyond the PID (store/liveness.py)
         if owner is not None:
             self.conn.execute("INSERT INTO run_owners VALUES (?, ?)", (self.run_id, owner))
+        if subset is not None:
+            self.conn.execute(
+                "INSERT INTO run_subsets VALUES (?, ?)", (self.run_id, _dump(subset))
+            )
 
     def store_labels(self, path: str, digest: str, labels: list[dict[str, Any]]) -> None:
         """The human labels the run is measured against (store/schema.py ``run_labels``)."""

@@ -26,8 +26,10 @@ def import_callable(
             file=file, field=field, line=line, accepted="module:function, e.g. app:answer",
         )
     root_s = str(root.resolve())
-    if root_s not in sys.path:
-        sys.path.insert(0, root_s)
+    if root_s in sys.path:
+        sys.path.remove(root_s)
+    sys.path.insert(0, root_s)  # first: this project's module, not another's of that name
+    _forget_if_stale(module_name, Path(root_s))
     try:
         module = importlib.import_module(module_name)
     except BaseException as exc:
@@ -38,6 +40,11 @@ def import_callable(
             file=file, field=field, line=line,
             accepted="a module importable from the project directory",
         ) from exc
+    if not hasattr(module, "__oloproof_source__"):
+        try:
+            module.__oloproof_source__ = module_source(module)  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):  # a module that refuses new attributes
+            pass
     fn = module
     for part in attr.split("."):
         if not hasattr(fn, part):
@@ -55,6 +62,42 @@ def import_callable(
             accepted="a function",
         )
     return fn, module
+
+
+def _forget_if_stale(module_name: str, root: Path) -> None:
+    """Drop an imported ``module_name`` that is not this project's current file.
+
+    Several runs in one process (a notebook, ``oloproof.run`` twice, the pytest plugin)
+    would otherwise reuse the first project's ``app`` for every project with an
+    ``app.py``, or the code of an ``app.py`` as it was before an edit, while the
+    identity (and so the cache) would follow the file on disk.
+    """
+    loaded = sys.modules.get(module_name)
+    if loaded is None:
+        return
+    try:
+        path = inspect.getsourcefile(loaded)
+    except TypeError:
+        return  # a built-in or namespace module: nothing of the project's
+    if not path:
+        return
+    file = Path(path).resolve()
+    stale = not file.is_relative_to(root)
+    if not stale:
+        try:
+            stale = file.read_bytes() != getattr(loaded, "__oloproof_source__", None)
+        except OSError:
+            stale = True
+    if stale and (file.is_relative_to(root) or _shadowed(module_name, root)):
+        for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
+            del sys.modules[name]
+        importlib.invalidate_caches()
+
+
+def _shadowed(module_name: str, root: Path) -> bool:
+    """Whether ``root`` holds its own ``module_name`` (so the loaded one is another's)."""
+    top = root / module_name.split(".")[0]
+    return top.with_suffix(".py").exists() or (top / "__init__.py").exists()
 
 
 def module_source(module: ModuleType) -> bytes:

@@ -1,0 +1,358 @@
+"""Running a project from Python: :func:`run`, :func:`run_async`, and the two steps under
+them (:func:`load`, :func:`execute`) that the ``oloproof run`` command uses.
+
+Each run has an event loop of its own. :func:`run` called where a loop is already running
+(Jupyter, an ``async def`` test) runs the whole thing in a helper thread and waits for it;
+:func:`run_async` never blocks the caller's loop. Progress goes to an optional callback
+(``on_event``: the same event objects as ``oloproof run --json``) and to the ``oloproof``
+logger; nothing is printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oloproof.api._results import RunResult, Subset
+from oloproof.api._subset import SubsetSpec
+from oloproof.enums import Completeness, GateAction, MetricKind, RunStatus
+from oloproof.errors import UsageError
+from oloproof.events import CaseExecuted, CaseJudged, Event, ProvisionalMetrics, RunFinished
+from oloproof.runner import Prepared, StopRequest, prepare
+from oloproof.runner import execute as _execute_prepared
+
+__all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"]
+
+log = logging.getLogger("oloproof")
+
+#: What ``on_event`` receives: an :class:`oloproof.events.Event` (``event.type``,
+#: ``event.to_json()`` is the line ``oloproof run --json`` writes).
+EventCallback = Callable[[Event], None]
+
+
+def config_file(project: str | os.PathLike[str]) -> Path:
+    """``project`` as the path of its oloproof.yaml: a directory, or the file itself."""
+    path = Path(project)
+    if path.is_dir():
+        path = path / "oloproof.yaml"
+    if not path.exists():
+        raise UsageError(
+            f"{path}: no such file; pass a project directory or its oloproof.yaml"
+            " (`oloproof init` creates a project)"
+        )
+    return path
+
+
+@dataclass
+class PreparedRun:
+    """A run loaded and checked, nothing called or stored yet (:func:`load`)."""
+
+    prepared: Prepared
+    subset: Subset | None
+
+    @property
+    def cases_total(self) -> int:
+        return len(self.prepared.cases)
+
+    @property
+    def binary_metrics(self) -> list[str]:
+        return [m["criterion"] for m in self.prepared.metrics if m["kind"] == MetricKind.BINARY]
+
+    @property
+    def policy_path(self) -> str | None:
+        return self.prepared.policy_path
+
+    @property
+    def project_dir(self) -> Path:
+        return self.prepared.project.root
+
+
+def load(
+    project: str | os.PathLike[str] = ".",
+    *,
+    policy: str | os.PathLike[str] | None = None,
+    limit: int | None = None,
+    sample: bool = False,
+    seed: int | None = None,
+    cases: Sequence[str] | None = None,
+    where: Sequence[str] | str | None = None,
+    group_by: Sequence[str] | str | None = None,
+) -> PreparedRun:
+    """Load and check a project (and choose its subset): every configuration error is
+    raised here, before anything is stored or called."""
+    if isinstance(group_by, str):
+        group_by = [group_by]
+    if isinstance(cases, str):
+        cases = [cases]
+    if isinstance(where, str):
+        where = [where]
+    if sample and seed is None:
+        # A random sample is always reproducible: the seed it drew is stored with the run.
+        import random
+
+        seed = random.SystemRandom().randrange(2**31)
+    spec = SubsetSpec(
+        limit=limit, sample=sample, seed=seed, case_ids=tuple(cases or ()),
+        where=tuple(where or ()),
+    )
+    prepared = prepare(
+        config_file(project), None if policy is None else str(policy), list(group_by or ())
+    )
+    subset = None
+    if not spec.is_whole:
+        total = len(prepared.cases)
+        chosen = spec.select(prepared.cases)
+        prepared.cases = [prepared.cases[i] for i in chosen]
+        for new_index, case in enumerate(prepared.cases):
+            case.index = new_index
+        subset = Subset(
+            suite_cases=total, selected=len(chosen), limit=limit, sample=sample,
+            seed=seed, case_ids=spec.case_ids, where=" and ".join(spec.where) or None,
+        )
+        if subset.selected == total and spec.case_ids == () and not spec.where:
+            subset = None  # a limit at or above the suite's size is the whole suite
+    prepared.subset = subset.to_json() if subset is not None else None
+    return PreparedRun(prepared, subset)
+
+
+def execute(
+    run: PreparedRun,
+    *,
+    use_cache: bool = True,
+    sinks: Sequence[EventCallback] = (),
+    stop: StopRequest | None = None,
+) -> RunResult:
+    """Run a loaded project in this thread (which must not be running an event loop)."""
+    if _loop_running():
+        raise UsageError(
+            "execute() cannot run on a thread whose event loop is running;"
+            " use oloproof.run() (it then runs in a helper thread) or await oloproof.run_async()"
+        )
+    all_sinks = list(sinks)
+    if log.isEnabledFor(logging.INFO):
+        all_sinks.append(_log_event)
+    outcome = _execute_prepared(
+        run.prepared, use_cache=use_cache, sinks=all_sinks, stop=stop or StopRequest()
+    )
+    return RunResult(
+        run_id=outcome.run_id, status=RunStatus(outcome.status),
+        completeness=Completeness(outcome.completeness), gate=GateAction(outcome.gate),
+        exit_code=int(outcome.exit_code), decisions=outcome.decisions,
+        metrics={s.metric: s for s in outcome.summaries}, project_dir=run.project_dir,
+        cache=outcome.totals.cache_json(), stop_reason=outcome.stop_reason,
+        notice=outcome.notice, policy_path=run.policy_path, subset=run.subset,
+        project=run.prepared.project.config.project,
+        rule_ids=[r.id for r in run.prepared.policy.rules], judges=list(outcome.judges),
+        panels=_panels(run.prepared, outcome.run_id),
+    )
+
+
+def _panels(prepared: Prepared, run_id: str) -> dict[str, tuple[int, int]]:
+    """How often each judge panel's judges disagreed, read back from the store."""
+    from oloproof.evaluators.judge import PanelJudge
+
+    if not any(isinstance(j, PanelJudge) for j in prepared.judges):
+        return {}
+    from oloproof.store.db import open_store_readonly, store_path
+    from oloproof.store.reader import panel_splits
+
+    conn = open_store_readonly(store_path(prepared.project.root))
+    try:
+        return panel_splits(conn, run_id)
+    finally:
+        conn.close()
+
+
+def run(
+    project: str | os.PathLike[str] = ".",
+    *,
+    policy: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
+    limit: int | None = None,
+    sample: bool = False,
+    seed: int | None = None,
+    cases: Sequence[str] | None = None,
+    where: Sequence[str] | str | None = None,
+    group_by: Sequence[str] | str | None = None,
+    on_event: EventCallback | None = None,
+) -> RunResult:
+    """Run a project's suite, store every result, decide its release policy.
+
+    ``project`` is a project directory or its oloproof.yaml; ``policy`` a release policy
+    file (default: the project's). ``limit``/``sample``/``seed``/``cases``/``where`` run a
+    subset (stored as such: it never allows a release). ``group_by`` breaks every metric
+    down by these metadata keys (each group with its own interval). ``on_event`` receives every
+    event as it happens. Configuration errors raise :class:`oloproof.ConfigError` before
+    anything is stored; whatever happens after, the run is stored as DECIDED or
+    RUN_ERROR/PARTIAL, never left RUNNING.
+
+    Called where an event loop is already running (Jupyter), it runs in a helper thread
+    and blocks until the run ends; ``await oloproof.run_async(...)`` does not block.
+    """
+    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event)
+    if not _loop_running():
+        return args.call(StopRequest())
+    stop = StopRequest()
+    box: list[Any] = []
+
+    def target() -> None:
+        try:
+            box.append(args.call(stop))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box.append(exc)
+
+    thread = threading.Thread(target=target, name="oloproof-run", daemon=True)
+    thread.start()
+    try:
+        thread.join()
+    except KeyboardInterrupt:
+        # Ctrl-C in a notebook: stop the run and let it store its end; the result says
+        # RUN_ERROR/PARTIAL, "interrupted", as a signal would in a script.
+        stop("interrupted (KeyboardInterrupt)")
+        thread.join()
+    return _unbox(box)
+
+
+async def run_async(
+    project: str | os.PathLike[str] = ".",
+    *,
+    policy: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
+    limit: int | None = None,
+    sample: bool = False,
+    seed: int | None = None,
+    cases: Sequence[str] | None = None,
+    where: Sequence[str] | str | None = None,
+    group_by: Sequence[str] | str | None = None,
+    on_event: EventCallback | None = None,
+) -> RunResult:
+    """:func:`run`, awaitable: the run goes on in a thread of its own while the caller's
+    loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
+    stops the run (stored as RUN_ERROR/PARTIAL) and re-raises ``CancelledError`` once
+    its end is stored."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    stop = StopRequest()
+    callback = None
+    if on_event is not None:
+        user = on_event
+
+        def callback(event: Event) -> None:
+            try:
+                loop.call_soon_threadsafe(user, event)
+            except RuntimeError:  # the caller's loop is closed
+                pass
+
+    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback)
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
+
+    def target() -> None:
+        try:
+            result = args.call(stop)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's loop
+            outcome: tuple[Any, BaseException | None] = (None, exc)
+        else:
+            outcome = (result, None)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:
+            pass
+
+    threading.Thread(target=target, name="oloproof-run", daemon=True).start()
+    try:
+        result: RunResult = await asyncio.shield(future)
+        return result
+    except asyncio.CancelledError:
+        stop.internal("cancelled by the caller (run_async)")
+        try:
+            await asyncio.shield(future)
+        except BaseException:  # noqa: BLE001, S110 - the cancellation is what we raise
+            pass
+        raise
+
+
+@dataclass
+class _Args:
+    project: str | os.PathLike[str]
+    policy: str | os.PathLike[str] | None
+    use_cache: bool
+    limit: int | None
+    sample: bool
+    seed: int | None
+    cases: Sequence[str] | None
+    where: Sequence[str] | str | None
+    group_by: Sequence[str] | str | None
+    on_event: EventCallback | None
+
+    def call(self, stop: StopRequest) -> RunResult:
+        loaded = load(
+            self.project, policy=self.policy, limit=self.limit, sample=self.sample,
+            seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
+        )
+        sinks: list[EventCallback] = []
+        if self.on_event is not None:
+            sinks.append(_guarded(self.on_event, stop))
+        return execute(loaded, use_cache=self.use_cache, sinks=sinks, stop=stop)
+
+
+def _guarded(callback: EventCallback, stop: StopRequest) -> EventCallback:
+    """The user's callback; one that raises stops the run (stored RUN_ERROR/PARTIAL)."""
+    failed = False
+
+    def sink(event: Event) -> None:
+        nonlocal failed
+        if failed:
+            return
+        try:
+            callback(event)
+        except Exception as exc:
+            failed = True
+            log.exception("the on_event callback raised; stopping the run")
+            stop.internal(f"the on_event callback raised {type(exc).__name__}: {exc}")
+
+    return sink
+
+
+def _unbox(box: list[Any]) -> RunResult:
+    value = box[0]
+    if isinstance(value, BaseException):
+        raise value
+    assert isinstance(value, RunResult)
+    return value
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _log_event(event: Event) -> None:
+    """Events to the ``oloproof`` logger: the run's start, progress and end at INFO,
+    every case at DEBUG."""
+    if isinstance(event, CaseExecuted | CaseJudged):
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s", event.type, event.to_json())
+    elif isinstance(event, ProvisionalMetrics):
+        log.info("run %s: %d of %d cases done", event.run_id, event.cases_done,
+                 event.cases_total)
+    elif isinstance(event, RunFinished):
+        log.info("run %s finished: %s/%s, exit code %d", event.run_id, event.status,
+                 event.completeness, event.exit_code)
+    else:
+        log.info("run %s: %s %s", event.run_id, event.type, event.public())

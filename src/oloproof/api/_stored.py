@@ -1,0 +1,183 @@
+"""Reading what a project stored: :func:`read_run`, :func:`list_runs`, :func:`compare`,
+:func:`plan`. Each opens the project's store, reads, and closes it; only :func:`compare`
+writes (the comparison it makes, with a ``cmp_`` id)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from oloproof.analysis.compare import compare_runs, run_ref
+from oloproof.analysis.plan import (
+    ComparisonPlan,
+    RunPlan,
+    plan_stored_comparison,
+    plan_stored_run,
+)
+from oloproof.analysis.stored import STORED, decide_stored, judge_reports, stored_policy
+from oloproof.api._results import ComparisonResult, RunInfo, RunResult, Subset
+from oloproof.api._run import config_file
+from oloproof.enums import Completeness
+from oloproof.errors import UsageError
+from oloproof.policy.decide import gate
+from oloproof.project import load_release_policy
+from oloproof.project.labels import load_labels
+from oloproof.store.comparisons import ComparisonRecord
+from oloproof.store.comparisons import list_comparisons as _list_comparisons
+from oloproof.store.db import has_table, open_store, open_store_readonly, store_path
+from oloproof.store.reader import get_run, panel_splits
+from oloproof.store.reader import list_runs as _list_runs
+
+__all__ = ["compare", "list_comparisons", "list_runs", "plan", "read_run"]
+
+PathLike = str | os.PathLike[str]
+
+
+def _root(project: PathLike) -> Path:
+    return config_file(project).resolve().parent
+
+
+def _read(project: PathLike) -> sqlite3.Connection:
+    return open_store_readonly(store_path(_root(project)))
+
+
+def read_run(
+    run_id: str = "latest", project: PathLike = ".", *, policy: PathLike | None = None,
+    group_by: Sequence[str] | str | None = None, labels: PathLike | None = None,
+) -> RunResult:
+    """A stored run, re-decided from its stored evidence (calling nothing).
+
+    ``policy``: decide it under this release policy instead of the one stored with it
+    (what ``oloproof gate RUN_ID --policy FILE`` does). A PARTIAL run is not decided
+    (no decisions, exit code 5); a SUBSET run is decided on its cases and never allows.
+    ``group_by``: break the metrics down by these metadata keys too (as stored runs keep
+    every case's metadata, any key can be grouped afterwards). ``labels``: measure the
+    judges against this human-labels file instead of the labels stored with the run."""
+    root = _root(project)
+    conn = open_store_readonly(store_path(root))
+    try:
+        record = get_run(conn, run_id)
+        if policy is not None:
+            metrics = {m["criterion"]: m["kind"] for m in record.metrics}
+            release = load_release_policy(str(policy), metrics)
+        else:
+            release = stored_policy(record)
+        if isinstance(group_by, str):
+            group_by = [group_by]
+        chosen: Any = STORED
+        if labels is not None:
+            judges = [m["criterion"] for m in record.metrics if m.get("judge")]
+            chosen = load_labels(Path(labels), str(labels), judges)
+        decisions, summaries = decide_stored(
+            conn, record.id, release, chosen, group_by=list(group_by or ())
+        )
+        reports = judge_reports(conn, record.id, float(release.confidence_level), chosen)
+        panels = panel_splits(conn, record.id)
+    finally:
+        conn.close()
+    partial = record.completeness == Completeness.PARTIAL
+    if partial:
+        decisions = []
+    label, code = gate(decisions, incomplete=record.completeness != Completeness.COMPLETE)
+    return RunResult(
+        run_id=record.id, status=record.status, completeness=record.completeness, gate=label,
+        exit_code=int(code), decisions=decisions, metrics=summaries, project_dir=root,
+        cache=record.cache, stop_reason=record.stop_reason,
+        policy_path=str(policy) if policy is not None else record.policy_path,
+        subset=Subset.from_json(record.subset), project=record.project,
+        rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
+    )
+
+
+def list_runs(project: PathLike = ".", *, limit: int | None = None) -> list[RunInfo]:
+    """The project's stored runs, newest first (at most ``limit``)."""
+    conn = _read(project)
+    try:
+        return [RunInfo.from_record(r) for r in _list_runs(conn, limit=limit)]
+    finally:
+        conn.close()
+
+
+def list_comparisons(project: PathLike = ".", *, limit: int | None = None) -> list[ComparisonRecord]:
+    """The project's stored comparisons, newest first (at most ``limit``)."""
+    conn = _read(project)
+    try:
+        # A store read as it is (never migrated by a reader) may predate comparisons.
+        if not has_table(conn, "comparisons"):
+            return []
+        return _list_comparisons(conn, limit=limit)
+    finally:
+        conn.close()
+
+
+def compare(
+    candidate: str | RunResult,
+    baseline: str | RunResult,
+    *,
+    project: PathLike = ".",
+    policy: PathLike | None = None,
+) -> ComparisonResult:
+    """Pair two stored runs by case id, decide the comparison policy (``policy``, else
+    compare.yaml beside the project if any), and store the comparison (``cmp_`` id)."""
+    cand = candidate.run_id if isinstance(candidate, RunResult) else candidate
+    base = baseline.run_id if isinstance(baseline, RunResult) else baseline
+    run_ref(cand, "CANDIDATE")
+    run_ref(base, "BASELINE")
+    config = config_file(project)
+    conn = open_store(store_path(config.resolve().parent), create=False)
+    try:
+        outcome = compare_runs(
+            conn, cand, base, config=config, project_dir=config.resolve().parent,
+            policy_arg=None if policy is None else str(policy),
+        )
+    finally:
+        conn.close()
+    cmp = outcome.comparison
+    return ComparisonResult(
+        comparison_id=outcome.comparison_id, candidate_run=cmp.candidate.id,
+        baseline_run=cmp.baseline.id, gate=outcome.gate, exit_code=outcome.exit_code,
+        decisions=outcome.decisions, metrics=dict(cmp.metrics), warnings=list(cmp.warnings),
+        document=outcome.document,
+    )
+
+
+def plan(
+    run_or_cmp: str | RunResult | ComparisonResult,
+    *,
+    project: PathLike = ".",
+    policy: PathLike | None = None,
+    assurance: float | None = None,
+) -> RunPlan | ComparisonPlan:
+    """How many more cases would decide each undecided rule (``oloproof plan``).
+
+    ``run_or_cmp``: a run id (``run_…`` or ``latest``), a comparison id (``cmp_…``), or a
+    result of :func:`run`, :func:`read_run` or :func:`compare`. ``assurance`` (run rules on
+    rates only) adds the size that decides with that probability."""
+    if isinstance(run_or_cmp, RunResult):
+        ref = run_or_cmp.run_id
+    elif isinstance(run_or_cmp, ComparisonResult):
+        ref = run_or_cmp.comparison_id
+    else:
+        ref = run_or_cmp
+    if assurance is not None and not 0.0 < assurance < 1.0:
+        raise UsageError(f"assurance: expected a probability strictly between 0 and 1, got {assurance!r}")
+    policy_path = None if policy is None else str(policy)
+    conn = _read(project)
+    try:
+        if ref.startswith("cmp_"):
+            if assurance is not None:
+                raise UsageError(
+                    "assurance sizes run rules on rates (exact binomial); drop it for a"
+                    " comparison plan"
+                )
+            return plan_stored_comparison(conn, ref, policy_path=policy_path)
+        if ref.startswith("run_") or ref == "latest":
+            return plan_stored_run(conn, ref, policy_path=policy_path, assurance=assurance)
+    finally:
+        conn.close()
+    raise UsageError(
+        f"'{ref}' is neither a run id (run_…, or 'latest') nor a comparison id (cmp_…)"
+    )

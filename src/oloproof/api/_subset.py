@@ -1,0 +1,156 @@
+"""Choosing part of a suite: ``--limit N`` (``--sample``, ``--seed``), ``--case ID``, ``--where``.
+
+The filters apply in this order: ``--case`` (the named cases, in suite order), then every
+``--where`` (all must hold), then ``--limit`` (the first N of what is left, or a seeded
+random N with ``sample``; the chosen cases still run in suite order).
+
+A ``--where`` expression is ``PATH OP VALUE``: PATH is ``id`` or a dotted path into
+``metadata``, ``input`` or ``expected`` (``metadata.lang``, ``input.items.0``); OP is one of
+``==  !=  <  <=  >  >=  in``; VALUE is JSON (``"fr"``, ``3``, ``true``, ``null``,
+``["fr", "de"]``). Several ``--where`` hold together (and). A case without the path never
+matches (except ``!=``, which it always matches).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from oloproof.errors import UsageError
+from oloproof.paths import MISSING, lookup
+
+__all__ = ["SubsetSpec", "parse_where"]
+
+_WHERE = re.compile(
+    r"^\s*(?P<path>id|(?:metadata|input|expected)(?:\.[^\s.=!<>]+)+)\s*"
+    r"(?P<op>==|!=|<=|>=|<|>|\bin\b)\s*(?P<value>.+?)\s*$"
+)
+_ORDER: dict[str, Callable[[Any, Any], bool]] = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+
+
+@dataclass(frozen=True)
+class Where:
+    """One parsed ``--where`` expression."""
+
+    text: str
+    root: str
+    path: str | None
+    op: str
+    value: Any
+
+    def matches(self, case_id: str, input_: Any, expected: Any, metadata: Any) -> bool:
+        if self.root == "id":
+            found: Any = case_id
+        else:
+            base = {"input": input_, "expected": expected, "metadata": metadata}[self.root]
+            found = lookup(base, self.path) if base is not None else MISSING
+        if found is MISSING:
+            return self.op == "!="
+        if self.op == "==":
+            return _same(found, self.value)
+        if self.op == "!=":
+            return not _same(found, self.value)
+        if self.op == "in":
+            return any(_same(found, v) for v in self.value)
+        try:
+            return bool(_ORDER[self.op](found, self.value))
+        except TypeError:
+            return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: ``true`` is not ``1``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return bool(a == b)
+
+
+def parse_where(text: str) -> Where:
+    """Parse ``metadata.lang == "fr"``; a :class:`UsageError` says what is accepted."""
+    accepted = (
+        "accepted: PATH OP VALUE, where PATH is id or metadata.KEY / input.KEY / expected.KEY"
+        " (dotted), OP is one of == != < <= > >= in, and VALUE is JSON, e.g."
+        ' metadata.lang == "fr" or metadata.difficulty in ["easy", "medium"]'
+    )
+    m = _WHERE.match(text)
+    if m is None:
+        raise UsageError(f"--where {text!r}: cannot be read ({accepted})")
+    raw = m.group("value")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise UsageError(
+            f"--where {text!r}: the value {raw!r} is not JSON (strings need double quotes;"
+            f" {accepted})"
+        ) from None
+    op = m.group("op")
+    if op == "in" and not isinstance(value, list):
+        raise UsageError(f"--where {text!r}: 'in' needs a JSON list, e.g. [\"fr\", \"de\"]")
+    if op in _ORDER and (isinstance(value, bool) or not isinstance(value, int | float | str)):
+        raise UsageError(f"--where {text!r}: {op} compares numbers or strings")
+    root, _, path = m.group("path").partition(".")
+    return Where(text.strip(), root, path or None, op, value)
+
+
+@dataclass(frozen=True)
+class SubsetSpec:
+    """What part of the suite to run; empty (``is_whole``) means all of it."""
+
+    limit: int | None = None
+    sample: bool = False
+    seed: int | None = None
+    case_ids: tuple[str, ...] = ()
+    where: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 1):
+            raise UsageError(f"limit: expected a whole number of cases, 1 or more, got {self.limit!r}")
+        if self.sample and self.limit is None:
+            raise UsageError("sample: a random sample needs its size: pass limit=N (--limit N)")
+        if self.seed is not None and not self.sample:
+            raise UsageError("seed: applies to a random sample only (--sample --limit N --seed S)")
+
+    @property
+    def is_whole(self) -> bool:
+        return self.limit is None and not self.case_ids and not self.where
+
+    def select(self, cases: Sequence[Any]) -> list[int]:
+        """The indices of the chosen cases, in suite order (``cases`` have ``id``,
+        ``input``, ``expected``, ``metadata``)."""
+        chosen = list(range(len(cases)))
+        if self.case_ids:
+            index = {c.id: i for i, c in enumerate(cases)}
+            unknown = [cid for cid in self.case_ids if cid not in index]
+            if unknown:
+                shown = ", ".join(repr(u) for u in unknown[:5])
+                raise UsageError(
+                    f"--case: no such case in the suite: {shown}"
+                    f"{' …' if len(unknown) > 5 else ''} (ids are the suite's 'id' fields)"
+                )
+            wanted = {index[cid] for cid in self.case_ids}
+            chosen = [i for i in chosen if i in wanted]
+        for text in self.where:
+            where = parse_where(text)
+            chosen = [
+                i for i in chosen
+                if where.matches(cases[i].id, cases[i].input, cases[i].expected, cases[i].metadata)
+            ]
+        if self.limit is not None and self.limit < len(chosen):
+            if self.sample:
+                rng = random.Random(self.seed)
+                chosen = sorted(rng.sample(chosen, self.limit))
+            else:
+                chosen = chosen[: self.limit]
+        if not chosen:
+            raise UsageError(
+                "the subset is empty: no case of the suite matches"
+                f" {' and '.join(self.where) or 'the --case ids'}"
+            )
+        return chosen

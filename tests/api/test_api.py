@@ -1,0 +1,287 @@
+"""The Python API (issue 13), in-process: real projects in tmp dirs, real SQLite stores."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from tests.conftest import labelled_cases, write_project
+
+import oloproof
+from oloproof.events import Event
+
+APP = """
+import time
+from oloproof import system
+
+@system(name="t", version="1")
+def answer(case_input):
+    if case_input.get("sleep"):
+        time.sleep(case_input["sleep"])
+    return {"label": "ok" if case_input["n"] % 5 else "no"}
+"""
+
+RELEASE = """
+version: 1
+rules:
+  - id: floor
+    metric: exact_label
+    min: 0.5
+"""
+
+PUBLIC = [
+    "CaseContext", "CaseResult", "CaseView", "ComparisonPlan", "ComparisonResult",
+    "ConfigError", "Decision", "GateNotAllowed", "Judgment", "MetricSummary", "OloproofError",
+    "RunInfo", "RunPlan", "RunResult", "Subset", "TransientError", "UsageError", "Verdict",
+    "__version__", "compare", "current_case", "list_runs", "plan", "read_run", "run",
+    "run_async", "system",
+]
+
+
+def _project(root: Path, n: int = 40, cases: list[dict[str, Any]] | None = None) -> Path:
+    return write_project(root, app=APP, cases=cases or labelled_cases(n), release=RELEASE)
+
+
+def _statuses(root: Path) -> list[str]:
+    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
+    try:
+        return [r[0] for r in conn.execute("SELECT status FROM runs")]
+    finally:
+        conn.close()
+
+
+def test_public_names_are_pinned() -> None:
+    assert oloproof.__all__ == PUBLIC
+    for name in PUBLIC:
+        assert getattr(oloproof, name) is not None, name
+    assert set(PUBLIC) <= set(dir(oloproof))
+    with pytest.raises(AttributeError):
+        _ = oloproof.not_a_name  # type: ignore[attr-defined]
+
+
+def test_run_returns_a_typed_decided_result(project_dir: Path) -> None:
+    _project(project_dir)
+    result = oloproof.run(project_dir)
+    assert result.run_id.startswith("run_")
+    assert (result.status, result.completeness) == ("DECIDED", "COMPLETE")
+    assert (result.gate, result.exit_code, result.allowed) == ("ALLOW", 0, True)
+    assert [d.rule for d in result.decisions] == ["floor"]
+    assert result.decisions[0].state == "PASS"
+    metric = result.metrics["exact_label"]
+    assert (metric.passed, metric.observed, metric.missing) == (32, 40, 0)
+    assert metric.lower is not None and metric.lower < 0.8 < metric.upper  # type: ignore[operator]
+    assert result.cache == {"execution_hits": 0, "execution_misses": 40,
+                            "judgment_hits": 0, "judgment_misses": 40}
+    cases = list(result.cases())
+    assert [c.id for c in cases] == [f"q{i:03d}" for i in range(40)]
+    assert cases[0].output == {"label": "no"} and cases[0].judgments["exact_label"].passed is False
+    records = result.to_records()
+    assert records[1]["case_id"] == "q001" and records[1]["exact_label.passed"] is True
+    assert result.assert_allowed() is result
+    # The rerun is all cache, and the oloproof.yaml path works as well as the directory.
+    again = oloproof.run(project_dir / "oloproof.yaml")
+    assert again.cache is not None and again.cache["execution_hits"] == 40
+
+
+def test_to_pandas_when_pandas_is_installed(project_dir: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    _project(project_dir, n=10)
+    frame = oloproof.run(project_dir).to_pandas()
+    assert isinstance(frame, pd.DataFrame)
+    assert len(frame) == 10 and frame["exact_label.passed"].sum() == 8
+
+
+def test_read_list_compare_plan(project_dir: Path) -> None:
+    _project(project_dir)
+    first = oloproof.run(project_dir)
+    second = oloproof.run(project_dir)
+    runs = oloproof.list_runs(project_dir)
+    assert [r.run_id for r in runs] == [second.run_id, first.run_id]
+    assert runs[0].state == "DECIDED/COMPLETE" and runs[0].cases_total == 40
+    read = oloproof.read_run("latest", project_dir)
+    assert read.run_id == second.run_id
+    assert [d.to_json() for d in read.decisions] == [d.to_json() for d in second.decisions]
+    assert read.metrics["exact_label"].to_json() == second.metrics["exact_label"].to_json()
+    # Re-decided under another policy, as `oloproof gate --policy` does.
+    strict = project_dir / "strict.yaml"
+    strict.write_text("version: 1\nrules:\n  - {id: high, metric: exact_label, min: 0.95}\n")
+    blocked = oloproof.read_run(first.run_id, project_dir, policy=strict)
+    assert (blocked.decisions[0].state, blocked.exit_code) == ("FAIL", 1)
+    with pytest.raises(oloproof.GateNotAllowed, match="high .*FAIL"):
+        blocked.assert_allowed()
+    cmp = oloproof.compare(second, first, project=project_dir)
+    assert cmp.comparison_id.startswith("cmp_") and cmp.exit_code == 0
+    assert cmp.metrics["exact_label"].estimate == 0.0
+    run_plan = oloproof.plan(first, project=project_dir)
+    assert isinstance(run_plan, oloproof.RunPlan) and run_plan.rules[0].plan == "decided"
+    cmp_plan = oloproof.plan(cmp.comparison_id, project=project_dir)
+    assert isinstance(cmp_plan, oloproof.ComparisonPlan)
+    with pytest.raises(oloproof.UsageError, match="neither a run id"):
+        oloproof.plan("nonsense", project=project_dir)
+
+
+def test_configuration_errors_raise_before_anything_is_stored(project_dir: Path) -> None:
+    _project(project_dir)
+    (project_dir / "release.yaml").write_text("version: 1\nrules:\n  - {id: x, metric: nope, min: 0.5}\n")
+    with pytest.raises(oloproof.ConfigError, match="release.yaml.*unknown metric 'nope'"):
+        oloproof.run(project_dir)
+    assert not (project_dir / ".oloproof" / "store.sqlite").exists()
+    with pytest.raises(oloproof.UsageError, match="no such file"):
+        oloproof.run(project_dir / "elsewhere")
+
+
+def test_run_inside_a_running_loop_and_run_async(project_dir: Path) -> None:
+    _project(project_dir, n=20)
+    seen: list[Event] = []
+
+    async def main() -> tuple[oloproof.RunResult, oloproof.RunResult]:
+        inside = oloproof.run(project_dir)  # a helper thread: no asyncio.run() error
+        awaited = await oloproof.run_async(project_dir, on_event=seen.append)
+        return inside, awaited
+
+    inside, awaited = asyncio.run(main())
+    assert inside.status == awaited.status == "DECIDED"
+    assert _statuses(project_dir) == ["DECIDED", "DECIDED"]
+    # The callback gets the same events as `--json`, each valid against the shipped schema.
+    schema = json.loads(resources.files("oloproof").joinpath("schemas/events.schema.json").read_text())
+    validator = Draft202012Validator(schema)
+    for event in seen:
+        validator.validate(event.to_json())
+    types = [e.type for e in seen]
+    assert types[0] == "run_started" and types[-1] == "run_finished"
+    assert types.count("case_executed") == 20 and types.count("case_judged") == 20
+
+
+def test_the_runner_refuses_a_running_loop_before_storing(project_dir: Path) -> None:
+    from oloproof.runner import execute, prepare
+
+    _project(project_dir, n=3)
+
+    async def main() -> None:
+        execute(prepare(project_dir / "oloproof.yaml", None), use_cache=True, sinks=[])
+
+    with pytest.raises(oloproof.OloproofError, match="event loop is running"):
+        asyncio.run(main())
+    assert not (project_dir / ".oloproof" / "store.sqlite").exists() or _statuses(project_dir) == []
+
+
+@pytest.mark.slow  # waits on real time (a cancellation half a second into a run)
+def test_cancelling_run_async_stores_a_partial_run(project_dir: Path) -> None:
+    cases = [{"id": f"s{i}", "input": {"n": i, "sleep": 0.02}, "expected": {"label": "ok"}}
+             for i in range(200)]
+    write_project(project_dir, app=APP, cases=cases, release=RELEASE, concurrency=(1, 1))
+
+    async def main() -> None:
+        task = asyncio.create_task(oloproof.run_async(project_dir))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    result = oloproof.read_run("latest", project_dir)
+    assert (result.status, result.completeness, result.exit_code) == ("RUN_ERROR", "PARTIAL", 5)
+    assert result.stop_reason is not None and "cancelled by the caller" in result.stop_reason
+    assert _statuses(project_dir) == ["RUN_ERROR"]
+
+
+def test_a_callback_that_raises_stops_the_run(project_dir: Path) -> None:
+    _project(project_dir, n=30)
+
+    def callback(event: Event) -> None:
+        if event.type == "case_executed":
+            raise ValueError("my dashboard broke")
+
+    result = oloproof.run(project_dir, on_event=callback)
+    assert (result.status, result.exit_code) == ("RUN_ERROR", 5)
+    assert "on_event callback raised ValueError: my dashboard broke" in (result.stop_reason or "")
+    assert _statuses(project_dir) == ["RUN_ERROR"]
+
+
+def test_progress_goes_to_logging_never_to_stdout(
+    project_dir: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(project_dir, n=12)
+    with caplog.at_level(logging.INFO, logger="oloproof"):
+        result = oloproof.run(project_dir)
+    messages = [r.getMessage() for r in caplog.records if r.name == "oloproof"]
+    assert any("run_started" in m for m in messages)
+    assert f"run {result.run_id} finished: DECIDED/COMPLETE, exit code {result.exit_code}" in messages
+    assert capsys.readouterr() == ("", "")
+
+
+def test_subsets_are_stored_as_such_and_never_allow(project_dir: Path) -> None:
+    cases = [
+        {"id": f"c{i:02d}", "input": {"n": i + 1}, "expected": {"label": "ok"},
+         "metadata": {"lang": "fr" if i % 2 else "en", "level": i % 3}}
+        for i in range(40)
+    ]
+    write_project(project_dir, app=APP, cases=cases,
+                  release="version: 1\nrules:\n  - {id: floor, metric: exact_label, min: 0.3}\n")
+    full = oloproof.run(project_dir)
+    assert (full.completeness, full.exit_code) == ("COMPLETE", 0)
+    # The same rule PASSes on the first 20 cases, and still the subset does not allow.
+    first = oloproof.run(project_dir, limit=20)
+    assert (first.status, first.completeness) == ("DECIDED", "SUBSET")
+    assert first.decisions[0].state == "PASS"
+    assert (first.gate, first.exit_code, first.allowed) == ("BLOCK", 5, False)
+    assert [c.id for c in first.cases()] == [f"c{i:02d}" for i in range(20)]
+    assert first.subset == oloproof.Subset(suite_cases=40, selected=20, limit=20)
+    # Read back: the same subset, the same gate.
+    back = oloproof.read_run(first.run_id, project_dir)
+    assert (back.completeness, back.exit_code, back.subset) == ("SUBSET", 5, first.subset)
+    # A seeded sample is reproducible; where and case filters compose.
+    a = oloproof.run(project_dir, limit=5, sample=True, seed=11)
+    b = oloproof.run(project_dir, limit=5, sample=True, seed=11)
+    assert [c.id for c in a.cases()] == [c.id for c in b.cases()] != [f"c{i:02d}" for i in range(5)]
+    fr = oloproof.run(project_dir, where=['metadata.lang == "fr"', "metadata.level in [0, 1]"])
+    ids = [c.id for c in fr.cases()]
+    assert ids and all(int(i[1:]) % 2 == 1 and int(i[1:]) % 3 in (0, 1) for i in ids)
+    picked = oloproof.run(project_dir, cases=["c07", "c03"])
+    assert [c.id for c in picked.cases()] == ["c03", "c07"]
+    # A limit at or above the suite's size is the whole suite.
+    assert oloproof.run(project_dir, limit=100).completeness == "COMPLETE"
+    # A FAIL on a subset still blocks as a FAIL (exit 1).
+    (project_dir / "high.yaml").write_text("version: 1\nrules:\n  - {id: hi, metric: exact_label, min: 0.99}\n")
+    failing = oloproof.run(project_dir, policy=project_dir / "high.yaml", limit=30)
+    assert (failing.decisions[0].state, failing.exit_code) == ("FAIL", 1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"where": "lang = fr"}, "cannot be read .*accepted: PATH OP VALUE"),
+        ({"where": "metadata.lang == fr"}, "is not JSON"),
+        ({"where": "metadata.lang in \"fr\""}, "needs a JSON list"),
+        ({"cases": ["nope"]}, "no such case in the suite: 'nope'"),
+        ({"where": 'metadata.lang == "xx"'}, "the subset is empty"),
+        ({"limit": 0}, "1 or more"),
+        ({"sample": True}, "needs its size"),
+        ({"seed": 3, "limit": 2}, "applies to a random sample only"),
+    ],
+)
+def test_bad_subsets_are_usage_errors(project_dir: Path, kwargs: dict[str, Any], message: str) -> None:
+    _project(project_dir, n=5)
+    with pytest.raises(oloproof.UsageError, match=message):
+        oloproof.run(project_dir, **kwargs)
+    assert not (project_dir / ".oloproof" / "store.sqlite").exists()
+
+
+def test_each_project_runs_its_own_current_app_module(tmp_path: Path) -> None:
+    """Two projects with an app.py each, in one process, then an edit between runs."""
+    answer = 'from oloproof import system\n\n@system(name="t", version="1")\ndef answer(case_input):\n    return {{"label": "{label}"}}\n'
+    for name, label in (("a", "ok"), ("b", "no")):
+        write_project(tmp_path / name, app=answer.format(label=label), cases=labelled_cases(3))
+    assert oloproof.run(tmp_path / "a").metrics["exact_label"].passed == 3
+    assert oloproof.run(tmp_path / "b").metrics["exact_label"].passed == 0
+    (tmp_path / "a" / "app.py").write_text(answer.format(label="changed"))
+    edited = oloproof.run(tmp_path / "a")
+    assert edited.metrics["exact_label"].passed == 0
+    assert edited.cache is not None and edited.cache["execution_misses"] == 3

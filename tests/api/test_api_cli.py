@@ -1,0 +1,75 @@
+"""The CLI on the API: subsets from the command line, and a cheap ``import oloproof``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import events, labelled_cases, run_cli, write_project
+
+APP = """
+from oloproof import system
+
+@system(name="t", version="1")
+def answer(case_input):
+    return {"label": "ok"}
+"""
+RELEASE = "version: 1\nrules:\n  - {id: floor, metric: exact_label, min: 0.5}\n"
+
+
+def test_import_oloproof_does_not_load_the_api() -> None:
+    code = (
+        "import sys, oloproof\n"
+        "heavy = [m for m in ('oloproof.api', 'oloproof.runner', 'pydantic', 'rich') if m in sys.modules]\n"
+        "print(heavy)\n"
+        "oloproof.run\n"
+        "print('oloproof.api' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "True"]
+
+
+def test_run_a_subset_from_the_command_line(project_dir: Path) -> None:
+    cases = [
+        {**c, "metadata": {"lang": "fr" if i % 2 else "en"}}
+        for i, c in enumerate(labelled_cases(30))
+    ]
+    write_project(project_dir, app=APP, cases=cases, release=RELEASE)
+    r = run_cli("run", "--limit", "10", cwd=project_dir)
+    assert r.code == 5, r.text
+    assert "[DECIDED/SUBSET]" in r.out
+    assert "Subset: 10 of 30 cases (the first 10)" in r.out
+    assert "never allows a release" in r.out
+    r = run_cli("run", "--json", "--where", 'metadata.lang == "fr"', "--case", "q001",
+                "--case", "q002", cwd=project_dir)
+    finished = events(r.out)[-1]
+    assert (finished["type"], finished["completeness"], finished["exit_code"]) == (
+        "run_finished", "SUBSET", 5)
+    assert [e["scenario_id"] for e in events(r.out) if e["type"] == "case_executed"] == ["q001"]
+    r = run_cli("run", "--limit", "4", "--sample", "--seed", "5", "--json", cwd=project_dir)
+    first = [e["scenario_id"] for e in events(r.out) if e["type"] == "case_executed"]
+    r = run_cli("run", "--limit", "4", "--sample", "--seed", "5", "--json", cwd=project_dir)
+    assert sorted(first) == sorted(e["scenario_id"] for e in events(r.out) if e["type"] == "case_executed")
+    runs = run_cli("runs", cwd=project_dir)
+    assert runs.out.count("DECIDED/SUBSET") == 4
+    gate = run_cli("gate", "latest", cwd=project_dir)
+    assert gate.code == 5 and "Subset: 4 of 30 cases" in gate.out
+    plan = run_cli("plan", "latest", "--run", cwd=project_dir)
+    assert plan.code == 0, plan.text
+    full = run_cli("run", cwd=project_dir)
+    assert full.code == 0 and "[DECIDED/COMPLETE]" in full.out
+
+
+def test_bad_subset_arguments_are_one_line_exit_2(project_dir: Path) -> None:
+    write_project(project_dir, app=APP, cases=labelled_cases(5), release=RELEASE)
+    for args, message in [
+        (["--where", "lang = fr"], "--where 'lang = fr': cannot be read"),
+        (["--case", "zzz"], "no such case in the suite: 'zzz'"),
+        (["--limit", "0"], "expected a whole number of cases, 1 or more, got '0'"),
+        (["--sample"], "needs its size"),
+    ]:
+        r = run_cli("run", *args, cwd=project_dir)
+        assert r.code == 2, r.text
+        assert message in r.err and "Traceback" not in r.err
+    assert not (project_dir / ".oloproof" / "store.sqlite").exists()
