@@ -131,7 +131,8 @@ def _hostile_run(completeness: str = "COMPLETE") -> CiRun:
                  detail="95% CP [1.0%, 2.0%]: upper < 50.0% \n%0A ]]> <img onerror=x>",
                  action=GateAction.BLOCK),
     ]
-    return CiRun(run_id="run_X", project="p<&>", status="DECIDED", completeness=completeness,
+    status = "DECIDED" if completeness == "COMPLETE" else "RUN_ERROR"
+    return CiRun(run_id="run_X", project="p<&>", status=status, completeness=completeness,
                  gate="BLOCK", exit_code=1, decisions=decisions, summaries=[],
                  rule_ids=[HOSTILE], stop_reason="stopped: <x> \n again")
 
