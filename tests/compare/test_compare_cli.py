@@ -13,6 +13,7 @@ from tests.conftest import Result, run_cli, write_project
 from oloproof.policy.compare import fmt_difference_interval
 from oloproof.policy.rules import comparison_judge
 from oloproof.stats.paired import paired_mean_difference, paired_proportion_difference
+from oloproof.stats.paired_assurance import paired_binary_assurance_size
 from oloproof.stats.sample_size import paired_binary_rule_size, paired_mean_rule_size
 
 RUN_ID = re.compile(r"Run (run_[0-9A-Z]{26})")
@@ -308,6 +309,39 @@ def test_different_suites_missing_excluded_and_mean_metrics(tmp_path: Path) -> N
     ) in plan.out
     assert "approximate: the paired t interval is projected from that mean and spread" in plan.out
     assert "none of the cases to come goes missing (1 pair was dropped" in plan.out
+
+    # --assurance: a MEAN rule is not computable, as for runs; a BINARY rule is sized over
+    # the 15 pairs observed in both runs (the pair dropped for a missing case stays out).
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules:\n"
+        "  - {id: score-rule, kind: non_inferiority, metric: score_error, margin: 0.3}\n"
+        "  - {id: label-rule, kind: superiority, metric: exact_label}\n"
+    )
+    cmp_id = CMP_ID.search(run_cli("compare", cand, base, cwd=project).out).group(1)  # type: ignore[union-attr]
+    planned = run_cli("plan", cmp_id, "--assurance", "0.8", "--json", cwd=project)
+    assert planned.code == 0, planned.text
+    rules = {r["rule"]: r for r in json.loads(planned.out)["rules"]}
+    mean = rules["score-rule"]["assurance"]
+    assert (mean["status"], mean["total"], mean["probability"]) == ("not_computable", None, None)
+    assert mean["reason"] == (
+        "an assurance is computed exactly for rates only; the distribution of a MEAN's paired"
+        " differences is not known from their mean and spread"
+    )
+    label = rules["label-rule"]
+    assert label["observed"] == {"both_pass": 12, "candidate_only": 2, "baseline_only": 0,
+                                 "both_fail": 1}
+    expected = paired_binary_assurance_size(12, 2, 0, 1, comparison_judge("superiority", 0.0),
+                                            0.8)
+    assert expected.status == "sized" and expected.total is not None
+    assert (label["assurance"]["total"], label["assurance"]["more"]) == (
+        expected.total, expected.total - 15
+    )
+    assert any("1 pair was dropped" in line for line in label["assuming"])
+    text = run_cli("plan", cmp_id, "--assurance", "0.8", cwd=project).out
+    assert (
+        "  assurance 80% of the time: an assurance is computed exactly for rates only; the"
+        " distribution of a MEAN's paired differences is not known from their mean and spread"
+    ) in text.splitlines()
 
 
 def test_runs_of_two_projects_are_refused(tmp_path: Path) -> None:

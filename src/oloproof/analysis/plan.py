@@ -6,7 +6,9 @@
   bounded for the m missing cases *still missing* (exact). What re-running the missing cases
   would change is reported beside it (:class:`IfResolved`).
 - with ``assurance`` P: the smallest total that decides the rule with probability >= P if
-  the true pass rate equals the observed one (exact binomial sum; BINARY run rules only).
+  the true pass rate equals the observed one (exact binomial sum), or for a comparison rule
+  if the pairs fall in the four cells of the paired table with the observed shares (exact
+  multinomial sum); BINARY metrics only.
 - a MEAN run rule: from the stored scores' mean and sd, the first N at which the t interval,
   bounded for the missing cases at their worst case over the range, clears the bar
   (approximate).
@@ -52,6 +54,7 @@ from oloproof.project.models import (
     ReleasePolicy,
 )
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean
+from oloproof.stats.paired_assurance import paired_binary_assurance_size
 from oloproof.stats.sample_size import (
     AssuranceResult,
     SizeResult,
@@ -316,6 +319,31 @@ def _assurance_json(result: AssuranceResult, rate: float) -> dict[str, Any]:
     }
 
 
+def _paired_assurance_json(
+    result: AssuranceResult, cells: tuple[int, int, int, int]
+) -> dict[str, Any]:
+    n = sum(cells)
+    shares = " · ".join(
+        f"{estimate_text(count / n, 'BINARY')} {name}"
+        for count, name in zip(
+            cells, ("both pass", "candidate only", "baseline only", "both fail"), strict=True
+        )
+    )
+    return {
+        "target": result.target,
+        "status": result.status,
+        "more": result.more,
+        "total": result.total,
+        "probability": result.probability,
+        "method": result.method,
+        "reason": result.reason or None,
+        "assumption": (
+            "each pair falls in the four cells of the paired table with the observed shares"
+            f" ({shares})"
+        ),
+    }
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -498,6 +526,8 @@ def plan_comparison(
     decisions: Sequence[Decision],
     policy: ComparePolicy,
     costs: CaseCosts,
+    *,
+    assurance: float | None = None,
 ) -> list[RulePlan]:
     """One plan per rule of a comparison policy, in declared order."""
     level = float(policy.confidence_level)
@@ -518,19 +548,27 @@ def plan_comparison(
                 " both runs, so there is nothing to size from. Fix what failed and run again"
             )
             continue
-        _comparison_rule(entry, rule, pm, level, costs)
+        rule_level = d.confidence_level if d.confidence_level is not None else level
+        _comparison_rule(entry, rule, pm, rule_level, costs, assurance)
     return out
 
 
 def _comparison_rule(
-    entry: RulePlan, rule: CompareRule, pm: PairedMetric, level: float, costs: CaseCosts
+    entry: RulePlan,
+    rule: CompareRule,
+    pm: PairedMetric,
+    level: float,
+    costs: CaseCosts,
+    assurance: float | None = None,
 ) -> None:
     margin = float(rule.margin or 0.0)
     kind = rule.kind
     judge = comparison_judge(kind, margin)
+    cells: tuple[int, int, int, int] | None = None
     if pm.kind == MetricKind.BINARY:
-        a, b, c, dd = (
-            int(x or 0) for x in (pm.both_pass, pm.cand_only, pm.base_only, pm.both_fail)
+        a, b, c, dd = cells = (
+            int(pm.both_pass or 0), int(pm.cand_only or 0), int(pm.base_only or 0),
+            int(pm.both_fail or 0),
         )
         on_bar = bool(pm.pairs) and on_comparison_bar((b - c) / pm.pairs, kind, margin)
         size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level)
@@ -575,6 +613,19 @@ def _comparison_rule(
         entry.price(costs)
     elif entry.plan == "already_decided":
         entry.message = f"the observed pairs decide it ({entry.state_at_total})"
+    if assurance is None or entry.plan != "sized":
+        return
+    if cells is not None:
+        result = paired_binary_assurance_size(*cells, judge, assurance, level)
+        entry.assurance = _paired_assurance_json(result, cells)
+    else:
+        entry.assurance = {
+            "target": assurance, "status": "not_computable", "more": None, "total": None,
+            "probability": None, "method": None,
+            "reason": "an assurance is computed exactly for rates only; the distribution of"
+            " a MEAN's paired differences is not known from their mean and spread",
+            "assumption": None,
+        }
 
 
 # -- whole plans ---------------------------------------------------------------------------
@@ -623,6 +674,7 @@ class ComparisonPlan:
     policy_note: str | None
     per_case: CaseCosts
     rules: list[RulePlan]
+    assurance: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -633,6 +685,7 @@ class ComparisonPlan:
             "project": self.project,
             "paired_cases": self.paired_cases,
             "confidence_level": self.confidence_level,
+            "assurance": self.assurance,
             "policy": self.policy,
             "policy_note": self.policy_note,
             "per_case": self.per_case.to_json(),
@@ -693,7 +746,11 @@ def plan_stored_run(
 
 
 def plan_stored_comparison(
-    conn: sqlite3.Connection, ref: str, *, policy_path: str | Path | None = None
+    conn: sqlite3.Connection,
+    ref: str,
+    *,
+    policy_path: str | Path | None = None,
+    assurance: float | None = None,
 ) -> ComparisonPlan:
     """Plan a stored comparison under ``policy_path`` or the policy stored with it."""
     record = get_comparison(conn, ref)
@@ -733,5 +790,6 @@ def plan_stored_comparison(
         policy=str(policy_path) if policy_path else "stored with the comparison",
         policy_note=note,
         per_case=costs,
-        rules=plan_comparison(cmp.metrics, decisions, policy, costs),
+        rules=plan_comparison(cmp.metrics, decisions, policy, costs, assurance=assurance),
+        assurance=assurance,
     )

@@ -154,8 +154,8 @@ def plan(
     """How many more cases would decide each undecided rule (``oloproof plan``).
 
     ``run_or_cmp``: a run id (``run_…`` or ``latest``), a comparison id (``cmp_…``), or a
-    result of :func:`run`, :func:`read_run` or :func:`compare`. ``assurance`` (run rules on
-    rates only) adds the size that decides with that probability."""
+    result of :func:`run`, :func:`read_run` or :func:`compare`. ``assurance`` (rules on
+    rates, a run's or a comparison's) adds the size that decides with that probability."""
     if isinstance(run_or_cmp, RunResult):
         ref = run_or_cmp.run_id
     elif isinstance(run_or_cmp, ComparisonResult):
@@ -168,12 +168,9 @@ def plan(
     conn = _read(project)
     try:
         if ref.startswith("cmp_"):
-            if assurance is not None:
-                raise UsageError(
-                    "assurance sizes run rules on rates (exact binomial); drop it for a"
-                    " comparison plan"
-                )
-            return plan_stored_comparison(conn, ref, policy_path=policy_path)
+            return plan_stored_comparison(
+                conn, ref, policy_path=policy_path, assurance=assurance
+            )
         if ref.startswith("run_") or ref == "latest":
             return plan_stored_run(conn, ref, policy_path=policy_path, assurance=assurance)
     finally:

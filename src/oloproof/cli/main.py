@@ -132,7 +132,7 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--policy", help="the policy whose rules to size (default: the one stored with the run)")
         p.add_argument("--json", action="store_true", help="print the plan as one JSON document")
-        p.add_argument("--assurance", metavar="P", help="also size for deciding with probability P (0 < P < 1) if the true rate is the observed one")
+        p.add_argument("--assurance", metavar="P", help="also size for deciding with probability P (0 < P < 1) if the true rate (or, for a comparison, the true paired outcomes) is as observed; BINARY rules")
     elif name == "compare":
         p.add_argument("candidate", metavar="CANDIDATE", help="the candidate run id")
         p.add_argument("baseline", metavar="BASELINE", help="the baseline run id")

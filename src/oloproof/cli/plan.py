@@ -1,10 +1,10 @@
 """``oloproof plan``: how many more cases would decide a rule left undecided (SPEC §7).
 
 ``oloproof plan RUN_ID --run`` sizes a run's rules, ``oloproof plan CMP_ID`` a comparison's;
-``--assurance P`` adds, for rates, the size that decides with probability P. Parse, call
-:func:`oloproof.api.plan`, render. Exit code: 0 when a plan was printed, 2 for usage
-errors and for the refusal of a rule that cannot be sized when it is all there is to say,
-5 for a partial run or unreadable stored evidence.
+``--assurance P`` adds, for rates (a run's or a comparison's), the size that decides with
+probability P. Parse, call :func:`oloproof.api.plan`, render. Exit code: 0 when a plan was
+printed, 2 for usage errors and for the refusal of a rule that cannot be sized when it is
+all there is to say, 5 for a partial run or unreadable stored evidence.
 """
 
 from __future__ import annotations
@@ -57,13 +57,8 @@ def command(args: argparse.Namespace) -> int:
     if ref.startswith("cmp_"):
         if args.run:
             raise UsageError(f"'{ref}' is a comparison id: drop --run (oloproof plan {ref})")
-        if assurance is not None:
-            raise UsageError(
-                "--assurance sizes run rules on rates (exact binomial); for a comparison"
-                " plan, drop it"
-            )
         project_root(args.config)
-        cmp_plan = plan(ref, project=args.config, policy=args.policy)
+        cmp_plan = plan(ref, project=args.config, policy=args.policy, assurance=assurance)
         _print(cmp_plan.to_json(), args.json)
         return plan_exit_code(cmp_plan.rules)
     if ref.startswith("run_") or ref == "latest":

@@ -142,17 +142,18 @@ def _resolved_text(resolved: dict[str, Any]) -> str:
     return parts[0] + ": " + "; ".join(parts[1:]) if len(parts) > 1 else parts[0]
 
 
-def _assurance_line(rule: dict[str, Any]) -> list[str]:
+def _assurance_line(rule: dict[str, Any], comparison: bool) -> list[str]:
     a = rule.get("assurance")
     if not a:
         return []
     share = f"{100.0 * a['target']:g}%"
     if a["status"] != "sized":
         return [_line("assurance", f"{share} of the time: {a['reason']}")]
+    observed = "the observed paired outcomes" if comparison else "the observed rate"
     return [
         _line(
             "assurance",
-            f"{fmt_count(rule['more'])} more decide it at the observed rate;"
+            f"{fmt_count(rule['more'])} more decide it at {observed};"
             f" {fmt_count(a['more'])} more decide it {share} of the time"
             f" ({fmt_count(a['total'])} in total)",
         ),
@@ -182,7 +183,7 @@ def plan_text(doc: dict[str, Any]) -> str:
         blocks.append(head)
     for rule in sized:
         first = _sized_head(rule, comparison)
-        extra = _assurance_line(rule)
+        extra = _assurance_line(rule, comparison)
         if rule.get("if_resolved"):
             extra.append(_line("missing", _resolved_text(rule["if_resolved"])))
         blocks.append(

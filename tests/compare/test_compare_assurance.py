@@ -1,0 +1,120 @@
+"""``plan CMP_ID --assurance P`` through the CLI, on the compare example: real runs, a real
+store, the real command in a subprocess. The sizes are checked against references written
+in tests/stats/test_stats_paired_assurance.py: every table decided by the policy's own
+functions, and an independent vectorised transcription of Newcombe's method."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from tests.conftest import run_cli
+from tests.stats.test_stats_paired_assurance import _brute, _vector_probability
+
+RUN_ID = re.compile(r"Run (run_[0-9A-Z]{26})")
+CMP_ID = re.compile(r"Comparison (cmp_[0-9A-Z]{26})")
+
+POLICY = """version: 1
+rules:
+  - {id: label-no-regression, kind: non_inferiority, metric: exact_label, margin: 0.10}
+  - {id: label-better, kind: superiority, metric: exact_label}
+  - {id: label-better-by-15, kind: superiority, metric: exact_label, margin: 0.15}
+"""
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("cmpa")
+    project = root / "cmp"
+    assert run_cli("init", str(project), "--example", "compare", cwd=root).code == 0
+    baseline = run_cli("run", "--config", "baseline.yaml", cwd=project)
+    candidate = run_cli("run", cwd=project)
+    base = RUN_ID.search(baseline.out + baseline.err)
+    cand = RUN_ID.search(candidate.out + candidate.err)
+    assert base and cand
+    (project / "assurance.yaml").write_text(POLICY)
+    made = run_cli("compare", cand.group(1), base.group(1), "--policy", "assurance.yaml",
+                   cwd=project)
+    found = CMP_ID.search(made.out)
+    assert found, made.text
+    return project, found.group(1)
+
+
+def test_assurance_json_for_each_rule(compared: tuple[Path, str]) -> None:
+    project, cmp_id = compared
+    plan = run_cli("plan", cmp_id, "--assurance", "0.8", "--json", cwd=project)
+    assert plan.code == 0, plan.text
+    doc = json.loads(plan.out)
+    assert doc["plan_for"] == "comparison" and doc["assurance"] == 0.8
+    rules = {r["rule"]: r for r in doc["rules"]}
+    # decided rules get no assurance
+    assert rules["label-no-regression"]["plan"] == "decided"
+    assert "assurance" not in rules["label-no-regression"]
+    # the example's table: 13 both pass, 4 candidate only, 0 baseline only, 1 both fail
+    cells = (13, 4, 0, 1)
+    better = rules["label-better"]
+    assert (better["plan"], better["total"]) == ("sized", 21)
+    a = better["assurance"]
+    assert (a["target"], a["status"], a["total"], a["more"]) == (0.8, "sized", 29, 11)
+    # every table of every size decided by the policy's functions: 29 is the first size at
+    # which the rule is decided with probability 0.8
+    for size in range(19, 29):
+        assert _brute(cells, size, "superiority", 0.0) < 0.8, size
+    assert a["probability"] == pytest.approx(_brute(cells, 29, "superiority", 0.0), abs=1e-10)
+    assert a["probability"] >= 0.8
+    assert a["method"] == (
+        "exact multinomial sum over the paired tables, Newcombe hybrid score (paired), 1998"
+        " at 0.95"
+    )
+    assert a["assumption"] == (
+        "each pair falls in the four cells of the paired table with the observed shares"
+        " (72.2% both pass · 22.2% candidate only · 0.0% baseline only · 5.6% both fail)"
+    )
+    assert a["reason"] is None
+    by15 = rules["label-better-by-15"]["assurance"]
+    probabilities = [_vector_probability(cells, size, "superiority", 0.15)
+                     for size in range(19, by15["total"] + 1)]
+    assert all(p < 0.8 for p in probabilities[:-1])
+    assert probabilities[-1] >= 0.8
+    assert by15["probability"] == pytest.approx(probabilities[-1], abs=1e-10)
+    assert (by15["total"], by15["more"]) == (239, 221)
+
+
+def test_assurance_text_beside_the_default_figure(compared: tuple[Path, str]) -> None:
+    project, cmp_id = compared
+    default = run_cli("plan", cmp_id, cwd=project)
+    assert default.code == 0 and "assurance" not in default.out
+    assert json.loads(run_cli("plan", cmp_id, "--json", cwd=project).out)["assurance"] is None
+    plan = run_cli("plan", cmp_id, "--assurance", "0.8", cwd=project)
+    assert plan.code == 0, plan.text
+    lines = plan.out.splitlines()
+    head = lines.index(
+        "label-better: about 3 more paired cases would decide it, if the observed paired"
+        " outcomes hold (21 in total)"
+    )
+    block = lines[head:head + 8]
+    assert (
+        "  assurance 3 more decide it at the observed paired outcomes; 11 more decide it 80%"
+        " of the time (29 in total)"
+    ) in block
+    assert (
+        "            assuming each pair falls in the four cells of the paired table with the"
+        " observed shares (72.2% both pass · 22.2% candidate only · 0.0% baseline only · 5.6%"
+        " both fail); exact multinomial sum over the paired tables, Newcombe hybrid score"
+        " (paired), 1998 at 0.95"
+    ) in block
+    assert (
+        "  assurance 107 more decide it at the observed paired outcomes; 221 more decide it"
+        " 80% of the time (239 in total)"
+    ) in lines
+    assert "label-no-regression: decided (PASS); nothing to plan" in lines
+
+
+def test_a_bad_assurance_is_a_usage_error(compared: tuple[Path, str]) -> None:
+    project, cmp_id = compared
+    for bad in ("1.5", "0", "half"):
+        result = run_cli("plan", cmp_id, "--assurance", bad, cwd=project)
+        assert result.code == 2 and "--assurance" in result.err, result.text
+        assert "Traceback" not in result.err
