@@ -43,12 +43,13 @@ demo: $(VENV)/.installed
 	  echo "HTML report: $(DEMO)/$${report#Report written to } (one file; open it in a browser, offline)"
 
 # Lint first (ruff, mypy --strict on src/, the import layers), then the whole suite:
-# pytest's summary is the last line.
+# pytest's summary is the last line. Three workers (pytest-xdist), one test module each at
+# a time: most tests wait on subprocesses and servers, so three fit on two cores.
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench tools
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 3 --dist loadfile
 
 # The fast tier: in-process tests only (no CLI subprocesses, no servers in other
 # processes); tests marked `slow` (tests/conftest.py marks them) are left out.

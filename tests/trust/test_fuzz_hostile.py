@@ -38,7 +38,7 @@ from oloproof.store.db import store_path
 pytestmark = pytest.mark.slow
 
 SETTINGS = settings(
-    max_examples=70,  # x3 tests: 210 generated hostile projects through the CLI
+    max_examples=40,  # x3 tests: 120 projects, 240 hostile outputs, 40 suites, 40 config edits
     deadline=None,
     derandomize=True,
     database=None,
