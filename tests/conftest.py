@@ -19,7 +19,8 @@ OLOPROOF = [sys.executable, "-m", "oloproof.cli.main"]
 # fake HTTP server whose scripted faults wait on real time (Retry-After,
 # timeouts): all its tests are `slow`, left out of `make test-fast`. A test
 # function that itself names one of _SLOW_IN_FUNCTION is `slow` too.
-_SLOW_MODULE_NAMES = frozenset({"run_cli", "pexpect", "OLOPROOF", "FakeServer"})
+# (`cli` is tests/trust/_support.py's run_cli with the project as first argument.)
+_SLOW_MODULE_NAMES = frozenset({"run_cli", "cli", "pexpect", "OLOPROOF", "FakeServer"})
 _SLOW_IN_FUNCTION = frozenset({"run_cli", "subprocess", "Popen", "pexpect"})
 
 
