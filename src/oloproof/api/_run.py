@@ -155,6 +155,8 @@ def execute(
 
 def _panels(prepared: Prepared, run_id: str) -> dict[str, tuple[int, int]]:
     """How often each judge panel's judges disagreed, read back from the store."""
+    if not prepared.judges:
+        return {}  # no judge: the judge module (and httpx) need not be imported
     from oloproof.evaluators.judge import PanelJudge
 
     if not any(isinstance(j, PanelJudge) for j in prepared.judges):

@@ -12,12 +12,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from oloproof.engine.pipeline import EngineCase
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import Evaluator, InlineEvaluator
-from oloproof.evaluators.judge import PanelJudge, RubricJudge
 from oloproof.project import Project, load_project
 from oloproof.project.labels import Labels
 from oloproof.project.loader import resolve_release_policy
@@ -25,6 +24,9 @@ from oloproof.project.models import ReleasePolicy
 from oloproof.systems.base import SystemRunner
 from oloproof.transport.regex_guard import GuardedPattern
 from oloproof.transport.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from oloproof.evaluators.judge import PanelJudge, RubricJudge
 
 
 @dataclass
@@ -75,6 +77,10 @@ def build_evaluators(
                 )
             )
         elif ev.type == "rubric_judge":
+            # Imported here: the judge module brings httpx, which a project without a
+            # judge never needs (start-up, issue 16).
+            from oloproof.evaluators.judge import PanelJudge, RubricJudge
+
             judge_class = PanelJudge if ev.panel else RubricJudge
             judges.append(
                 judge_class(
