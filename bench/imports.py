@@ -86,8 +86,8 @@ def main() -> int:
                     f" {'over' if (n, ms) in over else ''} |" for n, ms in top]
             sections.append("\n".join([
                 f"### {label}", "",
-                f"All imports together: **{total:.0f} ms** of self time (median of"
-                f" {opts.repeat}). The 15 largest packages:", "",
+                (f"All imports together: **{total:.0f} ms** of self time (median of"
+                f" {opts.repeat}). The 15 largest packages:"), "",
                 "| package | self time | budget | |", "|---|---:|---:|---|", *rows, "",
                 ("Over budget: " + ", ".join(f"`{n}` ({ms:.1f} ms)" for n, ms in over) + "."
                  if over else "Every package is within its budget."),
@@ -97,9 +97,9 @@ def main() -> int:
             print(f"{label}: {total:.0f} ms;", ", ".join(f"{n} {ms:.0f}" for n, ms in top[:8]))
     body = "\n".join([
         "## Import-time budget", "",
-        f"Machine: {machine()}. `python bench/imports.py --repeat {opts.repeat}`: `python -X"
+        (f"Machine: {machine()}. `python bench/imports.py --repeat {opts.repeat}`: `python -X"
         " importtime`, each module's self time summed per package (Oloproof's by subpackage),"
-        " the median over the runs. Budgets are in `bench/imports.py`.", "",
+        " the median over the runs. Budgets are in `bench/imports.py`."), "",
         *sections,
     ])
     write_section("import-budget", body)
