@@ -228,6 +228,18 @@ async def _guarded(factory: Callable[[], Any]) -> Any:
         if task is not None and task.cancelling():
             raise  # ours: a timeout or a stop asked for it
         raise UserBaseException(exc) from None
-    except BaseException as exc:  # noqa: BLE001 - one failed call, never the run
+    except BaseException as exc:
+        if isinstance(exc, GeneratorExit) and _current_task() is not task:
+            # Not user code: this coroutine itself is being closed (its loop stopped with
+            # the call pending and it is garbage-collected). Turning that into an error
+            # would make Python report "coroutine ignored GeneratorExit".
+            raise
         raise _handed_over(exc) from None
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop on this thread
+        return None
 
