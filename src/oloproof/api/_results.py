@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.policy.decide import Decision, MetricSummary
+from oloproof.store.reader import panels_json
 
 if TYPE_CHECKING:
     from oloproof.policy.compare import PairedMetric
@@ -265,7 +266,7 @@ class RunResult:
             "cache": self.cache, "stop_reason": self.stop_reason, "notice": self.notice,
             "subset": self.subset.to_json() if self.subset else None,
             "judges": [r.to_json() for r in self.judges],
-            "panels": {c: {"split": s, "judged": n} for c, (s, n) in self.panels.items()},
+            "panels": panels_json(self.panels),
         }
 
     def summary(self) -> str:

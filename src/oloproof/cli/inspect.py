@@ -33,6 +33,7 @@ from oloproof.store.reader import (
     load_cases,
     load_decisions,
     panel_splits,
+    panels_json,
 )
 from oloproof.textsafe import dumps
 
@@ -128,7 +129,7 @@ def command(args: argparse.Namespace) -> int:
         level = float(stored_policy(run).confidence_level)
         reports = judge_reports(conn, run.id, level)
         if args.json:
-            panels = {c: {"split": sp, "judged": n} for c, (sp, n) in panel_splits(conn, run.id).items()}
+            panels = panels_json(panel_splits(conn, run.id))
             sys.stdout.write(dumps({"run_id": run.id, "judges": [r.to_json() for r in reports],
                                     "panels": panels}) + "\n")
             return 0

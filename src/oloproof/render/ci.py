@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from oloproof.enums import GateAction, RuleState
-from oloproof.policy.decide import Decision, MetricSummary, fmt_interval
-from oloproof.policy.format import interval_text
+from oloproof.policy.decide import Decision, MetricSummary
+from oloproof.render.tables import metric_estimate, metric_interval
 from oloproof.textsafe import printable
 
 __all__ = [
@@ -135,12 +135,6 @@ def _code(value: object) -> str:
     return _text(value).replace("`", "'").replace("\n", " ")
 
 
-def _interval(s: MetricSummary) -> str:
-    if s.kind == "BINARY":
-        return fmt_interval(s.lower, s.upper)
-    return interval_text(s.lower, s.upper, s.kind)
-
-
 def github_summary(run: CiRun) -> str:
     """A Markdown section for ``$GITHUB_STEP_SUMMARY``: the gate, the decisions, the metrics."""
     icon = {"ALLOW": "✅", "WARN": "⚠️"}.get(run.gate, "❌")
@@ -165,11 +159,9 @@ def github_summary(run: CiRun) -> str:
     if run.summaries:
         lines += ["| Metric | Estimate | Interval | Cases |", "|---|---:|---|---|"]
         for s in run.summaries:
-            estimate = "" if s.estimate is None else (
-                f"{s.estimate * 100:.1f}%" if s.kind == "BINARY" else f"{s.estimate:.4g}"
-            )
             lines.append(
-                f"| {_md(s.metric)} | {estimate} | {_md(_interval(s))} | {_md(s.cases_text())} |"
+                f"| {_md(s.metric)} | {metric_estimate(s)} | {_md(metric_interval(s))}"
+                f" | {_md(s.cases_text())} |"
             )
         lines.append("")
     undecided = [d for d in run.decisions if d.state == RuleState.INSUFFICIENT_EVIDENCE]

@@ -351,6 +351,11 @@ def panel_splits(conn: sqlite3.Connection, run_id: str) -> dict[str, tuple[int, 
     return out
 
 
+def panels_json(splits: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:
+    """:func:`panel_splits` as JSON: ``{criterion: {"split": …, "judged": …}}``."""
+    return {c: {"split": split, "judged": judged} for c, (split, judged) in splits.items()}
+
+
 def load_run_labels(
     conn: sqlite3.Connection, run_id: str
 ) -> tuple[str, str, list[dict[str, Any]]] | None:
