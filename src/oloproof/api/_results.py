@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
-from oloproof.policy.decide import Decision, MetricSummary
 from oloproof.store.reader import panels_json
 
 if TYPE_CHECKING:
     from oloproof.policy.compare import PairedMetric
+    from oloproof.policy.decide import Decision, MetricSummary
     from oloproof.store.reader import CaseRow, RunRecord
 
 __all__ = [
