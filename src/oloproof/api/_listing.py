@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof.api._results import RunInfo
 from oloproof.errors import UsageError
-from oloproof.store.comparisons import ComparisonRecord
-from oloproof.store.comparisons import list_comparisons as _list_comparisons
 from oloproof.store.db import has_table, open_store_readonly, store_path
 from oloproof.store.reader import list_runs as _list_runs
+
+if TYPE_CHECKING:
+    from oloproof.store.comparisons import ComparisonRecord
 
 PathLike = str | os.PathLike[str]
 
@@ -49,6 +51,8 @@ def list_runs(project: PathLike = ".", *, limit: int | None = None) -> list[RunI
 
 def list_comparisons(project: PathLike = ".", *, limit: int | None = None) -> list[ComparisonRecord]:
     """The project's stored comparisons, newest first (at most ``limit``)."""
+    from oloproof.store.comparisons import list_comparisons as _list_comparisons
+
     conn = _read(project)
     try:
         # A store read as it is (never migrated by a reader) may predate comparisons.
