@@ -83,7 +83,7 @@ def _modules_after(args: list[str], cwd: Path) -> set[str]:
         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
         "sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe, *args], cwd=cwd, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", probe, *args], cwd=cwd, capture_output=True, check=False,
                          text=True, timeout=120)
     return set(out.stderr.rsplit("MODULES ", 1)[1].split())
 
