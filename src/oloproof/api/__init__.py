@@ -25,12 +25,21 @@ from oloproof.policy.decide import Decision, MetricSummary
 
 if TYPE_CHECKING:
     from oloproof.analysis.plan import ComparisonPlan, RunPlan
-    from oloproof.api._stored import compare, list_comparisons, list_runs, plan, read_run
+    from oloproof.api._stored import (
+        compare,
+        concurrency_history,
+        list_comparisons,
+        list_runs,
+        plan,
+        read_run,
+    )
 
 # Reading, comparing and planning stored runs import the paired statistics and the
 # sample-size search (about 0.1 s): only when one of them is used, so that
 # `oloproof run` does not pay for them.
-_STORED = frozenset({"compare", "list_comparisons", "list_runs", "plan", "read_run"})
+_STORED = frozenset(
+    {"compare", "concurrency_history", "list_comparisons", "list_runs", "plan", "read_run"}
+)
 _PLANS = frozenset({"ComparisonPlan", "RunPlan"})
 
 
@@ -60,6 +69,7 @@ __all__ = [
     "RunResult",
     "Subset",
     "compare",
+    "concurrency_history",
     "execute",
     "list_comparisons",
     "list_runs",

@@ -28,10 +28,12 @@ from oloproof.project.labels import load_labels
 from oloproof.store.comparisons import ComparisonRecord
 from oloproof.store.comparisons import list_comparisons as _list_comparisons
 from oloproof.store.db import has_table, open_store, open_store_readonly, store_path
-from oloproof.store.reader import get_run, panel_splits
+from oloproof.store.reader import ConcurrencyChange, get_run, load_concurrency, panel_splits
 from oloproof.store.reader import list_runs as _list_runs
 
-__all__ = ["compare", "list_comparisons", "list_runs", "plan", "read_run"]
+__all__ = [
+    "compare", "concurrency_history", "list_comparisons", "list_runs", "plan", "read_run",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -97,6 +99,20 @@ def list_runs(project: PathLike = ".", *, limit: int | None = None) -> list[RunI
     conn = _read(project)
     try:
         return [RunInfo.from_record(r) for r in _list_runs(conn, limit=limit)]
+    finally:
+        conn.close()
+
+
+def concurrency_history(
+    run_id: str = "latest", project: PathLike = "."
+) -> list[ConcurrencyChange]:
+    """Every move of a stored run's adaptive limits (``concurrency.adaptive``), in order:
+    the starting limit first (``reason`` ``start``, ``previous`` None), then each
+    ``rate_limited`` decrease and ``clean_window`` increase. Empty for a run without
+    adaptive concurrency."""
+    conn = _read(project)
+    try:
+        return load_concurrency(conn, get_run(conn, run_id).id)
     finally:
         conn.close()
 

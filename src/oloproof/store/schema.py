@@ -7,7 +7,7 @@ never rewritten.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -140,6 +140,22 @@ CREATE TABLE comparison_decisions (
   rule_id TEXT NOT NULL,
   decision_json TEXT NOT NULL,
   PRIMARY KEY (cmp_id, rule_id)
+) WITHOUT ROWID;
+""",
+    # 3: adaptive concurrency (concurrency.adaptive): every move of a run's limits,
+    # as its concurrency_changed events said. A run without adaptive has no row.
+    # Self-contained (IF NOT EXISTS): it can be renumbered beside another migration.
+    3: """
+CREATE TABLE IF NOT EXISTS run_concurrency (
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,             -- 0, 1, 2... in the order of the changes
+  at TEXT NOT NULL,                 -- the event's timestamp
+  limit_name TEXT NOT NULL,         -- system | judge
+  previous INTEGER,                 -- NULL for the starting limit
+  limit_value INTEGER NOT NULL,
+  ceiling INTEGER NOT NULL,
+  reason TEXT NOT NULL,             -- start | rate_limited | clean_window
+  PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 """,
 }

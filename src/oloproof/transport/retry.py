@@ -18,7 +18,10 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from oloproof.transport.ratelimit import RateSignal
 
 T = TypeVar("T")
 
@@ -41,16 +44,21 @@ class AttemptFailure(Exception):
         # read what the other side said (a provider naming a parameter it refuses).
         self.status: int | None = None
         self.body: str | None = None
+        # What the failure says about a rate limit (transport/ratelimit.py): read by
+        # the adaptive limiter, never by the retry policy.
+        self.rate: RateSignal | None = None
 
 
 class RetryableFailure(AttemptFailure):
     """A failure worth another attempt (429, 5xx, timeout, dropped connection)."""
 
     def __init__(
-        self, message: str, *, kind: str = "ERROR", retry_after_s: float | None = None
+        self, message: str, *, kind: str = "ERROR", retry_after_s: float | None = None,
+        rate: RateSignal | None = None,
     ) -> None:
         super().__init__(message, kind=kind)
         self.retry_after_s = retry_after_s
+        self.rate = rate
 
 
 class PermanentFailure(AttemptFailure):
