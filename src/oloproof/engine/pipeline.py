@@ -404,7 +404,7 @@ class Engine:
                 return await call(n)
             # A slot per attempt: the wait for a slot is not the call's latency, and a
             # call waiting out its retry delay holds no slot.
-            return await limiter.run(lambda: call(n))
+            return await limiter.run(lambda: call(n), retry=n > 1)
 
         try:
             done = await call_with_retries(attempt, self.retry)

@@ -209,9 +209,9 @@ class RubricJudge:
             finally:
                 latency[0] = (time.perf_counter() - started) * 1000.0
 
-        async def attempt(_: int) -> JudgeReply:
+        async def attempt(n: int) -> JudgeReply:
             # Adaptive: a slot per attempt, so a retry's wait holds none.
-            return await (call() if limiter is None else limiter.run(call))
+            return await (call() if limiter is None else limiter.run(call, retry=n > 1))
 
         try:
             done = await call_with_retries(attempt, self.retry)

@@ -21,10 +21,11 @@ limiter moves the number of slots:
   seen late, and is not counted again;
 - a **5xx, a timeout or a dropped connection** (and a callable's timeout)
   restarts the clean window: growth pauses, the limit does not shrink;
-- **reset headers are honoured**: after a rate limit that asks for a wait
-  (``retry-after-ms``, ``Retry-After``, the reset of an exhausted limit), no new
-  call starts before the wait is over (capped at ``max_pause_s``); calls already
-  in flight go on;
+- **reset headers are honoured**: the call that got a rate limit is not tried
+  again before the wait it was given (``retry-after-ms``, ``Retry-After``, the
+  reset of an exhausted limit: the longest, passed on to the retry policy); when a
+  limit is exhausted (a remaining count of 0, with its reset), no new call starts
+  before the reset (capped at ``max_pause_s``); calls already in flight go on;
 - the limit never goes above the ceiling.
 
 :class:`Aimd` is the arithmetic alone, with no clock and no event loop, so its
@@ -73,7 +74,7 @@ class AimdSettings:
 
     start: int = 4
     increase: int = 1
-    decrease: float = 0.5
+    decrease: float = 0.8
     max_pause_s: float = 60.0
 
 
@@ -146,11 +147,14 @@ class Aimd:
 
 
 def classify(failure: BaseException | None, signals: list[RateSignal]) -> tuple[str, float | None]:
-    """How an attempt ended, for the limiter, and the wait a rate limit asked for.
+    """How an attempt ended, for the limiter, and how long no call should start (the
+    reset of an exhausted limit).
 
     A rate limit when the failure or a reply carried a rate-limit signal; an error
     for any other retryable failure (5xx, timeout, dropped connection) and for a
-    timeout; a success otherwise (the other side answered, even a 400).
+    timeout; a success otherwise (the other side answered, even a 400). A rate-limited
+    :class:`RetryableFailure` is told to wait, before its retry, the longest wait
+    the signals gave.
     """
     found = [s for s in signals if s.limited]
     rate = getattr(failure, "rate", None)
@@ -158,7 +162,11 @@ def classify(failure: BaseException | None, signals: list[RateSignal]) -> tuple[
         found.append(rate)
     if found:
         waits = [s.wait_s for s in found if s.wait_s is not None]
-        return LIMITED, (max(waits) if waits else None)
+        if waits and isinstance(failure, RetryableFailure):
+            # retry-after-ms before Retry-After (its rounded copy, where both are sent).
+            failure.retry_after_s = max(waits)
+        resets = [s.quota_reset_s for s in found if s.quota_reset_s is not None]
+        return LIMITED, (max(resets) if resets else None)
     if isinstance(failure, RetryableFailure) or (
         isinstance(failure, AttemptFailure) and failure.kind == "TIMEOUT"
     ):
@@ -215,14 +223,18 @@ class AdaptiveLimiter:
     def _paused(self, loop: asyncio.AbstractEventLoop) -> bool:
         return loop.time() < self._pause_until
 
-    async def acquire(self) -> int:
-        """Wait for a slot; the epoch the call starts in."""
+    async def acquire(self, retry: bool = False) -> int:
+        """Wait for a slot; the epoch the call starts in. A ``retry`` (an attempt after the
+        first) goes to the front of the queue: its case has waited already."""
         loop = asyncio.get_running_loop()
         if not self._waiters and self.in_flight < self.aimd.limit and not self._paused(loop):
             self.in_flight += 1
             return self.aimd.started(self.in_flight)
         waiter: asyncio.Future[int] = loop.create_future()
-        self._waiters.append(waiter)
+        if retry:
+            self._waiters.appendleft(waiter)
+        else:
+            self._waiters.append(waiter)
         try:
             return await waiter
         except asyncio.CancelledError:
@@ -282,9 +294,10 @@ class AdaptiveLimiter:
         finally:
             self._release()
 
-    async def run(self, call: Callable[[], Awaitable[T]]) -> T:
-        """``await call()`` in a slot, and learn from how it ended."""
-        epoch = await self.acquire()
+    async def run(self, call: Callable[[], Awaitable[T]], *, retry: bool = False) -> T:
+        """``await call()`` in a slot, and learn from how it ended (``retry``: see
+        :meth:`acquire`)."""
+        epoch = await self.acquire(retry)
         try:
             with observed() as signals:
                 value = await call()

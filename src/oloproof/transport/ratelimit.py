@@ -15,16 +15,21 @@ What counts as a rate limit:
   ``anthropic-ratelimit-tokens-remaining: 0``), on any reply, 2xx included: the
   next call would be refused.
 
-How long to wait, first found wins:
+Two waits are read, for two different things:
 
-1. ``retry-after-ms`` (milliseconds, OpenAI);
-2. ``Retry-After`` (delta-seconds or an HTTP date: :func:`parse_retry_after`,
-   the one parser of that header, which the retry policy also uses);
-3. the reset of each exhausted limit (its remaining count is 0), the latest of
-   them: ``x-ratelimit-reset-requests`` / ``-tokens`` (OpenAI durations such as
-   ``1s``, ``6m0s``, ``20ms``, ``1h2m3.5s``, or plain seconds),
-   ``anthropic-ratelimit-*-reset`` (RFC 3339 timestamps);
-4. on a 429 with reset headers but no remaining count at 0, the earliest reset.
+- ``quota_reset_s``, when a limit is exhausted (its remaining count is 0): the
+  latest reset of the exhausted limits, ``x-ratelimit-reset-requests`` /
+  ``-tokens`` (OpenAI durations such as ``1s``, ``6m0s``, ``20ms``, ``1h2m3.5s``,
+  or plain seconds) and ``anthropic-ratelimit-*-reset`` (RFC 3339 timestamps).
+  Every call before it would be refused: the limiter starts none until then.
+- ``wait_s``, how long *this* call should wait before it is tried again, first
+  found wins: ``retry-after-ms`` (milliseconds, OpenAI); ``Retry-After``
+  (delta-seconds or an HTTP date: :func:`parse_retry_after`, the one parser of
+  that header, which the retry policy also uses); ``quota_reset_s``; on a 429
+  with reset headers but no remaining count at 0, the earliest reset. A
+  ``Retry-After`` alone does not say whether the server is full for everyone or
+  for a moment (a server at its concurrency answers one 429 and takes the next
+  call a millisecond later), so it holds back the call that got it, not the others.
 
 A 5xx without those headers, a timeout and a dropped connection are no rate
 limit: the limiter pauses its growth for them but does not shrink.
@@ -58,10 +63,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class RateSignal:
-    """A rate limit was hit (``limited``); ``wait_s``: how long the other side asks to wait."""
+    """A rate limit was hit (``limited``); ``wait_s``: how long the other side asks this
+    call to wait; ``quota_reset_s``: how long until an exhausted limit is reset."""
 
     limited: bool
     wait_s: float | None = None
+    quota_reset_s: float | None = None
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -179,15 +186,14 @@ def rate_signal(
     )
     if not limited:
         return None
-    wait = explicit
-    if wait is None and exhausted:
-        wait = max(exhausted)
+    quota = max(exhausted) if exhausted else None
+    wait = explicit if explicit is not None else quota
     if wait is None and status == 429:
         resets = [r for kind in limits.values()
                   if (r := parse_reset(kind.get("reset"), now)) is not None]
         if resets:
             wait = min(resets)
-    return RateSignal(True, wait)
+    return RateSignal(True, wait, quota)
 
 
 def _status_of(obj: object, *names: str) -> int | None:
