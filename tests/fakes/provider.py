@@ -147,6 +147,8 @@ class Behaviour:
     capacity_retry_after_ms: int | None = 100
     capacity_retry_after: str | None = None
     capacity_headers: dict[str, str] = field(default_factory=dict)
+    # Headers added to every reply of the path (rate-limit headers on a 200, say).
+    reply_headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Behaviour:
@@ -347,6 +349,7 @@ class _Handler(Handler):
             if admitted is not None:
                 admitted.leave()
                 admitted = None
+            reply.headers.update(behaviour.reply_headers)
             if behaviour.trickle_s > 0:
                 self._send_trickled(reply, behaviour.trickle_s)
             else:
