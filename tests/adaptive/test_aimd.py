@@ -18,7 +18,7 @@ from oloproof.transport.limiter import (
     classify,
 )
 from oloproof.transport.ratelimit import RateSignal, report
-from oloproof.transport.retry import PermanentFailure, RetryableFailure
+from oloproof.transport.retry import PermanentFailure, RetryableFailure, RetryPolicy
 
 
 def window(aimd: Aimd, successes: int | None = None) -> LimitChange | None:
@@ -147,10 +147,13 @@ def test_classify() -> None:
     limited = RetryableFailure("429", retry_after_s=1.0, rate=RateSignal(True, 0.05))
     assert classify(limited, []) == ("rate_limited", None)
     # retry-after-ms (0.05 s) wins over its rounded Retry-After copy (1 s) for the retry.
-    assert limited.retry_after_s == 0.05
+    assert limited.retry_after_s == 0.05 and limited.wait_exactly
     quota = RetryableFailure("429", rate=RateSignal(True, 2.0, 2.0))
     assert classify(quota, []) == ("rate_limited", 2.0)
     assert quota.retry_after_s == 2.0
+    no_wait = RetryableFailure("429", rate=RateSignal(True, None))
+    assert classify(no_wait, []) == ("rate_limited", None)
+    assert not no_wait.wait_exactly  # no wait named: the growing backoff
     assert classify(RetryableFailure("503"), []) == ("error", None)
     assert classify(PermanentFailure("slow", kind="TIMEOUT"), []) == ("error", None)
     assert classify(PermanentFailure("HTTP 400"), []) == ("success", None)
@@ -253,3 +256,13 @@ def test_retries_go_first_and_a_cancelled_waiter_leaks_no_slot() -> None:
         return order
 
     assert asyncio.run(main()) == ["retry", "first"]
+
+
+def test_a_named_wait_is_waited_exactly_only_when_the_limiter_says_so() -> None:
+    policy = RetryPolicy()
+    assert policy.delay_before(2, 0.05, exactly=True) == 0.05
+    backoff = policy.delay_before(2, 0.05)  # without adaptive: the growing backoff
+    assert backoff is not None and 0.25 <= backoff <= 0.5
+    assert policy.delay_before(5, 0.05, exactly=True) is None  # still four attempts
+    assert policy.delay_before(2, 61.0, exactly=True) is None  # still max_retry_wait_s
+    assert policy.delay_before(2, None, exactly=True) is not None  # no wait: backoff

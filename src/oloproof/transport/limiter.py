@@ -16,14 +16,16 @@ limiter moves the number of slots:
   once (a limit that is not used is not tested, so it does not grow);
 - **multiplicative decrease**: a rate limit (:mod:`oloproof.transport.ratelimit`:
   a 429, a ``Retry-After``, a remaining count of 0) multiplies the limit by
-  ``decrease`` (0.5), rounded down, never below 1; at most once per window: a
+  ``decrease`` (0.8), rounded down, never below 1; at most once per window: a
   rate limit on a call started *before* the last change is the same overload
   seen late, and is not counted again;
 - a **5xx, a timeout or a dropped connection** (and a callable's timeout)
   restarts the clean window: growth pauses, the limit does not shrink;
-- **reset headers are honoured**: the call that got a rate limit is not tried
-  again before the wait it was given (``retry-after-ms``, ``Retry-After``, the
-  reset of an exhausted limit: the longest, passed on to the retry policy); when a
+- **reset headers are honoured**: the call that got a rate limit is tried again
+  after exactly the wait it was given (``retry-after-ms``, ``Retry-After``, the
+  reset of an exhausted limit), instead of the retry policy's growing backoff,
+  still within its attempts and ``max_retry_wait_s``; a rate limit without a wait
+  gets the backoff; when a
   limit is exhausted (a remaining count of 0, with its reset), no new call starts
   before the reset (capped at ``max_pause_s``); calls already in flight go on;
 - the limit never goes above the ceiling.
@@ -163,8 +165,11 @@ def classify(failure: BaseException | None, signals: list[RateSignal]) -> tuple[
     if found:
         waits = [s.wait_s for s in found if s.wait_s is not None]
         if waits and isinstance(failure, RetryableFailure):
-            # retry-after-ms before Retry-After (its rounded copy, where both are sent).
+            # retry-after-ms before Retry-After (its rounded copy, where both are sent);
+            # exactly that wait, as the OpenAI and Anthropic SDKs do: the smaller limit,
+            # not a growing backoff, is what slows the calls down.
             failure.retry_after_s = max(waits)
+            failure.wait_exactly = True
         resets = [s.quota_reset_s for s in found if s.quota_reset_s is not None]
         return LIMITED, (max(resets) if resets else None)
     if isinstance(failure, RetryableFailure) or (

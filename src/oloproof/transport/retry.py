@@ -59,6 +59,10 @@ class RetryableFailure(AttemptFailure):
         super().__init__(message, kind=kind)
         self.retry_after_s = retry_after_s
         self.rate = rate
+        # Set by the adaptive limiter on a rate limit that named its wait: the retry
+        # comes after exactly that wait, not after the growing backoff (the limiter's
+        # smaller limit is what slows the calls down then).
+        self.wait_exactly = False
 
 
 class PermanentFailure(AttemptFailure):
@@ -73,7 +77,8 @@ class RetryPolicy:
     max_retry_wait_s: float = 60.0
 
     def delay_before(
-        self, attempt: int, retry_after_s: float | None, rng: random.Random | None = None
+        self, attempt: int, retry_after_s: float | None, rng: random.Random | None = None,
+        *, exactly: bool = False,
     ) -> float | None:
         """Seconds to wait before attempt number ``attempt`` (2, 3, ...).
 
@@ -86,6 +91,8 @@ class RetryPolicy:
             return None
         if retry_after_s is not None and retry_after_s > self.max_retry_wait_s:
             return None
+        if exactly and retry_after_s is not None:
+            return retry_after_s
         ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 2))
         uniform = rng.uniform if rng is not None else random.uniform
         draw = uniform(0.0, ceiling / 2)
@@ -138,7 +145,9 @@ async def call_with_retries(
             value = await attempt_fn(attempt)
             return Attempted(value, attempt)
         except RetryableFailure as failure:
-            delay = policy.delay_before(attempt + 1, failure.retry_after_s)
+            delay = policy.delay_before(
+                attempt + 1, failure.retry_after_s, exactly=failure.wait_exactly
+            )
             if delay is None:
                 failure.attempts = attempt
                 if (
