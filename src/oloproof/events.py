@@ -284,6 +284,38 @@ class ProvisionalMetrics(Event):
         }
 
 
+@dataclass(slots=True)
+class ConcurrencyChanged(Event):
+    """Adaptive concurrency moved a limit (only with concurrency.adaptive). limit_name: system or judge; previous is null at the start; reason: start, rate_limited (multiplicative decrease) or clean_window (increase).
+
+    ``ceiling`` is the configured ``concurrency.system`` or ``concurrency.judge``,
+    which the limit never passes. The store keeps every change with the run.
+    """
+
+    limit_name: str
+    previous: int | None
+    limit: int
+    ceiling: int
+    reason: str
+    type: ClassVar[str] = "concurrency_changed"
+    fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
+        "limit_name": _enum(["system", "judge"]),
+        "previous": {"type": ["integer", "null"], "minimum": 1},
+        "limit": {"type": "integer", "minimum": 1},
+        "ceiling": {"type": "integer", "minimum": 1},
+        "reason": _enum(["start", "rate_limited", "clean_window"]),
+    }
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "limit_name": self.limit_name,
+            "previous": self.previous,
+            "limit": self.limit,
+            "ceiling": self.ceiling,
+            "reason": self.reason,
+        }
+
+
 _DECISION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["rule", "metric", "kind", "state", "reason", "detail", "action"],
@@ -339,6 +371,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     CaseExecuted,
     CaseJudged,
     ProvisionalMetrics,
+    ConcurrencyChanged,
     RunFinished,
 )
 

@@ -89,11 +89,13 @@ from oloproof.testing.fake_provider import (
     OPENAI_PATH,
     ROUTES,
     SYSTEM_PATH,
+    Capacity,
     Handler,
     JudgeRule,
     Reply,
     Server,
     answer,
+    capacity_reply,
     json_reply,
 )
 
@@ -138,6 +140,15 @@ class Behaviour:
     fail_keyword: str = "FAIL"
     expected_api_key: str | None = None  # a different key gets 401 quoting it (as some APIs do)
     require_headers: dict[str, str] = field(default_factory=dict)
+    # A rate-limited API: at most ``capacity`` requests answered at once (0: no bound);
+    # one more gets an immediate 429 with retry-after-ms / Retry-After (extra headers
+    # from capacity_headers, e.g. x-ratelimit-remaining-requests: "0").
+    capacity: int = 0
+    capacity_retry_after_ms: int | None = 100
+    capacity_retry_after: str | None = None
+    capacity_headers: dict[str, str] = field(default_factory=dict)
+    # Headers added to every reply of the path (rate-limit headers on a 200, say).
+    reply_headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Behaviour:
@@ -179,6 +190,14 @@ class _State:
         self.paths: dict[str, _PathStats] = {}
         self.attempts: dict[tuple[str, str], int] = {}
         self.log: list[LoggedCall] = []
+        self.capacities: dict[str, Capacity] = {}
+
+    def capacity(self, path: str, limit: int) -> Capacity:
+        with self.lock:
+            cap = self.capacities.get(path)
+            if cap is None or cap.limit != limit:
+                cap = self.capacities[path] = Capacity(limit)
+            return cap
 
     def behaviour(self, path: str) -> Behaviour:
         with self.lock:
@@ -218,6 +237,7 @@ class _State:
             self.paths.clear()
             self.attempts.clear()
             self.log.clear()
+            self.capacities.clear()
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
@@ -289,8 +309,22 @@ class _Handler(Handler):
         key = hashlib.sha256(method.encode() + b"?" + query.encode() + b"\n" + raw).hexdigest()[:16]
         attempt = state.begin(path, key)
         ended = False
+        admitted: Capacity | None = None
         try:
             behaviour = state.behaviour(path)
+            if behaviour.capacity > 0:
+                cap = state.capacity(path, behaviour.capacity)
+                if not cap.admit():
+                    reply = capacity_reply(
+                        behaviour.capacity_retry_after_ms, behaviour.capacity_retry_after
+                    )
+                    reply.headers.update(behaviour.capacity_headers)
+                    state.record(LoggedCall(time.monotonic(), path, key, attempt, 429, method))
+                    state.end(path)
+                    ended = True
+                    self.send(reply)
+                    return
+                admitted = cap
             reply = self._decide(method, path, query, raw, attempt, behaviour)
             state.record(LoggedCall(time.monotonic(), path, key, attempt, reply.status, method))
             if reply.status == "drop":
@@ -312,6 +346,10 @@ class _Handler(Handler):
             # its next call on receipt must never see this one still counted.
             state.end(path)
             ended = True
+            if admitted is not None:
+                admitted.leave()
+                admitted = None
+            reply.headers.update(behaviour.reply_headers)
             if behaviour.trickle_s > 0:
                 self._send_trickled(reply, behaviour.trickle_s)
             else:
@@ -319,6 +357,8 @@ class _Handler(Handler):
         finally:
             if not ended:
                 state.end(path)
+            if admitted is not None:
+                admitted.leave()
 
     def _decide(
         self, method: str, path: str, query: str, raw: bytes, attempt: int, behaviour: Behaviour
@@ -481,6 +521,13 @@ class FakeServer:
 
     def total_calls(self, path: str) -> int:
         return self._path_stats(path).total
+
+    def capacity_stats(self, path: str) -> dict[str, int] | None:
+        """``{"capacity", "in_flight", "peak", "admitted", "rejected"}`` of a path with a
+        ``capacity`` behaviour, or None."""
+        with self._state.lock:
+            cap = self._state.capacities.get(path)
+        return None if cap is None else cap.to_json()
 
 
 def main(argv: list[str] | None = None) -> int:

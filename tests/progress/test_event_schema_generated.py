@@ -16,6 +16,7 @@ from oloproof.events import (
     EVENT_TYPES,
     CaseExecuted,
     CaseJudged,
+    ConcurrencyChanged,
     Event,
     ProvisionalMetric,
     ProvisionalMetrics,
@@ -42,6 +43,8 @@ def _examples() -> list[Event]:
                    score=None, from_cache=False),
         ProvisionalMetrics(RUN_ID, cases_done=1, cases_total=3,
                            metrics=[ProvisionalMetric("exact", 1.0, 0.2, 1.0, 1, 0)]),
+        ConcurrencyChanged(RUN_ID, limit_name="system", previous=8, limit=4, ceiling=32,
+                           reason="rate_limited"),
         RunFinished(RUN_ID, status="DECIDED", completeness="COMPLETE", exit_code=0, decisions=[]),
     ]
 

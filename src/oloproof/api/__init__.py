@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from oloproof.analysis.plan import ComparisonPlan, RunPlan
-    from oloproof.api._listing import list_comparisons, list_runs
+    from oloproof.api._listing import concurrency_history, list_comparisons, list_runs
     from oloproof.api._results import (
         CaseResult,
         ComparisonResult,
@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 # statistics and the sample-size search; listing runs needs only the store. Each
 # command pays for its own (`oloproof runs` for neither of the others).
 _HOMES = {
-    **dict.fromkeys(("list_comparisons", "list_runs"), "oloproof.api._listing"),
+    **dict.fromkeys(
+        ("concurrency_history", "list_comparisons", "list_runs"), "oloproof.api._listing"
+    ),
     **dict.fromkeys(
         ("CaseResult", "ComparisonResult", "GateNotAllowed", "Judgment", "RunInfo", "RunResult",
          "Subset"),
@@ -73,6 +75,7 @@ __all__ = [
     "RunResult",
     "Subset",
     "compare",
+    "concurrency_history",
     "execute",
     "list_comparisons",
     "list_runs",

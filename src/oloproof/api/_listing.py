@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from oloproof.api._results import RunInfo
 from oloproof.errors import UsageError
 from oloproof.store.db import has_table, open_store_readonly, store_path
+from oloproof.store.reader import ConcurrencyChange, get_run, load_concurrency
 from oloproof.store.reader import list_runs as _list_runs
 
 if TYPE_CHECKING:
@@ -59,5 +60,19 @@ def list_comparisons(project: PathLike = ".", *, limit: int | None = None) -> li
         if not has_table(conn, "comparisons"):
             return []
         return _list_comparisons(conn, limit=limit)
+    finally:
+        conn.close()
+
+
+def concurrency_history(
+    run_id: str = "latest", project: PathLike = "."
+) -> list[ConcurrencyChange]:
+    """Every move of a stored run's adaptive limits (``concurrency.adaptive``), in order:
+    the starting limit first (``reason`` ``start``, ``previous`` None), then each
+    ``rate_limited`` decrease and ``clean_window`` increase. Empty for a run without
+    adaptive concurrency."""
+    conn = _read(project)
+    try:
+        return load_concurrency(conn, get_run(conn, run_id).id)
     finally:
         conn.close()

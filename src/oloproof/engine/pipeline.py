@@ -12,6 +12,12 @@ evaluator's time never holds a system slot and is recorded as the judgment's
 latency, never the system's. Caches are consulted before every call; the engine
 never writes anything itself: it emits events, and the store writer (a sink)
 commits them.
+
+With ``concurrency.adaptive``, ``system`` and ``judge`` are ceilings: the workers
+are as many as the ceiling, and each attempt of a call takes a slot of an
+:class:`~oloproof.transport.limiter.AdaptiveLimiter` (the system's here, the
+judges' in the judge, per provider call), whose limit follows the rate limits;
+every move of a limit is a ``concurrency_changed`` event.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from oloproof.evaluators.base import (
 from oloproof.events import (
     CaseExecuted,
     CaseJudged,
+    ConcurrencyChanged,
     Event,
     ProvisionalMetric,
     ProvisionalMetrics,
@@ -46,6 +53,7 @@ from oloproof.evidence import CriterionEvidence
 from oloproof.stats.intervals import wilson
 from oloproof.store.cache import Cache
 from oloproof.systems.base import CallResult, SystemRunner
+from oloproof.transport.limiter import AdaptiveLimiter, AimdSettings, LimitChange
 from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
 from oloproof.transport.threads import AsyncHost, Workers, describe_exception
 
@@ -183,6 +191,9 @@ class Engine:
         replicate: int = 0,
         on_fatal: Callable[[str], None] | None = None,
         evaluator_concurrency: int = 4,
+        system_adaptive: bool = False,
+        judge_adaptive: bool = False,
+        aimd: AimdSettings | None = None,
     ) -> None:
         self.run_id = run_id
         self.suite_digest = suite_digest
@@ -203,6 +214,17 @@ class Engine:
         self.retry = retry
         self.replicate = replicate
         self.on_fatal = on_fatal
+        # Adaptive limits (None: the ceiling is the limit, as without adaptive).
+        self.system_limiter = (
+            AdaptiveLimiter("system", system_concurrency, settings=aimd,
+                            on_change=self._limit_changed)
+            if system_adaptive else None
+        )
+        self.judge_limiter = (
+            AdaptiveLimiter("judge", judge_concurrency, settings=aimd,
+                            on_change=self._limit_changed)
+            if judge_adaptive and judges else None
+        )
         self.totals = EngineTotals()
         self._binary = [
             e.criterion for e in [*self.inline, *self.judges]
@@ -246,6 +268,9 @@ class Engine:
     async def run(self) -> EngineTotals:
         self.emit(RunStarted(self.run_id, suite_digest=self.suite_digest, cases=len(self.cases)))
         self.emit(RunPhaseChanged(self.run_id, phase="EXECUTING"))
+        for limiter in (self.system_limiter, self.judge_limiter):
+            if limiter is not None:
+                limiter.announce()
         await self.system.start()
         if self._slow:
             # A few threads beyond the limit: a call that timed out keeps its thread
@@ -288,6 +313,14 @@ class Engine:
                 self._async_host.close()
             await self.system.aclose()
         return self.totals
+
+    def _limit_changed(self, name: str, change: LimitChange, ceiling: int) -> None:
+        self.emit(
+            ConcurrencyChanged(
+                self.run_id, limit_name=name, previous=change.previous, limit=change.limit,
+                ceiling=ceiling, reason=change.reason,
+            )
+        )
 
     async def _system_worker(self, queue: Iterator[EngineCase]) -> None:
         for case in queue:
@@ -357,13 +390,21 @@ class Engine:
         JSON (``None`` when the call failed)."""
         last_latency: list[float] = [0.0]
         system = self.system
+        limiter = self.system_limiter
 
-        async def attempt(n: int) -> CallResult:
+        async def call(n: int) -> CallResult:
             started = time.perf_counter()
             try:
                 return await system.call(case.id, case.input, n)
             finally:
                 last_latency[0] = (time.perf_counter() - started) * 1000.0
+
+        async def attempt(n: int) -> CallResult:
+            if limiter is None:
+                return await call(n)
+            # A slot per attempt: the wait for a slot is not the call's latency, and a
+            # call waiting out its retry delay holds no slot.
+            return await limiter.run(lambda: call(n), retry=n > 1)
 
         try:
             done = await call_with_retries(attempt, self.retry)

@@ -41,6 +41,7 @@ from oloproof.providers.base import (
 from oloproof.providers.factory import make_provider
 from oloproof.providers.verdict import PROMPT_VERSION, build_judge_prompt, parse_verdict
 from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask
+from oloproof.transport.limiter import AdaptiveLimiter
 from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
 from oloproof.usage import Usage
 
@@ -84,6 +85,9 @@ class RubricJudge:
         file = getattr(getattr(project, "config_path", None), "name", None)
         self.retry = RetryPolicy()
         self.concurrency = 4
+        # concurrency.adaptive for judges: one limiter for every judge of the run, a
+        # slot per provider call (bind_limits()); None: the judge workers' bound only.
+        self.limiter: AdaptiveLimiter | None = None
         # One pooled client per judge, sized to concurrency.judge in bind_limits().
         # The engine's judge workers already bound the calls in flight to
         # concurrency.judge across all judges, so the pools never queue.
@@ -141,9 +145,12 @@ class RubricJudge:
             extra_body=dict(config.extra_body),
         )
 
-    def bind_limits(self, concurrency: int, retry: RetryPolicy) -> None:
+    def bind_limits(
+        self, concurrency: int, retry: RetryPolicy, limiter: AdaptiveLimiter | None = None
+    ) -> None:
         self.concurrency = concurrency
         self.retry = retry
+        self.limiter = limiter
 
     async def start(self) -> None:
         if self._client is not None:
@@ -193,13 +200,18 @@ class RubricJudge:
             self.rubric, case.input, case.expected, output
         )
         latency = [0.0]
+        limiter = self.limiter
 
-        async def attempt(_: int) -> JudgeReply:
+        async def call() -> JudgeReply:
             started = time.perf_counter()
             try:
                 return await provider.complete(system_prompt, user_prompt)
             finally:
                 latency[0] = (time.perf_counter() - started) * 1000.0
+
+        async def attempt(n: int) -> JudgeReply:
+            # Adaptive: a slot per attempt, so a retry's wait holds none.
+            return await (call() if limiter is None else limiter.run(call, retry=n > 1))
 
         try:
             done = await call_with_retries(attempt, self.retry)
@@ -289,9 +301,11 @@ class PanelJudge:
     def fatal(self) -> str | None:
         return next((j.fatal for j in self.judges if j.fatal), None)
 
-    def bind_limits(self, concurrency: int, retry: RetryPolicy) -> None:
+    def bind_limits(
+        self, concurrency: int, retry: RetryPolicy, limiter: AdaptiveLimiter | None = None
+    ) -> None:
         for judge in self.judges:
-            judge.bind_limits(concurrency, retry)
+            judge.bind_limits(concurrency, retry, limiter)
 
     async def start(self) -> None:
         for judge in self.judges:

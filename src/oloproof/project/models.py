@@ -48,7 +48,7 @@ from pydantic import (
 
 from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
-from oloproof.project._errors import closest, fail
+from oloproof.project._errors import closest, describe, fail
 from oloproof.project._yaml import MAX_CONFIG_BYTES, read_bytes
 from oloproof.project.labels import Labels, load_labels
 from oloproof.project.suite import Case, Suite, load_suite
@@ -60,6 +60,7 @@ __all__ = [
     "NO_POLICY",
     "STATES",
     "AbsoluteErrorEvaluator",
+    "AdaptiveConfig",
     "Case",
     "ComparePolicy",
     "CompareRule",
@@ -206,11 +207,24 @@ MAX_JUDGE_CONCURRENCY = 256
 MAX_EVALUATOR_CONCURRENCY = 256
 
 
+class AdaptiveConfig(_Model):
+    """Which limits adapt to rate limits (``concurrency.adaptive``)."""
+
+    system: bool = Field(default=False, strict=True)
+    judge: bool = Field(default=False, strict=True)
+
+
+ADAPTIVE_ACCEPTED = "true, false, or a mapping such as {system: true, judge: false}"
+
+
 class ConcurrencyConfig(_Model):
     """How many calls may be in flight at once, to the system and to judges.
 
     Whole numbers only (``strict``: ``system: true`` or ``judge: 1e8`` are
-    refused, not read as 1 or as a number), within bounds.
+    refused, not read as 1 or as a number), within bounds. With ``adaptive``
+    (``true`` for both limits, or ``{system: ..., judge: ...}``), ``system`` and
+    ``judge`` are ceilings and the number in flight follows the rate limits
+    (transport/limiter.py); off by default.
     """
 
     system: int = Field(default=8, ge=1, le=MAX_SYSTEM_CONCURRENCY, strict=True)
@@ -218,6 +232,17 @@ class ConcurrencyConfig(_Model):
     #: Custom evaluators (and guarded regular expressions) running at once; when absent,
     #: the number of CPUs (:meth:`evaluator_limit`).
     evaluator: int | None = Field(default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY, strict=True)
+    #: ``true`` / ``false`` for both limits, or one flag per limit.
+    adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
+
+    @field_validator("adaptive", mode="before")
+    @classmethod
+    def _adaptive(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            return {"system": value, "judge": value}
+        if isinstance(value, dict | AdaptiveConfig):
+            return value
+        fail(f"expected true or false, got {describe(value)}", accepted=ADAPTIVE_ACCEPTED)
 
     def evaluator_limit(self) -> int:
         """``evaluator``, or the number of CPUs when it is not set."""

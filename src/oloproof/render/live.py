@@ -8,7 +8,10 @@ default, never more than 10), whatever the rate of events; the events only
 update counters. Used only when standard error is a terminal.
 
 The title counts executed cases; the table counts judged ones, so with slow
-judges the rows lag the title by the cases still being judged.
+judges the rows lag the title by the cases still being judged. With adaptive
+concurrency, a second line of the title gives each adaptive limit as it stands,
+beside its ceiling (``adaptive limits: system 6 of 32 · judge 4 of 4``), from
+the ``concurrency_changed`` events.
 """
 
 from __future__ import annotations
@@ -18,7 +21,14 @@ from rich.live import Live
 from rich.table import Table
 
 from oloproof.enums import CaseStatus, MetricKind
-from oloproof.events import CaseExecuted, CaseJudged, Event, RunFinished, RunStarted
+from oloproof.events import (
+    CaseExecuted,
+    CaseJudged,
+    ConcurrencyChanged,
+    Event,
+    RunFinished,
+    RunStarted,
+)
 from oloproof.evidence import CriterionEvidence
 from oloproof.policy.decide import fmt_interval, pct
 from oloproof.render.console import text
@@ -31,6 +41,14 @@ MAX_REFRESH_PER_SECOND = 10.0
 
 def title(done: int, total: int, cached: int, errors: int) -> str:
     return f"{done}/{total} cases · {cached} cached · {errors} errors"
+
+
+def limits_line(limits: dict[str, tuple[int, int]]) -> str:
+    """``adaptive limits: system 6 of 32 · judge 4 of 4``; empty without adaptive limits."""
+    if not limits:
+        return ""
+    parts = [f"{name} {limit} of {ceiling}" for name, (limit, ceiling) in limits.items()]
+    return "adaptive limits: " + " · ".join(parts)
 
 
 class LiveView:
@@ -58,6 +76,8 @@ class LiveView:
         self.done = 0
         self.cached = 0
         self.errors = 0
+        # Adaptive limits as they stand: name -> (limit, ceiling).
+        self.limits: dict[str, tuple[int, int]] = {}
         # Counted by the one rule for observed/missing/excluded (oloproof.evidence).
         self.evidence = {m: CriterionEvidence(m, MetricKind.BINARY) for m in binary_metrics}
         rate = min(MAX_REFRESH_PER_SECOND, refresh_per_second)
@@ -87,6 +107,8 @@ class LiveView:
             ev = self.evidence.get(event.criterion)
             if ev is not None:
                 ev.add(event.status, event.passed, event.score)
+        elif isinstance(event, ConcurrencyChanged):
+            self.limits[event.limit_name] = (event.limit, event.ceiling)
         elif isinstance(event, RunStarted):
             self.start()
         elif isinstance(event, RunFinished):
@@ -106,8 +128,12 @@ class LiveView:
 
     def render(self) -> Table:
         """The current frame; metric names are literal text, never markup."""
+        heading = title(self.done, self.total, self.cached, self.errors)
+        adaptive = limits_line(self.limits)
+        if adaptive:
+            heading += "\n" + adaptive
         table = Table(
-            title=text(title(self.done, self.total, self.cached, self.errors)),
+            title=text(heading),
             caption=text(CAPTION),
         )
         for col in COLUMNS:

@@ -122,7 +122,10 @@ def build_system(project: Project) -> SystemRunner:
         )
     from oloproof.systems.callable import CallableSystem
 
-    return CallableSystem(cfg, project.root, concurrency=conc, file=project.config_path.name)
+    return CallableSystem(
+        cfg, project.root, concurrency=conc, file=project.config_path.name,
+        rate_limits=project.config.concurrency.adaptive.system,
+    )
 
 
 def describe_system(project: Project, system: SystemRunner) -> dict[str, Any]:

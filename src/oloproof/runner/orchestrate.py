@@ -156,6 +156,8 @@ def _execute(
         system_concurrency=project.config.concurrency.system,
         judge_concurrency=project.config.concurrency.judge,
         evaluator_concurrency=project.config.concurrency.evaluator_limit(),
+        system_adaptive=project.config.concurrency.adaptive.system,
+        judge_adaptive=project.config.concurrency.adaptive.judge,
         retry=prepared.retry,
         on_fatal=lambda line: stop.internal(f"stopped early: {line}"),
     )
@@ -285,7 +287,9 @@ def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRe
         assert task is not None
         stop.attach(task)
         for judge in prepared.judges:
-            judge.bind_limits(prepared.project.config.concurrency.judge, prepared.retry)
+            judge.bind_limits(
+                prepared.project.config.concurrency.judge, prepared.retry, engine.judge_limiter
+            )
             await judge.start()
         try:
             await engine.run()

@@ -33,12 +33,14 @@ from oloproof.store.liveness import run_owner_alive
 
 __all__ = [
     "CaseRow",
+    "ConcurrencyChange",
     "CriterionEvidence",
     "JudgmentRow",
     "RunRecord",
     "get_run",
     "list_runs",
     "load_cases",
+    "load_concurrency",
     "load_decisions",
     "load_evidence",
     "load_run_labels",
@@ -372,3 +374,36 @@ def load_run_labels(
     if not isinstance(labels, list):
         raise StoreUnreadable(f"run {run_id}: its stored labels are damaged")
     return str(row[0]), str(row[1]), labels
+
+
+@dataclass(frozen=True)
+class ConcurrencyChange:
+    """One move of an adaptive limit, as the run's ``concurrency_changed`` event said."""
+
+    at: str
+    limit_name: str  # system | judge
+    previous: int | None  # None for the starting limit
+    limit: int
+    ceiling: int
+    reason: str  # start | rate_limited | clean_window
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "at": self.at, "limit_name": self.limit_name, "previous": self.previous,
+            "limit": self.limit, "ceiling": self.ceiling, "reason": self.reason,
+        }
+
+
+def load_concurrency(conn: sqlite3.Connection, run_id: str) -> list[ConcurrencyChange]:
+    """Every move of a run's adaptive limits, in order; empty for a run without
+    ``concurrency.adaptive`` (or a store made before the table existed, read as it is)."""
+    if not has_table(conn, "run_concurrency"):
+        return []
+    return [
+        ConcurrencyChange(str(r[0]), str(r[1]), r[2], int(r[3]), int(r[4]), str(r[5]))
+        for r in conn.execute(
+            "SELECT at, limit_name, previous, limit_value, ceiling, reason FROM run_concurrency"
+            " WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        ).fetchall()
+    ]

@@ -157,6 +157,23 @@ CREATE TABLE comparison_decisions (
 # run_subsets: how a run chose part of its suite (--limit, --sample, --case,
 # --where), for runs stored with completeness SUBSET; a full run has no row.
 OPTIONAL_TABLES: dict[str, str] = {
+    # run_concurrency: every move of a run's adaptive limits (concurrency.adaptive), as
+    # its concurrency_changed events said. A run without adaptive has no row. Optional
+    # (no version bump): a store that has it still opens with an Oloproof that does not
+    # know it, which then simply shows no history.
+    "run_concurrency": """
+CREATE TABLE IF NOT EXISTS run_concurrency (
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,             -- 0, 1, 2... in the order of the changes
+  at TEXT NOT NULL,                 -- the event's timestamp
+  limit_name TEXT NOT NULL,         -- system | judge
+  previous INTEGER,                 -- NULL for the starting limit
+  limit_value INTEGER NOT NULL,
+  ceiling INTEGER NOT NULL,
+  reason TEXT NOT NULL,             -- start | rate_limited | clean_window
+  PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID
+""",
     "run_subsets": """
 CREATE TABLE IF NOT EXISTS run_subsets (
   run_id TEXT PRIMARY KEY,

@@ -42,7 +42,13 @@ from typing import Any
 from oloproof._json import compact_json as _dump
 from oloproof._json import storable
 from oloproof.enums import CaseStatus, JudgmentStatus
-from oloproof.events import CaseExecuted, CaseJudged, Event, utc_timestamp
+from oloproof.events import (
+    CaseExecuted,
+    CaseJudged,
+    ConcurrencyChanged,
+    Event,
+    utc_timestamp,
+)
 from oloproof.store.liveness import owner_token
 from oloproof.usage import Usage
 
@@ -71,6 +77,8 @@ _INSERTS = (
         " created_at = excluded.created_at"
     ),
 )
+
+_CONCURRENCY_INSERT = "INSERT OR REPLACE INTO run_concurrency VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def _usage(usage: Usage | None) -> str | None:
@@ -120,6 +128,9 @@ class StoreWriter:
         self._exec_cache: _Rows = []
         self._judgments: _Rows = []
         self._judge_cache: _Rows = []
+        # concurrency_changed events (adaptive concurrency), for run_concurrency.
+        self._concurrency: _Rows = []
+        self._concurrency_seq = 0
         self._suite: Sequence[Any] = ()
         self._schedule: Callable[[Callable[[], None]], object] | None = None
         self._schedule_later: Callable[[float, Callable[[], None]], object] | None = None
@@ -312,6 +323,14 @@ class StoreWriter:
                         event.timestamp,
                     )
                 )
+        elif isinstance(event, ConcurrencyChanged):
+            self._concurrency.append(
+                (
+                    self.run_id, self._concurrency_seq, event.timestamp, event.limit_name,
+                    event.previous, event.limit, event.ceiling, event.reason,
+                )
+            )
+            self._concurrency_seq += 1
         else:
             return
         if self._schedule is None or len(self._cases) + len(self._judgments) >= _FLUSH_ROWS:
@@ -335,7 +354,7 @@ class StoreWriter:
         :attr:`fault`, drops the rows it could not commit, and calls ``on_fault``.
         """
         self._scheduled = False
-        if self.fault is not None or not (self._cases or self._judgments):
+        if self.fault is not None or not (self._cases or self._judgments or self._concurrency):
             return
         rows = (self._cases, self._exec_cache, self._judgments, self._judge_cache)
         try:
@@ -348,6 +367,7 @@ class StoreWriter:
             self._fail(f"the store could not be written ({exc})")
         self._last_commit = time.monotonic()
         self._cases, self._exec_cache, self._judgments, self._judge_cache = [], [], [], []
+        self._concurrency = []
 
     def _commit(self, rows: tuple[_Rows, ...]) -> None:
         conn = self.conn
@@ -356,6 +376,8 @@ class StoreWriter:
             for sql, table_rows in zip(_INSERTS, rows, strict=True):
                 if table_rows:
                     conn.executemany(sql, table_rows)
+            if self._concurrency:
+                conn.executemany(_CONCURRENCY_INSERT, self._concurrency)
             conn.execute("COMMIT")
         except BaseException:
             _rollback(conn)

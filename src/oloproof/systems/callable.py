@@ -16,6 +16,12 @@ Nothing a user's function does can stop the run or hang it:
   changes neither what is stored nor the cache keys.
 
 One call is one attempt: the engine wraps it in the retry policy.
+
+With ``concurrency.adaptive`` for the system (``rate_limits=True``), an exception
+that carries HTTP status 429 (``status_code``, as the OpenAI and Anthropic SDKs'
+``RateLimitError``; see :func:`oloproof.transport.ratelimit.exception_rate_signal`)
+is a rate limit: the call is retried, and the adaptive limit shrinks. Without
+adaptive it is an error like any other, as it always was.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from oloproof.errors import ConfigError, TransientError
 from oloproof.project.models import SystemConfig
 from oloproof.systems.base import CallResult
 from oloproof.systems.loading import code_paths_digest, import_callable, module_source
+from oloproof.transport.ratelimit import exception_rate_signal
 from oloproof.transport.retry import PermanentFailure, RetryableFailure
 from oloproof.transport.threads import AsyncHost, UserBaseException, Workers
 
@@ -54,7 +61,8 @@ class CallableSystem:
     kind = "callable"
 
     def __init__(
-        self, config: SystemConfig, root: Path, *, concurrency: int, file: str = "oloproof.yaml"
+        self, config: SystemConfig, root: Path, *, concurrency: int, file: str = "oloproof.yaml",
+        rate_limits: bool = False,
     ) -> None:
         self.name: str = config.name
         self.timeout_s: float = float(config.timeout_s)
@@ -72,6 +80,8 @@ class CallableSystem:
             )
         self.is_async = inspect.iscoroutinefunction(self.fn)
         self.concurrency = concurrency
+        # concurrency.adaptive: an exception with status 429 is a rate limit (retried).
+        self.rate_limits = rate_limits
         self.identity = digest(
             {
                 "kind": "callable",
@@ -135,6 +145,11 @@ class CallableSystem:
                 raise  # our own stop
             raise PermanentFailure("CancelledError (raised by the system)") from None
         except Exception as exc:  # noqa: BLE001 - no system error ever stops the run
+            rate = exception_rate_signal(exc) if self.rate_limits else None
+            if rate is not None:
+                raise RetryableFailure(
+                    _describe(exc), retry_after_s=rate.wait_s, rate=rate
+                ) from None
             raise PermanentFailure(_describe(exc)) from None
         try:
             # The check that the output is JSON also makes the text its judgments are keyed on.

@@ -42,6 +42,16 @@ default the verdict is pass iff that text is not empty and does not contain
 pass iff the text contains that keyword. The reply text is exactly one JSON
 object ``{"pass": ..., "reason": ...}``; usage counts whitespace-separated words.
 
+Capacity
+--------
+With ``--capacity N`` (:class:`Capacity`), the server works on at most N
+requests at once, as a rate-limited API does: a request that arrives while N are
+being answered gets an immediate 429 with ``retry-after-ms`` (``--retry-after-ms``,
+default 100) and ``Retry-After`` (the same wait in whole seconds, rounded up),
+and is not counted as in flight. ``GET /_capacity`` returns ``{"capacity",
+"in_flight", "peak", "admitted", "rejected"}``. This is what the adaptive
+concurrency of Oloproof is tested and measured against (``bench/adaptive.py``).
+
 Scripted faults (failing statuses, drops, timeouts, garbage, held requests)
 are test machinery and live with the tests (``tests/fakes/provider.py``),
 which builds on the answers defined here.
@@ -52,6 +62,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import signal
 import socket
 import sys
@@ -68,11 +79,13 @@ __all__ = [
     "OPENAI_PATH",
     "ROUTES",
     "SYSTEM_PATH",
+    "Capacity",
     "Handler",
     "JudgeRule",
     "OfflineProvider",
     "Reply",
     "answer",
+    "capacity_reply",
     "json_reply",
     "main",
 ]
@@ -356,6 +369,62 @@ def answer(
     return _system(method, body, headers)
 
 
+class Capacity:
+    """At most ``limit`` requests answered at once; the others are refused (thread-safe)."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError("a capacity is at least 1")
+        self.limit = limit
+        self.in_flight = 0
+        self.peak = 0
+        self.admitted = 0
+        self.rejected = 0
+        self._lock = threading.Lock()
+
+    def admit(self) -> bool:
+        """Take a place if one is free (then call :meth:`leave`); False: refuse the request."""
+        with self._lock:
+            if self.in_flight >= self.limit:
+                self.rejected += 1
+                return False
+            self.in_flight += 1
+            self.admitted += 1
+            self.peak = max(self.peak, self.in_flight)
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def to_json(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "capacity": self.limit, "in_flight": self.in_flight, "peak": self.peak,
+                "admitted": self.admitted, "rejected": self.rejected,
+            }
+
+
+def capacity_reply(retry_after_ms: int | None = 100, retry_after: str | None = None) -> Reply:
+    """The 429 of a server at capacity, with ``retry-after-ms`` and ``Retry-After``.
+
+    ``retry_after`` (the ``Retry-After`` value) defaults to ``retry_after_ms`` in
+    whole seconds, rounded up.
+    """
+    headers: dict[str, str] = {}
+    if retry_after_ms is not None:
+        headers["retry-after-ms"] = str(retry_after_ms)
+        if retry_after is None:
+            retry_after = str(max(1, math.ceil(retry_after_ms / 1000)))
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after
+    return json_reply(
+        429,
+        {"error": {"type": "rate_limit_error", "message": "too many requests in flight"}},
+        headers,
+    )
+
+
 class Server(ThreadingHTTPServer):
     """A threaded HTTP server that can close its open keep-alive connections."""
 
@@ -368,6 +437,8 @@ class Server(ThreadingHTTPServer):
         self.connections_lock = threading.Lock()
         self.rule = JudgeRule()
         self.delay_s = 0.0
+        self.capacity: Capacity | None = None
+        self.retry_after_ms: int | None = 100
         self.stopping = threading.Event()
         super().__init__(address, handler)
 
@@ -386,6 +457,10 @@ class Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server_version = "OloproofFake/1"
+    # TCP_NODELAY: a reply is written as its head, then its body; with Nagle's
+    # algorithm the body waited for the client's delayed ACK, some 40 ms per request
+    # on Linux, which made every answer ~45 ms slower than its --delay.
+    disable_nagle_algorithm = True
     timeout = 60  # an idle keep-alive connection is closed after this
     server: Server
 
@@ -439,9 +514,22 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
             return
-        reply = answer(method, parts.path, parts.query, raw, self.headers, self.server.rule)
-        if self.server.delay_s > 0:
-            self.server.stopping.wait(self.server.delay_s)
+        capacity = self.server.capacity
+        if parts.path == "/_capacity" and method == "GET":
+            self.send(json_reply(200, capacity.to_json() if capacity is not None else None))
+            return
+        if capacity is not None and not capacity.admit():
+            self.send(capacity_reply(self.server.retry_after_ms))
+            return
+        try:
+            reply = answer(method, parts.path, parts.query, raw, self.headers, self.server.rule)
+            if self.server.delay_s > 0:
+                self.server.stopping.wait(self.server.delay_s)
+        finally:
+            # Out of flight before the answer is written: a client that starts its next
+            # call on receipt must not find this one still counted.
+            if capacity is not None:
+                capacity.leave()
         self.send(reply)
 
 
@@ -455,9 +543,13 @@ class OfflineProvider:
         *,
         delay_s: float = 0.0,
         rule: JudgeRule | None = None,
+        capacity: int | None = None,
+        retry_after_ms: int | None = 100,
     ) -> None:
         self._server = Server((host, port), Handler)
         self._server.delay_s = delay_s
+        self._server.capacity = Capacity(capacity) if capacity else None
+        self._server.retry_after_ms = retry_after_ms
         self._server.rule = rule or JudgeRule()
         self._thread: threading.Thread | None = None
         self.host = host
@@ -493,6 +585,10 @@ class OfflineProvider:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def capacity(self) -> Capacity | None:
+        return self._server.capacity
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -506,10 +602,19 @@ def main(argv: list[str] | None = None) -> int:
         "--pass-keyword", help="the judge passes an output only if it contains this text"
         " (default: any output that is not empty and has no FAIL in it)",
     )
+    parser.add_argument(
+        "--capacity", type=int, default=None,
+        help="answer at most N requests at once; refuse the others with 429 at once",
+    )
+    parser.add_argument(
+        "--retry-after-ms", type=int, default=100,
+        help="the wait a 429 at capacity asks for, in ms (default 100)",
+    )
     args = parser.parse_args(argv)
 
     server = OfflineProvider(
-        args.host, args.port, delay_s=args.delay, rule=JudgeRule(pass_keyword=args.pass_keyword)
+        args.host, args.port, delay_s=args.delay, rule=JudgeRule(pass_keyword=args.pass_keyword),
+        capacity=args.capacity, retry_after_ms=args.retry_after_ms,
     )
     stop = threading.Event()
 

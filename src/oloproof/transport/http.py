@@ -32,6 +32,7 @@ import httpx
 
 from oloproof._json import DEFAULT_MAX_JSON_DEPTH, JsonLimitError, loads_strict
 from oloproof.errors import ConfigError
+from oloproof.transport.ratelimit import rate_signal, report
 from oloproof.transport.retry import (
     AttemptFailure,
     PermanentFailure,
@@ -113,12 +114,18 @@ def body_excerpt(text: str, secrets: Iterable[str] = (), limit: int = EXCERPT_CH
 def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> AttemptFailure:
     status = reply.status_code
     message = f"{what}: HTTP {status}: {body_excerpt(reply.text, secrets)}"
+    rate = rate_signal(status, reply.headers)
     if status == 429 or 500 <= status <= 599:
+        # The retry policy honours Retry-After only, as it always has; the adaptive
+        # limiter reads every rate-limit header (transport/ratelimit.py).
         retry_after = parse_retry_after(reply.headers.get("retry-after"))
-        return RetryableFailure(message, retry_after_s=retry_after)
+        retryable = RetryableFailure(message, retry_after_s=retry_after, rate=rate)
+        retryable.status = status
+        return retryable
     failure = PermanentFailure(message, stops_run=status in STOPS_RUN_STATUSES)
     failure.status = status
     failure.body = mask(reply.text, secrets)
+    failure.rate = rate
     return failure
 
 
@@ -200,6 +207,9 @@ async def send_attempt(
         raise _transport_failure(exc, timeout_s, what, secrets) from None
     if not 200 <= reply.status_code <= 299:
         raise _status_failure(reply, secrets, what)
+    signal = rate_signal(reply.status_code, reply.headers)
+    if signal is not None:  # a limit exhausted by this very call (a remaining count of 0)
+        report(signal)
     return reply
 
 

@@ -18,7 +18,10 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from oloproof.transport.ratelimit import RateSignal
 
 T = TypeVar("T")
 
@@ -41,16 +44,25 @@ class AttemptFailure(Exception):
         # read what the other side said (a provider naming a parameter it refuses).
         self.status: int | None = None
         self.body: str | None = None
+        # What the failure says about a rate limit (transport/ratelimit.py): read by
+        # the adaptive limiter, never by the retry policy.
+        self.rate: RateSignal | None = None
 
 
 class RetryableFailure(AttemptFailure):
     """A failure worth another attempt (429, 5xx, timeout, dropped connection)."""
 
     def __init__(
-        self, message: str, *, kind: str = "ERROR", retry_after_s: float | None = None
+        self, message: str, *, kind: str = "ERROR", retry_after_s: float | None = None,
+        rate: RateSignal | None = None,
     ) -> None:
         super().__init__(message, kind=kind)
         self.retry_after_s = retry_after_s
+        self.rate = rate
+        # Set by the adaptive limiter on a rate limit that named its wait: the retry
+        # comes after exactly that wait, not after the growing backoff (the limiter's
+        # smaller limit is what slows the calls down then).
+        self.wait_exactly = False
 
 
 class PermanentFailure(AttemptFailure):
@@ -65,7 +77,8 @@ class RetryPolicy:
     max_retry_wait_s: float = 60.0
 
     def delay_before(
-        self, attempt: int, retry_after_s: float | None, rng: random.Random | None = None
+        self, attempt: int, retry_after_s: float | None, rng: random.Random | None = None,
+        *, exactly: bool = False,
     ) -> float | None:
         """Seconds to wait before attempt number ``attempt`` (2, 3, ...).
 
@@ -78,6 +91,8 @@ class RetryPolicy:
             return None
         if retry_after_s is not None and retry_after_s > self.max_retry_wait_s:
             return None
+        if exactly and retry_after_s is not None:
+            return retry_after_s
         ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 2))
         uniform = rng.uniform if rng is not None else random.uniform
         draw = uniform(0.0, ceiling / 2)
@@ -130,7 +145,9 @@ async def call_with_retries(
             value = await attempt_fn(attempt)
             return Attempted(value, attempt)
         except RetryableFailure as failure:
-            delay = policy.delay_before(attempt + 1, failure.retry_after_s)
+            delay = policy.delay_before(
+                attempt + 1, failure.retry_after_s, exactly=failure.wait_exactly
+            )
             if delay is None:
                 failure.attempts = attempt
                 if (
