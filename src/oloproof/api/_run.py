@@ -83,6 +83,7 @@ def load(
     cases: Sequence[str] | None = None,
     where: Sequence[str] | str | None = None,
     group_by: Sequence[str] | str | None = None,
+    trials: int | None = None,
 ) -> PreparedRun:
     """Load and check a project (and choose its subset): every configuration error is
     raised here, before anything is stored or called."""
@@ -101,8 +102,13 @@ def load(
         limit=limit, sample=sample, seed=seed, case_ids=tuple(cases or ()),
         where=tuple(where or ()),
     )
+    if trials is not None and (
+        isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 100
+    ):
+        raise UsageError(f"trials must be a whole number from 1 to 100, got {trials!r}")
     prepared = prepare(
-        config_file(project), None if policy is None else str(policy), list(group_by or ())
+        config_file(project), None if policy is None else str(policy), list(group_by or ()),
+        trials,
     )
     subset = None
     if not spec.is_whole:
@@ -183,6 +189,7 @@ def run(
     where: Sequence[str] | str | None = None,
     group_by: Sequence[str] | str | None = None,
     on_event: EventCallback | None = None,
+    trials: int | None = None,
 ) -> RunResult:
     """Run a project's suite, store every result, decide its release policy.
 
@@ -190,14 +197,16 @@ def run(
     file (default: the project's). ``limit``/``sample``/``seed``/``cases``/``where`` run a
     subset (stored as such: it never allows a release). ``group_by`` breaks every metric
     down by these metadata keys (each group with its own interval). ``on_event`` receives every
-    event as it happens. Configuration errors raise :class:`oloproof.ConfigError` before
+    event as it happens. ``trials`` calls the system that many times per case (default:
+    ``trials:`` in oloproof.yaml, else 1; docs/repeated-trials.md). Configuration errors raise :class:`oloproof.ConfigError` before
     anything is stored; whatever happens after, the run is stored as DECIDED or
     RUN_ERROR/PARTIAL, never left RUNNING.
 
     Called where an event loop is already running (Jupyter), it runs in a helper thread
     and blocks until the run ends; ``await oloproof.run_async(...)`` does not block.
     """
-    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event)
+    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event,
+                 trials)
     if not _loop_running():
         return args.call(StopRequest())
     stop = StopRequest()
@@ -233,6 +242,7 @@ async def run_async(
     where: Sequence[str] | str | None = None,
     group_by: Sequence[str] | str | None = None,
     on_event: EventCallback | None = None,
+    trials: int | None = None,
 ) -> RunResult:
     """:func:`run`, awaitable: the run goes on in a thread of its own while the caller's
     loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
@@ -251,7 +261,8 @@ async def run_async(
             except RuntimeError:  # the caller's loop is closed
                 pass
 
-    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback)
+    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback,
+                 trials)
 
     def settle(value: Any, error: BaseException | None) -> None:
         if future.done():
@@ -298,11 +309,13 @@ class _Args:
     where: Sequence[str] | str | None
     group_by: Sequence[str] | str | None
     on_event: EventCallback | None
+    trials: int | None = None
 
     def call(self, stop: StopRequest) -> RunResult:
         loaded = load(
             self.project, policy=self.policy, limit=self.limit, sample=self.sample,
             seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
+            trials=self.trials,
         )
         sinks: list[EventCallback] = []
         if self.on_event is not None:

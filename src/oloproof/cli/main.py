@@ -85,6 +85,7 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--junit-undecided", choices=("auto", "skipped", "failure"), default="auto", help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the rule blocks, else skipped (auto, the default), or always skipped, or always a failure")
         p.add_argument("--github-annotations", action="store_true", help="print ::error / ::warning lines for rules that block or warn (GitHub Actions)")
         p.add_argument("--group-by", action="append", metavar="KEY", help="break every metric down by metadata KEY, each group with its own interval (repeatable)")
+        p.add_argument("--trials", type=_trials, metavar="K", help="call the system K times per case (default: trials: in oloproof.yaml, else 1); see docs/repeated-trials.md")
         subset = p.add_argument_group(
             "subsets", "run part of the suite; the run is stored as DECIDED/SUBSET and never allows a release (exit 5 unless a rule FAILs)"
         )
@@ -156,6 +157,18 @@ def _positive_int(value: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of cases, 1 or more, got '{value}'")
+    return n
+
+
+def _trials(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 100:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of trials from 1 to 100, got '{value}'"
+        )
     return n
 
 
