@@ -28,10 +28,10 @@ __all__ = [
     "PANEL_AGREED",
     "PANEL_SPLIT",
     "CriterionEvidence",
-    "TrialOutcome",
-    "aggregate_name",
     "LabelledVerdicts",
     "Outcome",
+    "TrialOutcome",
+    "aggregate_name",
     "classify_outcome",
 ]
 

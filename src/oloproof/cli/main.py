@@ -109,6 +109,7 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--case", metavar="ID", help="show one case: input, expected, output, judgments, attempts, errors")
         p.add_argument("--failures", action="store_true", help="show only cases that failed, erred or went missing")
+        p.add_argument("--flaky", action="store_true", help="show the cases whose repeated trials disagree (a run with trials > 1)")
         p.add_argument("--judges", action="store_true", help="show each judge against the human labels stored with the run")
         p.add_argument("--json", action="store_true", help="print one JSON document")
     elif name == "runs":

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
+from oloproof.errors import ConfigError
 from oloproof.evidence import CriterionEvidence, LabelledVerdicts, aggregate_name
 from oloproof.policy.format import (
     as_decimal,
@@ -31,7 +32,6 @@ from oloproof.project.models import (
     ReleasePolicy,
     ReleaseRule,
 )
-from oloproof.errors import ConfigError
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
 from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
 

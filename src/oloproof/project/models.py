@@ -645,8 +645,6 @@ class ProjectConfig(_Model):
     dataset: NonEmpty
     system: SystemConfig
     concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
-    #: Calls of the system per case (docs/repeated-trials.md); 1 is a run as it always was.
-    trials: int = Field(default=1, ge=1, le=MAX_TRIALS, strict=True)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     evaluators: list[Evaluator]
@@ -656,6 +654,8 @@ class ProjectConfig(_Model):
     policy: NonEmpty | None = None
     #: A person's labels on judge criteria (JSON Lines; see project/labels.py).
     human_labels: NonEmpty | None = None
+    #: Calls of the system per case (docs/repeated-trials.md); 1 is a run as it always was.
+    trials: int = Field(default=1, ge=1, le=MAX_TRIALS, strict=True)
 
     @field_validator("human_labels")
     @classmethod

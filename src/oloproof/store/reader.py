@@ -38,6 +38,7 @@ __all__ = [
     "CriterionEvidence",
     "JudgmentRow",
     "RunRecord",
+    "TrialRow",
     "get_run",
     "list_runs",
     "load_cases",
