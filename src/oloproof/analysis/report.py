@@ -20,6 +20,7 @@ from typing import Any
 
 from oloproof.analysis.compare import build_comparison
 from oloproof.analysis.stored import decide_stored, stored_policy
+from oloproof.analysis.trials import flaky_cases
 from oloproof.enums import CaseStatus, MetricKind
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.policy.format import estimate_text, interval_text, level_text
@@ -117,6 +118,7 @@ def _run_header(run: RunRecord, cases: list[CaseRow]) -> dict[str, Any]:
         "stop_reason": run.stop_reason,
         "policy_path": run.policy_path,
         "confidence_level": policy.get("confidence_level"),
+        "trials": run.trials,
         "running": run.status == "RUNNING",
     }
 
@@ -144,11 +146,19 @@ def run_document(conn: sqlite3.Connection, ref: str) -> dict[str, Any]:
     for d in decisions:
         d["metric_kind"] = kinds.get(d.get("metric", ""), MetricKind.BINARY)
     case_docs = [case_document(c, kinds) for c in cases]
+    index_of = {c.case_id: i for i, c in enumerate(cases)}
     counts = {k: 0 for k in ("passed", "failed", "missing", "excluded")}
     for c in case_docs:
         counts[c["outcome"]] = counts.get(c["outcome"], 0) + 1
+    flaky = [
+        {**f.to_json(), "trials_text": f.trials_text,
+         "index": index_of.get(f.case_id)}
+        for f in flaky_cases(conn, run)
+    ] if run.trials > 1 else []
     return {
         "kind": "run",
+        "flaky": flaky,
+        "flaky_cases": len({f["case"] for f in flaky}),
         "run": _run_header(run, cases),
         "level_text": level_text(float(policy.confidence_level)),
         "decisions": decisions,

@@ -19,6 +19,7 @@ from oloproof.api._results import (
     RunInfo,
     RunResult,
     Subset,
+    TrialResult,
 )
 from oloproof.api._run import EventCallback, PreparedRun, execute, load, run, run_async
 from oloproof.policy.decide import Decision, MetricSummary
@@ -59,6 +60,7 @@ __all__ = [
     "RunPlan",
     "RunResult",
     "Subset",
+    "TrialResult",
     "compare",
     "execute",
     "list_comparisons",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oloproof.analysis.trials import FlakyCase, flaky_cases
 from oloproof.api._results import RunResult, Subset
 from oloproof.api._subset import SubsetSpec
 from oloproof.enums import Completeness, GateAction, MetricKind, RunStatus
@@ -156,7 +157,22 @@ def execute(
         project=run.prepared.project.config.project,
         rule_ids=[r.id for r in run.prepared.policy.rules], judges=list(outcome.judges),
         panels=_panels(run.prepared, outcome.run_id),
+        trials=run.prepared.trials, flaky=_flaky(run.prepared, outcome.run_id),
     )
+
+
+def _flaky(prepared: Prepared, run_id: str) -> list[FlakyCase]:
+    """The cases whose trials disagree, read back from the store (none with one trial)."""
+    if prepared.trials < 2:
+        return []
+    from oloproof.store.db import open_store_readonly, store_path
+    from oloproof.store.reader import get_run
+
+    conn = open_store_readonly(store_path(prepared.project.root))
+    try:
+        return flaky_cases(conn, get_run(conn, run_id))
+    finally:
+        conn.close()
 
 
 def _panels(prepared: Prepared, run_id: str) -> dict[str, tuple[int, int]]:

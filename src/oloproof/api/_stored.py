@@ -18,6 +18,7 @@ from oloproof.analysis.plan import (
     plan_stored_run,
 )
 from oloproof.analysis.stored import STORED, decide_stored, judge_reports, stored_policy
+from oloproof.analysis.trials import flaky_cases
 from oloproof.api._results import ComparisonResult, RunInfo, RunResult, Subset
 from oloproof.api._run import config_file
 from oloproof.enums import Completeness
@@ -76,6 +77,7 @@ def read_run(
         )
         reports = judge_reports(conn, record.id, float(release.confidence_level), chosen)
         panels = panel_splits(conn, record.id)
+        flaky = flaky_cases(conn, record)
     finally:
         conn.close()
     partial = record.completeness == Completeness.PARTIAL
@@ -89,6 +91,7 @@ def read_run(
         policy_path=str(policy) if policy is not None else record.policy_path,
         subset=Subset.from_json(record.subset), project=record.project,
         rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
+        trials=record.trials, flaky=flaky,
     )
 
 
