@@ -206,7 +206,8 @@ class CriterionEvidence:
         ``pass_at_k`` and ``pass_all_k`` are the metric itself, case by case.
         """
         name = aggregate_name(self.criterion, aggregate, self.trials)
-        out = CriterionEvidence(name, MetricKind.BINARY)
+        # ``trials`` without ``case_trials``: one outcome per case, derived from k trials.
+        out = CriterionEvidence(name, MetricKind.BINARY, trials=self.trials)
         if self.case_trials is None:
             # One trial per case: each judgment is its case's only trial.
             if aggregate == "flaky_share":

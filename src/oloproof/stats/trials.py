@@ -53,6 +53,7 @@ __all__ = [
     "clustered_rate_bounded",
     "design_effect",
     "normal_isf",
+    "projected_interval",
 ]
 
 KORN_GRAUBARD = "korn_graubard"
@@ -197,3 +198,30 @@ def clustered_rate_bounded(
         design_effect=None if shape is None else shape[0],
         icc=None if shape is None else shape[1],
     )
+
+
+def projected_interval(
+    rate: float,
+    icc: float | None,
+    cases: int,
+    trials: int,
+    informative: int,
+    level: float = 0.95,
+) -> Interval:
+    """The interval :func:`clustered_rate` would give ``cases`` cases of ``trials`` trials if
+    their mean pass fraction were ``rate`` and two trials of a case correlated ``icc``: the
+    design effect is 1 + (trials - 1)·icc, so n* = cases·trials / (1 + (trials - 1)·icc)
+    (with the same t adjustment and clipping). With fewer than ``MIN_INFORMATIVE_CASES``
+    ``informative`` cases (or no ICC, or a rate of 0 or 1) it is the case-level exact
+    interval, which no number of trials narrows. For ``oloproof plan`` (approximate)."""
+    if cases < 2:
+        return Interval(0.0, 1.0)
+    half = 0.5 * (1.0 - level)
+    if icc is None or informative < MIN_INFORMATIVE_CASES or not 0.0 < rate < 1.0:
+        lower, upper = _cp_real(rate * cases, float(cases), half)
+        return Interval(lower, upper)
+    adjust = (normal_isf(half) / t_isf(half, cases - 1)) ** 2
+    n_eff = cases * trials / (1.0 + (trials - 1) * icc) * adjust
+    n_eff = min(max(n_eff, cases * adjust), float(cases * trials))
+    lower, upper = _cp_real(rate * n_eff, n_eff, half)
+    return Interval(lower, upper)
