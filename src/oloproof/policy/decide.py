@@ -271,6 +271,10 @@ def decide_observed_count(rule: ObservedCountRule, ev: CriterionEvidence) -> Dec
     failures = ev.failed if ev.kind == MetricKind.BINARY else 0
     seen = f"{ev.observed} observed, " if ev.missing else ""  # "0 observed, …, 18 missing"
     detail = f"{seen}{failures} failed, {ev.missing} missing; at most {n_max} allowed"
+    if ev.case_trials is not None and ev.trials > 1:
+        # Over repeated trials the rule counts failed trials, each a call that failed.
+        detail = (f"{seen}{failures} failed, {ev.missing} missing trials of {ev.trials} per"
+                  f" case; at most {n_max} failed trials allowed")
     if failures + ev.missing <= n_max:
         state, reason = PASS, "failures_within_budget"
     elif failures > n_max:
