@@ -264,3 +264,14 @@ def test_trials_out_of_range_are_refused(tmp_path: Path) -> None:
     config.write_text(config.read_text() + "trials: 0\n")
     with pytest.raises(ConfigError, match="trials"):
         oloproof.run(root)
+
+
+def test_compare_pairs_trial_0_and_says_so(tmp_path: Path) -> None:
+    root = flaky_project(tmp_path / "p", flaky_cases(6, 4, 0), release=FLOOR)
+    one = oloproof.run(root)
+    three = oloproof.run(root, trials=3)
+    cmp = oloproof.compare(three, one, project=root)
+    warnings = cmp.warnings
+    assert f"{three.run_id} made 3 trials per case: the comparison pairs trial 0 of each" \
+        " case only" in warnings
+    assert not any(one.run_id in w and "trials" in w for w in warnings)
