@@ -275,3 +275,35 @@ def test_compare_pairs_trial_0_and_says_so(tmp_path: Path) -> None:
     assert f"{three.run_id} made 3 trials per case: the comparison pairs trial 0 of each" \
         " case only" in warnings
     assert not any(one.run_id in w and "trials" in w for w in warnings)
+
+
+def test_groups_of_a_trial_run_hold_whole_cases(tmp_path: Path) -> None:
+    cases = flaky_cases(6, 6, 0)
+    for i, case in enumerate(cases):
+        case["metadata"] = {"lang": "fr" if i % 2 else "en"}
+    rules = """
+version: 1
+rules:
+  - id: floor
+    metric: exact_label
+    each_group: true
+    min: 0.1
+  - id: fr-reliable
+    metric: exact_label
+    group: {lang: fr}
+    aggregate: pass_all_k
+    min: 0.1
+"""
+    root = flaky_project(tmp_path / "p", cases, release=rules, trials=2)
+    result = oloproof.run(root, group_by="lang")
+    fr, en = result.metrics["exact_label[lang=fr]"], result.metrics["exact_label[lang=en]"]
+    assert (fr.cases, fr.trials, fr.observed) == (6, 2, 12)
+    assert (en.cases, en.observed) == (6, 12)
+    # c001, c003, c005 steady (fraction 1); c007, c009, c011 flaky (fraction 1/2)
+    assert fr.estimate == pytest.approx(0.75)
+    reliable = result.metrics["exact_label[lang=fr][pass^2]"]
+    assert (reliable.passed, reliable.observed) == (3, 6)
+    assert {d.rule for d in result.decisions} == {"floor[lang=en]", "floor[lang=fr]",
+                                                  "fr-reliable"}
+    again = oloproof.read_run(result.run_id, root)
+    assert again.metrics["exact_label[lang=fr]"].estimate == fr.estimate

@@ -23,6 +23,7 @@ from oloproof.stats.trials import (
     clustered_rate_bounded,
     design_effect,
     normal_isf,
+    projected_interval,
 )
 
 
@@ -204,3 +205,27 @@ def test_naive_binomial_interval_on_all_trials_would_undercover() -> None:
     assert np.mean((lo <= mu) & (mu <= hi)) < 0.85
     ours = _coverage(n, k, mu, rho, 2000, seed=11)[0]
     assert ours >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / 2000)
+
+
+def test_the_plan_projection_reproduces_the_interval_at_the_observed_size() -> None:
+    """At the run's own n and k, the design-effect projection plan uses is the interval the
+    run got: n·k / (1 + (k - 1)·ICC) is the Korn–Graubard n* when the ICC is not clipped."""
+    rng = np.random.default_rng(5)
+    checked = 0
+    for _ in range(200):
+        n, k = int(rng.integers(20, 80)), int(rng.integers(2, 8))
+        x = rng.binomial(k, rng.beta(3, 1.5, size=n))
+        fractions, trials = list(x / k), [k] * n
+        iv, method, _ = clustered_rate(fractions, trials)
+        shape = design_effect(fractions, trials)
+        if method != KORN_GRAUBARD or shape is None or not 0 < shape[1] < 1:
+            continue
+        informative = min(int((x < k).sum()), int((x > 0).sum()))
+        projected = projected_interval(float(np.mean(fractions)), shape[1], n, k, informative)
+        assert projected.lower == pytest.approx(iv.lower, abs=1e-9)
+        assert projected.upper == pytest.approx(iv.upper, abs=1e-9)
+        checked += 1
+    assert checked > 50
+    # fewer than 10 informative cases: the case-level interval, whatever the trials
+    few = projected_interval(0.9, 0.1, 30, 10, 5)
+    assert few == projected_interval(0.9, 0.1, 30, 100, 5)

@@ -635,6 +635,14 @@ def plan_run(
         derived = ev.case_trials is None and ev.trials > 1
         if over_trials and ev.kind == MetricKind.BINARY:
             _trials_run_rule(entry, rule, ev, rule_level, assuming)
+            if assurance is not None and entry.plan == "sized":
+                entry.assurance = {
+                    "target": assurance, "status": "not_computable", "more": None,
+                    "total": None, "probability": None, "method": None,
+                    "reason": "an assurance is computed exactly for one outcome per case;"
+                    " a rate over repeated trials is sized by projection only",
+                    "assumption": None,
+                }
         elif ev.kind == MetricKind.BINARY:
             _binary_run_rule(entry, rule, ev, rule_level, assurance, assuming)
         elif not _mean_run_rule(entry, rule, ev, rule_level, assurance, assuming):
