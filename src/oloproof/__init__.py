@@ -7,20 +7,21 @@ The public API (``__all__``; everything else is private by convention):
   a custom evaluator may return a :class:`Verdict` and reads the case as a :class:`CaseView`;
 - to drive Oloproof from Python (docs/python-api.md): :func:`run`, :func:`run_async`,
   :func:`read_run`, :func:`list_runs`, :func:`compare`, :func:`plan`, and their typed
-  results. These are imported from :mod:`oloproof.api` on first use, so that
-  ``import oloproof`` (and every ``oloproof`` command) does not pay for them.
+  results. These, like every public name but the errors, are imported on first use, so
+  that ``import oloproof`` (and every ``oloproof`` command) does not pay for them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from oloproof._context import CaseContext, current_case
 from oloproof.errors import ConfigError, OloproofError, TransientError, UsageError
-from oloproof.evaluators.base import CaseView, Verdict
-from oloproof.systems.decorator import system
 
+# Not typing.TYPE_CHECKING: importing typing alone is a third of `oloproof --help`'s own
+# start-up. Type checkers treat any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
+    from oloproof._context import CaseContext, current_case
     from oloproof.api import (
         CaseResult,
         ComparisonPlan,
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
         run,
         run_async,
     )
+    from oloproof.evaluators.base import CaseView, Verdict
+    from oloproof.systems.decorator import system
 
 # Names served by oloproof.api, imported on first use.
 _API = frozenset({
@@ -49,7 +52,24 @@ _API = frozenset({
 })
 
 
+# The rest of the public names, each from its own module, also on first use: every
+# `oloproof` command imports this package first, and `oloproof --help` needs none of them.
+_LAZY = {
+    "CaseContext": "oloproof._context",
+    "current_case": "oloproof._context",
+    "CaseView": "oloproof.evaluators.base",
+    "Verdict": "oloproof.evaluators.base",
+    "system": "oloproof.systems.decorator",
+}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     if name in _API:
         import oloproof.api
 

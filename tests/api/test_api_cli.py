@@ -73,3 +73,34 @@ def test_bad_subset_arguments_are_one_line_exit_2(project_dir: Path) -> None:
         assert r.code == 2, r.text
         assert message in r.err and "Traceback" not in r.err
     assert not (project_dir / ".oloproof" / "store.sqlite").exists()
+
+
+def _modules_after(args: list[str], cwd: Path) -> set[str]:
+    """The modules a command left loaded, run in a process of its own."""
+    probe = (
+        "import sys\n"
+        "from oloproof.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, *args], cwd=cwd, capture_output=True, check=False,
+                         text=True, timeout=120)
+    return set(out.stderr.rsplit("MODULES ", 1)[1].split())
+
+
+def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
+    """Start-up (issue 16): --help needs the standard library and the package's errors;
+    listing runs needs the store, not the configuration's models, the statistics or rich."""
+    write_project(tmp_path, app=APP, cases=labelled_cases(4), release=RELEASE)
+    assert run_cli("run", cwd=tmp_path).code in (0, 3)
+
+    helped = _modules_after(["--help"], tmp_path)
+    assert not {"typing", "shutil", "oloproof.api", "oloproof.project", "pydantic", "rich"} & helped
+    listed = _modules_after(["runs", "--json"], tmp_path)
+    assert "oloproof.store.reader" in listed  # it did read the store
+    assert not {"pydantic", "yaml", "rich", "oloproof.project", "oloproof.policy.decide",
+                "oloproof.stats.intervals", "asyncio"} & listed
+    gated = _modules_after(["gate", "latest"], tmp_path)
+    assert "oloproof.policy.decide" in gated
+    assert not {"oloproof.analysis.plan", "oloproof.analysis.compare", "httpx", "jsonschema",
+                "asyncio"} & gated

@@ -11,40 +11,53 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from oloproof.api._results import (
-    CaseResult,
-    ComparisonResult,
-    GateNotAllowed,
-    Judgment,
-    RunInfo,
-    RunResult,
-    Subset,
-    TrialResult,
-)
-from oloproof.api._run import EventCallback, PreparedRun, execute, load, run, run_async
-from oloproof.policy.decide import Decision, MetricSummary
-
 if TYPE_CHECKING:
     from oloproof.analysis.plan import ComparisonPlan, RunPlan
-    from oloproof.api._stored import compare, list_comparisons, list_runs, plan, read_run
+    from oloproof.api._listing import list_comparisons, list_runs
+    from oloproof.api._results import (
+        CaseResult,
+        ComparisonResult,
+        GateNotAllowed,
+        Judgment,
+        RunInfo,
+        RunResult,
+        Subset,
+        TrialResult,
+    )
+    from oloproof.api._run import EventCallback, PreparedRun, execute, load, run, run_async
+    from oloproof.api._stored import compare, plan, read_run
+    from oloproof.policy.decide import Decision, MetricSummary
 
-# Reading, comparing and planning stored runs import the paired statistics and the
-# sample-size search (about 0.1 s): only when one of them is used, so that
-# `oloproof run` does not pay for them.
-_STORED = frozenset({"compare", "list_comparisons", "list_runs", "plan", "read_run"})
-_PLANS = frozenset({"ComparisonPlan", "RunPlan"})
+# Every name is imported from its module on first use. Running imports the runner and
+# the evaluators; reading, comparing and planning stored runs import the paired
+# statistics and the sample-size search; listing runs needs only the store. Each
+# command pays for its own (`oloproof runs` for neither of the others).
+_HOMES = {
+    **dict.fromkeys(("list_comparisons", "list_runs"), "oloproof.api._listing"),
+    **dict.fromkeys(
+        ("CaseResult", "ComparisonResult", "GateNotAllowed", "Judgment", "RunInfo", "RunResult",
+         "Subset", "TrialResult"),
+        "oloproof.api._results",
+    ),
+    **dict.fromkeys(
+        ("EventCallback", "PreparedRun", "execute", "load", "run", "run_async"), "oloproof.api._run"
+    ),
+    **dict.fromkeys(("compare", "plan", "read_run"), "oloproof.api._stored"),
+    **dict.fromkeys(("ComparisonPlan", "RunPlan"), "oloproof.analysis.plan"),
+    **dict.fromkeys(("Decision", "MetricSummary"), "oloproof.policy.decide"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _STORED:
-        from oloproof.api import _stored
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'oloproof.api' has no attribute {name!r}")
+    import importlib
 
-        return getattr(_stored, name)
-    if name in _PLANS:
-        from oloproof.analysis import plan as _plan
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # looked up once
+    return value
 
-        return getattr(_plan, name)
-    raise AttributeError(f"module 'oloproof.api' has no attribute {name!r}")
 
 __all__ = [
     "CaseResult",

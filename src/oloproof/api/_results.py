@@ -12,14 +12,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oloproof.analysis.trials import FlakyCase
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
-from oloproof.policy.decide import Decision, MetricSummary
-from oloproof.store.reader import TrialRow, panels_json
+from oloproof.store.reader import panels_json
 
 if TYPE_CHECKING:
+    from oloproof.analysis.trials import FlakyCase
     from oloproof.policy.compare import PairedMetric
-    from oloproof.store.reader import CaseRow, RunRecord
+    from oloproof.policy.decide import Decision, MetricSummary
+    from oloproof.store.reader import CaseRow, RunRecord, TrialRow
 
 __all__ = [
     "CaseResult",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from oloproof.analysis.trials import FlakyCase, flaky_cases
+from oloproof.api._listing import config_file
 from oloproof.api._results import RunResult, Subset
 from oloproof.api._subset import SubsetSpec
 from oloproof.enums import Completeness, GateAction, MetricKind, RunStatus
@@ -35,19 +36,6 @@ log = logging.getLogger("oloproof")
 #: What ``on_event`` receives: an :class:`oloproof.events.Event` (``event.type``,
 #: ``event.to_json()`` is the line ``oloproof run --json`` writes).
 EventCallback = Callable[[Event], None]
-
-
-def config_file(project: str | os.PathLike[str]) -> Path:
-    """``project`` as the path of its oloproof.yaml: a directory, or the file itself."""
-    path = Path(project)
-    if path.is_dir():
-        path = path / "oloproof.yaml"
-    if not path.exists():
-        raise UsageError(
-            f"{path}: no such file; pass a project directory or its oloproof.yaml"
-            " (`oloproof init` creates a project)"
-        )
-    return path
 
 
 @dataclass

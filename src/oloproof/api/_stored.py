@@ -4,45 +4,29 @@ writes (the comparison it makes, with a ``cmp_`` id)."""
 
 from __future__ import annotations
 
-import os
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from oloproof.analysis.compare import compare_runs, run_ref
-from oloproof.analysis.plan import (
-    ComparisonPlan,
-    RunPlan,
-    plan_stored_comparison,
-    plan_stored_run,
-)
 from oloproof.analysis.stored import STORED, decide_stored, judge_reports, stored_policy
 from oloproof.analysis.trials import flaky_cases
-from oloproof.api._results import ComparisonResult, RunInfo, RunResult, Subset
-from oloproof.api._run import config_file
+from oloproof.api._listing import PathLike, _read, config_file, list_comparisons, list_runs
+from oloproof.api._results import ComparisonResult, RunResult, Subset
 from oloproof.enums import Completeness
 from oloproof.errors import UsageError
 from oloproof.policy.decide import gate
 from oloproof.project import load_release_policy
 from oloproof.project.labels import load_labels
-from oloproof.store.comparisons import ComparisonRecord
-from oloproof.store.comparisons import list_comparisons as _list_comparisons
-from oloproof.store.db import has_table, open_store, open_store_readonly, store_path
+from oloproof.store.db import open_store, open_store_readonly, store_path
 from oloproof.store.reader import get_run, panel_splits
-from oloproof.store.reader import list_runs as _list_runs
+
+if TYPE_CHECKING:
+    from oloproof.analysis.plan import ComparisonPlan, RunPlan
 
 __all__ = ["compare", "list_comparisons", "list_runs", "plan", "read_run"]
 
-PathLike = str | os.PathLike[str]
-
-
 def _root(project: PathLike) -> Path:
     return config_file(project).resolve().parent
-
-
-def _read(project: PathLike) -> sqlite3.Connection:
-    return open_store_readonly(store_path(_root(project)))
 
 
 def read_run(
@@ -95,27 +79,6 @@ def read_run(
     )
 
 
-def list_runs(project: PathLike = ".", *, limit: int | None = None) -> list[RunInfo]:
-    """The project's stored runs, newest first (at most ``limit``)."""
-    conn = _read(project)
-    try:
-        return [RunInfo.from_record(r) for r in _list_runs(conn, limit=limit)]
-    finally:
-        conn.close()
-
-
-def list_comparisons(project: PathLike = ".", *, limit: int | None = None) -> list[ComparisonRecord]:
-    """The project's stored comparisons, newest first (at most ``limit``)."""
-    conn = _read(project)
-    try:
-        # A store read as it is (never migrated by a reader) may predate comparisons.
-        if not has_table(conn, "comparisons"):
-            return []
-        return _list_comparisons(conn, limit=limit)
-    finally:
-        conn.close()
-
-
 def compare(
     candidate: str | RunResult,
     baseline: str | RunResult,
@@ -127,6 +90,10 @@ def compare(
     compare.yaml beside the project if any), and store the comparison (``cmp_`` id)."""
     cand = candidate.run_id if isinstance(candidate, RunResult) else candidate
     base = baseline.run_id if isinstance(baseline, RunResult) else baseline
+    # Comparing and planning import the paired statistics and the sample-size search:
+    # only here, so that reading a run (`oloproof gate`) does not pay for them.
+    from oloproof.analysis.compare import compare_runs, run_ref
+
     run_ref(cand, "CANDIDATE")
     run_ref(base, "BASELINE")
     config = config_file(project)
@@ -168,6 +135,8 @@ def plan(
     if assurance is not None and not 0.0 < assurance < 1.0:
         raise UsageError(f"assurance: expected a probability strictly between 0 and 1, got {assurance!r}")
     policy_path = None if policy is None else str(policy)
+    from oloproof.analysis.plan import plan_stored_comparison, plan_stored_run
+
     conn = _read(project)
     try:
         if ref.startswith("cmp_"):

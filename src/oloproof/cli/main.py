@@ -53,9 +53,23 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    """argparse's own formatter, told the width: left to itself it imports shutil (and
+    with it bz2 and lzma) to ask the terminal, a tenth of --help's start-up."""
+    try:
+        width = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size(sys.stdout.fileno()).columns
+    except (ValueError, OSError):
+        width = 80
+    return argparse.HelpFormatter(prog, width=max(width, 40) - 2)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``only`` (a command's name), that command's arguments are
+    the only ones declared: each command lists itself, so the top-level help and the
+    errors read the same, and a run does not pay for nine other commands' arguments."""
     parser = _Parser(
         prog="oloproof",
+        formatter_class=_formatter,
         description=(
             "Is it good enough, and how sure can we be? Run a system over a suite, "
             "put an exact interval behind every metric, and decide release rules."
@@ -66,9 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module, help_text) in COMMANDS.items():
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_formatter)
         cmd.set_defaults(_module=module)
-        _add_arguments(name, cmd)
+        if only is None or only == name:
+            _add_arguments(name, cmd)
     return parser
 
 
@@ -174,7 +189,11 @@ def _trials(value: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    # The command is the first word that is not an option of the top level (there are
+    # only --help and --version, which take no value).
+    first = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()

@@ -6,12 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from rich.table import Table
-
 from oloproof.api import RunInfo, list_comparisons, list_runs
 from oloproof.cli._common import project_root
-from oloproof.render.console import print_to, text
-from oloproof.render.fit import fit
 from oloproof.textsafe import dumps
 
 
@@ -32,6 +28,12 @@ def command(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(dumps([run_json(r) for r in runs]) + "\n")
         return 0
+    # The tables (and rich, a third of this command's start-up) only when printing them.
+    from rich.table import Table
+
+    from oloproof.render.console import print_to, text
+    from oloproof.render.fit import fit
+
     if not runs:
         print_to(sys.stdout, "No runs stored yet.")
         return 0

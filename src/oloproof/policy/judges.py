@@ -10,15 +10,16 @@ show agreement above the floor. Pure: numbers in, typed results out.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof.enums import MetricKind
 from oloproof.evidence import LabelledVerdicts
 from oloproof.policy.format import estimate_text, interval_text, level_text, value_text
 from oloproof.project.models import JudgeValidation
-from oloproof.stats.agreement import Agreement, agreement, labels_to_settle
 from oloproof.stats.intervals import Interval
-from oloproof.stats.ppi import ppi_mean
+
+if TYPE_CHECKING:
+    from oloproof.stats.agreement import Agreement
 
 __all__ = ["CORRECTED_METHOD", "Corrected", "JudgeReport", "corrected_rate", "judge_report",
            "validate"]
@@ -113,6 +114,8 @@ def corrected_rate(lv: LabelledVerdicts, level: float) -> tuple[Corrected | None
     if len(seen_lab) < 2 or len(seen_unl) < 2:
         return None, (f"needs 2 labelled and 2 unlabelled cases with a verdict; the run has "
                       f"{len(seen_lab)} and {len(seen_unl)}")
+    from oloproof.stats.ppi import ppi_mean  # only for runs with human labels
+
     base = ppi_mean([p for _, p in seen_lab], [v for v, _ in seen_lab], seen_unl, level)
     lower, upper = base.interval.lower, base.interval.upper
     if missing:
@@ -127,6 +130,8 @@ def corrected_rate(lv: LabelledVerdicts, level: float) -> tuple[Corrected | None
 
 def judge_report(lv: LabelledVerdicts, level: float) -> JudgeReport:
     """Agreement and the corrected estimate of one judge criterion at ``level``."""
+    from oloproof.stats.agreement import agreement  # only for runs with human labels
+
     both_pass, judge_only, person_only, both_fail, missing = lv.table()
     stats = agreement(both_pass, judge_only, person_only, both_fail, level)
     observed = [v for v in lv.verdicts.values() if v is not None]
@@ -163,6 +168,8 @@ def validate(
     floor_text = value_text(floor, MetricKind.BINARY)
     if prop.interval.lower >= floor:
         return None
+    from oloproof.stats.agreement import labels_to_settle
+
     total = labels_to_settle(prop.k, n, floor, level)
     if total is None:
         return ("judge_agreement_below_floor",

@@ -110,6 +110,7 @@ class _Model(BaseModel):
         coerce_numbers_to_str=True,
         allow_inf_nan=False,
         populate_by_name=True,
+        defer_build=True,
     )
 
 

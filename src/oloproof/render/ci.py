@@ -19,7 +19,6 @@ JUnit mapping (one ``<testsuite>`` per run, one ``<testcase>`` per rule):
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -70,6 +69,8 @@ def _text(value: object) -> str:
 
 def junit_xml(run: CiRun, *, undecided: UndecidedAs = "auto") -> str:
     """The run as a JUnit XML document (one test suite, one test case per rule)."""
+    import xml.etree.ElementTree as ET  # only when a JUnit report is asked for
+
     suite = ET.Element("testsuite", name=_text(f"oloproof {run.project}"))
     props = ET.SubElement(suite, "properties")
     for name, value in (

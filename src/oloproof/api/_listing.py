@@ -1,0 +1,63 @@
+"""Where a project is, and its stored runs and comparisons, listed.
+
+Kept apart from reading and deciding a run (``_stored``) and from running one
+(``_run``): ``oloproof runs`` needs only this, the store and nothing of the
+configuration's models or the statistics.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from oloproof.api._results import RunInfo
+from oloproof.errors import UsageError
+from oloproof.store.db import has_table, open_store_readonly, store_path
+from oloproof.store.reader import list_runs as _list_runs
+
+if TYPE_CHECKING:
+    from oloproof.store.comparisons import ComparisonRecord
+
+PathLike = str | os.PathLike[str]
+
+
+def config_file(project: str | os.PathLike[str]) -> Path:
+    """``project`` as the path of its oloproof.yaml: a directory, or the file itself."""
+    path = Path(project)
+    if path.is_dir():
+        path = path / "oloproof.yaml"
+    if not path.exists():
+        raise UsageError(
+            f"{path}: no such file; pass a project directory or its oloproof.yaml"
+            " (`oloproof init` creates a project)"
+        )
+    return path
+
+
+def _read(project: PathLike) -> sqlite3.Connection:
+    return open_store_readonly(store_path(config_file(project).resolve().parent))
+
+
+def list_runs(project: PathLike = ".", *, limit: int | None = None) -> list[RunInfo]:
+    """The project's stored runs, newest first (at most ``limit``)."""
+    conn = _read(project)
+    try:
+        return [RunInfo.from_record(r) for r in _list_runs(conn, limit=limit)]
+    finally:
+        conn.close()
+
+
+def list_comparisons(project: PathLike = ".", *, limit: int | None = None) -> list[ComparisonRecord]:
+    """The project's stored comparisons, newest first (at most ``limit``)."""
+    from oloproof.store.comparisons import list_comparisons as _list_comparisons
+
+    conn = _read(project)
+    try:
+        # A store read as it is (never migrated by a reader) may predate comparisons.
+        if not has_table(conn, "comparisons"):
+            return []
+        return _list_comparisons(conn, limit=limit)
+    finally:
+        conn.close()
