@@ -175,3 +175,27 @@ def test_sigkill_mid_trial_run_loses_nothing_finished(tmp_path: Path) -> None:
     assert hits >= made - 2
     assert calls(root) == made + (180 - hits)
     assert "60 cases × 3 trials: 180 / 180 observed" in again.out
+
+
+def test_ctrl_c_mid_trial_run_is_partial_and_the_rerun_finishes_it(tmp_path: Path) -> None:
+    root = flaky_project(tmp_path / "p", flaky_cases(40, 0, 0), release=FLAKY_RULES)
+    app = root / "app.py"
+    app.write_text(app.read_text().replace("    kind = case_input", "    import time\n"
+                                           "    time.sleep(0.02)\n    kind = case_input"))
+    proc = subprocess.Popen([*OLOPROOF, "run", "--trials", "3"], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 60
+    while calls(root) < 30 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, _err = proc.communicate(timeout=60)
+    assert proc.returncode == 5
+    assert "RUN_ERROR/PARTIAL" in out
+    made = calls(root)
+    assert made < 120
+    again = run_cli("run", "--trials", "3", cwd=root)
+    assert "DECIDED/COMPLETE" in again.out
+    hits = int(again.out.split("executions ")[1].split(" hits")[0])
+    assert hits >= made - 1  # every finished trial was stored; at most the one in flight lost
+    assert "40 cases × 3 trials: 120 / 120 observed" in again.out
