@@ -75,6 +75,9 @@ def test_trials_flaky_cases_and_a_flaky_share_rule(tmp_path: Path) -> None:
     html = (tmp_path / "r.html").read_text()
     assert "4 of 25 cases disagree across their 3 trials" in html
     assert html.count('class="flaky-row"') == 4
+    # each case's page shows its other trials, trial by trial
+    assert html.count("Other trials") == 25
+    assert '<code>{"label": "no"}</code>' in html  # a flaky case's trial 1
 
 
 def test_raising_k_calls_only_the_new_trials(tmp_path: Path) -> None:
