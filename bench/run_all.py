@@ -24,8 +24,10 @@ from _common import PY, load_average, machine, write_section
 
 BENCH = Path(__file__).resolve().parent
 # In the order the summary lists them. json_overhead.py belongs to the event stream's owner.
-SCRIPTS = ["seed_table", "scale", "judging", "startup", "json_overhead", "encoders", "humaneval", "imports",
-           "adaptive"]
+SCRIPTS = [
+    "seed_table", "scale", "judging", "startup", "json_overhead", "encoders", "humaneval", "imports",
+    "trials", "adaptive",
+]
 
 
 def _fmt(value: float, unit: str) -> str:

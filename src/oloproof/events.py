@@ -72,6 +72,15 @@ def _enum(values: Sequence[str]) -> dict[str, Any]:
     return {"enum": [str(v) for v in values]}
 
 
+_TRIAL_SCHEMA: dict[str, dict[str, Any]] = {
+    "trial": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Which trial of the case (0 to trials - 1); only in a run with trials > 1.",
+    },
+}
+
+
 @dataclass(slots=True)
 class Event:
     """The base of every run event: which run, when, and what kind.
@@ -85,6 +94,8 @@ class Event:
 
     type: ClassVar[str] = "event"
     fields_schema: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: Public fields that only some runs carry (listed in the schema, not required).
+    optional_schema: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def public(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -155,6 +166,8 @@ class CaseExecuted(Event):
     exec_key: str = ""
     output: Any = None
     usage: Usage | None = None
+    #: Streamed only in a run with trials > 1 (None otherwise: the event is unchanged).
+    trial: int | None = None
     type: ClassVar[str] = "case_executed"
     fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
         "scenario_id": {"type": "string", "minLength": 1},
@@ -164,9 +177,10 @@ class CaseExecuted(Event):
         "attempts": {"type": "integer", "minimum": 1},
         "error": {"type": ["string", "null"]},
     }
+    optional_schema: ClassVar[dict[str, dict[str, Any]]] = _TRIAL_SCHEMA
 
     def public(self) -> dict[str, Any]:
-        return {
+        data = {
             "scenario_id": self.scenario_id,
             "status": self.status,
             "from_cache": self.from_cache,
@@ -174,6 +188,9 @@ class CaseExecuted(Event):
             "attempts": self.attempts,
             "error": self.error,
         }
+        if self.trial is not None:
+            data["trial"] = self.trial
+        return data
 
 
 @dataclass(slots=True)
@@ -197,6 +214,8 @@ class CaseJudged(Event):
     latency_ms: float | None = None
     attempts: int = 0
     usage: Usage | None = None
+    #: Streamed only in a run with trials > 1 (None otherwise: the event is unchanged).
+    trial: int | None = None
     type: ClassVar[str] = "case_judged"
     fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
         "scenario_id": {"type": "string", "minLength": 1},
@@ -206,9 +225,10 @@ class CaseJudged(Event):
         "score": _NULLABLE_NUMBER,
         "from_cache": {"type": "boolean"},
     }
+    optional_schema: ClassVar[dict[str, dict[str, Any]]] = _TRIAL_SCHEMA
 
     def public(self) -> dict[str, Any]:
-        return {
+        data = {
             "scenario_id": self.scenario_id,
             "criterion": self.criterion,
             "status": self.status,
@@ -216,6 +236,9 @@ class CaseJudged(Event):
             "score": self.score,
             "from_cache": self.from_cache,
         }
+        if self.trial is not None:
+            data["trial"] = self.trial
+        return data
 
 
 @dataclass(slots=True)
@@ -394,13 +417,15 @@ def event_schema() -> dict[str, Any]:
     variants = []
     for cls in EVENT_TYPES:
         properties = {**_COMMON_SCHEMA, "type": {"const": cls.type}, **cls.fields_schema}
+        required = list(properties)
+        properties.update(cls.optional_schema)
         variants.append(
             {
                 "title": cls.type,
                 "description": _summary(cls),
                 "type": "object",
                 "properties": properties,
-                "required": list(properties),
+                "required": required,
                 "additionalProperties": False,
             }
         )

@@ -24,11 +24,14 @@ PANEL_SPLIT = "split panel"
 PANEL_AGREED = "panel agrees"
 
 __all__ = [
+    "AGGREGATES",
     "PANEL_AGREED",
     "PANEL_SPLIT",
     "CriterionEvidence",
     "LabelledVerdicts",
     "Outcome",
+    "TrialOutcome",
+    "aggregate_name",
     "classify_outcome",
 ]
 
@@ -61,12 +64,38 @@ def classify_outcome(
     return Outcome.MISSING if score is None else Outcome.OBSERVED
 
 
+#: One trial's judgment of one case: ``(status, passed, score)`` as stored.
+TrialOutcome = tuple[str, bool | None, float | None]
+
+#: What a rule may ask of a criterion measured over repeated trials (``aggregate:``):
+#: ``mean`` (the mean over cases of each case's pass fraction; the default), ``pass_at_k``
+#: (a case passes when at least one of its k trials passed), ``pass_all_k`` (pass^k: when all
+#: k passed), ``flaky_share`` (the share of cases whose trials disagree).
+AGGREGATES = ("mean", "pass_at_k", "pass_all_k", "flaky_share")
+
+
+def aggregate_name(metric: str, aggregate: str, trials: int) -> str:
+    """The name of a derived metric: ``exact_label[pass@5]``, ``exact_label[pass^5]``,
+    ``exact_label[flaky]``."""
+    if aggregate == "pass_at_k":
+        return f"{metric}[pass@{trials}]"
+    if aggregate == "pass_all_k":
+        return f"{metric}[pass^{trials}]"
+    if aggregate == "flaky_share":
+        return f"{metric}[flaky]"
+    raise ValueError(f"unknown aggregate {aggregate!r}")
+
+
 @dataclass
 class CriterionEvidence:
     """The counts (BINARY) or scores (MEAN) of one criterion over the cases seen so far.
 
     Fed one judgment at a time through :meth:`add`; ``observed + missing +
     excluded`` is always the number of judgments added.
+
+    With repeated trials (``trials`` > 1) it is fed one case at a time through
+    :meth:`add_case`: the counts are then counts of trials, and ``case_trials`` keeps each
+    case's trial outcomes in trial order, from which the per-case figures are derived.
     """
 
     criterion: str
@@ -77,6 +106,8 @@ class CriterionEvidence:
     scores: list[float] = field(default_factory=list)
     missing: int = 0
     excluded: int = 0
+    trials: int = 1
+    case_trials: dict[str, list[TrialOutcome]] | None = None
 
     @property
     def observed(self) -> int:
@@ -98,6 +129,111 @@ class CriterionEvidence:
             assert score is not None
             self.scores.append(float(score))
         return outcome
+
+    def add_case(self, case_id: str, outcomes: list[TrialOutcome]) -> None:
+        """Count every trial of one case, and keep them for the per-case figures."""
+        if self.case_trials is None:
+            self.case_trials = {}
+        self.case_trials[case_id] = list(outcomes)
+        for status, passed, score in outcomes:
+            self.add(status, passed, score)
+
+    def case_counts(self) -> list[tuple[int, int, int]]:
+        """BINARY over trials: per case, ``(passed, failed, missing)`` trials (excluded
+        trials left out; a case whose every trial was excluded gives (0, 0, 0))."""
+        out = []
+        for outcomes in (self.case_trials or {}).values():
+            p = f = m = 0
+            for status, passed, score in outcomes:
+                sorted_as = classify_outcome(self.kind, status, passed, score)
+                if sorted_as is Outcome.MISSING:
+                    m += 1
+                elif sorted_as is Outcome.OBSERVED:
+                    if passed:
+                        p += 1
+                    else:
+                        f += 1
+            out.append((p, f, m))
+        return out
+
+    def case_means(self) -> tuple[list[float], int, int]:
+        """MEAN over trials: ``(means, missing, excluded)``: the mean score of every case
+        whose trials were all observed; a case with any missing trial is a missing case
+        (its mean could be anything its range allows), one with every trial excluded is
+        excluded."""
+        means: list[float] = []
+        missing = excluded = 0
+        for outcomes in (self.case_trials or {}).values():
+            scores: list[float] = []
+            gap = False
+            for status, passed, score in outcomes:
+                sorted_as = classify_outcome(self.kind, status, passed, score)
+                if sorted_as is Outcome.MISSING:
+                    gap = True
+                elif sorted_as is Outcome.OBSERVED:
+                    assert score is not None
+                    scores.append(float(score))
+            if gap:
+                missing += 1
+            elif scores:
+                means.append(sum(scores) / len(scores))
+            else:
+                excluded += 1
+        return means, missing, excluded
+
+    def flaky_cases(self) -> dict[str, tuple[int, int, int]]:
+        """BINARY over trials: the cases whose observed trials disagree, with their
+        ``(passed, failed, missing)`` trial counts, in the order they were added."""
+        out = {}
+        for (case_id, _), counts in zip(
+            (self.case_trials or {}).items(), self.case_counts(), strict=True
+        ):
+            if counts[0] and counts[1]:
+                out[case_id] = counts
+        return out
+
+    def derive(self, aggregate: str) -> CriterionEvidence:
+        """A BINARY metric with one outcome per case, derived from the trials of each.
+
+        - ``pass_at_k``: passes if a trial passed; fails if every trial was observed and
+          failed; otherwise missing (a missing trial could have passed).
+        - ``pass_all_k``: fails if a trial failed; passes if every trial was observed and
+          passed; otherwise missing.
+        - ``flaky_share``: "passes" (is flaky) if its observed trials disagree; "fails"
+          (is steady) if every trial was observed and they agree; otherwise missing.
+
+        A case whose every trial was excluded is excluded. With one trial per case,
+        ``pass_at_k`` and ``pass_all_k`` are the metric itself, case by case.
+        """
+        name = aggregate_name(self.criterion, aggregate, self.trials)
+        # ``trials`` without ``case_trials``: one outcome per case, derived from k trials.
+        out = CriterionEvidence(name, MetricKind.BINARY, trials=self.trials)
+        if self.case_trials is None:
+            # One trial per case: each judgment is its case's only trial.
+            if aggregate == "flaky_share":
+                raise ValueError("flakiness needs repeated trials")
+            out.passed, out.failed = self.passed, self.failed
+            out.missing, out.excluded = self.missing, self.excluded
+            return out
+        for p, f, m in self.case_counts():
+            if p + f + m == 0:
+                out.excluded += 1
+                continue
+            if aggregate == "pass_at_k":
+                verdict = True if p else (None if m else False)
+            elif aggregate == "pass_all_k":
+                verdict = False if f else (None if m else True)
+            elif aggregate == "flaky_share":
+                verdict = True if (p and f) else (None if m else False)
+            else:
+                raise ValueError(f"unknown aggregate {aggregate!r}")
+            if verdict is None:
+                out.missing += 1
+            elif verdict:
+                out.passed += 1
+            else:
+                out.failed += 1
+        return out
 
 
 @dataclass

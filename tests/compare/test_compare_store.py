@@ -27,7 +27,7 @@ def test_a_fresh_version_1_store_migrates_to_2(tmp_path: Path) -> None:
     conn.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '1')")
     conn.close()
     migrated = open_store(path, create=False)
-    assert SCHEMA_VERSION >= 2
+    # Every later migration runs too: the store ends at the current version.
     assert schema_version(migrated) == SCHEMA_VERSION
     assert V2_TABLES <= _tables(migrated)
     migrated.close()

@@ -72,8 +72,18 @@ def test_every_event_matches_its_schema_field_for_field() -> None:
     variants = {v["title"]: v for v in event_schema()["oneOf"]}
     for event in examples:
         data = event.to_json()
-        assert set(data) == set(variants[event.type]["properties"]), event.type
+        # A run of one trial streams exactly the required fields; ``trial`` is the one
+        # optional field, streamed only by a run with trials > 1.
+        assert set(data) == set(variants[event.type]["required"]), event.type
         assert not list(validator.iter_errors(data)), event.type
+        optional = set(variants[event.type]["properties"]) - set(variants[event.type]["required"])
+        assert optional == (set(type(event).optional_schema)), event.type
+        if optional:
+            event.trial = 2  # type: ignore[attr-defined]
+            with_trial = event.to_json()
+            assert set(with_trial) == set(variants[event.type]["properties"]), event.type
+            assert not list(validator.iter_errors(with_trial)), event.type
+            event.trial = None  # type: ignore[attr-defined]
 
 
 def test_stream_lines_are_strict_json_whatever_the_event_holds() -> None:

@@ -149,6 +149,14 @@ def build_comparison(
         m: pair_metric(m, kind, pairing.shared, cand_out[m], base_out[m], level)
         for m, kind in metrics.items()
     }
+    for run in (candidate, baseline):
+        if run.trials > 1:
+            # A paired comparison of trial 0 is an honest one (one draw per case each); it
+            # does not yet use the other trials (docs/repeated-trials.md).
+            warnings.append(
+                f"{run.id} made {run.trials} trials per case: the comparison pairs trial 0"
+                " of each case only"
+            )
     left_out = len(pairing.only_candidate) + len(pairing.only_baseline)
     if candidate.suite_digest != baseline.suite_digest:
         warnings.insert(

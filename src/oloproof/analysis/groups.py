@@ -24,7 +24,7 @@ from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evidence import CriterionEvidence
 from oloproof.project.models import ReleasePolicy
-from oloproof.store.reader import RunRecord
+from oloproof.store.reader import RunRecord, load_trial_outcomes
 
 __all__ = ["expand_policy", "group_keys", "group_name", "grouped_evidence", "with_groups"]
 
@@ -54,6 +54,35 @@ def grouped_evidence(
         return {}
     kinds = {m["criterion"]: m for m in run.metrics}
     found: dict[str, dict[tuple[str, str], CriterionEvidence]] = {c: {} for c in keys}
+
+    def group(criterion: str, key: str, name: str) -> CriterionEvidence:
+        groups = found[criterion]
+        ev = groups.get((key, name))
+        if ev is None:
+            m = kinds[criterion]
+            rng = m.get("range")
+            ev = groups[(key, name)] = CriterionEvidence(
+                name, MetricKind(m["kind"]), (float(rng[0]), float(rng[1])) if rng else None
+            )
+        return ev
+
+    if run.trials > 1:
+        # Over repeated trials a group holds whole cases, each with its trials.
+        metadata_of = {
+            case_id: json.loads(text) if text else None
+            for case_id, text in conn.execute(
+                "SELECT case_id, metadata_json FROM run_cases WHERE run_id = ?", (run.id,)
+            )
+        }
+        for criterion, by_case in load_trial_outcomes(conn, run).items():
+            for key in keys.get(criterion) or ():
+                for case_id, outcomes in by_case.items():
+                    metadata = metadata_of.get(case_id)
+                    value = metadata.get(key) if isinstance(metadata, dict) else None
+                    ev = group(criterion, key, group_name(criterion, key, value))
+                    ev.trials = run.trials
+                    ev.add_case(case_id, outcomes)
+        return _ordered(found, keys)
     rows = conn.execute(
         "SELECT j.criterion, j.status, j.passed, j.score, c.metadata_json FROM run_judgments j"
         " JOIN run_cases c ON c.run_id = j.run_id AND c.case_id = j.case_id"
@@ -67,16 +96,16 @@ def grouped_evidence(
         metadata = json.loads(metadata_json) if metadata_json else None
         for key in criterion_keys:
             value = metadata.get(key) if isinstance(metadata, dict) else None
-            name = group_name(criterion, key, value)
-            groups = found[criterion]
-            ev = groups.get((key, name))
-            if ev is None:
-                m = kinds[criterion]
-                rng = m.get("range")
-                ev = groups[(key, name)] = CriterionEvidence(
-                    name, MetricKind(m["kind"]), (float(rng[0]), float(rng[1])) if rng else None
-                )
-            ev.add(status, None if passed is None else bool(passed), score)
+            group(criterion, key, group_name(criterion, key, value)).add(
+                status, None if passed is None else bool(passed), score
+            )
+    return _ordered(found, keys)
+
+
+def _ordered(
+    found: Mapping[str, Mapping[tuple[str, str], CriterionEvidence]],
+    keys: Mapping[str, Sequence[str]],
+) -> dict[str, dict[str, CriterionEvidence]]:
     out: dict[str, dict[str, CriterionEvidence]] = {}
     for criterion, criterion_keys in keys.items():
         groups = found[criterion]
@@ -118,8 +147,11 @@ def expand_policy(
             raise _ungrouped(rule.id, rule.metric, key)
         name = group_name(rule.metric, key, value)
         if name not in evidence:
-            kind = evidence[rule.metric].kind
-            evidence[name] = CriterionEvidence(name, kind, evidence[rule.metric].value_range)
+            base = evidence[rule.metric]
+            evidence[name] = CriterionEvidence(
+                name, base.kind, base.value_range, trials=base.trials,
+                case_trials={} if base.case_trials is not None else None,
+            )
         rules.append(rule.model_copy(update={"metric": name, "group": None}))
     return policy.model_copy(update={"rules": rules})
 

@@ -36,7 +36,7 @@ from oloproof.analysis.stored import StoredEvidenceError, stored_policy
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
 from oloproof.errors import OloproofError
 from oloproof.policy.compare import PairedMetric, decide_comparison
-from oloproof.policy.decide import Decision, decide_run
+from oloproof.policy.decide import Decision, decide_run, with_aggregates
 from oloproof.policy.format import difference_text, estimate_text, level_text, value_text
 from oloproof.policy.rules import (
     Direction,
@@ -63,6 +63,11 @@ from oloproof.stats.sample_size import (
     mean_rule_size,
     paired_binary_rule_size,
     paired_mean_rule_size,
+)
+from oloproof.stats.trials import (
+    MIN_INFORMATIVE_CASES,
+    clustered_rate_bounded,
+    projected_interval,
 )
 from oloproof.store.comparisons import get_comparison
 from oloproof.store.reader import CaseRow, CriterionEvidence, get_run, load_cases
@@ -230,6 +235,10 @@ class RulePlan:
     cost_usd: float | None = None
     assurance: dict[str, Any] | None = None
     if_resolved: IfResolved | None = None
+    #: Over repeated trials: the extra system calls the size costs (``more`` cases times
+    #: the trials of each), and what more trials of the cases already run would do instead.
+    calls: int | None = None
+    trials: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -255,10 +264,15 @@ class RulePlan:
             data["assurance"] = self.assurance
         if self.if_resolved is not None:
             data["if_resolved"] = self.if_resolved.to_json()
+        if self.calls is not None:
+            data["calls"] = self.calls
+        if self.trials is not None:
+            data["trials"] = self.trials
         return data
 
     def price(self, costs: CaseCosts) -> None:
-        more = int(self.more or 0)
+        # Over repeated trials the stored per-case costs are those of one call (trial 0).
+        more = int(self.calls if self.calls is not None else (self.more or 0))
         if costs.time_min_s is not None and costs.time_max_s is not None:
             self.time_s = [more * costs.time_min_s, more * costs.time_max_s]
         if costs.input_tokens is not None and costs.output_tokens is not None:
@@ -383,6 +397,125 @@ def _binary_run_rule(
         entry.assurance = _assurance_json(result, k / n)
 
 
+_MAX_PLAN_CASES = 1_000_000
+_MAX_PLAN_TRIALS = 100
+
+
+def _first_deciding(decides: Any, start: int, limit: int) -> int | None:
+    """The smallest size in [start, limit] at which ``decides(size)`` is True, assuming that
+    once a size decides every larger one does (the projected interval only narrows): a
+    doubling search, then bisection. None when ``limit`` does not decide."""
+    if decides(start):
+        return start
+    low, high = start, start
+    while not decides(high):
+        if high >= limit:
+            return None
+        low, high = high, min(limit, high * 2)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if decides(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def _trials_run_rule(
+    entry: RulePlan, rule: IntervalRule, ev: CriterionEvidence, level: float,
+    assuming: list[str],
+) -> None:
+    """A rule on the mean pass fraction over k trials: more cases, or more trials of the
+    cases already run? Both are projected from the observed rate and intra-class correlation
+    (stats/trials.py ``projected_interval``; approximate) and priced in calls."""
+    direction, t = _threshold(rule)
+    judge = threshold_judge(t, direction)
+    counts = ev.case_counts()
+    r = clustered_rate_bounded(counts, level)
+    n, k = r.cases, ev.trials
+    entry.approximate = True
+    entry.method = "Korn–Graubard projected from the observed rate and intra-class correlation"
+    if r.estimate is None:
+        entry.plan, entry.reason = "not_computable", "no case has an observed trial"
+        entry.message = f"no size can be computed: {entry.reason}"
+        return
+    p = r.estimate
+    icc = r.icc
+    observed = [(pp, f) for pp, f, _m in counts if pp + f]
+    disagree = min(sum(1 for pp, f in observed if f), sum(1 for pp, f in observed if pp))
+    entry.observed = {
+        "cases": n, "trials": k, "estimate": p, "icc": icc,
+        "design_effect": r.design_effect, "informative_cases": disagree,
+    }
+    if p == t:
+        entry.plan = "on_the_bar"
+        entry.message = (
+            f"the observed rate, {estimate_text(p, MetricKind.BINARY)}, sits exactly on the"
+            f" bar ({direction} {value_text(t, MetricKind.BINARY)}): no number of cases or"
+            " trials decides it, if it holds"
+        )
+        return
+    share = disagree / n if n else 0.0
+
+    def by_cases(total: int) -> bool:
+        iv = projected_interval(p, icc, total, k, int(share * total), level)
+        return judge(iv.lower, iv.upper) is not None
+
+    def by_trials(trials: int) -> bool:
+        # More trials of the same cases: as many cases disagree as now, at least.
+        iv = projected_interval(p, icc, n, trials, disagree, level)
+        return judge(iv.lower, iv.upper) is not None
+
+    total = _first_deciding(by_cases, n + 1, _MAX_PLAN_CASES)
+    more_trials = _first_deciding(by_trials, k + 1, _MAX_PLAN_TRIALS) if k < 100 else None
+    icc_text = "unknown" if icc is None else f"{icc:.2f}"
+    option: dict[str, Any] = {"icc": icc, "current": k}
+    if more_trials is not None:
+        option.update(status="sized", trials=more_trials, more_calls=n * (more_trials - k))
+    else:
+        option.update(status="beyond_limit", trials=None, more_calls=None)
+        if icc is None or disagree < MIN_INFORMATIVE_CASES:
+            option["reason"] = (
+                f"fewer than {MIN_INFORMATIVE_CASES} cases disagree with the rest, so the"
+                " interval is over cases and more trials of the same cases cannot narrow it"
+            )
+        else:
+            option["reason"] = (
+                f"the cases differ among themselves (intra-class correlation {icc_text}):"
+                f" up to {_MAX_PLAN_TRIALS} trials per case still leave the interval across"
+                " the bar; only more cases can"
+            )
+    if total is None:
+        entry.plan = "beyond_limit"
+        entry.message = f"no number of cases up to {_MAX_PLAN_CASES:,} decides it"
+    else:
+        entry.plan = "sized"
+        entry.more, entry.total = total - n, total
+        entry.calls = (total - n) * k
+        iv = projected_interval(p, icc, total, k, int(share * total), level)
+        entry.state_at_total = judge(iv.lower, iv.upper)
+    if total is not None and more_trials is not None:
+        cheaper = "trials" if n * (more_trials - k) < (total - n) * k else "cases"
+        option["cheaper"] = cheaper
+    entry.trials = option
+    assuming[0] += (
+        f", with the same rate ({estimate_text(p, MetricKind.BINARY)}) and intra-class"
+        f" correlation ({icc_text}) over {k} trials each"
+    )
+    assuming.append(
+        "approximate: the interval is projected from the design effect 1 + (k - 1)·ICC,"
+        " not computed from cases not yet run"
+    )
+
+
+def _derived_note(ev: CriterionEvidence, metric: str) -> str:
+    return (
+        f"{metric} is one outcome per case over {ev.trials} trials: only more cases can"
+        f" decide it (more trials would change what it measures, not how precisely); each"
+        f" new case costs {ev.trials} calls"
+    )
+
+
 def _threshold(rule: IntervalRule) -> tuple[Direction, float]:
     if rule.min is not None:
         return "min", float(rule.min)
@@ -399,7 +532,9 @@ def _mean_run_rule(
     assuming: list[str],
 ) -> bool:
     direction, t = _threshold(rule)
-    summary = student_t_mean(ev.scores, level)
+    over_trials = ev.case_trials is not None and ev.trials > 1
+    scores = ev.case_means()[0] if over_trials else ev.scores
+    summary = student_t_mean(scores, level)
     if summary.n < 2 or summary.mean is None or summary.sd is None:
         entry.plan = "refused"
         entry.reason = (
@@ -496,10 +631,32 @@ def plan_run(
             continue
         rule_level = d.confidence_level if d.confidence_level is not None else level
         assuming = [f"the cases to come resemble the {ran} already run"]
-        if ev.kind == MetricKind.BINARY:
+        over_trials = ev.case_trials is not None and ev.trials > 1
+        derived = ev.case_trials is None and ev.trials > 1
+        if over_trials and ev.kind == MetricKind.BINARY:
+            _trials_run_rule(entry, rule, ev, rule_level, assuming)
+            if assurance is not None and entry.plan == "sized":
+                entry.assurance = {
+                    "target": assurance, "status": "not_computable", "more": None,
+                    "total": None, "probability": None, "method": None,
+                    "reason": "an assurance is computed exactly for one outcome per case;"
+                    " a rate over repeated trials is sized by projection only",
+                    "assumption": None,
+                }
+        elif ev.kind == MetricKind.BINARY:
             _binary_run_rule(entry, rule, ev, rule_level, assurance, assuming)
         elif not _mean_run_rule(entry, rule, ev, rule_level, assurance, assuming):
             continue
+        elif over_trials:
+            entry.calls = None if entry.more is None else entry.more * ev.trials
+            assuming.append(
+                f"the scores are case means over {ev.trials} trials; more trials are not"
+                " sized for a MEAN metric, and each new case costs"
+                f" {ev.trials} calls"
+            )
+        if derived:
+            entry.calls = None if entry.more is None else entry.more * ev.trials
+            assuming.append(_derived_note(ev, rule.metric))
         if ev.missing:
             one = ev.missing == 1
             assuming.append(
@@ -644,9 +801,11 @@ class RunPlan:
     per_case: CaseCosts
     rules: list[RulePlan]
     assurance: float | None = None
+    trials: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"trials": self.trials} if self.trials > 1 else {}),
             "plan_for": "run",
             "run_id": self.run_id,
             "project": self.project,
@@ -728,8 +887,9 @@ def plan_stored_run(
     from oloproof.analysis.stored import grouped_stored_evidence
 
     # Rules on groups (group:, each_group:) are planned as the per-group rules they
-    # are decided as.
+    # are decided as, and rules with an aggregate as rules on the derived metric.
     evidence, policy = grouped_stored_evidence(conn, run, policy)
+    evidence, policy = with_aggregates(evidence, policy)
     decisions, _ = decide_run(evidence, policy)
     rules = plan_run(cases, evidence, decisions, policy, assurance=assurance)
     return RunPlan(
@@ -742,6 +902,7 @@ def plan_stored_run(
         per_case=case_costs(cases),
         rules=rules,
         assurance=assurance,
+        trials=run.trials,
     )
 
 

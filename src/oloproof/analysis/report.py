@@ -20,11 +20,20 @@ from typing import Any
 
 from oloproof.analysis.compare import build_comparison
 from oloproof.analysis.stored import decide_stored, stored_policy
+from oloproof.analysis.trials import flaky_cases
 from oloproof.enums import CaseStatus, MetricKind
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.store.comparisons import get_comparison
-from oloproof.store.reader import CaseRow, RunRecord, get_run, load_cases, load_decisions
+from oloproof.store.reader import (
+    CaseRow,
+    JudgmentRow,
+    RunRecord,
+    get_run,
+    load_cases,
+    load_decisions,
+    load_trial_cases,
+)
 
 __all__ = [
     "case_document",
@@ -58,6 +67,17 @@ def _case_outcome(per_criterion: dict[str, str]) -> str:
     if states == {"excluded"}:
         return "excluded"
     return "passed"
+
+
+def _trial_outcome(kind: str, j: JudgmentRow) -> str:
+    """One trial's judgment as the case table words it: passed, failed, missing, excluded,
+    or its score."""
+    sorted_as = classify_outcome(kind, j.status, j.passed, j.score)
+    if sorted_as is Outcome.OBSERVED:
+        if kind == MetricKind.MEAN:
+            return f"{j.score:g}"
+        return "passed" if j.passed else "failed"
+    return "excluded" if sorted_as is Outcome.EXCLUDED else "missing"
 
 
 def case_document(case: CaseRow, kinds: dict[str, str]) -> dict[str, Any]:
@@ -117,6 +137,7 @@ def _run_header(run: RunRecord, cases: list[CaseRow]) -> dict[str, Any]:
         "stop_reason": run.stop_reason,
         "policy_path": run.policy_path,
         "confidence_level": policy.get("confidence_level"),
+        "trials": run.trials,
         "running": run.status == "RUNNING",
     }
 
@@ -144,11 +165,34 @@ def run_document(conn: sqlite3.Connection, ref: str) -> dict[str, Any]:
     for d in decisions:
         d["metric_kind"] = kinds.get(d.get("metric", ""), MetricKind.BINARY)
     case_docs = [case_document(c, kinds) for c in cases]
+    if run.trials > 1:
+        # Trials 1 .. k - 1 of each case, shown on its page after trial 0.
+        others = load_trial_cases(conn, run.id)
+        for doc, case in zip(case_docs, cases, strict=True):
+            doc["trials"] = [
+                {
+                    "trial": t.trial, "status": t.status, "output": t.output, "error": t.error,
+                    "latency_ms": t.latency_ms, "from_cache": t.from_cache,
+                    "criteria": {
+                        name: _trial_outcome(kinds.get(name, MetricKind.BINARY), j)
+                        for name, j in t.judgments.items()
+                    },
+                }
+                for t in others.get(case.case_id, [])
+            ]
+    index_of = {c.case_id: i for i, c in enumerate(cases)}
     counts = {k: 0 for k in ("passed", "failed", "missing", "excluded")}
     for c in case_docs:
         counts[c["outcome"]] = counts.get(c["outcome"], 0) + 1
+    flaky = [
+        {**f.to_json(), "trials_text": f.trials_text,
+         "index": index_of.get(f.case_id)}
+        for f in flaky_cases(conn, run)
+    ] if run.trials > 1 else []
     return {
         "kind": "run",
+        "flaky": flaky,
+        "flaky_cases": len({f["case"] for f in flaky}),
         "run": _run_header(run, cases),
         "level_text": level_text(float(policy.confidence_level)),
         "decisions": decisions,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         RunInfo,
         RunResult,
         Subset,
+        TrialResult,
     )
     from oloproof.api._run import EventCallback, PreparedRun, execute, load, run, run_async
     from oloproof.api._stored import compare, plan, read_run
@@ -37,7 +38,7 @@ _HOMES = {
     ),
     **dict.fromkeys(
         ("CaseResult", "ComparisonResult", "GateNotAllowed", "Judgment", "RunInfo", "RunResult",
-         "Subset"),
+         "Subset", "TrialResult"),
         "oloproof.api._results",
     ),
     **dict.fromkeys(
@@ -74,6 +75,7 @@ __all__ = [
     "RunPlan",
     "RunResult",
     "Subset",
+    "TrialResult",
     "compare",
     "concurrency_history",
     "execute",

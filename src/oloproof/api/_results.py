@@ -16,9 +16,10 @@ from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.store.reader import panels_json
 
 if TYPE_CHECKING:
+    from oloproof.analysis.trials import FlakyCase
     from oloproof.policy.compare import PairedMetric
     from oloproof.policy.decide import Decision, MetricSummary
-    from oloproof.store.reader import CaseRow, RunRecord
+    from oloproof.store.reader import CaseRow, RunRecord, TrialRow
 
 __all__ = [
     "CaseResult",
@@ -108,8 +109,35 @@ class Judgment:
 
 
 @dataclass(frozen=True)
+class TrialResult:
+    """One more trial of a case (trials 1 .. k - 1 of a run with repeated trials): its call
+    and its judgments. Trial 0 is the :class:`CaseResult` itself."""
+
+    trial: int
+    status: str  # OK | ERROR | TIMEOUT
+    output: Any
+    error: str | None
+    attempts: int
+    latency_ms: float | None
+    usage: dict[str, Any] | None
+    from_cache: bool
+    judgments: dict[str, Judgment] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: TrialRow) -> TrialResult:
+        return cls(
+            row.trial, row.status, row.output, row.error, row.attempts, row.latency_ms,
+            row.usage, row.from_cache,
+            {name: Judgment(**asdict(j)) for name, j in row.judgments.items()},
+        )
+
+
+@dataclass(frozen=True)
 class CaseResult:
-    """One case of a stored run: what went in, what came out, and every judgment."""
+    """One case of a stored run: what went in, what came out, and every judgment.
+
+    In a run with repeated trials these are the case's trial 0, and ``trials`` holds the
+    others in order (empty for a run of one trial)."""
 
     id: str
     index: int
@@ -124,13 +152,15 @@ class CaseResult:
     usage: dict[str, Any] | None
     from_cache: bool
     judgments: dict[str, Judgment] = field(default_factory=dict)
+    trials: tuple[TrialResult, ...] = ()
 
     @classmethod
-    def from_row(cls, row: CaseRow) -> CaseResult:
+    def from_row(cls, row: CaseRow, trials: list[TrialRow] | None = None) -> CaseResult:
         return cls(
             row.case_id, row.idx, row.input, row.expected, row.metadata, row.status, row.output,
             row.error, row.attempts, row.latency_ms, row.usage, row.from_cache,
             {name: Judgment(**asdict(j)) for name, j in row.judgments.items()},
+            tuple(TrialResult.from_row(t) for t in trials or ()),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,6 +180,27 @@ class CaseResult:
             row[f"{name}.passed"] = j.passed
             row[f"{name}.score"] = j.score
         return row
+
+    def trial_records(self) -> list[dict[str, Any]]:
+        """One flat row per trial (trial 0 first): ``case_id``, ``trial``, the call's
+        fields, then ``<criterion>.status``, ``.passed`` and ``.score``."""
+        first = {"case_id": self.id, "trial": 0, "status": self.status,
+                 "latency_ms": self.latency_ms, "attempts": self.attempts,
+                 "from_cache": self.from_cache, "error": self.error, "output": self.output}
+        rows = [(first, self.judgments)]
+        for t in self.trials:
+            rows.append(({"case_id": self.id, "trial": t.trial, "status": t.status,
+                          "latency_ms": t.latency_ms, "attempts": t.attempts,
+                          "from_cache": t.from_cache, "error": t.error, "output": t.output},
+                         t.judgments))
+        out = []
+        for row, judgments in rows:
+            for name, j in judgments.items():
+                row[f"{name}.status"] = j.status
+                row[f"{name}.passed"] = j.passed
+                row[f"{name}.score"] = j.score
+            out.append(row)
+        return out
 
 
 @dataclass(frozen=True)
@@ -218,6 +269,10 @@ class RunResult:
     judges: list[Any] = field(default_factory=list)
     #: Per judge panel: ``(cases its judges disagreed on, cases judged)``.
     panels: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Calls of the system per case, and the cases whose trials disagree (on each BINARY
+    #: criterion; empty with one trial). docs/repeated-trials.md.
+    trials: int = 1
+    flaky: list[FlakyCase] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
@@ -227,15 +282,20 @@ class RunResult:
     def cases(self) -> Iterator[CaseResult]:
         """The run's cases in suite order, read from the store (read-only) when iterated."""
         from oloproof.store.db import open_store_readonly, store_path
-        from oloproof.store.reader import load_cases
+        from oloproof.store.reader import load_cases, load_trial_cases
 
         conn = open_store_readonly(store_path(self.project_dir))
         try:
             rows = load_cases(conn, self.run_id)
+            trials = load_trial_cases(conn, self.run_id) if self.trials > 1 else {}
         finally:
             conn.close()
         for row in rows:
-            yield CaseResult.from_row(row)
+            yield CaseResult.from_row(row, trials.get(row.case_id))
+
+    def to_trial_records(self) -> list[dict[str, Any]]:
+        """One plain dict per case and trial (:meth:`CaseResult.trial_records`)."""
+        return [r for case in self.cases() for r in case.trial_records()]
 
     def to_records(self) -> list[dict[str, Any]]:
         """One plain dict per case (:meth:`CaseResult.record`), without pandas."""
@@ -267,6 +327,8 @@ class RunResult:
             "subset": self.subset.to_json() if self.subset else None,
             "judges": [r.to_json() for r in self.judges],
             "panels": panels_json(self.panels),
+            **({"trials": self.trials, "flaky": [f.to_json() for f in self.flaky]}
+               if self.trials > 1 else {}),
         }
 
     def summary(self) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oloproof.analysis.trials import FlakyCase, flaky_cases
 from oloproof.api._listing import config_file
 from oloproof.api._results import RunResult, Subset
 from oloproof.api._subset import SubsetSpec
@@ -71,6 +72,7 @@ def load(
     cases: Sequence[str] | None = None,
     where: Sequence[str] | str | None = None,
     group_by: Sequence[str] | str | None = None,
+    trials: int | None = None,
 ) -> PreparedRun:
     """Load and check a project (and choose its subset): every configuration error is
     raised here, before anything is stored or called."""
@@ -89,8 +91,13 @@ def load(
         limit=limit, sample=sample, seed=seed, case_ids=tuple(cases or ()),
         where=tuple(where or ()),
     )
+    if trials is not None and (
+        isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 100
+    ):
+        raise UsageError(f"trials must be a whole number from 1 to 100, got {trials!r}")
     prepared = prepare(
-        config_file(project), None if policy is None else str(policy), list(group_by or ())
+        config_file(project), None if policy is None else str(policy), list(group_by or ()),
+        trials,
     )
     subset = None
     if not spec.is_whole:
@@ -138,7 +145,22 @@ def execute(
         project=run.prepared.project.config.project,
         rule_ids=[r.id for r in run.prepared.policy.rules], judges=list(outcome.judges),
         panels=_panels(run.prepared, outcome.run_id),
+        trials=run.prepared.trials, flaky=_flaky(run.prepared, outcome.run_id),
     )
+
+
+def _flaky(prepared: Prepared, run_id: str) -> list[FlakyCase]:
+    """The cases whose trials disagree, read back from the store (none with one trial)."""
+    if prepared.trials < 2:
+        return []
+    from oloproof.store.db import open_store_readonly, store_path
+    from oloproof.store.reader import get_run
+
+    conn = open_store_readonly(store_path(prepared.project.root))
+    try:
+        return flaky_cases(conn, get_run(conn, run_id))
+    finally:
+        conn.close()
 
 
 def _panels(prepared: Prepared, run_id: str) -> dict[str, tuple[int, int]]:
@@ -171,6 +193,7 @@ def run(
     where: Sequence[str] | str | None = None,
     group_by: Sequence[str] | str | None = None,
     on_event: EventCallback | None = None,
+    trials: int | None = None,
 ) -> RunResult:
     """Run a project's suite, store every result, decide its release policy.
 
@@ -178,14 +201,16 @@ def run(
     file (default: the project's). ``limit``/``sample``/``seed``/``cases``/``where`` run a
     subset (stored as such: it never allows a release). ``group_by`` breaks every metric
     down by these metadata keys (each group with its own interval). ``on_event`` receives every
-    event as it happens. Configuration errors raise :class:`oloproof.ConfigError` before
+    event as it happens. ``trials`` calls the system that many times per case (default:
+    ``trials:`` in oloproof.yaml, else 1; docs/repeated-trials.md). Configuration errors raise :class:`oloproof.ConfigError` before
     anything is stored; whatever happens after, the run is stored as DECIDED or
     RUN_ERROR/PARTIAL, never left RUNNING.
 
     Called where an event loop is already running (Jupyter), it runs in a helper thread
     and blocks until the run ends; ``await oloproof.run_async(...)`` does not block.
     """
-    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event)
+    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event,
+                 trials)
     if not _loop_running():
         return args.call(StopRequest())
     stop = StopRequest()
@@ -221,6 +246,7 @@ async def run_async(
     where: Sequence[str] | str | None = None,
     group_by: Sequence[str] | str | None = None,
     on_event: EventCallback | None = None,
+    trials: int | None = None,
 ) -> RunResult:
     """:func:`run`, awaitable: the run goes on in a thread of its own while the caller's
     loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
@@ -239,7 +265,8 @@ async def run_async(
             except RuntimeError:  # the caller's loop is closed
                 pass
 
-    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback)
+    args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback,
+                 trials)
 
     def settle(value: Any, error: BaseException | None) -> None:
         if future.done():
@@ -286,11 +313,13 @@ class _Args:
     where: Sequence[str] | str | None
     group_by: Sequence[str] | str | None
     on_event: EventCallback | None
+    trials: int | None = None
 
     def call(self, stop: StopRequest) -> RunResult:
         loaded = load(
             self.project, policy=self.policy, limit=self.limit, sample=self.sample,
             seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
+            trials=self.trials,
         )
         sinks: list[EventCallback] = []
         if self.on_event is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oloproof.analysis.stored import STORED, decide_stored, judge_reports, stored_policy
+from oloproof.analysis.trials import flaky_cases
 from oloproof.api._listing import PathLike, _read, config_file, list_comparisons, list_runs
 from oloproof.api._results import ComparisonResult, RunResult, Subset
 from oloproof.enums import Completeness
@@ -60,6 +61,7 @@ def read_run(
         )
         reports = judge_reports(conn, record.id, float(release.confidence_level), chosen)
         panels = panel_splits(conn, record.id)
+        flaky = flaky_cases(conn, record)
     finally:
         conn.close()
     partial = record.completeness == Completeness.PARTIAL
@@ -73,6 +75,7 @@ def read_run(
         policy_path=str(policy) if policy is not None else record.policy_path,
         subset=Subset.from_json(record.subset), project=record.project,
         rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
+        trials=record.trials, flaky=flaky,
     )
 
 

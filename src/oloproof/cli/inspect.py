@@ -29,9 +29,11 @@ from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.reader import (
     CaseRow,
     JudgmentRow,
+    TrialRow,
     get_run,
     load_cases,
     load_decisions,
+    load_trial_cases,
     panel_splits,
     panels_json,
 )
@@ -52,6 +54,19 @@ def _case_json(c: CaseRow) -> dict[str, Any]:
                 "usage": j.usage,
             }
             for k, j in c.judgments.items()
+        },
+    }
+
+
+def _trial_json(t: TrialRow) -> dict[str, Any]:
+    return {
+        "trial": t.trial, "status": t.status, "output": t.output, "error": t.error,
+        "attempts": t.attempts, "latency_ms": t.latency_ms, "usage": t.usage,
+        "from_cache": t.from_cache,
+        "judgments": {
+            k: {"status": j.status, "passed": j.passed, "score": j.score, "reason": j.reason,
+                "from_cache": j.from_cache}
+            for k, j in t.judgments.items()
         },
     }
 
@@ -80,6 +95,51 @@ def _usage_text(usage: dict[str, Any] | None) -> str:
     return text + (f" · ${cost:.6f}".rstrip("0").rstrip(".") if cost else "")
 
 
+def _flaky(conn: Any, run: Any, cases: int, *, as_json: bool) -> int:
+    """``inspect --flaky``: the cases whose trials disagree, per criterion."""
+    from oloproof.analysis.trials import flaky_cases, flaky_json
+
+    flaky = flaky_cases(conn, run)
+    if as_json:
+        sys.stdout.write(dumps(flaky_json(run, flaky, cases)) + "\n")
+        return 0
+    if run.trials < 2:
+        print_to(sys.stdout, text(
+            f"Run {run.id} made one trial per case: no case can be flaky. Run with"
+            " --trials K (or trials: K in oloproof.yaml) to see which cases are."
+        ))
+        return 0
+    distinct = len({f.case_id for f in flaky})
+    title = text(f"Flaky cases in {run.id}: {distinct} of {cases} cases, {run.trials} trials"
+                 " each", "bold")
+    table = Table()
+    for col in ("Case", "Criterion", "Passed", "Trials"):
+        table.add_column(col, no_wrap=True)
+    for f in flaky:
+        shown = f"{f.passed} / {f.passed + f.failed}"
+        if f.missing:
+            shown += f" ({f.missing} missing)"
+        table.add_row(*map(text, (f.case_id, f.criterion, shown, f.trials_text)))
+    print_to(sys.stdout, Group(title, fit(table)) if flaky else title)
+    return 0
+
+
+def _trials_table(trials: list[Any]) -> Table:
+    """``inspect --case`` of a run with trials: trials 1 .. k - 1 after the case's own."""
+    table = Table(title=text("Other trials"), title_justify="left")
+    for col in ("Trial", "Status", "Output", "Judgments"):
+        table.add_column(col, no_wrap=True)
+    for t in trials:
+        verdicts = " ".join(
+            f"{j.criterion}={'missing' if j.passed is None else ('pass' if j.passed else 'fail')}"
+            if j.score is None else f"{j.criterion}={j.score:g}"
+            for j in t.judgments.values()
+        )
+        shown = (t.error or "").splitlines()[:1] if t.status != CaseStatus.OK else [_dump(t.output)]
+        table.add_row(*map(text, (str(t.trial), t.status, shown[0] if shown else "", verdicts)))
+    return table
+
+
 def command(args: argparse.Namespace) -> int:
     conn = read_project_store(args.config)
     if args.run_id.startswith("cmp_"):
@@ -95,8 +155,13 @@ def command(args: argparse.Namespace) -> int:
         if not cases:
             raise UsageError(f"run {run.id} has no case '{args.case}'")
         c = cases[0]
+        others = load_trial_cases(conn, run.id, c.case_id).get(c.case_id, [])
         if args.json:
-            sys.stdout.write(dumps(_case_json(c)) + "\n")
+            doc = _case_json(c)
+            if run.trials > 1:
+                doc["trial"] = 0
+                doc["trials"] = [_trial_json(t) for t in others]
+            sys.stdout.write(dumps(doc) + "\n")
             return 0
         lines = [
             Text.assemble(("Case ", "bold"), text(c.case_id, "bold cyan"), text(f"  in {run.id}")),
@@ -122,7 +187,11 @@ def command(args: argparse.Namespace) -> int:
                 "" if j.latency_ms is None else f"{j.latency_ms:.1f} ms", _usage_text(j.usage),
                 "yes" if j.from_cache else "no", j.reason or "",
             )))
-        print_to(sys.stdout, Group(*lines, fit(table)))
+        shown: list[Any] = [*lines, fit(table)]
+        if run.trials > 1:
+            shown.insert(1, text(f"  trial     0 of {run.trials} (the others below)"))
+            shown.append(fit(_trials_table(others)))
+        print_to(sys.stdout, Group(*shown))
         return 0
 
     if args.judges:
@@ -140,6 +209,8 @@ def command(args: argparse.Namespace) -> int:
         print_to(sys.stdout, judges_table(reports))
         return 0
     cases = load_cases(conn, run.id)
+    if getattr(args, "flaky", False):
+        return _flaky(conn, run, len(cases), as_json=args.json)
     if args.failures:
         failures = [c for c in cases if _is_failure(c)]
         if args.json:
@@ -186,6 +257,7 @@ def command(args: argparse.Namespace) -> int:
                         "cases_total": run.cases_total, "cases_stored": len(cases),
                         "system": run.system, "system_identity": run.system_identity,
                         "cache": run.cache, "stop_reason": run.stop_reason,
+                        **({"trials": run.trials} if run.trials > 1 else {}),
                     },
                     "decisions": decisions,
                     "metrics": [s.to_json() for s in summaries.values()],

@@ -100,6 +100,7 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--junit-undecided", choices=("auto", "skipped", "failure"), default="auto", help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the rule blocks, else skipped (auto, the default), or always skipped, or always a failure")
         p.add_argument("--github-annotations", action="store_true", help="print ::error / ::warning lines for rules that block or warn (GitHub Actions)")
         p.add_argument("--group-by", action="append", metavar="KEY", help="break every metric down by metadata KEY, each group with its own interval (repeatable)")
+        p.add_argument("--trials", type=_trials, metavar="K", help="call the system K times per case (default: trials: in oloproof.yaml, else 1); see docs/repeated-trials.md")
         subset = p.add_argument_group(
             "subsets", "run part of the suite; the run is stored as DECIDED/SUBSET and never allows a release (exit 5 unless a rule FAILs)"
         )
@@ -123,6 +124,7 @@ def _add_arguments(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--case", metavar="ID", help="show one case: input, expected, output, judgments, attempts, errors")
         p.add_argument("--failures", action="store_true", help="show only cases that failed, erred or went missing")
+        p.add_argument("--flaky", action="store_true", help="show the cases whose repeated trials disagree (a run with trials > 1)")
         p.add_argument("--judges", action="store_true", help="show each judge against the human labels stored with the run")
         p.add_argument("--json", action="store_true", help="print one JSON document")
     elif name == "runs":
@@ -171,6 +173,18 @@ def _positive_int(value: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of cases, 1 or more, got '{value}'")
+    return n
+
+
+def _trials(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 100:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of trials from 1 to 100, got '{value}'"
+        )
     return n
 
 

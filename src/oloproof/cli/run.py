@@ -106,7 +106,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
     # Loaded inside the redirect: a module that prints at import cannot reach the stream.
     prepared = load(
         args.config, policy=args.policy, limit=args.limit, sample=args.sample, seed=args.seed,
-        cases=args.case, where=args.where, group_by=args.group_by,
+        cases=args.case, where=args.where, group_by=args.group_by, trials=args.trials,
     )
     # The final report's modules load while the first calls are in flight.
     preload()

@@ -67,6 +67,8 @@ class EngineCase:
     expected: dict[str, Any] | None
     metadata: dict[str, Any] | None
     index: int
+    #: Which call of the case this is (0 to trials - 1); a run of one trial has only 0.
+    trial: int = 0
 
 
 @dataclass
@@ -194,6 +196,7 @@ class Engine:
         system_adaptive: bool = False,
         judge_adaptive: bool = False,
         aimd: AimdSettings | None = None,
+        trials: int = 1,
     ) -> None:
         self.run_id = run_id
         self.suite_digest = suite_digest
@@ -213,6 +216,12 @@ class Engine:
         self.judge_concurrency = judge_concurrency
         self.retry = retry
         self.replicate = replicate
+        # With trials > 1, ``cases`` holds every case ``trials`` times (runner/build.py
+        # expand_trials); cases_done counts a case once all its trials finished.
+        self.trials = max(1, trials)
+        self._case_total = len(cases) // self.trials
+        self._trials_left: dict[int, int] = {}
+        self._first_trial: dict[int, list[tuple[str, str, bool | None]]] = {}
         self.on_fatal = on_fatal
         # Adaptive limits (None: the ceiling is the limit, as without adaptive).
         self.system_limiter = (
@@ -233,7 +242,7 @@ class Engine:
         self._evaluator_workers: Workers | None = None
         self._criteria = [e.criterion for e in [*self.inline, *self.judges]]
         self._tallies = {c: CriterionEvidence(c, MetricKind.BINARY) for c in self._binary}
-        self._due = provisional_schedule(len(cases))
+        self._due = provisional_schedule(self._case_total)
         self._judge_queue: asyncio.Queue[tuple[_CaseState, JudgeEvaluator] | None] = (
             asyncio.Queue(maxsize=max(8, 4 * judge_concurrency))
         )
@@ -243,30 +252,38 @@ class Engine:
 
     # -- keys ------------------------------------------------------------
     def exec_key(self, case: EngineCase) -> str:
+        # Trial t is replicate t: trial 0 keeps the key every earlier run stored.
         return digest(
             {
                 "system": self.system.identity,
                 "case": case.id,
                 "input": case.input,
-                "replicate": self.replicate,
+                "replicate": self.replicate + case.trial,
             }
         )
 
     @staticmethod
     def judge_key(identity: str, case: EngineCase, output_json: str) -> str:
-        return digest(
-            {
-                "evaluator": identity,
-                "case": case.id,
-                "input": case.input,
-                "expected": case.expected,
-                "output": output_json,
-            }
-        )
+        key: dict[str, Any] = {
+            "evaluator": identity,
+            "case": case.id,
+            "input": case.input,
+            "expected": case.expected,
+            "output": output_json,
+        }
+        if case.trial:
+            # Each trial is judged afresh, even of an output another trial gave: a judge's
+            # own variation is part of what the trials measure (docs/repeated-trials.md).
+            key["trial"] = case.trial
+        return digest(key)
+
+    def _trial(self, case: EngineCase) -> int | None:
+        """The trial index events carry: None in a run of one trial (its events unchanged)."""
+        return case.trial if self.trials > 1 else None
 
     # -- the run -----------------------------------------------------------
     async def run(self) -> EngineTotals:
-        self.emit(RunStarted(self.run_id, suite_digest=self.suite_digest, cases=len(self.cases)))
+        self.emit(RunStarted(self.run_id, suite_digest=self.suite_digest, cases=self._case_total))
         self.emit(RunPhaseChanged(self.run_id, phase="EXECUTING"))
         for limiter in (self.system_limiter, self.judge_limiter):
             if limiter is not None:
@@ -337,6 +354,7 @@ class Engine:
                 self.run_id, scenario_id=case.id, status=CaseStatus.OK, from_cache=True,
                 latency_ms=cached.latency_ms, attempts=cached.attempts, error=None,
                 index=case.index, exec_key=key, output=cached.output, usage=cached.usage,
+                trial=self._trial(case),
             )
             output_json: str | None = canonical_json(cached.output)
         else:
@@ -353,9 +371,10 @@ class Engine:
                         status="MISSING",
                         passed=None, score=None, from_cache=False,
                         reason=f"no output: the system call ended in {event.status}",
+                        trial=self._trial(case),
                     )
                 )
-            self._finish_case([(c, "MISSING", None) for c in self._criteria])
+            self._finish_case(case, [(c, "MISSING", None) for c in self._criteria])
             return
         output = event.output
         view = CaseView(case.id, case.input, case.expected, case.metadata)
@@ -378,7 +397,7 @@ class Engine:
                 self._judged(state, evaluator.criterion, outcome, jkey, True)
         state.pending += len(slow)
         if state.pending == 0:
-            self._finish_case(state.outcomes)
+            self._finish_case(case, state.outcomes)
             return
         for evaluator, jkey in slow:
             await self._eval_queue.put((state, evaluator, jkey))
@@ -432,7 +451,7 @@ class Engine:
         return CaseExecuted(
             self.run_id, scenario_id=case.id, status=CaseStatus.OK, from_cache=False,
             latency_ms=last_latency[0], attempts=done.attempts, error=None, index=case.index,
-            exec_key=key, output=result.output, usage=result.usage,
+            exec_key=key, output=result.output, usage=result.usage, trial=self._trial(case),
         ), output_json
 
     def _failed(
@@ -442,7 +461,7 @@ class Engine:
         return CaseExecuted(
             self.run_id, scenario_id=case.id, status=status, from_cache=False,
             latency_ms=latency_ms, attempts=attempts, error=error, index=case.index,
-            exec_key=key,
+            exec_key=key, trial=self._trial(case),
         )
 
     async def _evaluator_worker(self) -> None:
@@ -456,7 +475,7 @@ class Engine:
             self._judged(state, evaluator.criterion, outcome, jkey, False)
             state.pending -= 1
             if state.pending == 0:
-                self._finish_case(state.outcomes)
+                self._finish_case(state.case, state.outcomes)
 
     async def _evaluate_inline(
         self, evaluator: InlineEvaluator, view: CaseView, output: Any
@@ -526,7 +545,7 @@ class Engine:
             self._judged(state, judge.criterion, outcome, jkey, outcome.from_cache)
             state.pending -= 1
             if state.pending == 0:
-                self._finish_case(state.outcomes)
+                self._finish_case(state.case, state.outcomes)
 
     async def _evaluate_judge(self, judge: JudgeEvaluator, state: _CaseState) -> Outcome:
         try:
@@ -547,11 +566,26 @@ class Engine:
                 status=outcome.status, passed=outcome.passed, score=outcome.score,
                 from_cache=from_cache, reason=outcome.reason, judge_key=key,
                 latency_ms=outcome.latency_ms, attempts=outcome.attempts, usage=outcome.usage,
+                trial=self._trial(state.case),
             )
         )
         state.outcomes.append((criterion, outcome.status, outcome.passed))
 
-    def _finish_case(self, outcomes: list[tuple[str, str, bool | None]]) -> None:
+    def _finish_case(
+        self, case: EngineCase, outcomes: list[tuple[str, str, bool | None]]
+    ) -> None:
+        if self.trials > 1:
+            # A case is done when its last trial is; the provisional figures count its
+            # first trial only (one draw per case: a Wilson interval over all trials would
+            # treat them as independent, which they are not).
+            if case.trial == 0:
+                self._first_trial[case.index] = outcomes
+            left = self._trials_left.get(case.index, self.trials) - 1
+            if left:
+                self._trials_left[case.index] = left
+                return
+            self._trials_left.pop(case.index, None)
+            outcomes = self._first_trial.pop(case.index, [])
         for criterion, status, passed in outcomes:
             tally = self._tallies.get(criterion)
             if tally is not None:
@@ -570,7 +604,7 @@ class Engine:
             hi = iv.upper if iv is not None else None
             metrics.append(ProvisionalMetric(criterion, est, lo, hi, t.observed, t.missing))
         return ProvisionalMetrics(
-            self.run_id, cases_done=self.totals.cases_done, cases_total=len(self.cases),
+            self.run_id, cases_done=self.totals.cases_done, cases_total=self._case_total,
             metrics=metrics, cases_cached=self.totals.cases_cached,
             cases_errored=self.totals.cases_errored,
         )

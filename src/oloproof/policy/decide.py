@@ -14,7 +14,8 @@ from decimal import Decimal
 from typing import Any
 
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
-from oloproof.evidence import CriterionEvidence, LabelledVerdicts
+from oloproof.errors import ConfigError
+from oloproof.evidence import CriterionEvidence, LabelledVerdicts, aggregate_name
 from oloproof.policy.format import (
     as_decimal,
     estimate_text,
@@ -32,6 +33,7 @@ from oloproof.project.models import (
     ReleaseRule,
 )
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
+from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
 
 PASS, FAIL = RuleState.PASS, RuleState.FAIL
 INSUFFICIENT, MANUAL = RuleState.INSUFFICIENT_EVIDENCE, RuleState.MANUAL_REVIEW
@@ -69,8 +71,27 @@ class MetricSummary:
     method: str = ""
     unbounded_missing: bool = False
     value_range: tuple[float, float] | None = None
+    #: Over repeated trials (``trials`` > 1): ``observed``, ``missing``, ``excluded`` and
+    #: ``passed`` count trials; ``cases`` counts the cases with an observed trial;
+    #: ``effective_cases``, ``design_effect`` and ``icc`` describe how much the trials of a
+    #: case resemble each other (stats/trials.py). All None for one trial per case.
+    trials: int | None = None
+    cases: int | None = None
+    effective_cases: float | None = None
+    design_effect: float | None = None
+    icc: float | None = None
+    interval_method: str | None = None
 
     def cases_text(self) -> str:
+        if self.trials is not None:
+            shown = (
+                f"{self.passed} / {self.observed}" if self.kind == MetricKind.BINARY
+                else str(self.observed)
+            )
+            return (
+                f"{self.cases} cases × {self.trials} trials: {shown} observed ·"
+                f" {self.missing} missing · {self.excluded} excluded"
+            )
         observed = (
             f"{self.passed} / {self.observed}"
             if self.kind == MetricKind.BINARY
@@ -81,11 +102,51 @@ class MetricSummary:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["value_range"] = list(self.value_range) if self.value_range else None
+        if self.trials is None:
+            # One trial per case: the form every earlier version wrote, unchanged.
+            for key in _TRIAL_KEYS:
+                del data[key]
         return data
+
+
+_TRIAL_KEYS = ("trials", "cases", "effective_cases", "design_effect", "icc", "interval_method")
+
+
+def _summarize_trials(ev: CriterionEvidence, level: float) -> MetricSummary:
+    """A metric over repeated trials: cases are clusters (docs/repeated-trials.md)."""
+    lv = level_text(level)
+    if ev.kind == MetricKind.BINARY:
+        r = clustered_rate_bounded(ev.case_counts(), level)
+        if r.method == KORN_GRAUBARD:
+            method = f"Korn–Graubard {lv}, cases as clusters, missing trials bounded"
+        else:
+            method = (f"Clopper–Pearson {lv} on case means (too few cases disagree for a"
+                      " cluster variance), missing trials bounded")
+        return MetricSummary(
+            ev.criterion, MetricKind.BINARY, r.estimate, r.interval.lower, r.interval.upper,
+            ev.observed, ev.missing, ev.excluded, passed=ev.passed, method=method,
+            trials=ev.trials, cases=r.cases, effective_cases=r.effective_cases,
+            design_effect=r.design_effect, icc=r.icc, interval_method=r.method,
+        )
+    means, missing_cases, _excluded = ev.case_means()
+    ms = student_t_mean_bounded(means, missing_cases, ev.value_range, level)
+    lower = ms.interval.lower if ms.interval is not None else None
+    upper = ms.interval.upper if ms.interval is not None else None
+    return MetricSummary(
+        ev.criterion, MetricKind.MEAN, ms.mean, lower, upper, ev.observed, ev.missing,
+        ev.excluded, sd=ms.sd,
+        method=f"Student t {lv} on case means" + (
+            ", a case with a missing trial bounded over the range" if ev.value_range else ""
+        ),
+        unbounded_missing=ms.unbounded_missing, value_range=ev.value_range,
+        trials=ev.trials, cases=len(means), interval_method="case_means_t",
+    )
 
 
 def summarize(ev: CriterionEvidence, level: float) -> MetricSummary:
     """The estimate and interval of one metric at ``level``, bounded for missing cases."""
+    if ev.case_trials is not None and ev.trials > 1:
+        return _summarize_trials(ev, level)
     if ev.kind == MetricKind.BINARY:
         n = ev.passed + ev.failed
         iv = clopper_pearson_bounded(ev.passed, n, ev.missing, level)
@@ -152,7 +213,8 @@ def decide_interval_rule(
     if s.missing:
         # Say how much of the evidence is there: "0 observed, 18 missing" when every call
         # failed must never read like a run that was merely too small.
-        detail += f"; {s.observed} observed, {s.missing} missing"
+        unit = " trials" if s.trials is not None else ""
+        detail += f"; {s.observed} observed, {s.missing} missing{unit}"
     return Decision(
         rule=rule.id, metric=rule.metric, kind="interval_threshold", state=state,
         reason=reason, detail=detail + note, threshold=t, direction=direction,
@@ -177,7 +239,7 @@ def _interval_state(
         return decide_threshold(lo, hi, exact_t, direction) == state  # type: ignore[arg-type]
 
     iv = interval_text(s.lower, s.upper, s.kind, agrees)
-    name = method or ("CP" if s.kind == MetricKind.BINARY else "t")
+    name = method or _short_method(s)
     label = f"{level_text(level)} {name} {iv}"
     if direction == "min":
         if state == PASS:
@@ -192,11 +254,27 @@ def _interval_state(
     return INSUFFICIENT, "interval_contains_threshold", f"{label} contains {tv}"
 
 
+def _short_method(s: MetricSummary) -> str:
+    """How a decision's detail names the interval: CP, t, KG (Korn–Graubard over trials),
+    case CP (Clopper–Pearson on case means), case t."""
+    if s.interval_method == KORN_GRAUBARD:
+        return "KG"
+    if s.interval_method == "case_exact":
+        return "case CP"
+    if s.interval_method == "case_means_t":
+        return "case t"
+    return "CP" if s.kind == MetricKind.BINARY else "t"
+
+
 def decide_observed_count(rule: ObservedCountRule, ev: CriterionEvidence) -> Decision:
     n_max = int(rule.max_failures)
     failures = ev.failed if ev.kind == MetricKind.BINARY else 0
     seen = f"{ev.observed} observed, " if ev.missing else ""  # "0 observed, …, 18 missing"
     detail = f"{seen}{failures} failed, {ev.missing} missing; at most {n_max} allowed"
+    if ev.case_trials is not None and ev.trials > 1:
+        # Over repeated trials the rule counts failed trials, each a call that failed.
+        detail = (f"{seen}{failures} failed, {ev.missing} missing trials of {ev.trials} per"
+                  f" case; at most {n_max} failed trials allowed")
     if failures + ev.missing <= n_max:
         state, reason = PASS, "failures_within_budget"
     elif failures > n_max:
@@ -286,6 +364,7 @@ def decide_run(
     its interval says (an unvalidated judge's PASS or FAIL is not evidence).
     """
     level = float(policy.confidence_level)
+    evidence, policy = with_aggregates(evidence, policy)
     reports = {c: judge_report(lv, level) for c, lv in (labelled or {}).items()}
     summaries = {name: summarize(ev, level) for name, ev in evidence.items()}
     adjusted: dict[str, Decision] = {}
@@ -308,6 +387,47 @@ def decide_run(
         d.action = action_for(d.state, policy)
         decisions.append(d)
     return decisions, summaries
+
+
+def with_aggregates(
+    evidence: Mapping[str, CriterionEvidence], policy: ReleasePolicy
+) -> tuple[dict[str, CriterionEvidence], ReleasePolicy]:
+    """The evidence with the derived metrics the rules ask for (``aggregate: pass_at_k``,
+    ``pass_all_k``, ``flaky_share``), each right after its metric, and the policy with those
+    rules pointed at them (docs/repeated-trials.md).
+
+    ``flaky_share`` on a run of one trial per case is a configuration error: no case can
+    disagree with itself, and a share of 0 flaky cases would be a pass the evidence cannot
+    give."""
+    wanted = [
+        (i, r) for i, r in enumerate(policy.rules)
+        if getattr(r, "aggregate", None) not in (None, "mean")
+    ]
+    if not wanted:
+        return dict(evidence), policy
+    derived: dict[str, list[CriterionEvidence]] = {}
+    rules = list(policy.rules)
+    for index, rule in wanted:
+        base = evidence[rule.metric]
+        aggregate = str(rule.aggregate)
+        if aggregate == "flaky_share" and base.case_trials is None:
+            raise ConfigError(
+                f"rule {rule.id} bounds the flaky share of {rule.metric}, and this run made"
+                " one trial per case: a case can only be flaky over repeated trials (run"
+                " with trials: 2 or more, or remove the rule)",
+                field=f"rules[{index}].aggregate", accepted="mean, pass_at_k, pass_all_k",
+            )
+        name = aggregate_name(rule.metric, aggregate, base.trials)
+        siblings = derived.setdefault(rule.metric, [])
+        if all(d.criterion != name for d in siblings):
+            siblings.append(base.derive(aggregate))
+        rules[index] = rule.model_copy(update={"metric": name, "aggregate": None})
+    merged: dict[str, CriterionEvidence] = {}
+    for name, ev in evidence.items():
+        merged[name] = ev
+        for d in derived.get(name, []):
+            merged[d.criterion] = d
+    return merged, policy.model_copy(update={"rules": rules})
 
 
 def _decide_corrected(

@@ -205,6 +205,8 @@ class SystemConfig(_Model):
 MAX_SYSTEM_CONCURRENCY = 1024
 MAX_JUDGE_CONCURRENCY = 256
 MAX_EVALUATOR_CONCURRENCY = 256
+#: Upper bound on ``trials``: each trial is a call per case (and a row per case).
+MAX_TRIALS = 100
 
 
 class AdaptiveConfig(_Model):
@@ -678,6 +680,8 @@ class ProjectConfig(_Model):
     policy: NonEmpty | None = None
     #: A person's labels on judge criteria (JSON Lines; see project/labels.py).
     human_labels: NonEmpty | None = None
+    #: Calls of the system per case (docs/repeated-trials.md); 1 is a run as it always was.
+    trials: int = Field(default=1, ge=1, le=MAX_TRIALS, strict=True)
 
     @field_validator("human_labels")
     @classmethod
@@ -799,6 +803,25 @@ def _check_group(rule: Any) -> Any:
     return rule
 
 
+Aggregate = Literal["mean", "pass_at_k", "pass_all_k", "flaky_share"]
+
+
+def _check_aggregate(rule: Any, info: ValidationInfo, counts: bool) -> None:
+    aggregate = getattr(rule, "aggregate", None)
+    if aggregate is None:
+        return
+    if counts and aggregate == "mean":
+        fail("an observed_count rule counts failures; aggregate: mean has no failures to"
+             " count (use pass_at_k, pass_all_k or flaky_share, or leave aggregate out)",
+             at=("aggregate",))
+    if aggregate != "mean" and _metric_kind(rule.metric, info) is MetricKind.MEAN:
+        fail(f"aggregate: {aggregate} needs a pass or fail per trial, and '{rule.metric}'"
+             " is a MEAN metric (use aggregate: mean, or leave it out)", at=("aggregate",))
+    if aggregate != "mean" and getattr(rule, "estimate", "judge") == "corrected":
+        fail("estimate: corrected applies to the metric itself; it cannot be combined with"
+             f" aggregate: {aggregate}", at=("aggregate",))
+
+
 class IntervalRule(_Model):
     """``min: t`` (a floor on the interval) or ``max: t`` (a ceiling): exactly one.
 
@@ -816,6 +839,9 @@ class IntervalRule(_Model):
     family: NonEmpty | None = None
     judge_validation: JudgeValidation | None = None
     estimate: Literal["judge", "corrected"] = "judge"
+    #: Over repeated trials: what the rule measures of each case (docs/repeated-trials.md).
+    #: None or ``mean``: the mean pass fraction (a BINARY metric) or mean score (MEAN).
+    aggregate: Aggregate | None = None
 
 
     #: One group of the metric (``group: {lang: fr}``), or every group (``each_group``).
@@ -827,6 +853,7 @@ class IntervalRule(_Model):
 
     @model_validator(mode="after")
     def _check_judge(self, info: ValidationInfo) -> IntervalRule:
+        _check_aggregate(self, info, counts=False)
         if self.judge_validation is not None:
             _check_judge_metric(self, info, "judge_validation", "judge_validation")
         if self.estimate == "corrected":
@@ -865,12 +892,16 @@ class ObservedCountRule(_Model):
     max_failures: int = Field(ge=0)
     group: dict[str, str | int | bool] | None = None
     each_group: bool = False
+    #: Over repeated trials: count cases by this (pass_at_k, pass_all_k, flaky_share);
+    #: None counts failed trials.
+    aggregate: Aggregate | None = None
 
     _metric = field_validator("metric")(_check_metric)
     _group = model_validator(mode="after")(lambda self: _check_group(self))
 
     @model_validator(mode="after")
     def _check_kind(self, info: ValidationInfo) -> ObservedCountRule:
+        _check_aggregate(self, info, counts=True)
         if _metric_kind(self.metric, info) is MetricKind.MEAN:
             fail(
                 f"an observed_count rule counts failures, and '{self.metric}' is a MEAN "

@@ -95,6 +95,8 @@ def _sized_head(rule: dict[str, Any], comparison: bool) -> str:
     what = "more paired cases" if comparison else "more cases"
     if comparison:
         holds = "if the observed paired outcomes hold"
+    elif rule.get("trials"):
+        holds = "if the observed rate and intra-class correlation hold"
     elif rule.get("approximate"):
         holds = "if the observed mean and spread hold"
     else:
@@ -161,6 +163,30 @@ def _assurance_line(rule: dict[str, Any], comparison: bool) -> list[str]:
     ]
 
 
+def _trials_lines(rule: dict[str, Any]) -> list[str]:
+    """Over repeated trials: the calls the size costs, and the other way to decide it."""
+    out: list[str] = []
+    if rule.get("calls") is not None:
+        out.append(_line("calls", f"{fmt_count(rule['calls'])} more calls of the system"))
+    option = rule.get("trials")
+    if not option:
+        return out
+    if option["status"] == "sized":
+        text = (
+            f"or {option['trials']} trials per case instead of {option['current']} on the"
+            f" cases already run: {fmt_count(option['more_calls'])} more calls"
+        )
+        if option.get("cheaper"):
+            text += (
+                "; more trials decide it sooner for the cost" if option["cheaper"] == "trials"
+                else "; more cases decide it sooner for the cost"
+            )
+        out.append(_line("trials", text))
+    else:
+        out.append(_line("trials", f"more trials would not decide it: {option['reason']}"))
+    return out
+
+
 def plan_text(doc: dict[str, Any]) -> str:
     """The plan as text, from the plan document."""
     comparison = doc["plan_for"] == "comparison"
@@ -184,6 +210,7 @@ def plan_text(doc: dict[str, Any]) -> str:
     for rule in sized:
         first = _sized_head(rule, comparison)
         extra = _assurance_line(rule, comparison)
+        extra += _trials_lines(rule)
         if rule.get("if_resolved"):
             extra.append(_line("missing", _resolved_text(rule["if_resolved"])))
         blocks.append(

@@ -46,6 +46,8 @@ class Prepared:
     labels: Labels | None = None
     #: The part of the suite chosen to run (``api.Subset.to_json()``); ``None``: all of it.
     subset: dict[str, Any] | None = None
+    #: Calls of the system per case (``trials:`` in oloproof.yaml, or ``--trials``).
+    trials: int = 1
 
 
 def resolve_policy(project: Project, policy_arg: str | None) -> tuple[ReleasePolicy, str | None]:
@@ -139,7 +141,8 @@ def describe_system(project: Project, system: SystemRunner) -> dict[str, Any]:
 
 
 def prepare(
-    config_path: str | Path, policy_arg: str | None, group_by: Sequence[str] = ()
+    config_path: str | Path, policy_arg: str | None, group_by: Sequence[str] = (),
+    trials: int | None = None,
 ) -> Prepared:
     """Load, check and build a run; raises ConfigError before anything is stored.
 
@@ -175,9 +178,11 @@ def prepare(
     ]
     retry = RetryPolicy(max_retry_wait_s=float(project.config.retry.max_retry_wait_s))
     labels = project.load_labels()
+    chosen = project.config.trials if trials is None else trials
+    check_trials(policy, policy_path, chosen)
     return Prepared(
         project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry,
-        labels,
+        labels, trials=chosen,
     )
 
 
@@ -203,4 +208,33 @@ def _check_group_rules(
 
 
 def policy_json(policy: ReleasePolicy) -> dict[str, Any]:
-    return dict(policy.model_dump(mode="json"))
+    data = dict(policy.model_dump(mode="json"))
+    for rule in data.get("rules", []):
+        if rule.get("aggregate") is None:
+            # A rule without aggregate is stored as every earlier version stored it.
+            rule.pop("aggregate", None)
+    return data
+
+
+def check_trials(policy: ReleasePolicy, policy_path: str | None, trials: int) -> None:
+    """A rule on the flaky share needs repeated trials: refused before anything runs."""
+    for index, rule in enumerate(policy.rules):
+        if rule.aggregate == "flaky_share" and trials < 2:
+            raise ConfigError(
+                f"rule {rule.id} bounds the flaky share of {rule.metric}, and the run makes"
+                " one trial per case: a case can only be flaky over repeated trials (set"
+                " trials: 2 or more in oloproof.yaml, or pass --trials)",
+                file=Path(policy_path).name if policy_path else None,
+                field=f"rules[{index}].aggregate", accepted="mean, pass_at_k, pass_all_k",
+            )
+
+
+def expand_trials(cases: Sequence[EngineCase], trials: int) -> list[EngineCase]:
+    """Every case ``trials`` times, its trials one after another (a case finishes soon
+    after it starts, so a stopped run keeps whole cases)."""
+    if trials == 1:
+        return list(cases)
+    return [
+        EngineCase(c.id, c.input, c.expected, c.metadata, c.index, t)
+        for c in cases for t in range(trials)
+    ]

@@ -32,7 +32,7 @@ from oloproof.events import Event, RunFinished, RunPhaseChanged
 from oloproof.ids import new_run_id
 from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
 from oloproof.policy.judges import JudgeReport
-from oloproof.runner.build import Prepared, describe_system, policy_json
+from oloproof.runner.build import Prepared, describe_system, expand_trials, policy_json
 from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
 from oloproof.store.db import open_store, store_path
@@ -127,6 +127,7 @@ def _execute(
             policy=policy_json(prepared.policy),
             policy_path=prepared.policy_path,
             subset=prepared.subset,
+            trials=prepared.trials,
         )
         if prepared.labels is not None:
             writer.store_labels(
@@ -150,7 +151,8 @@ def _execute(
         system=prepared.system,
         inline=prepared.inline,
         judges=prepared.judges,
-        cases=UntilStopped(prepared.cases, stop),
+        cases=UntilStopped(expand_trials(prepared.cases, prepared.trials), stop),
+        trials=prepared.trials,
         cache=Cache(conn, enabled=use_cache),
         emit=emit,
         system_concurrency=project.config.concurrency.system,

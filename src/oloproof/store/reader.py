@@ -21,11 +21,13 @@ from typing import Any
 
 from oloproof.enums import Completeness, ExitCode, GateAction, MetricKind, RunStatus
 from oloproof.errors import UsageError
+from oloproof.events import JUDGMENT_MISSING
 from oloproof.evidence import (
     PANEL_AGREED,
     PANEL_SPLIT,
     CriterionEvidence,
     Outcome,
+    TrialOutcome,
     classify_outcome,
 )
 from oloproof.store.db import StoreUnreadable, has_table
@@ -37,6 +39,7 @@ __all__ = [
     "CriterionEvidence",
     "JudgmentRow",
     "RunRecord",
+    "TrialRow",
     "get_run",
     "list_runs",
     "load_cases",
@@ -44,6 +47,8 @@ __all__ = [
     "load_decisions",
     "load_evidence",
     "load_run_labels",
+    "load_trial_cases",
+    "load_trial_outcomes",
     "load_verdicts",
     "resolve_run_id",
 ]
@@ -83,6 +88,8 @@ class RunRecord:
     owner: str | None = None
     #: How the run chose part of its suite (completeness SUBSET); ``None``: all of it.
     subset: dict[str, Any] | None = None
+    #: Calls of the system per case (``trials:``); 1 for every run of an older store.
+    trials: int = 1
 
     @property
     def state(self) -> str:
@@ -109,7 +116,11 @@ def _select_runs(conn: sqlite3.Connection) -> str:
         "(SELECT subset_json FROM run_subsets s WHERE s.run_id = runs.id)"
         if has_table(conn, "run_subsets") else "NULL"
     )
-    return f"SELECT {_RUN_COLUMNS}, {owner}, {subset} FROM runs"
+    trials = (
+        "(SELECT trials FROM run_trials t WHERE t.run_id = runs.id)"
+        if has_table(conn, "run_trials") else "NULL"
+    )
+    return f"SELECT {_RUN_COLUMNS}, {owner}, {subset}, {trials} FROM runs"
 
 
 def _json(run_id: str, column: str, text: str | None) -> Any:
@@ -157,6 +168,7 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
         cache=_json(run_id, "cache totals", row[18]),
         owner=row[19],
         subset=_json(run_id, "subset", row[20]),
+        trials=int(row[21] or 1),
     )
     if not isinstance(rec.system, dict) or not isinstance(rec.metrics, list):
         raise StoreUnreadable(f"run {run_id}: its stored system or metrics are damaged")
@@ -301,6 +313,16 @@ def load_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, Criteri
             raise StoreUnreadable(
                 f"run {run.id}: its stored metrics are damaged ({exc!r})"
             ) from exc
+    if run.trials > 1:
+        for criterion, by_case in load_trial_outcomes(conn, run).items():
+            ev = evidence.get(criterion)
+            if ev is None:
+                continue
+            ev.trials = run.trials
+            ev.case_trials = {}
+            for case_id, outcomes in by_case.items():
+                ev.add_case(case_id, outcomes)
+        return evidence
     for criterion, status, passed, score in conn.execute(
         "SELECT criterion, status, passed, score FROM run_judgments WHERE run_id = ?",
         (run.id,),
@@ -309,6 +331,98 @@ def load_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, Criteri
         if ev is not None:
             ev.add(status, None if passed is None else bool(passed), score)
     return evidence
+
+
+def load_trial_outcomes(
+    conn: sqlite3.Connection, run: RunRecord
+) -> dict[str, dict[str, list[TrialOutcome]]]:
+    """Per criterion, per case (in suite order), its judgments in trial order.
+
+    A case some of whose trials left no judgment (a run that stopped) has the absent ones
+    as ``MISSING``, so a gap never reads as a pass; a case with no judgment at all adds
+    nothing, as for a run of one trial.
+    """
+    order = {
+        r[0]: r[1]
+        for r in conn.execute("SELECT case_id, idx FROM run_cases WHERE run_id = ?", (run.id,))
+    }
+    rows = conn.execute(
+        "SELECT case_id, criterion, 0, status, passed, score FROM run_judgments"
+        " WHERE run_id = ?", (run.id,),
+    ).fetchall()
+    if has_table(conn, "trial_judgments"):
+        rows += conn.execute(
+            "SELECT case_id, criterion, trial, status, passed, score FROM trial_judgments"
+            " WHERE run_id = ?", (run.id,),
+        ).fetchall()
+    found: dict[str, dict[str, dict[int, TrialOutcome]]] = {}
+    for case_id, criterion, trial, status, passed, score in rows:
+        found.setdefault(criterion, {}).setdefault(case_id, {})[int(trial)] = (
+            status, None if passed is None else bool(passed), score,
+        )
+    missing: TrialOutcome = (JUDGMENT_MISSING, None, None)
+    out: dict[str, dict[str, list[TrialOutcome]]] = {}
+    for criterion, by_case in found.items():
+        ids = sorted(by_case, key=lambda c: (order.get(c, len(order)), c))
+        out[criterion] = {
+            c: [by_case[c].get(t, missing) for t in range(run.trials)] for c in ids
+        }
+    return out
+
+
+@dataclass
+class TrialRow:
+    """One stored trial (1 .. k - 1) of a case: its call and its judgments by criterion."""
+
+    case_id: str
+    trial: int
+    status: str
+    output: Any
+    error: str | None
+    attempts: int
+    latency_ms: float | None
+    usage: dict[str, Any] | None
+    from_cache: bool
+    judgments: dict[str, JudgmentRow] = field(default_factory=dict)
+
+
+def load_trial_cases(
+    conn: sqlite3.Connection, run_id: str, case_id: str | None = None
+) -> dict[str, list[TrialRow]]:
+    """Per case, its trials 1 .. k - 1 in order (trial 0 is the case's own row,
+    :func:`load_cases`). Empty for a run of one trial, or a store older than trials."""
+    if not has_table(conn, "trial_cases"):
+        return {}
+    where, params = "run_id = ?", [run_id]
+    if case_id is not None:
+        where += " AND case_id = ?"
+        params.append(case_id)
+    trials: dict[tuple[str, int], TrialRow] = {}
+    for r in conn.execute(
+        "SELECT case_id, trial, status, output_json, error, attempts, latency_ms, usage_json,"
+        f" from_cache FROM trial_cases WHERE {where} ORDER BY idx, trial",
+        params,
+    ).fetchall():
+        at = f"trial {r[1]} of case {r[0]!r}"
+        trials[(r[0], r[1])] = TrialRow(
+            r[0], r[1], r[2], _json(run_id, f"output of {at}", r[3]), r[4], r[5], r[6],
+            _json(run_id, f"usage of {at}", r[7]), bool(r[8]),
+        )
+    for j in conn.execute(
+        "SELECT case_id, trial, criterion, status, passed, score, reason, from_cache,"
+        f" latency_ms, attempts, usage_json FROM trial_judgments WHERE {where}",
+        params,
+    ).fetchall():
+        row = trials.get((j[0], j[1]))
+        if row is not None:
+            row.judgments[j[2]] = JudgmentRow(
+                j[2], j[3], None if j[4] is None else bool(j[4]), j[5], j[6], bool(j[7]),
+                j[8], j[9], _json(run_id, f"usage of a judgment of case {j[0]!r}", j[10]),
+            )
+    out: dict[str, list[TrialRow]] = {}
+    for (cid, _trial), row in trials.items():
+        out.setdefault(cid, []).append(row)
+    return out
 
 
 def load_decisions(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:

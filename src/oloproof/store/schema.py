@@ -7,7 +7,7 @@ never rewritten.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -140,6 +140,50 @@ CREATE TABLE comparison_decisions (
   rule_id TEXT NOT NULL,
   decision_json TEXT NOT NULL,
   PRIMARY KEY (cmp_id, rule_id)
+) WITHOUT ROWID;
+""",
+    # 3: repeated trials (trials: k in oloproof.yaml; docs/repeated-trials.md). Trial 0 of
+    # every case stays in run_cases and run_judgments, as every run stores it; trials 1 to
+    # k - 1 go to the tables below, and run_trials says how many trials a run made (no row:
+    # one). A version step and not an optional table: an older Oloproof would decide a run
+    # of k trials on its first trial alone, and must refuse the store instead.
+    # Self-contained (IF NOT EXISTS), so that it can be renumbered beside another migration.
+    3: """
+CREATE TABLE IF NOT EXISTS run_trials (
+  run_id TEXT PRIMARY KEY,
+  trials INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS trial_cases (
+  run_id TEXT NOT NULL,
+  case_id TEXT NOT NULL,
+  trial INTEGER NOT NULL,           -- 1 .. trials - 1 (trial 0 is in run_cases)
+  idx INTEGER NOT NULL,
+  status TEXT NOT NULL,             -- OK | ERROR | TIMEOUT
+  output_json TEXT,
+  error TEXT,
+  attempts INTEGER NOT NULL,
+  latency_ms REAL,
+  usage_json TEXT,
+  from_cache INTEGER NOT NULL,
+  exec_key TEXT NOT NULL,
+  finished_at TEXT NOT NULL,
+  PRIMARY KEY (run_id, case_id, trial)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS trial_judgments (
+  run_id TEXT NOT NULL,
+  case_id TEXT NOT NULL,
+  trial INTEGER NOT NULL,
+  criterion TEXT NOT NULL,
+  status TEXT NOT NULL,             -- OK | EXCLUDED | ERROR | MISSING
+  passed INTEGER,
+  score REAL,
+  reason TEXT,
+  from_cache INTEGER NOT NULL,
+  judge_key TEXT NOT NULL,
+  latency_ms REAL,
+  attempts INTEGER NOT NULL,
+  usage_json TEXT,
+  PRIMARY KEY (run_id, case_id, trial, criterion)
 ) WITHOUT ROWID;
 """,
 }

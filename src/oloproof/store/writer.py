@@ -76,6 +76,9 @@ _INSERTS = (
         " attempts = excluded.attempts, usage_json = excluded.usage_json,"
         " created_at = excluded.created_at"
     ),
+    # Trials 1 .. k - 1 of a run with repeated trials (store/schema.py, version 3).
+    "INSERT OR REPLACE INTO trial_cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT OR REPLACE INTO trial_judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 )
 
 _CONCURRENCY_INSERT = "INSERT OR REPLACE INTO run_concurrency VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -131,6 +134,8 @@ class StoreWriter:
         # concurrency_changed events (adaptive concurrency), for run_concurrency.
         self._concurrency: _Rows = []
         self._concurrency_seq = 0
+        self._trial_cases: _Rows = []
+        self._trial_judgments: _Rows = []
         self._suite: Sequence[Any] = ()
         self._schedule: Callable[[Callable[[], None]], object] | None = None
         self._schedule_later: Callable[[float, Callable[[], None]], object] | None = None
@@ -151,6 +156,7 @@ class StoreWriter:
         policy: dict[str, Any] | None,
         policy_path: str | None,
         subset: dict[str, Any] | None = None,
+        trials: int = 1,
     ) -> None:
         _execute(
             self.conn,
@@ -179,6 +185,8 @@ class StoreWriter:
             self.conn.execute(
                 "INSERT INTO run_subsets VALUES (?, ?)", (self.run_id, _dump(subset))
             )
+        if trials > 1:  # one trial per case: no row, the run stored as it always was
+            self.conn.execute("INSERT INTO run_trials VALUES (?, ?)", (self.run_id, trials))
 
     def store_labels(self, path: str, digest: str, labels: list[dict[str, Any]]) -> None:
         """The human labels the run is measured against (store/schema.py ``run_labels``)."""
@@ -253,28 +261,38 @@ class StoreWriter:
         if self.fault is not None:
             return
         if isinstance(event, CaseExecuted):
-            case = self._suite[event.index]
             output_json = None if event.status != CaseStatus.OK else _dump(event.output)
             usage_json = _usage(event.usage)
-            self._cases.append(
-                (
-                    self.run_id,
-                    event.scenario_id,
-                    event.index,
-                    _dump(case.input),
-                    None if case.expected is None else _dump(case.expected),
-                    None if case.metadata is None else _dump(case.metadata),
-                    event.status,
-                    output_json,
-                    event.error,
-                    event.attempts,
-                    event.latency_ms,
-                    usage_json,
-                    int(event.from_cache),
-                    event.exec_key,
-                    event.timestamp,
+            if event.trial:
+                self._trial_cases.append(
+                    (
+                        self.run_id, event.scenario_id, event.trial, event.index,
+                        event.status, output_json, event.error, event.attempts,
+                        event.latency_ms, usage_json, int(event.from_cache), event.exec_key,
+                        event.timestamp,
+                    )
                 )
-            )
+            else:
+                case = self._suite[event.index]
+                self._cases.append(
+                    (
+                        self.run_id,
+                        event.scenario_id,
+                        event.index,
+                        _dump(case.input),
+                        None if case.expected is None else _dump(case.expected),
+                        None if case.metadata is None else _dump(case.metadata),
+                        event.status,
+                        output_json,
+                        event.error,
+                        event.attempts,
+                        event.latency_ms,
+                        usage_json,
+                        int(event.from_cache),
+                        event.exec_key,
+                        event.timestamp,
+                    )
+                )
             if event.status == CaseStatus.OK and not event.from_cache:
                 self._exec_cache.append(
                     (
@@ -289,22 +307,24 @@ class StoreWriter:
         elif isinstance(event, CaseJudged):
             passed = None if event.passed is None else int(event.passed)
             usage_json = _usage(event.usage)
-            self._judgments.append(
-                (
-                    self.run_id,
-                    event.scenario_id,
-                    event.criterion,
-                    event.status,
-                    passed,
-                    event.score,
-                    event.reason,
-                    int(event.from_cache),
-                    event.judge_key,
-                    event.latency_ms,
-                    event.attempts,
-                    usage_json,
-                )
+            row = (
+                self.run_id,
+                event.scenario_id,
+                event.criterion,
+                event.status,
+                passed,
+                event.score,
+                event.reason,
+                int(event.from_cache),
+                event.judge_key,
+                event.latency_ms,
+                event.attempts,
+                usage_json,
             )
+            if event.trial:
+                self._trial_judgments.append((*row[:2], event.trial, *row[2:]))
+            else:
+                self._judgments.append(row)
             if (
                 event.status in (JudgmentStatus.OK, JudgmentStatus.EXCLUDED)
                 and not event.from_cache
@@ -333,7 +353,11 @@ class StoreWriter:
             self._concurrency_seq += 1
         else:
             return
-        if self._schedule is None or len(self._cases) + len(self._judgments) >= _FLUSH_ROWS:
+        pending = (
+            len(self._cases) + len(self._judgments) + len(self._trial_cases)
+            + len(self._trial_judgments)
+        )
+        if self._schedule is None or pending >= _FLUSH_ROWS:
             self.flush()
         elif not self._scheduled:
             self._scheduled = True
@@ -354,9 +378,15 @@ class StoreWriter:
         :attr:`fault`, drops the rows it could not commit, and calls ``on_fault``.
         """
         self._scheduled = False
-        if self.fault is not None or not (self._cases or self._judgments or self._concurrency):
+        if self.fault is not None or not (
+            self._cases or self._judgments or self._trial_cases or self._trial_judgments
+            or self._concurrency
+        ):
             return
-        rows = (self._cases, self._exec_cache, self._judgments, self._judge_cache)
+        rows = (
+            self._cases, self._exec_cache, self._judgments, self._judge_cache,
+            self._trial_cases, self._trial_judgments,
+        )
         try:
             try:
                 self._commit(rows)
@@ -368,6 +398,7 @@ class StoreWriter:
         self._last_commit = time.monotonic()
         self._cases, self._exec_cache, self._judgments, self._judge_cache = [], [], [], []
         self._concurrency = []
+        self._trial_cases, self._trial_judgments = [], []
 
     def _commit(self, rows: tuple[_Rows, ...]) -> None:
         conn = self.conn
