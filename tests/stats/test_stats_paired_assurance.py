@@ -248,10 +248,11 @@ def test_probability_matches_a_simulation() -> None:
     ("cells", "kind", "margin", "target"),
     [
         ((13, 4, 0, 1), "superiority", 0.0, 0.8),
-        ((10, 5, 1, 4), "superiority", 0.0, 0.8),
+        # The two largest searches (5-6 s each) run in the full suite, not in test-fast.
+        pytest.param((10, 5, 1, 4), "superiority", 0.0, 0.8, marks=pytest.mark.slow),
         ((8, 4, 1, 5), "non_inferiority", 0.1, 0.9),
         ((12, 2, 1, 5), "equivalence", 0.25, 0.8),
-        ((6, 3, 3, 6), "non_inferiority", 0.2, 0.7),
+        pytest.param((6, 3, 3, 6), "non_inferiority", 0.2, 0.7, marks=pytest.mark.slow),
     ],
 )
 def test_size_is_the_first_size_reaching_the_target(
