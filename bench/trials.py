@@ -147,7 +147,9 @@ def cost_and_cache(n: int, reps: int) -> tuple[list[str], list[dict[str, object]
 def coverage_table(reps: int) -> str:
     import numpy as np
 
-    from oloproof.stats.trials import clustered_rate
+    # One simulation for the docs' table and for the tests' assertions.
+    sys.path.insert(0, str(ROOT))
+    from tests.stats._trials_coverage import coverage
 
     started = time.time()
     rng = np.random.default_rng(20261201)
@@ -160,26 +162,11 @@ def coverage_table(reps: int) -> str:
         for k in (2, 5, 10):
             for mu in (0.5, 0.8, 0.95):
                 for rho in (0.0, 0.2, 0.6):
-                    if rho == 0:
-                        p = np.full((reps, n), mu)
-                    else:
-                        a, b = mu * (1 - rho) / rho, (1 - mu) * (1 - rho) / rho
-                        p = rng.beta(a, b, size=(reps, n))
-                    x = rng.binomial(k, p)
-                    key = np.stack([x.sum(1), (x * x).sum(1), (x < k).sum(1), (x > 0).sum(1)], 1)
-                    _, first, inverse = np.unique(key, axis=0, return_index=True,
-                                                  return_inverse=True)
-                    lo = np.empty(len(first))
-                    hi = np.empty(len(first))
-                    for j, i in enumerate(first):
-                        iv, _, _ = clustered_rate(list(x[i] / k), [k] * n, 0.95)
-                        lo[j], hi[j] = iv.lower, iv.upper
-                    lo, hi = lo[inverse.ravel()], hi[inverse.ravel()]
-                    cov = float(np.mean((lo <= mu) & (mu <= hi)))
+                    cov, low, high, width = coverage(n, k, mu, rho, reps, rng)
                     worst = min(worst, cov)
                     rows.append(
-                        f"| {n} | {k} | {mu:g} | {rho:g} | {cov:.3f} | {np.mean(lo > mu):.3f} "
-                        f"| {np.mean(hi < mu):.3f} | {np.mean(hi - lo):.3f} |"
+                        f"| {n} | {k} | {mu:g} | {rho:g} | {cov:.3f} | {low:.3f} "
+                        f"| {high:.3f} | {width:.3f} |"
                     )
     head = (
         f"Seeded with 20261201; {reps} simulated suites per cell; nominal 95%. Case pass "

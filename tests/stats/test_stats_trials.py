@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from tests.stats._trials_coverage import coverage as _coverage
 
 from oloproof.stats.trials import (
     CASE_EXACT,
@@ -127,30 +128,6 @@ def test_design_effect_and_icc_against_their_definition() -> None:
 # -- coverage ------------------------------------------------------------------------
 
 
-def _coverage(n: int, k: int, mu: float, rho: float, reps: int, seed: int,
-              level: float = 0.95) -> tuple[float, float, float]:
-    """(coverage, share with lower > mu, share with upper < mu) over ``reps`` suites whose
-    cases have pass probabilities drawn from a Beta of mean ``mu`` and intra-class
-    correlation ``rho`` (0: every case alike)."""
-    rng = np.random.default_rng(seed)
-    if rho == 0:
-        p = np.full((reps, n), mu)
-    else:
-        a, b = mu * (1 - rho) / rho, (1 - mu) * (1 - rho) / rho
-        p = rng.beta(a, b, size=(reps, n))
-    x = rng.binomial(k, p)
-    key = np.stack([x.sum(1), (x * x).sum(1), (x < k).sum(1), (x > 0).sum(1)], axis=1)
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    lows = np.empty(len(first))
-    highs = np.empty(len(first))
-    for j, i in enumerate(first):
-        iv, _, _ = clustered_rate(list(x[i] / k), [k] * n, level)
-        lows[j], highs[j] = iv.lower, iv.upper
-    lo, hi = lows[inverse.ravel()], highs[inverse.ravel()]
-    return (float(np.mean((lo <= mu) & (mu <= hi))), float(np.mean(lo > mu)),
-            float(np.mean(hi < mu)))
-
-
 FAST_CELLS = [
     # n cases, k trials, suite rate, intra-class correlation
     (10, 5, 0.8, 0.6),
@@ -164,7 +141,7 @@ FAST_CELLS = [
 @pytest.mark.parametrize(("n", "k", "mu", "rho"), FAST_CELLS)
 def test_simulated_coverage_is_at_least_nominal(n: int, k: int, mu: float, rho: float) -> None:
     reps = 2000
-    coverage, low_miss, high_miss = _coverage(n, k, mu, rho, reps, seed=n * 100 + k)
+    coverage, low_miss, high_miss, _ = _coverage(n, k, mu, rho, reps, seed=n * 100 + k)
     slack = 3 * math.sqrt(0.95 * 0.05 / reps)  # three Monte Carlo standard errors
     assert coverage >= 0.95 - slack, (n, k, mu, rho, coverage)
     # and neither side errs much more than its half: a min rule relies on the lower bound
