@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import events, labelled_cases, run_cli, write_project
+from tests.conftest import OLOPROOF, events, labelled_cases, run_cli, write_project
 
 APP = """
 from oloproof import system
@@ -75,7 +77,29 @@ def test_bad_subset_arguments_are_one_line_exit_2(project_dir: Path) -> None:
     assert not (project_dir / ".oloproof" / "store.sqlite").exists()
 
 
-def _modules_after(args: list[str], cwd: Path) -> set[str]:
+def test_kept_top_level_help_is_argparse_s_own(tmp_path: Path) -> None:
+    """`oloproof --help` at the default width prints cli/_help.py without argparse; it must
+    be what argparse prints (regenerate: python -m oloproof.cli._parser > src/oloproof/cli/_help.py)."""
+    from oloproof.cli import _help
+    from oloproof.cli._parser import HELP_WIDTH, build_parser, help_module
+
+    assert _help.WIDTH == HELP_WIDTH
+    parser = build_parser()
+    parser.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=HELP_WIDTH)
+    assert _help.TOP_HELP == parser.format_help()
+    assert Path(_help.__file__).read_text(encoding="utf-8") == help_module()
+    env = {**os.environ, "COLUMNS": ""}
+    for args, code in ((["--help"], 0), (["-h"], 0), ([], 2)):
+        out = subprocess.run([*OLOPROOF, *args], cwd=tmp_path, capture_output=True, text=True,
+                             env=env, check=False, timeout=60)
+        assert (out.returncode, out.stdout, out.stderr) == (code, _help.TOP_HELP, "")
+    wide = subprocess.run([*OLOPROOF, "--help"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "140"}, check=False, timeout=60)
+    assert wide.returncode == 0 and wide.stdout != _help.TOP_HELP
+    assert "exact interval behind every metric, and decide release rules." in wide.stdout
+
+
+def _modules_after(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> set[str]:
     """The modules a command left loaded, run in a process of its own."""
     probe = (
         "import sys\n"
@@ -84,7 +108,7 @@ def _modules_after(args: list[str], cwd: Path) -> set[str]:
         "sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\n"
     )
     out = subprocess.run([sys.executable, "-c", probe, *args], cwd=cwd, capture_output=True, check=False,
-                         text=True, timeout=120)
+                         text=True, timeout=120, env={**os.environ, **(env or {})})
     return set(out.stderr.rsplit("MODULES ", 1)[1].split())
 
 
@@ -94,8 +118,12 @@ def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     write_project(tmp_path, app=APP, cases=labelled_cases(4), release=RELEASE)
     assert run_cli("run", cwd=tmp_path).code in (0, 3)
 
-    helped = _modules_after(["--help"], tmp_path)
-    assert not {"typing", "shutil", "oloproof.api", "oloproof.project", "pydantic", "rich"} & helped
+    helped = _modules_after(["--help"], tmp_path, env={"COLUMNS": ""})
+    assert not {"typing", "shutil", "argparse", "oloproof.api", "oloproof.project", "pydantic",
+                "rich"} & helped
+    narrow = _modules_after(["--help"], tmp_path, env={"COLUMNS": "60"})
+    assert "argparse" in narrow  # another width: argparse formats it
+    assert not {"typing", "shutil", "oloproof.api", "oloproof.project", "pydantic", "rich"} & narrow
     listed = _modules_after(["runs", "--json"], tmp_path)
     assert "oloproof.store.reader" in listed  # it did read the store
     assert not {"pydantic", "yaml", "rich", "oloproof.project", "oloproof.policy.decide",
