@@ -91,11 +91,16 @@ def run_cli_readonly(*args: str, cwd: Path, readonly: Path) -> Result:
 
 
 def snapshot(directory: Path) -> dict[str, tuple[str, int, int]]:
-    """Every file in ``directory``: its content hash, mtime (ns) and mode."""
+    """Every file under ``directory`` (the configuration snapshots in ``snapshots/`` too):
+    its content hash, mtime (ns) and mode, by its path inside ``directory``."""
     out = {}
-    for p in sorted(directory.iterdir()):
+    for p in sorted(directory.rglob("*")):
         st = p.stat()
-        out[p.name] = (hashlib.sha256(p.read_bytes()).hexdigest(), st.st_mtime_ns, st.st_mode)
+        if p.is_dir():
+            out[str(p.relative_to(directory))] = ("", st.st_mtime_ns, st.st_mode)
+            continue
+        out[str(p.relative_to(directory))] = (
+            hashlib.sha256(p.read_bytes()).hexdigest(), st.st_mtime_ns, st.st_mode)
     return out
 
 

@@ -18,13 +18,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evidence import CriterionEvidence
-from oloproof.project.models import ReleasePolicy
 from oloproof.store.reader import RunRecord, load_trial_outcomes
+
+if TYPE_CHECKING:
+    from oloproof.project.models import ReleasePolicy
 
 __all__ = ["expand_policy", "group_keys", "group_name", "grouped_evidence", "with_groups"]
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from pydantic import ValidationError
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from oloproof.enums import ExitCode, MetricKind
 from oloproof.errors import OloproofError
@@ -20,8 +19,6 @@ from oloproof.evidence import LabelledVerdicts
 from oloproof.policy.decide import Decision, MetricSummary, decide_run
 from oloproof.policy.judges import JudgeReport, judge_report
 from oloproof.project.labels import Labels, labels_from_json
-from oloproof.project.loader import default_release_policy
-from oloproof.project.models import ReleasePolicy
 from oloproof.store.reader import (
     CriterionEvidence,
     RunRecord,
@@ -30,6 +27,9 @@ from oloproof.store.reader import (
     load_run_labels,
     load_verdicts,
 )
+
+if TYPE_CHECKING:
+    from oloproof.project.models import ReleasePolicy
 
 __all__ = [
     "STORED",
@@ -50,13 +50,27 @@ class StoredEvidenceError(OloproofError):
     exit_code = int(ExitCode.INCOMPLETE)
 
 
-def stored_policy(run: RunRecord) -> ReleasePolicy:
+def stored_policy(run: RunRecord, root: Path | None = None) -> ReleasePolicy:
     """The release policy ``run`` was decided under, as stored with it (the default policy
-    when none was stored)."""
+    when none was stored). With ``root`` (the project directory), the validated form the
+    run kept of it is used when there is one (project/_snapshot.py): no pydantic then."""
     if run.policy is None:
+        from oloproof.project.loader import default_release_policy
+
         return default_release_policy()
+    stored = _as_mapping(run.policy, run.id)
+    if root is not None:
+        from oloproof.project._snapshot import load_stored_policy
+
+        kept = load_stored_policy(root, stored)
+        if kept is not None:
+            return kept
+    from pydantic import ValidationError
+
+    from oloproof.project.models import ReleasePolicy
+
     try:
-        return ReleasePolicy.model_validate(_as_mapping(run.policy, run.id))
+        return ReleasePolicy.model_validate(stored)
     except ValidationError as exc:
         raise StoredEvidenceError(
             f"the policy stored with {run.id} cannot be read ({exc.error_count()} problem(s),"
@@ -164,7 +178,7 @@ def _as_mapping(value: Any, run_id: str) -> Mapping[str, Any]:
     return value
 
 
-def _first(exc: ValidationError) -> str:
+def _first(exc: Any) -> str:
     error = exc.errors()[0]
     where = ".".join(str(p) for p in error.get("loc", ())) or "policy"
     return f"{where}: {error.get('msg', '')}"

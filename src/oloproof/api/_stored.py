@@ -15,7 +15,6 @@ from oloproof.api._results import ComparisonResult, RunResult, Subset
 from oloproof.enums import Completeness
 from oloproof.errors import UsageError
 from oloproof.policy.decide import gate
-from oloproof.project import load_release_policy
 from oloproof.project.labels import load_labels
 from oloproof.store.db import open_store, open_store_readonly, store_path
 from oloproof.store.reader import get_run, panel_splits
@@ -46,10 +45,12 @@ def read_run(
     try:
         record = get_run(conn, run_id)
         if policy is not None:
+            from oloproof.project.loader import load_release_policy
+
             metrics = {m["criterion"]: m["kind"] for m in record.metrics}
             release = load_release_policy(str(policy), metrics)
         else:
-            release = stored_policy(record)
+            release = stored_policy(record, root)
         if isinstance(group_by, str):
             group_by = [group_by]
         chosen: Any = STORED

@@ -12,7 +12,7 @@ import sys
 from oloproof.api import RunResult, read_run
 from oloproof.cli._ci import check_outputs, write_outputs
 from oloproof.cli._common import project_root
-from oloproof.project.loader import NO_RULES_NOTE
+from oloproof.project._project import NO_RULES_NOTE
 from oloproof.render.ci import CiRun
 from oloproof.render.console import print_to
 from oloproof.render.tables import panel_lines, run_report

@@ -31,7 +31,7 @@ from oloproof.api import PreparedRun, execute, load
 from oloproof.cli._ci import check_outputs, write_outputs
 from oloproof.enums import RunStatus
 from oloproof.events import Event
-from oloproof.project.loader import NO_RULES_NOTE
+from oloproof.project._project import NO_RULES_NOTE
 from oloproof.render.ci import CiRun
 from oloproof.render.console import is_terminal, make_console
 from oloproof.render.tables import panel_lines, preload, run_report

@@ -26,15 +26,17 @@ import inspect
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof._json import digest, digest_bytes
 from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import CaseView, Outcome, Verdict
-from oloproof.project.models import CustomEvaluator
 from oloproof.systems.loading import code_paths_digest, import_callable, module_source
 from oloproof.transport.threads import describe_exception
+
+if TYPE_CHECKING:
+    from oloproof.project.models import CustomEvaluator
 
 DEFAULT_TIMEOUT_S = 30.0
 

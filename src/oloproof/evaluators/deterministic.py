@@ -8,23 +8,26 @@ compares against is EXCLUDED from that criterion rather than failed.
 from __future__ import annotations
 
 import math
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from oloproof._json import digest
 from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.evaluators.base import MISSING, CaseView, Outcome, as_text, get_field, is_missing
-from oloproof.project.models import (
-    AbsoluteErrorEvaluator,
-    ContainsEvaluator,
-    ExactMatchEvaluator,
-    JsonSchemaEvaluator,
-    RegexEvaluator,
-    _EvaluatorBase,
-    _Model,
-)
 
-C = TypeVar("C", bound=_EvaluatorBase)
-CC = TypeVar("CC", ExactMatchEvaluator, ContainsEvaluator)
+if TYPE_CHECKING:
+    # The models (pydantic), or their plain mirror from a snapshot (project/_snapshot.py).
+    from oloproof.project.models import (
+        AbsoluteErrorEvaluator,
+        ContainsEvaluator,
+        ExactMatchEvaluator,
+        JsonSchemaEvaluator,
+        RegexEvaluator,
+        _EvaluatorBase,
+        _Model,
+    )
+
+C = TypeVar("C", bound="_EvaluatorBase")
+CC = TypeVar("CC", "ExactMatchEvaluator", "ContainsEvaluator")
 
 
 def _config_identity(config: _Model) -> str:
@@ -73,7 +76,7 @@ class _Comparing(_Base[CC]):
         raise NotImplementedError
 
 
-class ExactMatch(_Comparing[ExactMatchEvaluator]):
+class ExactMatch(_Comparing["ExactMatchEvaluator"]):
     def _norm(self, value: Any) -> Any:
         if isinstance(value, str):
             if self.config.strip:
@@ -89,7 +92,7 @@ class ExactMatch(_Comparing[ExactMatchEvaluator]):
         )
 
 
-class Contains(_Comparing[ContainsEvaluator]):
+class Contains(_Comparing["ContainsEvaluator"]):
     def compare(self, actual: Any, expected: Any) -> Outcome:
         fold = self.config.casefold
         text = as_text(actual)
@@ -103,7 +106,7 @@ class Contains(_Comparing[ContainsEvaluator]):
         return Outcome(JudgmentStatus.OK, passed=True)
 
 
-class Regex(_Base[RegexEvaluator]):
+class Regex(_Base["RegexEvaluator"]):
     def __init__(self, config: RegexEvaluator) -> None:
         super().__init__(config)
         self.pattern = config.compiled
@@ -126,7 +129,7 @@ class Regex(_Base[RegexEvaluator]):
         )
 
 
-class JsonSchema(_Base[JsonSchemaEvaluator]):
+class JsonSchema(_Base["JsonSchemaEvaluator"]):
     def __init__(self, config: JsonSchemaEvaluator) -> None:
         super().__init__(config)
         self._validator: Any = None
@@ -158,7 +161,7 @@ class JsonSchema(_Base[JsonSchemaEvaluator]):
         return Outcome(JudgmentStatus.OK, passed=False, reason=f"{where}: {error.message}")
 
 
-class AbsoluteError(_Base[AbsoluteErrorEvaluator]):
+class AbsoluteError(_Base["AbsoluteErrorEvaluator"]):
     metric_kind = MetricKind.MEAN
 
     def __init__(self, config: AbsoluteErrorEvaluator) -> None:

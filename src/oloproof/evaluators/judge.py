@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
@@ -31,7 +31,6 @@ from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import CaseView, Outcome
 from oloproof.evidence import PANEL_AGREED, PANEL_SPLIT
-from oloproof.project.models import RubricJudgeEvaluator
 from oloproof.providers.base import (
     JudgeReply,
     Provider,
@@ -44,6 +43,9 @@ from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask
 from oloproof.transport.limiter import AdaptiveLimiter
 from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
 from oloproof.usage import Usage
+
+if TYPE_CHECKING:
+    from oloproof.project.models import RubricJudgeEvaluator
 
 _MIN_MASK_CHARS = 8
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
 from oloproof.errors import ConfigError
@@ -25,15 +25,19 @@ from oloproof.policy.format import (
 )
 from oloproof.policy.judges import CORRECTED_METHOD, JudgeReport, judge_report, validate
 from oloproof.policy.rules import Direction, decide_threshold
-from oloproof.project.models import (
-    ComparePolicy,
-    IntervalRule,
-    ObservedCountRule,
-    ReleasePolicy,
-    ReleaseRule,
-)
+from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
 from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
+
+if TYPE_CHECKING:
+    # The models (pydantic) or their plain mirror from a snapshot: project/_shapes.py.
+    from oloproof.project.models import (
+        ComparePolicy,
+        IntervalRule,
+        ObservedCountRule,
+        ReleasePolicy,
+        ReleaseRule,
+    )
 
 PASS, FAIL = RuleState.PASS, RuleState.FAIL
 INSUFFICIENT, MANUAL = RuleState.INSUFFICIENT_EVIDENCE, RuleState.MANUAL_REVIEW
@@ -370,7 +374,7 @@ def decide_run(
     adjusted: dict[str, Decision] = {}
     members: dict[str, list[IntervalRule]] = {}
     for rule in policy.rules:
-        if isinstance(rule, IntervalRule) and rule.family is not None:
+        if isinstance(rule, IntervalRuleShape) and rule.family is not None:
             members.setdefault(rule.family, []).append(rule)
     for family, rules in members.items():
         method = policy.families[family].multiplicity
@@ -379,7 +383,7 @@ def decide_run(
     decisions: list[Decision] = []
     for rule in policy.rules:
         d = adjusted.get(rule.id) or _decide_one(rule, evidence, summaries, level, reports)
-        if isinstance(rule, IntervalRule) and rule.judge_validation is not None:
+        if isinstance(rule, IntervalRuleShape) and rule.judge_validation is not None:
             unproven = validate(rule.judge_validation, reports.get(rule.metric), level)
             if unproven is not None:
                 alone = f"; the rule alone: {d.state} ({d.detail})"
@@ -465,7 +469,7 @@ def _decide_one(
     level: float,
     reports: Mapping[str, JudgeReport] | None = None,
 ) -> Decision:
-    if isinstance(rule, ObservedCountRule):
+    if isinstance(rule, ObservedCountRuleShape):
         return decide_observed_count(rule, evidence[rule.metric])
     if rule.estimate == "corrected":
         return _decide_corrected(rule, summaries[rule.metric], (reports or {}).get(rule.metric),

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from oloproof.enums import MetricKind
 from oloproof.evidence import LabelledVerdicts
 from oloproof.policy.format import estimate_text, interval_text, level_text, value_text
-from oloproof.project.models import JudgeValidation
 from oloproof.stats.intervals import Interval
 
 if TYPE_CHECKING:
+    from oloproof.project.models import JudgeValidation
     from oloproof.stats.agreement import Agreement
 
 __all__ = ["CORRECTED_METHOD", "Corrected", "JudgeReport", "corrected_rate", "judge_report",

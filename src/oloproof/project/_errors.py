@@ -13,16 +13,16 @@ say what is accepted.
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
 from oloproof.errors import ConfigError
+from oloproof.project._words import accepted_list, describe
 from oloproof.project._yaml import LineMap, PathKey, format_path
 
 _CUSTOM = "oloproof"
@@ -37,43 +37,6 @@ def fail(message: str, *, at: PathKey = (), accepted: str | None = None) -> NoRe
     raise PydanticCustomError(
         _CUSTOM, "{message}", {"message": message, "at": tuple(at), "accepted": accepted}
     )
-
-
-def closest(word: str, choices: Iterable[str]) -> str | None:
-    """The choice closest to ``word`` (ignoring case), if any is close enough."""
-    options = list(choices)
-    lowered = {c.lower(): c for c in options}
-    match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
-    return lowered[match[0]] if match else None
-
-
-def accepted_list(choices: Iterable[str], got: object = None) -> str:
-    """``a, b, c`` plus ``; did you mean 'b'?`` when ``got`` is close to one."""
-    options = [str(c) for c in choices]
-    text = ", ".join(options)
-    if isinstance(got, str):
-        hint = closest(got, options)
-        if hint is not None and hint != got:
-            text += f"; did you mean '{hint}'?"
-    return text
-
-
-def describe(value: object) -> str:
-    """A value as a user would write it in YAML or JSON."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        shown = value if len(value) <= 60 else value[:57] + "..."
-        return f"'{shown}'"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return f"a {type(value).__name__}"
 
 
 def to_config_error(

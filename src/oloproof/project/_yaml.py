@@ -22,8 +22,6 @@ Choices that differ from ``yaml.safe_load``:
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from oloproof.errors import ConfigError
+from oloproof.project._files import read_text
 
 PathKey = tuple[str | int, ...]
 
@@ -45,8 +44,6 @@ _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _MAX_DEPTH = 200
 #: Values built through aliases (``*name``, ``<<: *name``) in one document.
 MAX_ALIAS_VALUES = 10_000
-#: The largest oloproof.yaml, release.yaml, compare.yaml or rubric file read.
-MAX_CONFIG_BYTES = 1 << 20
 
 
 class LineMap:
@@ -71,75 +68,6 @@ class LineMap:
             if line is not None:
                 return line
         return None
-
-
-def read_bytes(path: Path, display: str, limit: int, what: str = "file") -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes, or a ConfigError.
-
-    The file is opened without blocking and checked with ``fstat`` before a
-    byte is read: a FIFO, a device (``/dev/zero``) or a socket is refused
-    instead of hanging or filling memory, and the read stops one byte past
-    ``limit`` whatever the file claims its size is.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=display) from None
-    except IsADirectoryError:
-        raise ConfigError("is a directory, expected a file", file=display) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot be read: {exc.strerror or exc}", file=display) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise ConfigError("is a directory, expected a file", file=display)
-        if not stat.S_ISREG(mode):
-            raise ConfigError(
-                "is not a regular file (a device, a pipe or a socket); "
-                f"expected a {what} saved on disk",
-                file=display,
-            )
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise ConfigError(f"cannot be read: {exc.strerror or exc}", file=display) from None
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise ConfigError(
-            f"is larger than the limit of {_size(limit)} for a {what}", file=display
-        )
-    return b"".join(chunks)
-
-
-def _size(n: int) -> str:
-    if n >= 1 << 20 and n % (1 << 20) == 0:
-        return f"{n >> 20} MiB"
-    if n >= 1 << 10 and n % (1 << 10) == 0:
-        return f"{n >> 10} KiB"
-    return f"{n} bytes"
-
-
-def read_text(
-    path: Path, display: str, limit: int = MAX_CONFIG_BYTES, what: str = "file"
-) -> str:
-    """Read a UTF-8 text file (see :func:`read_bytes`), every failure a ConfigError."""
-    data = read_bytes(path, display, limit, what)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(
-            f"not valid UTF-8 text (byte {exc.start + 1}); save the file as UTF-8",
-            file=display,
-            line=line,
-        ) from None
 
 
 def load_yaml(path: Path, display: str) -> tuple[Any, LineMap]:

@@ -31,8 +31,8 @@ from typing import Any
 
 from oloproof._json import digest
 from oloproof.errors import ConfigError
-from oloproof.project._errors import closest
-from oloproof.project._yaml import read_bytes
+from oloproof.project._files import read_bytes
+from oloproof.project._words import closest
 
 __all__ = ["LABEL_KEYS", "MAX_LABELS_BYTES", "Label", "Labels", "labels_from_json",
            "load_labels"]

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import os.path
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from oloproof.errors import ConfigError
-from oloproof.project._errors import describe, to_config_error
+from oloproof.project._errors import to_config_error
+from oloproof.project._project import DEFAULT_POLICY_FILE, NO_RULES_NOTE, ResolvedPolicy, beside
+from oloproof.project._words import describe
 from oloproof.project._yaml import LineMap, load_yaml
 from oloproof.project.models import (
     EVALUATOR_TYPES,
@@ -76,9 +77,6 @@ def load_project(config_path: str | Path) -> Project:
     )
 
 
-#: The release policy read when neither --policy nor ``policy:`` names one.
-DEFAULT_POLICY_FILE = "release.yaml"
-
 # Names a user plausibly saved the policy under; found, they are named in the
 # error so that the fix is a rename.
 _NEAR_NAMES = (
@@ -95,31 +93,6 @@ _NEAR_NAMES = (
     "policy.yml",
     "release.yaml.txt",
     "release.json",
-)
-
-
-@dataclass(frozen=True)
-class ResolvedPolicy:
-    """The release policy a run is decided under, and where it came from.
-
-    ``path`` is the file read, as shown to the user (None when the project
-    declares ``policy: none``). ``declared_none`` is True only for that explicit
-    declaration; ``note`` is then the sentence to show next to the gate.
-    """
-
-    policy: ReleasePolicy
-    path: str | None
-    declared_none: bool = False
-
-    @property
-    def note(self) -> str | None:
-        return NO_RULES_NOTE if self.declared_none else None
-
-
-#: Shown with the gate of a run whose project declares ``policy: none``.
-NO_RULES_NOTE = (
-    "Gate ALLOW by declaration: this project declares no release rules "
-    "(policy: none in oloproof.yaml)."
 )
 
 
@@ -141,7 +114,7 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
         if project.config.declares_no_policy:
             return ResolvedPolicy(default_release_policy(), None, declared_none=True)
         path = project.root / declared
-        shown = _beside(project, declared)
+        shown = beside(project, declared)
         if not path.exists():
             raise ConfigError(
                 f"release policy file not found: {shown}"
@@ -152,7 +125,7 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
             )
         return ResolvedPolicy(load_release_policy(path, metrics, judges=judges), shown)
     path = project.root / DEFAULT_POLICY_FILE
-    shown = _beside(project, DEFAULT_POLICY_FILE)
+    shown = beside(project, DEFAULT_POLICY_FILE)
     if path.exists():
         return ResolvedPolicy(load_release_policy(path, metrics, judges=judges), shown)
     raise ConfigError(
@@ -162,11 +135,6 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
         f"{project.display} if the project has no release rules",
         file=shown,
     )
-
-
-def _beside(project: Project, name: str) -> str:
-    """``name`` (relative to the project directory) as the user can open it."""
-    return os.path.normpath(os.path.join(os.path.dirname(project.display), name))
 
 
 def _near_hint(path: Path) -> str:

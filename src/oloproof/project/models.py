@@ -26,11 +26,8 @@ Choices worth knowing (also in the user docs):
 
 from __future__ import annotations
 
-import functools
-import os.path
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -48,10 +45,27 @@ from pydantic import (
 
 from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
-from oloproof.project._errors import closest, describe, fail
-from oloproof.project._yaml import MAX_CONFIG_BYTES, read_bytes
-from oloproof.project.labels import Labels, load_labels
-from oloproof.project.suite import Case, Suite, load_suite
+from oloproof.project._errors import fail
+from oloproof.project._files import MAX_CONFIG_BYTES, read_bytes
+from oloproof.project._project import Project
+from oloproof.project._shapes import (
+    MAX_EVALUATOR_CONCURRENCY,
+    NO_POLICY,
+    AbsoluteErrorShape,
+    ComparePolicyShape,
+    CompareRuleShape,
+    ConcurrencyShape,
+    CustomShape,
+    EvaluatorShape,
+    IntervalRuleShape,
+    ObservedCountRuleShape,
+    ProjectConfigShape,
+    RegexShape,
+    ReleasePolicyShape,
+    RubricJudgeShape,
+)
+from oloproof.project._words import closest, describe
+from oloproof.project.suite import Case, Suite
 
 __all__ = [
     "EVALUATOR_TYPES",
@@ -204,7 +218,6 @@ class SystemConfig(_Model):
 #: a thread); a typo such as ``judge: 100000000`` must not exhaust memory.
 MAX_SYSTEM_CONCURRENCY = 1024
 MAX_JUDGE_CONCURRENCY = 256
-MAX_EVALUATOR_CONCURRENCY = 256
 #: Upper bound on ``trials``: each trial is a call per case (and a row per case).
 MAX_TRIALS = 100
 
@@ -219,7 +232,7 @@ class AdaptiveConfig(_Model):
 ADAPTIVE_ACCEPTED = "true, false, or a mapping such as {system: true, judge: false}"
 
 
-class ConcurrencyConfig(_Model):
+class ConcurrencyConfig(ConcurrencyShape, _Model):
     """How many calls may be in flight at once, to the system and to judges.
 
     Whole numbers only (``strict``: ``system: true`` or ``judge: 1e8`` are
@@ -246,9 +259,6 @@ class ConcurrencyConfig(_Model):
             return value
         fail(f"expected true or false, got {describe(value)}", accepted=ADAPTIVE_ACCEPTED)
 
-    def evaluator_limit(self) -> int:
-        """``evaluator``, or the number of CPUs when it is not set."""
-        return self.evaluator or max(1, min(os.cpu_count() or 1, MAX_EVALUATOR_CONCURRENCY))
 
 
 class RetryConfig(_Model):
@@ -276,17 +286,11 @@ class LimitsConfig(_Model):
 GroupKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
 
 
-class _EvaluatorBase(_Model):
+class _EvaluatorBase(EvaluatorShape, _Model):
     criterion: Criterion
     #: Metadata keys to break this metric down by (one group per value of each key).
     #: Never part of an evaluator's identity (excluded from model_dump).
     group_by: list[GroupKey] = Field(default_factory=list, exclude=True)
-
-    @property
-    def metric_kind(self) -> MetricKind:
-        """BINARY (each case passes or fails) or MEAN (each case has a score)."""
-        return MetricKind.BINARY
-
 
 class ExactMatchEvaluator(_EvaluatorBase):
     """``output[field] == expected[expected_field or field]``."""
@@ -307,7 +311,7 @@ class ContainsEvaluator(_EvaluatorBase):
     casefold: bool = False
 
 
-class RegexEvaluator(_EvaluatorBase):
+class RegexEvaluator(RegexShape, _EvaluatorBase):
     """``output[field]`` matches (or, with ``pass_if: no_match``, does not match) ``pattern``."""
 
     type: Literal["regex"]
@@ -324,31 +328,6 @@ class RegexEvaluator(_EvaluatorBase):
             where = f" at position {exc.pos}" if exc.pos is not None else ""
             fail(f"not a valid regular expression: {exc.msg}{where}", at=("pattern",))
         return self
-
-    @property
-    def re_flags(self) -> int:
-        """The ``flags`` as a value for :func:`re.compile` (the one place they are read)."""
-        value = 0
-        for name in self.flags:
-            value |= int(_RE_FLAGS[name])
-        return value
-
-    @property
-    def compiled(self) -> re.Pattern[str]:
-        """The compiled pattern (checked at load time, so this cannot fail)."""
-        return _compile(self.pattern, self.re_flags)
-
-
-_RE_FLAGS: dict[str, re.RegexFlag] = {
-    "IGNORECASE": re.IGNORECASE,
-    "MULTILINE": re.MULTILINE,
-    "DOTALL": re.DOTALL,
-}
-
-
-@functools.lru_cache(maxsize=256)
-def _compile(pattern: str, flags: int) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
 
 
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
@@ -397,7 +376,7 @@ class JsonSchemaEvaluator(_EvaluatorBase):
         return value
 
 
-class AbsoluteErrorEvaluator(_EvaluatorBase):
+class AbsoluteErrorEvaluator(AbsoluteErrorShape, _EvaluatorBase):
     """``|output[field] - expected[expected_field or field]|``: a MEAN metric."""
 
     type: Literal["absolute_error"]
@@ -406,11 +385,6 @@ class AbsoluteErrorEvaluator(_EvaluatorBase):
     range: tuple[float, float] | None = None
 
     _range = field_validator("range")(_check_range)
-
-    @property
-    def metric_kind(self) -> MetricKind:
-        return MetricKind.MEAN
-
 
 class PanelMember(_Model):
     """One judge of a panel: what differs from the ``rubric_judge`` it belongs to.
@@ -431,7 +405,7 @@ class PanelMember(_Model):
     timeout_s: float | None = Field(default=None, gt=0)
 
 
-class RubricJudgeEvaluator(_EvaluatorBase):
+class RubricJudgeEvaluator(RubricJudgeShape, _EvaluatorBase):
     """An LLM judge answering pass or fail against a rubric.
 
     :attr:`rubric` is the rubric's text: ``rubric_text``, or the content of
@@ -517,28 +491,6 @@ class RubricJudgeEvaluator(_EvaluatorBase):
                 fail(f"panel judge {index + 1}: {message}", at=("panel", index, *at))
         return self
 
-    @property
-    def request_temperature(self) -> float | None:
-        """The ``temperature`` sent, or None (left out of the request).
-
-        Written in oloproof.yaml (a number, or ``null`` to leave it out): that. Otherwise 0
-        for ``anthropic`` and ``openai_compatible``, and nothing for ``openai``, whose
-        reasoning models refuse any temperature but the default.
-        """
-        if "temperature" in self.model_fields_set:
-            return self.temperature
-        return None if self.provider == "openai" else 0.0
-
-    @property
-    def request_max_tokens(self) -> int | None:
-        """The ``max_tokens`` sent, or None: 512 by default for ``anthropic`` (its API
-        requires it) and ``openai_compatible``; nothing by default for ``openai``."""
-        if "max_tokens" in self.model_fields_set:
-            return self.max_tokens
-        if self.provider == "openai" or self.max_completion_tokens is not None:
-            return None
-        return 512
-
     @model_validator(mode="after")
     def _check_request(self) -> RubricJudgeEvaluator:
         if self.provider == "anthropic":
@@ -601,18 +553,7 @@ class RubricJudgeEvaluator(_EvaluatorBase):
             fail(f"the rubric file {name} is empty", at=where)
         return text
 
-    @property
-    def rubric(self) -> str:
-        """The rubric's text (read from ``rubric_file`` if not read at load time)."""
-        if self.rubric_text is not None:
-            return self.rubric_text
-        if self._rubric is None:
-            assert self.rubric_file is not None
-            self._rubric = Path(self.rubric_file).read_text(encoding="utf-8-sig")
-        return self._rubric
-
-
-class CustomEvaluator(_EvaluatorBase):
+class CustomEvaluator(CustomShape, _EvaluatorBase):
     """Your own Python function, ``module:function``, imported from the project directory."""
 
     type: Literal["custom"]
@@ -640,11 +581,6 @@ class CustomEvaluator(_EvaluatorBase):
             fail("range applies to kind: mean only", at=("range",))
         return self
 
-    @property
-    def metric_kind(self) -> MetricKind:
-        return MetricKind.MEAN if self.kind == "mean" else MetricKind.BINARY
-
-
 Evaluator = Annotated[
     ExactMatchEvaluator
     | ContainsEvaluator
@@ -659,11 +595,9 @@ Evaluator = Annotated[
 
 # -- oloproof.yaml -----------------------------------------------------------------
 
-#: The value of ``policy:`` in oloproof.yaml that declares no release rules.
-NO_POLICY = "none"
 
 
-class ProjectConfig(_Model):
+class ProjectConfig(ProjectConfigShape, _Model):
     """The content of oloproof.yaml."""
 
     version: Literal[1]
@@ -691,10 +625,6 @@ class ProjectConfig(_Model):
             fail(f"file not found: {value} (relative to the project directory)")
         return value
 
-    def judge_criteria(self) -> list[str]:
-        """The criteria of the project's rubric judges, in declared order."""
-        return [e.criterion for e in self.evaluators if e.type == "rubric_judge"]
-
     @model_validator(mode="after")
     def _labels_need_a_judge(self) -> ProjectConfig:
         if self.human_labels is not None and not self.judge_criteria():
@@ -712,11 +642,6 @@ class ProjectConfig(_Model):
                 at=("policy",),
             )
         return data
-
-    @property
-    def declares_no_policy(self) -> bool:
-        """Whether oloproof.yaml says ``policy: none`` (no release rules, on purpose)."""
-        return self.policy is not None and self.policy.strip().lower() == NO_POLICY
 
     @field_validator("dataset")
     @classmethod
@@ -748,11 +673,6 @@ class ProjectConfig(_Model):
                     at=(index, "criterion"),
                 )
         return value
-
-    def metrics(self) -> dict[str, MetricKind]:
-        """Criterion -> metric kind, in declared order."""
-        return {e.criterion: e.metric_kind for e in self.evaluators}
-
 
 # -- release.yaml and compare.yaml ---------------------------------------------
 
@@ -822,7 +742,7 @@ def _check_aggregate(rule: Any, info: ValidationInfo, counts: bool) -> None:
              f" aggregate: {aggregate}", at=("aggregate",))
 
 
-class IntervalRule(_Model):
+class IntervalRule(IntervalRuleShape, _Model):
     """``min: t`` (a floor on the interval) or ``max: t`` (a ceiling): exactly one.
 
     On a judge's metric, ``judge_validation`` makes the rule ``MANUAL_REVIEW`` until
@@ -883,7 +803,7 @@ class IntervalRule(_Model):
         return self
 
 
-class ObservedCountRule(_Model):
+class ObservedCountRule(ObservedCountRuleShape, _Model):
     """At most ``max_failures`` failures, counting missing cases as failures."""
 
     id: NonEmpty
@@ -945,7 +865,7 @@ class RuleFamily(_Model):
     multiplicity: Multiplicity = "holm"
 
 
-class ReleasePolicy(_Model):
+class ReleasePolicy(ReleasePolicyShape, _Model):
     """The content of release.yaml: rules on one run."""
 
     version: Literal[1]
@@ -987,7 +907,7 @@ class ReleasePolicy(_Model):
         return self
 
 
-class CompareRule(_Model):
+class CompareRule(CompareRuleShape, _Model):
     """A rule on the paired difference candidate - baseline."""
 
     id: NonEmpty
@@ -1026,7 +946,7 @@ class CompareRule(_Model):
         return self
 
 
-class ComparePolicy(_Model):
+class ComparePolicy(ComparePolicyShape, _Model):
     """The content of compare.yaml: rules on a candidate against a baseline."""
 
     version: Literal[1]
@@ -1041,43 +961,3 @@ class ComparePolicy(_Model):
     def _check_ids(self) -> ComparePolicy:
         _check_unique_ids(self.rules)
         return self
-
-
-# -- a loaded project -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Project:
-    """A loaded oloproof.yaml and where it lives.
-
-    ``root`` is the absolute directory of oloproof.yaml: the dataset, code
-    paths, rubric files and a callable's module are found relative to it.
-    ``display`` is the config path as the user gave it, for messages.
-    """
-
-    root: Path
-    config_path: Path
-    config: ProjectConfig
-    display: str = "oloproof.yaml"
-
-    @property
-    def dataset_path(self) -> Path:
-        return self.root / self.config.dataset
-
-    @property
-    def dataset_display(self) -> str:
-        """The dataset's path as the user can open it (relative to the config's)."""
-        parent = os.path.dirname(self.display)
-        return os.path.normpath(os.path.join(parent, self.config.dataset))
-
-    def load_suite(self) -> Suite:
-        return load_suite(self.dataset_path, self.dataset_display)
-
-    def load_labels(self) -> Labels | None:
-        """The ``human_labels`` file, checked; None when the project names none."""
-        name = self.config.human_labels
-        if name is None:
-            return None
-        parent = os.path.dirname(self.display)
-        shown = os.path.normpath(os.path.join(parent, name))
-        return load_labels(self.root / name, shown, self.config.judge_criteria())

@@ -53,8 +53,8 @@ from typing import Any, NamedTuple
 
 from oloproof._json import canonical_json
 from oloproof.errors import ConfigError
-from oloproof.project._errors import accepted_list
-from oloproof.project._yaml import read_bytes
+from oloproof.project._files import read_bytes
+from oloproof.project._words import accepted_list
 
 CASE_KEYS = ("id", "input", "expected", "metadata")
 _CASE_KEY_SET = frozenset(CASE_KEYS)

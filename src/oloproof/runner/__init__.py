@@ -18,9 +18,9 @@ from oloproof.runner.build import (
     build_evaluators,
     build_system,
     describe_system,
+    load_configuration,
     policy_json,
     prepare,
-    resolve_policy,
 )
 from oloproof.runner.orchestrate import RunResult, StoreUnwritable, execute
 from oloproof.runner.stop import SIGNALS, StopRequest, UntilStopped
@@ -37,8 +37,8 @@ __all__ = [
     "decide_stored",
     "describe_system",
     "execute",
+    "load_configuration",
     "policy_json",
     "prepare",
-    "resolve_policy",
     "stored_policy",
 ]

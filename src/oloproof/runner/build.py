@@ -9,7 +9,7 @@ not exist. Each is a :class:`~oloproof.errors.ConfigError` (exit 2).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -17,16 +17,15 @@ from typing import TYPE_CHECKING, Any, cast
 from oloproof.engine.pipeline import EngineCase
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import Evaluator, InlineEvaluator
-from oloproof.project import Project, load_project
+from oloproof.project._project import Project
 from oloproof.project.labels import Labels
-from oloproof.project.loader import resolve_release_policy
-from oloproof.project.models import ReleasePolicy
 from oloproof.systems.base import SystemRunner
 from oloproof.transport.regex_guard import GuardedPattern
 from oloproof.transport.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from oloproof.evaluators.judge import PanelJudge, RubricJudge
+    from oloproof.project.models import ReleasePolicy
 
 
 @dataclass
@@ -48,11 +47,30 @@ class Prepared:
     subset: dict[str, Any] | None = None
     #: Calls of the system per case (``trials:`` in oloproof.yaml, or ``--trials``).
     trials: int = 1
+    #: Keeps the validated configuration once the store exists (project/_snapshot.py);
+    #: None when it came from its snapshot.
+    keep: Callable[[], None] | None = None
 
 
-def resolve_policy(project: Project, policy_arg: str | None) -> tuple[ReleasePolicy, str | None]:
+def load_configuration(
+    config_path: str | Path, policy_arg: str | None
+) -> tuple[Project, ReleasePolicy, str | None, Callable[[], None] | None]:
+    """oloproof.yaml and the release policy, validated; from their snapshot when no file
+    they were validated from changed since (project/_snapshot.py), which imports neither
+    pydantic nor PyYAML. The last item keeps a fresh validation as the next snapshot
+    (called once the run's store exists); None when the snapshot was used."""
+    from oloproof.project._snapshot import load_config, save_config
+
+    kept = load_config(config_path, policy_arg)
+    if kept is not None:
+        project, resolved = kept
+        return project, resolved.policy, resolved.path, None
+    from oloproof.project.loader import load_project, resolve_release_policy
+
+    project = load_project(config_path)
     resolved = resolve_release_policy(project, policy_arg)
-    return resolved.policy, resolved.path
+    return (project, resolved.policy, resolved.path,
+            lambda: save_config(config_path, policy_arg, project, resolved))
 
 
 def build_evaluators(
@@ -148,8 +166,7 @@ def prepare(
 
     ``group_by``: metadata keys to break every metric down by, beside each evaluator's
     own ``group_by`` (stored with the run's metrics: analysis/groups.py)."""
-    project = load_project(config_path)
-    policy, policy_path = resolve_policy(project, policy_arg)
+    project, policy, policy_path, keep = load_configuration(config_path, policy_arg)
     suite = project.load_suite()
     system = build_system(project)
     inline, judges = build_evaluators(project)
@@ -182,7 +199,7 @@ def prepare(
     check_trials(policy, policy_path, chosen)
     return Prepared(
         project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry,
-        labels, trials=chosen,
+        labels, trials=chosen, keep=keep,
     )
 
 

@@ -32,6 +32,7 @@ from oloproof.events import Event, RunFinished, RunPhaseChanged
 from oloproof.ids import new_run_id
 from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
 from oloproof.policy.judges import JudgeReport
+from oloproof.project._snapshot import save_stored_policy
 from oloproof.runner.build import Prepared, describe_system, expand_trials, policy_json
 from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
@@ -115,6 +116,7 @@ def _execute(
     run_id = run_id or new_run_id()
     writer = StoreWriter(conn, run_id, on_fault=stop.internal)
     writer.set_cases(prepared.cases)
+    stored_policy = policy_json(prepared.policy)
     try:
         writer.create_run(
             project=project.config.project,
@@ -124,7 +126,7 @@ def _execute(
             system_identity=prepared.system.identity,
             system=describe_system(prepared.project, prepared.system),
             metrics=prepared.metrics,
-            policy=policy_json(prepared.policy),
+            policy=stored_policy,
             policy_path=prepared.policy_path,
             subset=prepared.subset,
             trials=prepared.trials,
@@ -139,6 +141,10 @@ def _execute(
         raise StoreUnwritable(
             f"the run could not be stored ({exc}); nothing was called"
         ) from exc
+    # What the next run and `gate` would validate again, kept validated (project/_snapshot.py).
+    if prepared.keep is not None:
+        prepared.keep()
+    save_stored_policy(project.root, stored_policy)
     all_sinks = [writer.handle, *sinks]
 
     def emit(event: Event) -> None:

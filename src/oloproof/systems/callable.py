@@ -32,18 +32,20 @@ import inspect
 import json
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof._context import CaseContext, reset_current_case, set_current_case
 from oloproof._json import canonical_json, digest, digest_bytes
 from oloproof._json import output_json as output_json_of
 from oloproof.errors import ConfigError, TransientError
-from oloproof.project.models import SystemConfig
 from oloproof.systems.base import CallResult
 from oloproof.systems.loading import code_paths_digest, import_callable, module_source
 from oloproof.transport.ratelimit import exception_rate_signal
 from oloproof.transport.retry import PermanentFailure, RetryableFailure
 from oloproof.transport.threads import AsyncHost, UserBaseException, Workers
+
+if TYPE_CHECKING:
+    from oloproof.project.models import SystemConfig
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,0 +1,97 @@
+"""A loaded project and the release policy it resolved, without pydantic.
+
+The configuration inside may be the pydantic models (project/models.py) or their plain
+mirror loaded from a snapshot (project/_snapshot.py): both answer the same attributes
+and methods (project/_shapes.py).
+"""
+
+from __future__ import annotations
+
+import os.path
+from dataclasses import dataclass
+from pathlib import Path
+
+from oloproof.project.labels import Labels, load_labels
+from oloproof.project.suite import Suite, load_suite
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from oloproof.project.models import ProjectConfig, ReleasePolicy
+
+__all__ = ["DEFAULT_POLICY_FILE", "NO_RULES_NOTE", "Project", "ResolvedPolicy", "beside"]
+
+#: The release policy read when neither --policy nor ``policy:`` names one.
+DEFAULT_POLICY_FILE = "release.yaml"
+
+#: Shown with the gate of a run whose project declares ``policy: none``.
+NO_RULES_NOTE = (
+    "Gate ALLOW by declaration: this project declares no release rules "
+    "(policy: none in oloproof.yaml)."
+)
+
+
+@dataclass(frozen=True)
+class ResolvedPolicy:
+    """The release policy a run is decided under, and where it came from.
+
+    ``path`` is the file read, as shown to the user (None when the project
+    declares ``policy: none``). ``declared_none`` is True only for that explicit
+    declaration; ``note`` is then the sentence to show next to the gate.
+    """
+
+    policy: ReleasePolicy
+    path: str | None
+    declared_none: bool = False
+
+    @property
+    def note(self) -> str | None:
+        return NO_RULES_NOTE if self.declared_none else None
+
+
+#: Shown with the gate of a run whose project declares ``policy: none``.
+NO_RULES_NOTE = (
+    "Gate ALLOW by declaration: this project declares no release rules "
+    "(policy: none in oloproof.yaml)."
+)
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded oloproof.yaml and where it lives.
+
+    ``root`` is the absolute directory of oloproof.yaml: the dataset, code
+    paths, rubric files and a callable's module are found relative to it.
+    ``display`` is the config path as the user gave it, for messages.
+    """
+
+    root: Path
+    config_path: Path
+    config: ProjectConfig
+    display: str = "oloproof.yaml"
+
+    @property
+    def dataset_path(self) -> Path:
+        return self.root / self.config.dataset
+
+    @property
+    def dataset_display(self) -> str:
+        """The dataset's path as the user can open it (relative to the config's)."""
+        parent = os.path.dirname(self.display)
+        return os.path.normpath(os.path.join(parent, self.config.dataset))
+
+    def load_suite(self) -> Suite:
+        return load_suite(self.dataset_path, self.dataset_display)
+
+    def load_labels(self) -> Labels | None:
+        """The ``human_labels`` file, checked; None when the project names none."""
+        name = self.config.human_labels
+        if name is None:
+            return None
+        parent = os.path.dirname(self.display)
+        shown = os.path.normpath(os.path.join(parent, name))
+        return load_labels(self.root / name, shown, self.config.judge_criteria())
+
+
+def beside(project: Project, name: str) -> str:
+    """``name`` (relative to the project directory) as the user can open it."""
+    return os.path.normpath(os.path.join(os.path.dirname(project.display), name))

@@ -1,0 +1,292 @@
+"""The configuration snapshot (project/_snapshot.py): what it gives back is what a
+validation gives, and it is never used once a file it was validated from changed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
+from oloproof.project._snapshot import (
+    Plain,
+    load_config,
+    load_stored_policy,
+    save_config,
+    save_stored_policy,
+)
+from oloproof.project.loader import load_project, resolve_release_policy
+from oloproof.runner.build import build_evaluators, build_system, policy_json
+
+EXAMPLES = ["starter", "support_bot", "judge", "http", "code", "compare"]
+
+RICH_CONFIG = """\
+version: 1
+project: everything
+dataset: data/cases.jsonl
+human_labels: data/labels.jsonl
+trials: 3
+system:
+  name: sys
+  version: "7"
+  callable: app:answer
+  code_paths: [helpers.py]
+  timeout_s: 12
+concurrency:
+  system: 16
+  judge: 3
+  evaluator: 2
+  adaptive: {system: true}
+retry:
+  max_retry_wait_s: 5
+limits:
+  evaluator_timeout_s: 9
+  failure_threshold: 0.5
+evaluators:
+  - type: exact_match
+    criterion: exact
+    field: label
+    casefold: true
+    group_by: [lang]
+  - type: contains
+    criterion: has
+    field: answer
+    expected_field: keyword
+  - type: regex
+    criterion: pii
+    field: answer
+    pattern: '\\d{3}-\\d{2}'
+    pass_if: no_match
+    flags: [IGNORECASE, MULTILINE]
+  - type: json_schema
+    criterion: shape
+    schema: {type: object, required: [answer], properties: {answer: {type: string}}}
+  - type: absolute_error
+    criterion: err
+    field: score
+    range: [0, 10]
+  - type: custom
+    criterion: mine
+    function: checks:grade
+    kind: mean
+    range: [0, 1]
+    params: {timeout_s: 10, words: [a, b]}
+  - type: rubric_judge
+    criterion: helpful
+    provider: openai
+    model: gpt-x
+    rubric_file: rubric.md
+    max_completion_tokens: 300
+    extra_body: {reasoning_effort: low}
+  - type: rubric_judge
+    criterion: polite
+    provider: anthropic
+    model: claude-x
+    rubric_text: Be polite.
+    temperature: 0.2
+    panel:
+      - {model: claude-y}
+      - {provider: openai, model: gpt-y, max_completion_tokens: 50}
+      - {max_tokens: 99}
+    panel_rule: unanimous
+"""
+
+RICH_POLICY = """\
+version: 1
+confidence_level: 0.9
+warn_on: [MANUAL_REVIEW]
+block_on: [FAIL, INSUFFICIENT_EVIDENCE]
+families:
+  quality: {multiplicity: bonferroni}
+rules:
+  - {id: a, metric: exact, min: 0.5, family: quality}
+  - {id: b, metric: has, max_failures: 2}
+  - {id: c, metric: err, max: 3.5}
+  - {id: d, metric: helpful, min: 0.6, judge_validation: {min_labels: 5, min_agreement: 0.7}}
+  - {id: e, metric: exact, min: 0.4, group: {lang: fr}}
+  - {id: f, metric: exact, min: 0.4, each_group: true}
+  - {id: g, metric: exact, max_failures: 1, aggregate: pass_all_k}
+  - {id: h, metric: polite, min: 0.3, estimate: corrected}
+"""
+
+
+def _rich_project(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "data").mkdir()
+    (root / "data" / "cases.jsonl").write_text('{"id": "a", "input": {"q": 1}}\n')
+    (root / "data" / "labels.jsonl").write_text(
+        '{"case_id": "a", "criterion": "helpful", "label": "pass"}\n'
+    )
+    (root / "app.py").write_text("def answer(x):\n    return {'label': 'ok'}\n")
+    (root / "helpers.py").write_text("X = 1\n")
+    (root / "checks.py").write_text("def grade(case, output, **params):\n    return 1.0\n")
+    (root / "rubric.md").write_text("Is it helpful?\n")
+    (root / "oloproof.yaml").write_text(RICH_CONFIG)
+    (root / "release.yaml").write_text(RICH_POLICY)
+    (root / ".oloproof").mkdir()
+    return root / "oloproof.yaml"
+
+
+def _example(name: str, tmp_path: Path) -> Path:
+    source = resources.files("oloproof") / "examples" / name
+    root = tmp_path / name
+    with resources.as_file(source) as path:
+        shutil.copytree(path, root, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / ".oloproof").mkdir()
+    return root / "oloproof.yaml"
+
+
+def _projects(tmp_path: Path) -> list[Path]:
+    return [*(_example(name, tmp_path) for name in EXAMPLES), _rich_project(tmp_path / "rich")]
+
+
+def _dumps(obj: Any) -> list[Any]:
+    """Every way Oloproof dumps a model, and what it asks of one."""
+    out: list[Any] = [
+        obj.model_dump(), obj.model_dump(mode="json"), obj.model_dump(mode="json", by_alias=True),
+        obj.model_dump(exclude_unset=True), sorted(obj.model_fields_set),
+    ]
+    return out
+
+
+def _answers(config: Any) -> list[Any]:
+    out: list[Any] = [
+        *_dumps(config), config.metrics(), config.judge_criteria(), config.declares_no_policy,
+        config.concurrency.evaluator_limit(), *_dumps(config.system),
+    ]
+    for ev in config.evaluators:
+        out += [ev.type, ev.metric_kind, *_dumps(ev), list(ev.group_by)]
+        out.append(ev.model_dump(mode="json", by_alias=True,
+                                 exclude={"timeout_s", "code_paths", "params"}))
+        if ev.type == "regex":
+            out += [ev.re_flags, ev.compiled.pattern]
+        if ev.type == "rubric_judge":
+            out += [ev.rubric, ev.request_temperature, ev.request_max_tokens]
+            out += [(*_dumps(m), m.rubric, m.request_temperature, m.request_max_tokens)
+                    for m in ev.members()]
+    return out
+
+
+def _policy_answers(policy: Any) -> list[Any]:
+    rules = [(type(r).__name__, isinstance(r, IntervalRuleShape),
+              isinstance(r, ObservedCountRuleShape), *_dumps(r)) for r in policy.rules]
+    copies = [r.model_copy(update={"metric": "zz"}).model_dump(mode="json") for r in policy.rules]
+    return [*_dumps(policy), rules, copies, policy_json(policy)]
+
+
+def test_a_snapshot_answers_what_the_validation_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in (("FAKE_PROVIDER_KEY", "fake-key-0123456789"),
+                        ("OPENAI_API_KEY", "sk-test-0123456789abcdef"),
+                        ("INTAKE_TOKEN", "token-0123456789"),
+                        ("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")):
+        monkeypatch.setenv(name, value)
+    for config_path in _projects(tmp_path):
+        project = load_project(config_path)
+        resolved = resolve_release_policy(project, None)
+        save_config(config_path, None, project, resolved)
+        kept = load_config(config_path, None)
+        assert kept is not None, config_path
+        plain, plain_resolved = kept
+        assert isinstance(plain.config, Plain)
+        assert _answers(plain.config) == _answers(project.config), config_path
+        assert _policy_answers(plain_resolved.policy) == _policy_answers(resolved.policy)
+        assert (plain_resolved.path, plain_resolved.declared_none) == (
+            resolved.path, resolved.declared_none)
+        assert (plain.root, plain.config_path, plain.display) == (
+            project.root, project.config_path, project.display)
+        # What the run stores and caches by: evaluator and system identities.
+        inline, judges = build_evaluators(project)
+        plain_inline, plain_judges = build_evaluators(plain)
+        assert [e.identity for e in [*plain_inline, *plain_judges]] == [
+            e.identity for e in [*inline, *judges]]
+        assert build_system(plain).identity == build_system(project).identity
+
+
+def test_the_stored_policy_snapshot_answers_what_the_validation_answers(tmp_path: Path) -> None:
+    from oloproof.project.models import ReleasePolicy
+
+    config_path = _rich_project(tmp_path / "rich")
+    project = load_project(config_path)
+    stored = json.loads(json.dumps(policy_json(resolve_release_policy(project, None).policy)))
+    assert load_stored_policy(project.root, stored) is None
+    save_stored_policy(project.root, stored)
+    kept = load_stored_policy(project.root, stored)
+    assert kept is not None and isinstance(kept, Plain)
+    assert _policy_answers(kept) == _policy_answers(ReleasePolicy.model_validate(stored))
+    # Another stored policy is another snapshot.
+    other = {**stored, "confidence_level": 0.8}
+    assert load_stored_policy(project.root, other) is None
+
+
+def _edit(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "config comment", "policy comment", "rubric", "dataset removed", "labels removed",
+        "code path removed", "snapshot garbled", "snapshot foreign class", "snapshot code",
+    ],
+)
+def test_a_snapshot_is_not_used_once_anything_it_rests_on_changed(
+    tmp_path: Path, change: str
+) -> None:
+    config_path = _rich_project(tmp_path / "rich")
+    root = config_path.parent
+    project = load_project(config_path)
+    save_config(config_path, None, project, resolve_release_policy(project, None))
+    assert load_config(config_path, None) is not None
+    [snapshot] = (root / ".oloproof" / "snapshots").glob("config-*.json")
+    if change == "config comment":
+        _edit(config_path, "# a comment\n")
+    elif change == "policy comment":
+        _edit(root / "release.yaml", "# a comment\n")
+    elif change == "rubric":
+        _edit(root / "rubric.md", "And kind?\n")
+    elif change == "dataset removed":
+        (root / "data" / "cases.jsonl").unlink()
+    elif change == "labels removed":
+        (root / "data" / "labels.jsonl").unlink()
+    elif change == "code path removed":
+        (root / "helpers.py").unlink()
+    elif change == "snapshot garbled":
+        snapshot.write_text(snapshot.read_text()[:-40])
+    elif change == "snapshot foreign class":
+        doc = json.loads(snapshot.read_text())
+        doc["config"]["$m"] = "os.system"
+        snapshot.write_text(json.dumps(doc))
+    elif change == "snapshot code":
+        doc = json.loads(snapshot.read_text())
+        doc["code"] = "0" * 64
+        snapshot.write_text(json.dumps(doc))
+    assert load_config(config_path, None) is None
+    # Another --policy is another snapshot.
+    assert load_config(config_path, str(root / "release.yaml")) is None
+
+
+def test_no_snapshot_for_a_value_json_cannot_hold(tmp_path: Path) -> None:
+    """A YAML timestamp in a schema stays a string (project/_yaml.py), but a value of any
+    other type than JSON's is refused by the encoder, so the snapshot is not written."""
+    from oloproof.project._snapshot import SnapshotUnusable, _encode
+
+    with pytest.raises(SnapshotUnusable):
+        _encode({"when": object()}, {})
+    with pytest.raises(SnapshotUnusable):
+        _encode(float("nan"), {})
+    config_path = _rich_project(tmp_path / "rich")
+    text = config_path.read_text().replace(
+        "schema: {type: object,", "schema: {default: 2020-01-01, type: object,")
+    config_path.write_text(textwrap.dedent(text))
+    project = load_project(config_path)
+    save_config(config_path, None, project, resolve_release_policy(project, None))
+    kept = load_config(config_path, None)
+    if kept is not None:  # the timestamp was kept as text: then it must read back the same
+        assert _answers(kept[0].config) == _answers(project.config)
