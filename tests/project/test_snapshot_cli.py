@@ -52,6 +52,8 @@ def test_an_unchanged_rerun_skips_validation_and_an_edit_brings_it_back(tmp_path
     # one, unchanged, imports no validation at all and decides the same from the cache.
     loaded = _modules_after(["run"], tmp_path)
     assert not VALIDATION & loaded, VALIDATION & loaded
+    # Every result is cached too: no event loop, no thread pool (engine.run_cached).
+    assert not {"asyncio", "concurrent.futures", "ssl"} & loaded
     again = run_cli("run", "--json", cwd=tmp_path)
     assert again.code == 0 and _decided(again.out) == _decided(first.out)
     cached = [e["from_cache"] for e in events(again.out) if "from_cache" in e]

@@ -10,14 +10,13 @@ logger; nothing is printed.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof.analysis.trials import FlakyCase, flaky_cases
 from oloproof.api._listing import config_file
@@ -31,7 +30,17 @@ from oloproof.runner import execute as _execute_prepared
 
 __all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"]
 
-log = logging.getLogger("oloproof")
+
+
+if TYPE_CHECKING:
+    import logging
+
+
+def _logger() -> logging.Logger | None:
+    """The ``oloproof`` logger when the process uses logging: one that never imported it
+    has configured no handler and no level, so it would send nothing (start-up, issue 16)."""
+    module = sys.modules.get("logging")
+    return None if module is None else module.getLogger("oloproof")
 
 #: What ``on_event`` receives: an :class:`oloproof.events.Event` (``event.type``,
 #: ``event.to_json()`` is the line ``oloproof run --json`` writes).
@@ -130,7 +139,8 @@ def execute(
             " use oloproof.run() (it then runs in a helper thread) or await oloproof.run_async()"
         )
     all_sinks = list(sinks)
-    if log.isEnabledFor(logging.INFO):
+    log = _logger()
+    if log is not None and log.isEnabledFor(20):  # logging.INFO
         all_sinks.append(_log_event)
     outcome = _execute_prepared(
         run.prepared, use_cache=use_cache, sinks=all_sinks, stop=stop or StopRequest()
@@ -252,6 +262,8 @@ async def run_async(
     loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
     stops the run (stored as RUN_ERROR/PARTIAL) and re-raises ``CancelledError`` once
     its end is stored."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     stop = StopRequest()
@@ -339,7 +351,10 @@ def _guarded(callback: EventCallback, stop: StopRequest) -> EventCallback:
             callback(event)
         except Exception as exc:
             failed = True
-            log.exception("the on_event callback raised; stopping the run")
+            import logging
+
+            logging.getLogger("oloproof").exception(
+                "the on_event callback raised; stopping the run")
             stop.internal(f"the on_event callback raised {type(exc).__name__}: {exc}")
 
     return sink
@@ -354,16 +369,17 @@ def _unbox(box: list[Any]) -> RunResult:
 
 
 def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+    from oloproof._loop import running_loop
+
+    return running_loop() is not None
 
 
 def _log_event(event: Event) -> None:
     """Events to the ``oloproof`` logger: the run's start, progress and end at INFO,
     every case at DEBUG."""
+    import logging
+
+    log = logging.getLogger("oloproof")
     if isinstance(event, CaseExecuted | CaseJudged):
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s %s", event.type, event.to_json())

@@ -22,12 +22,11 @@ every move of a limit is a ``concurrency_changed`` event.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof._json import canonical_json, digest, storable
 from oloproof._json import output_json as output_json_of
@@ -56,6 +55,9 @@ from oloproof.systems.base import CallResult, SystemRunner
 from oloproof.transport.limiter import AdaptiveLimiter, AimdSettings, LimitChange
 from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
 from oloproof.transport.threads import AsyncHost, Workers, describe_exception
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 @dataclass(slots=True)
@@ -243,12 +245,10 @@ class Engine:
         self._criteria = [e.criterion for e in [*self.inline, *self.judges]]
         self._tallies = {c: CriterionEvidence(c, MetricKind.BINARY) for c in self._binary}
         self._due = provisional_schedule(self._case_total)
-        self._judge_queue: asyncio.Queue[tuple[_CaseState, JudgeEvaluator] | None] = (
-            asyncio.Queue(maxsize=max(8, 4 * judge_concurrency))
-        )
-        self._eval_queue: asyncio.Queue[tuple[_CaseState, InlineEvaluator, str] | None] = (
-            asyncio.Queue(maxsize=max(8, 4 * self.evaluator_concurrency))
-        )
+        # Made by run(): a run whose every result is cached needs no event loop
+        # (run_cached), and asyncio is imported only by a run that calls something.
+        self._judge_queue: asyncio.Queue[tuple[_CaseState, JudgeEvaluator, str] | None]
+        self._eval_queue: asyncio.Queue[tuple[_CaseState, InlineEvaluator, str] | None]
 
     # -- keys ------------------------------------------------------------
     def exec_key(self, case: EngineCase) -> str:
@@ -282,12 +282,64 @@ class Engine:
         return case.trial if self.trials > 1 else None
 
     # -- the run -----------------------------------------------------------
-    async def run(self) -> EngineTotals:
+    def _started(self) -> None:
         self.emit(RunStarted(self.run_id, suite_digest=self.suite_digest, cases=self._case_total))
         self.emit(RunPhaseChanged(self.run_id, phase="EXECUTING"))
         for limiter in (self.system_limiter, self.judge_limiter):
             if limiter is not None:
                 limiter.announce()
+
+    def all_cached(self) -> bool:
+        """Whether every execution and every judgment of the run is in the cache.
+
+        Each key is looked up once: the hits stay in memory for :meth:`run_cached`
+        (forgotten again when something is missing)."""
+        cache = self.cache
+        if not cache.enabled:
+            return False
+        cache.remember(True)
+        evaluators = [*self.inline, *self.judges]
+        for case in self.cases:
+            hit = cache.execution(self.exec_key(case))
+            if hit is None:
+                cache.remember(False)
+                return False
+            output_json = canonical_json(hit.output)
+            for evaluator in evaluators:
+                if cache.judgment(self.judge_key(evaluator.identity, case, output_json)) is None:
+                    cache.remember(False)
+                    return False
+        return True
+
+    def run_cached(self, after_case: Callable[[], None] | None = None) -> EngineTotals:
+        """The run when :meth:`all_cached` said every result is in the cache: the same
+        events as :meth:`run`, in case order, without an event loop, a call or a thread;
+        ``after_case`` is called after each case.
+
+        Every case's coroutine then ends without suspending (it awaits only a call, an
+        evaluation or a queue, and none is needed), so each is driven to its end here."""
+        self._started()
+        try:
+            for case in self.cases:
+                step = self._run_case(case)
+                try:
+                    step.send(None)
+                except StopIteration:
+                    if after_case is not None:
+                        after_case()
+                    continue
+                step.close()
+                raise RuntimeError(f"case {case.id!r} was not in the cache after all")
+        finally:
+            self.cache.remember(False)
+        return self.totals
+
+    async def run(self) -> EngineTotals:
+        import asyncio
+
+        self._judge_queue = asyncio.Queue(maxsize=max(8, 4 * self.judge_concurrency))
+        self._eval_queue = asyncio.Queue(maxsize=max(8, 4 * self.evaluator_concurrency))
+        self._started()
         await self.system.start()
         if self._slow:
             # A few threads beyond the limit: a call that timed out keeps its thread
@@ -378,7 +430,7 @@ class Engine:
             return
         output = event.output
         view = CaseView(case.id, case.input, case.expected, case.metadata)
-        state = _CaseState(case, view, output, output_json, len(self.judges))
+        state = _CaseState(case, view, output, output_json, 0)
         for evaluator in self._fast:
             jkey = self.judge_key(evaluator.identity, case, output_json)
             outcome = self._cached_judgment(jkey)
@@ -395,18 +447,29 @@ class Engine:
             else:  # a cache hit costs nothing: judged here, not queued
                 outcome = enforce_range(cached_outcome, evaluator.value_range)
                 self._judged(state, evaluator.criterion, outcome, jkey, True)
-        state.pending += len(slow)
+        judging: list[tuple[JudgeEvaluator, str]] = []
+        for judge in self.judges:
+            jkey = self.judge_key(judge.identity, case, output_json)
+            cached_outcome = self._cached_judgment(jkey)
+            if cached_outcome is None:
+                judging.append((judge, jkey))
+            else:  # as for the slow evaluators: a hit is judged here
+                outcome = enforce_range(cached_outcome, judge.value_range)
+                self._judged(state, judge.criterion, outcome, jkey, True)
+        state.pending += len(slow) + len(judging)
         if state.pending == 0:
             self._finish_case(case, state.outcomes)
             return
         for evaluator, jkey in slow:
             await self._eval_queue.put((state, evaluator, jkey))
-        for judge in self.judges:
-            await self._judge_queue.put((state, judge))
+        for judge, jkey in judging:
+            await self._judge_queue.put((state, judge, jkey))
 
     async def _execute(self, case: EngineCase, key: str) -> tuple[CaseExecuted, str | None]:
         """Call the system under the retry policy: the event, and the output's canonical
         JSON (``None`` when the call failed)."""
+        import asyncio
+
         last_latency: list[float] = [0.0]
         system = self.system
         limiter = self.system_limiter
@@ -483,6 +546,8 @@ class Engine:
         """The evaluator's outcome; never raises. Run in a worker thread (an ``async def``
         custom evaluator on its own loop), under its ``timeout_s``, when it has one (user
         code, regular expressions); its latency is the call's own time."""
+        import asyncio
+
         timeout_s = getattr(evaluator, "timeout_s", None)
         started = time.perf_counter()
         try:
@@ -530,17 +595,14 @@ class Engine:
             item = await self._judge_queue.get()
             if item is None:
                 return
-            state, judge = item
-            jkey = self.judge_key(judge.identity, state.case, state.output_json)
-            outcome = self._cached_judgment(jkey)
-            if outcome is None:
-                outcome = await self._evaluate_judge(judge, state)
-                self.totals.source(f"judge {judge.criterion}").add(
-                    outcome.reason if outcome.status == JudgmentStatus.ERROR else None
-                )
-                fatal = getattr(judge, "fatal", None)
-                if fatal and self.on_fatal is not None:
-                    self.on_fatal(_one_line(fatal))
+            state, judge, jkey = item  # not in the cache (_run_case looked)
+            outcome = await self._evaluate_judge(judge, state)
+            self.totals.source(f"judge {judge.criterion}").add(
+                outcome.reason if outcome.status == JudgmentStatus.ERROR else None
+            )
+            fatal = getattr(judge, "fatal", None)
+            if fatal and self.on_fatal is not None:
+                self.on_fatal(_one_line(fatal))
             outcome = enforce_range(outcome, judge.value_range)
             self._judged(state, judge.criterion, outcome, jkey, outcome.from_cache)
             state.pending -= 1
@@ -548,6 +610,8 @@ class Engine:
                 self._finish_case(state.case, state.outcomes)
 
     async def _evaluate_judge(self, judge: JudgeEvaluator, state: _CaseState) -> Outcome:
+        import asyncio
+
         try:
             return await judge.evaluate(state.view, state.output)
         except asyncio.CancelledError:
@@ -612,5 +676,7 @@ class Engine:
 
 def _our_cancel() -> bool:
     """Whether the running task was cancelled by us (a stop, a timeout), not by user code."""
+    import asyncio
+
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0

@@ -21,7 +21,6 @@ cached verdicts.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import math
 import time
@@ -117,6 +116,8 @@ class Custom:
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:
         """Call a sync function (in a worker thread); its time is the outcome's latency."""
+        import asyncio
+
         started = time.perf_counter()
         try:
             result = self._call(case, output)
@@ -131,6 +132,8 @@ class Custom:
 
     async def evaluate_async(self, case: CaseView, output: Any) -> Outcome:
         """Await an ``async def`` function (on the evaluators' own loop, never the run's)."""
+        import asyncio
+
         started = time.perf_counter()
         try:
             result = await self._call(case, output)

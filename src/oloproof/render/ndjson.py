@@ -17,7 +17,6 @@ at exit, and writes nothing more.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import select
@@ -25,6 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
+from oloproof._loop import running_loop
 from oloproof.events import Event
 from oloproof.textsafe import json_safe
 
@@ -81,9 +81,8 @@ class NdjsonWriter:
         if self.closed:
             return
         self._pending.append(encode_line(event.to_json()))
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        loop = running_loop()
+        if loop is None:
             self.flush()
             return
         if not self._scheduled:

@@ -18,12 +18,14 @@ What :func:`execute` guarantees, whatever user code does:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sqlite3
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from oloproof._loop import running_loop
 from oloproof.analysis.stored import decide_stored, judge_reports
 from oloproof.engine.pipeline import Engine, EngineTotals
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
@@ -38,7 +40,7 @@ from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
 from oloproof.store.db import open_store, store_path
 from oloproof.store.reader import get_run, load_evidence
-from oloproof.store.writer import StoreWriter
+from oloproof.store.writer import MIN_COMMIT_INTERVAL_S, StoreWriter
 from oloproof.transport.regex_guard import GuardedPattern
 from oloproof.transport.threads import describe_exception
 
@@ -86,11 +88,7 @@ def execute(
 
     Refused (before anything is stored) on a thread whose event loop is running: the run
     needs a loop of its own (``oloproof.run`` moves to a helper thread then)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
+    if running_loop() is not None:
         raise OloproofError(
             "a run cannot start on a thread whose event loop is running (Jupyter, async"
             " code): call oloproof.run(), which then runs it in a helper thread, or await"
@@ -286,7 +284,53 @@ def _close_guards(prepared: Prepared) -> None:
 
 
 def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRequest) -> None:
-    """Run the engine on a fresh loop until it ends or the run is stopped."""
+    """Run the engine until it ends or the run is stopped: without an event loop when
+    every result is in the cache, else on a fresh loop."""
+    try:
+        if engine.all_cached():
+            _run_cached(engine, writer)
+        else:
+            _run_on_a_loop(prepared, engine, writer, stop)
+    except KeyboardInterrupt:
+        stop("interrupted (Ctrl-C)")
+    except sqlite3.Error as exc:
+        # A cache read that failed (an I/O error, a vanished file): a store fault.
+        stop.internal(f"the store could not be read ({exc})")
+    except Exception:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit... from code that is not ours
+        if _is_cancellation(exc):
+            if stop.reason is None:
+                stop.internal("the run was cancelled from inside (not by a signal)")
+        else:
+            stop.internal(f"stopped by {describe_exception(exc)} raised during the run")
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    asyncio = sys.modules.get("asyncio")  # not imported: nothing was cancelled
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
+
+
+def _run_cached(engine: Engine, writer: StoreWriter) -> None:
+    """Every result from the cache, case after case; committed as on a loop, at most every
+    MIN_COMMIT_INTERVAL_S (a stop between two cases keeps every case before it)."""
+    writer.bind(lambda _due: None, lambda _wait, _flush: None)  # committed here instead
+    last = time.monotonic()
+
+    def after_case() -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= MIN_COMMIT_INTERVAL_S:
+            writer.flush()
+            last = now
+
+    engine.run_cached(after_case=after_case)
+
+
+def _run_on_a_loop(
+    prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRequest
+) -> None:
+    import asyncio
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -305,20 +349,7 @@ def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRe
             for judge in prepared.judges:
                 await judge.aclose()
 
-    try:
-        asyncio.run(main())
-    except asyncio.CancelledError:
-        if stop.reason is None:
-            stop.internal("the run was cancelled from inside (not by a signal)")
-    except KeyboardInterrupt:
-        stop("interrupted (Ctrl-C)")
-    except sqlite3.Error as exc:
-        # A cache read that failed (an I/O error, a vanished file): a store fault.
-        stop.internal(f"the store could not be read ({exc})")
-    except Exception:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - SystemExit... from code that is not ours
-        stop.internal(f"stopped by {describe_exception(exc)} raised during the run")
+    asyncio.run(main())
 
 
 def _partial_summaries(

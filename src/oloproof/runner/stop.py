@@ -9,14 +9,16 @@ signal is honoured at once; a second one exits at once (``on_second``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof.engine.pipeline import EngineCase
+
+if TYPE_CHECKING:
+    import asyncio
 
 SIGNALS = (
     (signal.SIGINT, "interrupted (Ctrl-C)"),
@@ -36,6 +38,7 @@ class StopRequest:
     """
 
     def __init__(self) -> None:
+
         self.reason: str | None = None
         self.count = 0
         self._task: asyncio.Task[Any] | None = None

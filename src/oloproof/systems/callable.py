@@ -26,7 +26,6 @@ adaptive it is an error like any other, as it always was.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
 import json
@@ -101,6 +100,8 @@ class CallableSystem:
         self._host: AsyncHost | None = None
 
     async def start(self) -> None:
+        import asyncio
+
         if self.is_async:
             self._host = AsyncHost()
         else:
@@ -121,6 +122,8 @@ class CallableSystem:
     async def call(self, case_id: str, case_input: Any, attempt: int) -> CallResult:
         # A copy of its own: a function that mutates its input must not change
         # what is stored or the keys the case's judgments are cached under.
+        import asyncio
+
         fresh = json.loads(canonical_json(case_input))
         ctx = CaseContext(case_id=case_id, input=fresh, attempt=attempt)
         try:

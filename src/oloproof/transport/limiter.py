@@ -37,15 +37,17 @@ waiters on the running loop) and the pause.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from oloproof.transport.ratelimit import RateSignal, observed
 from oloproof.transport.retry import AttemptFailure, RetryableFailure
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "CLEAN_WINDOW",
@@ -196,6 +198,7 @@ class AdaptiveLimiter:
         settings: AimdSettings | None = None,
         on_change: Callable[[str, LimitChange, int], None] | None = None,
     ) -> None:
+
         self.name = name
         self.aimd = Aimd(ceiling, settings)
         self.on_change = on_change
@@ -231,6 +234,8 @@ class AdaptiveLimiter:
     async def acquire(self, retry: bool = False) -> int:
         """Wait for a slot; the epoch the call starts in. A ``retry`` (an attempt after the
         first) goes to the front of the queue: its case has waited already."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         if not self._waiters and self.in_flight < self.aimd.limit and not self._paused(loop):
             self.in_flight += 1
@@ -257,6 +262,8 @@ class AdaptiveLimiter:
         self._wake()
 
     def _wake(self) -> None:
+        import asyncio
+
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -271,6 +278,8 @@ class AdaptiveLimiter:
             waiter.set_result(self.aimd.started(self.in_flight))
 
     def _pause(self, wait_s: float) -> None:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         until = loop.time() + min(wait_s, self.aimd.settings.max_pause_s)
         if until <= self._pause_until:
@@ -302,6 +311,8 @@ class AdaptiveLimiter:
     async def run(self, call: Callable[[], Awaitable[T]], *, retry: bool = False) -> T:
         """``await call()`` in a slot, and learn from how it ended (``retry``: see
         :meth:`acquire`)."""
+        import asyncio
+
         epoch = await self.acquire(retry)
         try:
             with observed() as signals:

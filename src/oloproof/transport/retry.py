@@ -12,8 +12,6 @@ caller, which raises :class:`RetryableFailure` (retry) or
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -114,6 +112,8 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     except ValueError:
         pass
     try:
+        import email.utils  # only for a date in Retry-After
+
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
@@ -133,12 +133,17 @@ async def call_with_retries(
     attempt_fn: Callable[[int], Awaitable[T]],
     policy: RetryPolicy,
     *,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
 ) -> Attempted[T]:
-    """Call ``attempt_fn(attempt_number)`` until it succeeds or the policy gives up.
+    """Call ``attempt_fn(attempt_number)`` until it succeeds or the policy gives up
+    (waiting with ``sleep``, ``asyncio.sleep`` by default).
 
     Raises the last :class:`AttemptFailure` with ``attempts`` set.
     """
+    if sleep is None:
+        import asyncio
+
+        sleep = asyncio.sleep
     attempt = 1
     while True:
         try:

@@ -16,12 +16,14 @@ that is most of the cost of a call.
 
 from __future__ import annotations
 
-import asyncio
 import queue
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["AsyncHost", "UserBaseException", "Workers", "describe_exception"]
 
@@ -79,6 +81,7 @@ class Workers:
         *,
         name: str = "oloproof-worker",
     ) -> None:
+
         self._loop = loop
         self._name = name
         self._max = max_threads
@@ -101,6 +104,7 @@ class Workers:
 
         The future fails with :class:`TimeoutError` after ``timeout_s`` (the
         pool's own when ``None``)."""
+
         future: asyncio.Future[Any] = self._loop.create_future()
         self._jobs.put((future, fn))
         deadline = self._loop.time() + (self._timeout_s if timeout_s is None else timeout_s)
@@ -199,16 +203,22 @@ class AsyncHost:
     """
 
     def __init__(self, name: str = "oloproof-async-system") -> None:
+        import asyncio
+
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
     def _serve(self) -> None:
+        import asyncio
+
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
     async def run(self, factory: Callable[[], Any]) -> Any:
         """Await ``factory()`` (a coroutine) on the host loop, from the caller's loop."""
+        import asyncio
+
         future = asyncio.run_coroutine_threadsafe(_guarded(factory), self._loop)
         return await asyncio.wrap_future(future)
 
@@ -221,6 +231,8 @@ class AsyncHost:
 
 
 async def _guarded(factory: Callable[[], Any]) -> Any:
+    import asyncio
+
     task = asyncio.current_task()
     try:
         return await factory()
@@ -238,6 +250,8 @@ async def _guarded(factory: Callable[[], Any]) -> Any:
 
 
 def _current_task() -> asyncio.Task[Any] | None:
+    import asyncio
+
     try:
         return asyncio.current_task()
     except RuntimeError:  # no running loop on this thread
