@@ -13,6 +13,7 @@ from __future__ import annotations
 from enum import IntEnum, StrEnum
 
 __all__ = [
+    "JUDGMENT_MISSING",
     "CaseStatus",
     "Completeness",
     "ExitCode",
@@ -78,6 +79,10 @@ class JudgmentStatus(StrEnum):
     OK = "OK"
     ERROR = "ERROR"
     EXCLUDED = "EXCLUDED"
+
+
+# A case with no output to judge: its judgments are stored and streamed as MISSING.
+JUDGMENT_MISSING = "MISSING"
 
 
 class GateAction(StrEnum):

@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from oloproof.enums import (
+    JUDGMENT_MISSING,
     CaseStatus,
     Completeness,
     GateAction,
@@ -61,8 +62,6 @@ class RunPhase(StrEnum):
     ANALYZING = "ANALYZING"
 
 
-# A case with no output to judge: its judgments are stored and streamed as MISSING.
-JUDGMENT_MISSING = "MISSING"
 
 _NULLABLE_NUMBER: dict[str, Any] = {"type": ["number", "null"]}
 _PROBABILITY: dict[str, Any] = {"type": ["number", "null"], "minimum": 0, "maximum": 1}

@@ -13,9 +13,8 @@ from rich.text import Text
 
 from oloproof.analysis.stored import decide_stored, judge_reports, stored_policy
 from oloproof.cli._common import read_project_store
-from oloproof.enums import CaseStatus, JudgmentStatus, RuleState
+from oloproof.enums import JUDGMENT_MISSING, CaseStatus, JudgmentStatus, RuleState
 from oloproof.errors import UsageError
-from oloproof.events import JUDGMENT_MISSING
 from oloproof.render.console import print_to, text
 from oloproof.render.fit import fit
 from oloproof.render.tables import (

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sqlite3
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -225,6 +223,9 @@ def _connect_readonly(path: Path, header: bytes) -> sqlite3.Connection:
 
 
 def _snapshot(path: Path, wal: Path) -> sqlite3.Connection:
+    import shutil
+    import tempfile
+
     tmp = Path(tempfile.mkdtemp(prefix="oloproof-store-"))
     try:
         with _private_umask():

@@ -19,9 +19,15 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from oloproof.enums import Completeness, ExitCode, GateAction, MetricKind, RunStatus
+from oloproof.enums import (
+    JUDGMENT_MISSING,
+    Completeness,
+    ExitCode,
+    GateAction,
+    MetricKind,
+    RunStatus,
+)
 from oloproof.errors import UsageError
-from oloproof.events import JUDGMENT_MISSING
 from oloproof.evidence import (
     PANEL_AGREED,
     PANEL_SPLIT,
