@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oloproof.errors import UsageError
-from oloproof.events import utc_timestamp
 from oloproof.ids import new_comparison_id
 
 if TYPE_CHECKING:  # imported for its type only: `oloproof runs` lists comparisons without it
@@ -69,6 +68,8 @@ def write_comparison(
     created_at: str | None = None,
 ) -> None:
     """Store one comparison, all of it in one transaction."""
+    from oloproof.events import utc_timestamp  # a comparison is being stored
+
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(
