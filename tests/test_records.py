@@ -4,22 +4,30 @@ Every class below is written once and made twice, with ``dataclasses.dataclass``
 with ``oloproof._records.dataclass``; the two must behave alike in everything Oloproof
 relies on: the ``__init__`` (its parameters, its errors), the repr, equality and hashing,
 frozen fields, ``__slots__``, ``__match_args__``, ``asdict`` and ``replace``, copying.
+Then every record class of Oloproof itself is compared with the dataclass its module's
+source makes with ``dataclasses``, and the short commands are checked not to import
+``dataclasses`` or ``inspect`` at all.
 """
 
 from __future__ import annotations
 
+import ast
 import collections
 import copy
 import dataclasses
 import inspect
 import pickle
+import subprocess
+import sys
 import textwrap
+import types
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from tests.conftest import labelled_cases, run_cli, write_project
 
 from oloproof import _records
 
@@ -525,3 +533,141 @@ def test_annotations_that_are_objects_not_strings() -> None:
         exec(code, namespace)  # noqa: S102
         assert namespace["C"].__match_args__ == ("a",)
         assert repr(namespace["C"](1)) == "C(a=1)"
+
+
+# --- Oloproof's own record classes, against dataclasses made from the same source ------
+
+
+def _record_modules() -> list[Path]:
+    return sorted(
+        path for path in SRC.rglob("*.py")
+        if "examples" not in path.parts and path.name != "_records.py"
+        and "from oloproof._records import" in path.read_text()
+    )
+
+
+def _twin_module(path: Path) -> types.ModuleType:
+    """The module at ``path`` run again under another name, with dataclasses' decorator."""
+    name = "_records_twin_" + "_".join(path.relative_to(SRC).with_suffix("").parts)
+    source = path.read_text().replace("from oloproof._records import", "from dataclasses import")
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module  # dataclasses resolves ClassVar through the class's module
+    try:
+        exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)  # noqa: S102
+    finally:
+        del sys.modules[name]
+    return module
+
+
+def test_every_module_of_ours_uses_records_not_dataclasses() -> None:
+    for path in SRC.rglob("*.py"):
+        if "examples" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                assert "dataclasses" not in [a.name for a in node.names], path
+            elif isinstance(node, ast.ImportFrom):
+                assert node.module != "dataclasses", path
+    assert len(_record_modules()) >= 30
+
+
+@pytest.mark.parametrize("path", _record_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_each_record_class_of_ours_is_its_dataclass(path: Path) -> None:
+    module_name = "oloproof." + ".".join(path.relative_to(SRC).with_suffix("").parts)
+    module_name = module_name.removesuffix(".__init__")
+    ours_module = __import__(module_name, fromlist=["_"])
+    twin = _twin_module(path)
+    classes = [
+        (name, value) for name, value in vars(ours_module).items()
+        if isinstance(value, type) and "__record_fields__" in value.__dict__
+        and value.__module__ == module_name
+    ]
+    assert classes, module_name
+    for name, ours in classes:
+        theirs = getattr(twin, name)
+        assert dataclasses.is_dataclass(theirs)
+        assert [f.name for f in ours.__record_fields__] == [
+            f.name for f in dataclasses.fields(theirs)], name
+        assert _signature(ours) == _signature(theirs), name
+        assert ours.__match_args__ == theirs.__match_args__, name
+        assert ours.__dict__.get("__slots__") == theirs.__dict__.get("__slots__"), name
+        assert (ours.__hash__ is None) == (theirs.__hash__ is None), name
+        assert not hasattr(ours, "__dataclass_fields__")
+        # Every parameter given, as a distinct int: the same instance, the same behaviour.
+        params = _signature(theirs)[1:]
+        args = [1000 + i for i, p in enumerate(params) if p[1] is not inspect.Parameter.KEYWORD_ONLY]
+        kwargs = {p[0]: 2000 + i for i, p in enumerate(params)
+                  if p[1] is inspect.Parameter.KEYWORD_ONLY}
+        made = _outcome(ours, *args, **kwargs)
+        assert made[0] == _outcome(theirs, *args, **kwargs)[0], (name, made)
+        if made[0] != "ok":
+            continue
+        a, b = ours(*args, **kwargs), theirs(*args, **kwargs)
+        assert repr(a).split("(", 1)[1] == repr(b).split("(", 1)[1], name
+        assert a == ours(*args, **kwargs) and b == theirs(*args, **kwargs)
+        if theirs.__hash__ is not None:
+            assert hash(a) == hash(b)
+        assert _records.asdict(a) == dataclasses.asdict(b)
+        first = params[0][0] if params else None
+        if first is not None:
+            assert _outcome(setattr, a, first, 1) == _outcome(setattr, b, first, 1)
+            c, d = _records.replace(a), dataclasses.replace(b)
+            assert repr(c).split("(", 1)[1] == repr(d).split("(", 1)[1]
+
+
+# --- the short commands import neither dataclasses nor inspect ---------------------------
+
+# Runs the command in this process and reports which modules imported dataclasses and
+# inspect (the module whose code ran the import statement), and whether they were loaded.
+_PROBE = r"""
+import sys
+
+class Watch:
+    importers = {}
+
+    def find_spec(self, name, path=None, target=None):
+        if name in ("dataclasses", "inspect") and name not in self.importers:
+            frame = sys._getframe(1)
+            while frame and frame.f_globals.get("__name__", "").startswith(("importlib", "_frozen")):
+                frame = frame.f_back
+            self.importers[name] = frame.f_globals.get("__name__", "?") if frame else "?"
+        return None
+
+watch = Watch()
+sys.meta_path.insert(0, watch)
+from oloproof.cli.main import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+loaded = sorted(m for m in ("dataclasses", "inspect") if m in sys.modules)
+sys.stderr.write(f"\nCODE {code}\nLOADED {','.join(loaded)}\nBY {watch.importers!r}\n")
+"""
+
+
+def _imports_of(args: list[str], cwd: Path) -> tuple[list[str], dict[str, str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args], cwd=cwd, capture_output=True, text=True,
+        check=False, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    tail = proc.stderr.rsplit("\nCODE ", 1)[1].splitlines()
+    assert tail[0] in ("0", "3"), proc.stderr[-2000:]
+    loaded = tail[1].removeprefix("LOADED ").split(",") if tail[1] != "LOADED " else []
+    importers: dict[str, str] = ast.literal_eval(tail[2].removeprefix("BY "))
+    return loaded, importers
+
+
+def test_runs_and_gate_import_neither_dataclasses_nor_inspect(tmp_path: Path) -> None:
+    write_project(tmp_path, app="def answer(case_input):\n    return {'label': 'ok'}\n",
+                  cases=labelled_cases(12),
+                  release="version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n")
+    assert run_cli("run", cwd=tmp_path).code in (0, 3)
+    for args in (["runs", "--json"], ["gate", "latest", "--json"]):
+        loaded, importers = _imports_of(args, tmp_path)
+        assert loaded == [] and importers == {}, (args, importers)
+    # `gate latest` prints its tables with rich, which imports dataclasses itself (rich's
+    # console is made of dataclasses): none of ours does.
+    loaded, importers = _imports_of(["gate", "latest"], tmp_path)
+    assert importers.get("dataclasses", "rich.console").startswith("rich."), importers
+    assert importers.get("inspect", "dataclasses") == "dataclasses", importers

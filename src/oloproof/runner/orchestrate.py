@@ -22,8 +22,8 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from oloproof._records import dataclass, field
 from oloproof.analysis.stored import decide_stored, judge_reports
 from oloproof.engine.pipeline import Engine, EngineTotals
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus

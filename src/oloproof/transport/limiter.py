@@ -41,9 +41,9 @@ import asyncio
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
+from oloproof._records import dataclass
 from oloproof.transport.ratelimit import RateSignal, observed
 from oloproof.transport.retry import AttemptFailure, RetryableFailure
 

@@ -17,8 +17,9 @@ import email.utils
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
+
+from oloproof._records import dataclass
 
 if TYPE_CHECKING:
     from oloproof.transport.ratelimit import RateSignal
