@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass, field
 from typing import Any
 
+from oloproof._records import dataclass, field
 from oloproof.usage import Usage
 
 

@@ -16,15 +16,14 @@ when the committed files and the classes drift apart.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from oloproof._records import dataclass, field
 from oloproof.enums import (
     JUDGMENT_MISSING,
     CaseStatus,
@@ -407,6 +406,8 @@ _COMMON_SCHEMA: dict[str, dict[str, Any]] = {
 
 
 def _summary(cls: type[Event]) -> str:
+    import inspect  # only to build the schema: `oloproof runs` and `gate` never import it
+
     doc = inspect.getdoc(cls) or ""
     return " ".join(doc.split("\n\n", 1)[0].split())
 

@@ -13,9 +13,9 @@ A pure module: it imports only the enums.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
 
+from oloproof._records import dataclass, field
 from oloproof.enums import JudgmentStatus, MetricKind
 
 # How a panel judge's reason starts (evaluators/judge.py PanelJudge): whether its judges

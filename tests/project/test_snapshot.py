@@ -223,6 +223,13 @@ def test_the_stored_policy_snapshot_answers_what_the_validation_answers(tmp_path
     # Another stored policy is another snapshot.
     other = {**stored, "confidence_level": 0.8}
     assert load_stored_policy(project.root, other) is None
+    # A snapshot written by another version of the code is written again by the next run
+    # (not left stale, which would have every later `gate` validate with pydantic).
+    (path,) = (project.root / ".oloproof" / "snapshots").glob("policy-*.json")
+    path.write_text(path.read_text().replace('"code":"', '"code":"older', 1))
+    assert load_stored_policy(project.root, stored) is None
+    save_stored_policy(project.root, stored)
+    assert load_stored_policy(project.root, stored) is not None
 
 
 def _edit(path: Path, text: str) -> None:

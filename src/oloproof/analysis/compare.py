@@ -9,10 +9,10 @@ same runs again through :func:`build_comparison`. Nothing here prints.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oloproof._records import dataclass, field
 from oloproof.enums import CaseStatus, Completeness, GateAction, MetricKind
 from oloproof.errors import UsageError
 from oloproof.events import utc_timestamp

@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from oloproof._records import dataclass, field
 from oloproof.analysis.compare import build_comparison, kind_names, shared_metrics
 from oloproof.analysis.stored import StoredEvidenceError, stored_policy
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState

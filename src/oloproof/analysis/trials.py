@@ -9,9 +9,9 @@ as missing, never as steady).
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
+from oloproof._records import dataclass
 from oloproof.enums import MetricKind
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.store.reader import RunRecord, load_trial_outcomes

@@ -8,10 +8,10 @@ cases are read from the store only when asked (:meth:`RunResult.cases`), so a re
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oloproof._records import asdict, dataclass, field
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.store.reader import panels_json
 

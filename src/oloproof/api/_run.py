@@ -14,10 +14,10 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oloproof._records import dataclass
 from oloproof.analysis.trials import FlakyCase, flaky_cases
 from oloproof.api._listing import config_file
 from oloproof.api._results import RunResult, Subset

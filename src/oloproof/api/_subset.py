@@ -17,9 +17,9 @@ import json
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from oloproof._records import dataclass
 from oloproof.errors import UsageError
 from oloproof.paths import MISSING, lookup
 

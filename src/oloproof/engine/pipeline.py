@@ -25,11 +25,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oloproof._json import canonical_json, digest, storable
 from oloproof._json import output_json as output_json_of
+from oloproof._records import dataclass, field
 from oloproof.enums import CaseStatus, JudgmentStatus, MetricKind
 from oloproof.evaluators.base import (
     CaseView,

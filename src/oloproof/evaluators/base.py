@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from oloproof._records import dataclass, replace
 from oloproof.enums import JudgmentStatus
 from oloproof.paths import MISSING, is_missing, lookup
 from oloproof.usage import Usage

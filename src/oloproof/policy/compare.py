@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from oloproof._records import dataclass, field
 from oloproof.enums import MetricKind
 from oloproof.evidence import Outcome
 from oloproof.policy.decide import FAIL, INSUFFICIENT, PASS, Decision, action_for

@@ -9,10 +9,10 @@ or the clock: the same evidence always gets the same answer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from oloproof._records import asdict, dataclass
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
 from oloproof.errors import ConfigError
 from oloproof.evidence import CriterionEvidence, LabelledVerdicts, aggregate_name

@@ -9,9 +9,9 @@ show agreement above the floor. Pure: numbers in, typed results out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from oloproof._records import dataclass
 from oloproof.enums import MetricKind
 from oloproof.evidence import LabelledVerdicts
 from oloproof.policy.format import estimate_text, interval_text, level_text, value_text

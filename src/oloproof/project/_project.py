@@ -8,9 +8,9 @@ and methods (project/_shapes.py).
 from __future__ import annotations
 
 import os.path
-from dataclasses import dataclass
 from pathlib import Path
 
+from oloproof._records import dataclass
 from oloproof.project.labels import Labels, load_labels
 from oloproof.project.suite import Suite, load_suite
 

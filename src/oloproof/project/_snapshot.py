@@ -437,17 +437,23 @@ def _policy_path(root: Path, stored: Any) -> Path:
     return _folder(root) / f"policy-{key[:40]}.json"
 
 
+def _current(doc: dict[str, Any] | None, stored: Any) -> bool:
+    """Whether a stored policy's snapshot can be used: written by this code (a snapshot
+    of an older Oloproof is written again, not kept forever), for this policy, and every
+    file it rests on unchanged."""
+    return (
+        doc is not None and doc.get("format") == FORMAT and doc.get("code") == _code_digest()
+        and doc.get("stored") == stored and all(_check(dep) for dep in doc["deps"])
+    )
+
+
 def load_stored_policy(root: Path, stored: Any) -> ReleasePolicy | None:
     """The validated form of a run's stored policy (the JSON in its row), when a run kept
     it; ``None`` otherwise (then validate)."""
     try:
         path = _policy_path(root, stored)
         doc = _read(path)
-        if doc is None or doc.get("format") != FORMAT or doc.get("code") != _code_digest():
-            return None
-        if doc.get("stored") != stored:
-            return None
-        if not all(_check(dep) for dep in doc["deps"]):
+        if doc is None or not _current(doc, stored):
             return None
         policy = _decode(doc["policy"], doc["classes"])
     except (KeyError, TypeError, ValueError, AttributeError, SnapshotUnusable, RecursionError,
@@ -460,7 +466,7 @@ def save_stored_policy(root: Path, stored: Any) -> None:
     """Validate a policy as it is stored with a run, and keep the result for ``gate``."""
     try:
         path = _policy_path(root, stored)
-        if path.exists():
+        if _current(_read(path), stored):
             return
         from oloproof.project.models import ReleasePolicy
 

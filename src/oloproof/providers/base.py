@@ -22,11 +22,11 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
+from oloproof._records import dataclass
 from oloproof.errors import ConfigError
 from oloproof.transport.retry import AttemptFailure, PermanentFailure
 from oloproof.usage import Usage

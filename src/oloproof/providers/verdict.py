@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from dataclasses import dataclass
 from typing import Any
 
 from oloproof._json import JsonLimitError, reject_duplicate_keys
+from oloproof._records import dataclass
 from oloproof.transport.retry import PermanentFailure
 
 __all__ = [

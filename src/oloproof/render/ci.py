@@ -20,9 +20,9 @@ JUnit mapping (one ``<testsuite>`` per run, one ``<testcase>`` per rule):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Literal
 
+from oloproof._records import dataclass, field
 from oloproof.enums import GateAction, RuleState
 from oloproof.policy.decide import Decision, MetricSummary
 from oloproof.render.tables import metric_estimate, metric_interval

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from oloproof._records import dataclass
 from oloproof.engine.pipeline import EngineCase
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import Evaluator, InlineEvaluator

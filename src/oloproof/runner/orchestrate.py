@@ -23,9 +23,9 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from oloproof._loop import running_loop
+from oloproof._records import dataclass, field
 from oloproof.analysis.stored import decide_stored, judge_reports
 from oloproof.engine.pipeline import Engine, EngineTotals
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus

@@ -10,9 +10,9 @@ kappa and weighted kappa", Psychological Bulletin 72(5), the one statsmodels'
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from statistics import NormalDist
 
+from oloproof._records import dataclass
 from oloproof.stats.intervals import Interval, clopper_pearson
 
 __all__ = ["Agreement", "Proportion", "agreement", "cohens_kappa", "labels_to_settle"]

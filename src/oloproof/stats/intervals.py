@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from oloproof._records import dataclass
 from oloproof.stats._special import _beta_quantile, beta_ppf, t_isf, t_ppf
 from oloproof.stats.normal import Z95
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from oloproof._records import dataclass
 from oloproof.stats.intervals import Interval, _check_level, _wilson_bounds, student_t_mean
 
 

@@ -65,8 +65,8 @@ Unresolved probability, and what "exact" means here
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
+from oloproof._records import dataclass, field
 from oloproof.stats._special import binom_pmf
 from oloproof.stats.intervals import _check_level
 from oloproof.stats.paired import NEWCOMBE_PAIRED, _newcombe_bounds

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from statistics import NormalDist
 
+from oloproof._records import dataclass
 from oloproof.stats._special import t_ppf
 from oloproof.stats.intervals import Interval
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
+from oloproof._records import dataclass
 from oloproof.enums import RuleState
 from oloproof.stats._special import _log1pmx, binom_pmf, binom_tails, t_isf
 from oloproof.stats.intervals import (

@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from statistics import NormalDist
 
+from oloproof._records import dataclass
 from oloproof.stats._special import beta_ppf, t_isf
 from oloproof.stats.intervals import Interval
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
+from oloproof._records import dataclass
 from oloproof.usage import Usage
 
 

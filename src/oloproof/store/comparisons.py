@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from oloproof._records import dataclass
 from oloproof.errors import UsageError
 from oloproof.ids import new_comparison_id
 

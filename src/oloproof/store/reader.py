@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass, field
 from typing import Any
 
+from oloproof._records import dataclass, field
 from oloproof.enums import (
     JUDGMENT_MISSING,
     Completeness,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from oloproof._records import dataclass
 from oloproof.usage import Usage
 
 

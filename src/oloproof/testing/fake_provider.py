@@ -67,11 +67,11 @@ import signal
 import socket
 import sys
 import threading
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
 
+from oloproof._records import dataclass, field
 from oloproof.providers.verdict import read_section
 
 __all__ = [

@@ -25,12 +25,12 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from oloproof._json import DEFAULT_MAX_JSON_DEPTH, JsonLimitError, loads_strict
+from oloproof._records import dataclass
 from oloproof.errors import ConfigError
 from oloproof.transport.ratelimit import rate_signal, report
 from oloproof.transport.retry import (

@@ -40,9 +40,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from oloproof._records import dataclass
 from oloproof.transport.ratelimit import RateSignal, observed
 from oloproof.transport.retry import AttemptFailure, RetryableFailure
 

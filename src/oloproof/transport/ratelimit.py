@@ -45,9 +45,9 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 
+from oloproof._records import dataclass
 from oloproof.transport.retry import parse_retry_after
 
 __all__ = [

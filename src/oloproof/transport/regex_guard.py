@@ -20,7 +20,8 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+
+from oloproof._records import dataclass
 
 __all__ = ["GuardedPattern", "RegexTimeout"]
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
+
+from oloproof._records import dataclass
 
 if TYPE_CHECKING:
     from oloproof.transport.ratelimit import RateSignal

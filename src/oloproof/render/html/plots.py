@@ -6,9 +6,9 @@ positions and labels out. No text supplied by a user or a model passes through h
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from oloproof._records import dataclass, field
 from oloproof.enums import MetricKind
 from oloproof.policy.format import difference_text, estimate_text, value_text
 

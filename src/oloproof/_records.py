@@ -1,0 +1,526 @@
+"""Records: the part of :mod:`dataclasses` Oloproof uses, cheaper to import and to apply.
+
+``from oloproof._records import dataclass, field, asdict, replace`` is a drop-in for the
+same names of :mod:`dataclasses` as Oloproof uses them (issue 16, start-up). Importing
+:mod:`dataclasses` costs a fresh process about 13 ms (it imports :mod:`inspect`, which
+brings ``ast``, ``dis``, ``tokenize``, ``linecache``...), and it compiles every method of
+every class with an ``exec`` of its own. This module imports neither ``dataclasses`` nor
+``inspect`` nor ``typing`` (``copy`` only when :func:`asdict` meets a value it must copy),
+and compiles one function per class, its ``__init__``: ``__repr__``, ``__eq__``,
+``__hash__`` and a frozen class's ``__setattr__``/``__delattr__`` are closures over the
+class's field names, made without compiling anything.
+
+What the decorator does is what ``dataclasses.dataclass`` does with ``eq=True``,
+``init=True``, ``repr=True``, ``order=False``, ``unsafe_hash=False``, ``match_args=True``,
+``kw_only=False``, ``weakref_slot=False`` (its defaults) and the two arguments Oloproof
+passes, ``frozen`` and ``slots``:
+
+- ``__init__`` takes the fields in order (inherited ones first), those declared
+  ``field(kw_only=True)`` after a ``*``; a default is shared, a ``default_factory`` is
+  called for each instance that is not given the value; ``__post_init__`` is called last
+  when the class has one. A field without a default after one with a default, or a
+  mutable default (a value whose class is unhashable: a list, a dict, a set), is refused
+  as dataclasses refuses it.
+- ``__repr__`` is ``ClassName(a=1, b='x')`` (the class's ``__qualname__``; fields with
+  ``repr=False`` left out; ``...`` for a record met again inside itself).
+- ``__eq__`` compares the tuples of the fields with ``compare=True`` of two instances of
+  the same class (anything else: ``NotImplemented``); ``__hash__`` is ``None`` unless the
+  class is frozen, then the hash of that tuple; a ``__hash__``, ``__init__``,
+  ``__repr__`` or ``__eq__`` written in the class body is kept.
+- A frozen class raises :class:`FrozenInstanceError` (an :class:`AttributeError`) on
+  assignment or deletion; a record may not be frozen when its base record is not, or the
+  other way round.
+- ``slots=True`` makes the class again with ``__slots__`` (the fields its base classes do
+  not already have), frozen ones with ``__getstate__``/``__setstate__`` for pickling.
+- ``__match_args__`` names the positional fields.
+- Annotations that are ``ClassVar`` (``ClassVar[...]``, ``typing.ClassVar[...]``, as the
+  string ``from __future__ import annotations`` makes) are class attributes, not fields.
+
+What it leaves out (nothing in Oloproof uses them): ``InitVar``, ``KW_ONLY``, ``order``,
+``unsafe_hash``, ``field(metadata=...)``, the annotations of the generated ``__init__``,
+and a ``__doc__`` made from the signature for a class without one. The fields of a record
+are the tuple ``__record_fields__`` of :class:`Field`; ``__dataclass_fields__`` is made
+from it when something asks (``dataclasses.fields()``, ``asdict()``, ``is_dataclass()``,
+rich's pretty printer), so a user's code that treats our results as dataclasses works, and
+``dataclasses`` is imported only then.
+
+tests/test_records.py builds the same classes with ``dataclasses`` and with this module
+and compares what they do.
+"""
+
+from __future__ import annotations
+
+import sys
+from _thread import get_ident
+from operator import attrgetter
+
+# Not typing.TYPE_CHECKING: importing typing is what this module avoids (see oloproof/__init__).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar, dataclass_transform, overload
+
+    _T = TypeVar("_T")
+
+__all__ = ["MISSING", "Field", "FrozenInstanceError", "asdict", "dataclass", "field", "replace"]
+
+
+class FrozenInstanceError(AttributeError):
+    """An assignment to (or deletion of) a field of a frozen record."""
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+class _HasDefaultFactory:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+#: No default (as ``dataclasses.MISSING``).
+MISSING: Any = _Missing()
+# The default of an __init__ parameter whose field has a default_factory.
+_HAS_DEFAULT_FACTORY = _HasDefaultFactory()
+
+
+class Field:
+    """One field of a record: what ``field(...)`` returns and ``__record_fields__`` lists."""
+
+    __slots__ = ("compare", "default", "default_factory", "hash", "init", "kw_only", "name",
+                 "repr")
+
+    def __init__(
+        self, default: Any, default_factory: Any, init: bool, repr: bool,
+        hash: bool | None, compare: bool, kw_only: Any,
+    ) -> None:
+        self.name: str = ""
+        self.default = default
+        self.default_factory = default_factory
+        self.init = init
+        self.repr = repr
+        self.hash = hash
+        self.compare = compare
+        self.kw_only = kw_only
+
+    def __repr__(self) -> str:
+        return (
+            f"Field(name={self.name!r},default={self.default!r},"
+            f"default_factory={self.default_factory!r},init={self.init!r},"
+            f"repr={self.repr!r},hash={self.hash!r},compare={self.compare!r},"
+            f"kw_only={self.kw_only!r})"
+        )
+
+
+class _DataclassFields:
+    """A record's ``__dataclass_fields__``, made on first use: ``dataclasses.fields()``,
+    ``asdict()`` and ``is_dataclass()`` (and libraries that read it) then work on records as
+    on dataclasses, and only code that asks imports ``dataclasses``."""
+
+    def __get__(self, obj: object, owner: type) -> dict[str, Any]:
+        import dataclasses
+
+        made: dict[str, Any] = {}
+        hints = {}
+        for klass in reversed(owner.__mro__):
+            hints.update(klass.__dict__.get("__annotations__", {}))  # noqa: RUF063 - no inspect
+        for f in owner.__record_fields__:  # type: ignore[attr-defined]
+            kw_only = False if f.kw_only is MISSING else f.kw_only
+            made_field: Any = dataclasses.field(
+                default=dataclasses.MISSING if f.default is MISSING else f.default,
+                default_factory=(
+                    dataclasses.MISSING if f.default_factory is MISSING else f.default_factory
+                ),
+                init=f.init, repr=f.repr, hash=f.hash, compare=f.compare, kw_only=kw_only,
+            )
+            made_field.name = f.name
+            made_field.type = hints.get(f.name, "Any")
+            made_field._field_type = dataclasses._FIELD  # type: ignore[attr-defined]  # a field, not a ClassVar
+            made[f.name] = made_field
+        setattr(owner, "__dataclass_fields__", made)  # noqa: B010 - made once per class
+        return made
+
+
+_DATACLASS_FIELDS = _DataclassFields()
+
+
+def _field(
+    *, default: Any = MISSING, default_factory: Any = MISSING, init: bool = True,
+    repr: bool = True, hash: bool | None = None, compare: bool = True, kw_only: Any = MISSING,
+) -> Any:
+    if default is not MISSING and default_factory is not MISSING:
+        raise ValueError("cannot specify both default and default_factory")
+    return Field(default, default_factory, init, repr, hash, compare, kw_only)
+
+
+def _is_classvar(annotation: object) -> bool:
+    """``ClassVar[...]`` as a string (postponed annotations) or as the typing object."""
+    if isinstance(annotation, str):
+        text = annotation.lstrip().removeprefix("typing.")
+        return text.startswith("ClassVar") and text[8:9] in ("", "[", " ")
+    typing = sys.modules.get("typing")  # a typing object means typing is imported already
+    return typing is not None and (
+        annotation is typing.ClassVar or getattr(annotation, "__origin__", None) is typing.ClassVar
+    )
+
+
+def _slots_of(cls: type) -> tuple[str, ...]:
+    slots = cls.__dict__.get("__slots__")
+    if slots is None:
+        return ()
+    if isinstance(slots, str):
+        return (slots,)
+    if hasattr(slots, "__next__"):
+        raise TypeError(f"Slots of '{cls.__name__}' cannot be determined")
+    return tuple(slots)
+
+
+def _dataclass_getstate(self: Any) -> list[Any]:
+    return [getattr(self, f.name) for f in self.__record_fields__]
+
+
+def _dataclass_setstate(self: Any, state: list[Any]) -> None:
+    for f, value in zip(self.__record_fields__, state, strict=False):
+        object.__setattr__(self, f.name, value)
+
+
+def _init_source(
+    fields: list[Field], frozen: bool, slots: bool, post_init: bool, ns: dict[str, Any],
+) -> str:
+    """The source of ``__init__``; fills ``ns`` with the defaults and factories it names."""
+    self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
+    std: list[str] = []
+    kw: list[str] = []
+    body: list[str] = []
+    seen_default = False
+    for f in fields:
+        name = f.name
+        default_name = f"__dataclass_dflt_{name}__"
+        if f.init:
+            has_default = True
+            if f.default_factory is not MISSING:
+                param = f"{name}=__dataclass_HAS_DEFAULT_FACTORY__"
+            elif f.default is not MISSING:
+                param = f"{name}={default_name}"
+            else:
+                param, has_default = name, False
+            if f.kw_only:
+                kw.append(param)
+            else:
+                if has_default:
+                    seen_default = True
+                elif seen_default:
+                    raise TypeError(f"non-default argument {name!r} follows default argument")
+                std.append(param)
+        if f.default_factory is not MISSING:
+            ns[default_name] = f.default_factory
+            value = (f"{default_name}() if {name} is __dataclass_HAS_DEFAULT_FACTORY__ "
+                     f"else {name}") if f.init else f"{default_name}()"
+        elif f.init:
+            if f.default is not MISSING:
+                ns[default_name] = f.default
+            value = name
+        elif f.default is not MISSING and slots:
+            ns[default_name] = f.default
+            value = default_name
+        else:
+            continue  # init=False without a default: left unset; with one: the class's
+        if frozen:
+            body.append(f"  __dataclass_setattr__({self_name},{name!r},{value})")
+        else:
+            body.append(f"  {self_name}.{name}={value}")
+    if post_init:
+        body.append(f"  {self_name}.__post_init__()")
+    params = ",".join([self_name, *std, *(["*", *kw] if kw else [])])
+    return f"def __init__({params}):\n" + ("\n".join(body) or "  pass") + "\n"
+
+
+def _fields_getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """The tuple of those attributes (one attribute too: ``attrgetter`` alone would not)."""
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    if not names:
+        return lambda obj: ()
+    getter: Callable[[Any], tuple[Any, ...]] = attrgetter(*names)
+    return getter
+
+
+def _make_repr(names: list[str]) -> Callable[[Any], str]:
+    running: set[tuple[int, int]] = set()
+
+    def __repr__(self: Any) -> str:
+        key = id(self), get_ident()
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            inner = ", ".join([f"{name}={getattr(self, name)!r}" for name in names])
+        finally:
+            running.discard(key)
+        return f"{self.__class__.__qualname__}({inner})"
+
+    return __repr__
+
+
+def _make_eq(names: list[str]) -> Callable[[Any, Any], Any]:
+    values = _fields_getter(names)
+
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+
+    return __eq__
+
+
+def _make_hash(names: list[str]) -> Callable[[Any], int]:
+    values = _fields_getter(names)
+
+    def __hash__(self: Any) -> int:
+        return hash(values(self))
+
+    return __hash__
+
+
+def _make_frozen(cls: Any, names: frozenset[str]) -> tuple[Callable[..., None], ...]:
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __setattr__, __delattr__
+
+
+def _process(cls: Any, frozen: bool, slots: bool) -> Any:
+    own = cls.__dict__
+    fields: dict[str, Field] = {}
+    has_bases = False
+    any_frozen_base = False
+    all_frozen_bases = True
+    for base in cls.__mro__[-1:0:-1]:
+        base_fields = getattr(base, "__record_fields__", None)
+        if base_fields is not None:
+            has_bases = True
+            for f in base_fields:
+                fields[f.name] = f
+            if getattr(base, "__record_frozen__", False):
+                any_frozen_base = True
+            else:
+                all_frozen_bases = False
+    if has_bases:
+        if any_frozen_base and not frozen:
+            raise TypeError("cannot inherit non-frozen dataclass from a frozen one")
+        if not all_frozen_bases and frozen:
+            raise TypeError("cannot inherit frozen dataclass from a non-frozen one")
+
+    annotations: dict[str, Any] = own.get("__annotations__", {})
+    # Class attributes to set (a field's default) or remove (a field() without one).
+    set_attrs: dict[str, Any] = {}
+    del_attrs: list[str] = []
+    for name, annotation in annotations.items():
+        if _is_classvar(annotation):
+            continue
+        value = own.get(name, MISSING)
+        if isinstance(value, Field):
+            f = value
+            if f.default is MISSING:
+                del_attrs.append(name)
+            else:
+                set_attrs[name] = f.default
+        else:
+            f = Field(value, MISSING, True, True, None, True, MISSING)
+        f.name = name
+        if f.kw_only is MISSING:
+            f.kw_only = False
+        if f.default is not MISSING and f.default.__class__.__hash__ is None:
+            raise ValueError(
+                f"mutable default {type(f.default)} for field {name} is not allowed:"
+                " use default_factory"
+            )
+        fields[name] = f
+    for name, value in own.items():
+        if isinstance(value, Field) and name not in annotations:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+
+    all_fields = list(fields.values())
+    names = [f.name for f in all_fields]
+
+    class_hash = own.get("__hash__", MISSING)
+    explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in own))
+    if frozen:
+        for name in ("__setattr__", "__delattr__"):
+            if name in own:
+                raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+
+    ns: dict[str, Any] = {
+        "__dataclass_HAS_DEFAULT_FACTORY__": _HAS_DEFAULT_FACTORY,
+        "__dataclass_setattr__": object.__setattr__,
+    }
+    if slots:
+        if "__slots__" in own:
+            raise TypeError(f"{cls.__name__} already specifies __slots__")
+        inherited: set[str] = set()
+        for base in cls.__mro__[1:-1]:
+            inherited.update(_slots_of(base))
+        cls_dict = dict(own)
+        for name in names:
+            cls_dict.pop(name, None)
+        cls_dict.pop("__dict__", None)
+        cls_dict.pop("__weakref__", None)
+        cls_dict["__slots__"] = tuple([n for n in names if n not in inherited])
+        qualname = getattr(cls, "__qualname__", None)
+        cls = type(cls)(cls.__name__, cls.__bases__, cls_dict)
+        if qualname is not None:
+            cls.__qualname__ = qualname
+        if frozen:
+            if "__getstate__" not in cls_dict:
+                cls.__getstate__ = _dataclass_getstate
+            if "__setstate__" not in cls_dict:
+                cls.__setstate__ = _dataclass_setstate
+    else:
+        for name, value in set_attrs.items():
+            setattr(cls, name, value)
+        for name in del_attrs:
+            delattr(cls, name)
+
+    cls.__record_fields__ = tuple(all_fields)
+    cls.__dataclass_fields__ = _DATACLASS_FIELDS
+    cls.__record_frozen__ = frozen
+
+    qualname = cls.__qualname__
+    methods: dict[str, Callable[..., Any]] = {}
+    if "__init__" not in own:
+        exec(_init_source(all_fields, frozen, slots, hasattr(cls, "__post_init__"), ns), ns)  # noqa: S102
+        methods["__init__"] = ns["__init__"]
+    if "__repr__" not in own:
+        methods["__repr__"] = _make_repr([f.name for f in all_fields if f.repr])
+    compared = [f.name for f in all_fields if f.compare]
+    if "__eq__" not in own:
+        methods["__eq__"] = _make_eq(compared)
+    if frozen:
+        methods["__setattr__"], methods["__delattr__"] = _make_frozen(cls, frozenset(names))
+    for name, fn in methods.items():
+        fn.__qualname__ = f"{qualname}.{name}"
+        setattr(cls, name, fn)
+    if not explicit_hash:
+        if frozen:
+            hashed = [f.name for f in all_fields if (f.compare if f.hash is None else f.hash)]
+            fn = _make_hash(hashed)
+            fn.__qualname__ = f"{qualname}.__hash__"
+            cls.__hash__ = fn
+        else:
+            cls.__hash__ = None
+    if "__match_args__" not in own:
+        positional = tuple([f.name for f in all_fields if f.init and not f.kw_only])
+        cls.__match_args__ = positional  # type: ignore[misc]  # (mypy: a class attribute)
+    return cls
+
+
+def _dataclass(cls: Any = None, /, *, frozen: bool = False, slots: bool = False) -> Any:
+    if cls is None:
+        return lambda c: _process(c, frozen, slots)
+    return _process(cls, frozen, slots)
+
+
+def _is_record(obj: object) -> bool:
+    return hasattr(type(obj), "__record_fields__")
+
+
+# Values asdict() may return as they are: copy.deepcopy returns these same objects.
+_ATOMIC = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+def _asdict_inner(obj: Any) -> Any:
+    if type(obj) in _ATOMIC:
+        return obj
+    if hasattr(type(obj), "__record_fields__"):
+        return {f.name: _asdict_inner(getattr(obj, f.name)) for f in obj.__record_fields__}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*[_asdict_inner(v) for v in obj])
+    if isinstance(obj, list | tuple):
+        return type(obj)(_asdict_inner(v) for v in obj)
+    if isinstance(obj, dict):
+        return type(obj)((_asdict_inner(k), _asdict_inner(v)) for k, v in obj.items())
+    import copy
+
+    return copy.deepcopy(obj)
+
+
+def asdict(obj: object) -> dict[str, Any]:
+    """The record as a dict, recursing into records, lists, tuples and dicts; other values
+    deep-copied (as ``dataclasses.asdict``)."""
+    if not _is_record(obj):
+        raise TypeError("asdict() should be called on dataclass instances")
+    result: dict[str, Any] = _asdict_inner(obj)
+    return result
+
+
+def replace(obj: _T, /, **changes: Any) -> _T:
+    """A new record of the same class: ``obj``'s field values, ``changes`` instead of some."""
+    if not _is_record(obj):
+        raise TypeError("replace() should be called on dataclass instances")
+    for f in obj.__record_fields__:  # type: ignore[attr-defined]
+        if not f.init:
+            if f.name in changes:
+                raise ValueError(
+                    f"field {f.name} is declared with init=False, it cannot be specified with"
+                    " replace()"
+                )
+            continue
+        if f.name not in changes:
+            changes[f.name] = getattr(obj, f.name)
+    new: _T = obj.__class__(**changes)
+    return new
+
+
+if TYPE_CHECKING:
+    # What type checkers see: dataclasses' signatures, and dataclass_transform so that a
+    # record's constructor is checked as a dataclass's is.
+
+    @overload
+    def field(
+        *, default: _T, init: bool = ..., repr: bool = ..., hash: bool | None = ...,
+        compare: bool = ..., kw_only: bool = ...,
+    ) -> _T: ...
+
+    @overload
+    def field(
+        *, default_factory: Callable[[], _T], init: bool = ..., repr: bool = ...,
+        hash: bool | None = ..., compare: bool = ..., kw_only: bool = ...,
+    ) -> _T: ...
+
+    @overload
+    def field(
+        *, init: bool = ..., repr: bool = ..., hash: bool | None = ..., compare: bool = ...,
+        kw_only: bool = ...,
+    ) -> Any: ...
+
+    def field(**kwargs: Any) -> Any:
+        return _field(**kwargs)
+
+    @overload
+    @dataclass_transform(field_specifiers=(field, Field))
+    def dataclass(cls: type[_T], /) -> type[_T]: ...
+
+    @overload
+    def dataclass(
+        cls: None = ..., /, *, frozen: bool = ..., slots: bool = ...,
+    ) -> Callable[[type[_T]], type[_T]]: ...
+
+    def dataclass(cls: Any = None, /, *, frozen: bool = False, slots: bool = False) -> Any:
+        return _dataclass(cls, frozen=frozen, slots=slots)
+
+else:
+    field = _field
+    dataclass = _dataclass

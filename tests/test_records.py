@@ -1,0 +1,695 @@
+"""oloproof._records against the real dataclasses module.
+
+Every class below is written once and made twice, with ``dataclasses.dataclass`` and
+with ``oloproof._records.dataclass``; the two must behave alike in everything Oloproof
+relies on: the ``__init__`` (its parameters, its errors), the repr, equality and hashing,
+frozen fields, ``__slots__``, ``__match_args__``, ``asdict`` and ``replace``, copying.
+Then every record class of Oloproof itself is compared with the dataclass its module's
+source makes with ``dataclasses``, and the short commands are checked not to import
+``dataclasses`` or ``inspect`` at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import copy
+import dataclasses
+import inspect
+import pickle
+import subprocess
+import sys
+import textwrap
+import types
+import typing
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from tests.conftest import labelled_cases, run_cli, write_project
+
+from oloproof import _records
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "oloproof"
+
+# The class shapes of Oloproof's records: {name: source}, each made with both modules.
+# The source runs with postponed annotations (strings), as every module of ours does.
+SHAPES: dict[str, str] = {
+    "plain": """
+        @dataclass
+        class C:
+            a: int
+            b: str = "x"
+            c: float | None = None
+    """,
+    "frozen": """
+        @dataclass(frozen=True)
+        class C:
+            a: int
+            b: str = "x"
+            c: tuple[int, ...] = ()
+    """,
+    "slots": """
+        @dataclass(slots=True)
+        class C:
+            a: int
+            b: str = "x"
+            c: list[int] = field(default_factory=list)
+    """,
+    "frozen_slots": """
+        @dataclass(frozen=True, slots=True)
+        class C:
+            a: int
+            b: list[str]
+            c: str = ""
+    """,
+    "slots_frozen_order": """
+        @dataclass(slots=True, frozen=True)
+        class C:
+            path: str
+            cases: list[int]
+            digest: str
+    """,
+    "factories": """
+        @dataclass
+        class C:
+            a: int
+            b: list[int] = field(default_factory=list)
+            c: dict[str, int] = field(default_factory=dict)
+            d: list[float] = field(default_factory=list, repr=False)
+            e: int | None = field(default=None)
+    """,
+    "no_fields": """
+        @dataclass(frozen=True)
+        class C:
+            pass
+    """,
+    "classvars": """
+        @dataclass
+        class C:
+            a: int
+            kind: ClassVar[str] = "c"
+            schema: typing.ClassVar[dict[str, int]] = {}
+            b: int = 2
+    """,
+    # events.py: a slotted base with a kw_only field and ClassVars, slotted subclasses.
+    "event_inheritance": """
+        @dataclass(slots=True)
+        class Base:
+            run_id: str
+            timestamp: str = field(default_factory=lambda: "2026-01-01", kw_only=True)
+            type: ClassVar[str] = "event"
+
+        @dataclass(slots=True)
+        class C(Base):
+            scenario_id: str
+            status: str
+            index: int = 0
+            output: Any = None
+            type: ClassVar[str] = "case_executed"
+    """,
+    "plain_inheritance": """
+        @dataclass
+        class Base:
+            a: int
+            b: str = "x"
+
+        @dataclass
+        class C(Base):
+            b: str = "y"
+            c: int = 3
+    """,
+    "frozen_inheritance": """
+        @dataclass(frozen=True)
+        class Base:
+            a: int
+
+        @dataclass(frozen=True)
+        class C(Base):
+            b: int = 0
+    """,
+    "post_init": """
+        @dataclass(frozen=True)
+        class C:
+            limit: int | None = None
+            sample: bool = False
+
+            def __post_init__(self) -> None:
+                if self.sample and self.limit is None:
+                    raise ValueError("sample: a random sample needs its size")
+    """,
+    "generic": """
+        T = typing.TypeVar("T")
+
+        @dataclass
+        class C(typing.Generic[T]):
+            value: T
+            attempts: int
+    """,
+    "own_methods": """
+        @dataclass(frozen=True)
+        class C:
+            a: int
+            b: int = 0
+
+            def __add__(self, other: C) -> C:
+                return C(self.a + other.a, self.b + other.b)
+
+            def __len__(self) -> int:
+                return self.a
+    """,
+    "explicit_dunders": """
+        @dataclass
+        class C:
+            a: int
+
+            def __repr__(self) -> str:
+                return "custom"
+
+            def __hash__(self) -> int:
+                return 7
+    """,
+    "init_false": """
+        @dataclass
+        class C:
+            a: int
+            b: int = field(default=5, init=False)
+            c: list[int] = field(default_factory=list, init=False)
+            d: int = field(default=1, compare=False)
+    """,
+    "field_named_self": """
+        @dataclass
+        class C:
+            self: int
+            other: int = 0
+    """,
+}
+
+# Calls to make for each shape: (args, kwargs); the ones that fail must fail alike.
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((), {}),
+    ((1,), {}),
+    ((1, "y"), {}),
+    ((1, "y", None), {}),
+    ((1, "y", None, 4), {}),
+    ((1, "y", None, 4, 5), {}),
+    ((1, "y", None, 4, 5, 6), {}),
+    ((), {"a": 1}),
+    ((1,), {"a": 2}),
+    ((1,), {"zzz": 2}),
+    (("r", "s", "OK"), {}),
+    (("r", "s", "OK"), {"timestamp": "t"}),
+    (("r", "s", "OK", 3, "out"), {}),
+    (("r", "s", "OK", 3, "out", "t"), {}),
+    (("r",), {"scenario_id": "s", "status": "OK", "index": 4}),
+    ((), {"limit": 3, "sample": True}),
+    ((), {"sample": True}),
+    ((3, [1], "d"), {}),
+    ((), {"value": 1, "attempts": 2}),
+    ((), {"self": 1, "other": 2}),
+    ((1, 2, [3]), {}),
+    ((1,), {"d": 9}),
+    ((1,), {"b": 9}),
+]
+
+
+def _make(module: Any, source: str) -> dict[str, Any]:
+    """The classes of ``source``, decorated by ``module``'s dataclass."""
+    namespace: dict[str, Any] = {
+        "dataclass": module.dataclass, "field": module.field, "ClassVar": ClassVar,
+        "Any": Any, "typing": typing, "__name__": __name__,
+    }
+    code = compile("from __future__ import annotations\n" + textwrap.dedent(source),
+                   "<shape>", "exec", dont_inherit=True)
+    exec(code, namespace)  # noqa: S102
+    return namespace
+
+
+def _pair(shape: str) -> tuple[Any, Any]:
+    return _make(dataclasses, SHAPES[shape])["C"], _make(_records, SHAPES[shape])["C"]
+
+
+def _outcome(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """What ``fn(*args, **kwargs)`` gives: its repr, or its exception's class name and message."""
+    try:
+        value = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - what is raised is what is compared
+        return ("raised", type(exc).__name__, str(exc))
+    return ("ok", repr(value))
+
+
+def _instances(cls: Any) -> Iterator[tuple[tuple[Any, ...], dict[str, Any], Any]]:
+    for args, kwargs in CALLS:
+        try:
+            yield args, kwargs, cls(*args, **kwargs)
+        except (TypeError, ValueError):
+            continue
+
+
+def _signature(cls: Any) -> list[tuple[str, Any, bool]]:
+    params = list(inspect.signature(cls.__init__).parameters.values())
+    return [(p.name, p.kind, p.default is inspect.Parameter.empty) for p in params]
+
+
+@pytest.fixture(params=sorted(SHAPES))
+def pair(request: pytest.FixtureRequest) -> tuple[Any, Any]:
+    return _pair(request.param)
+
+
+def test_init_takes_the_same_arguments_and_refuses_the_same_ones(pair: tuple[Any, Any]) -> None:
+    dc, rec = pair
+    assert _signature(rec) == _signature(dc)
+    made = 0
+    for args, kwargs in CALLS:
+        expected = _outcome(dc, *args, **kwargs)
+        assert _outcome(rec, *args, **kwargs) == expected, (args, kwargs)
+        made += expected[0] == "ok"
+    assert made, "no call made an instance: add one to CALLS"
+    assert rec.__init__.__qualname__ == dc.__init__.__qualname__
+    assert rec.__match_args__ == dc.__match_args__
+
+
+def test_repr_eq_and_hash_are_dataclasses(pair: tuple[Any, Any]) -> None:
+    dc, rec = pair
+    assert (rec.__hash__ is None) == (dc.__hash__ is None)
+    for args, kwargs, ours in _instances(rec):
+        theirs = dc(*args, **kwargs)
+        assert repr(ours) == repr(theirs)
+        twin = rec(*args, **kwargs)
+        assert (ours == twin) == (theirs == dc(*args, **kwargs))
+        assert (ours != twin) == (theirs != dc(*args, **kwargs))
+        assert ours != theirs and theirs != ours  # another class: never equal
+        # Not even a subclass's instance with the same fields (dataclasses compares classes).
+        sub_ours = type("Sub", (rec,), {})(*args, **kwargs)
+        sub_theirs = type("Sub", (dc,), {})(*args, **kwargs)
+        assert (ours == sub_ours, sub_ours == ours) == (theirs == sub_theirs, sub_theirs == theirs)
+        assert (ours == object()) is False and (ours != object()) is True
+        if dc.__hash__ is not None and _hashable(args, kwargs):
+            assert hash(ours) == hash(theirs) == hash(twin)
+        for other_args, other_kwargs, other in _instances(rec):
+            same = dc(*args, **kwargs) == dc(*other_args, **other_kwargs)
+            assert (ours == other) == same, (args, other_args)
+
+
+def _hashable(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    try:
+        hash((args, tuple(kwargs.values())))
+    except TypeError:
+        return False
+    return True
+
+
+def test_default_factories_make_a_fresh_value_per_instance() -> None:
+    for shape in ("slots", "factories", "event_inheritance", "init_false"):
+        dc, rec = _pair(shape)
+        names = [f.name for f in dataclasses.fields(dc) if f.default_factory is not dataclasses.MISSING]
+        args = ("r", "s", "OK") if shape == "event_inheritance" else (1,)
+        first, second = rec(*args), rec(*args)
+        for name in names:
+            assert getattr(first, name) == getattr(dc(*args), name)
+            if isinstance(getattr(first, name), list | dict):
+                assert getattr(first, name) is not getattr(second, name)
+
+
+def test_class_attributes_and_slots_are_dataclasses(pair: tuple[Any, Any]) -> None:
+    dc, rec = pair
+    assert rec.__dict__.get("__slots__") == dc.__dict__.get("__slots__")
+    assert rec.__qualname__ == dc.__qualname__ and rec.__name__ == dc.__name__
+    for name in [f.name for f in dataclasses.fields(dc)] + ["kind", "schema", "type"]:
+        assert (name in rec.__dict__) == (name in dc.__dict__), name
+        if name in dc.__dict__ and "__slots__" not in dc.__dict__:
+            assert getattr(rec, name) == getattr(dc, name)
+    for args, kwargs, ours in _instances(rec):
+        theirs = dc(*args, **kwargs)
+        assert hasattr(ours, "__dict__") == hasattr(theirs, "__dict__")
+        if not (rec.__record_frozen__ and "__slots__" in rec.__dict__):  # see below
+            assert _outcome(setattr, ours, "not_a_field", 1) == _outcome(
+                setattr, theirs, "not_a_field", 1)
+        break
+
+
+def test_frozen_records_refuse_assignment_and_deletion_alike(pair: tuple[Any, Any]) -> None:
+    dc, rec = pair
+    names = [f.name for f in dataclasses.fields(dc)]
+    for args, kwargs, ours in _instances(rec):
+        theirs = dc(*args, **kwargs)
+        for name in names:
+            got = _outcome(setattr, ours, name, 0)
+            assert got == _outcome(setattr, theirs, name, 0)
+            got = _outcome(delattr, ours, name)
+            assert got == _outcome(delattr, theirs, name)
+        break
+
+
+def test_frozen_error_is_an_attribute_error_named_like_dataclasses() -> None:
+    dc, rec = _pair("frozen")
+    with pytest.raises(_records.FrozenInstanceError, match="cannot assign to field 'a'") as got:
+        rec(1).a = 2
+    assert isinstance(got.value, AttributeError)
+    assert type(got.value).__name__ == dataclasses.FrozenInstanceError.__name__
+    with pytest.raises(AttributeError, match="cannot delete field 'b'"):
+        del rec(1).b
+    # Not a field, not slotted: refused as dataclasses refuses it.
+    with pytest.raises(_records.FrozenInstanceError, match="cannot assign to field 'other'"):
+        rec(1).other = 2
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'other'"):
+        dc(1).other = 2
+
+
+def test_frozen_slots_refuse_an_unknown_attribute_with_an_attribute_error() -> None:
+    # Where ours differs, knowingly: Python 3.11's dataclasses answers this with the
+    # TypeError of a super() call on the class it replaced (a bug fixed in 3.12); ours
+    # raises the FrozenInstanceError that a frozen class without slots raises.
+    dc, rec = _pair("frozen_slots")
+    with pytest.raises(_records.FrozenInstanceError, match="cannot assign to field 'other'"):
+        rec(1, []).other = 2
+    with pytest.raises((TypeError, AttributeError)):
+        dc(1, []).other = 2
+
+
+def test_asdict_and_replace_are_dataclasses(pair: tuple[Any, Any]) -> None:
+    dc, rec = pair
+    for args, kwargs, ours in _instances(rec):
+        theirs = dc(*args, **kwargs)
+        assert _records.asdict(ours) == dataclasses.asdict(theirs)
+        for changes in ({}, {"a": 9}, {"b": "z"}, {"run_id": "r2"}, {"zzz": 1},
+                        {"value": 2, "attempts": 3}, {"c": 5}, {"sample": True}):
+            got = _outcome(_records.replace, ours, **changes)
+            assert got == _outcome(dataclasses.replace, theirs, **changes), changes
+
+
+def test_dataclasses_own_functions_work_on_records(pair: tuple[Any, Any]) -> None:
+    """A user may treat our results as dataclasses: fields(), asdict(), astuple() and
+    is_dataclass() from the dataclasses module answer for a record what they answer for the
+    dataclass made from the same source."""
+    dc, rec = pair
+    assert dataclasses.is_dataclass(rec) and dataclasses.is_dataclass(dc)
+
+    def described(cls: Any) -> list[tuple[Any, ...]]:
+        return [(f.name, f.default,  # a factory (made twice from one source): what it makes
+                 f.default_factory if f.default_factory is dataclasses.MISSING
+                 else f.default_factory(), f.init, f.repr, f.compare, f.hash, f.kw_only)
+                for f in dataclasses.fields(cls)]
+
+    assert described(rec) == described(dc)
+    for args, kwargs, ours in _instances(rec):
+        theirs = dc(*args, **kwargs)
+        assert dataclasses.is_dataclass(ours)
+        assert dataclasses.asdict(ours) == dataclasses.asdict(theirs)
+        assert dataclasses.astuple(ours) == dataclasses.astuple(theirs)
+
+
+def test_asdict_recurses_like_dataclasses_and_deep_copies_the_rest() -> None:
+    Point = collections.namedtuple("Point", "x y")  # asdict's namedtuple case
+    source = """
+        @dataclass(frozen=True)
+        class Usage:
+            tokens: int = 0
+            cost: float = 0.0
+
+        @dataclass
+        class Row:
+            id: str
+            usage: Usage | None
+            judgments: dict[str, Usage] = field(default_factory=dict)
+            scores: list[Any] = field(default_factory=list)
+            pair: tuple[Any, ...] = ()
+            other: Any = None
+    """
+    made = {mod: _make(mod, source) for mod in (dataclasses, _records)}
+
+    def build(mod: Any) -> Any:
+        ns = made[mod]
+        usage = ns["Usage"]
+        return ns["Row"](
+            "q1", usage(3, 0.5), {"judge": usage(1), "k": usage()},
+            [usage(2), [usage(4)], {"x": usage(5)}, 1.5, None, "s"],
+            (usage(6), Point(usage(7), [1, 2])), {"set": {1, 2}, "bytes": b"x"},
+        )
+
+    ours, theirs = build(_records), build(dataclasses)
+    got, expected = _records.asdict(ours), dataclasses.asdict(theirs)
+    assert got == expected
+    assert type(got["pair"][1]) is Point and type(expected["pair"][1]) is Point
+    # Values that are neither records nor containers are deep copies, as in dataclasses.
+    assert got["other"]["set"] is not ours.other["set"]
+    assert got["scores"] is not ours.scores
+    for bad in (1, "x", type(ours), None):
+        assert _outcome(_records.asdict, bad) == _outcome(dataclasses.asdict, bad)
+        assert _outcome(_records.replace, bad) == _outcome(dataclasses.replace, bad)
+
+
+def test_class_definitions_are_refused_alike() -> None:
+    bad = {
+        "non-default after default": """
+            @dataclass
+            class C:
+                a: int = 0
+                b: int
+        """,
+        "mutable default": """
+            @dataclass
+            class C:
+                a: list[int] = []
+        """,
+        "default and factory": """
+            @dataclass
+            class C:
+                a: list[int] = field(default=0, default_factory=list)
+        """,
+        "field without annotation": """
+            @dataclass
+            class C:
+                a = field(default=0)
+        """,
+        "frozen from non-frozen": """
+            @dataclass
+            class B:
+                a: int
+            @dataclass(frozen=True)
+            class C(B):
+                b: int
+        """,
+        "non-frozen from frozen": """
+            @dataclass(frozen=True)
+            class B:
+                a: int
+            @dataclass
+            class C(B):
+                b: int
+        """,
+        "frozen with __setattr__": """
+            @dataclass(frozen=True)
+            class C:
+                a: int
+                def __setattr__(self, name, value):
+                    pass
+        """,
+        "slots twice": """
+            @dataclass(slots=True)
+            class C:
+                __slots__ = ("a",)
+                a: int
+        """,
+    }
+    for what, source in bad.items():
+        expected = _outcome(_make, dataclasses, source)
+        assert expected[0] == "raised", what
+        assert _outcome(_make, _records, source) == expected, what
+
+
+def test_kw_only_fields_of_a_base_come_after_the_subclass_fields() -> None:
+    dc, rec = _pair("event_inheritance")
+    assert _signature(rec) == _signature(dc)
+    event = rec("r", "s", "OK", timestamp="t")
+    assert repr(event) == repr(dc("r", "s", "OK", timestamp="t"))
+    assert repr(event).startswith("C(run_id='r', timestamp='t', scenario_id='s'")
+    assert rec.type == "case_executed" and "type" not in rec.__match_args__
+
+
+def test_copies_and_pickles_like_dataclasses() -> None:
+    # Nothing in Oloproof copies or pickles a record today; the frozen slotted ones still
+    # get dataclasses' __getstate__/__setstate__ so that both would work.
+    for shape in SHAPES:
+        dc, rec = _pair(shape)
+        for args, kwargs, ours in _instances(rec):
+            theirs = dc(*args, **kwargs)
+            for how in (copy.copy, copy.deepcopy):
+                assert repr(how(ours)) == repr(how(theirs)), shape
+                assert how(ours) == ours and type(how(ours)) is rec
+            break
+    ours = _PickledFrozenSlots(1, ["x"])
+    theirs = _PickledFrozenSlotsDc(1, ["x"])
+    assert pickle.loads(pickle.dumps(ours)) == ours
+    assert repr(pickle.loads(pickle.dumps(ours))) == repr(ours)
+    assert pickle.loads(pickle.dumps(theirs)) == theirs
+
+
+@_records.dataclass(frozen=True, slots=True)
+class _PickledFrozenSlots:
+    a: int
+    b: list[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _PickledFrozenSlotsDc:
+    a: int
+    b: list[str]
+
+
+def test_recursive_repr_is_cut_like_dataclasses() -> None:
+    dc, rec = _pair("plain")
+    ours, theirs = rec(1), dc(1)
+    ours.c, theirs.c = ours, theirs
+    assert repr(ours) == repr(theirs) == "C(a=1, b='x', c=...)"
+
+
+def test_annotations_that_are_objects_not_strings() -> None:
+    # Without postponed annotations the ClassVar is an object of typing's.
+    for mod in (dataclasses, _records):
+        namespace: dict[str, Any] = {"dataclass": mod.dataclass, "ClassVar": ClassVar}
+        code = compile("@dataclass\nclass C:\n    a: int\n    k: ClassVar[int] = 3\n",
+                       "<plain>", "exec", dont_inherit=True)
+        exec(code, namespace)  # noqa: S102
+        assert namespace["C"].__match_args__ == ("a",)
+        assert repr(namespace["C"](1)) == "C(a=1)"
+
+
+# --- Oloproof's own record classes, against dataclasses made from the same source ------
+
+
+def _record_modules() -> list[Path]:
+    return sorted(
+        path for path in SRC.rglob("*.py")
+        if "examples" not in path.parts and path.name != "_records.py"
+        and "from oloproof._records import" in path.read_text()
+    )
+
+
+def _twin_module(path: Path) -> types.ModuleType:
+    """The module at ``path`` run again under another name, with dataclasses' decorator."""
+    name = "_records_twin_" + "_".join(path.relative_to(SRC).with_suffix("").parts)
+    source = path.read_text().replace("from oloproof._records import", "from dataclasses import")
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module  # dataclasses resolves ClassVar through the class's module
+    try:
+        exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)  # noqa: S102
+    finally:
+        del sys.modules[name]
+    return module
+
+
+def test_every_module_of_ours_uses_records_not_dataclasses() -> None:
+    for path in SRC.rglob("*.py"):
+        if "examples" in path.parts or path.name == "_records.py":
+            continue  # _records imports dataclasses only when asked for __dataclass_fields__
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                assert "dataclasses" not in [a.name for a in node.names], path
+            elif isinstance(node, ast.ImportFrom):
+                assert node.module != "dataclasses", path
+    assert len(_record_modules()) >= 30
+
+
+@pytest.mark.parametrize("path", _record_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_each_record_class_of_ours_is_its_dataclass(path: Path) -> None:
+    module_name = "oloproof." + ".".join(path.relative_to(SRC).with_suffix("").parts)
+    module_name = module_name.removesuffix(".__init__")
+    ours_module = __import__(module_name, fromlist=["_"])
+    twin = _twin_module(path)
+    classes = [
+        (name, value) for name, value in vars(ours_module).items()
+        if isinstance(value, type) and "__record_fields__" in value.__dict__
+        and value.__module__ == module_name
+    ]
+    assert classes, module_name
+    for name, ours in classes:
+        theirs = getattr(twin, name)
+        assert dataclasses.is_dataclass(theirs)
+        assert [f.name for f in ours.__record_fields__] == [
+            f.name for f in dataclasses.fields(theirs)], name
+        assert _signature(ours) == _signature(theirs), name
+        assert ours.__match_args__ == theirs.__match_args__, name
+        assert ours.__dict__.get("__slots__") == theirs.__dict__.get("__slots__"), name
+        assert (ours.__hash__ is None) == (theirs.__hash__ is None), name
+        assert [(f.name, f.type, f.init, f.kw_only) for f in dataclasses.fields(ours)] == [
+            (f.name, f.type, f.init, f.kw_only) for f in dataclasses.fields(theirs)], name
+        # Every parameter given, as a distinct int: the same instance, the same behaviour.
+        params = _signature(theirs)[1:]
+        args = [1000 + i for i, p in enumerate(params) if p[1] is not inspect.Parameter.KEYWORD_ONLY]
+        kwargs = {p[0]: 2000 + i for i, p in enumerate(params)
+                  if p[1] is inspect.Parameter.KEYWORD_ONLY}
+        made = _outcome(ours, *args, **kwargs)
+        assert made[0] == _outcome(theirs, *args, **kwargs)[0], (name, made)
+        if made[0] != "ok":
+            continue
+        a, b = ours(*args, **kwargs), theirs(*args, **kwargs)
+        assert repr(a).split("(", 1)[1] == repr(b).split("(", 1)[1], name
+        assert a == ours(*args, **kwargs) and b == theirs(*args, **kwargs)
+        if theirs.__hash__ is not None:
+            assert hash(a) == hash(b)
+        assert _records.asdict(a) == dataclasses.asdict(b)
+        first = params[0][0] if params else None
+        if first is not None:
+            assert _outcome(setattr, a, first, 1) == _outcome(setattr, b, first, 1)
+            c, d = _records.replace(a), dataclasses.replace(b)
+            assert repr(c).split("(", 1)[1] == repr(d).split("(", 1)[1]
+
+
+# --- the short commands import neither dataclasses nor inspect ---------------------------
+
+# Runs the command in this process and reports which modules imported dataclasses and
+# inspect (the module whose code ran the import statement), and whether they were loaded.
+_PROBE = r"""
+import sys
+
+class Watch:
+    importers = {}
+
+    def find_spec(self, name, path=None, target=None):
+        if name in ("dataclasses", "inspect") and name not in self.importers:
+            frame = sys._getframe(1)
+            while frame and frame.f_globals.get("__name__", "").startswith(("importlib", "_frozen")):
+                frame = frame.f_back
+            self.importers[name] = frame.f_globals.get("__name__", "?") if frame else "?"
+        return None
+
+watch = Watch()
+sys.meta_path.insert(0, watch)
+from oloproof.cli.main import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+loaded = sorted(m for m in ("dataclasses", "inspect") if m in sys.modules)
+sys.stderr.write(f"\nCODE {code}\nLOADED {','.join(loaded)}\nBY {watch.importers!r}\n")
+"""
+
+
+def _imports_of(args: list[str], cwd: Path) -> tuple[list[str], dict[str, str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args], cwd=cwd, capture_output=True, text=True,
+        check=False, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    tail = proc.stderr.rsplit("\nCODE ", 1)[1].splitlines()
+    assert tail[0] in ("0", "3"), proc.stderr[-2000:]
+    loaded = tail[1].removeprefix("LOADED ").split(",") if tail[1] != "LOADED " else []
+    importers: dict[str, str] = ast.literal_eval(tail[2].removeprefix("BY "))
+    return loaded, importers
+
+
+def test_runs_and_gate_import_neither_dataclasses_nor_inspect(tmp_path: Path) -> None:
+    write_project(tmp_path, app="def answer(case_input):\n    return {'label': 'ok'}\n",
+                  cases=labelled_cases(12),
+                  release="version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n")
+    assert run_cli("run", cwd=tmp_path).code in (0, 3)
+    for args in (["runs", "--json"], ["gate", "latest", "--json"]):
+        loaded, importers = _imports_of(args, tmp_path)
+        assert loaded == [] and importers == {}, (args, importers)
+    # `gate latest` prints its tables with rich, which imports dataclasses itself (rich's
+    # console is made of dataclasses): none of ours does.
+    loaded, importers = _imports_of(["gate", "latest"], tmp_path)
+    assert importers.get("dataclasses", "rich.console").startswith("rich."), importers
+    assert importers.get("inspect", "dataclasses") == "dataclasses", importers
