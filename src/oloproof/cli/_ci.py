@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from oloproof.errors import UsageError
@@ -40,6 +39,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def _write_whole(path: Path, text: str) -> None:
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -6,7 +6,6 @@ labels readers, and a run that needs no validation, import no pydantic.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 
 __all__ = ["accepted_list", "closest", "describe"]
@@ -16,6 +15,8 @@ def closest(word: str, choices: Iterable[str]) -> str | None:
     """The choice closest to ``word`` (ignoring case), if any is close enough."""
     options = list(choices)
     lowered = {c.lower(): c for c in options}
+    import difflib  # only for a message
+
     match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
     return lowered[match[0]] if match else None
 

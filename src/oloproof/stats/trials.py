@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 
 from oloproof._records import dataclass
 from oloproof.stats._special import beta_ppf, t_isf
@@ -66,6 +65,8 @@ MIN_INFORMATIVE_CASES = 10
 def normal_isf(tail: float) -> float:
     """The standard normal quantile with upper tail ``tail`` (``statistics.NormalDist``, as
     every deciding method uses; see stats/normal.py)."""
+    from statistics import NormalDist  # only for runs with trials (start-up, issue 16)
+
     return -NormalDist().inv_cdf(tail)
 
 
