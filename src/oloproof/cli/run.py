@@ -33,7 +33,7 @@ from oloproof.enums import RunStatus
 from oloproof.events import Event
 from oloproof.project._project import NO_RULES_NOTE
 from oloproof.render.ci import CiRun
-from oloproof.render.console import is_terminal, make_console
+from oloproof.render.console import console_print, is_terminal, make_console
 from oloproof.render.tables import panel_lines, preload, run_report
 from oloproof.runner import StopRequest
 
@@ -108,8 +108,11 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         args.config, policy=args.policy, limit=args.limit, sample=args.sample, seed=args.seed,
         cases=args.case, where=args.where, group_by=args.group_by, trials=args.trials,
     )
-    # The final report's modules load while the first calls are in flight.
-    preload()
+    table_stream = sys.stderr if args.json else sys.stdout
+    if is_terminal(table_stream):
+        # rich draws the final report in a terminal: it loads while the first calls are in
+        # flight. Elsewhere render/plain.py writes the report without importing rich.
+        preload()
     stop = StopRequest()
     sinks: list[Callable[[Event], None]] = []
     writer: NdjsonWriter | None = None
@@ -118,7 +121,6 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
 
         writer = NdjsonWriter(events_out, on_closed=stop)
         sinks.append(writer)
-    table_stream = sys.stderr if args.json else sys.stdout
     live = _live_view(prepared, json_mode=args.json, events_out=events_out)
     if live is not None:
         sinks.append(live)
@@ -169,8 +171,8 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
             notes.append(NO_RULES_NOTE)  # only `policy: none` leaves a run without a policy file
         # User text (errors, reasons) may hold lone surrogates: printable from here on.
         note = storable("\n".join(notes)) or None
-        console = make_console(table_stream)
-        console.print(
+        console_print(
+            table_stream,
             run_report(
                 run_id=result.run_id,
                 status=result.status,
@@ -184,7 +186,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 policy_arg=args.policy,
                 config_arg=args.config,
                 judges=result.judges,
-            )
+            ),
         )
         exit_code = write_outputs(
             CiRun(

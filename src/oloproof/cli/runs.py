@@ -28,33 +28,35 @@ def command(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(dumps([run_json(r) for r in runs]) + "\n")
         return 0
-    # The tables (and rich, a third of this command's start-up) only when printing them.
-    from rich.table import Table
-
-    from oloproof.render.console import print_to, text
-    from oloproof.render.fit import fit
+    # The tables only when printing them; outside a terminal they are written without rich.
+    from oloproof.render.console import print_to
+    from oloproof.render.doc import Column, Table, line
 
     if not runs:
         print_to(sys.stdout, "No runs stored yet.")
         return 0
-    table = Table(title=text("Runs"), title_justify="left")
     stopped = any(r.stop_reason for r in runs)
     columns = ["Run", "Started (UTC)", "State", "Gate", "Cases", "System"]
-    for col in [*columns, *(["Stopped because"] if stopped else [])]:
-        table.add_column(col, no_wrap=True)
+    table = Table(
+        title=line("Runs"),
+        columns=tuple(Column(col, no_wrap=True)
+                      for col in [*columns, *(["Stopped because"] if stopped else [])]),
+    )
     for r in runs:
         gate = f"{r.gate} (exit {r.exit_code})" if r.gate else ""
         system = f"{r.system.get('name', '')} {r.system.get('version', '')}".strip()
         cells = [r.run_id, r.created_at[:19].replace("T", " "), r.state, gate, str(r.cases_total), system]
-        table.add_row(*map(text, cells), *([text(r.stop_reason)] if stopped else []))
-    print_to(sys.stdout, fit(table))
+        table.add_row(*map(line, cells), *([line(r.stop_reason)] if stopped else []))
+    print_to(sys.stdout, table)
     comparisons = list_comparisons(args.config, limit=args.limit)
     if comparisons:
-        ctable = Table(title=text("Comparisons"), title_justify="left")
-        for col in ("Comparison", "Created (UTC)", "Candidate", "Baseline", "Gate"):
-            ctable.add_column(col, no_wrap=True)
+        ctable = Table(
+            title=line("Comparisons"),
+            columns=tuple(Column(col, no_wrap=True) for col in (
+                "Comparison", "Created (UTC)", "Candidate", "Baseline", "Gate")),
+        )
         for c in comparisons:
-            ctable.add_row(*map(text, (c.id, c.created_at[:19].replace("T", " "), c.candidate_run,
+            ctable.add_row(*map(line, (c.id, c.created_at[:19].replace("T", " "), c.candidate_run,
                            c.baseline_run, f"{c.gate} (exit {c.exit_code})")))
-        print_to(sys.stdout, fit(ctable))
+        print_to(sys.stdout, ctable)
     return 0

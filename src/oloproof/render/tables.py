@@ -1,27 +1,23 @@
 """The final tables of a run (SPEC §6), kept apart from the data they show.
 
-rich is imported where a table is built, not when this module is: ``oloproof
-run`` imports this module before the run and needs rich only at its end, so
-:func:`preload` imports it in the background while the first calls are in
-flight, off the run's critical path.
+Each table and line is built once, as a :mod:`oloproof.render.doc` description,
+which imports nothing of rich: outside a terminal ``render/plain.py`` prints it
+without rich; in a terminal (and wherever it is put in a rich ``Group``) rich draws
+it, as the same rich ``Text`` and fitted ``Table`` as before. When the report will
+be drawn by rich, ``oloproof run`` calls :func:`preload` to import rich in the
+background while the first calls are in flight, off the run's critical path.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunStatus
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
 from oloproof.policy.format import interval_text
 from oloproof.policy.judges import JudgeReport
-from oloproof.render.console import text
-from oloproof.render.fit import Fitted, fit
-
-if TYPE_CHECKING:
-    from rich.console import RenderableType
-    from rich.text import Text
+from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
 
 # Long enough for a run to have made its first calls, short enough to be done
 # before a run of a second or more needs the tables.
@@ -72,33 +68,34 @@ _GATE_STYLE: dict[str, str] = {
 }
 
 
-def run_title(run_id: str, status: str, completeness: str) -> Text:
+def run_title(run_id: str, status: str, completeness: str) -> Line:
     """``Run run_… [STATUS/COMPLETENESS]``, red unless the run was decided."""
-    from rich.text import Text
-
     style = "bold" if status == RunStatus.DECIDED else "bold red"
-    return Text.assemble(
-        ("Run ", "bold"), text(run_id, "bold cyan"), " ", text(f"[{status}/{completeness}]", style)
+    return assemble(
+        line("Run ", "bold"), line(run_id, "bold cyan"), line(" "),
+        line(f"[{status}/{completeness}]", style),
     )
 
 
-def decisions_table(decisions: Sequence[Decision]) -> Fitted:
+def decisions_table(decisions: Sequence[Decision]) -> Table:
     """One row per decided rule; every cell is literal text (ids and reasons may hold anything)."""
-    from rich.table import Table
-
-    table = Table(title=text("Decisions"), title_justify="left")
-    # In a narrow terminal the explanation wraps; names and states are never cut.
-    for col in ("Rule", "Metric", "State", "Action"):
-        table.add_column(col, no_wrap=True, min_width=len(col))
-    # Wide enough that a reason word and an interval are never broken inside.
-    table.add_column("Reason", overflow="fold", min_width=16)
-    table.add_column("Detail", overflow="fold", min_width=24)
+    table = Table(
+        title=line("Decisions"),
+        columns=(
+            # In a narrow terminal the explanation wraps; names and states are never cut.
+            *(Column(col, no_wrap=True, min_width=len(col))
+              for col in ("Rule", "Metric", "State", "Action")),
+            # Wide enough that a reason word and an interval are never broken inside.
+            Column("Reason", overflow="fold", min_width=16),
+            Column("Detail", overflow="fold", min_width=24),
+        ),
+    )
     for d in decisions:
         table.add_row(
-            text(d.rule), text(d.metric), text(d.state, _STATE_STYLE.get(d.state, "")),
-            text(d.action), text(d.reason), text(d.detail),
+            line(d.rule), line(d.metric), line(d.state, _STATE_STYLE.get(d.state, "")),
+            line(d.action), line(d.reason), line(d.detail),
         )
-    return fit(table)
+    return table
 
 
 def metric_estimate(s: MetricSummary) -> str:
@@ -113,35 +110,33 @@ def metric_interval(s: MetricSummary) -> str:
     return interval_text(s.lower, s.upper, s.kind)  # outward, like a rate's
 
 
-def metrics_table(summaries: Sequence[MetricSummary]) -> Fitted:
+def metrics_table(summaries: Sequence[MetricSummary]) -> Table:
     """One row per metric: estimate, interval and the cases behind them (SPEC §6)."""
-    from rich.table import Table
-
-    table = Table(title=text("Metrics"), title_justify="left")
-    for col in ("Metric", "Estimate", "Interval", "Cases"):
-        table.add_column(col, no_wrap=True)
+    table = Table(
+        title=line("Metrics"),
+        columns=tuple(Column(col, no_wrap=True)
+                      for col in ("Metric", "Estimate", "Interval", "Cases")),
+    )
     for s in summaries:
         table.add_row(
-            text(s.metric), text(metric_estimate(s)), text(metric_interval(s)),
-            text(s.cases_text()),
+            line(s.metric), line(metric_estimate(s)), line(metric_interval(s)),
+            line(s.cases_text()),
         )
-    return fit(table)
+    return table
 
 
-def cache_line(cache: dict[str, int] | None) -> Text:
+def cache_line(cache: dict[str, int] | None) -> Line:
     c = cache or {}
-    return text(
+    return line(
         f"Cache     executions {c.get('execution_hits', 0)} hits · "
         f"{c.get('execution_misses', 0)} misses   judgments {c.get('judgment_hits', 0)} hits · "
         f"{c.get('judgment_misses', 0)} misses"
     )
 
 
-def gate_line(gate: str, exit_code: int) -> Text:
-    from rich.text import Text
-
-    return Text.assemble(
-        "Gate      ", text(gate, _GATE_STYLE.get(gate, "")), f"   exit code {exit_code}"
+def gate_line(gate: str, exit_code: int) -> Line:
+    return assemble(
+        line("Gate      "), line(gate, _GATE_STYLE.get(gate, "")), line(f"   exit code {exit_code}")
     )
 
 
@@ -151,7 +146,7 @@ def plan_hints(
     policy_arg: str | None,
     config_arg: str | None = None,
     summaries: Sequence[MetricSummary] = (),
-) -> list[Text]:
+) -> list[Line]:
     extra = f" --policy {policy_arg}" if policy_arg else ""
     if config_arg and config_arg != "oloproof.yaml":
         extra = f" --config {config_arg}" + extra
@@ -162,18 +157,18 @@ def plan_hints(
             continue
         s = by_metric.get(d.metric)
         if d.basis == "corrected":
-            hints.append(text(
+            hints.append(line(
                 f"  {d.rule}: its interval narrows with more human labels: label more cases,"
                 " drawn at random, and decide again"
             ))
         elif s is not None and s.observed == 0 and s.missing:
             # All missing: more cases would fail the same way; sizing would mislead.
-            hints.append(text(
+            hints.append(line(
                 f"  {d.rule}: no evidence (0 observed, {s.missing} missing): see what failed"
                 f" with  oloproof inspect {run_id} --failures"
             ))
         else:
-            hints.append(text(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}"))
+            hints.append(line(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}"))
     return hints
 
 
@@ -190,12 +185,9 @@ def panel_lines(splits: dict[str, tuple[int, int]]) -> list[str]:
     return lines
 
 
-def judges_table(reports: Sequence[JudgeReport]) -> Fitted:
+def judges_table(reports: Sequence[JudgeReport]) -> Table:
     """Each judge against a person: agreement, sensitivity, specificity, kappa, the
     confusion counts, and the judge's raw rate beside the corrected one."""
-    _join_preload()
-    from rich.table import Table
-
     def prop(p: object) -> str:
         interval = getattr(p, "interval", None)
         if interval is None:
@@ -204,13 +196,12 @@ def judges_table(reports: Sequence[JudgeReport]) -> Fitted:
         return f"{est} {fmt_interval(interval.lower, interval.upper)}"
 
     level = reports[0].agreement.level if reports else 0.95
-    title = text(f"Judges against human labels ({round(level * 100, 1):g}% intervals: CP for"
+    title = line(f"Judges against human labels ({round(level * 100, 1):g}% intervals: CP for"
                  " rates, large-sample for kappa, PPI++ for the corrected rate)")
-    table = Table(title=title, title_justify="left")
-    for col in ("Judge", "Labels", "Agreement", "Sensitivity", "Specificity", "Kappa",
-                "Judge/person pass·pass pass·fail fail·pass fail·fail", "Judge rate",
-                "Corrected rate"):
-        table.add_column(col, no_wrap=True)
+    table = Table(title=title, columns=tuple(Column(col, no_wrap=True) for col in (
+        "Judge", "Labels", "Agreement", "Sensitivity", "Specificity", "Kappa",
+        "Judge/person pass·pass pass·fail fail·pass fail·fail", "Judge rate", "Corrected rate",
+    )))
     for r in reports:
         a = r.agreement
         if a.kappa is None:
@@ -225,12 +216,12 @@ def judges_table(reports: Sequence[JudgeReport]) -> Fitted:
         c = r.corrected
         corrected = (f"{pct(c.estimate)} {fmt_interval(c.lower, c.upper)}" if c is not None
                      else r.corrected_note)
-        table.add_row(*map(text, (
+        table.add_row(*map(line, (
             r.criterion, labels, prop(a.agreement), prop(a.sensitivity), prop(a.specificity),
             kappa, f"{a.both_pass} · {a.judge_only} · {a.person_only} · {a.both_fail}",
             f"{pct(r.raw_estimate)} of {r.raw_observed}", corrected,
         )))
-    return fit(table)
+    return table
 
 
 def run_report(
@@ -247,24 +238,22 @@ def run_report(
     policy_arg: str | None = None,
     config_arg: str | None = None,
     judges: Sequence[JudgeReport] = (),
-) -> RenderableType:
-    """The whole end-of-run report (SPEC §6) as one renderable.
+) -> Blocks:
+    """The whole end-of-run report (SPEC §6), for ``render.console`` to print.
 
-    Every id, reason and note in it is literal text (``render.console.text``):
+    Every id, reason and note in it is literal text (``render.doc.line``):
     nothing stored can restyle the report, break it, or drive the terminal.
     """
     _join_preload()
-    from rich.console import Group
-
-    parts: list[RenderableType] = [run_title(run_id, status, completeness)]
+    parts: list[Line | Table] = [run_title(run_id, status, completeness)]
     if note:
-        parts.append(text(note, "red"))
+        parts.append(line(note, "red"))
     if decisions:
         parts.append(decisions_table(decisions))
     elif completeness == Completeness.PARTIAL:
-        parts.append(text("No decisions: a partial run is not decided."))
+        parts.append(line("No decisions: a partial run is not decided."))
     else:
-        parts.append(text("No rules: the release policy declares none."))
+        parts.append(line("No rules: the release policy declares none."))
     if summaries:
         parts.append(metrics_table(summaries))
     if judges:
@@ -273,6 +262,6 @@ def run_report(
     parts.append(gate_line(gate, exit_code))
     hints = plan_hints(run_id, decisions, policy_arg, config_arg, summaries)
     if hints:
-        parts.append(text("Undecided rules:"))
+        parts.append(line("Undecided rules:"))
         parts.extend(hints)
-    return Group(*parts)
+    return Blocks(parts)

@@ -1,0 +1,121 @@
+"""What a command prints, as plain data: lines of styled text, tables, and groups of both.
+
+Each table is defined once, as one of these (``render/tables.py``, ``cli/runs.py``), and
+drawn one of two ways:
+
+- in a terminal, by rich: every object here is a rich renderable through rich's
+  ``__rich__`` protocol, which turns it into the ``Text``, the fitted ``Table``
+  (``render/fit.py``) or the ``Group`` it stood for before, so colours, the stacked
+  layout of a narrow terminal and the live view are unchanged;
+- anywhere else (a pipe, a file, CI), by ``render/plain.py``, which writes the very bytes
+  rich's plain console would and imports nothing of rich (``render/console.py`` picks).
+
+Every piece of text is made printable (``oloproof.textsafe.printable``) when it is put
+in a :class:`Line`, as ``render.console.text`` does for rich: a case id, a reason or an
+error cannot restyle the output or drive the terminal it is shown on, whichever way it
+is drawn. This module imports nothing of rich.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from oloproof.textsafe import printable
+
+if TYPE_CHECKING:
+    from rich.console import Group
+    from rich.text import Text
+
+    from oloproof.render.fit import Fitted
+
+__all__ = ["Blocks", "Column", "Line", "Table", "assemble", "line"]
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """Text of one or more pieces, each with a rich style (``""``: none); it may hold
+    newlines. Outside a terminal the styles are not shown."""
+
+    spans: tuple[tuple[str, str], ...]
+
+    @property
+    def plain(self) -> str:
+        return "".join(piece for piece, _ in self.spans)
+
+    def __rich__(self) -> Text:
+        from rich.text import Text
+
+        if len(self.spans) == 1:
+            piece, style = self.spans[0]
+            return Text(piece, style=style)
+        return Text.assemble(*(Text(piece, style=style) for piece, style in self.spans))
+
+
+def line(value: object, style: str = "") -> Line:
+    """``value`` as literal text: never read as markup, nothing unprintable in it."""
+    return Line(((printable("" if value is None else str(value)), style),))
+
+
+def assemble(*parts: Line) -> Line:
+    """One line of the pieces of ``parts``, each keeping its style."""
+    return Line(tuple(span for part in parts for span in part.spans))
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A column as rich's ``Table.add_column`` takes it; only what our tables use.
+
+    ``no_wrap``, ``min_width`` and ``overflow`` (rich's default, ``"ellipsis"``, unless
+    given) matter only where a table is narrower than its natural width: in a narrow
+    terminal. Outside a terminal a table is always drawn at its natural width.
+    """
+
+    header: str  # our own words: unlike a Line's text, not made printable
+    no_wrap: bool = False
+    min_width: int | None = None
+    overflow: Literal["fold", "crop", "ellipsis", "ignore"] = "ellipsis"
+
+
+@dataclass(slots=True)
+class Table:
+    """A table with rich's default look (box ``HEAVY_HEAD``, one space of padding on
+    each side, a header row), its title above it at the left, one :class:`Line` a cell."""
+
+    title: Line
+    columns: tuple[Column, ...]
+    rows: list[tuple[Line, ...]] = field(default_factory=list)
+
+    def add_row(self, *cells: Line) -> None:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns")
+        self.rows.append(cells)
+
+    def __rich__(self) -> Fitted:
+        """The rich table, wrapped by :func:`oloproof.render.fit.fit`."""
+        from rich.table import Table as RichTable
+
+        from oloproof.render.fit import fit
+
+        table = RichTable(title=self.title.__rich__(), title_justify="left")
+        for column in self.columns:
+            table.add_column(
+                column.header, no_wrap=column.no_wrap, min_width=column.min_width,
+                overflow=column.overflow,
+            )
+        for row in self.rows:
+            table.add_row(*(cell.__rich__() for cell in row))
+        return fit(table)
+
+
+@dataclass(frozen=True, slots=True)
+class Blocks:
+    """Lines and tables printed one after the other (rich's ``Group``)."""
+
+    items: Sequence[Line | Table]
+
+    def __rich__(self) -> Group:
+        from rich.console import Group
+
+        return Group(*(item.__rich__() for item in self.items))
