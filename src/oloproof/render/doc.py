@@ -19,9 +19,9 @@ is drawn. This module imports nothing of rich.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from oloproof._records import dataclass, field
 from oloproof.textsafe import printable
 
 if TYPE_CHECKING:
