@@ -14,7 +14,6 @@ matches (except ``!=``, which it always matches).
 from __future__ import annotations
 
 import json
-import random
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -144,6 +143,8 @@ class SubsetSpec:
             ]
         if self.limit is not None and self.limit < len(chosen):
             if self.sample:
+                import random
+
                 rng = random.Random(self.seed)
                 chosen = sorted(rng.sample(chosen, self.limit))
             else:

@@ -27,9 +27,7 @@ adaptive it is an error like any other, as it always was.
 from __future__ import annotations
 
 import contextvars
-import inspect
 import json
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +48,8 @@ if TYPE_CHECKING:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, UserBaseException):
         return str(exc)
+    import traceback
+
     frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
     tail = "".join(frames[-3:-1]).strip().splitlines()[-2:] if len(frames) > 2 else []
     text = f"{type(exc).__name__}: {exc}"
@@ -79,7 +79,6 @@ class CallableSystem:
                 file=file, field="system.version",
                 accepted="system.version in oloproof.yaml or @system(name=..., version=...)",
             )
-        self.is_async = inspect.iscoroutinefunction(self.fn)
         self.concurrency = concurrency
         # concurrency.adaptive: an exception with status 429 is a rate limit (retried).
         self.rate_limits = rate_limits
@@ -96,6 +95,7 @@ class CallableSystem:
                 ),
             }
         )
+        self._is_async: bool | None = None
         self._workers: Workers | None = None
         self._host: AsyncHost | None = None
 
@@ -163,6 +163,16 @@ class CallableSystem:
             raise PermanentFailure(f"the output is not JSON-serialisable: {exc}") from None
         return CallResult(output, ctx.usage, output_json)
 
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the callable is an ``async def`` (asked when it is first called: a run
+        from the cache never imports inspect)."""
+        if self._is_async is None:
+            import inspect
+
+            self._is_async = inspect.iscoroutinefunction(self.fn)
+        return self._is_async
     def _call_sync(self, ctx: CaseContext) -> Any:
         token = set_current_case(ctx)
         try:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import importlib
-import inspect
+import os
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -33,6 +32,8 @@ def import_callable(
     try:
         module = importlib.import_module(module_name)
     except BaseException as exc:
+        import traceback
+
         last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
         where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
         raise ConfigError(
@@ -75,12 +76,9 @@ def _forget_if_stale(module_name: str, root: Path) -> None:
     loaded = sys.modules.get(module_name)
     if loaded is None:
         return
-    try:
-        path = inspect.getsourcefile(loaded)
-    except TypeError:
-        return  # a built-in or namespace module: nothing of the project's
+    path = source_file(loaded)
     if not path:
-        return
+        return  # a built-in or namespace module: nothing of the project's
     file = Path(path).resolve()
     stale = not file.is_relative_to(root)
     if not stale:
@@ -100,12 +98,33 @@ def _shadowed(module_name: str, root: Path) -> bool:
     return top.with_suffix(".py").exists() or (top / "__init__.py").exists()
 
 
+def source_file(module: ModuleType) -> str | None:
+    """The Python source file of ``module``, or ``None`` (a built-in, an extension, a
+    namespace package): what ``inspect.getsourcefile`` answers for a module, without
+    importing inspect and all it imports (start-up, issue 16; a test compares the two)."""
+    filename = getattr(module, "__file__", None)
+    if not isinstance(filename, str):
+        return None
+    from importlib.machinery import BYTECODE_SUFFIXES, EXTENSION_SUFFIXES, SOURCE_SUFFIXES
+
+    if filename.endswith(tuple(BYTECODE_SUFFIXES)):
+        filename = os.path.splitext(filename)[0] + SOURCE_SUFFIXES[0]
+    elif filename.endswith(tuple(EXTENSION_SUFFIXES)):
+        return None
+    if os.path.exists(filename):
+        return filename
+    if getattr(module, "__loader__", None) is not None:
+        return filename
+    if getattr(getattr(module, "__spec__", None), "loader", None) is not None:
+        return filename
+    import linecache
+
+    return filename if filename in linecache.cache else None
+
+
 def module_source(module: ModuleType) -> bytes:
     """The bytes of the file that defines ``module`` (empty if it has none)."""
-    try:
-        path = inspect.getsourcefile(module)
-    except TypeError:
-        path = None
+    path = source_file(module)
     if not path:
         return b""
     try:

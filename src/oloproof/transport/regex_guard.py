@@ -16,12 +16,15 @@ from __future__ import annotations
 import json
 import os
 import select
-import subprocess
 import sys
 import threading
 import time
 
 from oloproof._records import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = ["GuardedPattern", "RegexTimeout"]
 
@@ -69,6 +72,8 @@ class GuardedPattern:
 
     def _start(self) -> subprocess.Popen[bytes]:
         # -I: isolated (no user site, no PYTHON* variables); -S: no site import.
+        import subprocess  # the first search starts the child (a run from the cache makes none)
+
         return subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", _CHILD],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
