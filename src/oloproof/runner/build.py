@@ -76,7 +76,6 @@ def load_configuration(
 def build_evaluators(
     project: Project,
 ) -> tuple[list[InlineEvaluator], list[RubricJudge | PanelJudge]]:
-    from oloproof.evaluators.custom import Custom
     from oloproof.evaluators.deterministic import INLINE
 
     limits = project.config.limits
@@ -90,6 +89,9 @@ def build_evaluators(
                 _guard_regex(built, limits.evaluator_timeout_s)
             inline.append(built)
         elif ev.type == "custom":
+            # Imported here: it brings inspect, which a project without one never needs.
+            from oloproof.evaluators.custom import Custom
+
             inline.append(
                 Custom(
                     ev, project.root, file=file, field=f"evaluators[{i}].function",

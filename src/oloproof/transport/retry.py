@@ -12,7 +12,6 @@ caller, which raises :class:`RetryableFailure` (retry) or
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -20,6 +19,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from oloproof._records import dataclass
 
 if TYPE_CHECKING:
+    import random
+
     from oloproof.transport.ratelimit import RateSignal
 
 T = TypeVar("T")
@@ -93,7 +94,12 @@ class RetryPolicy:
         if exactly and retry_after_s is not None:
             return retry_after_s
         ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 2))
-        uniform = rng.uniform if rng is not None else random.uniform
+        if rng is not None:
+            uniform = rng.uniform
+        else:
+            import random  # a retry's jitter (a run without a retry never draws one)
+
+            uniform = random.uniform
         draw = uniform(0.0, ceiling / 2)
         delay = ceiling / 2 + draw
         if retry_after_s is not None:

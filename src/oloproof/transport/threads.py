@@ -16,7 +16,6 @@ that is most of the cost of a call.
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -81,6 +80,8 @@ class Workers:
         *,
         name: str = "oloproof-worker",
     ) -> None:
+
+        import queue
 
         self._loop = loop
         self._name = name
@@ -174,6 +175,8 @@ class Workers:
 
     def close(self) -> None:
         """Drop calls not yet started and let idle threads end; never waits."""
+        import queue
+
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
