@@ -55,9 +55,10 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; with ``only`` (a command's name), that command's arguments are
-    the only ones declared: each command lists itself, so the top-level help and the
-    errors read the same, and a run does not pay for nine other commands' arguments."""
+    """The whole parser; with ``only`` (a command's name), that command is the only one
+    declared: the top-level usage names ``COMMAND`` and lists no choices, so every message
+    reads the same, and a command does not pay for nine others (argparse asks gettext for
+    every word of each, and gettext searches the disk for a catalogue each time)."""
     parser = _Parser(
         prog="oloproof",
         formatter_class=_formatter,
@@ -71,10 +72,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module, help_text) in COMMANDS.items():
+        if only is not None and only != name:
+            continue
         cmd = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_formatter)
         cmd.set_defaults(_module=module)
-        if only is None or only == name:
-            _add_arguments(name, cmd)
+        _add_arguments(name, cmd)
     return parser
 
 
