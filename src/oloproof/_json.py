@@ -20,13 +20,14 @@ Two guarantees matter for trust:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import json.encoder
 import math
 import re
 from collections.abc import Callable
 from typing import Any
+
+from oloproof._sha import sha256
 
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
@@ -107,11 +108,11 @@ def digest(obj: Any) -> str:
     value that holds one still has one stable digest.
     """
     text = _canonical(obj)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return "sha256:" + sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def digest_bytes(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return "sha256:" + sha256(data).hexdigest()
 
 
 def storable(text: str) -> str:

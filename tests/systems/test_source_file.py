@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
+import _decimal
 import importlib
 import inspect
+import json.decoder
 import sys
 import types
 from pathlib import Path
-
-import _decimal
-import json.decoder
 
 import oloproof.systems.loading
 from oloproof.systems.loading import module_source, source_file

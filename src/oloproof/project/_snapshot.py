@@ -29,12 +29,12 @@ in a snapshot is executed, whoever wrote it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 from pathlib import Path
 
+from oloproof._sha import sha256
 from oloproof.project._project import DEFAULT_POLICY_FILE, Project, ResolvedPolicy, beside
 from oloproof.project._shapes import (
     AbsoluteErrorShape,
@@ -264,7 +264,7 @@ def _decode(node: Any, classes: dict[str, Any]) -> Any:
 
 
 def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def _content(path: Path) -> str | None:
@@ -277,7 +277,7 @@ def _content(path: Path) -> str | None:
 
 def _code_digest() -> str:
     here = Path(__file__).parent
-    h = hashlib.sha256(f"{FORMAT}".encode())
+    h = sha256(f"{FORMAT}".encode())
     for name in _CODE:
         h.update((here / name).read_bytes())
     return h.hexdigest()

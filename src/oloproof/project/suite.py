@@ -41,7 +41,6 @@ loads in a fraction of a second.
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import math
 import os
@@ -52,6 +51,7 @@ from typing import Any, NamedTuple
 
 from oloproof._json import canonical_json
 from oloproof._records import dataclass
+from oloproof._sha import LARGE, sha256
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
 from oloproof.project._words import accepted_list
@@ -173,7 +173,7 @@ def load_suite(path: Path | str, display: str | None = None) -> Suite:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        hasher = hashlib.sha256()
+        hasher = sha256(large=len(data) >= LARGE)
         cases = _check_lines(_lines(text), shown, hasher)
     finally:
         if was_enabled:
