@@ -18,7 +18,6 @@ from oloproof.errors import OloproofError
 from oloproof.evidence import LabelledVerdicts
 from oloproof.policy.decide import Decision, MetricSummary, decide_run
 from oloproof.policy.judges import JudgeReport, judge_report
-from oloproof.project.labels import Labels, labels_from_json
 from oloproof.store.reader import (
     CriterionEvidence,
     RunRecord,
@@ -29,6 +28,7 @@ from oloproof.store.reader import (
 )
 
 if TYPE_CHECKING:
+    from oloproof.project.labels import Labels
     from oloproof.project.models import ReleasePolicy
 
 __all__ = [
@@ -94,6 +94,8 @@ STORED: Any = object()
 
 def stored_labels(conn: sqlite3.Connection, run: RunRecord) -> Labels | None:
     """The human labels stored with ``run``, or None."""
+    from oloproof.project.labels import labels_from_json  # a run with labels only
+
     try:
         found = load_run_labels(conn, run.id)
         if found is None:

@@ -11,12 +11,12 @@ import os.path
 from pathlib import Path
 
 from oloproof._records import dataclass
-from oloproof.project.labels import Labels, load_labels
-from oloproof.project.suite import Suite, load_suite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from oloproof.project.labels import Labels
     from oloproof.project.models import ProjectConfig, ReleasePolicy
+    from oloproof.project.suite import Suite
 
 __all__ = ["DEFAULT_POLICY_FILE", "NO_RULES_NOTE", "Project", "ResolvedPolicy", "beside"]
 
@@ -80,6 +80,8 @@ class Project:
         return os.path.normpath(os.path.join(parent, self.config.dataset))
 
     def load_suite(self) -> Suite:
+        from oloproof.project.suite import load_suite
+
         return load_suite(self.dataset_path, self.dataset_display)
 
     def load_labels(self) -> Labels | None:
@@ -89,6 +91,8 @@ class Project:
             return None
         parent = os.path.dirname(self.display)
         shown = os.path.normpath(os.path.join(parent, name))
+        from oloproof.project.labels import load_labels
+
         return load_labels(self.root / name, shown, self.config.judge_criteria())
 
 

@@ -10,7 +10,6 @@ background while the first calls are in flight, off the run's critical path.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunStatus
@@ -18,6 +17,10 @@ from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
 from oloproof.policy.format import interval_text
 from oloproof.policy.judges import JudgeReport
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import threading
 
 # Long enough for a run to have made its first calls, short enough to be done
 # before a run of a second or more needs the tables.
@@ -35,6 +38,8 @@ def preload(delay_s: float = _PRELOAD_DELAY_S) -> None:
     global _preload
     if _preload is not None:
         return
+    import threading
+
     go = threading.Event()
 
     def load() -> None:
