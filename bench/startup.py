@@ -9,7 +9,8 @@ environment may hold other versions. So this benchmark builds a fresh venv the w
 prints the versions it ran with, and measures the same commands there and in the
 environment running it (the development venv), side by side:
 
-- the floor: `python -c pass` of the same interpreter;
+- the floor: `python -c pass` of the same interpreter, run before each run of a command (the
+  two alternate, so the ratio compares runs made under the same load);
 - `oloproof --help`, `oloproof runs`, `oloproof gate latest` on a stored run;
 - an unchanged rerun of the seed load (120 cases, all from the cache);
 - a fresh run of the seed load, 120 × 0.1 s at `system: 16` (`--no-cache`).
@@ -34,6 +35,7 @@ from _common import (
     compile_sources,
     load_average,
     machine,
+    measure,
     med_wall,
     record,
     repeat,
@@ -84,30 +86,47 @@ def versions(py: Path) -> list[str]:
     return out.stdout.split("\n")[:-1]
 
 
-def measure_env(py: Path, n: int, tmp: Path) -> dict[str, list[Measure]]:
+def _paired(n: int, args: list[str], floor: list[str], cwd: Path) -> tuple[list[Measure], list[Measure]]:
+    """``n`` runs of ``args``, each right after a run of the floor: on a shared machine the
+    load moves between two blocks of runs, and a ratio of two medians taken minutes apart
+    measures that as much as the command. Alternating, both see the same load."""
+    cmd: list[Measure] = []
+    base: list[Measure] = []
+    for _ in range(n):
+        base.append(measure(floor, cwd))
+        cmd.append(measure(args, cwd))
+    return cmd, base
+
+
+def measure_env(py: Path, n: int, tmp: Path) -> dict[str, tuple[list[Measure], list[Measure]]]:
+    """Each command's runs and, paired with them, the floor's (``python -c pass``)."""
     olo = str(py.parent / "oloproof")
     root = write_project(tmp / "seed", n=120, app=APP, system=16)
-    out: dict[str, list[Measure]] = {}
+    floor = [str(py), "-c", "pass"]
+    out: dict[str, tuple[list[Measure], list[Measure]]] = {}
     repeat(1, [olo, "run", "--no-cache"], root)  # warm the file cache and the bytecode
-    out["fresh"] = repeat(max(3, n // 2), [olo, "run", "--no-cache"], root)
+    out["fresh"] = _paired(max(3, n // 2), [olo, "run", "--no-cache"], floor, root)
     repeat(1, [olo, "run"], root)
-    out["rerun"] = repeat(n, [olo, "run"], root)
-    out["floor"] = repeat(n, [str(py), "-c", "pass"], root)
-    out["help"] = repeat(n, [olo, "--help"], root)
-    out["runs"] = repeat(n, [olo, "runs"], root)
-    out["gate"] = repeat(n, [olo, "gate", "latest"], root)
+    out["rerun"] = _paired(n, [olo, "run"], floor, root)
+    out["help"] = _paired(n, [olo, "--help"], floor, root)
+    out["runs"] = _paired(n, [olo, "runs"], floor, root)
+    out["gate"] = _paired(n, [olo, "gate", "latest"], floor, root)
     return out
 
 
-def table(name: str, got: dict[str, list[Measure]]) -> tuple[list[str], list[dict[str, object]]]:
-    floor = med_wall(got["floor"])
+def table(
+    name: str, got: dict[str, tuple[list[Measure], list[Measure]]]
+) -> tuple[list[str], list[dict[str, object]]]:
+    floors = [m for _, base in got.values() for m in base]
     lines = [
-        (f"| {name}: `python -c pass` (the floor) | {seconds(floor)} | 1.00× | | "
-        f"{spread([m.wall for m in got['floor']], '{:.3f}')} |")
+        (f"| {name}: `python -c pass` (the floor, every run) | {seconds(med_wall(floors))} |"
+         f" 1.00× | | {len(floors)} runs, {min(m.wall for m in floors):.3f}–"
+         f"{max(m.wall for m in floors):.3f} |")
     ]
     figures: list[dict[str, object]] = []
     for key, what, ratio in COMMANDS:
-        t = med_wall(got[key])
+        runs, base = got[key]
+        t, floor = med_wall(runs), med_wall(base)
         if ratio is None:
             limit = 1.15 * (0.80 + floor)
             target, met = f"≤ 1.15 × (0.80 s + floor) = {seconds(limit)}", t <= limit
@@ -117,8 +136,8 @@ def table(name: str, got: dict[str, list[Measure]]) -> tuple[list[str], list[dic
             ideal = floor
         mark = " ✓" if met else " ✗"
         lines.append(
-            f"| {name}: {what} | {seconds(t)} | {t / ideal:.2f}× | {target}{mark} "
-            f"| {spread([m.wall for m in got[key]], '{:.3f}')} |"
+            f"| {name}: {what} | {seconds(t)} (floor {seconds(floor)}) | {t / ideal:.2f}× |"
+            f" {target}{mark} | {spread([m.wall for m in runs], '{:.3f}')} |"
         )
         figures.append({"name": f"{what} ({name})", "value": t, "unit": "s", "ideal": ideal,
                         "target": target, "met": met})
@@ -139,7 +158,7 @@ def main() -> None:
             envs.append(("fresh venv", py))
         envs.append(("dev venv", Path(sys.executable)))
         seen: dict[str, list[str]] = {}
-        results: dict[str, dict[str, list[Measure]]] = {}
+        results: dict[str, dict[str, tuple[list[Measure], list[Measure]]]] = {}
         for name, py in envs:
             seen[name] = versions(py)
             work = Path(tmp) / name.replace(" ", "-")
@@ -150,15 +169,17 @@ def main() -> None:
         "",
         (f"Machine: {machine()}; load average after the runs {load_average()}. "
          f"`python bench/startup.py`: median wall time of the whole process ({args.repeat} runs; "
-         f"{max(3, args.repeat // 2)} of the fresh run), as a ratio to `python -c pass` of the "
-         "same interpreter. The fresh venv is built as `make demo` builds it."),
+         f"{max(3, args.repeat // 2)} of the fresh run), as a ratio to the median of `python -c"
+         " pass` of the same interpreter run alternately with it (each command its own floor,"
+         " so a change of the machine's load moves both). The fresh venv is built as `make"
+         " demo` builds it."),
         "",
     ]
     for name, _ in envs:
         lines.append(f"- {name}: " + ", ".join(seen[name]))
     if len(envs) == 2 and seen[envs[0][0]] == seen[envs[1][0]]:
         lines.append("- the two environments hold the same versions")
-    lines += ["", "| command | median | ratio (to the floor; fresh: to 0.80 s + floor) | target | all runs (s) |",
+    lines += ["", "| command | median (its floor) | ratio (to its floor; fresh: to 0.80 s + floor) | target | all runs (s) |",
               "|---|---:|---:|---|---|"]
     figures: list[dict[str, object]] = []
     for name, _ in envs:
