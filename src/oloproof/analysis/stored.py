@@ -155,8 +155,6 @@ def grouped_stored_evidence(
     group_by: Sequence[str] = (),
 ) -> tuple[dict[str, CriterionEvidence], ReleasePolicy]:
     """The run's evidence with its groups, and ``policy`` with its group rules expanded."""
-    from oloproof.analysis.groups import with_groups
-
     evidence = stored_evidence(conn, record)
     for rule in policy.rules:
         if rule.metric not in evidence:
@@ -164,6 +162,14 @@ def grouped_stored_evidence(
                 f"rule {rule.id} is on metric {rule.metric}, which run {record.id} does not"
                 f" hold (it holds: {', '.join(evidence) or 'none'})"
             )
+    grouped = group_by or any(m.get("group_by") for m in record.metrics) or any(
+        getattr(r, "group", None) is not None or getattr(r, "each_group", False)
+        for r in policy.rules
+    )
+    if not grouped:  # what with_groups would return, without importing it
+        return dict(evidence), policy
+    from oloproof.analysis.groups import with_groups
+
     try:
         return with_groups(conn, record, policy, evidence, group_by)
     except (sqlite3.DatabaseError, TypeError, ValueError) as exc:

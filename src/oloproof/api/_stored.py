@@ -9,13 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oloproof.analysis.stored import STORED, decide_stored, judge_reports, stored_policy
-from oloproof.analysis.trials import flaky_cases
 from oloproof.api._listing import PathLike, _read, config_file, list_comparisons, list_runs
 from oloproof.api._results import ComparisonResult, RunResult, Subset
 from oloproof.enums import Completeness
 from oloproof.errors import UsageError
 from oloproof.policy.decide import gate
-from oloproof.project.labels import load_labels
 from oloproof.store.db import open_store, open_store_readonly, store_path
 from oloproof.store.reader import get_run, panel_splits
 
@@ -56,13 +54,19 @@ def read_run(
         chosen: Any = STORED
         if labels is not None:
             judges = [m["criterion"] for m in record.metrics if m.get("judge")]
+            from oloproof.project.labels import load_labels
+
             chosen = load_labels(Path(labels), str(labels), judges)
         decisions, summaries = decide_stored(
             conn, record.id, release, chosen, group_by=list(group_by or ())
         )
         reports = judge_reports(conn, record.id, float(release.confidence_level), chosen)
         panels = panel_splits(conn, record.id)
-        flaky = flaky_cases(conn, record)
+        flaky = []
+        if record.trials > 1:  # only repeated trials can disagree
+            from oloproof.analysis.trials import flaky_cases
+
+            flaky = flaky_cases(conn, record)
     finally:
         conn.close()
     partial = record.completeness == Completeness.PARTIAL

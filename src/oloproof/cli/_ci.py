@@ -18,7 +18,10 @@ import sys
 from pathlib import Path
 
 from oloproof.errors import UsageError
-from oloproof.render.ci import CiRun, github_annotations, github_summary, junit_xml
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from oloproof.render.ci import CiRun
 
 __all__ = ["check_outputs", "write_outputs"]
 
@@ -51,9 +54,18 @@ def _write_whole(path: Path, text: str) -> None:
         raise
 
 
+def wants_outputs(args: argparse.Namespace) -> bool:
+    """Whether any CI output is asked for (a command builds its ``CiRun`` only then)."""
+    return (getattr(args, "junit_xml", None) is not None
+            or bool(getattr(args, "github_annotations", False))
+            or bool(os.environ.get("GITHUB_STEP_SUMMARY")))
+
+
 def write_outputs(run: CiRun, args: argparse.Namespace, command: str) -> int:
     """Write what was asked for; the exit code to leave with (``run.exit_code`` unless a
     requested report could not be written)."""
+    from oloproof.render.ci import github_annotations, github_summary, junit_xml
+
     code = run.exit_code
     target = getattr(args, "junit_xml", None)
     if target is not None:

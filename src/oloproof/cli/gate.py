@@ -10,10 +10,9 @@ import argparse
 import sys
 
 from oloproof.api import RunResult, read_run
-from oloproof.cli._ci import check_outputs, write_outputs
+from oloproof.cli._ci import check_outputs, wants_outputs, write_outputs
 from oloproof.cli._common import project_root
 from oloproof.project._project import NO_RULES_NOTE
-from oloproof.render.ci import CiRun
 from oloproof.render.console import print_to
 from oloproof.render.tables import panel_lines, run_report
 from oloproof.textsafe import dumps
@@ -48,6 +47,10 @@ def command(args: argparse.Namespace) -> int:
                 judges=result.judges,
             ),
         )
+    if not wants_outputs(args):
+        return result.exit_code
+    from oloproof.render.ci import CiRun
+
     ci_run = CiRun(
         run_id=result.run_id, project=result.project, status=result.status,
         completeness=result.completeness, gate=result.gate, exit_code=result.exit_code,

@@ -28,11 +28,10 @@ from typing import IO, TYPE_CHECKING
 
 from oloproof._json import storable
 from oloproof.api import PreparedRun, execute, load
-from oloproof.cli._ci import check_outputs, write_outputs
+from oloproof.cli._ci import check_outputs, wants_outputs, write_outputs
 from oloproof.enums import RunStatus
 from oloproof.events import Event
 from oloproof.project._project import NO_RULES_NOTE
-from oloproof.render.ci import CiRun
 from oloproof.render.console import console_print, is_terminal, make_console
 from oloproof.render.tables import panel_lines, preload, run_report
 from oloproof.runner import StopRequest
@@ -188,17 +187,21 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 judges=result.judges,
             ),
         )
-        exit_code = write_outputs(
-            CiRun(
-                run_id=result.run_id, project=result.project,
-                status=result.status, completeness=result.completeness, gate=result.gate,
-                exit_code=result.exit_code, decisions=result.decisions,
-                summaries=list(result.metrics.values()), rule_ids=result.rule_ids,
-                stop_reason=result.stop_reason, duration_s=time.monotonic() - started,
-            ),
-            args,
-            "run",
-        )
+        exit_code = result.exit_code
+        if wants_outputs(args):
+            from oloproof.render.ci import CiRun
+
+            exit_code = write_outputs(
+                CiRun(
+                    run_id=result.run_id, project=result.project,
+                    status=result.status, completeness=result.completeness, gate=result.gate,
+                    exit_code=result.exit_code, decisions=result.decisions,
+                    summaries=list(result.metrics.values()), rule_ids=result.rule_ids,
+                    stop_reason=result.stop_reason, duration_s=time.monotonic() - started,
+                ),
+                args,
+                "run",
+            )
     if threading.active_count() > 1:
         # A call that was cancelled or timed out may still run in a worker
         # thread (a sync system stuck in time.sleep): it must not hold the
