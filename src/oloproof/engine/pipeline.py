@@ -245,6 +245,8 @@ class Engine:
         self._criteria = [e.criterion for e in [*self.inline, *self.judges]]
         self._tallies = {c: CriterionEvidence(c, MetricKind.BINARY) for c in self._binary}
         self._due = provisional_schedule(self._case_total)
+        # all_cached's keys, by case (and evaluator), until run_cached ends; None otherwise.
+        self._keys: dict[tuple[Any, ...], str] | None = None
         # Made by run(): a run whose every result is cached needs no event loop
         # (run_cached), and asyncio is imported only by a run that calls something.
         self._judge_queue: asyncio.Queue[tuple[_CaseState, JudgeEvaluator, str] | None]
@@ -298,18 +300,44 @@ class Engine:
         if not cache.enabled:
             return False
         cache.remember(True)
+        keys: dict[tuple[Any, ...], str] = {}
+        self._keys = keys  # the keys computed here, for run_cached
         evaluators = [*self.inline, *self.judges]
         for case in self.cases:
-            hit = cache.execution(self.exec_key(case))
+            key = self._exec_key(case)
+            hit = cache.execution(key)
             if hit is None:
-                cache.remember(False)
+                self._forget()
                 return False
-            output_json = canonical_json(hit.output)
+            output_json = keys[("output", key)] = canonical_json(hit.output)
             for evaluator in evaluators:
-                if cache.judgment(self.judge_key(evaluator.identity, case, output_json)) is None:
-                    cache.remember(False)
+                if cache.judgment(self._judge_key(evaluator.identity, case, output_json)) is None:
+                    self._forget()
                     return False
         return True
+
+    def _forget(self) -> None:
+        self.cache.remember(False)
+        self._keys = None
+
+    def _exec_key(self, case: EngineCase) -> str:
+        keys = self._keys
+        if keys is None:
+            return self.exec_key(case)
+        found = keys.get((case.index, case.trial))
+        if found is None:
+            found = keys[(case.index, case.trial)] = self.exec_key(case)
+        return found
+
+    def _judge_key(self, identity: str, case: EngineCase, output_json: str) -> str:
+        keys = self._keys
+        if keys is None:
+            return self.judge_key(identity, case, output_json)
+        found = keys.get((identity, case.index, case.trial))
+        if found is None:
+            found = keys[(identity, case.index, case.trial)] = self.judge_key(
+                identity, case, output_json)
+        return found
 
     def run_cached(self, after_case: Callable[[], None] | None = None) -> EngineTotals:
         """The run when :meth:`all_cached` said every result is in the cache: the same
@@ -331,7 +359,7 @@ class Engine:
                 step.close()
                 raise RuntimeError(f"case {case.id!r} was not in the cache after all")
         finally:
-            self.cache.remember(False)
+            self._forget()
         return self.totals
 
     async def run(self) -> EngineTotals:
@@ -396,7 +424,7 @@ class Engine:
             await self._run_case(case)
 
     async def _run_case(self, case: EngineCase) -> None:
-        key = self.exec_key(case)
+        key = self._exec_key(case)
         cached = self.cache.execution(key)
         totals = self.totals
         if cached is not None:
@@ -408,7 +436,8 @@ class Engine:
                 index=case.index, exec_key=key, output=cached.output, usage=cached.usage,
                 trial=self._trial(case),
             )
-            output_json: str | None = canonical_json(cached.output)
+            known = None if self._keys is None else self._keys.get(("output", key))
+            output_json: str | None = known or canonical_json(cached.output)
         else:
             totals.exec_misses += 1
             event, output_json = await self._execute(case, key)
@@ -432,7 +461,7 @@ class Engine:
         view = CaseView(case.id, case.input, case.expected, case.metadata)
         state = _CaseState(case, view, output, output_json, 0)
         for evaluator in self._fast:
-            jkey = self.judge_key(evaluator.identity, case, output_json)
+            jkey = self._judge_key(evaluator.identity, case, output_json)
             outcome = self._cached_judgment(jkey)
             if outcome is None:
                 outcome = await self._evaluate_inline(evaluator, view, output)
@@ -440,7 +469,7 @@ class Engine:
             self._judged(state, evaluator.criterion, outcome, jkey, outcome.from_cache)
         slow: list[tuple[InlineEvaluator, str]] = []
         for evaluator in self._slow:
-            jkey = self.judge_key(evaluator.identity, case, output_json)
+            jkey = self._judge_key(evaluator.identity, case, output_json)
             cached_outcome = self._cached_judgment(jkey)
             if cached_outcome is None:
                 slow.append((evaluator, jkey))
@@ -449,7 +478,7 @@ class Engine:
                 self._judged(state, evaluator.criterion, outcome, jkey, True)
         judging: list[tuple[JudgeEvaluator, str]] = []
         for judge in self.judges:
-            jkey = self.judge_key(judge.identity, case, output_json)
+            jkey = self._judge_key(judge.identity, case, output_json)
             cached_outcome = self._cached_judgment(jkey)
             if cached_outcome is None:
                 judging.append((judge, jkey))
