@@ -25,9 +25,12 @@ import json.encoder
 import math
 import re
 from collections.abc import Callable
-from typing import Any
 
 from oloproof._sha import sha256
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",

@@ -23,7 +23,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["dumps", "json_safe", "printable"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from oloproof.enums import ExitCode, MetricKind
 from oloproof.errors import OloproofError
@@ -27,7 +26,10 @@ from oloproof.store.reader import (
     load_verdicts,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from oloproof.project.labels import Labels
     from oloproof.project.models import ReleasePolicy
 

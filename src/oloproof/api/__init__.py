@@ -9,9 +9,10 @@ handling) are here for the command line and advanced use, outside ``oloproof.__a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from oloproof.analysis.plan import ComparisonPlan, RunPlan
     from oloproof.api._listing import concurrency_history, list_comparisons, list_runs
     from oloproof.api._results import (

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from oloproof.api import RunInfo, list_comparisons, list_runs
 from oloproof.cli._common import project_root
 from oloproof.textsafe import dumps
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def run_json(r: RunInfo) -> dict[str, Any]:

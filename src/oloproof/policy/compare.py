@@ -43,7 +43,11 @@ from oloproof.policy.format import (
     percent_text,
     value_text,
 )
-from oloproof.policy.rules import ComparisonKind, comparison_bar, decide_comparison_interval
+from oloproof.policy.rules import comparison_bar, decide_comparison_interval
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from oloproof.policy.rules import ComparisonKind
 from oloproof.project.models import ComparePolicy, CompareRule
 from oloproof.stats.paired import paired_mean_difference, paired_proportion_difference
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
 
 from oloproof._records import asdict, dataclass
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
@@ -24,12 +23,17 @@ from oloproof.policy.format import (
     value_text,
 )
 from oloproof.policy.judges import CORRECTED_METHOD, JudgeReport, judge_report, validate
-from oloproof.policy.rules import Direction, decide_threshold
+from oloproof.policy.rules import decide_threshold
 from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
 from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
+    from oloproof.policy.rules import Direction
+
     # The models (pydantic) or their plain mirror from a snapshot: project/_shapes.py.
     from oloproof.project.models import (
         ComparePolicy,

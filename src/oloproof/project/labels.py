@@ -26,13 +26,16 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
 
 from oloproof._json import digest
 from oloproof._records import dataclass
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
 from oloproof.project._words import closest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LABEL_KEYS", "MAX_LABELS_BYTES", "Label", "Labels", "labels_from_json",
            "load_labels"]

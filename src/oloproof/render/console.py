@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, TYPE_CHECKING
 
 from oloproof.render import plain
 from oloproof.render.doc import Blocks, Line, Table, line
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import IO
+
     from rich.console import Console
     from rich.text import Text
 

@@ -4,9 +4,12 @@ Numbers in, numbers (or small frozen dataclasses) out; no I/O and no configurati
 Nothing here imports scipy or numpy: the special functions are in :mod:`._special`.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from oloproof.stats.intervals import (
         Interval,
         MeanSummary,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
 from oloproof._records import dataclass, field
 from oloproof.enums import (
@@ -38,6 +37,10 @@ from oloproof.evidence import (
 )
 from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.liveness import run_owner_alive
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CaseRow",
