@@ -132,3 +132,23 @@ def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     assert "oloproof.policy.decide" in gated
     assert not {"oloproof.analysis.plan", "oloproof.analysis.compare", "httpx", "jsonschema",
                 "asyncio"} & gated
+
+
+def test_main_in_someone_elses_process_returns_whatever_threads_remain(tmp_path: Path) -> None:
+    """cli/run.py ends the command's own process with os._exit when threads linger (a
+    stuck call); main() called in another process (this test, a notebook) must return."""
+    import threading
+
+    from oloproof.cli.main import main
+
+    write_project(tmp_path, app=APP, cases=labelled_cases(4), release=RELEASE)
+    lingering = threading.Event()
+    thread = threading.Thread(target=lingering.wait, args=(30,), name="lingering")
+    thread.start()
+    try:
+        code = main(["run", "--no-cache", "--config", str(tmp_path / "oloproof.yaml")])
+        assert code in (0, 3)
+        assert thread.is_alive()  # still there: and we are still here
+    finally:
+        lingering.set()
+        thread.join()

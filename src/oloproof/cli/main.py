@@ -138,6 +138,9 @@ def _after_imports() -> None:
 def entry() -> None:
     global _tune_gc
     _tune_gc = True
+    from oloproof.cli import _process
+
+    _process.OURS = True
     import gc
 
     # No cyclic collection while importing: almost nothing made then is garbage.

@@ -202,10 +202,13 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 args,
                 "run",
             )
-    if threading.active_count() > 1:
+    if _process_is_ours() and threading.active_count() > 1:
         # A call that was cancelled or timed out may still run in a worker
         # thread (a sync system stuck in time.sleep): it must not hold the
-        # process open, and the interpreter would wait for it at exit.
+        # process open, and the interpreter would wait for it at exit. Only
+        # the console script's own process ends this way: main() called in a
+        # process of someone else's (a test, a notebook) returns, whatever
+        # threads are still finishing.
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -213,3 +216,10 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 pass
         os._exit(exit_code)
     return exit_code
+
+
+def _process_is_ours() -> bool:
+    """Whether this process is the ``oloproof`` command's own (cli/_process.py)."""
+    from oloproof.cli import _process
+
+    return _process.OURS

@@ -1,0 +1,9 @@
+"""Whether this process is the ``oloproof`` command's own (set by ``cli.main.entry``).
+
+Kept in a module of its own: ``python -m oloproof.cli.main`` runs the entry point as
+``__main__``, a second copy of ``cli.main`` whose globals other modules do not see.
+Only the command's own process may end with ``os._exit`` (cli/run.py); ``main()`` called
+in someone else's process (a test, a notebook) returns.
+"""
+
+OURS = False
