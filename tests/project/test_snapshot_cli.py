@@ -9,19 +9,13 @@ import sys
 from pathlib import Path
 
 from tests.conftest import events, labelled_cases, run_cli, write_project
+from tests.store._support import RELEASE
 
 APP = """
 def answer(case_input):
     return {"label": "ok" if case_input["n"] % 4 else "no"}
 """
 
-RELEASE = """\
-version: 1
-rules:
-  - id: label-floor
-    metric: exact_label
-    min: 0.5
-"""
 
 VALIDATION = {"pydantic", "pydantic_core", "yaml", "oloproof.project.models",
               "oloproof.project.loader"}

@@ -2,8 +2,9 @@
 
 Kept in a module of its own: ``python -m oloproof.cli.main`` runs the entry point as
 ``__main__``, a second copy of ``cli.main`` whose globals other modules do not see.
-Only the command's own process may end with ``os._exit`` (cli/run.py); ``main()`` called
-in someone else's process (a test, a notebook) returns.
+Only the command's own process tunes the garbage collector (cli/main.py) and may end with
+``os._exit`` (cli/run.py); ``main()`` called in someone else's process (a test, a
+notebook) leaves the collector alone and returns.
 """
 
 OURS = False

@@ -67,7 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         module = importlib.import_module(args._module)
-        if _tune_gc:
+        from oloproof.cli import _process
+
+        if _process.OURS:
             _after_imports()
         code: int = module.command(args)
     except OloproofError as exc:
@@ -120,11 +122,6 @@ def _silence_stdout() -> None:
         pass
 
 
-# Set by entry(), the console script: the process is ours, so the collector can
-# be tuned for it (main() is also called in-process, by tests, and leaves it alone).
-_tune_gc = False
-
-
 def _after_imports() -> None:
     """Start-up made tens of thousands of long-lived objects (modules, pydantic's
     validators). Move them out of the collector's sight, then let it run: it
@@ -136,8 +133,6 @@ def _after_imports() -> None:
 
 
 def entry() -> None:
-    global _tune_gc
-    _tune_gc = True
     from oloproof.cli import _process
 
     _process.OURS = True

@@ -28,6 +28,7 @@ from typing import IO, TYPE_CHECKING
 
 from oloproof._json import storable
 from oloproof.api import PreparedRun, execute, load
+from oloproof.cli import _process
 from oloproof.cli._ci import check_outputs, wants_outputs, write_outputs
 from oloproof.enums import RunStatus
 from oloproof.events import Event
@@ -202,7 +203,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 args,
                 "run",
             )
-    if _process_is_ours() and threading.active_count() > 1:
+    if _process.OURS and threading.active_count() > 1:
         # A call that was cancelled or timed out may still run in a worker
         # thread (a sync system stuck in time.sleep): it must not hold the
         # process open, and the interpreter would wait for it at exit. Only
@@ -216,10 +217,3 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 pass
         os._exit(exit_code)
     return exit_code
-
-
-def _process_is_ours() -> bool:
-    """Whether this process is the ``oloproof`` command's own (cli/_process.py)."""
-    from oloproof.cli import _process
-
-    return _process.OURS

@@ -320,24 +320,24 @@ class Engine:
         self.cache.remember(False)
         self._keys = None
 
-    def _exec_key(self, case: EngineCase) -> str:
+    def _remembered(self, slot: tuple[Any, ...], make: Callable[[], str]) -> str:
+        """``make()``, kept under ``slot`` while all_cached's keys are (until run_cached ends)."""
         keys = self._keys
         if keys is None:
-            return self.exec_key(case)
-        found = keys.get((case.index, case.trial))
+            return make()
+        found = keys.get(slot)
         if found is None:
-            found = keys[(case.index, case.trial)] = self.exec_key(case)
+            found = keys[slot] = make()
         return found
 
+    def _exec_key(self, case: EngineCase) -> str:
+        return self._remembered((case.index, case.trial), lambda: self.exec_key(case))
+
     def _judge_key(self, identity: str, case: EngineCase, output_json: str) -> str:
-        keys = self._keys
-        if keys is None:
-            return self.judge_key(identity, case, output_json)
-        found = keys.get((identity, case.index, case.trial))
-        if found is None:
-            found = keys[(identity, case.index, case.trial)] = self.judge_key(
-                identity, case, output_json)
-        return found
+        return self._remembered(
+            (identity, case.index, case.trial),
+            lambda: self.judge_key(identity, case, output_json),
+        )
 
     def run_cached(self, after_case: Callable[[], None] | None = None) -> EngineTotals:
         """The run when :meth:`all_cached` said every result is in the cache: the same

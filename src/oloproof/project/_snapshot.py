@@ -29,6 +29,7 @@ in a snapshot is executed, whoever wrote it.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -275,7 +276,9 @@ def _content(path: Path) -> str | None:
         return None
 
 
+@functools.cache
 def _code_digest() -> str:
+    """The digest of the validating modules: read once per process (a run asks twice)."""
     here = Path(__file__).parent
     h = sha256(f"{FORMAT}".encode())
     for name in _CODE:
