@@ -394,3 +394,21 @@ def test_suite_number_too_long_to_read_is_refused(project_dir: Path) -> None:
         f.write('{"id": "huge", "input": ' + "9" * 5000 + "}\n")
     _refused(run_cli("run", cwd=project_dir), "cases.jsonl:13", "a number is too long to read")
     _unchanged(project_dir, before)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+@pytest.mark.parametrize("which", ["release.yaml", "oloproof.yaml"])
+def test_a_checked_file_turned_into_a_fifo_is_refused_without_hanging(
+    project_dir: Path, which: str
+) -> None:
+    """The configuration snapshot (project/_snapshot.py) hashes the files it rests on before
+    anything is validated: one that became a named pipe must send the run to the
+    validation, which refuses it, not block the run reading it."""
+    _good_project(project_dir)
+    for _ in range(2):  # the second run keeps the snapshot
+        assert run_cli("run", cwd=project_dir).code in (0, 3)
+    assert list((project_dir / ".oloproof" / "snapshots").glob("config-*.json"))
+    (project_dir / which).unlink()
+    os.mkfifo(project_dir / which)
+    result = run_cli("run", cwd=project_dir, timeout=60)
+    _refused(result, which, "not a regular file")

@@ -36,6 +36,8 @@ import os
 from pathlib import Path
 
 from oloproof._sha import sha256
+from oloproof.errors import ConfigError
+from oloproof.project._files import read_bytes
 from oloproof.project._project import DEFAULT_POLICY_FILE, Project, ResolvedPolicy, beside
 from oloproof.project._shapes import (
     AbsoluteErrorShape,
@@ -268,12 +270,18 @@ def _sha(data: bytes) -> str:
     return sha256(data).hexdigest()
 
 
-def _content(path: Path) -> str | None:
+def _bytes(path: Path) -> bytes | None:
+    """The file's bytes, or ``None``: missing, too large, or not a regular file (a FIFO put
+    where a checked file was must not hang the run; the validation then names it)."""
     try:
-        with open(path, "rb") as f:
-            return _sha(f.read())
-    except OSError:
+        return read_bytes(path, str(path), _MAX_BYTES)
+    except ConfigError:
         return None
+
+
+def _content(path: Path) -> str | None:
+    data = _bytes(path)
+    return None if data is None else _sha(data)
 
 
 @functools.cache
@@ -310,12 +318,8 @@ def _request(config_path: str | Path, policy_arg: str | None) -> tuple[Path, str
 
 
 def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(_MAX_BYTES + 1)
-    except OSError:
-        return None
-    if len(data) > _MAX_BYTES:
+    data = _bytes(path)
+    if data is None:
         return None
     try:
         doc = json.loads(data)
