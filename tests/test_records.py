@@ -573,6 +573,9 @@ def _twin_module(path: Path) -> types.ModuleType:
     source = path.read_text().replace("from oloproof._records import", "from dataclasses import")
     module = types.ModuleType(name)
     module.__file__ = str(path)
+    # The module imports typing's ClassVar for the type checker only (typing is not imported
+    # at run time); dataclasses resolves a string ClassVar through the class's module.
+    module.ClassVar = typing.ClassVar  # type: ignore[attr-defined]
     sys.modules[name] = module  # dataclasses resolves ClassVar through the class's module
     try:
         exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)  # noqa: S102
@@ -693,3 +696,123 @@ def test_runs_and_gate_import_neither_dataclasses_nor_inspect(tmp_path: Path) ->
     loaded, importers = _imports_of(["gate", "latest"], tmp_path)
     assert importers.get("dataclasses", "rich.console").startswith("rich."), importers
     assert importers.get("inspect", "dataclasses") == "dataclasses", importers
+
+
+# --- the compiled __init__ functions kept between processes --------------------------
+
+
+@pytest.fixture
+def inits_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The records' code cache pointed at a file of this test's own, and emptied."""
+    path = tmp_path / "__pycache__" / "_records.test.inits"
+    monkeypatch.setattr(_records, "_inits_path", lambda: str(path))
+    monkeypatch.setattr(_records, "_inits", None)
+    monkeypatch.setattr(_records, "_inits_new", False)
+    monkeypatch.setattr(_records, "_inits_used", set())
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    return path
+
+
+def _make_point() -> type:
+    @_records.dataclass(frozen=True, slots=True)
+    class Point:
+        x: int
+        y: int = 2
+        tags: list[str] = _records.field(default_factory=list)
+
+    return Point
+
+
+def _no_compiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compiled although the code was kept")
+
+    monkeypatch.setattr(_records, "compile", refuse, raising=False)
+
+
+def test_a_kept_init_is_used_by_the_next_process_without_compiling(
+    inits_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _make_point()
+    assert first(1).y == 2
+    _records._write_inits()  # what the process does at exit
+    assert inits_file.is_file()
+    monkeypatch.setattr(_records, "_inits", None)  # as a new process starts
+    _no_compiling(monkeypatch)
+    again = _make_point()
+    made = again(3, tags=["a"])
+    assert (made.x, made.y, made.tags) == (3, 2, ["a"])
+    with pytest.raises(TypeError):
+        again()
+    assert again(3).tags is not again(3).tags  # the factory still runs per instance
+
+
+def test_what_two_processes_compiled_is_merged(inits_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def make_other() -> type:
+        @_records.dataclass
+        class Other:
+            name: str
+
+        return Other
+
+    # Two processes start before either has written: each compiles its own record.
+    monkeypatch.setattr(_records, "_inits", {})
+    _make_point()
+    first = _records._inits
+    monkeypatch.setattr(_records, "_inits", {})
+    make_other()
+    second = _records._inits
+    for kept in (first, second):  # each writes at its exit, the second after the first
+        monkeypatch.setattr(_records, "_inits", kept)
+        _records._write_inits()
+    monkeypatch.setattr(_records, "_inits", None)
+    _no_compiling(monkeypatch)
+    assert _make_point()(1).x == 1
+    assert make_other()("a").name == "a"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"garbage",
+        _records._INITS_HEADER,
+        _records._INITS_HEADER + b"\xff\x00 truncated",
+        _records._INITS_HEADER + __import__("marshal").dumps([1, 2]),
+        _records._INITS_HEADER + __import__("marshal").dumps({"def __init__(self):\n  pass\n": 1}),
+        b"oloproof-inits/1 (3, 0, 0)\n" + __import__("marshal").dumps({}),
+    ],
+    ids=["empty", "garbage", "header-only", "truncated", "not-a-dict", "not-code", "other-python"],
+)
+def test_a_damaged_or_foreign_file_is_ignored_and_replaced(
+    inits_file: Path, content: bytes
+) -> None:
+    inits_file.parent.mkdir(parents=True)
+    inits_file.write_bytes(content)
+    point = _make_point()
+    assert point(1, 5).y == 5
+    _records._write_inits()
+    assert inits_file.read_bytes().startswith(_records._INITS_HEADER)
+    assert len(_records._read_inits(str(inits_file))) >= 1
+
+
+def test_nothing_is_written_when_python_writes_no_bytecode(
+    inits_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    _make_point()
+    _records._write_inits()
+    assert not inits_file.exists()
+
+
+def test_an_unwritable_place_costs_nothing_but_the_compiling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setattr(_records, "_inits_path", lambda: str(blocker / "__pycache__" / "x.inits"))
+    monkeypatch.setattr(_records, "_inits", None)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert _make_point()(4).x == 4
+    _records._write_inits()  # no error
+    assert list(tmp_path.iterdir()) == [blocker]

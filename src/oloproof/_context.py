@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextvars
-from typing import Any
 
 from oloproof._records import dataclass, field
 from oloproof.usage import Usage
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass

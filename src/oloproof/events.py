@@ -15,13 +15,11 @@ when the committed files and the classes drift apart.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any, ClassVar
 
 from oloproof._records import dataclass, field
 from oloproof.enums import (
@@ -34,6 +32,10 @@ from oloproof.enums import (
     RunStatus,
 )
 from oloproof.usage import Usage
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 SCHEMA_ID = "https://oloproof.dev/schemas/events-v1.json"
 SCHEMA_FILE = "schemas/events.schema.json"
@@ -59,7 +61,6 @@ class RunPhase(StrEnum):
 
     EXECUTING = "EXECUTING"
     ANALYZING = "ANALYZING"
-
 
 
 _NULLABLE_NUMBER: dict[str, Any] = {"type": ["number", "null"]}
@@ -448,6 +449,8 @@ def event_schema_text() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m oloproof.events --schema``: print the generated event schema."""
+    import argparse
+
     parser = argparse.ArgumentParser(prog="python -m oloproof.events")
     parser.add_argument("--schema", action="store_true", help="print the event JSON Schema")
     args = parser.parse_args(argv)

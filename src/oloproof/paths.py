@@ -21,7 +21,12 @@ imports nothing of Oloproof's.
 from __future__ import annotations
 
 import re
-from typing import Any, Final, final
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, Final, final
+else:
+    from oloproof._typing import final
 
 __all__ = ["MISSING", "is_missing", "lookup"]
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from oloproof._records import dataclass
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass

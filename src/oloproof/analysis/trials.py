@@ -9,12 +9,15 @@ as missing, never as steady).
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
 from oloproof._records import dataclass
 from oloproof.enums import MetricKind
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.store.reader import RunRecord, load_trial_outcomes
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["FlakyCase", "flaky_cases", "flaky_json"]
 

@@ -15,7 +15,6 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from oloproof._records import dataclass
 from oloproof.analysis.trials import FlakyCase, flaky_cases
@@ -31,9 +30,10 @@ from oloproof.runner import execute as _execute_prepared
 __all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"]
 
 
-
+TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import logging
+    from typing import Any
 
 
 def _logger() -> logging.Logger | None:

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -21,6 +20,8 @@ from oloproof.errors import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from oloproof.render.ci import CiRun
 
 __all__ = ["check_outputs", "write_outputs"]

@@ -5,7 +5,6 @@ Parse, call :func:`oloproof.api.compare` (which pairs, decides and stores), rend
 
 from __future__ import annotations
 
-import argparse
 import sqlite3
 import sys
 
@@ -16,6 +15,10 @@ from oloproof.render.compare import comparison_report
 from oloproof.render.console import make_console
 from oloproof.store.comparisons import get_comparison
 from oloproof.textsafe import dumps
+
+TYPE_CHECKING = False  # argparse is imported only when argparse parses
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["command", "inspect_comparison"]
 

@@ -6,7 +6,6 @@ outputs that were asked for (``--junit-xml``, ``--github-annotations``, the step
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from oloproof.api import RunResult, read_run
@@ -16,6 +15,10 @@ from oloproof.project._project import NO_RULES_NOTE
 from oloproof.render.console import print_to
 from oloproof.render.tables import panel_lines, run_report
 from oloproof.textsafe import dumps
+
+TYPE_CHECKING = False  # argparse is imported only when argparse parses
+if TYPE_CHECKING:
+    import argparse
 
 
 def command(args: argparse.Namespace) -> int:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 from importlib import resources
 from pathlib import Path
 
 from oloproof.errors import UsageError
+
+TYPE_CHECKING = False  # argparse is imported only when argparse parses
+if TYPE_CHECKING:
+    import argparse
 
 DESCRIPTIONS = {
     "starter": "a minimal project to fill in: one callable, one criterion, one rule",

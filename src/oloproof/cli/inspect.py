@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from typing import Any
 
 from rich.console import Group
 from rich.table import Table
@@ -37,6 +35,11 @@ from oloproof.store.reader import (
     panels_json,
 )
 from oloproof.textsafe import dumps
+
+TYPE_CHECKING = False  # argparse is imported only when argparse parses
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
 
 _MISSING_STATES = (JudgmentStatus.ERROR, JUDGMENT_MISSING)
 

@@ -17,7 +17,6 @@ Answers may come from a pipe (one per line); the end of input stops like ``q``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -31,6 +30,10 @@ from oloproof.project import load_project
 from oloproof.project.labels import UNIFORM, load_labels
 from oloproof.store.reader import CaseRow, get_run, load_cases
 from oloproof.textsafe import printable
+
+TYPE_CHECKING = False  # argparse is imported only when argparse parses
+if TYPE_CHECKING:
+    import argparse
 
 _YES = frozenset({"y", "yes", "p", "pass"})
 _NO = frozenset({"n", "no", "f", "fail"})

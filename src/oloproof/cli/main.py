@@ -52,16 +52,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if words else _EXIT_USAGE
     import importlib
 
-    from oloproof.cli._parser import COMMANDS, build_parser
+    from oloproof.cli._args import COMMANDS, fast_parse
 
-    # The command is the first word that is not an option of the top level (there are
-    # only --help and --version, which take no value).
-    first = next((w for w in words if not w.startswith("-")), None)
-    parser = build_parser(first if first in COMMANDS else None)
-    args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return 2
+    args = fast_parse(words)
+    if args is None:  # a help, an error, anything unusual: argparse reads it
+        from oloproof.cli._parser import build_parser
+
+        # The command is the first word that is not an option of the top level (there
+        # are only --help and --version, which take no value).
+        first = next((w for w in words if not w.startswith("-")), None)
+        parser = build_parser(first if first in COMMANDS else None)
+        args = parser.parse_args(words)
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return 2
     debug = os.environ.get("OLOPROOF_DEBUG") == "1"
     from oloproof.errors import OloproofError
 

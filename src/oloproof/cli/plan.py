@@ -9,7 +9,6 @@ all there is to say, 5 for a partial run or unreadable stored evidence.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from typing import Any
@@ -20,6 +19,10 @@ from oloproof.cli._common import project_root
 from oloproof.errors import UsageError
 from oloproof.render.plan import plan_text
 from oloproof.textsafe import dumps, printable
+
+TYPE_CHECKING = False  # argparse is imported only when argparse parses
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["command"]
 

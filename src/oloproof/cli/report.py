@@ -7,7 +7,6 @@ CSS and script, no request to anything, readable offline and attachable to a CI 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -19,6 +18,10 @@ from oloproof.errors import UsageError
 from oloproof.render.html import render_comparison, render_run
 from oloproof.store.db import has_table
 from oloproof.textsafe import printable
+
+TYPE_CHECKING = False  # argparse is imported only when argparse parses
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["command", "write_report"]
 

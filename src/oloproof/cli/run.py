@@ -18,13 +18,11 @@ which is stored as RUN_ERROR/PARTIAL (exit 5); a second signal exits at once.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING
 
 from oloproof._json import storable
 from oloproof.api import PreparedRun, execute, load
@@ -37,7 +35,11 @@ from oloproof.render.console import console_print, is_terminal, make_console
 from oloproof.render.tables import panel_lines, preload, run_report
 from oloproof.runner import StopRequest
 
+TYPE_CHECKING = False  # typing is not imported on the way to a command
 if TYPE_CHECKING:
+    import argparse
+    from typing import IO
+
     from oloproof.render.live import LiveView
     from oloproof.render.ndjson import NdjsonWriter
 

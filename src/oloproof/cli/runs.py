@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from oloproof.api import RunInfo, list_comparisons, list_runs
@@ -11,6 +10,7 @@ from oloproof.textsafe import dumps
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
 

@@ -7,7 +7,6 @@ uvicorn), imported here and nowhere else, so ``--help`` and ``run`` never load i
 
 from __future__ import annotations
 
-import argparse
 import socket
 import sys
 import threading
@@ -16,6 +15,10 @@ import webbrowser
 from oloproof.cli._common import project_root, read_project_store
 from oloproof.errors import UsageError
 from oloproof.store.db import store_path
+
+TYPE_CHECKING = False  # argparse is imported only when argparse parses
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["command"]
 

@@ -8,13 +8,15 @@ compares against is EXCLUDED from that criterion rather than failed.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from oloproof._json import digest
 from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.evaluators.base import MISSING, CaseView, Outcome, as_text, get_field, is_missing
 
+TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
+    from typing import Any, Generic, TypeVar
+
     # The models (pydantic), or their plain mirror from a snapshot (project/_snapshot.py).
     from oloproof.project.models import (
         AbsoluteErrorEvaluator,
@@ -26,8 +28,13 @@ if TYPE_CHECKING:
         _Model,
     )
 
-C = TypeVar("C", bound="_EvaluatorBase")
-CC = TypeVar("CC", "ExactMatchEvaluator", "ContainsEvaluator")
+    C = TypeVar("C", bound=_EvaluatorBase)
+    CC = TypeVar("CC", ExactMatchEvaluator, ContainsEvaluator)
+else:
+    from oloproof._typing import Generic, TypeVar
+
+    C = TypeVar("C")
+    CC = TypeVar("CC")
 
 
 def _config_identity(config: _Model) -> str:

@@ -14,9 +14,10 @@ Plain output (a pipe, a file, CI) is drawn at the table's natural width, by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from rich.console import Console, ConsoleOptions, RenderResult
     from rich.table import Table
 

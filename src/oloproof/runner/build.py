@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
 
 from oloproof._records import dataclass
 from oloproof.engine.pipeline import EngineCase
@@ -23,9 +22,14 @@ from oloproof.systems.base import SystemRunner
 from oloproof.transport.regex_guard import GuardedPattern
 from oloproof.transport.retry import RetryPolicy
 
+TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
+    from typing import Any, cast
+
     from oloproof.evaluators.judge import PanelJudge, RubricJudge
     from oloproof.project.models import ReleasePolicy
+else:
+    from oloproof._typing import cast
 
 
 @dataclass

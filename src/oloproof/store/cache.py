@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
 from oloproof._records import dataclass
 from oloproof.usage import Usage
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(slots=True)

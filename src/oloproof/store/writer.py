@@ -37,7 +37,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from oloproof._json import compact_json as _dump
 from oloproof._json import storable
@@ -52,12 +51,16 @@ from oloproof.events import (
 from oloproof.store.liveness import owner_token
 from oloproof.usage import Usage
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
+    _Rows = list[tuple[Any, ...]]
+
 # Rows that make a commit due whatever the interval: bounds the memory and the
 # size of a transaction when a loop turn finishes very many cases.
 _FLUSH_ROWS = 2000
 MIN_COMMIT_INTERVAL_S = 0.005
 
-_Rows = list[tuple[Any, ...]]
 # A cache entry already there (a --no-cache run) is updated in place: the same
 # row as INSERT OR REPLACE leaves, for a third of the work (no delete, no insert).
 _INSERTS = (

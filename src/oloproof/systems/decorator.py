@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
 
-F = TypeVar("F", bound=Callable[..., Any])
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+    F = TypeVar("F", bound=Callable[..., Any])
 
 
 def system(*, name: str, version: str) -> Callable[[F], F]:

@@ -8,10 +8,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from oloproof._json import digest_bytes
 from oloproof.errors import ConfigError
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def import_callable(

@@ -40,14 +40,16 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
 
 from oloproof._records import dataclass
 from oloproof.transport.ratelimit import RateSignal, observed
 from oloproof.transport.retry import AttemptFailure, RetryableFailure
 
+TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import asyncio
+    from typing import TypeVar
+    T = TypeVar("T")
 
 __all__ = [
     "CLEAN_WINDOW",
@@ -60,7 +62,6 @@ __all__ = [
     "classify",
 ]
 
-T = TypeVar("T")
 
 START = "start"
 RATE_LIMITED = "rate_limited"

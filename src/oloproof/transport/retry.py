@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Generic, TypeVar
 
 from oloproof._records import dataclass
 
+TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import random
+    from typing import Generic, TypeVar
 
     from oloproof.transport.ratelimit import RateSignal
+else:
+    from oloproof._typing import Generic, TypeVar
 
 T = TypeVar("T")
 

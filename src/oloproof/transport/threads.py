@@ -19,10 +19,12 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import asyncio
+    from typing import Any
+    _Job = tuple["asyncio.Future[Any]", Callable[[], Any]]
 
 __all__ = ["AsyncHost", "UserBaseException", "Workers", "describe_exception"]
 
@@ -58,8 +60,6 @@ def _handed_over(exc: BaseException) -> BaseException:
     if isinstance(exc, Exception) and not isinstance(exc, (StopIteration, StopAsyncIteration)):
         return exc
     return UserBaseException(exc)
-
-_Job = tuple["asyncio.Future[Any]", Callable[[], Any]]
 
 
 class Workers:
