@@ -96,12 +96,12 @@ STORED: Any = object()
 
 def stored_labels(conn: sqlite3.Connection, run: RunRecord) -> Labels | None:
     """The human labels stored with ``run``, or None."""
-    from oloproof.project.labels import labels_from_json  # a run with labels only
-
     try:
         found = load_run_labels(conn, run.id)
         if found is None:
             return None
+        from oloproof.project.labels import labels_from_json  # a run with labels only
+
         path, _digest, items = found
         return labels_from_json(items, path)
     except (sqlite3.DatabaseError, KeyError, TypeError, ValueError) as exc:
