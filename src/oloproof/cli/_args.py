@@ -67,22 +67,7 @@ def declare(name: str, p: Any) -> None:
         p.add_argument(
             "--no-cache", action="store_true", help="call everything afresh, and refresh the cache"
         )
-        p.add_argument(
-            "--junit-xml",
-            metavar="FILE",
-            help="also write the decisions as a JUnit XML report (one test case per rule)",
-        )
-        p.add_argument(
-            "--junit-undecided",
-            choices=("auto", "skipped", "failure"),
-            default="auto",
-            help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the rule blocks, else skipped (auto, the default), or always skipped, or always a failure",
-        )
-        p.add_argument(
-            "--github-annotations",
-            action="store_true",
-            help="print ::error / ::warning lines for rules that block or warn (GitHub Actions)",
-        )
+        _ci_options(p)
         p.add_argument(
             "--group-by",
             action="append",
@@ -142,22 +127,7 @@ def declare(name: str, p: Any) -> None:
         p.add_argument(
             "--json", action="store_true", help="print the decisions as one JSON document"
         )
-        p.add_argument(
-            "--junit-xml",
-            metavar="FILE",
-            help="also write the decisions as a JUnit XML report (one test case per rule)",
-        )
-        p.add_argument(
-            "--junit-undecided",
-            choices=("auto", "skipped", "failure"),
-            default="auto",
-            help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the rule blocks, else skipped (auto, the default), or always skipped, or always a failure",
-        )
-        p.add_argument(
-            "--github-annotations",
-            action="store_true",
-            help="print ::error / ::warning lines for rules that block or warn (GitHub Actions)",
-        )
+        _ci_options(p)
     elif name == "inspect":
         p.add_argument("run_id", metavar="RUN_ID", help="a run id, a comparison id, or 'latest'")
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
@@ -261,6 +231,26 @@ def declare(name: str, p: Any) -> None:
         p.add_argument(
             "--no-open", action="store_true", help="print the address; do not open a browser"
         )
+
+
+def _ci_options(p: Any) -> None:
+    """The CI report options ``run`` and ``gate`` share."""
+    p.add_argument(
+        "--junit-xml",
+        metavar="FILE",
+        help="also write the decisions as a JUnit XML report (one test case per rule)",
+    )
+    p.add_argument(
+        "--junit-undecided",
+        choices=("auto", "skipped", "failure"),
+        default="auto",
+        help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the rule blocks, else skipped (auto, the default), or always skipped, or always a failure",
+    )
+    p.add_argument(
+        "--github-annotations",
+        action="store_true",
+        help="print ::error / ::warning lines for rules that block or warn (GitHub Actions)",
+    )
 
 
 def _positive_int(value: str) -> int:
