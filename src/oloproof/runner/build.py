@@ -19,7 +19,6 @@ from oloproof.evaluators.base import Evaluator, InlineEvaluator
 from oloproof.project._project import Project
 from oloproof.project.labels import Labels
 from oloproof.systems.base import SystemRunner
-from oloproof.transport.regex_guard import GuardedPattern
 from oloproof.transport.retry import RetryPolicy
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -127,6 +126,8 @@ def _guard_regex(evaluator: InlineEvaluator, timeout_s: float) -> None:
     bounded in a thread (transport/regex_guard.py). The evaluator keeps its own
     logic; only its compiled pattern is swapped for the guarded one.
     """
+    from oloproof.transport.regex_guard import GuardedPattern  # a project with a regex only
+
     compiled = getattr(evaluator, "pattern", None)
     if isinstance(compiled, re.Pattern):
         evaluator.pattern = GuardedPattern(  # type: ignore[attr-defined]
