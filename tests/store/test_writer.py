@@ -115,3 +115,49 @@ def test_a_fresh_call_refreshes_its_cache_entry(tmp_path: Path) -> None:
     ]
     assert conn.execute("SELECT passed FROM judge_cache").fetchall() == [(1,)]
     assert conn.execute("SELECT count(*) FROM run_cases").fetchone()[0] == 2
+
+
+def test_commits_are_spaced_by_what_the_last_one_cost_within_bounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The clock moves only inside a commit, by what we say it cost: the spacing is
+    # checked without timing anything.
+    now = [100.0]
+    cost = [0.0]
+    monkeypatch.setattr(writer_module.time, "monotonic", lambda: now[0])
+    later: list[tuple[float, Callable[[], None]]] = []
+    writer, path = _writer(tmp_path)
+    commit = writer._commit
+
+    def costly(rows: tuple[list[tuple[object, ...]], ...]) -> None:
+        commit(rows)
+        now[0] += cost[0]
+
+    monkeypatch.setattr(writer, "_commit", costly)
+    delays: list[float] = []
+
+    async def main() -> None:
+        writer.bind(
+            asyncio.get_running_loop().call_soon, lambda delay, fn: later.append((delay, fn))
+        )
+        for i, spent in enumerate((0.0005, 0.0001, 0.01)):
+            cost[0] = spent
+            writer.handle(_executed(2 * i, {"label": "ok"}))
+            await asyncio.sleep(0)
+            if later:  # the commit that was waiting for the interval to end
+                later.pop()[1]()
+            writer.handle(_executed(2 * i + 1, {"label": "ok"}))
+            await asyncio.sleep(0)
+            assert len(later) == 1  # within the interval: waits for its end
+            delays.append(round(later[0][0], 6))
+
+    asyncio.run(main())
+    writer.flush()
+    assert _count(path, "run_cases") == 6
+    # 0.5 ms -> 40 x 0.5 = 20 ms; 0.1 ms -> 4 ms, raised to the 5 ms floor; 10 ms -> 400 ms,
+    # capped at 50 ms.
+    assert delays == [
+        round(writer_module.COMMIT_COST_FACTOR * 0.0005, 6),
+        writer_module.MIN_COMMIT_INTERVAL_S,
+        writer_module.MAX_COMMIT_INTERVAL_S,
+    ]
