@@ -52,12 +52,17 @@ sys.meta_path.insert(0, Watch())
 if writer == "rich":
     import oloproof.render.plain
     oloproof.render.plain.render = lambda *args, **kwargs: None
-from oloproof.cli.main import entry
-try:
-    entry()
-finally:
+import atexit
+
+def _report():
     with open(report, "w") as f:
         f.write(" ".join([importer[0], *sorted(m for m in sys.modules if m.split(".")[0] == "rich")]))
+
+# At exit, not in a finally: a read-only command's process ends without the interpreter's
+# teardown, after running the atexit handlers (cli/main.py, _quick_exit).
+atexit.register(_report)
+from oloproof.cli.main import entry
+entry()
 """
 
 ENV = {"FAKE_PROVIDER_KEY": "dummy-key-for-the-fake"}
