@@ -12,3 +12,16 @@ OURS = False
 # Set by ``cli.main.main`` for a command that only reads the store and runs no user code:
 # its process may end without the interpreter's teardown (``cli.main.entry``).
 QUICK_EXIT = False
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` at once (``os._exit``), the standard streams flushed."""
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

@@ -174,13 +174,10 @@ def _quick_exit(code: int) -> None:
         return
     import atexit
 
+    from oloproof.cli import _process
+
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    _process.exit_now(code)
 
 
 if __name__ == "__main__":

@@ -212,10 +212,5 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         # the console script's own process ends this way: main() called in a
         # process of someone else's (a test, a notebook) returns, whatever
         # threads are still finishing.
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(exit_code)
+        _process.exit_now(exit_code)
     return exit_code
