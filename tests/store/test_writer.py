@@ -117,7 +117,7 @@ def test_a_fresh_call_refreshes_its_cache_entry(tmp_path: Path) -> None:
     assert conn.execute("SELECT count(*) FROM run_cases").fetchone()[0] == 2
 
 
-def test_commits_are_spaced_by_what_the_last_one_cost_within_bounds(
+def test_small_commits_are_spaced_by_what_the_last_one_cost_within_bounds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The clock moves only inside a commit, by what we say it cost: the spacing is
@@ -135,29 +135,33 @@ def test_commits_are_spaced_by_what_the_last_one_cost_within_bounds(
 
     monkeypatch.setattr(writer, "_commit", costly)
     delays: list[float] = []
+    big = writer_module.SMALL_COMMIT_ROWS  # cases of one row each: a commit of that many rows
+    case = iter(range(10_000))
 
     async def main() -> None:
         writer.bind(
             asyncio.get_running_loop().call_soon, lambda delay, fn: later.append((delay, fn))
         )
-        for i, spent in enumerate((0.0005, 0.0001, 0.01)):
+        for spent, cases in ((0.0003, 1), (0.0001, 1), (0.01, 1), (0.01, big)):
             cost[0] = spent
-            writer.handle(_executed(2 * i, {"label": "ok"}))
+            for _ in range(cases):
+                writer.handle(_executed(next(case), {"label": "ok"}))
             await asyncio.sleep(0)
             if later:  # the commit that was waiting for the interval to end
                 later.pop()[1]()
-            writer.handle(_executed(2 * i + 1, {"label": "ok"}))
+            writer.handle(_executed(next(case), {"label": "ok"}))
             await asyncio.sleep(0)
             assert len(later) == 1  # within the interval: waits for its end
             delays.append(round(later[0][0], 6))
 
     asyncio.run(main())
     writer.flush()
-    assert _count(path, "run_cases") == 6
-    # 0.5 ms -> 40 x 0.5 = 20 ms; 0.1 ms -> 4 ms, raised to the 5 ms floor; 10 ms -> 400 ms,
-    # capped at 50 ms.
+    assert _count(path, "run_cases") == 7 + big
+    # A small commit of 0.3 ms: 40 x 0.3 = 12 ms; of 0.1 ms: 4 ms, raised to the 5 ms floor;
+    # of 10 ms: capped at 20 ms. A large one (its rows, not the commit, cost the time): 5 ms.
     assert delays == [
-        round(writer_module.COMMIT_COST_FACTOR * 0.0005, 6),
+        round(writer_module.COMMIT_COST_FACTOR * 0.0003, 6),
         writer_module.MIN_COMMIT_INTERVAL_S,
         writer_module.MAX_COMMIT_INTERVAL_S,
+        writer_module.MIN_COMMIT_INTERVAL_S,
     ]
