@@ -58,7 +58,9 @@ from oloproof.transport.threads import AsyncHost, Workers, describe_exception
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import asyncio
-    from typing import Any
+    from typing import Any, TypeVar
+
+    _E = TypeVar("_E", InlineEvaluator, JudgeEvaluator)
 
 
 @dataclass(slots=True)
@@ -468,24 +470,8 @@ class Engine:
                 outcome = await self._evaluate_inline(evaluator, view, output)
             outcome = enforce_range(outcome, evaluator.value_range)
             self._judged(state, evaluator.criterion, outcome, jkey, outcome.from_cache)
-        slow: list[tuple[InlineEvaluator, str]] = []
-        for evaluator in self._slow:
-            jkey = self._judge_key(evaluator.identity, case, output_json)
-            cached_outcome = self._cached_judgment(jkey)
-            if cached_outcome is None:
-                slow.append((evaluator, jkey))
-            else:  # a cache hit costs nothing: judged here, not queued
-                outcome = enforce_range(cached_outcome, evaluator.value_range)
-                self._judged(state, evaluator.criterion, outcome, jkey, True)
-        judging: list[tuple[JudgeEvaluator, str]] = []
-        for judge in self.judges:
-            jkey = self._judge_key(judge.identity, case, output_json)
-            cached_outcome = self._cached_judgment(jkey)
-            if cached_outcome is None:
-                judging.append((judge, jkey))
-            else:  # as for the slow evaluators: a hit is judged here
-                outcome = enforce_range(cached_outcome, judge.value_range)
-                self._judged(state, judge.criterion, outcome, jkey, True)
+        slow = self._uncached(self._slow, state, output_json)
+        judging = self._uncached(self.judges, state, output_json)
         state.pending += len(slow) + len(judging)
         if state.pending == 0:
             self._finish_case(case, state.outcomes)
@@ -494,6 +480,23 @@ class Engine:
             await self._eval_queue.put((state, evaluator, jkey))
         for judge, jkey in judging:
             await self._judge_queue.put((state, judge, jkey))
+
+    def _uncached(
+        self, evaluators: Sequence[_E], state: _CaseState, output_json: str
+    ) -> list[tuple[_E, str]]:
+        """Those of ``evaluators`` (slow inline ones, or judges) whose outcome for the case
+        is not in the cache, with their keys, to be queued; a cache hit costs nothing and
+        is judged here."""
+        missing: list[tuple[_E, str]] = []
+        for evaluator in evaluators:
+            jkey = self._judge_key(evaluator.identity, state.case, output_json)
+            cached_outcome = self._cached_judgment(jkey)
+            if cached_outcome is None:
+                missing.append((evaluator, jkey))
+            else:
+                outcome = enforce_range(cached_outcome, evaluator.value_range)
+                self._judged(state, evaluator.criterion, outcome, jkey, True)
+        return missing
 
     async def _execute(self, case: EngineCase, key: str) -> tuple[CaseExecuted, str | None]:
         """Call the system under the retry policy: the event, and the output's canonical
