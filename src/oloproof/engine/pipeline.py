@@ -157,6 +157,11 @@ def _one_line(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
+# Slow evaluations queued before the system workers wait, and queued when they go on.
+_EVAL_HIGH = 256
+_EVAL_LOW = 128
+
+
 def provisional_schedule(total: int) -> Callable[[int], bool]:
     """SPEC §6: after the first case, every ceil(total/10) cases, and after the last."""
     step = max(1, math.ceil(total / 10))
@@ -254,6 +259,8 @@ class Engine:
         # (run_cached), and asyncio is imported only by a run that calls something.
         self._judge_queue: asyncio.Queue[tuple[_CaseState, JudgeEvaluator, str] | None]
         self._eval_queue: asyncio.Queue[tuple[_CaseState, InlineEvaluator, str] | None]
+        self._eval_room: asyncio.Event
+        self._async_slots: asyncio.Semaphore
 
     # -- keys ------------------------------------------------------------
     def exec_key(self, case: EngineCase) -> str:
@@ -369,16 +376,19 @@ class Engine:
         import asyncio
 
         self._judge_queue = asyncio.Queue(maxsize=max(8, 4 * self.judge_concurrency))
-        self._eval_queue = asyncio.Queue(maxsize=max(8, 4 * self.evaluator_concurrency))
+        # Unbounded: the system workers wait for room themselves (_queue_evaluation).
+        self._eval_queue = asyncio.Queue()
+        self._eval_room = asyncio.Event()
         self._started()
         await self.system.start()
         if self._slow:
-            # A few threads beyond the limit: a call that timed out keeps its thread
-            # until it returns, and must not starve the calls after it.
+            # At most concurrency.evaluator calls at once; a thread whose call timed out
+            # is replaced (Workers' spare threads), so it cannot starve the calls after it.
             self._evaluator_workers = Workers(
-                asyncio.get_running_loop(), self.evaluator_concurrency + 4, 30.0,
+                asyncio.get_running_loop(), self.evaluator_concurrency, 30.0,
                 name="oloproof-evaluator",
             )
+            self._async_slots = asyncio.Semaphore(self.evaluator_concurrency)
             if any(getattr(e, "is_async", False) for e in self._slow):
                 self._async_host = AsyncHost(name="oloproof-async-evaluator")
         try:
@@ -386,9 +396,12 @@ class Engine:
             judge_workers = [
                 asyncio.create_task(self._judge_worker()) for _ in range(self.judge_concurrency)
             ] if self.judges else []
+            # Twice as many tasks as calls may run: each thread finds its next call
+            # already queued when it finishes one (Workers), instead of idling while
+            # the loop records the result and hands it the next.
             eval_workers = [
                 asyncio.create_task(self._evaluator_worker())
-                for _ in range(self.evaluator_concurrency)
+                for _ in range(2 * self.evaluator_concurrency)
             ] if self._slow else []
             system_workers = [
                 asyncio.create_task(self._system_worker(queue))
@@ -477,7 +490,7 @@ class Engine:
             self._finish_case(case, state.outcomes)
             return
         for evaluator, jkey in slow:
-            await self._eval_queue.put((state, evaluator, jkey))
+            await self._queue_evaluation((state, evaluator, jkey))
         for judge, jkey in judging:
             await self._judge_queue.put((state, judge, jkey))
 
@@ -560,11 +573,26 @@ class Engine:
             exec_key=key, trial=self._trial(case),
         )
 
+    async def _queue_evaluation(self, item: tuple[_CaseState, InlineEvaluator, str]) -> None:
+        """Queue a slow evaluation, waiting while ``_EVAL_HIGH`` wait already.
+
+        The system workers then go on again only once the queue is down to
+        ``_EVAL_LOW``: executions come in bursts, handed over and committed together,
+        rather than one per finished evaluation; and at most ``_EVAL_HIGH`` outputs
+        wait in memory for their evaluators."""
+        queue = self._eval_queue
+        while queue.qsize() >= _EVAL_HIGH:
+            self._eval_room.clear()
+            await self._eval_room.wait()
+        queue.put_nowait(item)
+
     async def _evaluator_worker(self) -> None:
         while True:
             item = await self._eval_queue.get()
             if item is None:
                 return
+            if self._eval_queue.qsize() <= _EVAL_LOW:
+                self._eval_room.set()
             state, evaluator, jkey = item
             outcome = await self._evaluate_inline(evaluator, state.view, state.output)
             outcome = enforce_range(outcome, evaluator.value_range)
@@ -582,16 +610,16 @@ class Engine:
         import asyncio
 
         timeout_s = getattr(evaluator, "timeout_s", None)
-        started = time.perf_counter()
         try:
             if timeout_s is None or self._evaluator_workers is None:
                 return evaluator.evaluate(view, output)
             host = self._async_host
             if host is not None and getattr(evaluator, "is_async", False):
-                result = await asyncio.wait_for(
-                    host.run(lambda: evaluator.evaluate_async(view, output)),  # type: ignore[attr-defined]
-                    float(timeout_s),
-                )
+                async with self._async_slots:  # the limit; the sync calls' is Workers'
+                    result = await asyncio.wait_for(
+                        host.run(lambda: evaluator.evaluate_async(view, output)),  # type: ignore[attr-defined]
+                        float(timeout_s),
+                    )
             else:
                 result = await self._evaluator_workers.submit(
                     lambda: evaluator.evaluate(view, output), float(timeout_s)
@@ -599,10 +627,12 @@ class Engine:
             assert isinstance(result, Outcome)
             return result
         except TimeoutError:
+            # Timed from the call's start (a call may wait for a thread first): it had run
+            # timeout_s when it was given up.
             return Outcome(
                 JudgmentStatus.ERROR,
                 reason=f"the evaluator gave no verdict within timeout_s = {timeout_s:g}s",
-                latency_ms=(time.perf_counter() - started) * 1000.0,
+                latency_ms=None if timeout_s is None else float(timeout_s) * 1000.0,
             )
         except asyncio.CancelledError:
             if _our_cancel():

@@ -21,11 +21,9 @@ cached verdicts.
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from oloproof._json import digest, digest_bytes
 from oloproof.enums import JudgmentStatus, MetricKind
@@ -34,7 +32,10 @@ from oloproof.evaluators.base import CaseView, Outcome, Verdict
 from oloproof.systems.loading import code_paths_digest, import_callable, module_source
 from oloproof.transport.threads import describe_exception
 
+TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from oloproof.project.models import CustomEvaluator
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -63,18 +64,13 @@ class Custom:
         self.value_range = (float(rng[0]), float(rng[1])) if rng else None
         self.fn, module = import_callable(config.function, root, file=file, field=field)
         self.params: dict[str, Any] = dict(config.params)
-        self.is_async = inspect.iscoroutinefunction(self.fn)
-        try:
-            signature = inspect.signature(self.fn)
-        except (TypeError, ValueError):
+        shape = _plain_function_shape(self.fn) or _inspected_shape(self.fn)
+        self.is_async = shape.is_async
+        if shape.positional is None:  # no signature to read (some builtins)
             self._arity = 2
         else:
-            self._check_params(signature, file, field.rsplit(".", 1)[0] + ".params")
-            positional = [
-                p for p in signature.parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                and p.name not in self.params
-            ]
+            self._check_params(shape, file, field.rsplit(".", 1)[0] + ".params")
+            positional = [name for name in shape.positional if name not in self.params]
             self._arity = 1 if len(positional) == 1 else 2
         # The timeout never changes a verdict: not part of the identity. The
         # code_paths enter as the digests of their files, and only when declared,
@@ -94,15 +90,11 @@ class Custom:
             )
         self.identity = digest(identity)
 
-    def _check_params(self, signature: inspect.Signature, file: str, field: str) -> None:
+    def _check_params(self, shape: _Shape, file: str, field: str) -> None:
         """Every name under ``params:`` must be a keyword the function takes."""
-        accepts_any = any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values())
-        named = [
-            p.name for p in signature.parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        ]
+        named = shape.keywords
         for name in self.params:
-            if not accepts_any and name not in named:
+            if not shape.any_keyword and name not in named:
                 raise ConfigError(
                     f"{self.config.function} takes no parameter named '{name}'",
                     file=file, field=f"{field}.{name}",
@@ -121,7 +113,7 @@ class Custom:
         started = time.perf_counter()
         try:
             result = self._call(case, output)
-            if inspect.isawaitable(result):
+            if not isinstance(result, _PLAIN_RESULTS) and _is_awaitable(result):
                 # A sync callable that returned a coroutine (a partial of an async def):
                 # this is a worker thread without a loop, so run it to its end here.
                 result = asyncio.run(_awaited(result))
@@ -189,3 +181,70 @@ class Custom:
 
 async def _awaited(awaitable: Any) -> Any:
     return await awaitable
+
+
+# What evaluators return, for which the check for an awaitable is skipped.
+_PLAIN_RESULTS = (bool, int, float, str, dict, list, tuple, type(None), Verdict)
+
+
+def _is_awaitable(value: Any) -> bool:
+    import inspect
+
+    return inspect.isawaitable(value)
+
+
+class _Shape:
+    """What the engine needs of a function's signature: its positional parameters (None
+    when it has no signature to read), those that may be passed by keyword, whether it
+    takes ``**kwargs``, and whether it is an ``async def``."""
+
+    __slots__ = ("any_keyword", "is_async", "keywords", "positional")
+
+    def __init__(self, positional: list[str] | None, keywords: list[str], any_keyword: bool,
+                 is_async: bool) -> None:
+        self.positional = positional
+        self.keywords = keywords
+        self.any_keyword = any_keyword
+        self.is_async = is_async
+
+
+_FUNCTION = type(_is_awaitable)
+_CO_VARKEYWORDS = 0x08
+_CO_COROUTINE = 0x80
+
+
+def _plain_function_shape(fn: Any) -> _Shape | None:
+    """The shape of a plain ``def``, read from its code object as :func:`inspect.signature`
+    reads it (which costs importing :mod:`inspect`, 5 ms of a run's start); ``None`` for
+    anything else (a method, a partial, a function with attributes such as a wrapper's
+    ``__wrapped__``, a callable object), left to :mod:`inspect`."""
+    if type(fn) is not _FUNCTION or fn.__dict__:  # __wrapped__, __signature__, markers
+        return None
+    code = fn.__code__
+    argcount, posonly = code.co_argcount, code.co_posonlyargcount
+    names = code.co_varnames
+    keyword_only = list(names[argcount:argcount + code.co_kwonlyargcount])
+    return _Shape(
+        positional=list(names[:argcount]),
+        keywords=[*names[posonly:argcount], *keyword_only],
+        any_keyword=bool(code.co_flags & _CO_VARKEYWORDS),
+        is_async=bool(code.co_flags & _CO_COROUTINE),
+    )
+
+
+def _inspected_shape(fn: Any) -> _Shape:
+    import inspect
+
+    is_async = inspect.iscoroutinefunction(fn)
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return _Shape(None, [], True, is_async)
+    return _Shape(
+        positional=[p.name for p in parameters
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)],
+        keywords=[p.name for p in parameters
+                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)],
+        any_keyword=any(p.kind == p.VAR_KEYWORD for p in parameters),
+        is_async=is_async,
+    )

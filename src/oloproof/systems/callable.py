@@ -107,9 +107,9 @@ class CallableSystem:
         if self.is_async:
             self._host = AsyncHost()
         else:
-            # Threads that outlive a timeout keep their slot, so leave some room.
+            # A thread whose call timed out is replaced (Workers' spare threads).
             self._workers = Workers(
-                asyncio.get_running_loop(), self.concurrency + 4, self.timeout_s,
+                asyncio.get_running_loop(), self.concurrency, self.timeout_s,
                 name="oloproof-system",
             )
 

@@ -17,6 +17,7 @@ that is most of the cost of a call.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -24,7 +25,6 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import asyncio
     from typing import Any
-    _Job = tuple["asyncio.Future[Any]", Callable[[], Any]]
 
 __all__ = ["AsyncHost", "UserBaseException", "Workers", "describe_exception"]
 
@@ -65,19 +65,28 @@ def _handed_over(exc: BaseException) -> BaseException:
 class Workers:
     """Threads that run sync calls and hand the results back to the loop in batches.
 
-    At most ``max_threads`` threads, started as calls need them. A call not
-    answered within ``timeout_s`` fails with :class:`TimeoutError`; it keeps
-    its thread until it returns, and its result is dropped. Deadlines are
-    kept in a dict and checked by one timer, set for the earliest: cheaper
-    than a timer per call, and calls rarely time out.
+    At most ``limit`` calls run at once, in as many threads, started as calls
+    need them. Calls may be submitted ahead of a free thread: they wait in a
+    queue, and a thread that finishes a call takes the next one at once,
+    without a turn of the loop in between.
+
+    A call not answered within its timeout, counted from when it *started*
+    (not from when it was submitted), fails with :class:`TimeoutError`. Python
+    cannot stop a thread: the call keeps its thread until it returns, and its
+    result is dropped. That thread no longer counts against ``limit``: another
+    is started in its place, up to ``spare`` such stuck threads, and the stuck
+    one ends once its call returns. Deadlines are checked by one timer, set for
+    the earliest time a call could time out: cheaper than a timer per call,
+    and calls rarely time out.
     """
 
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        max_threads: int,
+        limit: int,
         timeout_s: float,
         *,
+        spare: int = 4,
         name: str = "oloproof-worker",
     ) -> None:
 
@@ -85,93 +94,143 @@ class Workers:
 
         self._loop = loop
         self._name = name
-        self._max = max_threads
+        self._limit = max(1, limit)
+        self._spare = max(0, spare)
         self._timeout_s = timeout_s
-        self._deadlines: dict[asyncio.Future[Any], float] = {}
+        # Every call submitted and not yet delivered, by its future (loop side only).
+        self._pending: dict[asyncio.Future[Any], _Job] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
-        # Calls submitted and not yet delivered (counted on the loop only): a
-        # thread is started while they outnumber the threads.
-        self._busy = 0
+        # Counted on the loop: threads taking calls (at most ``limit``), and threads
+        # whose call timed out and still runs (at most ``spare``).
+        self._live = 0
+        self._stuck = 0
         # Results wait here for the loop; ``_wake`` says a delivery is scheduled.
-        self._done: deque[tuple[asyncio.Future[Any], Any, BaseException | None]] = deque()
+        self._done: deque[tuple[_Job, Any, BaseException | None]] = deque()
         self._wake = False
+        # Guards a thread's current call against the loop retiring it (rare: a timeout).
+        self._lock = threading.Lock()
 
     def submit(
         self, fn: Callable[[], Any], timeout_s: float | None = None
     ) -> asyncio.Future[Any]:
         """Run ``fn()`` in a worker thread; its result, as a future of the loop.
 
-        The future fails with :class:`TimeoutError` after ``timeout_s`` (the
-        pool's own when ``None``)."""
+        The future fails with :class:`TimeoutError` when the call has not
+        returned ``timeout_s`` (the pool's own when ``None``) after it started."""
 
         future: asyncio.Future[Any] = self._loop.create_future()
-        self._jobs.put((future, fn))
-        deadline = self._loop.time() + (self._timeout_s if timeout_s is None else timeout_s)
-        self._deadlines[future] = deadline
-        if self._timer is None:
-            self._timer = self._loop.call_at(deadline, self._expire)
-        elif deadline < self._timer.when():
-            self._timer.cancel()
-            self._timer = self._loop.call_at(deadline, self._expire)
-        self._busy += 1
-        if self._busy > len(self._threads) and len(self._threads) < self._max:
+        timeout = self._timeout_s if timeout_s is None else timeout_s
+        job = _Job(future, fn, timeout)
+        self._pending[future] = job
+        self._jobs.put(job)
+        # The earliest it can time out: had it started now.
+        self._check_at(time.monotonic() + timeout)
+        self._start_threads()
+        return future
+
+    def _start_threads(self) -> None:
+        # Calls waiting or running that no live thread has taken yet need a thread.
+        waiting = len(self._pending) - self._stuck
+        while (
+            waiting > self._live and self._live < self._limit
+            and self._live + self._stuck < self._limit + self._spare
+        ):
             thread = threading.Thread(
                 target=self._work, name=f"{self._name}-{len(self._threads)}", daemon=True
             )
             thread.start()
+            self._live += 1
             self._threads.append(thread)
-        return future
 
     def _work(self) -> None:
-        jobs, done = self._jobs, self._done
+        jobs, done, lock = self._jobs, self._done, self._lock
+        me = _Thread()
         while True:
             job = jobs.get()
             if job is None:
                 return
-            future, fn = job
-            if future.cancelled():  # the run stopped before the call began
-                done.append((future, None, None))
+            job.thread = me
+            me.job = job
+            job.started = time.monotonic()
+            future, fn = job.future, job.fn
+            job.fn = None
+            if fn is None or future.cancelled():  # the run stopped before the call began
+                done.append((job, None, None))
             else:
                 try:
-                    done.append((future, fn(), None))
+                    done.append((job, fn(), None))
                 except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                    done.append((future, None, _handed_over(exc)))
-            del fn, job, future
+                    done.append((job, None, _handed_over(exc)))
+            del job, future, fn
+            with lock:
+                me.job = None
+                retired = me.retired
             if not self._wake:
                 self._wake = True
                 try:
                     self._loop.call_soon_threadsafe(self._deliver)
                 except RuntimeError:  # the loop is closed: nobody waits any more
                     pass
+            if retired:  # its call timed out and another thread took its place
+                return
 
     def _deliver(self) -> None:
         # Clear the flag first: a result appended after this line schedules
         # another delivery, one appended before it is taken by this one.
         self._wake = False
-        done, deadlines = self._done, self._deadlines
+        done, pending = self._done, self._pending
         while done:
-            future, value, exc = done.popleft()
-            self._busy -= 1
-            deadlines.pop(future, None)
+            job, value, exc = done.popleft()
+            future = job.future
+            pending.pop(future, None)
+            if job.timed_out:
+                self._stuck -= 1
             if future.done():  # cancelled: the call timed out or the run stopped
                 continue
             if exc is None:
                 future.set_result(value)
             else:
                 future.set_exception(exc)
+        self._start_threads()
+
+    def _check_at(self, when: float) -> None:
+        """Have :meth:`_expire` run at ``when`` at the latest."""
+        if self._timer is not None:
+            if self._timer_at <= when:
+                return
+            self._timer.cancel()
+        self._timer_at = when
+        self._timer = self._loop.call_later(max(0.0, when - time.monotonic()), self._expire)
 
     def _expire(self) -> None:
         self._timer = None
-        now = self._loop.time()
-        deadlines = self._deadlines
-        for future in [f for f, deadline in deadlines.items() if deadline <= now or f.done()]:
-            del deadlines[future]
-            if not future.done():
-                future.set_exception(TimeoutError())
-        if deadlines:
-            self._timer = self._loop.call_at(min(deadlines.values()), self._expire)
+        now = time.monotonic()
+        earliest = None
+        for job in list(self._pending.values()):
+            if job.timed_out or job.future.done():
+                continue
+            started = job.started
+            deadline = (now if started is None else started) + job.timeout
+            if deadline > now:
+                earliest = deadline if earliest is None else min(earliest, deadline)
+                continue
+            job.timed_out = True
+            self._stuck += 1
+            with self._lock:
+                thread = job.thread
+                if thread is not None and thread.job is job:
+                    thread.retired = True
+                    self._live -= 1
+                else:  # it returned meanwhile: its thread goes on taking calls
+                    self._stuck -= 1
+                    job.timed_out = False
+            job.future.set_exception(TimeoutError())
+        if earliest is not None:
+            self._check_at(earliest)
+        self._start_threads()
 
     def close(self) -> None:
         """Drop calls not yet started and let idle threads end; never waits."""
@@ -180,17 +239,42 @@ class Workers:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._deadlines.clear()
         while True:
             try:
                 job = self._jobs.get_nowait()
             except queue.Empty:
                 break
             if job is not None:
-                job[0].cancel()
-                self._busy -= 1
+                job.future.cancel()
+                self._pending.pop(job.future, None)
         for _ in self._threads:
             self._jobs.put(None)
+
+
+class _Job:
+    """One call submitted to :class:`Workers`; ``started`` and ``thread`` are set by the
+    thread that takes it, ``timed_out`` by the loop."""
+
+    __slots__ = ("fn", "future", "started", "thread", "timed_out", "timeout")
+
+    def __init__(self, future: asyncio.Future[Any], fn: Callable[[], Any], timeout: float) -> None:
+        self.future = future
+        self.fn: Callable[[], Any] | None = fn
+        self.timeout = timeout
+        self.started: float | None = None
+        self.thread: _Thread | None = None
+        self.timed_out = False
+
+
+class _Thread:
+    """A worker thread's state the loop may look at: its current call, and whether it
+    was retired (its call timed out; it ends when the call returns)."""
+
+    __slots__ = ("job", "retired")
+
+    def __init__(self) -> None:
+        self.job: _Job | None = None
+        self.retired = False
 
 
 class AsyncHost:

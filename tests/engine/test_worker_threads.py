@@ -1,0 +1,144 @@
+"""transport.threads.Workers: the limit on calls at once, calls queued ahead of a free
+thread, deadlines counted from a call's start, and stuck threads replaced and retired.
+Real threads on a real event loop; the calls sleep, so these take real time."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from oloproof.transport.threads import Workers
+
+pytestmark = pytest.mark.slow  # calls that sleep: real time
+
+
+class Gauge:
+    """How many calls run at once, at most, and which threads ran them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+        self.threads: set[int] = set()
+
+    def call(self, seconds: float, value: object = None) -> object:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            self.threads.add(threading.get_ident())
+        try:
+            time.sleep(seconds)
+        finally:
+            with self.lock:
+                self.now -= 1
+        return value
+
+
+def test_no_more_calls_run_at_once_than_the_limit_however_many_are_queued() -> None:
+    gauge = Gauge()
+
+    async def main() -> list[object]:
+        workers = Workers(asyncio.get_running_loop(), 3, 10.0)
+        try:
+            futures = [workers.submit(lambda i=i: gauge.call(0.03, i)) for i in range(20)]
+            return list(await asyncio.gather(*futures))
+        finally:
+            workers.close()
+
+    assert asyncio.run(main()) == list(range(20))
+    assert gauge.peak == 3
+    assert len(gauge.threads) == 3
+
+
+def test_a_call_waiting_for_a_thread_is_timed_from_its_start_not_its_submission() -> None:
+    gauge = Gauge()
+
+    async def main() -> tuple[object, object, float]:
+        workers = Workers(asyncio.get_running_loop(), 1, 0.5)
+        try:
+            started = time.monotonic()
+            first = workers.submit(lambda: gauge.call(0.3, "first"))
+            second = workers.submit(lambda: gauge.call(0.3, "second"))
+            a, b = await asyncio.gather(first, second)
+            return a, b, time.monotonic() - started
+        finally:
+            workers.close()
+
+    # The second call waited 0.3 s for the only thread, then ran 0.3 s: 0.6 s after it
+    # was submitted, past its 0.5 s, yet within 0.5 s of its start.
+    a, b, took = asyncio.run(main())
+    assert (a, b) == ("first", "second")
+    assert took >= 0.6
+    assert gauge.peak == 1
+
+
+def test_a_call_that_runs_past_its_timeout_fails_and_a_spare_thread_takes_the_next() -> None:
+    gauge = Gauge()
+    release = threading.Event()
+
+    def stuck() -> str:
+        gauge.call(0.0)
+        release.wait(10)
+        return "late"
+
+    async def main() -> None:
+        workers = Workers(asyncio.get_running_loop(), 1, 10.0, spare=1)
+        try:
+            started = time.monotonic()
+            with pytest.raises(TimeoutError):
+                await workers.submit(stuck, 0.2)
+            assert 0.19 <= time.monotonic() - started < 2.0
+            # The stuck call still holds its thread; the next call does not wait for it.
+            started = time.monotonic()
+            assert await workers.submit(lambda: gauge.call(0.01, "next")) == "next"
+            assert time.monotonic() - started < 1.0
+            assert len(gauge.threads) == 2
+            # Once the stuck call returns, its thread ends: still one call at a time.
+            release.set()
+            for _ in range(100):
+                if sum(t.is_alive() for t in workers._threads) == 1:
+                    break
+                await asyncio.sleep(0.01)
+            assert sum(t.is_alive() for t in workers._threads) == 1
+            results = await asyncio.gather(*[
+                workers.submit(lambda i=i: gauge.call(0.02, i)) for i in range(5)])
+            assert results == list(range(5))
+        finally:
+            release.set()
+            workers.close()
+
+    asyncio.run(main())
+    assert gauge.peak == 1
+
+
+def test_without_spare_threads_the_next_call_waits_for_the_stuck_one_to_return() -> None:
+    async def main() -> tuple[float, float]:
+        workers = Workers(asyncio.get_running_loop(), 1, 10.0, spare=0)
+        try:
+            started = time.monotonic()
+            with pytest.raises(TimeoutError):
+                await workers.submit(lambda: time.sleep(0.6), 0.1)
+            timed_out = time.monotonic() - started
+            assert await workers.submit(lambda: "next") == "next"
+            return timed_out, time.monotonic() - started
+        finally:
+            workers.close()
+
+    timed_out, done = asyncio.run(main())
+    assert timed_out < 0.5
+    assert done >= 0.55  # no thread to spare: it ran once the stuck call returned
+
+
+def test_close_cancels_the_calls_not_yet_started() -> None:
+    async def main() -> tuple[object, bool]:
+        workers = Workers(asyncio.get_running_loop(), 1, 10.0)
+        running = workers.submit(lambda: time.sleep(0.2) or "ran")
+        waiting = workers.submit(lambda: "never")
+        await asyncio.sleep(0.05)
+        workers.close()
+        return await running, waiting.cancelled()
+
+    assert asyncio.run(main()) == ("ran", True)
