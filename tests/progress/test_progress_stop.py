@@ -206,3 +206,62 @@ def test_the_first_ctrl_c_stops_a_system_that_blocks_its_loop(
     stored = stored_cases(project_dir)
     assert stored >= 8
     _first_cases_again(project_dir, 12, stored=stored)
+
+
+SLOW_CHECK = """
+import os, time
+
+def check(output, case):
+    with open("started.txt", "a") as fh:
+        fh.write(f"{case.id}\\n")
+    time.sleep(3)
+    return True
+"""
+
+
+def _judged(project: Path) -> set[str]:
+    import sqlite3
+
+    conn = sqlite3.connect(project / ".oloproof" / "store.sqlite", timeout=5)
+    try:
+        return {r[0] for r in conn.execute("SELECT case_id FROM run_judgments")}
+    finally:
+        conn.close()
+
+
+def test_sigterm_with_slow_evaluations_running_and_queued_ahead(
+    project_dir: Path, spawn: Callable[..., subprocess.Popen[str]]
+) -> None:
+    """Custom evaluators run two at a time, each thread with its next call already queued
+    (transport.threads.Workers). A SIGTERM ends the run at once: the two calls in flight are
+    abandoned (their threads cannot be stopped), no queued call starts, and only the checks
+    that finished are stored."""
+    write_project(project_dir, app=SLOW, cases=labelled_cases(12), concurrency=(4, 1),
+                  evaluators="""
+          - type: custom
+            criterion: checked
+            function: checks:check
+        """, extra_files={"checks.py": SLOW_CHECK})
+    config = project_dir / "oloproof.yaml"
+    config.write_text(config.read_text().replace("  judge: 1\n", "  judge: 1\n  evaluator: 2\n"))
+    proc = spawn(["run"], project_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    started_file = project_dir / "started.txt"
+    # The second pair of checks has started: two finished, two in flight.
+    while not started_file.exists() or len(started_file.read_text().split()) < 4:
+        assert time.monotonic() < deadline, "the checks did not start"
+        time.sleep(0.02)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    out, err = proc.communicate(timeout=20)
+    assert time.monotonic() - sent < 2.0  # did not wait for the calls in flight (2.7 s left)
+    assert proc.returncode == 5, err
+    assert_quiet(err)
+    assert "Stopped: terminated (SIGTERM)" in out + err
+    time.sleep(1)  # had a queued check started, it would have written its line by now
+    started = started_file.read_text().split()
+    assert len(started) == 4, started
+    judged = _judged(project_dir)
+    assert len(judged) == 2 and judged < set(started)
+    _stopped_run_is_shown_as_such(project_dir, "terminated (SIGTERM)")
