@@ -37,10 +37,12 @@ def slow(output, case, pause=0.15):
 
 async def slow_async(output, case, pause=0.1):
     global _now, peak
-    _now += 1
-    peak = max(peak, _now)
+    with _lock:  # the sync ones count from other threads
+        _now += 1
+        peak = max(peak, _now)
     await asyncio.sleep(pause)
-    _now -= 1
+    with _lock:
+        _now -= 1
     return output["n"] % 2 == 0
 
 def report_peak(output):
@@ -104,6 +106,23 @@ def test_async_evaluators_are_awaited_concurrently(project_dir: Path) -> None:
     assert (m.passed, m.observed, m.missing) == (6, 12, 0)
     assert _peak(result) == 3
     assert all((c.judgments["even"].latency_ms or 0) >= 90 for c in result.cases())
+
+
+@pytest.mark.slow  # evaluators that sleep: real time
+def test_sync_and_async_evaluators_share_one_limit(project_dir: Path) -> None:
+    _project(project_dir, """
+        - type: custom
+          criterion: slow
+          function: checks:slow
+        - type: custom
+          criterion: even
+          function: checks:slow_async
+        """, evaluator_limit=3)
+    result = oloproof.run(project_dir)
+    # Sync calls are queued ahead of their threads only when no evaluator is async: the
+    # limit is on every call at once, whichever kind.
+    assert _peak(result) == 3
+    assert result.metrics["slow"].observed == result.metrics["even"].observed == 12
 
 
 def test_params_are_passed_and_are_part_of_the_identity(project_dir: Path) -> None:

@@ -260,7 +260,6 @@ class Engine:
         self._judge_queue: asyncio.Queue[tuple[_CaseState, JudgeEvaluator, str] | None]
         self._eval_queue: asyncio.Queue[tuple[_CaseState, InlineEvaluator, str] | None]
         self._eval_room: asyncio.Event
-        self._async_slots: asyncio.Semaphore
 
     # -- keys ------------------------------------------------------------
     def exec_key(self, case: EngineCase) -> str:
@@ -388,7 +387,6 @@ class Engine:
                 asyncio.get_running_loop(), self.evaluator_concurrency, 30.0,
                 name="oloproof-evaluator",
             )
-            self._async_slots = asyncio.Semaphore(self.evaluator_concurrency)
             if any(getattr(e, "is_async", False) for e in self._slow):
                 self._async_host = AsyncHost(name="oloproof-async-evaluator")
         try:
@@ -396,12 +394,15 @@ class Engine:
             judge_workers = [
                 asyncio.create_task(self._judge_worker()) for _ in range(self.judge_concurrency)
             ] if self.judges else []
-            # Twice as many tasks as calls may run: each thread finds its next call
-            # already queued when it finishes one (Workers), instead of idling while
-            # the loop records the result and hands it the next.
+            # With only sync slow evaluators, twice as many tasks as calls may run: each
+            # thread finds its next call already queued when it finishes one (Workers
+            # keeps the limit), instead of idling while the loop records the result and
+            # hands it the next. An async evaluator's calls are not Workers', so a mix
+            # keeps one task per call allowed: the limit covers both kinds together.
+            ahead = 1 if self._async_host is not None else 2
             eval_workers = [
                 asyncio.create_task(self._evaluator_worker())
-                for _ in range(2 * self.evaluator_concurrency)
+                for _ in range(ahead * self.evaluator_concurrency)
             ] if self._slow else []
             system_workers = [
                 asyncio.create_task(self._system_worker(queue))
@@ -615,11 +616,10 @@ class Engine:
                 return evaluator.evaluate(view, output)
             host = self._async_host
             if host is not None and getattr(evaluator, "is_async", False):
-                async with self._async_slots:  # the limit; the sync calls' is Workers'
-                    result = await asyncio.wait_for(
-                        host.run(lambda: evaluator.evaluate_async(view, output)),  # type: ignore[attr-defined]
-                        float(timeout_s),
-                    )
+                result = await asyncio.wait_for(
+                    host.run(lambda: evaluator.evaluate_async(view, output)),  # type: ignore[attr-defined]
+                    float(timeout_s),
+                )
             else:
                 result = await self._evaluator_workers.submit(
                     lambda: evaluator.evaluate(view, output), float(timeout_s)
