@@ -30,6 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import itertools
+
 from _common import (
     OLOPROOF,
     PY,
@@ -160,7 +162,31 @@ print(json.dumps({"olo": olo, "plain": base}))
 '''
 
 
-def make_project(root: Path, n: int, parallel: int) -> Path:
+# The same `passes`, timed call by call (thread, start, end), for the gaps between two calls of
+# a thread: written to the file named by BENCH_CALLS at exit. Only in the timing runs.
+TIMED = '''
+import atexit, json, os, threading, time
+from checks import passes as _passes
+
+_calls = []
+
+
+def passes(output, case, **params):
+    started = time.perf_counter()
+    try:
+        return _passes(output, case, **params)
+    finally:
+        _calls.append((threading.get_ident(), started, time.perf_counter()))
+
+
+@atexit.register
+def _write():
+    with open(os.environ["BENCH_CALLS"], "w") as fh:
+        json.dump(_calls, fh)
+'''
+
+
+def make_project(root: Path, n: int, parallel: int, *, function: str = "checks:passes") -> Path:
     root.mkdir(parents=True)
     (root / "data").mkdir()
     with (root / "data" / "problems.jsonl").open("w") as fh:
@@ -169,7 +195,9 @@ def make_project(root: Path, n: int, parallel: int) -> Path:
             fh.write(json.dumps(p) + "\n")
     shutil.copy(EXAMPLE / "checks.py", root / "checks.py")
     (root / "app.py").write_text(APP)
-    (root / "baseline.py").write_text(BASELINE)
+    (root / "timed.py").write_text(TIMED)
+    module = function.split(":")[0]
+    (root / "baseline.py").write_text(BASELINE.replace("from checks import", f"from {module} import"))
     (root / "inprocess.py").write_text(INPROCESS)
     (root / "oloproof.yaml").write_text(textwrap.dedent(f"""\
         version: 1
@@ -186,11 +214,39 @@ def make_project(root: Path, n: int, parallel: int) -> Path:
         evaluators:
           - type: custom
             criterion: tests_pass
-            function: checks:passes
+            function: {function}
             params: {{timeout_s: 10, memory_mb: 512}}
             timeout_s: 30
         """))
     return root
+
+
+def call_timings(root: Path, args: list[str], runs: int) -> dict[str, list[float]]:
+    """Runs of ``args`` in a project whose evaluator is ``timed:passes``: per run, the span
+    of the calls, the mean call, and the gaps between two calls of a thread (median, sum)."""
+    out: dict[str, list[float]] = {"span": [], "mean": [], "gap_median": [], "gap_sum": []}
+    log = root / "calls.json"
+    for _ in range(runs):
+        measure(args, root, ok=(0,), env={"BENCH_CALLS": str(log)})
+        calls = json.loads(log.read_text())
+        by_thread: dict[int, list[tuple[float, float]]] = {}
+        for thread, start, end in calls:
+            by_thread.setdefault(thread, []).append((start, end))
+        gaps = []
+        for spans in by_thread.values():
+            spans.sort()
+            gaps += [b[0] - a[1] for a, b in itertools.pairwise(spans)]
+        out["span"].append(max(e for _, _, e in calls) - min(s for _, s, _ in calls))
+        out["mean"].append(sum(e - s for _, s, e in calls) / len(calls))
+        out["gap_median"].append(median(gaps) if gaps else 0.0)
+        out["gap_sum"].append(sum(gaps))
+    return out
+
+
+def ms_range(values: list[float], digits: int = 1) -> str:
+    lo, hi = min(values) * 1000, max(values) * 1000
+    return f"{lo:.{digits}f}–{hi:.{digits}f} ms" if f"{lo:.{digits}f}" != f"{hi:.{digits}f}" \
+        else f"{lo:.{digits}f} ms"
 
 
 def main() -> int:
@@ -210,7 +266,21 @@ def main() -> int:
         inproc = json.loads(subprocess.run(
             [PY, "inprocess.py", str(args.parallel), str(args.repeat)], cwd=root, env=bench_env(),
             capture_output=True, text=True, check=True).stdout)
+        # The fixed cost of a process: the same comparison with a suite of one problem.
+        one = make_project(Path(tmp) / "one", 1, args.parallel)
+        measure([*OLOPROOF, "run", "--no-cache"], one, ok=(0,))
+        olo1, plain1 = [], []
+        for _ in range(max(15, 3 * args.repeat)):
+            olo1.append(measure([*OLOPROOF, "run", "--no-cache"], one, ok=(0,)).wall)
+            plain1.append(measure([PY, "baseline.py", str(args.parallel)], one, ok=(0,)).wall)
+        # Call by call, in a project whose evaluator times each call (timed.py).
+        timed = make_project(Path(tmp) / "timed", args.problems, args.parallel,
+                             function="timed:passes")
+        measure([*OLOPROOF, "run", "--no-cache"], timed, ok=(0,))
+        calls_olo = call_timings(timed, [*OLOPROOF, "run", "--no-cache"], 3)
+        calls_plain = call_timings(timed, [PY, "baseline.py", str(args.parallel)], 3)
     o, p = median(olo), median(plain)
+    o1, p1 = median(olo1), median(plain1)
     io, ip = median(inproc["olo"]), median(inproc["plain"])
     ratio = o / p
     met = ratio <= 1.1
@@ -247,6 +317,28 @@ def main() -> int:
          " of a run that calls: see the start-up section), a fixed cost that a suite of tiny"
          f" problems makes large: the plain loop's {args.problems} executions take {p:.2f} s"
          " at this parallelism."),
+        "",
+        (f"That fixed cost, measured with a suite of one problem ({len(olo1)} runs of each,"
+         " alternating):"),
+        "",
+        "| one problem | median | runs (s) |",
+        "|---|---:|---|",
+        f"| `oloproof run --no-cache` | {o1 * 1000:.0f} ms | {spread(olo1, '{:.3f}')} |",
+        f"| plain loop | {p1 * 1000:.0f} ms | {spread(plain1, '{:.3f}')} |",
+        "",
+        (f"Oloproof's process costs {(o1 - p1) * 1000:.0f} ms more than the plain loop's before"
+         f" any per-problem work: {(o1 - p1) / p:.1%} of the plain loop's {args.problems}"
+         " problems."),
+        "",
+        ("Call by call (3 whole-process runs of each; the evaluator is `timed.py`, `passes`"
+         " timed in its thread):"),
+        "",
+        ("| | span of the calls | mean call | gap between two calls of a thread (median) |"
+        " gaps in all |"),
+        "|---|---:|---:|---:|---:|",
+        *(f"| {label} | {spread(c['span'])} s | {ms_range(c['mean'], 2)} |"
+          f" {ms_range(c['gap_median'], 3)} | {ms_range(c['gap_sum'])} |"
+          for label, c in (("`oloproof run`", calls_olo), ("plain loop", calls_plain))),
     ])
     print(body)
     write_section("humaneval", body)
@@ -257,6 +349,8 @@ def main() -> int:
         {"name": "HumanEval-shaped, in one warm process",
          "value": io, "unit": "s", "ideal": ip, "target": "≤ 1.1× the plain loop",
          "met": io / ip <= 1.1},
+        {"name": "HumanEval-shaped, one problem (the fixed cost of a process)",
+         "value": o1, "unit": "s", "ideal": p1, "target": "", "met": None},
     ])
     return 0
 
