@@ -142,3 +142,84 @@ def test_close_cancels_the_calls_not_yet_started() -> None:
         return await running, waiting.cancelled()
 
     assert asyncio.run(main()) == ("ran", True)
+
+
+def _count_deliveries(workers: Workers) -> list[int]:
+    """How many times results were handed to the loop (wrapping the pool's own method)."""
+    count = [0]
+    deliver = workers._deliver
+
+    def counted() -> None:
+        count[0] += 1
+        deliver()
+
+    workers._deliver = counted  # type: ignore[method-assign]
+    return count
+
+
+def test_batched_results_wake_the_loop_less_and_all_arrive() -> None:
+    gauge = Gauge()
+
+    async def main(batch_s: float | None) -> tuple[list[object], int, float]:
+        workers = Workers(asyncio.get_running_loop(), 2, 10.0, batch_s=batch_s)
+        deliveries = _count_deliveries(workers)
+        started = time.monotonic()
+        try:
+            futures = [workers.submit(lambda i=i: gauge.call(0.005, i)) for i in range(40)]
+            results = list(await asyncio.gather(*futures))
+            return results, deliveries[0], time.monotonic() - started
+        finally:
+            workers.close()
+
+    plain, one_by_one, _ = asyncio.run(main(None))
+    batched, in_batches, took = asyncio.run(main(0.02))
+    assert plain == batched == list(range(40))
+    assert gauge.peak == 2
+    # A call ends every 2.5 ms or so: one by one, a result wakes the loop unless another
+    # wake is already on its way (20-28 here); in batches, only the 20 ms timer or a
+    # thread short of queued calls (the last few) does (6-8 here, for about 100 ms).
+    assert in_batches < one_by_one
+    assert in_batches <= took / 0.02 + 4, (one_by_one, in_batches, took)
+
+
+def test_a_batched_result_reaches_the_loop_within_the_batch_time() -> None:
+    """Both threads busy with long calls and more queued: a result that finished meanwhile
+    still arrives within batch_s (the pool's timer), not when the long calls end."""
+
+    async def main() -> float:
+        workers = Workers(asyncio.get_running_loop(), 2, 10.0, batch_s=0.05)
+        try:
+            quick = workers.submit(lambda: time.sleep(0.1) or "quick")
+            slow = [workers.submit(lambda: time.sleep(1.5)) for _ in range(4)]
+            started = time.monotonic()
+            assert await quick == "quick"
+            took = time.monotonic() - started
+            await asyncio.gather(*slow)
+            return took
+        finally:
+            workers.close()
+
+    assert asyncio.run(main()) < 0.6
+
+
+def test_hold_starts_nothing_queued_and_flush_hands_over_what_finished() -> None:
+    gauge = Gauge()
+
+    async def main() -> tuple[object, bool, bool]:
+        workers = Workers(asyncio.get_running_loop(), 1, 10.0, batch_s=5.0)
+        try:
+            first = workers.submit(lambda: gauge.call(0.1, "first"))
+            queued = [workers.submit(lambda: gauge.call(0.0, "queued")) for _ in range(3)]
+            await asyncio.sleep(0.05)
+            workers.hold()
+            await asyncio.sleep(0.3)  # the first call finished; its result waits in the pool
+            waited = not first.done()
+            assert workers.flush()
+            await asyncio.sleep(0)
+            return first.result(), waited, any(f.done() for f in queued)
+        finally:
+            workers.close()
+
+    result, waited, queued_ran = asyncio.run(main())
+    assert result == "first" and waited and not queued_ran
+    assert len(gauge.threads) == 1 and gauge.now == 0

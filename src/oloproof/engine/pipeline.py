@@ -22,6 +22,7 @@ every move of a limit is a ``concurrency_changed`` event.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -160,6 +161,9 @@ def _one_line(text: str, limit: int = 200) -> str:
 # Slow evaluations queued before the system workers wait, and queued when they go on.
 _EVAL_HIGH = 256
 _EVAL_LOW = 128
+# The longest a slow evaluator's result waits in its worker pool for the loop, when
+# calls are queued ahead (transport.threads.Workers, batch_s).
+_EVAL_BATCH_S = 0.02
 
 
 def provisional_schedule(total: int) -> Callable[[int], bool]:
@@ -380,26 +384,28 @@ class Engine:
         self._eval_room = asyncio.Event()
         self._started()
         await self.system.start()
+        # With only sync slow evaluators, three calls wait for each thread beyond the one
+        # it runs: a thread that finishes a call starts the next at once (Workers keeps
+        # the limit) instead of idling while the loop records the result and hands it the
+        # next, and the results reach the loop in batches (Workers' batch_s). An async
+        # evaluator's calls are not Workers', so a mix keeps one task per call allowed:
+        # the limit covers both kinds together.
+        ahead = 4
         if self._slow:
+            if any(getattr(e, "is_async", False) for e in self._slow):
+                self._async_host = AsyncHost(name="oloproof-async-evaluator")
+                ahead = 1
             # At most concurrency.evaluator calls at once; a thread whose call timed out
             # is replaced (Workers' spare threads), so it cannot starve the calls after it.
             self._evaluator_workers = Workers(
                 asyncio.get_running_loop(), self.evaluator_concurrency, 30.0,
-                name="oloproof-evaluator",
+                batch_s=_EVAL_BATCH_S if ahead > 1 else None, name="oloproof-evaluator",
             )
-            if any(getattr(e, "is_async", False) for e in self._slow):
-                self._async_host = AsyncHost(name="oloproof-async-evaluator")
         try:
             queue = iter(self.cases)
             judge_workers = [
                 asyncio.create_task(self._judge_worker()) for _ in range(self.judge_concurrency)
             ] if self.judges else []
-            # With only sync slow evaluators, twice as many tasks as calls may run: each
-            # thread finds its next call already queued when it finishes one (Workers
-            # keeps the limit), instead of idling while the loop records the result and
-            # hands it the next. An async evaluator's calls are not Workers', so a mix
-            # keeps one task per call allowed: the limit covers both kinds together.
-            ahead = 1 if self._async_host is not None else 2
             eval_workers = [
                 asyncio.create_task(self._evaluator_worker())
                 for _ in range(ahead * self.evaluator_concurrency)
@@ -416,6 +422,14 @@ class Engine:
                     await self._judge_queue.put(None)
                 await asyncio.gather(*eval_workers, *judge_workers)
             finally:
+                evaluators = self._evaluator_workers
+                if evaluators is not None:
+                    # A stop: start no queued check, and record those that finished
+                    # (in a batch not yet handed over) before their tasks are cancelled.
+                    evaluators.hold()
+                    if evaluators.flush():
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await asyncio.sleep(0)
                 workers = (*system_workers, *eval_workers, *judge_workers)
                 for task in workers:
                     task.cancel()

@@ -18,7 +18,8 @@ waiting to be handed over (10,000 calls of 20 ms at ``system: 200`` measured
 finishes when nothing was committed for that long is committed at once. A
 process killed mid-run therefore loses its calls in flight and the cases that
 finished in the last few milliseconds, at most ``MAX_COMMIT_INTERVAL_S``
-(SPEC §3).
+(SPEC §3); a custom evaluator's results may wait up to 20 ms more before they
+reach the loop (engine/pipeline.py ``_EVAL_BATCH_S``).
 
 Why not a thread that commits while the loop runs: Python's sqlite3 releases
 the GIL around every statement, and a loop busy with HTTP (judges) releases
