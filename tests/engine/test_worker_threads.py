@@ -223,3 +223,32 @@ def test_hold_starts_nothing_queued_and_flush_hands_over_what_finished() -> None
     result, waited, queued_ran = asyncio.run(main())
     assert result == "first" and waited and not queued_ran
     assert len(gauge.threads) == 1 and gauge.now == 0
+
+
+def test_closing_the_async_host_ends_a_cancelled_call_without_a_destroyed_task(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A user coroutine cancelled by its timeout just before the run ends: closing the host
+    lets the cancellation finish, so no "Task was destroyed but it is pending!" is logged
+    when the host's loop is collected (a notebook process would show it on stderr)."""
+    import gc
+
+    from oloproof.transport.threads import AsyncHost
+
+    async def user_code() -> None:
+        await asyncio.sleep(5)
+
+    async def main() -> AsyncHost:
+        host = AsyncHost(name="test-async-host")
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(host.run(user_code), 0.05)
+        host.close()  # at once, as the engine does when the run ends
+        return host
+
+    host = asyncio.run(main())
+    host._thread.join(5)
+    assert not host._thread.is_alive()
+    del host
+    with caplog.at_level("ERROR", logger="asyncio"):
+        gc.collect()
+    assert "Task was destroyed" not in caplog.text

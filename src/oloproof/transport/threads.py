@@ -349,11 +349,26 @@ class AsyncHost:
         return await asyncio.wrap_future(future)
 
     def close(self) -> None:
-        """Stop the host loop when it next gets control; never waits for it."""
+        """Stop the host loop when it next gets control; never waits for it.
+
+        Calls still on it are cancelled first, and the loop turns once more so that
+        a cancellation already asked for (a timeout that just fired) ends its task:
+        a task left pending on a stopped loop is reported as "Task was destroyed but
+        it is pending!" when the loop is collected, on the stderr of a notebook or of
+        a test run. A call that blocks its loop (a ``time.sleep`` in ``async def``) is
+        left as it is: the loop's thread is a daemon."""
         try:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop.call_soon_threadsafe(self._wind_down)
         except RuntimeError:  # already closed
             pass
+
+    def _wind_down(self) -> None:
+        import asyncio
+
+        for task in asyncio.all_tasks(self._loop):
+            task.cancel()
+        # After the steps the cancellations scheduled, which come first.
+        self._loop.call_soon(self._loop.stop)
 
 
 async def _guarded(factory: Callable[[], Any]) -> Any:
