@@ -255,16 +255,17 @@ class Workers:
             if deadline > now:
                 earliest = deadline if earliest is None else min(earliest, deadline)
                 continue
-            job.timed_out = True
-            self._stuck += 1
             with self._lock:
                 thread = job.thread
-                if thread is not None and thread.job is job:
+                # Still in the call: retire its thread. Returned meanwhile: the thread
+                # goes on taking calls, and only the result is dropped.
+                stuck = thread is not None and thread.job is job
+                if thread is not None and stuck:
                     thread.retired = True
-                    self._live -= 1
-                else:  # it returned meanwhile: its thread goes on taking calls
-                    self._stuck -= 1
-                    job.timed_out = False
+            if stuck:
+                job.timed_out = True
+                self._stuck += 1
+                self._live -= 1
             job.future.set_exception(TimeoutError())
         if earliest is not None:
             self._check_at(earliest)
