@@ -102,6 +102,14 @@ def command(args: argparse.Namespace) -> int:
         os.close(saved)
 
 
+def certain_imports(args: argparse.Namespace) -> None:
+    """Imported with the command, before start-up's freeze (cli/main.py): a run that
+    calls everything afresh surely runs its calls on an event loop. A run that may
+    find everything in the cache imports asyncio only if it has to call."""
+    if args.no_cache:
+        import asyncio  # noqa: F401
+
+
 def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
     check_outputs(args)  # a --junit-xml that cannot be written is refused before anything runs
     started = time.monotonic()
