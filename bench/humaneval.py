@@ -1,6 +1,6 @@
 """A HumanEval-shaped benchmark: generated code executed in child processes.
 
-    python bench/humaneval.py [--problems 164] [--repeat 9] [--parallel P]
+    python bench/humaneval.py [--problems 164] [--repeat 15] [--parallel P]
 
 Generates 164 small Python problems (a prompt with a signature and a docstring, a
 reference completion, a `check(candidate)` of three asserts; no downloads), a project whose
@@ -252,7 +252,7 @@ def ms_range(values: list[float], digits: int = 1) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--problems", type=int, default=164)
-    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--parallel", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -270,7 +270,7 @@ def main() -> int:
         one = make_project(Path(tmp) / "one", 1, args.parallel)
         measure([*OLOPROOF, "run", "--no-cache"], one, ok=(0,))
         olo1, plain1 = [], []
-        for _ in range(max(15, 3 * args.repeat)):
+        for _ in range(max(15, 2 * args.repeat)):
             olo1.append(measure([*OLOPROOF, "run", "--no-cache"], one, ok=(0,)).wall)
             plain1.append(measure([PY, "baseline.py", str(args.parallel)], one, ok=(0,)).wall)
         # Call by call, in a project whose evaluator times each call (timed.py).
