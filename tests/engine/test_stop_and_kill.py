@@ -36,9 +36,13 @@ def test_sigkill_mid_run_keeps_finished_cases(project_dir: Path) -> None:
     runs = run_cli("runs", cwd=project_dir)
     assert "RUN_ERROR/PARTIAL" in runs.out
     assert "the process running it ended without finishing" in runs.out
+    # The killed run could not delete its room for the end (store/reserve.py).
+    [reserve] = (project_dir / ".oloproof").glob("reserve-run_*")
+    assert reserve.stat().st_size >= 1 << 20
 
     again = run_cli("run", cwd=project_dir)
     assert again.code == 0, again.text
+    assert not reserve.exists()  # swept by the next run: its run ended
     hits = int(again.out.split("executions ")[1].split(" hits")[0])
     # Everything stored before the kill is reused; at most the calls in flight (2) are lost.
     assert hits >= stored
@@ -64,4 +68,6 @@ def test_two_runs_at_once_share_the_store(project_dir: Path) -> None:
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert conn.execute("SELECT count(*) FROM runs WHERE status = 'DECIDED'").fetchone()[0] == 3
     assert conn.execute("SELECT count(*) FROM run_cases").fetchone()[0] == 180
+    # Each run deleted its own reserve (tests/store/test_reserve.py: a live run's is kept).
+    assert list((project_dir / ".oloproof").glob("reserve-*")) == []
     _ = sys

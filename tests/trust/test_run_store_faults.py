@@ -8,6 +8,7 @@ write lock for longer than ``limits.store_busy_timeout_s``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Iterator
@@ -32,14 +33,13 @@ BIG_OUTPUT_APP = """
 """
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
+@contextlib.contextmanager
+def _tmpfs(mount: Path, size: str) -> Iterator[Path]:
     mount.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
         capture_output=True, check=False,
     )
     if done.returncode != 0:
@@ -48,6 +48,12 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    with _tmpfs(tmp_path / "disk", "2m") as mount:
+        yield mount
 
 
 def test_full_disk_stops_the_run_keeps_what_was_committed(
@@ -76,6 +82,56 @@ def test_full_disk_stops_the_run_keeps_what_was_committed(
     assert 0 < len(cases) <= len(called)
     assert all(c["status"] == "OK" and len(c["output"]["blob"]) == 38400 for c in cases.values())
     assert integrity_ok(root)
+
+
+FILLING_APP = """
+    import os
+    from pathlib import Path
+
+    FILLER = Path({filler!r})
+
+
+    def answer(inp):
+        if inp["n"] == 3:
+            # Take every byte the disk has left: the next commit finds none, and neither
+            # would the run's end without the reserve (store/reserve.py).
+            fd = os.open(FILLER, os.O_WRONLY | os.O_CREAT)
+            for size in (65536, 4096, 512, 1):
+                try:
+                    while True:
+                        os.write(fd, b"\\0" * size)
+                except OSError:
+                    pass
+            os.close(fd)
+        return {{"label": "ok"}}
+"""
+
+
+def test_a_disk_filled_to_the_last_byte_still_records_the_runs_end(small_disk: Path) -> None:
+    filler = small_disk / "filler"
+    root = project(small_disk / "p", FILLING_APP.format(filler=str(filler)), n=40,
+                   concurrency=1)
+    store_dir = root / ".oloproof"
+    store_dir.mkdir()
+    # A reserve left by a run that was killed, and a file that is not ours.
+    (store_dir / "reserve-run_01KILLEDBEFOREITSEND0000000").write_bytes(b"\0" * 4096)
+    (store_dir / "reserve-notes.txt").write_text("mine")
+    result = cli(root, "run", "--json", timeout=60)
+    no_traceback(result)
+    assert result.code == 5, result.text
+    assert "could not be written" in result.err and "full" in result.err
+    assert '"type":"run_finished"' in result.out.splitlines()[-1]
+    [run] = runs(root)
+    # The end was written with no free byte left on the disk but the reserve's.
+    assert (run["status"], run["completeness"], run["exit_code"]) == ("RUN_ERROR", "PARTIAL", 5)
+    assert "disk is full" in run["stop_reason"]
+    assert os.statvfs(small_disk).f_bavail > 0  # what the end did not use, given back
+    filler.unlink()
+    assert all(c["status"] == "OK" for c in cases_by_id(root).values())
+    assert integrity_ok(root)
+    # No reserve is left behind: the run's own is deleted, the dead run's swept; the rest
+    # of the folder is untouched.
+    assert sorted(p.name for p in store_dir.glob("reserve-*")) == ["reserve-notes.txt"]
 
 
 LOCKING_APP = """

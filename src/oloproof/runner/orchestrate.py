@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from oloproof._json import canonical_json
 from oloproof._loop import running_loop
 from oloproof._records import dataclass, field
 from oloproof.analysis.stored import decide_stored, judge_reports
@@ -40,6 +41,7 @@ from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
 from oloproof.store.db import open_store, store_path
 from oloproof.store.reader import get_run, load_evidence
+from oloproof.store.reserve import Reserve, sweep
 from oloproof.store.writer import MIN_COMMIT_INTERVAL_S, StoreWriter
 from oloproof.transport.threads import describe_exception
 
@@ -114,6 +116,7 @@ def _execute(
     writer = StoreWriter(conn, run_id, on_fault=stop.internal)
     writer.set_cases(prepared.cases)
     stored_policy = policy_json(prepared.policy)
+    system_description = describe_system(prepared.project, prepared.system)
     try:
         writer.create_run(
             project=project.config.project,
@@ -121,7 +124,7 @@ def _execute(
             dataset=project.config.dataset,
             cases_total=len(prepared.cases),
             system_identity=prepared.system.identity,
-            system=describe_system(prepared.project, prepared.system),
+            system=system_description,
             metrics=prepared.metrics,
             policy=stored_policy,
             policy_path=prepared.policy_path,
@@ -187,6 +190,7 @@ def _execute(
             # that stopped it (a full disk fails at once anyway).
             with contextlib.suppress(sqlite3.Error):
                 conn.execute(f"PRAGMA busy_timeout = {int(FINAL_BUSY_TIMEOUT_S * 1000)}")
+        reserve.release()  # its room is for this transaction
         try:
             writer.finish_run(
                 status=status, completeness=completeness, exit_code=exit_code, gate=gate_label,
@@ -206,6 +210,7 @@ def _execute(
         # reads back as ended without finishing (store.reader), which is also true.
         if finished:
             return
+        reserve.release()
         try:
             own = sqlite3.connect(str(store_path(project.root)), timeout=0.5, isolation_level=None)
             try:
@@ -220,6 +225,13 @@ def _execute(
         except Exception:  # noqa: BLE001, S110 - best effort, from a signal handler
             pass
 
+    # Room for the run's end, whatever fills the disk meanwhile (store/reserve.py); and the
+    # reserves of runs killed before they could delete theirs.
+    store_dir = store_path(project.root).parent
+    sweep(store_dir, lambda other: _still_running(conn, other))
+    reserve = Reserve.make(store_dir, run_id, row_bytes=len(canonical_json(
+        [system_description, prepared.metrics, stored_policy]
+    )))
     stop.before_second(record_hard_stop)
     try:
         _drive(prepared, engine, writer, stop)
@@ -259,6 +271,7 @@ def _execute(
     except BaseException as exc:
         if not finished:
             # Never leave a RUNNING row behind, whatever happened.
+            reserve.release()
             try:
                 writer.finish_run(
                     status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
@@ -270,8 +283,16 @@ def _execute(
                 pass
         raise
     finally:
+        reserve.release()
         conn.close()
         _close_guards(prepared)
+
+
+def _still_running(conn: sqlite3.Connection, run_id: str) -> bool:
+    """Whether ``run_id`` is a stored run whose process still runs it (store/liveness.py)."""
+    if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+        return False
+    return get_run(conn, run_id).status == RunStatus.RUNNING
 
 
 def _close_guards(prepared: Prepared) -> None:
