@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,3 +141,22 @@ def events(out: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def project_dir(tmp_path: Path) -> Path:
     return tmp_path / "proj"
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(mount: Path, size: str) -> Iterator[Path]:
+    """A real file system of ``size`` (``"2m"``) mounted at ``mount`` (created here) for a
+    test: a disk that really fills. Skips the test where mounting is not allowed."""
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+        capture_output=True, check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

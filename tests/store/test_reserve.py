@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.conftest import mounted_tmpfs
 
 from oloproof.runner.orchestrate import _still_running
 from oloproof.store.db import open_store, store_path
@@ -31,21 +31,11 @@ def test_a_reserve_is_allocated_on_disk_and_given_back_once(tmp_path: Path) -> N
 
 
 def test_no_room_for_a_reserve_leaves_no_file_and_the_run_goes_on(tmp_path: Path) -> None:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
-                          capture_output=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "512k") as mount:
         reserve = Reserve.make(mount, "run_01ABC")  # 1 MiB does not fit in 512 KiB
         assert reserve.path is None
         assert os.listdir(mount) == []
         reserve.release()
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_sweep_deletes_only_the_reserves_of_runs_that_are_over(tmp_path: Path) -> None:

@@ -8,13 +8,12 @@ write lock for longer than ``limits.store_busy_timeout_s``.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conftest import mounted_tmpfs
 from tests.trust._support import cases_by_id, cli, integrity_ok, no_traceback, project, runs
 
 BIG_OUTPUT_APP = """
@@ -33,26 +32,9 @@ BIG_OUTPUT_APP = """
 """
 
 
-@contextlib.contextmanager
-def _tmpfs(mount: Path, size: str) -> Iterator[Path]:
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
-        capture_output=True, check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    with _tmpfs(tmp_path / "disk", "2m") as mount:
+    with mounted_tmpfs(tmp_path / "disk", "2m") as mount:
         yield mount
 
 

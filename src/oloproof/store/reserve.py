@@ -54,17 +54,7 @@ class Reserve:
         except OSError:
             return cls(None)
         try:
-            try:
-                os.posix_fallocate(fd, 0, size)
-            except (AttributeError, OSError) as exc:
-                # EINVAL, EOPNOTSUPP: the file system cannot preallocate; write zeros.
-                # ENOSPC: no room, and then writing would not find any either.
-                if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-                    raise
-                block = b"\0" * 65536
-                left = size
-                while left > 0:
-                    left -= os.write(fd, block[: min(left, len(block))])
+            _allocate(fd, size)
         except OSError:
             os.close(fd)
             with contextlib.suppress(OSError):
@@ -79,6 +69,22 @@ class Reserve:
             with contextlib.suppress(OSError):
                 os.unlink(path)
 
+
+def _allocate(fd: int, size: int) -> None:
+    """Give the file ``size`` bytes of real blocks; ``OSError`` (ENOSPC) when there is no room."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+        return
+    except AttributeError:  # not on this platform
+        pass
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise  # writing would find no room either
+        # EINVAL, EOPNOTSUPP: this file system cannot preallocate.
+    block = b"\0" * 65536
+    left = size
+    while left > 0:
+        left -= os.write(fd, block[: min(left, len(block))])
 
 
 def sweep(store_dir: Path, running: Callable[[str], bool]) -> int:
