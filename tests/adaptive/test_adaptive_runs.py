@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import random
+import signal
+import sqlite3
 import statistics
+import subprocess
 import textwrap
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import Result, run_cli
+from tests.conftest import OLOPROOF, Result, run_cli
 from tests.fakes.provider import FakeServer
 from tests.progress._support import checked_events
 
@@ -151,13 +157,14 @@ def _instant(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp)
 
 
-def test_adaptive_judges_follow_the_providers_capacity(srv: FakeServer, tmp_path: Path) -> None:
+def _judged_project(root: Path, srv: FakeServer, cases: int) -> Path:
+    """A project whose one judge calls an Anthropic-shaped server that answers 3 calls at
+    once (30 ms each) and refuses the others with a 429 asking for 30 ms."""
     srv.configure(ANTHROPIC, capacity=3, delay_s=0.03, capacity_retry_after_ms=30)
-    root = tmp_path / "judged"
     (root / "data").mkdir(parents=True)
     (root / "data" / "cases.jsonl").write_text(
         "".join(json.dumps({"id": f"c{i:03d}", "input": {"text": f"q{i}"}}) + "\n"
-                for i in range(60))
+                for i in range(cases))
     )
     (root / "app.py").write_text("def answer(case_input):\n    return {'answer': 'fine'}\n")
     (root / "oloproof.yaml").write_text(textwrap.dedent(f"""\
@@ -180,12 +187,27 @@ def test_adaptive_judges_follow_the_providers_capacity(srv: FakeServer, tmp_path
             rubric_text: "Pass when the answer is fine."
             timeout_s: 5
         """))
+    return root
+
+
+def _attempts(root: Path) -> dict[int, int]:
+    """How many judgments took 1, 2, ... attempts, from the store."""
+    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
+    try:
+        rows = conn.execute("SELECT attempts, count(*) FROM run_judgments GROUP BY attempts")
+        return dict(rows.fetchall())
+    finally:
+        conn.close()
+
+
+def test_adaptive_judges_follow_the_providers_capacity(srv: FakeServer, tmp_path: Path) -> None:
+    root = _judged_project(tmp_path / "judged", srv, 60)
     result = run_cli("run", "--json", "--no-cache", cwd=root, env={"JUDGE_KEY": "k-123"},
                      timeout=180)
     assert result.code == 0, result.err
     evs = checked_events(result.out)
     judged = [e for e in evs if e["type"] == "case_judged"]
-    assert len(judged) == 60 and {e["status"] for e in judged} == {"OK"}
+    assert len(judged) == 60 and {e["status"] for e in judged} == {"OK"}, _unjudged(root, srv)
     assert not _changes(evs, "system")  # only the judges adapt
     changes = _changes(evs, "judge")
     assert changes[0]["reason"] == "start" and changes[0]["ceiling"] == 16
@@ -194,7 +216,61 @@ def test_adaptive_judges_follow_the_providers_capacity(srv: FakeServer, tmp_path
     stats = srv.capacity_stats(ANTHROPIC)
     assert stats is not None and stats["peak"] == 3 and stats["admitted"] == 60
     assert stats["rejected"] <= 20, stats
+    # A call refused once is never refused again: its retry is not the probe.
+    assert set(_attempts(root)) <= {1, 2}, _attempts(root)
     assert [h.limit_name for h in concurrency_history("latest", root)] == ["judge"] * len(changes)
+
+
+def test_a_refused_call_is_not_refused_again_when_the_client_stalls(
+    srv: FakeServer, tmp_path: Path
+) -> None:
+    """A loaded machine, made on purpose: the run is stopped (SIGSTOP) for up to 0.6 s
+    every 20-200 ms. Calls then reach the server in another order than they got their
+    slots; before a retry kept the top slot free while in flight, some calls were refused
+    two or three times (12 of 1,200 in six such runs), and a case can lose all four."""
+    root = _judged_project(tmp_path / "stalled", srv, 200)
+    env = {k: v for k, v in os.environ.items() if k not in ("OLOPROOF_DEBUG", "COLUMNS")}
+    env["JUDGE_KEY"] = "k-123"
+    out = root / "run.ndjson"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen([*OLOPROOF, "run", "--json", "--no-cache"], cwd=root, env=env,
+                                stdout=sink, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    rng = random.Random(11)
+    deadline = time.monotonic() + 180
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(rng.uniform(0.02, 0.2))
+            try:
+                os.kill(proc.pid, signal.SIGSTOP)
+                time.sleep(rng.uniform(0.005, 0.6))
+            finally:
+                os.kill(proc.pid, signal.SIGCONT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    judged = [e for e in checked_events(out.read_text()) if e["type"] == "case_judged"]
+    assert len(judged) == 200 and {e["status"] for e in judged} == {"OK"}, _unjudged(root, srv)
+    attempts = _attempts(root)
+    assert attempts.get(2, 0) > 0, attempts  # the server did refuse calls...
+    assert set(attempts) == {1, 2}, attempts  # ...and none twice
+    stats = srv.capacity_stats(ANTHROPIC)
+    assert stats is not None and stats["rejected"] == attempts[2], (stats, attempts)
+
+
+def _unjudged(root: Path, srv: FakeServer) -> str:
+    """Why judgments were not OK (the store's reasons and attempts, the server's
+    count of refusals): a failure here says what went wrong, not only that it did."""
+    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
+    try:
+        rows = conn.execute(
+            "SELECT case_id, status, attempts, latency_ms, reason FROM run_judgments"
+            " WHERE status != 'OK'"
+        ).fetchall()
+    finally:
+        conn.close()
+    return f"{rows!r}; server: {srv.capacity_stats(ANTHROPIC)!r}"
 
 
 APP_429 = """

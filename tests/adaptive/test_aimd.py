@@ -266,3 +266,108 @@ def test_a_named_wait_is_waited_exactly_only_when_the_limiter_says_so() -> None:
     assert policy.delay_before(5, 0.05, exactly=True) is None  # still four attempts
     assert policy.delay_before(2, 61.0, exactly=True) is None  # still max_retry_wait_s
     assert policy.delay_before(2, None, exactly=True) is not None  # no wait: backoff
+
+
+def test_a_retry_is_never_the_probe() -> None:
+    """While a retry is in flight nobody takes the top slot: calls reach the other side
+    in another order than they got their slots, so the retry could be the one refused."""
+
+    async def main() -> None:
+        limiter = AdaptiveLimiter("judge", 4)
+        assert limiter.limit == 4
+        gates = [asyncio.Event() for _ in range(5)]
+        started: list[int] = []
+
+        async def held(i: int) -> None:
+            started.append(i)
+            await gates[i].wait()
+
+        tasks = [asyncio.create_task(limiter.run(lambda i=i: held(i))) for i in (0, 1)]
+        tasks.append(asyncio.create_task(limiter.run(lambda: held(2), retry=True)))
+        await asyncio.sleep(0)
+        assert (limiter.in_flight, limiter.retrying, started) == (3, 1, [0, 1, 2])
+        tasks.append(asyncio.create_task(limiter.run(lambda: held(3))))
+        await asyncio.sleep(0)
+        assert started == [0, 1, 2]  # the fourth slot is free, and stays free
+        gates[2].set()  # the retry is answered: the probe may go
+        await asyncio.sleep(0.01)
+        assert (started, limiter.retrying) == ([0, 1, 2, 3], 0)
+        tasks.append(asyncio.create_task(limiter.run(lambda: held(4))))
+        await asyncio.sleep(0)
+        assert started == [0, 1, 2, 3, 4] and limiter.in_flight == 4
+        for gate in gates:
+            gate.set()
+        await asyncio.gather(*tasks)
+        assert (limiter.in_flight, limiter.retrying) == (0, 0)
+
+    asyncio.run(main())
+
+
+def test_a_waiting_retry_holds_the_calls_behind_it() -> None:
+    """A retry waits for a slot below the top; the calls behind it wait with it, or each
+    freed slot would go to a new call and the retry would starve."""
+
+    async def main() -> None:
+        limiter = AdaptiveLimiter("judge", 4)
+        gates = [asyncio.Event() for _ in range(5)]
+        started: list[int] = []
+
+        async def held(i: int) -> None:
+            started.append(i)
+            await gates[i].wait()
+
+        tasks = [asyncio.create_task(limiter.run(lambda i=i: held(i))) for i in (0, 1, 2)]
+        await asyncio.sleep(0)
+        tasks.append(asyncio.create_task(limiter.run(lambda: held(3), retry=True)))
+        tasks.append(asyncio.create_task(limiter.run(lambda: held(4))))
+        await asyncio.sleep(0)
+        assert started == [0, 1, 2] and limiter.in_flight == 3  # a slot is free; unused
+        gates[0].set()
+        await asyncio.sleep(0.01)
+        assert started == [0, 1, 2, 3]  # the retry, in the third slot; 4 still waits
+        gates[3].set()
+        await asyncio.sleep(0.01)
+        assert started == [0, 1, 2, 3, 4]
+        for gate in gates:
+            gate.set()
+        await asyncio.gather(*tasks)
+        assert (limiter.in_flight, limiter.retrying) == (0, 0)
+
+    asyncio.run(main())
+
+
+def test_after_a_cut_the_top_slot_is_not_a_probe() -> None:
+    """Right after a rate limit cut the limit below the level that was refused, the top
+    slot is no test of anything: a retry then holds nothing back."""
+
+    async def main() -> None:
+        limiter = AdaptiveLimiter("judge", 8)
+
+        async def refused() -> None:
+            raise RetryableFailure("HTTP 429", rate=RateSignal(True, None))
+
+        with pytest.raises(RetryableFailure):
+            await limiter.run(refused)
+        assert (limiter.limit, limiter.aimd.probing) == (3, False)
+        gate = asyncio.Event()
+        tasks = [asyncio.create_task(limiter.run(gate.wait, retry=True)) for _ in range(2)]
+        tasks.append(asyncio.create_task(limiter.run(gate.wait)))
+        await asyncio.sleep(0)
+        assert (limiter.in_flight, limiter.retrying) == (3, 2)  # every slot, the top one too
+        gate.set()
+        await asyncio.gather(*tasks)
+
+    asyncio.run(main())
+
+
+def test_probing_follows_the_moves_of_the_limit() -> None:
+    aimd = Aimd(ceiling=8)
+    assert aimd.probing  # the start is untested
+    aimd.rate_limited(aimd.started(4))
+    assert (aimd.limit, aimd.probing) == (3, False)
+    for _ in range(3):
+        aimd.succeeded(aimd.started(3))
+    assert (aimd.limit, aimd.probing) == (4, True)  # grown: the new top slot is a test
+    floor = Aimd(ceiling=1)
+    floor.rate_limited(floor.started(1))
+    assert (floor.limit, floor.probing) == (1, True)  # the floor itself was refused

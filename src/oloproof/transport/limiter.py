@@ -25,7 +25,15 @@ limiter moves the number of slots:
   after exactly the wait it was given (``retry-after-ms``, ``Retry-After``, the
   reset of an exhausted limit), instead of the retry policy's growing backoff,
   still within its attempts and ``max_retry_wait_s``; a rate limit without a wait
-  gets the backoff; when a
+  gets the backoff;
+- **a retry is never the probe**: the top slot of a limit above 1 is where the limit
+  is tested (a limit one above the capacity gets refused there). An attempt after
+  the first waits until it can start with the top slot free, and while it is in
+  flight no call takes the top slot; otherwise a call refused once could be refused
+  again and again while the limit cycles around the capacity, and lose its four
+  attempts to the limiter's own probing (on a loaded machine, it did). A retry at
+  the head of the queue holds the calls behind it, so it cannot be starved;
+- when a
   limit is exhausted (a remaining count of 0, with its reset), no new call starts
   before the reset (capped at ``max_pause_s``); calls already in flight go on;
 - the limit never goes above the ceiling.
@@ -104,6 +112,9 @@ class Aimd:
         self.limit = max(1, min(ceiling, self.settings.start))
         self.epoch = 0
         self.slow_start = True
+        # The limit is untested: it has just grown (or is the start, or a level that was
+        # itself refused); False right after a rate limit cut it below a refused level.
+        self.probing = True
         self.clean = 0  # successes of this epoch's calls in the current window
         self.saturated = False  # the calls in flight reached the limit in this window
         self.rate_limits = 0  # every rate-limit signal seen, counted or not
@@ -139,11 +150,13 @@ class Aimd:
         if shrunk == self.limit:
             self.epoch += 1  # at the floor: later signals of this overload are not new
             self.saturated = False
+            self.probing = True  # this very level was refused
             return None
         return self._move(shrunk, RATE_LIMITED)
 
     def _move(self, limit: int, reason: str) -> LimitChange:
         change = LimitChange(self.limit, limit, reason)
+        self.probing = limit > self.limit
         self.limit = limit
         self.epoch += 1
         self.clean = 0
@@ -205,7 +218,9 @@ class AdaptiveLimiter:
         self.on_change = on_change
         self.in_flight = 0
         self.history: list[LimitChange] = []
-        self._waiters: deque[asyncio.Future[int]] = deque()
+        # (future, retry): first come, first served, retries at the front.
+        self._waiters: deque[tuple[asyncio.Future[int], bool]] = deque()
+        self.retrying = 0  # retries in flight: while there are any, nobody probes
         self._pause_until = 0.0
         self._timer: asyncio.TimerHandle | None = None
 
@@ -232,34 +247,60 @@ class AdaptiveLimiter:
     def _paused(self, loop: asyncio.AbstractEventLoop) -> bool:
         return loop.time() < self._pause_until
 
+    def _room(self, retry: bool) -> int:
+        """How many calls may be in flight once this one starts: the limit, or, for a
+        retry or while one is in flight, the limit less its top slot (never below 1).
+
+        The order calls reach the other side is not the order they got their slots (a
+        new connection is slower than a kept one), so it is not enough that the retry
+        took a low slot: nobody may take the top one until the retry is answered.
+        """
+        limit = self.aimd.limit
+        if (retry or self.retrying) and limit > 1 and self.aimd.probing:
+            return limit - 1
+        return limit
+
+    def _grant(self, retry: bool) -> int:
+        self.in_flight += 1
+        if retry:
+            self.retrying += 1
+        return self.aimd.started(self.in_flight)
+
     async def acquire(self, retry: bool = False) -> int:
         """Wait for a slot; the epoch the call starts in. A ``retry`` (an attempt after the
-        first) goes to the front of the queue: its case has waited already."""
+        first) goes to the front of the queue, its case has waited already, and is
+        never the probe (:meth:`_room`); it must be given back with ``retry`` too."""
         import asyncio
 
         loop = asyncio.get_running_loop()
-        if not self._waiters and self.in_flight < self.aimd.limit and not self._paused(loop):
-            self.in_flight += 1
-            return self.aimd.started(self.in_flight)
+        if not self._waiters and self.in_flight < self._room(retry) and not self._paused(loop):
+            return self._grant(retry)
         waiter: asyncio.Future[int] = loop.create_future()
         if retry:
-            self._waiters.appendleft(waiter)
+            self._waiters.appendleft((waiter, True))
         else:
-            self._waiters.append(waiter)
+            self._waiters.append((waiter, False))
         try:
             return await waiter
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
-                self._release()  # granted as we were cancelled: hand the slot on
+                self._release(retry)  # granted as we were cancelled: hand the slot on
             else:
-                try:
-                    self._waiters.remove(waiter)
-                except ValueError:
-                    pass
+                self._forget(waiter)
             raise
 
-    def _release(self) -> None:
+    def _forget(self, waiter: asyncio.Future[int]) -> None:
+        for item in self._waiters:
+            if item[0] is waiter:
+                self._waiters.remove(item)
+                # The head may have been a retry holding the calls behind it.
+                self._wake()
+                return
+
+    def _release(self, retry: bool) -> None:
         self.in_flight -= 1
+        if retry:
+            self.retrying -= 1
         self._wake()
 
     def _wake(self) -> None:
@@ -271,12 +312,15 @@ class AdaptiveLimiter:
             return
         if self._paused(loop):
             return  # the timer set by the pause wakes them
-        while self._waiters and self.in_flight < self.aimd.limit:
-            waiter = self._waiters.popleft()
+        while self._waiters:
+            waiter, retry = self._waiters[0]
             if waiter.done():
+                self._waiters.popleft()
                 continue
-            self.in_flight += 1
-            waiter.set_result(self.aimd.started(self.in_flight))
+            if self.in_flight >= self._room(retry):
+                return  # the head waits, and so do the calls behind it
+            self._waiters.popleft()
+            waiter.set_result(self._grant(retry))
 
     def _pause(self, wait_s: float) -> None:
         import asyncio
@@ -294,9 +338,11 @@ class AdaptiveLimiter:
         self._timer = None
         self._wake()
 
-    def settle(self, epoch: int, outcome: str, wait_s: float | None = None) -> None:
+    def settle(
+        self, epoch: int, outcome: str, wait_s: float | None = None, *, retry: bool = False
+    ) -> None:
         """Give the slot back, with how the call went (``success``, ``error``,
-        ``rate_limited``)."""
+        ``rate_limited``); ``retry`` as it was acquired."""
         try:
             if outcome == LIMITED:
                 self._changed(self.aimd.rate_limited(epoch))
@@ -307,7 +353,7 @@ class AdaptiveLimiter:
             elif outcome == SUCCESS:
                 self._changed(self.aimd.succeeded(epoch))
         finally:
-            self._release()
+            self._release(retry)
 
     async def run(self, call: Callable[[], Awaitable[T]], *, retry: bool = False) -> T:
         """``await call()`` in a slot, and learn from how it ended (``retry``: see
@@ -319,12 +365,12 @@ class AdaptiveLimiter:
             with observed() as signals:
                 value = await call()
         except asyncio.CancelledError:
-            self._release()  # a stop: nothing learnt
+            self._release(retry)  # a stop: nothing learnt
             raise
         except BaseException as failure:
             outcome, wait_s = classify(failure, signals)
-            self.settle(epoch, outcome, wait_s)
+            self.settle(epoch, outcome, wait_s, retry=retry)
             raise
         outcome, wait_s = classify(None, signals)
-        self.settle(epoch, outcome, wait_s)
+        self.settle(epoch, outcome, wait_s, retry=retry)
         return value
