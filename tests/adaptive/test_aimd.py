@@ -192,15 +192,20 @@ def test_never_more_in_flight_than_the_limit_and_changes_are_reported() -> None:
     assert max(limits_seen) == 6
 
 
+async def refused_once(limiter: AdaptiveLimiter) -> None:
+    """One call through ``limiter`` that gets a 429, raised to the caller."""
+
+    async def refused() -> None:
+        raise RetryableFailure("HTTP 429", rate=RateSignal(True, None))
+
+    with pytest.raises(RetryableFailure):
+        await limiter.run(refused)
+
+
 def test_a_rate_limited_call_shrinks_the_limit_and_is_raised() -> None:
     async def main() -> AdaptiveLimiter:
         limiter = AdaptiveLimiter("judge", 8)
-
-        async def refused() -> None:
-            raise RetryableFailure("HTTP 429", rate=RateSignal(True, None))
-
-        with pytest.raises(RetryableFailure):
-            await limiter.run(refused)
+        await refused_once(limiter)
         return limiter
 
     limiter = asyncio.run(main())
@@ -268,6 +273,37 @@ def test_a_named_wait_is_waited_exactly_only_when_the_limiter_says_so() -> None:
     assert policy.delay_before(2, None, exactly=True) is not None  # no wait: backoff
 
 
+class Calls:
+    """Calls through a limiter that each hold their slot until released by number."""
+
+    def __init__(self, limiter: AdaptiveLimiter) -> None:
+        self.limiter = limiter
+        self.gates: dict[int, asyncio.Event] = {}
+        self.started: list[int] = []
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def start(self, *numbers: int, retry: bool = False) -> None:
+        for i in numbers:
+            self.gates[i] = asyncio.Event()
+            self.tasks.append(asyncio.create_task(
+                self.limiter.run(lambda i=i: self._held(i), retry=retry)
+            ))
+
+    async def _held(self, i: int) -> None:
+        self.started.append(i)
+        await self.gates[i].wait()
+
+    async def answer(self, i: int) -> None:
+        self.gates[i].set()
+        await asyncio.sleep(0.01)
+
+    async def finish(self) -> None:
+        for gate in self.gates.values():
+            gate.set()
+        await asyncio.gather(*self.tasks)
+        assert (self.limiter.in_flight, self.limiter.retrying) == (0, 0)
+
+
 def test_a_retry_is_never_the_probe() -> None:
     """While a retry is in flight nobody takes the top slot: calls reach the other side
     in another order than they got their slots, so the retry could be the one refused."""
@@ -275,30 +311,20 @@ def test_a_retry_is_never_the_probe() -> None:
     async def main() -> None:
         limiter = AdaptiveLimiter("judge", 4)
         assert limiter.limit == 4
-        gates = [asyncio.Event() for _ in range(5)]
-        started: list[int] = []
-
-        async def held(i: int) -> None:
-            started.append(i)
-            await gates[i].wait()
-
-        tasks = [asyncio.create_task(limiter.run(lambda i=i: held(i))) for i in (0, 1)]
-        tasks.append(asyncio.create_task(limiter.run(lambda: held(2), retry=True)))
+        calls = Calls(limiter)
+        calls.start(0, 1)
+        calls.start(2, retry=True)
         await asyncio.sleep(0)
-        assert (limiter.in_flight, limiter.retrying, started) == (3, 1, [0, 1, 2])
-        tasks.append(asyncio.create_task(limiter.run(lambda: held(3))))
+        assert (limiter.in_flight, limiter.retrying, calls.started) == (3, 1, [0, 1, 2])
+        calls.start(3)
         await asyncio.sleep(0)
-        assert started == [0, 1, 2]  # the fourth slot is free, and stays free
-        gates[2].set()  # the retry is answered: the probe may go
-        await asyncio.sleep(0.01)
-        assert (started, limiter.retrying) == ([0, 1, 2, 3], 0)
-        tasks.append(asyncio.create_task(limiter.run(lambda: held(4))))
+        assert calls.started == [0, 1, 2]  # the fourth slot is free, and stays free
+        await calls.answer(2)  # the retry is answered: the probe may go
+        assert (calls.started, limiter.retrying) == ([0, 1, 2, 3], 0)
+        calls.start(4)
         await asyncio.sleep(0)
-        assert started == [0, 1, 2, 3, 4] and limiter.in_flight == 4
-        for gate in gates:
-            gate.set()
-        await asyncio.gather(*tasks)
-        assert (limiter.in_flight, limiter.retrying) == (0, 0)
+        assert calls.started == [0, 1, 2, 3, 4] and limiter.in_flight == 4
+        await calls.finish()
 
     asyncio.run(main())
 
@@ -309,29 +335,18 @@ def test_a_waiting_retry_holds_the_calls_behind_it() -> None:
 
     async def main() -> None:
         limiter = AdaptiveLimiter("judge", 4)
-        gates = [asyncio.Event() for _ in range(5)]
-        started: list[int] = []
-
-        async def held(i: int) -> None:
-            started.append(i)
-            await gates[i].wait()
-
-        tasks = [asyncio.create_task(limiter.run(lambda i=i: held(i))) for i in (0, 1, 2)]
+        calls = Calls(limiter)
+        calls.start(0, 1, 2)
         await asyncio.sleep(0)
-        tasks.append(asyncio.create_task(limiter.run(lambda: held(3), retry=True)))
-        tasks.append(asyncio.create_task(limiter.run(lambda: held(4))))
+        calls.start(3, retry=True)
+        calls.start(4)
         await asyncio.sleep(0)
-        assert started == [0, 1, 2] and limiter.in_flight == 3  # a slot is free; unused
-        gates[0].set()
-        await asyncio.sleep(0.01)
-        assert started == [0, 1, 2, 3]  # the retry, in the third slot; 4 still waits
-        gates[3].set()
-        await asyncio.sleep(0.01)
-        assert started == [0, 1, 2, 3, 4]
-        for gate in gates:
-            gate.set()
-        await asyncio.gather(*tasks)
-        assert (limiter.in_flight, limiter.retrying) == (0, 0)
+        assert calls.started == [0, 1, 2] and limiter.in_flight == 3  # a slot is free; unused
+        await calls.answer(0)
+        assert calls.started == [0, 1, 2, 3]  # the retry, in the third slot; 4 still waits
+        await calls.answer(3)
+        assert calls.started == [0, 1, 2, 3, 4]
+        await calls.finish()
 
     asyncio.run(main())
 
@@ -342,12 +357,7 @@ def test_after_a_cut_the_top_slot_is_not_a_probe() -> None:
 
     async def main() -> None:
         limiter = AdaptiveLimiter("judge", 8)
-
-        async def refused() -> None:
-            raise RetryableFailure("HTTP 429", rate=RateSignal(True, None))
-
-        with pytest.raises(RetryableFailure):
-            await limiter.run(refused)
+        await refused_once(limiter)
         assert (limiter.limit, limiter.aimd.probing) == (3, False)
         gate = asyncio.Event()
         tasks = [asyncio.create_task(limiter.run(gate.wait, retry=True)) for _ in range(2)]
