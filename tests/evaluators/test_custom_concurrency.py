@@ -69,6 +69,13 @@ def _project(root: Path, evaluators: str, *, evaluator_limit: int | None = 4, n:
     return root
 
 
+def _custom(criterion: str, function: str, *more: str) -> str:
+    """One ``custom`` evaluator's YAML: ``criterion``, ``checks:<function>``, then the
+    ``more`` lines as written (``params: {...}``, ``timeout_s: ...``)."""
+    lines = ["- type: custom", f"  criterion: {criterion}", f"  function: checks:{function}"]
+    return "\n".join([*lines, *("  " + line for line in more)]) + "\n"
+
+
 def _peak(result: oloproof.RunResult) -> int:
     import checks  # type: ignore[import-not-found]  # the project's module, imported by the run
 
@@ -77,11 +84,7 @@ def _peak(result: oloproof.RunResult) -> int:
 
 @pytest.mark.slow  # evaluators that sleep: real time
 def test_sync_evaluators_run_concurrently_under_their_own_limit(project_dir: Path) -> None:
-    _project(project_dir, """
-        - type: custom
-          criterion: slow
-          function: checks:slow
-        """)
+    _project(project_dir, _custom("slow", "slow"))
     result = oloproof.run(project_dir)
     # One system slot, yet four evaluations at once: the limit is concurrency.evaluator.
     assert _peak(result) == 4
@@ -96,11 +99,7 @@ def test_sync_evaluators_run_concurrently_under_their_own_limit(project_dir: Pat
 
 @pytest.mark.slow  # evaluators that sleep: real time
 def test_async_evaluators_are_awaited_concurrently(project_dir: Path) -> None:
-    _project(project_dir, """
-        - type: custom
-          criterion: even
-          function: checks:slow_async
-        """, evaluator_limit=3)
+    _project(project_dir, _custom("even", "slow_async"), evaluator_limit=3)
     result = oloproof.run(project_dir)
     m = result.metrics["even"]
     assert (m.passed, m.observed, m.missing) == (6, 12, 0)
@@ -110,14 +109,8 @@ def test_async_evaluators_are_awaited_concurrently(project_dir: Path) -> None:
 
 @pytest.mark.slow  # evaluators that sleep: real time
 def test_sync_and_async_evaluators_share_one_limit(project_dir: Path) -> None:
-    _project(project_dir, """
-        - type: custom
-          criterion: slow
-          function: checks:slow
-        - type: custom
-          criterion: even
-          function: checks:slow_async
-        """, evaluator_limit=3)
+    _project(project_dir, _custom("slow", "slow") + _custom("even", "slow_async"),
+             evaluator_limit=3)
     result = oloproof.run(project_dir)
     # Sync calls are queued ahead of their threads only when no evaluator is async: the
     # limit is on every call at once, whichever kind.
@@ -126,12 +119,7 @@ def test_sync_and_async_evaluators_share_one_limit(project_dir: Path) -> None:
 
 
 def test_params_are_passed_and_are_part_of_the_identity(project_dir: Path) -> None:
-    _project(project_dir, """
-        - type: custom
-          criterion: slow
-          function: checks:slow
-          params: {pause: 0.01}
-        """, n=6)
+    _project(project_dir, _custom("slow", "slow", "params: {pause: 0.01}"), n=6)
     first = oloproof.run(project_dir)
     assert all((c.judgments["slow"].latency_ms or 0) < 140 for c in first.cases())
     assert oloproof.run(project_dir).cache == {
@@ -143,12 +131,7 @@ def test_params_are_passed_and_are_part_of_the_identity(project_dir: Path) -> No
 
 
 def test_an_unknown_param_is_a_configuration_error(project_dir: Path) -> None:
-    _project(project_dir, """
-        - type: custom
-          criterion: slow
-          function: checks:slow
-          params: {paws: 1}
-        """)
+    _project(project_dir, _custom("slow", "slow", "params: {paws: 1}"))
     with pytest.raises(oloproof.ConfigError) as info:
         oloproof.run(project_dir)
     message = str(info.value)
@@ -159,17 +142,9 @@ def test_an_unknown_param_is_a_configuration_error(project_dir: Path) -> None:
 
 @pytest.mark.slow  # evaluators that sleep: real time
 def test_a_per_evaluator_timeout_makes_slow_calls_missing(project_dir: Path) -> None:
-    _project(project_dir, """
-        - type: custom
-          criterion: quick
-          function: checks:sleeps
-          params: {seconds: 3}
-          timeout_s: 0.2
-        - type: custom
-          criterion: quick_async
-          function: checks:sleeps_async
-          timeout_s: 0.2
-        """, n=3)
+    _project(project_dir,
+             _custom("quick", "sleeps", "params: {seconds: 3}", "timeout_s: 0.2")
+             + _custom("quick_async", "sleeps_async", "timeout_s: 0.2"), n=3)
     result = oloproof.run(project_dir)
     for name in ("quick", "quick_async"):
         m = result.metrics[name]

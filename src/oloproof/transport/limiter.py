@@ -26,10 +26,11 @@ limiter moves the number of slots:
   reset of an exhausted limit), instead of the retry policy's growing backoff,
   still within its attempts and ``max_retry_wait_s``; a rate limit without a wait
   gets the backoff;
-- **a retry is never the probe**: the top slot of a limit above 1 is where the limit
-  is tested (a limit one above the capacity gets refused there). An attempt after
-  the first waits until it can start with the top slot free, and while it is in
-  flight no call takes the top slot; otherwise a call refused once could be refused
+- **a retry is never the probe**: the top slot of a limit above 1 that is untested
+  (it has just grown, or is the start) is where the limit is tested (a limit one
+  above the capacity gets refused there). At such a limit an attempt after the first
+  waits until it can start with the top slot free, and while it is in flight no call
+  takes the top slot (right after a cut, nothing is held); otherwise a call refused once could be refused
   again and again while the limit cycles around the capacity, and lose its four
   attempts to the limiter's own probing (on a loaded machine, it did). A retry at
   the head of the queue holds the calls behind it, so it cannot be starved;
