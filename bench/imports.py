@@ -41,11 +41,12 @@ DEFAULT_BUDGET_MS = 8.0
 _VALIDATION = ("pydantic", "pydantic_core", "yaml", "annotated_types", "typing_inspection")
 _HEAVY = ("jsonschema", "referencing", "httpx", "httpcore", "jinja2", "asyncio", "ssl", "hashlib",
           "inspect", "dataclasses", "rich")
-# argparse reads only what cli/_args.py's fast parser leaves to it; typing is for the type
-# checker (oloproof/_typing.py holds the few names evaluated at run time).
-_PARSING = ("argparse", "gettext", "locale", "typing")
+# argparse reads only what cli/_args.py's fast parser leaves to it.
+_PARSING = ("argparse", "gettext", "locale")
 ABSENT = {
-    "oloproof --help": (*_VALIDATION, *_HEAVY, *_PARSING, "sqlite3"),
+    # typing (with re and enum behind it) would double --help's time: the two modules it
+    # imports write TYPE_CHECKING = False (docs/performance.md).
+    "oloproof --help": (*_VALIDATION, *_HEAVY, *_PARSING, "sqlite3", "typing"),
     "oloproof runs": (*_VALIDATION, *_HEAVY, *_PARSING),
     "oloproof gate latest": (*_VALIDATION, *_HEAVY, *_PARSING),
     "oloproof run (unchanged rerun, all cache)": (*_VALIDATION, *_HEAVY, *_PARSING),

@@ -25,10 +25,10 @@ import json.encoder
 import math
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from oloproof._sha import sha256
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -55,9 +55,8 @@ import os
 import sys
 from _thread import get_ident
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
-# Not typing.TYPE_CHECKING: importing typing is what this module avoids (see oloproof/__init__).
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar, dataclass_transform, overload

@@ -10,7 +10,8 @@ OpenSSL's with ``large=True``.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from hashlib import _Hash

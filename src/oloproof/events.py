@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass, field
 from oloproof.enums import (
@@ -33,7 +34,6 @@ from oloproof.enums import (
 )
 from oloproof.usage import Usage
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any, ClassVar
 

@@ -21,8 +21,8 @@ imports nothing of Oloproof's.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any, Final, final
 else:

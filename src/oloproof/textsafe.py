@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof.enums import ExitCode, MetricKind
 from oloproof.errors import OloproofError
@@ -26,7 +27,6 @@ from oloproof.store.reader import (
     load_verdicts,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

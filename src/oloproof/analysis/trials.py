@@ -9,13 +9,13 @@ as missing, never as steady).
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 from oloproof.enums import MetricKind
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.store.reader import RunRecord, load_trial_outcomes
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,7 +9,8 @@ handling) are here for the command line and advanced use, outside ``oloproof.__a
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

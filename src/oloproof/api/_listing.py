@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof.api._results import RunInfo
 from oloproof.errors import UsageError
@@ -17,7 +18,6 @@ from oloproof.store.db import has_table, open_store_readonly, store_path
 from oloproof.store.reader import ConcurrencyChange, get_run, load_concurrency
 from oloproof.store.reader import list_runs as _list_runs
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from oloproof.store.comparisons import ComparisonRecord
 

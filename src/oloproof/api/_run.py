@@ -30,7 +30,8 @@ from oloproof.runner import execute as _execute_prepared
 __all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"]
 
 
-TYPE_CHECKING = False  # typing is not imported at run time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     import logging
     from typing import Any

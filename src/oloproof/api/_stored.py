@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof.analysis.stored import STORED, decide_stored, judge_reports, stored_policy
 from oloproof.api._listing import PathLike, _read, config_file, list_comparisons, list_runs
@@ -16,7 +17,6 @@ from oloproof.policy.decide import gate
 from oloproof.store.db import open_store, open_store_readonly, store_path
 from oloproof.store.reader import get_run, panel_splits
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

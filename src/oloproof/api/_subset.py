@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 from oloproof.errors import UsageError
 from oloproof.paths import MISSING, lookup
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -16,8 +16,8 @@ holds the two parsers equal over thousands of command lines.
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing itself is not imported on the way to a command
 if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Callable, Sequence

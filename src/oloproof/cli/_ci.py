@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof.errors import UsageError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 

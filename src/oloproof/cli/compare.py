@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from typing import TYPE_CHECKING
 
 from oloproof.analysis.compare import run_ref
 from oloproof.api import compare
@@ -16,7 +17,6 @@ from oloproof.render.console import make_console
 from oloproof.store.comparisons import get_comparison
 from oloproof.textsafe import dumps
 
-TYPE_CHECKING = False  # argparse is imported only when argparse parses
 if TYPE_CHECKING:
     import argparse
 

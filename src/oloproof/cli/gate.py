@@ -7,6 +7,7 @@ outputs that were asked for (``--junit-xml``, ``--github-annotations``, the step
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from oloproof.api import RunResult, read_run
 from oloproof.cli._ci import check_outputs, wants_outputs, write_outputs
@@ -16,7 +17,6 @@ from oloproof.render.console import print_to
 from oloproof.render.tables import panel_lines, run_report
 from oloproof.textsafe import dumps
 
-TYPE_CHECKING = False  # argparse is imported only when argparse parses
 if TYPE_CHECKING:
     import argparse
 

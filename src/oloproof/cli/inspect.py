@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
@@ -36,7 +37,6 @@ from oloproof.store.reader import (
 )
 from oloproof.textsafe import dumps
 
-TYPE_CHECKING = False  # argparse is imported only when argparse parses
 if TYPE_CHECKING:
     import argparse
     from typing import Any

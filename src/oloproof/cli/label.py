@@ -22,6 +22,7 @@ import os
 import random
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof.cli._common import project_root, read_project_store
 from oloproof.enums import CaseStatus, JudgmentStatus
@@ -31,7 +32,6 @@ from oloproof.project.labels import UNIFORM, load_labels
 from oloproof.store.reader import CaseRow, get_run, load_cases
 from oloproof.textsafe import printable
 
-TYPE_CHECKING = False  # argparse is imported only when argparse parses
 if TYPE_CHECKING:
     import argparse
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof.analysis.plan import plan_exit_code
 from oloproof.api import plan
@@ -20,7 +20,6 @@ from oloproof.errors import UsageError
 from oloproof.render.plan import plan_text
 from oloproof.textsafe import dumps, printable
 
-TYPE_CHECKING = False  # argparse is imported only when argparse parses
 if TYPE_CHECKING:
     import argparse
 

@@ -11,6 +11,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof.analysis.report import comparison_report_document, run_document
 from oloproof.cli._common import read_project_store
@@ -19,7 +20,6 @@ from oloproof.render.html import render_comparison, render_run
 from oloproof.store.db import has_table
 from oloproof.textsafe import printable
 
-TYPE_CHECKING = False  # argparse is imported only when argparse parses
 if TYPE_CHECKING:
     import argparse
 

@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from oloproof._json import storable
 from oloproof.api import PreparedRun, execute, load
@@ -35,7 +36,6 @@ from oloproof.render.console import console_print, is_terminal, make_console
 from oloproof.render.tables import panel_lines, preload, run_report
 from oloproof.runner import StopRequest
 
-TYPE_CHECKING = False  # typing is not imported on the way to a command
 if TYPE_CHECKING:
     import argparse
     from typing import IO

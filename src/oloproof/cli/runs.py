@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from oloproof.api import RunInfo, list_comparisons, list_runs
 from oloproof.cli._common import project_root
 from oloproof.textsafe import dumps
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from typing import Any

@@ -11,12 +11,12 @@ import socket
 import sys
 import threading
 import webbrowser
+from typing import TYPE_CHECKING
 
 from oloproof.cli._common import project_root, read_project_store
 from oloproof.errors import UsageError
 from oloproof.store.db import store_path
 
-TYPE_CHECKING = False  # argparse is imported only when argparse parses
 if TYPE_CHECKING:
     import argparse
 

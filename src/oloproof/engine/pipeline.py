@@ -26,6 +26,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from oloproof._json import canonical_json, digest, storable
 from oloproof._json import output_json as output_json_of
@@ -56,7 +57,6 @@ from oloproof.transport.limiter import AdaptiveLimiter, AimdSettings, LimitChang
 from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
 from oloproof.transport.threads import AsyncHost, Workers, describe_exception
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import asyncio
     from typing import Any, TypeVar

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from oloproof._records import dataclass, replace
 from oloproof.enums import JudgmentStatus
 from oloproof.paths import MISSING, is_missing, lookup
 from oloproof.usage import Usage
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any, Protocol
 else:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof._json import digest, digest_bytes
 from oloproof.enums import JudgmentStatus, MetricKind
@@ -32,7 +33,6 @@ from oloproof.evaluators.base import CaseView, Outcome, Verdict
 from oloproof.systems.loading import code_paths_digest, import_callable, module_source
 from oloproof.transport.threads import describe_exception
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any
 

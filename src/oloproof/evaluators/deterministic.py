@@ -8,12 +8,12 @@ compares against is EXCLUDED from that criterion rather than failed.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from oloproof._json import digest
 from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.evaluators.base import MISSING, CaseView, Outcome, as_text, get_field, is_missing
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any, Generic, TypeVar
 

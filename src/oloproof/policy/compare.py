@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof._records import dataclass, field
 from oloproof.enums import MetricKind
@@ -45,7 +45,6 @@ from oloproof.policy.format import (
 )
 from oloproof.policy.rules import comparison_bar, decide_comparison_interval
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from oloproof.policy.rules import ComparisonKind
 from oloproof.project.models import ComparePolicy, CompareRule

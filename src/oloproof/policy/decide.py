@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from oloproof._records import asdict, dataclass
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
@@ -28,7 +29,6 @@ from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
 from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

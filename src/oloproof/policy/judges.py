@@ -9,13 +9,14 @@ show agreement above the floor. Pure: numbers in, typed results out.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from oloproof._records import dataclass
 from oloproof.enums import MetricKind
 from oloproof.evidence import LabelledVerdicts
 from oloproof.policy.format import estimate_text, interval_text, level_text, value_text
 from oloproof.stats.intervals import Interval
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

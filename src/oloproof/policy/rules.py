@@ -36,7 +36,8 @@ __all__ = [
     "threshold_judge",
 ]
 
-TYPE_CHECKING = False  # typing is imported only when these aliases are asked for
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Literal
 

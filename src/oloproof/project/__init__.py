@@ -7,7 +7,8 @@ field, line and what is accepted.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from oloproof.project._project import Project
     from oloproof.project.loader import (

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os.path
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from oloproof.project.labels import Labels
     from oloproof.project.models import ProjectConfig, ReleasePolicy

@@ -14,10 +14,10 @@ import functools
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof.enums import MetricKind
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any

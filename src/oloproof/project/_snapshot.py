@@ -34,6 +34,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof._sha import sha256
 from oloproof.errors import ConfigError
@@ -54,7 +55,6 @@ from oloproof.project._shapes import (
     RubricJudgeShape,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

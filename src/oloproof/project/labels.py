@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof._json import digest
 from oloproof._records import dataclass
@@ -33,7 +34,6 @@ from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
 from oloproof.project._words import closest
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

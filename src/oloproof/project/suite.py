@@ -48,6 +48,7 @@ import sys
 from collections import namedtuple
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof._json import canonical_json
 from oloproof._records import dataclass
@@ -56,7 +57,6 @@ from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
 from oloproof.project._words import accepted_list
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any, NamedTuple
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from oloproof.render import plain
 from oloproof.render.doc import Blocks, Line, Table, line
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
 

@@ -19,11 +19,11 @@ is drawn. This module imports nothing of rich.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass, field
 from oloproof.textsafe import printable
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 

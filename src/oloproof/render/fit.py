@@ -14,7 +14,8 @@ Plain output (a pipe, a file, CI) is drawn at the table's natural width, by
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing is not imported at run time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

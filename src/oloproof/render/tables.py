@@ -11,6 +11,7 @@ background while the first calls are in flight, off the run's critical path.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunStatus
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
@@ -18,7 +19,6 @@ from oloproof.policy.format import interval_text
 from oloproof.policy.judges import JudgeReport
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
 

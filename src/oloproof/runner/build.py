@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 from oloproof.engine.pipeline import EngineCase
@@ -21,7 +22,6 @@ from oloproof.project.labels import Labels
 from oloproof.systems.base import SystemRunner
 from oloproof.transport.retry import RetryPolicy
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any, cast
 

@@ -13,10 +13,10 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from oloproof.engine.pipeline import EngineCase
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import asyncio
     from typing import Any

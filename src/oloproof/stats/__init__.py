@@ -6,7 +6,8 @@ Nothing here imports scipy or numpy: the special functions are in :mod:`._specia
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

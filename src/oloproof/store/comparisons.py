@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 from oloproof.errors import UsageError
 from oloproof.ids import new_comparison_id
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported for its type only: `oloproof runs` lists comparisons without it
     from typing import Any
 

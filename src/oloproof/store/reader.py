@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass, field
 from oloproof.enums import (
@@ -38,7 +39,6 @@ from oloproof.evidence import (
 from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.liveness import run_owner_alive
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

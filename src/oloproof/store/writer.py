@@ -47,6 +47,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from oloproof._json import compact_json as _dump
 from oloproof._json import storable
@@ -61,7 +62,6 @@ from oloproof.events import (
 from oloproof.store.liveness import owner_token
 from oloproof.usage import Usage
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any
     _Rows = list[tuple[Any, ...]]

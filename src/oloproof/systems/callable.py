@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextvars
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof._context import CaseContext, reset_current_case, set_current_case
 from oloproof._json import canonical_json, digest, digest_bytes
@@ -40,7 +41,6 @@ from oloproof.transport.ratelimit import exception_rate_signal
 from oloproof.transport.retry import PermanentFailure, RetryableFailure
 from oloproof.transport.threads import AsyncHost, UserBaseException, Workers
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -49,12 +49,12 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 from oloproof.transport.ratelimit import RateSignal, observed
 from oloproof.transport.retry import AttemptFailure, RetryableFailure
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import asyncio
     from typing import TypeVar

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import random
     from typing import Generic, TypeVar

@@ -20,8 +20,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     import asyncio
     from typing import Any
