@@ -21,12 +21,10 @@ imports nothing of Oloproof's.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, final
 
 if TYPE_CHECKING:
-    from typing import Any, Final, final
-else:
-    from oloproof._typing import final
+    from typing import Any, Final
 
 __all__ = ["MISSING", "is_missing", "lookup"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from oloproof._records import dataclass, replace
 from oloproof.enums import JudgmentStatus
@@ -10,9 +10,7 @@ from oloproof.paths import MISSING, is_missing, lookup
 from oloproof.usage import Usage
 
 if TYPE_CHECKING:
-    from typing import Any, Protocol
-else:
-    from oloproof._typing import Protocol
+    from typing import Any
 
 __all__ = [
     "MISSING",

@@ -8,14 +8,14 @@ compares against is EXCLUDED from that criterion rather than failed.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from oloproof._json import digest
 from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.evaluators.base import MISSING, CaseView, Outcome, as_text, get_field, is_missing
 
 if TYPE_CHECKING:
-    from typing import Any, Generic, TypeVar
+    from typing import Any
 
     # The models (pydantic), or their plain mirror from a snapshot (project/_snapshot.py).
     from oloproof.project.models import (
@@ -28,13 +28,8 @@ if TYPE_CHECKING:
         _Model,
     )
 
-    C = TypeVar("C", bound=_EvaluatorBase)
-    CC = TypeVar("CC", ExactMatchEvaluator, ContainsEvaluator)
-else:
-    from oloproof._typing import Generic, TypeVar
-
-    C = TypeVar("C")
-    CC = TypeVar("CC")
+C = TypeVar("C", bound="_EvaluatorBase")
+CC = TypeVar("CC", "ExactMatchEvaluator", "ContainsEvaluator")
 
 
 def _config_identity(config: _Model) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from oloproof._records import dataclass
 from oloproof.engine.pipeline import EngineCase
@@ -23,12 +23,10 @@ from oloproof.systems.base import SystemRunner
 from oloproof.transport.retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from typing import Any, cast
+    from typing import Any
 
     from oloproof.evaluators.judge import PanelJudge, RubricJudge
     from oloproof.project.models import ReleasePolicy
-else:
-    from oloproof._typing import cast
 
 
 @dataclass

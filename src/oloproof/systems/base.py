@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from oloproof._records import dataclass
 from oloproof.usage import Usage
 
 if TYPE_CHECKING:
-    from typing import Any, Protocol
-else:
-    from oloproof._typing import Protocol
+    from typing import Any
 
 
 @dataclass(slots=True)

@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from oloproof._records import dataclass
 
 if TYPE_CHECKING:
     import random
-    from typing import Generic, TypeVar
 
     from oloproof.transport.ratelimit import RateSignal
-else:
-    from oloproof._typing import Generic, TypeVar
 
 T = TypeVar("T")
 
