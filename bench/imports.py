@@ -39,7 +39,7 @@ DEFAULT_BUDGET_MS = 8.0
 
 # Packages a command must not import at all.
 _VALIDATION = ("pydantic", "pydantic_core", "yaml", "annotated_types", "typing_inspection")
-_HEAVY = ("jsonschema", "referencing", "httpx", "httpcore", "jinja2", "asyncio", "ssl", "hashlib",
+_HEAVY = ("jsonschema", "referencing", "httpx", "httpcore", "jinja2", "asyncio", "ssl",
           "inspect", "dataclasses", "rich")
 # argparse reads only what cli/_args.py's fast parser leaves to it.
 _PARSING = ("argparse", "gettext", "locale")

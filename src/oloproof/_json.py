@@ -25,9 +25,8 @@ import json.encoder
 import math
 import re
 from collections.abc import Callable
+from hashlib import sha256
 from typing import TYPE_CHECKING
-
-from oloproof._sha import sha256
 
 if TYPE_CHECKING:
     from typing import Any

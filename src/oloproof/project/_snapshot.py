@@ -33,10 +33,10 @@ import functools
 import json
 import math
 import os
+from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oloproof._sha import sha256
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
 from oloproof.project._project import DEFAULT_POLICY_FILE, Project, ResolvedPolicy, beside

@@ -47,12 +47,12 @@ import os
 import sys
 from collections import namedtuple
 from collections.abc import Iterable, Iterator
+from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof._json import canonical_json
 from oloproof._records import dataclass
-from oloproof._sha import LARGE, sha256
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
 from oloproof.project._words import accepted_list
@@ -183,7 +183,7 @@ def load_suite(path: Path | str, display: str | None = None) -> Suite:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        hasher = sha256(large=len(data) >= LARGE)
+        hasher = sha256()
         cases = _check_lines(_lines(text), shown, hasher)
     finally:
         if was_enabled:
