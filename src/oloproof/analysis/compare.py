@@ -8,7 +8,6 @@ same runs again through :func:`build_comparison`. Nothing here prints.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from oloproof.project import load_compare_policy
 from oloproof.project.loader import default_compare_policy
 from oloproof.project.models import ComparePolicy
 from oloproof.store.comparisons import new_comparison_id, write_comparison
+from oloproof.store.dbapi import Connection
 from oloproof.store.reader import CaseRow, RunRecord, get_run, load_cases
 
 __all__ = [
@@ -124,7 +124,7 @@ def _outcomes(cases: list[CaseRow], metrics: dict[str, str]) -> dict[str, dict[s
 
 
 def build_comparison(
-    conn: sqlite3.Connection, candidate_ref: str, baseline_ref: str, level: float
+    conn: Connection, candidate_ref: str, baseline_ref: str, level: float
 ) -> Comparison:
     """Read two runs and pair every metric they share; refuse runs of two projects."""
     candidate = get_run(conn, run_ref(candidate_ref, "CANDIDATE"))
@@ -282,7 +282,7 @@ class ComparisonOutcome:
 
 
 def compare_runs(
-    conn: sqlite3.Connection,
+    conn: Connection,
     candidate_ref: str,
     baseline_ref: str,
     *,

@@ -16,7 +16,6 @@ afresh.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from oloproof.store.reader import RunRecord, load_trial_outcomes
 
 if TYPE_CHECKING:
     from oloproof.project.models import ReleasePolicy
+    from oloproof.store.dbapi import Connection
 
 __all__ = ["expand_policy", "group_keys", "group_name", "grouped_evidence", "with_groups"]
 
@@ -49,7 +49,7 @@ def group_keys(run: RunRecord, extra: Iterable[str] = ()) -> dict[str, list[str]
 
 
 def grouped_evidence(
-    conn: sqlite3.Connection, run: RunRecord, keys: Mapping[str, Sequence[str]]
+    conn: Connection, run: RunRecord, keys: Mapping[str, Sequence[str]]
 ) -> dict[str, dict[str, CriterionEvidence]]:
     """Per grouped metric, its groups' evidence by name, in the order of keys then values."""
     if not keys:
@@ -167,7 +167,7 @@ def _ungrouped(rule_id: str, metric: str, key: str | None = None) -> ConfigError
 
 
 def with_groups(
-    conn: sqlite3.Connection,
+    conn: Connection,
     run: RunRecord,
     policy: ReleasePolicy,
     evidence: Mapping[str, CriterionEvidence],

@@ -23,7 +23,6 @@ cost). Nothing here prints: the results are dataclasses with a ``to_json`` form,
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -70,6 +69,7 @@ from oloproof.stats.trials import (
     projected_interval,
 )
 from oloproof.store.comparisons import get_comparison
+from oloproof.store.dbapi import Connection
 from oloproof.store.reader import CaseRow, CriterionEvidence, get_run, load_cases
 
 __all__ = [
@@ -861,7 +861,7 @@ def plan_exit_code(rules: Sequence[RulePlan]) -> int:
 
 
 def plan_stored_run(
-    conn: sqlite3.Connection,
+    conn: Connection,
     ref: str,
     *,
     policy_path: str | Path | None = None,
@@ -907,7 +907,7 @@ def plan_stored_run(
 
 
 def plan_stored_comparison(
-    conn: sqlite3.Connection,
+    conn: Connection,
     ref: str,
     *,
     policy_path: str | Path | None = None,

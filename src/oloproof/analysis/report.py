@@ -15,7 +15,6 @@ Each case carries one **outcome** over all its criteria, the word the case table
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from oloproof.analysis.compare import build_comparison
@@ -25,6 +24,7 @@ from oloproof.enums import CaseStatus, MetricKind
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.store.comparisons import get_comparison
+from oloproof.store.dbapi import Connection
 from oloproof.store.reader import (
     CaseRow,
     JudgmentRow,
@@ -142,7 +142,7 @@ def _run_header(run: RunRecord, cases: list[CaseRow]) -> dict[str, Any]:
     }
 
 
-def run_document(conn: sqlite3.Connection, ref: str) -> dict[str, Any]:
+def run_document(conn: Connection, ref: str) -> dict[str, Any]:
     """A stored run: header, gate, decisions, metrics and every case (in suite order).
 
     The metrics are summarised at the level of the policy the run was decided under; the
@@ -204,7 +204,7 @@ def run_document(conn: sqlite3.Connection, ref: str) -> dict[str, Any]:
     }
 
 
-def _discordant(cmp_doc: dict[str, Any], conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def _discordant(cmp_doc: dict[str, Any], conn: Connection) -> list[dict[str, Any]]:
     """Per paired metric, the cases whose outcome differs between the two runs.
 
     BINARY: the cases only the candidate passed and those only the baseline passed (the
@@ -249,7 +249,7 @@ def _discordant(cmp_doc: dict[str, Any], conn: sqlite3.Connection) -> list[dict[
     return out
 
 
-def comparison_report_document(conn: sqlite3.Connection, ref: str) -> dict[str, Any]:
+def comparison_report_document(conn: Connection, ref: str) -> dict[str, Any]:
     """A stored comparison as ``compare --json`` printed it, with its discordant cases."""
     record = get_comparison(conn, ref)
     doc = dict(record.document)

@@ -8,7 +8,6 @@ one line, and the command exits 5 (evidence unreadable), never with a traceback.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +17,7 @@ from oloproof.errors import OloproofError
 from oloproof.evidence import LabelledVerdicts
 from oloproof.policy.decide import Decision, MetricSummary, decide_run
 from oloproof.policy.judges import JudgeReport, judge_report
+from oloproof.store.dbapi import DATABASE_ERRORS
 from oloproof.store.reader import (
     CriterionEvidence,
     RunRecord,
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from oloproof.project.labels import Labels
     from oloproof.project.models import ReleasePolicy
+    from oloproof.store.dbapi import Connection
 
 __all__ = [
     "STORED",
@@ -44,6 +45,10 @@ __all__ = [
     "stored_labels",
     "stored_policy",
 ]
+
+# What reading stored evidence may raise when the store holds what it should not.
+_UNREADABLE: tuple[type[Exception], ...] = (*DATABASE_ERRORS, KeyError, TypeError, ValueError)
+_UNGROUPABLE: tuple[type[Exception], ...] = (*DATABASE_ERRORS, TypeError, ValueError)
 
 
 class StoredEvidenceError(OloproofError):
@@ -80,11 +85,11 @@ def stored_policy(run: RunRecord, root: Path | None = None) -> ReleasePolicy:
         ) from None
 
 
-def stored_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, CriterionEvidence]:
+def stored_evidence(conn: Connection, run: RunRecord) -> dict[str, CriterionEvidence]:
     """Per criterion, what ``run`` observed, or :class:`StoredEvidenceError`."""
     try:
         return load_evidence(conn, run)
-    except (sqlite3.DatabaseError, KeyError, TypeError, ValueError) as exc:
+    except _UNREADABLE as exc:
         raise StoredEvidenceError(
             f"the evidence stored for {run.id} cannot be read ({type(exc).__name__}: {exc})"
         ) from None
@@ -94,7 +99,7 @@ def stored_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, Crite
 STORED: Any = object()
 
 
-def stored_labels(conn: sqlite3.Connection, run: RunRecord) -> Labels | None:
+def stored_labels(conn: Connection, run: RunRecord) -> Labels | None:
     """The human labels stored with ``run``, or None."""
     try:
         found = load_run_labels(conn, run.id)
@@ -104,14 +109,14 @@ def stored_labels(conn: sqlite3.Connection, run: RunRecord) -> Labels | None:
 
         path, _digest, items = found
         return labels_from_json(items, path)
-    except (sqlite3.DatabaseError, KeyError, TypeError, ValueError) as exc:
+    except _UNREADABLE as exc:
         raise StoredEvidenceError(
             f"the labels stored with {run.id} cannot be read ({type(exc).__name__}: {exc})"
         ) from None
 
 
 def labelled_verdicts(
-    conn: sqlite3.Connection, run: RunRecord, labels: Labels | None
+    conn: Connection, run: RunRecord, labels: Labels | None
 ) -> dict[str, LabelledVerdicts]:
     """Per judge criterion with labels, the run's verdicts beside them."""
     if labels is None:
@@ -131,7 +136,7 @@ def labelled_verdicts(
 
 
 def judge_reports(
-    conn: sqlite3.Connection, run_id: str, level: float, labels: Any = STORED
+    conn: Connection, run_id: str, level: float, labels: Any = STORED
 ) -> list[JudgeReport]:
     """Agreement and corrected estimates of a stored run's judges at ``level``."""
     record = get_run(conn, run_id)
@@ -140,7 +145,7 @@ def judge_reports(
 
 
 def decide_stored(
-    conn: sqlite3.Connection, run_id: str, policy: ReleasePolicy, labels: Any = STORED, *,
+    conn: Connection, run_id: str, policy: ReleasePolicy, labels: Any = STORED, *,
     group_by: Sequence[str] = (),
 ) -> tuple[list[Decision], dict[str, MetricSummary]]:
     """Decide a stored run under ``policy`` from what its store holds: metrics grouped as
@@ -153,7 +158,7 @@ def decide_stored(
 
 
 def grouped_stored_evidence(
-    conn: sqlite3.Connection, record: RunRecord, policy: ReleasePolicy,
+    conn: Connection, record: RunRecord, policy: ReleasePolicy,
     group_by: Sequence[str] = (),
 ) -> tuple[dict[str, CriterionEvidence], ReleasePolicy]:
     """The run's evidence with its groups, and ``policy`` with its group rules expanded."""
@@ -174,7 +179,7 @@ def grouped_stored_evidence(
 
     try:
         return with_groups(conn, record, policy, evidence, group_by)
-    except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
+    except _UNGROUPABLE as exc:
         raise StoredEvidenceError(
             f"the metadata stored for {record.id} cannot be grouped ({type(exc).__name__}: {exc})"
         ) from None

@@ -8,7 +8,6 @@ as missing, never as steady).
 
 from __future__ import annotations
 
-import sqlite3
 from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
@@ -18,6 +17,8 @@ from oloproof.store.reader import RunRecord, load_trial_outcomes
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from oloproof.store.dbapi import Connection
 
 __all__ = ["FlakyCase", "flaky_cases", "flaky_json"]
 
@@ -48,7 +49,7 @@ class FlakyCase:
         }
 
 
-def flaky_cases(conn: sqlite3.Connection, run: RunRecord) -> list[FlakyCase]:
+def flaky_cases(conn: Connection, run: RunRecord) -> list[FlakyCase]:
     """The flaky cases of a stored run, by criterion in declared order, then suite order.
     Empty for a run of one trial per case."""
     if run.trials < 2:

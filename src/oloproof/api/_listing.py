@@ -8,18 +8,19 @@ configuration's models or the statistics.
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof.api._results import RunInfo
 from oloproof.errors import UsageError
-from oloproof.store.db import has_table, open_store_readonly, store_path
+from oloproof.store.db import has_table, open_store_readonly
+from oloproof.store.location import locate
 from oloproof.store.reader import ConcurrencyChange, get_run, load_concurrency
 from oloproof.store.reader import list_runs as _list_runs
 
 if TYPE_CHECKING:
     from oloproof.store.comparisons import ComparisonRecord
+    from oloproof.store.dbapi import Connection
 
 PathLike = str | os.PathLike[str]
 
@@ -37,8 +38,9 @@ def config_file(project: str | os.PathLike[str]) -> Path:
     return path
 
 
-def _read(project: PathLike) -> sqlite3.Connection:
-    return open_store_readonly(store_path(config_file(project).resolve().parent))
+def _read(project: PathLike) -> Connection:
+    conn: Connection = open_store_readonly(locate(config_file(project)))
+    return conn
 
 
 def list_runs(project: PathLike = ".", *, limit: int | None = None) -> list[RunInfo]:

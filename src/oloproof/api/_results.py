@@ -283,10 +283,11 @@ class RunResult:
 
     def cases(self) -> Iterator[CaseResult]:
         """The run's cases in suite order, read from the store (read-only) when iterated."""
-        from oloproof.store.db import open_store_readonly, store_path
+        from oloproof.store.db import open_store_readonly
+        from oloproof.store.location import locate
         from oloproof.store.reader import load_cases, load_trial_cases
 
-        conn = open_store_readonly(store_path(self.project_dir))
+        conn = open_store_readonly(locate(self.project_dir / "oloproof.yaml"))
         try:
             rows = load_cases(conn, self.run_id)
             trials = load_trial_cases(conn, self.run_id) if self.trials > 1 else {}

@@ -164,10 +164,11 @@ def _flaky(prepared: Prepared, run_id: str) -> list[FlakyCase]:
     """The cases whose trials disagree, read back from the store (none with one trial)."""
     if prepared.trials < 2:
         return []
-    from oloproof.store.db import open_store_readonly, store_path
+    from oloproof.store.db import open_store_readonly
+    from oloproof.store.location import locate
     from oloproof.store.reader import get_run
 
-    conn = open_store_readonly(store_path(prepared.project.root))
+    conn = open_store_readonly(locate(prepared.project.config_path))
     try:
         return flaky_cases(conn, get_run(conn, run_id))
     finally:
@@ -182,10 +183,11 @@ def _panels(prepared: Prepared, run_id: str) -> dict[str, tuple[int, int]]:
 
     if not any(isinstance(j, PanelJudge) for j in prepared.judges):
         return {}
-    from oloproof.store.db import open_store_readonly, store_path
+    from oloproof.store.db import open_store_readonly
+    from oloproof.store.location import locate
     from oloproof.store.reader import panel_splits
 
-    conn = open_store_readonly(store_path(prepared.project.root))
+    conn = open_store_readonly(locate(prepared.project.config_path))
     try:
         return panel_splits(conn, run_id)
     finally:

@@ -14,7 +14,8 @@ from oloproof.api._results import ComparisonResult, RunResult, Subset
 from oloproof.enums import Completeness
 from oloproof.errors import UsageError
 from oloproof.policy.decide import gate
-from oloproof.store.db import open_store, open_store_readonly, store_path
+from oloproof.store.db import open_store, open_store_readonly
+from oloproof.store.location import locate
 from oloproof.store.reader import get_run, panel_splits
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def read_run(
     every case's metadata, any key can be grouped afterwards). ``labels``: measure the
     judges against this human-labels file instead of the labels stored with the run."""
     root = _root(project)
-    conn = open_store_readonly(store_path(root))
+    conn = open_store_readonly(locate(config_file(project)))
     try:
         record = get_run(conn, run_id)
         if policy is not None:
@@ -104,7 +105,7 @@ def compare(
     run_ref(cand, "CANDIDATE")
     run_ref(base, "BASELINE")
     config = config_file(project)
-    conn = open_store(store_path(config.resolve().parent), create=False)
+    conn = open_store(locate(config), create=False)
     try:
         outcome = compare_runs(
             conn, cand, base, config=config, project_dir=config.resolve().parent,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof.errors import UsageError
-from oloproof.store.db import open_store, open_store_readonly, store_path
+from oloproof.store.db import open_store, open_store_readonly
+from oloproof.store.location import locate
+
+if TYPE_CHECKING:
+    from oloproof.store.dbapi import Connection
 
 
 def project_root(config: str) -> Path:
@@ -19,13 +23,17 @@ def project_root(config: str) -> Path:
     return path.resolve().parent
 
 
-def open_project_store(config: str) -> sqlite3.Connection:
+def open_project_store(config: str) -> Connection:
     """The project's store, for a command that writes to it (``compare``): migrated if needed."""
-    return open_store(store_path(project_root(config)), create=False)
+    project_root(config)
+    conn: Connection = open_store(locate(config), create=False)
+    return conn
 
 
-def read_project_store(config: str) -> sqlite3.Connection:
+def read_project_store(config: str) -> Connection:
     """The project's store, for a command that only reads it (``runs``, ``gate``, ``inspect``,
     ``plan``): opened read-only, so that a store in a read-only place can be read and no
     reader ever migrates or rewrites it."""
-    return open_store_readonly(store_path(project_root(config)))
+    project_root(config)
+    conn: Connection = open_store_readonly(locate(config))
+    return conn

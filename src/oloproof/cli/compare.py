@@ -5,7 +5,6 @@ Parse, call :func:`oloproof.api.compare` (which pairs, decides and stores), rend
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from typing import TYPE_CHECKING
 
@@ -19,6 +18,8 @@ from oloproof.textsafe import dumps
 
 if TYPE_CHECKING:
     import argparse
+
+    from oloproof.store.dbapi import Connection
 
 __all__ = ["command", "inspect_comparison"]
 
@@ -37,7 +38,7 @@ def command(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
-def inspect_comparison(conn: sqlite3.Connection, cmp_id: str, *, as_json: bool = False) -> int:
+def inspect_comparison(conn: Connection, cmp_id: str, *, as_json: bool = False) -> int:
     """``oloproof inspect CMP_ID``: the comparison as it was stored."""
     record = get_comparison(conn, cmp_id)
     if as_json:

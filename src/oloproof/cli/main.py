@@ -100,9 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
-        import sqlite3
+        from oloproof.store.dbapi import DATABASE_ERRORS
 
-        if isinstance(exc, sqlite3.DatabaseError):
+        if isinstance(exc, DATABASE_ERRORS):
             # The store failed under a command (a damaged page, a file that went
             # away): its evidence cannot be read, which the contract calls exit 5.
             verb = "read" if args.command in _READERS else "used"

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from oloproof.cli._common import project_root, read_project_store
 from oloproof.errors import UsageError
-from oloproof.store.db import store_path
+from oloproof.store.location import locate
+from oloproof.store.reader import project_scope
 
 if TYPE_CHECKING:
     import argparse
@@ -50,8 +51,9 @@ def command(args: argparse.Namespace) -> int:
         ) from None
     conn = read_project_store(args.config)  # a missing or foreign store is refused here
     try:
+        where, scope = project_scope(conn)
         project = conn.execute(
-            "SELECT project FROM runs ORDER BY created_at DESC LIMIT 1"
+            f"SELECT project FROM runs WHERE {where} ORDER BY created_at DESC LIMIT 1", scope
         ).fetchone()
     finally:
         conn.close()
@@ -59,7 +61,7 @@ def command(args: argparse.Namespace) -> int:
     name = project[0] if project else root.name
     sock = _bind(args.port)
     url = f"http://{HOST}:{sock.getsockname()[1]}/"
-    app = create_app(store_path(root), name)
+    app = create_app(locate(args.config), name)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1,
                             access_log=False)
     server = uvicorn.Server(config)

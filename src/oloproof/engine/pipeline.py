@@ -316,6 +316,8 @@ class Engine:
         keys: dict[tuple[Any, ...], str] = {}
         self._keys = keys  # the keys computed here, for run_cached
         evaluators = [*self.inline, *self.judges]
+        if cache.bulk:
+            self._preload(evaluators)
         for case in self.cases:
             key = self._exec_key(case)
             hit = cache.execution(key)
@@ -328,6 +330,23 @@ class Engine:
                     self._forget()
                     return False
         return True
+
+    def _preload(self, evaluators: list[Any]) -> None:
+        """Look up in bulk every execution key of the run, then the judgment keys of the
+        outputs found (a cache whose look-ups are round trips to a server: store/cache.py).
+        Fresh outputs' judgments are looked up as the cases finish (:meth:`_run_case`)."""
+        cache = self.cache
+        cases = list(self.cases)
+        cache.preload(executions=[self._exec_key(case) for case in cases])
+        judgments: list[str] = []
+        for case in cases:
+            key = self._exec_key(case)
+            hit = cache.execution(key)
+            if hit is None:
+                continue
+            output_json = self._keys[("output", key)] = canonical_json(hit.output)  # type: ignore[index]
+            judgments += [self._judge_key(e.identity, case, output_json) for e in evaluators]
+        cache.preload(judgments=judgments)
 
     def _forget(self) -> None:
         self.cache.remember(False)
@@ -489,6 +508,12 @@ class Engine:
             self._finish_case(case, [(c, "MISSING", None) for c in self._criteria])
             return
         output = event.output
+        if self.cache.bulk and cached is None:
+            # A fresh output: its judgments looked up with the other cases' of this turn.
+            await self.cache.load_judgments(
+                self._judge_key(e.identity, case, output_json)
+                for e in (*self._fast, *self._slow, *self.judges)
+            )
         view = CaseView(case.id, case.input, case.expected, case.metadata)
         state = _CaseState(case, view, output, output_json, 0)
         for evaluator in self._fast:

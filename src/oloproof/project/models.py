@@ -66,6 +66,7 @@ from oloproof.project._shapes import (
 )
 from oloproof.project._words import closest, describe
 from oloproof.project.suite import Case, Suite
+from oloproof.storeurl import masked, store_setting
 
 __all__ = [
     "EVALUATOR_TYPES",
@@ -616,6 +617,19 @@ class ProjectConfig(ProjectConfigShape, _Model):
     human_labels: NonEmpty | None = None
     #: Calls of the system per case (docs/repeated-trials.md); 1 is a run as it always was.
     trials: int = Field(default=1, ge=1, le=MAX_TRIALS, strict=True)
+    #: The store: a postgresql:// URL (the team store, docs/team-store.md), or sqlite (the
+    #: default). Kept here masked: the URL the run connects with is read again where the
+    #: store is opened (store/location.py), so a password never reaches a snapshot.
+    store: str | None = None
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _check_store(cls, value: Any) -> str | None:
+        try:
+            url = store_setting(value, "oloproof.yaml")
+        except ConfigError as exc:
+            fail(exc.detail, accepted=exc.accepted)
+        return None if url is None else masked(url)
 
     @field_validator("human_labels")
     @classmethod

@@ -19,10 +19,10 @@ What :func:`execute` guarantees, whatever user code does:
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from oloproof._json import canonical_json
 from oloproof._loop import running_loop
@@ -39,11 +39,19 @@ from oloproof.project._snapshot import save_stored_policy
 from oloproof.runner.build import Prepared, describe_system, expand_trials, policy_json
 from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
-from oloproof.store.db import open_store, store_path
+from oloproof.store.db import connect_quickly, open_store, set_busy_timeout
+from oloproof.store.dbapi import ERRORS
+from oloproof.store.location import PostgresLocation, locate
 from oloproof.store.reader import get_run, load_evidence
 from oloproof.store.reserve import Reserve, sweep
 from oloproof.store.writer import MIN_COMMIT_INTERVAL_S, StoreWriter
 from oloproof.transport.threads import describe_exception
+
+if TYPE_CHECKING:
+    from oloproof.store.dbapi import Connection
+
+# What a stopped run's summary may meet (store/dbapi.py ERRORS: either backend's).
+_PARTIAL_FAULTS: tuple[type[Exception], ...] = (*ERRORS, OloproofError)
 
 # How long the run's last write waits for a lock after a store fault stopped it.
 FINAL_BUSY_TIMEOUT_S = 10.0
@@ -110,8 +118,9 @@ def _execute(
 ) -> RunResult:
     project = prepared.project
     limits = project.config.limits
-    conn = open_store(store_path(project.root))
-    conn.execute(f"PRAGMA busy_timeout = {int(limits.store_busy_timeout_s * 1000)}")
+    location = locate(project.config_path)
+    conn = open_store(location)
+    set_busy_timeout(conn, limits.store_busy_timeout_s)
     run_id = run_id or new_run_id()
     writer = StoreWriter(conn, run_id, on_fault=stop.internal)
     writer.set_cases(prepared.cases)
@@ -136,7 +145,7 @@ def _execute(
                 prepared.labels.path, prepared.labels.digest,
                 [label.to_json() for label in prepared.labels.labels],
             )
-    except sqlite3.Error as exc:
+    except ERRORS as exc:
         conn.close()
         raise StoreUnwritable(
             f"the run could not be stored ({exc}); nothing was called"
@@ -188,15 +197,15 @@ def _execute(
         if writer.fault is not None:
             # The run's end matters more than its pace: wait longer for the lock
             # that stopped it (a full disk fails at once anyway).
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute(f"PRAGMA busy_timeout = {int(FINAL_BUSY_TIMEOUT_S * 1000)}")
+            with contextlib.suppress(*ERRORS):
+                set_busy_timeout(conn, FINAL_BUSY_TIMEOUT_S)
         reserve.release()  # its room is for this transaction
         try:
             writer.finish_run(
                 status=status, completeness=completeness, exit_code=exit_code, gate=gate_label,
                 cache=engine.totals.cache_json(), decisions=decisions, stop_reason=reason,
             )
-        except sqlite3.Error as exc:
+        except ERRORS as exc:
             failed = f"the end of the run could not be stored ({exc})"
             if status == RunStatus.DECIDED:
                 return failed
@@ -212,7 +221,7 @@ def _execute(
             return
         reserve.release()
         try:
-            own = sqlite3.connect(str(store_path(project.root)), timeout=0.5, isolation_level=None)
+            own = connect_quickly(location, 0.5)
             try:
                 StoreWriter(own, run_id).finish_run(
                     status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
@@ -227,11 +236,15 @@ def _execute(
 
     # Room for the run's end, whatever fills the disk meanwhile (store/reserve.py); and the
     # reserves of runs killed before they could delete theirs.
-    store_dir = store_path(project.root).parent
-    sweep(store_dir, lambda other: _still_running(conn, other))
-    reserve = Reserve.make(store_dir, run_id, row_bytes=len(canonical_json(
-        [system_description, prepared.metrics, stored_policy]
-    )))
+    # A team store on a server has no file beside it to set room aside in.
+    if isinstance(location, PostgresLocation):
+        reserve = Reserve(None)
+    else:
+        store_dir = location.parent
+        sweep(store_dir, lambda other: _still_running(conn, other))
+        reserve = Reserve.make(store_dir, run_id, row_bytes=len(canonical_json(
+            [system_description, prepared.metrics, stored_policy]
+        )))
     stop.before_second(record_hard_stop)
     try:
         _drive(prepared, engine, writer, stop)
@@ -288,7 +301,7 @@ def _execute(
         _close_guards(prepared)
 
 
-def _still_running(conn: sqlite3.Connection, run_id: str) -> bool:
+def _still_running(conn: Connection, run_id: str) -> bool:
     """Whether ``run_id`` is a stored run whose process still runs it (store/liveness.py)."""
     if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
         return False
@@ -316,7 +329,7 @@ def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRe
             _run_on_a_loop(prepared, engine, writer, stop)
     except KeyboardInterrupt:
         stop("interrupted (Ctrl-C)")
-    except sqlite3.Error as exc:
+    except ERRORS as exc:
         # A cache read that failed (an I/O error, a vanished file): a store fault.
         stop.internal(f"the store could not be read ({exc})")
     except Exception:
@@ -376,11 +389,11 @@ def _run_on_a_loop(
 
 
 def _partial_summaries(
-    conn: sqlite3.Connection, run_id: str, prepared: Prepared
+    conn: Connection, run_id: str, prepared: Prepared
 ) -> list[MetricSummary]:
     """The metrics of what finished, for the report of a stopped run (best effort)."""
     try:
         return list(decide_run(load_evidence(conn, get_run(conn, run_id)), prepared.policy)[1]
                     .values())
-    except (sqlite3.Error, OloproofError):
+    except _PARTIAL_FAULTS:
         return []

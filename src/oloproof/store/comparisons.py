@@ -9,18 +9,19 @@ stays in the two runs: ``plan`` pairs them again through the same functions ``co
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 from oloproof.errors import UsageError
 from oloproof.ids import new_comparison_id
+from oloproof.store.reader import project_scope
 
 if TYPE_CHECKING:  # imported for its type only: `oloproof runs` lists comparisons without it
     from typing import Any
 
     from oloproof.policy.compare import PairedMetric
+    from oloproof.store.dbapi import Connection
 
 __all__ = [
     "ComparisonRecord",
@@ -53,7 +54,7 @@ class ComparisonRecord:
 
 
 def write_comparison(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     cmp_id: str,
     project: str,
@@ -113,7 +114,7 @@ _COLUMNS = (
 )
 
 
-def _record(conn: sqlite3.Connection, row: tuple[Any, ...]) -> ComparisonRecord:
+def _record(conn: Connection, row: tuple[Any, ...]) -> ComparisonRecord:
     decisions = [
         json.loads(r[0])
         for r in conn.execute(
@@ -129,15 +130,20 @@ def _record(conn: sqlite3.Connection, row: tuple[Any, ...]) -> ComparisonRecord:
     )
 
 
-def resolve_comparison_id(conn: sqlite3.Connection, ref: str) -> str:
+def resolve_comparison_id(conn: Connection, ref: str) -> str:
     """A full comparison id from an id or a unique prefix of one."""
     if not ref.startswith("cmp_"):
         raise UsageError(f"'{ref}' is not a comparison id (comparison ids look like cmp_01J…)")
-    row = conn.execute("SELECT id FROM comparisons WHERE id = ?", (ref,)).fetchone()
+    where, scope = project_scope(conn)
+    row = conn.execute(
+        f"SELECT id FROM comparisons WHERE id = ? AND {where}", (ref, *scope)
+    ).fetchone()
     if row is not None:
         return str(row[0])
+    # substr, not LIKE: '_' and '%' in a prefix are characters, not wildcards.
     rows = conn.execute(
-        "SELECT id FROM comparisons WHERE id LIKE ? LIMIT 2", (ref + "%",)
+        f"SELECT id FROM comparisons WHERE substr(id, 1, ?) = ? AND {where} LIMIT 2",
+        (len(ref), ref, *scope),
     ).fetchall()
     if len(rows) == 1:
         return str(rows[0][0])
@@ -147,15 +153,16 @@ def resolve_comparison_id(conn: sqlite3.Connection, ref: str) -> str:
     )
 
 
-def get_comparison(conn: sqlite3.Connection, ref: str) -> ComparisonRecord:
+def get_comparison(conn: Connection, ref: str) -> ComparisonRecord:
     cmp_id = resolve_comparison_id(conn, ref)
     row = conn.execute(f"SELECT {_COLUMNS} FROM comparisons WHERE id = ?", (cmp_id,)).fetchone()
     return _record(conn, row)
 
 
-def list_comparisons(conn: sqlite3.Connection, limit: int | None = None) -> list[ComparisonRecord]:
-    """Stored comparisons, newest first."""
-    sql = f"SELECT {_COLUMNS} FROM comparisons ORDER BY created_at DESC, id DESC"
+def list_comparisons(conn: Connection, limit: int | None = None) -> list[ComparisonRecord]:
+    """Stored comparisons of the project, newest first."""
+    where, scope = project_scope(conn)
+    sql = f"SELECT {_COLUMNS} FROM comparisons WHERE {where} ORDER BY created_at DESC, id DESC"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return [_record(conn, r) for r in conn.execute(sql).fetchall()]
+    return [_record(conn, r) for r in conn.execute(sql, scope).fetchall()]

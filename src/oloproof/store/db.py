@@ -1,4 +1,9 @@
-"""Opening the store: ``.oloproof/store.sqlite`` beside ``oloproof.yaml``.
+"""Opening the store: ``.oloproof/store.sqlite`` beside ``oloproof.yaml``, or a team store.
+
+Both ways in take a store's location (store/location.py): the path of the SQLite file,
+as always, or a :class:`~oloproof.store.location.PostgresLocation`, which is handed to
+store/postgres.py (imported then, and only then). What follows is the SQLite side; the
+PostgreSQL one gives the same guarantees in its own terms (its module says how).
 
 Two ways in:
 
@@ -24,12 +29,25 @@ import sqlite3
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oloproof.errors import StoreError
+from oloproof.store.dbapi import is_sqlite
+from oloproof.store.location import STORE_DIR, STORE_FILE, PostgresLocation, store_path
 from oloproof.store.schema import MIGRATIONS, OPTIONAL_TABLES, SCHEMA_VERSION
 
-STORE_DIR = ".oloproof"
-STORE_FILE = "store.sqlite"
+if TYPE_CHECKING:
+    from typing import Any
+
+    from oloproof.store.dbapi import Connection
+    from oloproof.store.location import StoreLocation
+
+__all__ = [
+    "STORE_DIR", "STORE_FILE", "StoreUnavailable", "StoreUnreadable", "claim_run", "connect",
+    "has_table", "open_store", "open_store_readonly", "run_alive", "schema_version",
+    "set_busy_timeout", "statements", "store_path",
+]
+
 BUSY_TIMEOUT_S = 30.0
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -55,10 +73,6 @@ def _fault(path: Path, exc: OSError | sqlite3.OperationalError) -> StoreUnavaila
     return StoreUnavailable(f"{path}: the store cannot be written ({why}); nothing was run")
 
 
-def store_path(project_root: Path) -> Path:
-    return project_root / STORE_DIR / STORE_FILE
-
-
 @contextlib.contextmanager
 def _private_umask() -> Iterator[None]:
     # SQLite creates -wal and -shm with the database file's mode; the umask
@@ -81,13 +95,18 @@ def _tighten(path: Path, mode: int) -> None:
         pass
 
 
-def open_store(path: Path, *, create: bool = True) -> sqlite3.Connection:
+def open_store(path: StoreLocation, *, create: bool = True) -> Any:
     """Open the store at ``path`` for writing, creating and migrating it if needed.
 
-    Guarantees: a foreign SQLite file, a non-SQLite file or a store from a newer
+    A :class:`PostgresLocation` is opened by store/postgres.py. For the SQLite file,
+    guarantees: a foreign SQLite file, a non-SQLite file or a store from a newer
     Oloproof raises :class:`StoreError` and is left byte for byte as it was; a
     new store's directory is 0700 and its files 0600.
     """
+    if isinstance(path, PostgresLocation):
+        from oloproof.store import postgres
+
+        return postgres.open_store(path, create=create)
     with _private_umask():
         if not path.exists():
             if not create:
@@ -244,8 +263,9 @@ def _snapshot(path: Path, wal: Path) -> sqlite3.Connection:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def open_store_readonly(path: Path) -> sqlite3.Connection:
-    """Open the store at ``path`` for reading only.
+def open_store_readonly(path: StoreLocation) -> Any:
+    """Open the store at ``path`` for reading only (a :class:`PostgresLocation`: by
+    store/postgres.py, with the same guarantees).
 
     Guarantees: nothing is created, migrated or written (the journal mode is not
     touched); a missing store raises :class:`StoreError` (exit 2); a file that is
@@ -253,6 +273,10 @@ def open_store_readonly(path: Path) -> sqlite3.Connection:
     a store that exists but cannot be read raises :class:`StoreUnreadable` (exit 5).
     A store at an older schema version is read as it is.
     """
+    if isinstance(path, PostgresLocation):
+        from oloproof.store import postgres
+
+        return postgres.open_store_readonly(path)
     if not path.exists():
         raise StoreError(
             f"no store at {path}: nothing has been run in this project yet"
@@ -275,15 +299,21 @@ def open_store_readonly(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def has_table(conn: sqlite3.Connection, name: str) -> bool:
+def has_table(conn: Connection, name: str) -> bool:
     """Whether the store has table ``name`` (an older store may lack the newer ones)."""
+    if not is_sqlite(conn):
+        return bool(conn.has_table(name))  # type: ignore[attr-defined]
     row = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
     ).fetchone()
     return row is not None
 
 
-def schema_version(conn: sqlite3.Connection) -> int:
+def schema_version(conn: Connection) -> int:
+    if not is_sqlite(conn):
+        from oloproof.store import postgres
+
+        return max(0, postgres.schema_version(conn))  # type: ignore[arg-type]
     if not has_table(conn, "meta"):
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -325,7 +355,7 @@ def _step_up(conn: sqlite3.Connection) -> None:
         # Another process may have migrated while we waited for the lock.
         current = schema_version(conn)
         for version in range(current + 1, SCHEMA_VERSION + 1):
-            for statement in _statements(MIGRATIONS[version]):
+            for statement in statements(MIGRATIONS[version]):
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO meta(key, value) VALUES ('schema_version', ?)"
@@ -338,7 +368,50 @@ def _step_up(conn: sqlite3.Connection) -> None:
         raise
 
 
-def _statements(script: str) -> list[str]:
+def statements(script: str) -> list[str]:
     """Split a migration into statements (executescript would commit on its own)."""
     lines = [line.split("--", 1)[0] for line in script.splitlines()]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+# -- what differs between the two backends, asked of either ------------------------------
+
+
+def set_busy_timeout(conn: Connection, seconds: float) -> None:
+    """How long a statement waits for another writer's lock before it fails: SQLite's busy
+    timeout, PostgreSQL's ``lock_timeout``."""
+    if is_sqlite(conn):
+        conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+    else:
+        conn.set_lock_timeout(seconds)  # type: ignore[attr-defined]
+
+
+def claim_run(conn: Connection, run_id: str) -> str | None:
+    """The owner token of a run this process starts (store/liveness.py): the process's
+    identity on SQLite; on PostgreSQL, the run's advisory lock, taken on ``conn``."""
+    if is_sqlite(conn):
+        from oloproof.store.liveness import owner_token
+
+        return owner_token()
+    return str(conn.claim_run(run_id))  # type: ignore[attr-defined]
+
+
+def run_alive(conn: Connection, pid: int | None, owner: str | None, created_at: str) -> bool:
+    """Whether the process that started a ``RUNNING`` run still runs it."""
+    if is_sqlite(conn):
+        from oloproof.store.liveness import run_owner_alive
+
+        return run_owner_alive(pid, owner, created_at)
+    return bool(conn.run_alive(owner))  # type: ignore[attr-defined]
+
+
+def connect_quickly(location: StoreLocation, timeout_s: float) -> Connection:
+    """A connection of its own that waits at most ``timeout_s`` for a lock (the record of a
+    hard stop, from a signal handler)."""
+    if isinstance(location, PostgresLocation):
+        from oloproof.store import postgres
+
+        conn = postgres.connect(location)
+        conn.set_lock_timeout(timeout_s)
+        return conn
+    return sqlite3.connect(str(location), timeout=timeout_s, isolation_level=None)

@@ -15,7 +15,6 @@ is enough). What it guarantees:
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass, field
@@ -36,11 +35,12 @@ from oloproof.evidence import (
     TrialOutcome,
     classify_outcome,
 )
-from oloproof.store.db import StoreUnreadable, has_table
-from oloproof.store.liveness import run_owner_alive
+from oloproof.store.db import StoreUnreadable, has_table, run_alive
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from oloproof.store.dbapi import Connection
 
 __all__ = [
     "CaseRow",
@@ -113,7 +113,16 @@ _RUN_COLUMNS = (
 )
 
 
-def _select_runs(conn: sqlite3.Connection) -> str:
+def project_scope(conn: Connection, column: str = "project") -> tuple[str, tuple[str, ...]]:
+    """The condition that keeps a query to the project's own rows, and its parameter: none
+    for a SQLite store (one project's), ``project = ?`` for a team store (many projects')."""
+    project = getattr(conn, "project", None)
+    if project is None:
+        return "1 = 1", ()
+    return f"{column} = ?", (project,)
+
+
+def _select_runs(conn: Connection) -> str:
     """``SELECT`` of every run column and its owner token (``NULL`` where none is stored)."""
     # A store read as it is (read-only, never migrated) may predate run_owners and
     # run_subsets.
@@ -153,7 +162,7 @@ def _enum(run_id: str, column: str, kind: type[Any], value: Any) -> Any:
         ) from None
 
 
-def _record(row: tuple[Any, ...]) -> RunRecord:
+def _record(conn: Connection, row: tuple[Any, ...]) -> RunRecord:
     run_id = str(row[0])
     rec = RunRecord(
         id=run_id,
@@ -181,8 +190,8 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
     )
     if not isinstance(rec.system, dict) or not isinstance(rec.metrics, list):
         raise StoreUnreadable(f"run {run_id}: its stored system or metrics are damaged")
-    if rec.status == RunStatus.RUNNING and not run_owner_alive(
-        rec.pid, rec.owner, rec.created_at
+    if rec.status == RunStatus.RUNNING and not run_alive(
+        conn, rec.pid, rec.owner, rec.created_at
     ):
         # The process that ran it died without recording an end (killed, power lost):
         # what it stored is all there is.
@@ -192,31 +201,37 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
     return rec
 
 
-def list_runs(conn: sqlite3.Connection, limit: int | None = None) -> list[RunRecord]:
-    """Stored runs, newest first (at most ``limit``)."""
-    sql = f"{_select_runs(conn)} ORDER BY created_at DESC, id DESC"
+def list_runs(conn: Connection, limit: int | None = None) -> list[RunRecord]:
+    """Stored runs of the project, newest first (at most ``limit``)."""
+    where, params = project_scope(conn)
+    sql = f"{_select_runs(conn)} WHERE {where} ORDER BY created_at DESC, id DESC"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return [_record(r) for r in conn.execute(sql).fetchall()]
+    return [_record(conn, r) for r in conn.execute(sql, params).fetchall()]
 
 
-def resolve_run_id(conn: sqlite3.Connection, ref: str) -> str:
-    """The full id of the run ``ref`` names: ``latest``, a run id, or a unique prefix of one.
+def resolve_run_id(conn: Connection, ref: str) -> str:
+    """The full id of the run ``ref`` names: ``latest``, a run id, or a unique prefix of one,
+    among the project's runs.
 
     Raises :class:`UsageError` (exit 2) when it names no run, or more than one.
     """
+    where, scope = project_scope(conn)
     if ref == "latest":
-        row = conn.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT 1").fetchone()
+        row = conn.execute(
+            f"SELECT id FROM runs WHERE {where} ORDER BY created_at DESC, id DESC LIMIT 1", scope
+        ).fetchone()
         if row is None:
             raise UsageError("no runs are stored in this project yet (run `oloproof run` first)")
         return str(row[0])
     if not ref.startswith("run_"):
         raise UsageError(f"'{ref}' is not a run id (run ids look like run_01J…; or use 'latest')")
-    row = conn.execute("SELECT id FROM runs WHERE id = ?", (ref,)).fetchone()
+    row = conn.execute(f"SELECT id FROM runs WHERE id = ? AND {where}", (ref, *scope)).fetchone()
     if row is None:
         # substr, not LIKE: '_' and '%' in a prefix are characters, not wildcards.
         rows = conn.execute(
-            "SELECT id FROM runs WHERE substr(id, 1, ?) = ? LIMIT 2", (len(ref), ref)
+            f"SELECT id FROM runs WHERE substr(id, 1, ?) = ? AND {where} LIMIT 2",
+            (len(ref), ref, *scope),
         ).fetchall()
         if len(rows) == 1:
             return str(rows[0][0])
@@ -224,11 +239,11 @@ def resolve_run_id(conn: sqlite3.Connection, ref: str) -> str:
     return str(row[0])
 
 
-def get_run(conn: sqlite3.Connection, ref: str) -> RunRecord:
+def get_run(conn: Connection, ref: str) -> RunRecord:
     """The stored run ``ref`` names (see :func:`resolve_run_id`)."""
     run_id = resolve_run_id(conn, ref)
     row = conn.execute(f"{_select_runs(conn)} WHERE id = ?", (run_id,)).fetchone()
-    return _record(row)
+    return _record(conn, row)
 
 
 @dataclass
@@ -266,7 +281,7 @@ class CaseRow:
 
 
 def load_cases(
-    conn: sqlite3.Connection, run_id: str, case_id: str | None = None
+    conn: Connection, run_id: str, case_id: str | None = None
 ) -> list[CaseRow]:
     """The stored cases of a run in suite order, each with its judgments (or just ``case_id``)."""
     where, params = "run_id = ?", [run_id]
@@ -302,7 +317,7 @@ def load_cases(
     return list(cases.values())
 
 
-def load_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, CriterionEvidence]:
+def load_evidence(conn: Connection, run: RunRecord) -> dict[str, CriterionEvidence]:
     """Per criterion, the counts (BINARY) or scores (MEAN) of a stored run.
 
     Each stored judgment is sorted by ``oloproof.evidence.classify_outcome``
@@ -343,7 +358,7 @@ def load_evidence(conn: sqlite3.Connection, run: RunRecord) -> dict[str, Criteri
 
 
 def load_trial_outcomes(
-    conn: sqlite3.Connection, run: RunRecord
+    conn: Connection, run: RunRecord
 ) -> dict[str, dict[str, list[TrialOutcome]]]:
     """Per criterion, per case (in suite order), its judgments in trial order.
 
@@ -396,7 +411,7 @@ class TrialRow:
 
 
 def load_trial_cases(
-    conn: sqlite3.Connection, run_id: str, case_id: str | None = None
+    conn: Connection, run_id: str, case_id: str | None = None
 ) -> dict[str, list[TrialRow]]:
     """Per case, its trials 1 .. k - 1 in order (trial 0 is the case's own row,
     :func:`load_cases`). Empty for a run of one trial, or a store older than trials."""
@@ -434,7 +449,7 @@ def load_trial_cases(
     return out
 
 
-def load_decisions(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
+def load_decisions(conn: Connection, run_id: str) -> list[dict[str, Any]]:
     """The decisions a run recorded when it was decided, in rule order (as stored)."""
     return [
         _json(run_id, "decision", r[0])
@@ -445,7 +460,7 @@ def load_decisions(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]
 
 
 def load_verdicts(
-    conn: sqlite3.Connection, run: RunRecord, criterion: str
+    conn: Connection, run: RunRecord, criterion: str
 ) -> dict[str, bool | None]:
     """Case id -> the stored verdict on ``criterion``: True/False when observed, None when
     missing (sorted by ``classify_outcome``, as every count is)."""
@@ -461,12 +476,13 @@ def load_verdicts(
     return out
 
 
-def panel_splits(conn: sqlite3.Connection, run_id: str) -> dict[str, tuple[int, int]]:
+def panel_splits(conn: Connection, run_id: str) -> dict[str, tuple[int, int]]:
     """Per panel criterion, ``(split, judged)``: the cases its judges disagreed on, out of
     the cases the panel judged (read from how a panel's reasons start)."""
     out: dict[str, tuple[int, int]] = {}
     for criterion, split, judged in conn.execute(
-        "SELECT criterion, SUM(substr(reason, 1, ?) = ?), COUNT(*) FROM run_judgments"
+        "SELECT criterion, SUM(CASE WHEN substr(reason, 1, ?) = ? THEN 1 ELSE 0 END),"
+        " COUNT(*) FROM run_judgments"
         " WHERE run_id = ? AND (substr(reason, 1, ?) = ? OR substr(reason, 1, ?) = ?)"
         " GROUP BY criterion ORDER BY criterion",
         (len(PANEL_SPLIT), PANEL_SPLIT, run_id, len(PANEL_SPLIT), PANEL_SPLIT,
@@ -482,7 +498,7 @@ def panels_json(splits: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]
 
 
 def load_run_labels(
-    conn: sqlite3.Connection, run_id: str
+    conn: Connection, run_id: str
 ) -> tuple[str, str, list[dict[str, Any]]] | None:
     """``(path, digest, labels)`` stored with a run, or None (no labels, or a store older
     than labels)."""
@@ -517,7 +533,7 @@ class ConcurrencyChange:
         }
 
 
-def load_concurrency(conn: sqlite3.Connection, run_id: str) -> list[ConcurrencyChange]:
+def load_concurrency(conn: Connection, run_id: str) -> list[ConcurrencyChange]:
     """Every move of a run's adaptive limits, in order; empty for a run without
     ``concurrency.adaptive`` (or a store made before the table existed, read as it is)."""
     if not has_table(conn, "run_concurrency"):

@@ -44,7 +44,6 @@ Two faults are handled here, at the one boundary between text and SQLite:
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -59,11 +58,14 @@ from oloproof.events import (
     Event,
     utc_timestamp,
 )
-from oloproof.store.liveness import owner_token
+from oloproof.store.db import claim_run
+from oloproof.store.dbapi import ERRORS, RetryableError, is_sqlite
 from oloproof.usage import Usage
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from oloproof.store.dbapi import Connection
     _Rows = list[tuple[Any, ...]]
 
 # Rows that make a commit due whatever the interval: bounds the memory and the
@@ -74,17 +76,37 @@ SMALL_COMMIT_ROWS = 32
 COMMIT_COST_FACTOR = 40.0
 MAX_COMMIT_INTERVAL_S = 0.02
 
+# A transaction that PostgreSQL gave up for another's sake is tried again this many times.
+_RETRIES = 5
+
+
+def _replace(table: str, key: str, columns: str, width: int) -> str:
+    """``INSERT OR REPLACE`` in the SQL both backends speak: an insert that updates the row
+    already there under ``key`` with every other column."""
+    sets = ", ".join(f"{c} = excluded.{c}" for c in columns.split(", "))
+    marks = ", ".join("?" * width)
+    return f"INSERT INTO {table} VALUES ({marks}) ON CONFLICT({key}) DO UPDATE SET {sets}"
+
+
 # A cache entry already there (a --no-cache run) is updated in place: the same
 # row as INSERT OR REPLACE leaves, for a third of the work (no delete, no insert).
 _INSERTS = (
-    "INSERT OR REPLACE INTO run_cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    _replace(
+        "run_cases", "run_id, case_id",
+        "idx, input_json, expected_json, metadata_json, status, output_json, error, attempts,"
+        " latency_ms, usage_json, from_cache, exec_key, finished_at", 15,
+    ),
     (
         "INSERT INTO exec_cache VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
         " output_json = excluded.output_json, latency_ms = excluded.latency_ms,"
         " usage_json = excluded.usage_json, attempts = excluded.attempts,"
         " created_at = excluded.created_at"
     ),
-    "INSERT OR REPLACE INTO run_judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    _replace(
+        "run_judgments", "run_id, case_id, criterion",
+        "status, passed, score, reason, from_cache, judge_key, latency_ms, attempts, usage_json",
+        12,
+    ),
     (
         "INSERT INTO judge_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE"
         " SET status = excluded.status, passed = excluded.passed, score = excluded.score,"
@@ -93,11 +115,29 @@ _INSERTS = (
         " created_at = excluded.created_at"
     ),
     # Trials 1 .. k - 1 of a run with repeated trials (store/schema.py, version 3).
-    "INSERT OR REPLACE INTO trial_cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    "INSERT OR REPLACE INTO trial_judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    _replace(
+        "trial_cases", "run_id, case_id, trial",
+        "idx, status, output_json, error, attempts, latency_ms, usage_json, from_cache,"
+        " exec_key, finished_at", 13,
+    ),
+    _replace(
+        "trial_judgments", "run_id, case_id, trial, criterion",
+        "status, passed, score, reason, from_cache, judge_key, latency_ms, attempts, usage_json",
+        13,
+    ),
+)
+# The caches are the rows two runs may both write (the same keys): on PostgreSQL each
+# transaction updates them in key order, so that two never wait on each other in a cycle.
+_CACHES = (1, 3)
+
+_CONCURRENCY_INSERT = _replace(
+    "run_concurrency", "run_id, seq",
+    "at, limit_name, previous, limit_value, ceiling, reason", 8,
 )
 
-_CONCURRENCY_INSERT = "INSERT OR REPLACE INTO run_concurrency VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+
+def _first(row: tuple[Any, ...]) -> Any:
+    return row[0]
 
 
 def _usage(usage: Usage | None) -> str | None:
@@ -112,7 +152,7 @@ def _storable_rows(rows: _Rows) -> _Rows:
     return [_storable_row(r) for r in rows]
 
 
-def _execute(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> None:
+def _execute(conn: Connection, sql: str, args: tuple[Any, ...]) -> None:
     """``conn.execute``, retried once with storable text if the text cannot be encoded."""
     try:
         conn.execute(sql, args)
@@ -133,7 +173,7 @@ class StoreWriter:
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         run_id: str,
         *,
         on_fault: Callable[[str], None] | None = None,
@@ -158,6 +198,7 @@ class StoreWriter:
         self._scheduled = False
         self._last_commit = 0.0
         self._interval = MIN_COMMIT_INTERVAL_S  # until the next commit (see the docstring)
+        self._sqlite = is_sqlite(conn)
 
     # -- the run's row -------------------------------------------------
     def create_run(
@@ -195,7 +236,7 @@ class StoreWriter:
                 os.getpid(),
             ),
         )
-        owner = owner_token()  # who runs it, beyond the PID (store/liveness.py)
+        owner = claim_run(self.conn, self.run_id)  # who runs it, beyond the PID
         if owner is not None:
             self.conn.execute("INSERT INTO run_owners VALUES (?, ?)", (self.run_id, owner))
         if subset is not None:
@@ -405,13 +446,17 @@ class StoreWriter:
             self._trial_cases, self._trial_judgments,
         )
         started = time.monotonic()
+        if not self._sqlite:
+            rows = tuple(  # type: ignore[assignment]
+                sorted(r, key=_first) if i in _CACHES else r for i, r in enumerate(rows)
+            )
         try:
             try:
-                self._commit(rows)
+                self._commit_retrying(rows)
             except UnicodeEncodeError:
                 # Rare: a lone surrogate somewhere. Clean every row, try once more.
-                self._commit(tuple(_storable_rows(r) for r in rows))
-        except sqlite3.Error as exc:
+                self._commit_retrying(tuple(_storable_rows(r) for r in rows))
+        except ERRORS as exc:
             self._fail(f"the store could not be written ({exc})")
         self._last_commit = time.monotonic()
         self._interval = MIN_COMMIT_INTERVAL_S
@@ -423,6 +468,16 @@ class StoreWriter:
         self._cases, self._exec_cache, self._judgments, self._judge_cache = [], [], [], []
         self._concurrency = []
         self._trial_cases, self._trial_judgments = [], []
+
+    def _commit_retrying(self, rows: tuple[_Rows, ...]) -> None:
+        for attempt in range(_RETRIES):
+            try:
+                self._commit(rows)
+                return
+            except RetryableError:  # PostgreSQL only: another transaction was let through
+                if attempt == _RETRIES - 1:
+                    raise
+                time.sleep(0.005 * (attempt + 1))
 
     def _commit(self, rows: tuple[_Rows, ...]) -> None:
         conn = self.conn
@@ -446,11 +501,11 @@ class StoreWriter:
             self.on_fault(reason)
 
 
-def _rollback(conn: sqlite3.Connection) -> None:
+def _rollback(conn: Connection) -> None:
     # After some errors (SQLITE_FULL) SQLite has already rolled back; a second
     # ROLLBACK would raise and hide the first error.
     if conn.in_transaction:
         try:
             conn.execute("ROLLBACK")
-        except sqlite3.Error:
+        except ERRORS:
             pass

@@ -2,8 +2,8 @@
 
 A small Starlette app (the ``[view]`` extra) drawing the same templates as the report
 file. Every request opens the store read-only and closes it, so the viewer never writes,
-never migrates, and reads safely beside a run that is writing (SQLite's WAL: a reader
-sees the last committed state).
+never migrates, and reads safely beside a run that is writing (SQLite's WAL, or
+PostgreSQL's snapshots for a team store: a reader sees the last committed state).
 
 A run in progress is followed live with server-sent events in the form ``--json``
 streams (``case_executed``, ``case_judged``, ``provisional_metrics``, ``run_finished``):
@@ -15,9 +15,7 @@ rows; the provisional interval is the engine's (Wilson at 95%, over finished cas
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -42,6 +40,8 @@ from oloproof.render.html import render_case_page, render_comparison, render_ind
 from oloproof.stats.intervals import wilson
 from oloproof.store.comparisons import list_comparisons
 from oloproof.store.db import has_table, open_store_readonly
+from oloproof.store.dbapi import Connection
+from oloproof.store.location import StoreLocation
 from oloproof.store.reader import get_run, list_runs, load_cases, load_decisions
 from oloproof.textsafe import dumps
 
@@ -57,10 +57,11 @@ def _html(text: str) -> HTMLResponse:
     return HTMLResponse(text, headers=_HEADERS)
 
 
-def create_app(store: Path, project: str) -> Starlette:
-    """The viewer of the store at ``store`` (``.oloproof/store.sqlite``)."""
+def create_app(store: StoreLocation, project: str) -> Starlette:
+    """The viewer of the store at ``store`` (``.oloproof/store.sqlite``, or a team store:
+    then the runs of the project its location names)."""
 
-    def read(fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    def read(fn: Callable[[Connection], Any]) -> Any:
         conn = open_store_readonly(store)
         try:
             return fn(conn)
@@ -68,7 +69,7 @@ def create_app(store: Path, project: str) -> Starlette:
             conn.close()
 
     def index(request: Request) -> Response:
-        def load(conn: sqlite3.Connection) -> str:
+        def load(conn: Connection) -> str:
             runs = [
                 {"id": r.id, "created_at": r.created_at, "system": r.system, "status": r.status,
                  "state": r.state, "cases_total": r.cases_total, "gate": r.gate,
@@ -91,7 +92,7 @@ def create_app(store: Path, project: str) -> Starlette:
     def case_page(request: Request) -> Response:
         run_id, case_id = request.path_params["run_id"], request.path_params["case_id"]
 
-        def load(conn: sqlite3.Connection) -> Response:
+        def load(conn: Connection) -> Response:
             doc = run_document(conn, run_id)
             for case in doc["cases"]:
                 if case["id"] == case_id:
@@ -158,7 +159,7 @@ def _provisional(run_id: str, total: int, cases: list[Any], kinds: dict[str, str
 
 
 # Runs a function on a fresh read-only connection to the store, and closes it.
-Reader = Callable[[Callable[[sqlite3.Connection], Any]], Any]
+Reader = Callable[[Callable[[Connection], Any]], Any]
 
 
 async def _follow(read: Reader, run_id: str) -> AsyncIterator[bytes]:
@@ -167,7 +168,7 @@ async def _follow(read: Reader, run_id: str) -> AsyncIterator[bytes]:
     first = True
     quiet = 0.0
     while True:
-        def look(conn: sqlite3.Connection) -> tuple[Any, list[Any], list[dict[str, Any]]]:
+        def look(conn: Connection) -> tuple[Any, list[Any], list[dict[str, Any]]]:
             run = get_run(conn, run_id)
             cases = load_cases(conn, run.id)
             decisions = load_decisions(conn, run.id) if run.status != RunStatus.RUNNING else []

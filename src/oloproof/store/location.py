@@ -1,0 +1,109 @@
+"""Where a project's store is: the SQLite file in ``.oloproof/``, or a team store.
+
+``OLOPROOF_STORE`` wins over ``store:`` in oloproof.yaml (so that CI can pass the URL as a
+secret); without either, the store is ``.oloproof/store.sqlite`` beside oloproof.yaml, as
+it always was. Finding out costs a read of oloproof.yaml and a look for the word
+``store`` in it: the file is parsed (PyYAML) only when the word is there, so the
+commands that never validate the configuration (``runs``, ``gate``) stay as fast as they
+were.
+
+A team store holds the runs of several projects; a project's runs are those stored under
+its *project key*, the ``project:`` name of oloproof.yaml (docs/team-store.md says why,
+and what happens when two projects share a name).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from oloproof._records import dataclass
+from oloproof.errors import ConfigError
+from oloproof.storeurl import masked, store_setting
+
+__all__ = ["ENV", "PostgresLocation", "StoreLocation", "describe", "locate", "store_path"]
+
+ENV = "OLOPROOF_STORE"
+STORE_DIR = ".oloproof"
+STORE_FILE = "store.sqlite"
+
+
+@dataclass(frozen=True)
+class PostgresLocation:
+    """A team store on PostgreSQL, for one project. ``url`` holds the password, if any:
+    never show it; ``str()`` and ``repr()`` are masked."""
+
+    url: str
+    project: str
+
+    @property
+    def display(self) -> str:
+        return masked(self.url)
+
+    def __str__(self) -> str:
+        return self.display
+
+    def __repr__(self) -> str:
+        return f"PostgresLocation({self.display!r}, project={self.project!r})"
+
+
+#: A store's place: the path of the SQLite file, or a PostgreSQL store.
+StoreLocation = Path | PostgresLocation
+
+
+def store_path(project_root: Path) -> Path:
+    return project_root / STORE_DIR / STORE_FILE
+
+
+def describe(location: StoreLocation) -> str:
+    """The store as a person may be shown it (a password never is)."""
+    return str(location)
+
+
+def _yaml(config: Path, data: bytes) -> object:
+    import yaml
+
+    try:
+        return yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        raise ConfigError(
+            f"cannot be read to find its store ({str(exc).splitlines()[0]})", file=str(config)
+        ) from None
+
+
+def _project_key(config: Path, doc: object) -> str:
+    name = doc.get("project") if isinstance(doc, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(
+            "a team store keeps each project's runs under its name, and this file names none",
+            file=str(config), field="project",
+        )
+    return name
+
+
+def locate(config: Path | str) -> StoreLocation:
+    """The store of the project whose oloproof.yaml is ``config``."""
+    config = Path(config)
+    root = config.resolve().parent
+    env = os.environ.get(ENV)
+    data: bytes | None
+    try:
+        data = config.read_bytes()
+    except OSError:
+        data = None  # the command that needs the file says so
+    doc: object = None
+    url: str | None
+    if env is not None and env.strip():
+        url = store_setting(env, ENV)
+    elif data is None or b"store" not in data:
+        return store_path(root)
+    else:
+        doc = _yaml(config, data)
+        url = store_setting(doc.get("store") if isinstance(doc, dict) else None, str(config))
+    if url is None:
+        return store_path(root)
+    if data is None:
+        raise ConfigError("cannot be read to find the project's name", file=str(config))
+    if doc is None:
+        doc = _yaml(config, data)
+    return PostgresLocation(url, _project_key(config, doc))
