@@ -160,3 +160,108 @@ def mounted_tmpfs(mount: Path, size: str) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+# -- the two store backends ------------------------------------------------------------
+# The store tests run on both: SQLite (the default store, a file in .oloproof/) and
+# PostgreSQL (the team store, on a real server these tests start: tests/pgserver.py).
+# `backend` is the parametrised fixture; for PostgreSQL it sets OLOPROOF_STORE to a
+# database of the test's own, which oloproof.run() in this process and the CLI in a
+# subprocess (run_cli passes the environment on) both read.
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    from tests import pgserver
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _pg_unavailable("psycopg is not installed (pip install 'oloproof[postgres]')")
+    try:
+        server = pgserver.start()
+    except pgserver.Unavailable as exc:
+        _pg_unavailable(str(exc))
+    yield server
+    server.stop()
+
+
+def _pg_unavailable(why: str) -> None:
+    from tests.pgserver import REQUIRED_ENV, required
+
+    if required():
+        pytest.fail(f"PostgreSQL is required here ({REQUIRED_ENV}) and cannot be started: {why}")
+    pytest.skip(f"PostgreSQL cannot be started here ({why}); set {REQUIRED_ENV}=required"
+                " to make this a failure")
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> Iterator[str]:
+    """The URL of a database of this test's own (over the server's Unix socket)."""
+    name = pg_server.create_database()
+    yield pg_server.url(name)
+    pg_server.drop_database(name)
+
+
+@dataclass
+class Backend:
+    """The store a parametrised test runs on, and a way to look into it with SQL."""
+
+    name: str  # sqlite | postgresql
+    url: str | None = None
+
+    @property
+    def is_pg(self) -> bool:
+        return self.name == "postgresql"
+
+    def location(self, root: Path, project: str = "test-project") -> Any:
+        from oloproof.store.location import PostgresLocation, store_path
+
+        return store_path(root) if self.url is None else PostgresLocation(self.url, project)
+
+    def connect(self, root: Path, project: str = "test-project") -> Any:
+        """A plain connection to the store (``?`` placeholders on both): for the tests' own
+        SQL, which neither creates nor migrates anything."""
+        import sqlite3
+
+        if self.url is None:
+            return sqlite3.connect(root / ".oloproof" / "store.sqlite", isolation_level=None)
+        from oloproof.store.postgres import connect
+
+        return connect(self.location(root, project))
+
+    def count(self, root: Path, table: str, where: str = "1 = 1", params: tuple[Any, ...] = ()) -> int:
+        conn = self.connect(root)
+        try:
+            return int(conn.execute(f"SELECT count(*) FROM {table} WHERE {where}", params).fetchone()[0])
+        finally:
+            conn.close()
+
+    def tables(self, conn: Any) -> set[str]:
+        if self.url is None:
+            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return {r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+
+    def script(self, conn: Any, script: str) -> None:
+        """Run a script of the store's schema (SQLite's DDL; translated for PostgreSQL)."""
+        from oloproof.store.db import statements
+
+        if self.url is None:
+            conn.executescript(script)
+            return
+        from oloproof.store.postgres import ddl
+
+        for statement in statements(script):
+            conn.execute(ddl(statement))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Backend:
+    """Each store backend in turn (OLOPROOF_STORE set for PostgreSQL)."""
+    if request.param == "sqlite":
+        monkeypatch.delenv("OLOPROOF_STORE", raising=False)
+        return Backend("sqlite")
+    url = request.getfixturevalue("pg_url")
+    monkeypatch.setenv("OLOPROOF_STORE", url)
+    return Backend("postgresql", url)

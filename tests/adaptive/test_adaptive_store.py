@@ -4,10 +4,9 @@ never migrated), it reads as having no history."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
-from tests.conftest import labelled_cases, run_cli, write_project
+from tests.conftest import Backend, labelled_cases, run_cli, write_project
 
 from oloproof.api import concurrency_history, read_run
 from oloproof.events import ConcurrencyChanged
@@ -25,21 +24,24 @@ def answer(case_input):
 """
 
 
-def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+# Every test runs on both store backends (tests/conftest.py `backend`).
 
 
-def _version_2_store(path: Path) -> None:
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(MIGRATIONS[1])
-    conn.executescript(MIGRATIONS[2])
+def _version_2_store(backend: Backend, root: Path) -> None:
+    (root / ".oloproof").mkdir()
+    conn = backend.connect(root)
+    backend.script(conn, MIGRATIONS[1])
+    backend.script(conn, MIGRATIONS[2])
     conn.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '2')")
     conn.close()
 
 
-def test_a_store_without_the_table_gains_it_without_a_new_version(tmp_path: Path) -> None:
-    path = tmp_path / "store.sqlite"
-    _version_2_store(path)
+def test_a_store_without_the_table_gains_it_without_a_new_version(
+    tmp_path: Path, backend: Backend
+) -> None:
+    _version_2_store(backend, tmp_path)
+    path = backend.location(tmp_path)
+    _tables = backend.tables
     read_only = open_store_readonly(path)
     assert "run_concurrency" not in _tables(read_only)
     assert load_concurrency(read_only, "run_x") == []  # an old store has no history
@@ -53,8 +55,8 @@ def test_a_store_without_the_table_gains_it_without_a_new_version(tmp_path: Path
     again.close()
 
 
-def test_the_writer_commits_changes_without_any_case(tmp_path: Path) -> None:
-    conn = open_store(tmp_path / "store.sqlite")
+def test_the_writer_commits_changes_without_any_case(tmp_path: Path, backend: Backend) -> None:
+    conn = open_store(backend.location(tmp_path))
     writer = StoreWriter(conn, "run_01J00000000000000000000000")
     writer.handle(ConcurrencyChanged(writer.run_id, limit_name="system", previous=None,
                                      limit=4, ceiling=16, reason="start"))
@@ -69,13 +71,12 @@ def test_the_writer_commits_changes_without_any_case(tmp_path: Path) -> None:
 
 
 def test_runs_stored_at_version_2_survive_and_adaptive_runs_are_recorded(
-    project_dir: Path,
+    project_dir: Path, backend: Backend
 ) -> None:
     write_project(project_dir, app=APP, cases=labelled_cases(30))
     assert run_cli("run", cwd=project_dir).code == 0
-    store = project_dir / ".oloproof" / "store.sqlite"
     # Back to what a store made before adaptive concurrency held: no run_concurrency.
-    conn = sqlite3.connect(store, isolation_level=None)
+    conn = backend.connect(project_dir)
     conn.execute("DROP TABLE run_concurrency")
     before = conn.execute("SELECT id, status, gate FROM runs").fetchall()
     conn.close()
@@ -86,7 +87,7 @@ def test_runs_stored_at_version_2_survive_and_adaptive_runs_are_recorded(
     config.write_text(config.read_text().replace("  judge: 4\n", "  judge: 4\n  adaptive: true\n"))
     assert run_cli("run", "--no-cache", cwd=project_dir).code == 0
 
-    conn = sqlite3.connect(store)
+    conn = backend.connect(project_dir)
     assert schema_version(conn) == SCHEMA_VERSION  # an optional table: no new version
     assert conn.execute("SELECT count(*) FROM run_concurrency").fetchone()[0] > 0
     assert conn.execute(

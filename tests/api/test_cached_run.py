@@ -3,12 +3,11 @@ the same events, stored rows and decisions as the same run on a loop."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import labelled_cases, write_project
+from tests.conftest import Backend, labelled_cases, write_project
 
 import oloproof
 from oloproof.engine.pipeline import Engine
@@ -71,12 +70,19 @@ def _collect(root: Path) -> tuple[oloproof.RunResult, list[dict[str, Any]]]:
     return result, [{k: v for k, v in e.items() if k not in _VOLATILE} for e in seen]
 
 
+# Both tests run on both store backends (tests/conftest.py `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 def _rows(root: Path, run_id: str) -> list[Any]:
-    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
+    from oloproof.store.db import open_store_readonly
+    from oloproof.store.location import locate
+
+    conn = open_store_readonly(locate(root / "oloproof.yaml"))
     try:
         out: list[Any] = []
         for table in ("run_cases", "run_judgments", "trial_cases", "trial_judgments"):
-            columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+            columns = [d[0] for d in conn.execute(f"SELECT * FROM {table} LIMIT 0").description]
             keep = [c for c in columns if c not in ("run_id", "finished_at")]
             out.append(sorted(map(repr, conn.execute(
                 f"SELECT {', '.join(keep)} FROM {table} WHERE run_id = ?", (run_id,)))))
@@ -115,13 +121,12 @@ def test_a_cached_run_without_a_loop_is_the_same_run(
     assert _rows(root, replayed.run_id) == _rows(root, looped.run_id)
 
 
-def test_a_run_with_one_result_missing_runs_on_a_loop(tmp_path: Path) -> None:
+def test_a_run_with_one_result_missing_runs_on_a_loop(tmp_path: Path, backend: Backend) -> None:
     root = _project(tmp_path / "p", 1)
     oloproof.run(root)
-    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
-    with conn:
-        (key,) = conn.execute("SELECT key FROM judge_cache LIMIT 1").fetchone()
-        conn.execute("DELETE FROM judge_cache WHERE key = ?", (key,))
+    conn = backend.connect(root)
+    (key,) = conn.execute("SELECT key FROM judge_cache LIMIT 1").fetchone()
+    conn.execute("DELETE FROM judge_cache WHERE key = ?", (key,))
     conn.close()
     _, events = _collect(root)
     fresh = [e for e in events if e.get("from_cache") is False]

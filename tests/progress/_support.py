@@ -57,6 +57,17 @@ def checked_events(out: str) -> list[dict[str, Any]]:
 
 
 def stored_cases(project: Path) -> int:
+    """Cases stored so far, in the project's store (the team store when OLOPROOF_STORE
+    names one: tests/conftest.py `backend`)."""
+    url = os.environ.get("OLOPROOF_STORE", "")
+    if url.startswith("postgres"):
+        import psycopg
+
+        try:
+            with psycopg.connect(url, autocommit=True) as pg:
+                return int(pg.execute("SELECT count(*) FROM run_cases").fetchone()[0])  # type: ignore[index]
+        except psycopg.Error:  # no store yet
+            return 0
     db = project / ".oloproof" / "store.sqlite"
     if not db.exists():
         return 0

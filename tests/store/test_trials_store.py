@@ -3,9 +3,10 @@ as it is by the read-only commands, and is migrated in place by the next run."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
+from typing import Any
 
+from tests.conftest import Backend
 from tests.engine._trials import calls, flaky_cases, flaky_project
 
 import oloproof
@@ -17,41 +18,50 @@ V3_TABLES = ("run_trials", "trial_cases", "trial_judgments")
 FLOOR = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
 
 
-def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+# Every test runs on both store backends (tests/conftest.py `backend`).
 
 
-def _back_to_version_2(store: Path) -> None:
-    conn = sqlite3.connect(store, isolation_level=None)
+def _back_to_version_2(backend: Backend, root: Path) -> None:
+    conn = backend.connect(root)
     for table in V3_TABLES:
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.close()
 
 
-def test_a_fresh_version_2_store_migrates_to_3(tmp_path: Path) -> None:
-    path = tmp_path / "store.sqlite"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(MIGRATIONS[1] + MIGRATIONS[2])
+def test_a_fresh_version_2_store_migrates_to_3(tmp_path: Path, backend: Backend) -> None:
+    (tmp_path / ".oloproof").mkdir()
+    conn = backend.connect(tmp_path)
+    backend.script(conn, MIGRATIONS[1] + MIGRATIONS[2])
     conn.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '2')")
     conn.close()
-    migrated = open_store(path, create=False)
+    migrated = open_store(backend.location(tmp_path), create=False)
     assert SCHEMA_VERSION == 3
     assert schema_version(migrated) == 3
-    assert set(V3_TABLES) <= _tables(migrated)
+    assert set(V3_TABLES) <= backend.tables(migrated)
     migrated.close()
     # The migration is idempotent (IF NOT EXISTS): applied again, it changes nothing.
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(MIGRATIONS[3])
+    conn = backend.connect(tmp_path)
+    backend.script(conn, MIGRATIONS[3])
     conn.close()
 
 
-def test_runs_of_a_version_2_store_survive_and_its_cache_serves_trial_0(tmp_path: Path) -> None:
+def _fetch(backend: Backend, root: Path, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    conn = backend.connect(root)
+    try:
+        return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+    finally:
+        conn.close()
+
+
+def test_runs_of_a_version_2_store_survive_and_its_cache_serves_trial_0(
+    tmp_path: Path, backend: Backend
+) -> None:
     root = flaky_project(tmp_path / "p", flaky_cases(8, 2, 0), release=FLOOR)
     first = oloproof.run(root)
-    store = root / ".oloproof" / "store.sqlite"
-    _back_to_version_2(store)
-    conn = sqlite3.connect(store)
+    store = backend.location(root)
+    _back_to_version_2(backend, root)
+    conn = backend.connect(root)
     runs_before = conn.execute("SELECT id, status, completeness, gate FROM runs").fetchall()
     cases_before = conn.execute("SELECT * FROM run_cases ORDER BY case_id").fetchall()
     decisions_before = conn.execute("SELECT * FROM decisions").fetchall()
@@ -69,14 +79,16 @@ def test_runs_of_a_version_2_store_survive_and_its_cache_serves_trial_0(tmp_path
     again = oloproof.read_run(first.run_id, root)
     assert again.trials == 1 and again.exit_code == first.exit_code
     assert all(case.trials == () for case in again.cases())
-    assert schema_version(sqlite3.connect(store)) == 2  # ... and leave it untouched
+    assert _fetch(backend, root, "SELECT value FROM meta WHERE key = 'schema_version'") == [
+        ("2",)
+    ]  # ... and leave it untouched
 
     # ... and the next run migrates it, keeps every run, and takes trial 0 from its cache.
     before = calls(root)
     three = oloproof.run(root, trials=3)
     assert calls(root) == before + 20
     assert three.cache["execution_hits"] == 10  # type: ignore[index]
-    conn = sqlite3.connect(store)
+    conn = backend.connect(root)
     try:
         assert schema_version(conn) == 3
         assert conn.execute(
@@ -96,16 +108,17 @@ def test_runs_of_a_version_2_store_survive_and_its_cache_serves_trial_0(tmp_path
     assert oloproof.read_run(first.run_id, root).exit_code == first.exit_code
 
 
-def test_a_stored_trial_run_with_a_trial_gap_counts_it_missing(tmp_path: Path) -> None:
+def test_a_stored_trial_run_with_a_trial_gap_counts_it_missing(
+    tmp_path: Path, backend: Backend
+) -> None:
     """A trial whose row never reached the store (a run killed between trials) reads back
     as missing, never as a pass."""
     root = flaky_project(tmp_path / "p", flaky_cases(10, 0, 0), release=FLOOR, trials=3)
     result = oloproof.run(root)
-    store = root / ".oloproof" / "store.sqlite"
-    conn = sqlite3.connect(store, isolation_level=None)
+    conn = backend.connect(root)
     conn.execute("DELETE FROM trial_judgments WHERE case_id = 'c004' AND trial = 2")
     conn.close()
-    ro = open_store_readonly(store)
+    ro = open_store_readonly(backend.location(root))
     try:
         ev = load_evidence(ro, get_run(ro, result.run_id))["exact_label"]
     finally:

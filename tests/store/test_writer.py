@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.conftest import Backend
 
 from oloproof.engine.pipeline import EngineCase
 from oloproof.events import CaseExecuted, CaseJudged
@@ -15,10 +15,24 @@ from oloproof.store import writer as writer_module
 from oloproof.store.db import open_store
 from oloproof.store.writer import StoreWriter
 
+# Every test runs on both store backends (tests/conftest.py `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
+
+@pytest.fixture
+def count(backend: Backend, tmp_path: Path) -> Callable[[Path, str], int]:
+    def _count(path: Path, table: str) -> int:
+        return backend.count(tmp_path, table)
+
+    return _count
+
 
 def _writer(tmp_path: Path, run_id: str = "run_A") -> tuple[StoreWriter, Path]:
+    from oloproof.store.location import locate
+
+    (tmp_path / "oloproof.yaml").write_text("project: test-project\n")
     path = tmp_path / ".oloproof" / "store.sqlite"
-    writer = StoreWriter(open_store(path), run_id)
+    writer = StoreWriter(open_store(locate(tmp_path / "oloproof.yaml")), run_id)
     writer.set_cases([EngineCase(f"c{i}", {"n": i}, {"label": "ok"}, None, i) for i in range(50)])
     writer.create_run(
         project="p", suite_digest="sha256:x", dataset="d.jsonl", cases_total=50,
@@ -42,15 +56,10 @@ def _judged(i: int, passed: bool) -> CaseJudged:
     )
 
 
-def _count(path: Path, table: str) -> int:
-    conn = sqlite3.connect(path)
-    try:
-        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-    finally:
-        conn.close()
-
-
-def test_rows_are_committed_at_the_end_of_the_loop_turn(tmp_path: Path) -> None:
+def test_rows_are_committed_at_the_end_of_the_loop_turn(
+    tmp_path: Path, count: Callable[[Path, str], int]
+) -> None:
+    _count = count
     writer, path = _writer(tmp_path)
 
     async def main() -> None:
@@ -68,8 +77,9 @@ def test_rows_are_committed_at_the_end_of_the_loop_turn(tmp_path: Path) -> None:
 
 
 def test_commits_are_spaced_and_nothing_is_left_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: Callable[[Path, str], int]
 ) -> None:
+    _count = count
     # A clock and a call_later of our own: the spacing is checked without timing anything.
     now = [100.0]
     monkeypatch.setattr(writer_module.time, "monotonic", lambda: now[0])
@@ -102,14 +112,14 @@ def test_commits_are_spaced_and_nothing_is_left_behind(
     assert _count(path, "run_cases") == 4
 
 
-def test_a_fresh_call_refreshes_its_cache_entry(tmp_path: Path) -> None:
-    writer, path = _writer(tmp_path)
+def test_a_fresh_call_refreshes_its_cache_entry(tmp_path: Path, backend: Backend) -> None:
+    writer, _ = _writer(tmp_path)
     writer.handle(_executed(0, {"label": "old"}, latency=5.0))
     writer.handle(_judged(0, False))
     writer.run_id = "run_B"
     writer.handle(_executed(0, {"label": "new", "extra": [1]}, latency=7.0))
     writer.handle(_judged(0, True))
-    conn = sqlite3.connect(path)
+    conn = backend.connect(tmp_path)
     assert conn.execute("SELECT output_json, latency_ms FROM exec_cache").fetchall() == [
         ('{"label":"new","extra":[1]}', 7.0)
     ]
@@ -118,8 +128,9 @@ def test_a_fresh_call_refreshes_its_cache_entry(tmp_path: Path) -> None:
 
 
 def test_small_commits_are_spaced_by_what_the_last_one_cost_within_bounds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: Callable[[Path, str], int]
 ) -> None:
+    _count = count
     # The clock moves only inside a commit, by what we say it cost: the spacing is
     # checked without timing anything.
     now = [100.0]
