@@ -46,6 +46,10 @@ COMMANDS = {
         "oloproof.cli.view",
         "Browse the project's store in a local web viewer (read-only; needs oloproof[view]).",
     ),
+    "store": (
+        "oloproof.cli.store",
+        "push: copy runs of the local store to the team store (needs oloproof[postgres]).",
+    ),
 }
 
 
@@ -231,6 +235,18 @@ def declare(name: str, p: Any) -> None:
         p.add_argument(
             "--no-open", action="store_true", help="print the address; do not open a browser"
         )
+    elif name == "store":
+        p.add_argument(
+            "action", choices=["push"],
+            help="push: copy runs of .oloproof/ to the team store (store: or OLOPROOF_STORE);"
+            " a run already there is left as it is",
+        )
+        p.add_argument(
+            "runs", nargs="*", metavar="RUN",
+            help="run ids, unique prefixes or latest (default: every run of the local store)",
+        )
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument("--json", action="store_true", help="print what was pushed as JSON")
 
 
 def _ci_options(p: Any) -> None:

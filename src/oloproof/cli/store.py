@@ -1,0 +1,64 @@
+"""``oloproof store push [RUN...]``: copy runs of the project's local store (``.oloproof/``)
+to its team store (``store:`` in oloproof.yaml, or ``OLOPROOF_STORE``).
+
+Each run is copied whole, in one transaction, or not at all (store/transfer.py); a run the
+team store already holds is left as it is, so pushing again writes nothing new. Without
+``RUN``, every run of the local store is pushed, oldest first.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from oloproof.cli._common import project_root
+from oloproof.errors import UsageError
+from oloproof.store.db import open_store, open_store_readonly
+from oloproof.store.location import PostgresLocation, locate, store_path
+from oloproof.textsafe import dumps, printable
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["command"]
+
+
+def command(args: argparse.Namespace) -> int:
+    from oloproof.store.transfer import COPIED, PRESENT, copy_run, run_ids
+
+    root = project_root(args.config)
+    team = locate(args.config)
+    if not isinstance(team, PostgresLocation):
+        raise UsageError(
+            "store push copies runs to a team store, and this project has none: set"
+            " store: postgresql://... in oloproof.yaml, or OLOPROOF_STORE (docs/team-store.md)"
+        )
+    local = store_path(root)
+    if not local.exists():
+        raise UsageError(f"no local store at {local}: nothing to push")
+    src = open_store_readonly(local)
+    try:
+        refs = list(args.runs) or run_ids(src)
+        dst = open_store(team)
+        try:
+            done = [copy_run(src, dst, ref) for ref in refs]
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    copied = sum(1 for _, what in done if what == COPIED)
+    present = sum(1 for _, what in done if what == PRESENT)
+    if args.json:
+        sys.stdout.write(dumps({
+            "store": team.display, "project": team.project,
+            "runs": [{"id": run_id, "result": what} for run_id, what in done],
+            "copied": copied, "already_there": present,
+        }) + "\n")
+        return 0
+    for run_id, what in done:
+        sys.stdout.write(f"{run_id}  {what}\n")
+    sys.stdout.write(printable(
+        f"Pushed {copied} run{'' if copied == 1 else 's'} of project {team.project!r} to"
+        f" {team.display}" + (f" ({present} already there)" if present else "") + "\n"
+    ))
+    return 0

@@ -1,0 +1,153 @@
+"""Copying a run from one store to another: what ``oloproof store push`` does, run by run.
+
+:func:`copy_run` is a store-level operation on two connections of either backend (the
+seam of store/dbapi.py), so that other ways of bringing runs together (merging shards)
+can use it too. A run is copied whole, in one transaction of the destination: its row,
+its cases and judgments (every trial), its decisions, its labels, subset and concurrency
+history, and the cache entries its calls made, so that the destination's next run can
+take them from the cache. What the destination already holds is never changed:
+
+* a run whose id is already there is not copied again (nothing is written): pushing
+  twice writes nothing new;
+* a cache entry already there is kept (``ON CONFLICT DO NOTHING``): it is as good, and
+  may be newer.
+
+A run is copied as the source reads it: a ``RUNNING`` run whose process is gone is copied
+as ``RUN_ERROR/PARTIAL`` with the reason; a run still running is not copied (push it
+when it has ended). Its project is the destination's project key (store/location.py),
+so that the project's ``runs`` lists it there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from oloproof.enums import RunStatus
+from oloproof.store.db import has_table
+from oloproof.store.reader import RunRecord, get_run
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from oloproof.store.dbapi import Connection
+
+__all__ = ["COPIED", "PRESENT", "RUNNING", "copy_run"]
+
+COPIED = "copied"
+PRESENT = "already there"
+RUNNING = "still running"
+
+# The tables that hold a run's rows (keyed by run_id), in an order that suits foreign
+# readers (the run's row first is written separately).
+_RUN_TABLES = (
+    "run_cases", "run_judgments", "decisions", "run_trials", "trial_cases", "trial_judgments",
+    "run_subsets", "run_labels", "run_concurrency",
+)
+
+
+def _rows(conn: Connection, sql: str, params: tuple[Any, ...]) -> tuple[list[str], list[Any]]:
+    cur = conn.execute(sql, params)
+    names = [d[0] for d in cur.description]  # type: ignore[attr-defined]
+    return names, [tuple(r) for r in cur.fetchall()]
+
+
+def _insert(dst: Connection, table: str, names: list[str], rows: list[Any]) -> int:
+    if not rows:
+        return 0
+    marks = ", ".join("?" * len(names))
+    dst.executemany(
+        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks}) ON CONFLICT DO NOTHING", rows
+    )
+    return len(rows)
+
+
+def _run_row(src: Connection, record: RunRecord, project: str | None) -> tuple[list[str], Any]:
+    names, rows = _rows(src, "SELECT * FROM runs WHERE id = ?", (record.id,))
+    row = dict(zip(names, rows[0], strict=True))
+    # As the source reads it (a dead RUNNING run has ended), under the destination's key.
+    row.update(
+        status=str(record.status), completeness=str(record.completeness),
+        exit_code=record.exit_code, gate=None if record.gate is None else str(record.gate),
+        stop_reason=record.stop_reason,
+    )
+    if project is not None:
+        row["project"] = project
+    return list(row), tuple(row.values())
+
+
+def _cache_keys(src: Connection, run_id: str) -> tuple[list[str], list[str]]:
+    """The cache keys of the run's results (those it took from the cache too: the source
+    holds their entries, and the destination's runs can use them)."""
+    execs = [r[0] for r in src.execute(
+        "SELECT exec_key FROM run_cases WHERE run_id = ? AND status = 'OK'",
+        (run_id,),
+    )]
+    judges = [r[0] for r in src.execute(
+        "SELECT judge_key FROM run_judgments WHERE run_id = ?"
+        " AND status IN ('OK', 'EXCLUDED') AND judge_key <> ''",
+        (run_id,),
+    )]
+    if has_table(src, "trial_cases"):
+        execs += [r[0] for r in src.execute(
+            "SELECT exec_key FROM trial_cases WHERE run_id = ? AND status = 'OK'",
+            (run_id,),
+        )]
+        judges += [r[0] for r in src.execute(
+            "SELECT judge_key FROM trial_judgments WHERE run_id = ?"
+            " AND status IN ('OK', 'EXCLUDED') AND judge_key <> ''", (run_id,),
+        )]
+    return execs, judges
+
+
+def _cache_rows(src: Connection, table: str, keys: list[str]) -> tuple[list[str], list[Any]]:
+    names: list[str] = []
+    rows: list[Any] = []
+    for key in sorted(set(keys)):  # key order: two pushes at once never wait in a cycle
+        found_names, found = _rows(src, f"SELECT * FROM {table} WHERE key = ?", (key,))
+        names = names or found_names
+        rows += found
+    return names, rows
+
+
+def copy_run(src: Connection, dst: Connection, ref: str) -> tuple[str, str]:
+    """Copy the run ``ref`` names in ``src`` (an id, a unique prefix, ``latest``) to ``dst``
+    (migrated to this version's schema); ``(run id, what happened)``: :data:`COPIED`,
+    :data:`PRESENT` (nothing written) or :data:`RUNNING` (not copied)."""
+    record = get_run(src, ref)
+    if record.status == RunStatus.RUNNING:
+        return record.id, RUNNING
+    if dst.execute("SELECT 1 FROM runs WHERE id = ?", (record.id,)).fetchone() is not None:
+        return record.id, PRESENT
+    run_names, run_row = _run_row(src, record, getattr(dst, "project", None))
+    tables = [
+        (table, *_rows(src, f"SELECT * FROM {table} WHERE run_id = ?", (record.id,)))
+        for table in _RUN_TABLES if has_table(src, table)
+    ]
+    execs, judges = _cache_keys(src, record.id)
+    caches = [("exec_cache", *_cache_rows(src, "exec_cache", execs)),
+              ("judge_cache", *_cache_rows(src, "judge_cache", judges))]
+    dst.execute("BEGIN IMMEDIATE")
+    try:
+        # Another push of the same run may have won the race since the look above.
+        if dst.execute("SELECT 1 FROM runs WHERE id = ?", (record.id,)).fetchone() is not None:
+            dst.execute("ROLLBACK")
+            return record.id, PRESENT
+        _insert(dst, "runs", run_names, [run_row])
+        for table, names, rows in (*tables, *caches):
+            _insert(dst, table, names, rows)
+        dst.execute("COMMIT")
+    except BaseException:
+        if dst.in_transaction:
+            dst.execute("ROLLBACK")
+        raise
+    return record.id, COPIED
+
+
+def run_ids(src: Connection) -> list[str]:
+    """Every run of ``src``'s project, oldest first (the order they are pushed in)."""
+    from oloproof.store.reader import project_scope
+
+    where, scope = project_scope(src)
+    return [str(r[0]) for r in src.execute(
+        f"SELECT id FROM runs WHERE {where} ORDER BY created_at, id", scope
+    ).fetchall()]

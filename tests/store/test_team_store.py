@@ -1,0 +1,327 @@
+"""The team store on PostgreSQL, end to end, on a real server (tests/pgserver.py): what only
+a shared store has to show (several projects, many writers, credentials, push, a schema
+another Oloproof wrote). The store tests that both backends share are parametrised with
+the `backend` fixture (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
+from tests.pgserver import SECRET_PASSWORD
+
+from oloproof.store.location import PostgresLocation
+from oloproof.store.postgres import connect
+
+RELEASE = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
+
+SLOW = """
+import time
+from oloproof import system
+
+@system(name="slow", version="1")
+def answer(case_input):
+    time.sleep(float(case_input.get("sleep", 0.01)))
+    return {"label": "ok"}
+"""
+
+
+def _env(url: str) -> dict[str, str]:
+    return {"OLOPROOF_STORE": url}
+
+
+def _sql(url: str, sql: str, params: tuple[Any, ...] = (), project: str = "test-project") -> list[Any]:
+    conn = connect(PostgresLocation(url, project))
+    try:
+        cur = conn.execute(sql, params)
+        return [tuple(r) for r in cur.fetchall()] if cur.description else []
+    finally:
+        conn.close()
+
+
+def _files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()]
+
+
+def test_the_support_bot_example_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+    """Decided as on SQLite; an unchanged rerun is all cache; `runs` lists both runs; no
+    SQLite file (nor anything else) is written beside the project."""
+    local = tmp_path / "local"
+    team = tmp_path / "team"
+    for root in (local, team):
+        assert run_cli("init", str(root), "--example", "support_bot", cwd=tmp_path).code == 0
+    before = {p: p.read_bytes() for p in _files(team)}
+    on_sqlite = run_cli("run", "--json", cwd=local)
+    first = run_cli("run", "--json", cwd=team, env=_env(pg_url))
+    assert first.code == on_sqlite.code == 3, first.text
+    last = [json.loads(line) for line in first.out.splitlines()][-1]
+    sqlite_last = [json.loads(line) for line in on_sqlite.out.splitlines()][-1]
+    assert last["type"] == "run_finished" and last["status"] == "DECIDED"
+    assert last["decisions"] == sqlite_last["decisions"]
+
+    again = run_cli("run", cwd=team, env=_env(pg_url))
+    assert again.code == 3, again.text
+    assert "executions 18 hits · 0 misses" in again.out
+    assert "judgments 54 hits · 0 misses" in again.out
+
+    runs = run_cli("runs", "--json", cwd=team, env=_env(pg_url))
+    assert runs.code == 0, runs.text
+    assert [r["state"] if "state" in r else r["status"] for r in json.loads(runs.out)] == [
+        "DECIDED", "DECIDED"]
+    assert not (team / ".oloproof").exists()
+    assert {p: p.read_bytes() for p in _files(team)} == before  # nothing written beside it
+
+    gate = run_cli("gate", "latest", "--json", cwd=team, env=_env(pg_url))
+    assert gate.code == 3 and json.loads(gate.out)["decisions"] == last["decisions"]
+
+
+def test_the_password_is_never_shown_nor_stored(
+    tmp_path: Path, pg_server: Any, pg_url: str
+) -> None:
+    database = pg_url.split("/")[3].split("?")[0]
+    url = pg_server.tcp_url(database)  # postgresql://olo_secret:<password>@127.0.0.1:PORT/db
+    secrets = {SECRET_PASSWORD, quote(SECRET_PASSWORD, safe="")}
+    root = tmp_path / "bot"
+    assert run_cli("init", str(root), "--example", "support_bot", cwd=tmp_path).code == 0
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text() + f"store: {url}\n")
+    outputs = []
+    for args in (["run", "--json"], ["run"], ["runs"], ["runs", "--json"], ["gate", "latest"],
+                 ["gate", "latest", "--json"], ["inspect", "latest"],
+                 ["inspect", "latest", "--json"], ["plan", "latest", "--run"],
+                 ["report", "latest", "-o", "report.html"], ["compare", "latest", "latest"]):
+        result = run_cli(*args, cwd=root)
+        assert result.code in (0, 3), (args, result.text)
+        outputs.append(result.text)
+    outputs.append((root / "report.html").read_text())
+    # A wrong password, a database that does not exist: the error names the store, masked.
+    for bad in (url.replace(quote(SECRET_PASSWORD, safe=""), quote(SECRET_PASSWORD + "x", safe="")),
+                url.replace(f"/{database}", "/no_such_db")):
+        result = run_cli("runs", cwd=root, env=_env(bad))
+        assert result.code == 5, result.text
+        assert "olo_secret:***@127.0.0.1" in result.err
+        assert len(result.err.strip().splitlines()) == 1
+        outputs.append(result.text)
+    for text in outputs:
+        for secret in secrets:
+            assert secret not in text
+    assert any("olo_secret:***@" in text for text in outputs[-2:])
+    # Nothing stored in the database holds it, and no file beside the project either.
+    conn = connect(PostgresLocation(url, "support-bot-example"))
+    try:
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        assert "runs" in tables
+        for table in tables:
+            for row in conn.execute(f"SELECT * FROM {table}").fetchall():
+                text = repr(row)
+                assert not any(secret in text for secret in secrets), table
+    finally:
+        conn.close()
+    for path in _files(root):
+        data = path.read_bytes()
+        if path.name == "oloproof.yaml":
+            continue  # where the user put it
+        assert not any(secret.encode() in data for secret in secrets), path
+
+
+def test_a_store_of_a_newer_schema_is_refused_in_one_line(tmp_path: Path, pg_url: str) -> None:
+    root = write_project(tmp_path / "p", app=SLOW, cases=labelled_cases(12), release=RELEASE)
+    assert run_cli("run", cwd=root, env=_env(pg_url)).code == 0
+    _sql(pg_url, "UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    rows_before = _sql(pg_url, "SELECT count(*) FROM run_cases")
+    for args in (["run"], ["runs"], ["gate", "latest"]):
+        result = run_cli(*args, cwd=root, env=_env(pg_url))
+        assert result.code == 2, result.text
+        lines = result.err.strip().splitlines()
+        assert len(lines) == 1 and "written by a newer Oloproof (schema 99" in lines[0], lines
+    assert _sql(pg_url, "SELECT count(*) FROM run_cases") == rows_before
+    assert _sql(pg_url, "SELECT value FROM meta WHERE key = 'schema_version'") == [("99",)]
+
+
+def test_a_database_with_foreign_tables_of_our_names_is_refused(
+    tmp_path: Path, pg_url: str
+) -> None:
+    _sql(pg_url, "CREATE TABLE runs (id int)")
+    root = write_project(tmp_path / "p", app=SLOW, cases=labelled_cases(2), release=RELEASE)
+    result = run_cli("run", cwd=root, env=_env(pg_url))
+    assert result.code == 2, result.text
+    assert "not an Oloproof store" in result.err
+    assert _sql(pg_url, "SELECT count(*) FROM runs") == [(0,)]
+
+
+def test_projects_sharing_a_database_see_their_own_runs(tmp_path: Path, pg_url: str) -> None:
+    roots = {}
+    for name in ("alpha", "beta"):
+        root = write_project(tmp_path / name, app=SLOW, cases=labelled_cases(12), release=RELEASE)
+        config = root / "oloproof.yaml"
+        config.write_text(config.read_text().replace("project: test-project", f"project: {name}"))
+        roots[name] = root
+    ids = {}
+    for name, root in roots.items():
+        for _ in range(2 if name == "alpha" else 1):
+            assert run_cli("run", cwd=root, env=_env(pg_url)).code == 0
+        ids[name] = [r["id"] for r in json.loads(
+            run_cli("runs", "--json", cwd=root, env=_env(pg_url)).out)]
+    assert len(ids["alpha"]) == 2 and len(ids["beta"]) == 1
+    assert not set(ids["alpha"]) & set(ids["beta"])
+    # `latest` is each project's own, and another project's run is not found.
+    for name, root in roots.items():
+        gate = run_cli("gate", "latest", "--json", cwd=root, env=_env(pg_url))
+        assert json.loads(gate.out)["run_id"] == ids[name][0]
+    other = run_cli("gate", ids["beta"][0], cwd=roots["alpha"], env=_env(pg_url))
+    assert other.code == 2 and "no run" in other.err
+    # The caches are shared: beta's system is the same code, and its cases the same ids.
+    assert "executions 12 hits" in run_cli("run", cwd=roots["beta"], env=_env(pg_url)).out
+
+
+def test_eight_runs_at_once_and_a_reader(tmp_path: Path, pg_url: str) -> None:
+    """8 concurrent writers on one database (the same cache keys: --no-cache rewrites them
+    all) and a reader listing runs meanwhile: no lock error, nothing lost, every run
+    decided."""
+    cases = labelled_cases(60)
+    for c in cases:
+        c["input"] = {**c["input"], "sleep": 0.01}
+    root = write_project(tmp_path / "p", app=SLOW, cases=cases, release=RELEASE,
+                         concurrency=(8, 4))
+    assert run_cli("run", cwd=root, env=_env(pg_url)).code == 0  # the store, and a cache
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"} | _env(pg_url)
+    procs = [
+        subprocess.Popen([*OLOPROOF, "run", "--no-cache"], cwd=root, env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        for _ in range(8)
+    ]
+    reads: list[subprocess.CompletedProcess[str]] = []
+    while any(p.poll() is None for p in procs) and len(reads) < 50:
+        reads.append(subprocess.run([*OLOPROOF, "runs", "--json"], cwd=root, env=env,
+                                    capture_output=True, text=True, timeout=120, check=False))
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, out + err
+        assert "60 / 60 observed" in out
+    assert reads and all(r.returncode == 0 for r in reads), [r.stderr for r in reads]
+    for text in [o + e for o, e in outs] + [r.stderr for r in reads]:
+        assert not re.search(r"(?i)deadlock|lock timeout|could not serialize", text)
+    assert _sql(pg_url, "SELECT status, count(*) FROM runs GROUP BY status") == [("DECIDED", 9)]
+    assert _sql(pg_url, "SELECT count(*) FROM run_cases") == [(9 * 60,)]
+    assert _sql(pg_url, "SELECT count(*) FROM run_judgments") == [(9 * 60,)]
+    assert _sql(pg_url, "SELECT count(*) FROM exec_cache") == [(60,)]
+
+
+def _counts(url: str) -> dict[str, int]:
+    tables = [r[0] for r in _sql(
+        url, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+    return {t: _sql(url, f"SELECT count(*) FROM {t}")[0][0] for t in sorted(tables)}
+
+
+def test_store_push_copies_runs_once(tmp_path: Path, pg_url: str) -> None:
+    root = write_project(tmp_path / "p", app=SLOW, cases=labelled_cases(12), release=RELEASE)
+    assert run_cli("run", cwd=root).code == 0  # on the local SQLite store
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text() + "trials: 2\n")
+    assert run_cli("run", cwd=root).code == 0
+    local_runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+
+    first = run_cli("store", "push", "--json", cwd=root, env=_env(pg_url))
+    assert first.code == 0, first.text
+    doc = json.loads(first.out)
+    assert doc["copied"] == 2 and doc["already_there"] == 0
+    counts = _counts(pg_url)
+    assert counts["runs"] == 2 and counts["run_cases"] == 24 and counts["trial_cases"] == 12
+    assert counts["exec_cache"] == 24 and counts["run_owners"] == 0
+
+    again = run_cli("store", "push", cwd=root, env=_env(pg_url))
+    assert again.code == 0, again.text
+    assert "Pushed 0 runs" in again.out and "(2 already there)" in again.out
+    assert _counts(pg_url) == counts  # nothing new written
+    one = run_cli("store", "push", local_runs[0]["id"][:12], cwd=root, env=_env(pg_url))
+    assert one.code == 0 and "already there" in one.out
+    assert _counts(pg_url) == counts
+
+    # The team store reads the pushed runs as the local one did, and its cache serves them.
+    team_runs = json.loads(run_cli("runs", "--json", cwd=root, env=_env(pg_url)).out)
+    assert team_runs == local_runs
+    for run in local_runs:
+        here = json.loads(run_cli("gate", run["id"], "--json", cwd=root).out)
+        there = json.loads(run_cli("gate", run["id"], "--json", cwd=root, env=_env(pg_url)).out)
+        assert here == there
+    rerun = run_cli("run", cwd=root, env=_env(pg_url))
+    assert "executions 24 hits · 0 misses" in rerun.out, rerun.text
+
+
+def test_store_push_needs_a_team_store(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", app=SLOW, cases=labelled_cases(2), release=RELEASE)
+    result = run_cli("store", "push", cwd=root, env={"OLOPROOF_STORE": "sqlite"})
+    assert result.code == 2 and "team store" in result.err
+
+
+def test_a_live_run_reads_running_and_the_viewer_follows_it(
+    tmp_path: Path, pg_url: str
+) -> None:
+    cases = labelled_cases(300)
+    for c in cases:
+        c["input"] = {**c["input"], "sleep": 0.05}
+    root = write_project(tmp_path / "p", app=SLOW, cases=cases, release=RELEASE,
+                         concurrency=(2, 1))
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"} | _env(pg_url)
+    run = subprocess.Popen([*OLOPROOF, "run"], cwd=root, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    view = None
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            rows = _sql(pg_url, "SELECT count(*) FROM run_cases") if _has_store(pg_url) else [(0,)]
+            if rows[0][0] >= 5:
+                break
+            assert time.monotonic() < deadline and run.poll() is None
+            time.sleep(0.1)
+        runs = json.loads(run_cli("runs", "--json", cwd=root, env=_env(pg_url)).out)
+        assert runs[0]["status"] == "RUNNING"  # its process holds the run's lock
+        view = subprocess.Popen([*OLOPROOF, "view", "--no-open", "--port", "0"], cwd=root,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, stdin=subprocess.DEVNULL)
+        assert view.stdout is not None
+        line = view.stdout.readline()
+        address = re.search(r"(http://127\.0\.0\.1:\d+/\S*)", line)
+        assert address, line + (view.stderr.read() if view.poll() is not None else "")
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        page = opener.open(address.group(1), timeout=30).read().decode()
+        assert runs[0]["id"] in page
+        base = address.group(1).split("?")[0].rstrip("/")
+        seen: list[str] = []
+
+        def follow() -> None:
+            with opener.open(f"{base}/runs/{runs[0]['id']}/events", timeout=60) as stream:
+                for raw in stream:
+                    seen.append(raw.decode())
+                    if sum(1 for s in seen if s.startswith("event: case_executed")) >= 3:
+                        return
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        reader.join(timeout=60)
+        assert sum(1 for s in seen if s.startswith("event: case_executed")) >= 3, seen[:5]
+    finally:
+        run.kill()
+        run.wait(timeout=30)
+        if view is not None:
+            view.terminate()
+            view.wait(timeout=30)
+    ended = json.loads(run_cli("runs", "--json", cwd=root, env=_env(pg_url)).out)
+    assert ended[0]["status"] == "RUN_ERROR"
+    assert ended[0]["stop_reason"] == "the process running it ended without finishing"
+    _ = sys
+
+
+def _has_store(url: str) -> bool:
+    return bool(_sql(url, "SELECT to_regclass('run_cases') IS NOT NULL")[0][0])
