@@ -47,7 +47,7 @@ _RUN_TABLES = (
 
 def _rows(conn: Connection, sql: str, params: tuple[Any, ...]) -> tuple[list[str], list[Any]]:
     cur = conn.execute(sql, params)
-    names = [d[0] for d in cur.description]  # type: ignore[attr-defined]
+    names = [d[0] for d in cur.description]
     return names, [tuple(r) for r in cur.fetchall()]
 
 
