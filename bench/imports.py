@@ -43,13 +43,15 @@ _HEAVY = ("jsonschema", "referencing", "httpx", "httpcore", "jinja2", "asyncio",
           "inspect", "dataclasses", "rich")
 # argparse reads only what cli/_args.py's fast parser leaves to it.
 _PARSING = ("argparse", "gettext", "locale")
+# The PostgreSQL driver: only for a team store (store/postgres.py), never on SQLite's path.
+_TEAM_STORE = ("psycopg", "psycopg_binary")
 ABSENT = {
     # typing (with re and enum behind it) would double --help's time: the two modules it
     # imports write TYPE_CHECKING = False (docs/performance.md).
-    "oloproof --help": (*_VALIDATION, *_HEAVY, *_PARSING, "sqlite3", "typing"),
-    "oloproof runs": (*_VALIDATION, *_HEAVY, *_PARSING),
-    "oloproof gate latest": (*_VALIDATION, *_HEAVY, *_PARSING),
-    "oloproof run (unchanged rerun, all cache)": (*_VALIDATION, *_HEAVY, *_PARSING),
+    "oloproof --help": (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, "sqlite3", "typing"),
+    "oloproof runs": (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE),
+    "oloproof gate latest": (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE),
+    "oloproof run (unchanged rerun, all cache)": (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE),
 }
 # Milliseconds of self time for all of a command's imports together (--help's is nearly all
 # the interpreter's own start: encodings, site, collections, functools).

@@ -13,10 +13,13 @@ This module is a bottom layer: it imports nothing of Oloproof's but its errors.
 
 from __future__ import annotations
 
-import re
-from urllib.parse import unquote
+from functools import cache
+from typing import TYPE_CHECKING
 
 from oloproof.errors import ConfigError
+
+if TYPE_CHECKING:
+    import re
 
 __all__ = ["MASK", "POSTGRES_SCHEMES", "is_postgres", "masked", "scrub", "store_setting"]
 
@@ -24,12 +27,20 @@ MASK = "***"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 ACCEPTED = "a postgresql:// URL (the team store), or sqlite (the default store in .oloproof/)"
 
-# scheme://user:password@ : the password is everything between the first ':' of the user
-# part and the last '@' before the host (a password may hold '@' when it is not
-# percent-encoded; libpq splits on the last one too).
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)@")
-# password=... in a query string or a key=value connection string.
-_PARAMETER = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s#]*)")
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Compiled when a URL is first masked (the SQLite path never asks)."""
+    import re
+
+    # scheme://user:password@ : the password is everything between the first ':' of the
+    # user part and the last '@' before the host (a password may hold '@' when it is not
+    # percent-encoded; libpq splits on the last one too).
+    userinfo = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)@")
+    # password=... in a query string or a key=value connection string.
+    parameter = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s#]*)")
+    return userinfo, parameter
 
 
 def is_postgres(value: str) -> bool:
@@ -38,6 +49,7 @@ def is_postgres(value: str) -> bool:
 
 def masked(url: str) -> str:
     """``url`` with its password (user part and ``password=`` parameters) as ``***``."""
+    _USERINFO, _PARAMETER = _patterns()
 
     def user(match: re.Match[str]) -> str:
         info = match.group(2)
@@ -49,6 +61,9 @@ def masked(url: str) -> str:
 
 
 def _passwords(url: str) -> list[str]:
+    from urllib.parse import unquote
+
+    _USERINFO, _PARAMETER = _patterns()
     found: list[str] = []
     match = _USERINFO.match(url)
     if match and ":" in match.group(2):
