@@ -26,13 +26,15 @@ BENCH = Path(__file__).resolve().parent
 # In the order the summary lists them. json_overhead.py belongs to the event stream's owner.
 SCRIPTS = [
     "seed_table", "scale", "judging", "startup", "json_overhead", "encoders", "humaneval", "imports",
-    "trials", "adaptive",
+    "trials", "adaptive", "team_store",
 ]
 
 
 def _fmt(value: float, unit: str) -> str:
     if unit == "s":
         return f"{value:.2f} s" if value >= 0.1 else f"{value * 1000:.0f} ms"
+    if unit == "×":
+        return f"{value:.2f}×"
     if unit == "calls/s":
         return f"{value:,.0f} calls/s"
     return f"{value:,.0f} {unit}"

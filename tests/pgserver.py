@@ -130,8 +130,10 @@ def _usable_by(user: str, directory: Path) -> None:
         )
 
 
-def start() -> Server:
-    """Start a server; :class:`Unavailable` with the reason when it cannot be."""
+def start(*, durable: bool = False) -> Server:
+    """Start a server; :class:`Unavailable` with the reason when it cannot be. ``durable``:
+    PostgreSQL's own settings for writing to disk (the benchmarks); otherwise a test
+    server that syncs nothing."""
     bindir = _binaries()
     user: str | None = None
     base = Path(tempfile.mkdtemp(prefix="oloproof-pg-"))
@@ -156,12 +158,13 @@ def start() -> Server:
     if init.returncode != 0:
         shutil.rmtree(base, ignore_errors=True)
         raise Unavailable(f"initdb failed: {(init.stderr or init.stdout).strip()[-800:]}")
-    options = " ".join([
-        f"-p {server.port}", f"-k {base}", "-c listen_addresses=127.0.0.1",
+    settings = [f"-p {server.port}", f"-k {base}", "-c listen_addresses=127.0.0.1",
+                "-c max_connections=200"]
+    if not durable:
         # A test server: nothing in it must survive a crash of the machine.
-        "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
-        "-c max_connections=200", "-c shared_buffers=32MB",
-    ])
+        settings += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
+                     "-c shared_buffers=32MB"]
+    options = " ".join(settings)
     started = server._run(
         str(bindir / "pg_ctl"), "-D", str(base / "data"), "-l", str(base / "server.log"),
         "-o", options, "-w", "-t", "60", "start",

@@ -39,7 +39,7 @@ from oloproof.project._snapshot import save_stored_policy
 from oloproof.runner.build import Prepared, describe_system, expand_trials, policy_json
 from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
-from oloproof.store.db import connect_quickly, open_store, set_busy_timeout
+from oloproof.store.db import connect_quickly, local_folder, open_store, set_busy_timeout
 from oloproof.store.dbapi import ERRORS
 from oloproof.store.location import PostgresLocation, locate
 from oloproof.store.reader import get_run, load_evidence
@@ -150,7 +150,10 @@ def _execute(
         raise StoreUnwritable(
             f"the run could not be stored ({exc}); nothing was called"
         ) from exc
-    # What the next run and `gate` would validate again, kept validated (project/_snapshot.py).
+    # What the next run and `gate` would validate again, kept validated (project/_snapshot.py);
+    # beside a team store too, in a .oloproof/ that then holds nothing else.
+    if isinstance(location, PostgresLocation):
+        local_folder(project.root)
     if prepared.keep is not None:
         prepared.keep()
     save_stored_policy(project.root, stored_policy)

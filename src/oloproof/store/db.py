@@ -85,6 +85,21 @@ def _private_umask() -> Iterator[None]:
         os.umask(old)
 
 
+def _private_dir(directory: Path) -> None:
+    directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    gitignore = directory / ".gitignore"
+    if not gitignore.exists():
+        gitignore.write_text("*\n")
+
+
+def local_folder(project_root: Path) -> None:
+    """Make ``.oloproof/`` (0700, git-ignored) for what a project keeps beside a team store:
+    the validated configuration's snapshots (project/_snapshot.py), never a store. Best
+    effort: without it, the next command validates again."""
+    with _private_umask(), contextlib.suppress(OSError):
+        _private_dir(project_root / STORE_DIR)
+
+
 def _tighten(path: Path, mode: int) -> None:
     """Give ``path`` ``mode`` if it is ours and looser (a store made by an older version)."""
     try:
@@ -115,10 +130,7 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
                     " (run `oloproof run` first)"
                 )
             try:
-                path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-                gitignore = path.parent / ".gitignore"
-                if not gitignore.exists():
-                    gitignore.write_text("*\n")
+                _private_dir(path.parent)
                 with contextlib.suppress(FileExistsError):  # another run made it first
                     os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
             except OSError as exc:

@@ -3,9 +3,11 @@
 ``OLOPROOF_STORE`` wins over ``store:`` in oloproof.yaml (so that CI can pass the URL as a
 secret); without either, the store is ``.oloproof/store.sqlite`` beside oloproof.yaml, as
 it always was. Finding out costs a read of oloproof.yaml and a look for the word
-``store`` in it: the file is parsed (PyYAML) only when the word is there, so the
-commands that never validate the configuration (``runs``, ``gate``) stay as fast as they
-were.
+``store`` in it, so the commands that never validate the configuration (``runs``,
+``gate``) stay as fast as they were. Where the word is there, the value of a top-level
+``store:`` (and of ``project:``, the key of a team store) written as a plain one-line
+value is read off its line; anything else (quotes, flow style, several documents, a key
+written twice) is parsed with PyYAML, as the validation would.
 
 A team store holds the runs of several projects; a project's runs are those stored under
 its *project key*, the ``project:`` name of oloproof.yaml (docs/team-store.md says why,
@@ -71,6 +73,43 @@ def _yaml(config: Path, data: bytes) -> object:
         ) from None
 
 
+_PLAIN_SPECIAL = frozenset({"", "~", "null", "true", "false", "yes", "no", "on", "off"})
+
+
+def _plain(data: bytes, key: str) -> str | None:
+    """The value of top-level ``key:`` when the file holds it once, on one line, as a plain
+    value YAML reads as that same text; ``None`` when only PyYAML can say."""
+    if b"\n---" in data or b"\n..." in data or data.startswith((b"---", b"%")):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.splitlines()
+    found = [i for i, line in enumerate(lines) if line.startswith(key + ":")]
+    if len(found) != 1:
+        return None
+    after = lines[found[0] + 1 :]
+    for line in after:  # an indented line after it may continue the value
+        if line.strip() and not line.lstrip().startswith("#"):
+            if line[0] in " \t":
+                return None
+            break
+    value = lines[found[0]][len(key) + 1 :].replace("\t#", " #")
+    if " #" in value:
+        value = value[: value.index(" #")]
+    value = value.strip(" \t")  # YAML's white space (str.strip would take more)
+    if (
+        value.lower() in _PLAIN_SPECIAL
+        or value[0] in "!&*'\"{}[]|>%@`,?:-#"
+        or ": " in value
+        or "\t" in value
+        or value.replace(".", "").replace("-", "").replace("+", "").replace("_", "").isdigit()
+    ):
+        return None
+    return value
+
+
 def _project_key(config: Path, doc: object) -> str:
     name = doc.get("project") if isinstance(doc, dict) else None
     if not isinstance(name, str) or not name.strip():
@@ -98,12 +137,16 @@ def locate(config: Path | str) -> StoreLocation:
     elif data is None or b"store" not in data:
         return store_path(root)
     else:
-        doc = _yaml(config, data)
-        url = store_setting(doc.get("store") if isinstance(doc, dict) else None, str(config))
+        setting: object = _plain(data, "store")
+        if setting is None:
+            doc = _yaml(config, data)
+            setting = doc.get("store") if isinstance(doc, dict) else None
+        url = store_setting(setting, str(config))
     if url is None:
         return store_path(root)
     if data is None:
         raise ConfigError("cannot be read to find the project's name", file=str(config))
-    if doc is None:
-        doc = _yaml(config, data)
-    return PostgresLocation(url, _project_key(config, doc))
+    name = _plain(data, "project") if doc is None else None
+    if name is None:
+        name = _project_key(config, _yaml(config, data) if doc is None else doc)
+    return PostgresLocation(url, name)

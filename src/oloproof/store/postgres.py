@@ -312,6 +312,11 @@ def open_store(location: PostgresLocation, *, create: bool = True) -> PgConnecti
                 " (run `oloproof run` first)"
             )
         migrate(conn)
+        # A commit does not wait for the server's disk: a crash of the server's machine may
+        # lose the last commits, never corrupt what was committed before. The guarantee of
+        # SQLite's store (WAL with synchronous = NORMAL), and what makes a commit a round
+        # trip rather than a disk flush.
+        conn.execute("SET synchronous_commit = off")
     except OperationalError as exc:
         conn.close()
         raise StoreUnavailable(f"{location.display}: the store cannot be written ({exc})") from None
