@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from oloproof.api import RunInfo, list_comparisons, list_runs
 from oloproof.cli._common import project_root
+from oloproof.store.location import PostgresLocation, locate
 from oloproof.textsafe import dumps
 
 if TYPE_CHECKING:
@@ -40,8 +41,12 @@ def command(args: argparse.Namespace) -> int:
         return 0
     stopped = any(r.stop_reason for r in runs)
     columns = ["Run", "Started (UTC)", "State", "Gate", "Cases", "System"]
+    store = locate(args.config)
+    title = "Runs" if not isinstance(store, PostgresLocation) else (
+        f"Runs of {store.project} in the team store {store.display}"  # never the password
+    )
     table = Table(
-        title=line("Runs"),
+        title=line(title),
         columns=tuple(Column(col, no_wrap=True)
                       for col in [*columns, *(["Stopped because"] if stopped else [])]),
     )
