@@ -92,3 +92,24 @@ def test_a_value_read_off_its_line_is_what_yaml_reads(
     except yaml.YAMLError:
         return  # not YAML at all: `run` refuses the file whatever this read
     assert isinstance(doc, dict) and doc.get(key) == found
+
+
+def test_the_store_sql_reaches_postgresql_as_written(pg_url: str) -> None:
+    """The translation of the store's SQL (``?``, a literal ``%``, ``BEGIN IMMEDIATE``) and
+    of its values (booleans as SQLite's integers, NUL)."""
+    from oloproof.store.postgres import connect, translate
+
+    assert translate("SELECT '?', ? WHERE x LIKE '5%'") == "SELECT '?', %s WHERE x LIKE '5%%'"
+    conn = connect(PostgresLocation(pg_url, "p"))
+    try:
+        assert conn.execute("SELECT '100%'").fetchone()[0] == "100%"
+        assert conn.execute("SELECT '100%' || ?, '?'", ("x",)).fetchone() == ("100%x", "?")
+        conn.execute("CREATE TABLE t (a BIGINT, b TEXT)")
+        conn.execute("BEGIN IMMEDIATE")
+        assert conn.in_transaction
+        conn.execute("INSERT INTO t VALUES (?, ?)", (True, "a\x00b"))
+        conn.execute("COMMIT")
+        assert not conn.in_transaction
+        assert conn.execute("SELECT a, b FROM t").fetchall() == [(1, "a\ufffdb")]
+    finally:
+        conn.close()

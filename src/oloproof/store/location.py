@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from oloproof._records import dataclass
 from oloproof.errors import ConfigError
 from oloproof.storeurl import masked, store_setting
 
@@ -30,17 +29,28 @@ STORE_DIR = ".oloproof"
 STORE_FILE = "store.sqlite"
 
 
-@dataclass(frozen=True)
 class PostgresLocation:
     """A team store on PostgreSQL, for one project. ``url`` holds the password, if any:
-    never show it; ``str()`` and ``repr()`` are masked."""
+    never show it; ``str()`` and ``repr()`` are masked. (A plain class and not a record:
+    its ``repr`` is its own.)"""
 
-    url: str
-    project: str
+    __slots__ = ("project", "url")
+
+    def __init__(self, url: str, project: str) -> None:
+        self.url = url
+        self.project = project
 
     @property
     def display(self) -> str:
         return masked(self.url)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PostgresLocation):
+            return NotImplemented
+        return (self.url, self.project) == (other.url, other.project)
+
+    def __hash__(self) -> int:
+        return hash((self.url, self.project))
 
     def __str__(self) -> str:
         return self.display

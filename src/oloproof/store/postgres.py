@@ -144,7 +144,8 @@ class PgConnection:
     # -- the DB-API calls --------------------------------------------------------
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
         try:
-            return self.raw.execute(translate(sql), _params(parameters) if parameters else None)
+            # Always a list, even empty: psycopg then reads '%%' in the statement as '%'.
+            return self.raw.execute(translate(sql), _params(parameters))
         except psycopg.Error as exc:
             raise self._error(exc) from None
 
