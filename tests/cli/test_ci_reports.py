@@ -9,6 +9,7 @@ from pathlib import Path
 
 import junitparser
 import pytest
+import xmlschema
 from tests.conftest import labelled_cases, run_cli, write_project
 
 from oloproof.enums import GateAction, RuleState
@@ -42,7 +43,14 @@ def _project(root: Path, release: str = RELEASE) -> Path:
     return write_project(root, app=APP, cases=labelled_cases(40), release=release)
 
 
+# The JUnit schema pytest validates its own reports against (tests/cli/test_junit_schema.py).
+_SCHEMA = xmlschema.XMLSchema(str(Path(__file__).resolve().parents[1] / "fixtures" / "junit-10.xsd"))
+
+
 def _cases(path: Path) -> dict[str, junitparser.TestCase]:
+    """The report's test cases, once it is known to validate against the JUnit schema."""
+    errors = [str(e.reason) for e in _SCHEMA.iter_errors(str(path))]
+    assert not errors, errors
     xml = junitparser.JUnitXml.fromfile(str(path))
     suites = list(xml) if isinstance(xml, junitparser.JUnitXml) else [xml]
     assert len(suites) == 1
