@@ -13,7 +13,13 @@ The public API (``__all__``; everything else is private by convention):
 
 from __future__ import annotations
 
-from oloproof.errors import ConfigError, OloproofError, TransientError, UsageError
+from oloproof.errors import (
+    ConfigError,
+    OloproofError,
+    StaleCacheWarning,
+    TransientError,
+    UsageError,
+)
 
 # Not typing.TYPE_CHECKING: importing typing alone is a third of `oloproof --help`'s own
 # start-up. Type checkers treat any name TYPE_CHECKING as true.
@@ -108,6 +114,7 @@ __all__ = [
     "RunInfo",
     "RunPlan",
     "RunResult",
+    "StaleCacheWarning",
     "Subset",
     "TransientError",
     "UsageError",

@@ -58,6 +58,14 @@ class StoreError(OloproofError):
     """The store cannot be used as it is (for example, a newer schema)."""
 
 
+class StaleCacheWarning(UserWarning):
+    """A run may reuse results that an edit has made stale.
+
+    Issued (once per process and system) when the system's module uses project code that
+    is not part of its identity: editing only that code keeps the cached results. Add
+    the files to ``system.code_paths`` to make them part of the identity."""
+
+
 class TransientError(Exception):
     """Raised by a system under test for a failure that may pass on retry.
 

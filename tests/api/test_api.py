@@ -39,7 +39,7 @@ rules:
 PUBLIC = [
     "CaseContext", "CaseResult", "CaseView", "ComparisonPlan", "ComparisonResult",
     "ConfigError", "Decision", "GateNotAllowed", "Judgment", "MetricSummary", "OloproofError",
-    "RunInfo", "RunPlan", "RunResult", "Subset", "TransientError", "UsageError", "Verdict",
+    "RunInfo", "RunPlan", "RunResult", "StaleCacheWarning", "Subset", "TransientError", "UsageError", "Verdict",
     "__version__", "compare", "current_case", "list_runs", "plan", "read_run", "run",
     "run_async", "system",
 ]

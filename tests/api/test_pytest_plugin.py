@@ -41,5 +41,100 @@ def test_a_release_gate_as_a_pytest_test(tmp_path: Path) -> None:
     out = proc.stdout
     assert proc.returncode == 1, out
     assert "1 failed, 1 passed" in out
-    assert "GateNotAllowed: Run run_" in out and "[DECIDED/COMPLETE]: gate BLOCK (exit 1)" in out
+    # Under its public name (issue 30), not the private module's.
+    assert "oloproof.GateNotAllowed: Run run_" in out and "oloproof.api._results" not in out
+    assert "[DECIDED/COMPLETE]: gate BLOCK (exit 1)" in out
     assert "floor (exact_label): FAIL [BLOCK]" in out
+
+
+RULES = """version: 1
+rules:
+  - {id: floor-passes, metric: exact_label, min: 0.6}
+  - {id: floor-fails, metric: exact_label, min: 0.99}
+  - {id: floor-undecided, metric: exact_label, min: 0.85}
+"""
+
+
+def _pytest(tmp_path: Path, test_file: str, *args: str) -> subprocess.CompletedProcess[str]:
+    tests = tmp_path / "tests"
+    tests.mkdir(exist_ok=True)
+    (tests / "test_rules.py").write_text(textwrap.dedent(test_file))
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "no:randomly",
+         *args, str(tests)],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=180,
+    )
+
+
+def _runs(root: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
+    try:
+        return int(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_one_item_per_rule_shows_which_rule_blocked(tmp_path: Path) -> None:
+    # 54 of 60 right (90%): CP [79.5%, 96.2%] passes 0.6, fails 0.99, leaves 0.85 undecided.
+    root = write_project(tmp_path / "bot", app=APP, cases=labelled_cases(60), release=RULES)
+    proc = _pytest(tmp_path, """
+        import pytest
+
+        @pytest.mark.oloproof("../bot")
+        def test_bot(oloproof_rule):
+            oloproof_rule.assert_allowed()
+    """)
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    assert "test_rules.py::test_bot[floor-passes] PASSED" in out
+    assert "test_rules.py::test_bot[floor-fails] FAILED" in out
+    assert "test_rules.py::test_bot[floor-undecided] FAILED" in out
+    assert "2 failed, 1 passed" in out
+    # The failure names the rule, under the public path of the exception.
+    assert "oloproof.GateNotAllowed: rule floor-fails of run run_" in out
+    assert "floor-fails (exact_label): FAIL [BLOCK]: 95% CP" in out
+    assert "floor-undecided (exact_label): INSUFFICIENT_EVIDENCE [BLOCK]" in out
+    assert "size it with: oloproof plan run_" in out
+    assert "oloproof.api._results" not in out
+    assert _runs(root) == 1  # three items, one run
+
+
+def test_a_run_that_cannot_allow_fails_every_item(tmp_path: Path) -> None:
+    """A subset never allows a release: even the rule that passes on it fails its item."""
+    write_project(tmp_path / "bot", app=APP, cases=labelled_cases(60), release=RULES)
+    proc = _pytest(tmp_path, """
+        import pytest
+
+        @pytest.mark.oloproof("../bot", limit=30)
+        def test_bot(oloproof_rule):
+            oloproof_rule.assert_allowed()
+    """)
+    assert proc.returncode == 1 and "3 failed" in proc.stdout, proc.stdout
+    assert "test_bot[floor-passes] FAILED" in proc.stdout
+    assert "the run cannot allow a release: it is DECIDED/SUBSET" in proc.stdout
+
+
+def test_no_rules_by_declaration_and_a_bad_policy(tmp_path: Path) -> None:
+    write_project(tmp_path / "free", app=APP, cases=labelled_cases(20), policy="none")
+    bad = write_project(tmp_path / "bad", app=APP, cases=labelled_cases(20), release=RULES)
+    (bad / "strict.yaml").write_text("version: 1\nrules:\n  - {id: x, metric: nope, min: 0.5}\n")
+    proc = _pytest(tmp_path, """
+        import pytest
+
+        @pytest.mark.oloproof("../free")
+        def test_free(oloproof_rule):
+            oloproof_rule.assert_allowed()
+
+        @pytest.mark.oloproof("../bad", policy="../bad/strict.yaml")
+        def test_bad(oloproof_rule):
+            oloproof_rule.assert_allowed()
+    """)
+    out = proc.stdout
+    assert "test_rules.py::test_free[gate] PASSED" in out, out
+    # An error at set-up, with the configuration error as the command line prints it
+    # (the policy path found from the test file's directory), without a traceback.
+    assert "test_rules.py::test_bad[configuration] ERROR" in out, out
+    assert f"{tmp_path / 'bad' / 'strict.yaml'}:3: rules[0].metric: unknown metric 'nope'" in out
+    assert "Traceback" not in out

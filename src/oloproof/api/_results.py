@@ -38,7 +38,13 @@ class GateNotAllowed(AssertionError):
     """Raised by :meth:`RunResult.assert_allowed` when something blocks the release.
 
     An ``AssertionError``, so that pytest reports it as a failed assertion; the message
-    lists every blocking rule with its reason and interval."""
+    lists every blocking rule with its reason and interval. Public as
+    ``oloproof.GateNotAllowed``, the name tracebacks and pytest show."""
+
+
+# Tracebacks (and pytest's report) name an exception by its __module__: the public path,
+# not this private module's (``oloproof.GateNotAllowed`` is what users catch and import).
+GateNotAllowed.__module__ = "oloproof"
 
 
 @dataclass(frozen=True)
@@ -351,6 +357,7 @@ class RunResult:
     def assert_allowed(self) -> RunResult:
         """Raise :class:`GateNotAllowed` (an ``AssertionError``) unless nothing blocks the
         release; return the result otherwise, so calls chain."""
+        __tracebackhide__ = True  # pytest shows the caller's line, not this one
         if not self.allowed:
             raise GateNotAllowed(self.summary())
         return self

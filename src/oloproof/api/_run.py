@@ -24,7 +24,7 @@ from oloproof.api._subset import SubsetSpec
 from oloproof.enums import Completeness, GateAction, MetricKind, RunStatus
 from oloproof.errors import UsageError
 from oloproof.events import CaseExecuted, CaseJudged, Event, ProvisionalMetrics, RunFinished
-from oloproof.runner import Prepared, StopRequest, prepare
+from oloproof.runner import Prepared, StopRequest, identity_warning, prepare
 from oloproof.runner import execute as _execute_prepared
 
 __all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"]
@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import logging
     from typing import Any
+
+    from oloproof.render.progress import Progress
 
 
 def _logger() -> logging.Logger | None:
@@ -70,6 +72,32 @@ class PreparedRun:
     @property
     def project_dir(self) -> Path:
         return self.prepared.project.root
+
+    @property
+    def identity_warning(self) -> str | None:
+        """Why this run may reuse stale results, or None (runner.identity_warning)."""
+        return identity_warning(self.prepared)
+
+
+#: (config file, warning) pairs already warned about in this process: once is enough.
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _warn_stale_cache(loaded: PreparedRun) -> None:
+    message = loaded.identity_warning
+    if message is None:
+        return
+    key = (str(loaded.prepared.project.config_path), message)
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    import warnings
+
+    from oloproof.errors import StaleCacheWarning
+
+    # stacklevel 1: the warning names this module, the same for every caller (run() in
+    # a notebook runs in a helper thread, where the caller's frame is not on the stack).
+    warnings.warn(message, StaleCacheWarning, stacklevel=1)
 
 
 def load(
@@ -207,6 +235,7 @@ def run(
     group_by: Sequence[str] | str | None = None,
     on_event: EventCallback | None = None,
     trials: int | None = None,
+    progress: bool | None = None,
 ) -> RunResult:
     """Run a project's suite, store every result, decide its release policy.
 
@@ -221,10 +250,23 @@ def run(
 
     Called where an event loop is already running (Jupyter), it runs in a helper thread
     and blocks until the run ends; ``await oloproof.run_async(...)`` does not block.
+
+    ``progress``: a progress bar, updated in place. By default (``None``) it is shown in a
+    notebook's kernel and nowhere else, and never when the ``CI`` variable is set;
+    ``OLOPROOF_PROGRESS=0``/``1`` changes the default; ``True``/``False`` decide
+    (render/progress.py, docs/python-api.md).
     """
+    from oloproof.render.progress import progress_mode
+
+    mode = progress_mode(progress)
+    bar = None
+    if mode is not None:
+        from oloproof.render.progress import Progress
+
+        bar = Progress(mode)
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event,
-                 trials)
-    if not _loop_running():
+                 trials, bar)
+    if bar is None and not _loop_running():
         return args.call(StopRequest())
     stop = StopRequest()
     box: list[Any] = []
@@ -235,16 +277,52 @@ def run(
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
             box.append(exc)
 
+    # The run goes on in a helper thread: where a loop runs already (a notebook), and
+    # whenever a progress bar is shown, which this thread (the notebook cell's) redraws.
     thread = threading.Thread(target=target, name="oloproof-run", daemon=True)
     thread.start()
     try:
-        thread.join()
+        _wait(thread, bar)
     except KeyboardInterrupt:
         # Ctrl-C in a notebook: stop the run and let it store its end; the result says
         # RUN_ERROR/PARTIAL, "interrupted", as a signal would in a script.
         stop("interrupted (KeyboardInterrupt)")
         thread.join()
+    if bar is not None:
+        _last_frame(bar, box)
     return _unbox(box)
+
+
+def _wait(thread: threading.Thread, bar: Progress | None) -> None:
+    if bar is None:
+        thread.join()
+        return
+    while thread.is_alive():
+        thread.join(0.25)
+        if thread.is_alive():
+            _quietly(bar.refresh)
+
+
+def _last_frame(bar: Progress, box: list[Any]) -> None:
+    value = box[0] if box else None
+    if not isinstance(value, RunResult):
+        if bar.total:  # the run had started: say the bar ends here
+            _quietly(lambda: bar.refresh(f"stopped: {type(value).__name__}"))
+        return  # otherwise nothing ran (a configuration error): the exception says it all
+    end = (f"Run {value.run_id} [{value.status}/{value.completeness}]:"
+           f" gate {value.gate} (exit {value.exit_code})")
+    _quietly(lambda: bar.refresh(end))
+
+
+def _quietly(draw: Callable[[], None]) -> None:
+    """A progress bar that cannot be drawn never stops a run."""
+    try:
+        draw()
+    except Exception:
+        import logging
+
+        logging.getLogger("oloproof").debug("the progress bar could not be drawn",
+                                            exc_info=True)
 
 
 async def run_async(
@@ -329,6 +407,7 @@ class _Args:
     group_by: Sequence[str] | str | None
     on_event: EventCallback | None
     trials: int | None = None
+    progress: Progress | None = None
 
     def call(self, stop: StopRequest) -> RunResult:
         loaded = load(
@@ -336,7 +415,11 @@ class _Args:
             seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
             trials=self.trials,
         )
+        _warn_stale_cache(loaded)
         sinks: list[EventCallback] = []
+        if self.progress is not None:
+            self.progress.expect(loaded.binary_metrics)
+            sinks.append(self.progress)
         if self.on_event is not None:
             sinks.append(_guarded(self.on_event, stop))
         return execute(loaded, use_cache=self.use_cache, sinks=sinks, stop=stop)

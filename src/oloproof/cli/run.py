@@ -118,6 +118,11 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         args.config, policy=args.policy, limit=args.limit, sample=args.sample, seed=args.seed,
         cases=args.case, where=args.where, group_by=args.group_by, trials=args.trials,
     )
+    stale = prepared.identity_warning
+    if stale is not None:
+        from oloproof.textsafe import printable
+
+        sys.stderr.write(f"oloproof run: warning: {printable(stale)}\n")
     table_stream = sys.stderr if args.json else sys.stdout
     if is_terminal(table_stream):
         # rich draws the final report in a terminal: it loads while the first calls are in

@@ -208,6 +208,24 @@ def prepare(
     )
 
 
+def identity_warning(prepared: Prepared) -> str | None:
+    """One sentence when the system's module uses project files outside its identity
+    (systems/loading.py, imports_outside_identity): editing only those keeps the cache."""
+    files = list(getattr(prepared.system, "outside_identity", None) or [])
+    if not files:
+        return None
+    own = getattr(prepared.system, "module_file", "the system's module")
+    shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    listed = ", ".join(files[:5])
+    return (
+        f"{own} uses project code that is not part of the system's identity ({shown}):"
+        f" an edit to {'it' if len(files) == 1 else 'them'} alone keeps this system's cached"
+        f" results. List {'it' if len(files) == 1 else 'them'} in system.code_paths in"
+        f" {prepared.project.display} (code_paths: [{listed}]), or run without the cache"
+        " after such an edit (--no-cache; use_cache=False)"
+    )
+
+
 def _check_group_rules(
     policy: ReleasePolicy, policy_path: str | None, keys: dict[str, list[str]]
 ) -> None:

@@ -36,7 +36,13 @@ from oloproof._json import canonical_json, digest, digest_bytes
 from oloproof._json import output_json as output_json_of
 from oloproof.errors import ConfigError, TransientError
 from oloproof.systems.base import CallResult
-from oloproof.systems.loading import code_paths_digest, import_callable, module_source
+from oloproof.systems.loading import (
+    code_paths_digest,
+    import_callable,
+    imports_outside_identity,
+    module_source,
+    source_file,
+)
 from oloproof.transport.ratelimit import exception_rate_signal
 from oloproof.transport.retry import PermanentFailure, RetryableFailure
 from oloproof.transport.threads import AsyncHost, UserBaseException, Workers
@@ -97,6 +103,12 @@ class CallableSystem:
                 ),
             }
         )
+        #: Project files the module uses outside its identity (an edit to them keeps the
+        #: cache): the run warns about them once (loading.imports_outside_identity).
+        self.outside_identity: list[str] = imports_outside_identity(
+            module, root, list(config.code_paths or [])
+        )
+        self.module_file: str = Path(source_file(module) or config.callable).name
         self._is_async: bool | None = None
         self._workers: Workers | None = None
         self._host: AsyncHost | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -44,11 +45,12 @@ def import_callable(
             file=file, field=field, line=line,
             accepted="a module importable from the project directory",
         ) from exc
-    if not hasattr(module, "__oloproof_source__"):
-        try:
-            module.__oloproof_source__ = module_source(module)  # type: ignore[attr-defined]
-        except (AttributeError, TypeError):  # a module that refuses new attributes
-            pass
+    for loaded in (module, *(m for m, _ in project_modules(module, Path(root_s)))):
+        if not hasattr(loaded, "__oloproof_source__"):
+            try:
+                loaded.__oloproof_source__ = module_source(loaded)  # type: ignore[attr-defined]
+            except (AttributeError, TypeError):  # a module that refuses new attributes
+                pass
     fn = module
     for part in attr.split("."):
         if not hasattr(fn, part):
@@ -89,10 +91,29 @@ def _forget_if_stale(module_name: str, root: Path) -> None:
             stale = file.read_bytes() != getattr(loaded, "__oloproof_source__", None)
         except OSError:
             stale = True
+    if not stale and file.is_relative_to(root):
+        # The module is unchanged; a project module it uses may not be (a helper edited
+        # in a notebook, between two runs of a test session). Its objects are bound in
+        # the module, so the whole chain is imported afresh.
+        stale = any(_edited(m, path) for m, path in project_modules(loaded, root))
+        if stale:
+            for used, _ in project_modules(loaded, root):
+                sys.modules.pop(used.__name__, None)
     if stale and (file.is_relative_to(root) or _shadowed(module_name, root)):
         for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
             del sys.modules[name]
         importlib.invalidate_caches()
+
+
+def _edited(module: ModuleType, path: Path) -> bool:
+    """Whether ``module``'s file changed since it was imported (as far as we recorded)."""
+    recorded = getattr(module, "__oloproof_source__", None)
+    if recorded is None:
+        return False  # imported before Oloproof saw it: nothing to compare with
+    try:
+        return bool(path.read_bytes() != recorded)
+    except OSError:
+        return True
 
 
 def _shadowed(module_name: str, root: Path) -> bool:
@@ -159,3 +180,122 @@ def code_paths_digest(
                 rel = p.as_posix()
             files[rel] = digest_bytes(p.read_bytes())
     return files
+
+
+def imports_outside_identity(
+    module: ModuleType, root: Path, code_paths: list[str]
+) -> list[str]:
+    """Project files the system's module uses that are not part of its identity.
+
+    The identity of a callable system is the source of its own module plus the files of
+    ``code_paths`` (SPEC §2), so an edit to any other file it imports leaves its cached
+    results in place. A module "uses" what its ``import`` statements name (read from its
+    source, so ``from helpers import RULES`` counts though ``RULES`` is data) and what its
+    globals hold (modules, and the modules imported functions and classes come from),
+    followed through every module so reached that is itself project code: a helper of a
+    helper counts. "Project code" is a source file under the project directory, outside
+    hidden folders (``.venv``, ``.oloproof``) and ``site-packages``. The answer is those
+    files, relative to the project directory and sorted, less the module's own file and
+    anything at or under a ``code_paths`` entry. It does not depend on what was imported
+    before, or in which order (a notebook, a test session).
+    """
+    base = root.resolve()
+    covered = [(base / entry).resolve() for entry in code_paths]
+    own = source_file(module)
+    own_path = Path(own).resolve() if own else None
+    found = {
+        path for _, path in project_modules(module, base)
+        if path != own_path and not any(path == c or path.is_relative_to(c) for c in covered)
+    }
+    return sorted(p.relative_to(base).as_posix() for p in found)
+
+
+def project_modules(module: ModuleType, base: Path) -> list[tuple[ModuleType, Path]]:
+    """Every project module ``module`` uses, directly or through other project modules
+    (see :func:`imports_outside_identity`), with its resolved source file."""
+    seen: set[str] = {module.__name__}
+    reached: list[tuple[ModuleType, Path]] = []
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        for used in _uses(current, base):
+            if used.__name__ in seen:
+                continue
+            seen.add(used.__name__)
+            path = _project_file(used, base)
+            if path is not None:
+                todo.append(used)
+                reached.append((used, path))
+    return reached
+
+
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(?P<dots>\.*)(?P<base>[\w.]*)[ \t]+import[ \t]+"
+    r"(?P<names>\([^)]*\)|[^\n#;]*)|import[ \t]+(?P<plain>[^\n#;]+))",
+    re.MULTILINE,
+)
+
+
+def _uses(module: ModuleType, base: Path) -> list[ModuleType]:
+    """The loaded modules ``module`` names in its imports or holds in its globals."""
+    names: list[str] = []
+    path = source_file(module)
+    try:
+        source = Path(path).read_text(encoding="utf-8", errors="replace") if path else ""
+    except OSError:
+        source = ""
+    package = module.__package__ or ""
+    for m in _IMPORT.finditer(source):
+        if m.group("plain") is not None:
+            for part in m.group("plain").split(","):
+                name = part.split(" as ")[0].strip()
+                names.extend(_prefixes(name))
+            continue
+        dots, stem = len(m.group("dots")), m.group("base")
+        if dots:
+            parent = package.rsplit(".", dots - 1)[0] if dots > 1 else package
+            stem = f"{parent}.{stem}".strip(".") if parent else stem
+        names.extend(_prefixes(stem))
+        for part in m.group("names").strip("()").split(","):
+            name = part.split(" as ")[0].strip()
+            if name and name != "*":
+                names.append(f"{stem}.{name}" if stem else name)
+    found = [sys.modules[n] for n in dict.fromkeys(names) if n in sys.modules]
+    for value in list(vars(module).values()):
+        reached = _module_of(value)
+        if reached is not None:
+            found.append(reached)
+    return found
+
+
+def _prefixes(dotted: str) -> list[str]:
+    """``a.b.c`` -> ``a``, ``a.b``, ``a.b.c`` (importing one imports its parents)."""
+    parts = [p for p in dotted.split(".") if p.isidentifier()]
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _module_of(value: object) -> ModuleType | None:
+    """A module, or the loaded module a function or class was defined in."""
+    if isinstance(value, ModuleType):
+        return value
+    if not callable(value):
+        return None
+    try:
+        name = getattr(value, "__module__", None)
+    except Exception:  # noqa: BLE001 - an object whose attributes raise is nobody's module
+        return None
+    return sys.modules.get(name) if isinstance(name, str) else None
+
+
+def _project_file(module: ModuleType, base: Path) -> Path | None:
+    """The module's source file when it is project code (see above), else None."""
+    path = source_file(module)
+    if not path:
+        return None
+    file = Path(path).resolve()
+    if not file.is_relative_to(base):
+        return None
+    parts = file.relative_to(base).parts
+    if any(p.startswith(".") or p in ("site-packages", "dist-packages") for p in parts[:-1]):
+        return None
+    return file
