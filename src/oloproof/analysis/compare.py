@@ -8,6 +8,7 @@ same runs again through :func:`build_comparison`. Nothing here prints.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -211,7 +212,9 @@ def resolve_compare_policy(
         return load_compare_policy(policy_arg, kinds), policy_arg, None
     default = project_dir / "compare.yaml"
     if default.exists():
-        return load_compare_policy(default, kinds), str(default), None
+        # Named in errors as the user can open it, beside oloproof.yaml as they named it.
+        shown = os.path.normpath(os.path.join(os.path.dirname(str(config)), "compare.yaml"))
+        return load_compare_policy(default, kinds, display=shown), str(default), None
     return (
         default_compare_policy(),
         None,

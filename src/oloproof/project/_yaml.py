@@ -22,6 +22,7 @@ Choices that differ from ``yaml.safe_load``:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ def load_yaml(path: Path, display: str) -> tuple[Any, LineMap]:
     lines = LineMap()
     if root is None:
         return None, lines
-    builder = _Builder(display, lines)
+    builder = _Builder(display, lines, text)
     lines.set((), root.start_mark.line + 1)
     return builder.build(root, (), 0), lines
 
@@ -101,7 +102,55 @@ def _yaml_error(exc: yaml.MarkedYAMLError, display: str, source: str = "") -> Co
         message += f" ({exc.context} on line {exc.context_mark.line + 1})"
     if mark is not None and _char_at(source, mark.line, mark.column) == "\t":
         message += "; indent with spaces, not tabs"
+    if mark is not None and source:
+        message += _hint(exc, mark, source)
     return ConfigError(message, file=display, line=mark.line + 1 if mark is not None else None)
+
+
+def _hint(exc: yaml.MarkedYAMLError, mark: Any, source: str) -> str:
+    """PyYAML's words say what the parser met, not what to change: a line that says what
+    to look at, and that line of the file, with a caret under the column."""
+    problem = str(exc.problem or "")
+    context = str(exc.context or "")
+    line, column = mark.line, mark.column
+    if "escape character" in problem:
+        hint = (f"in double quotes a backslash starts an escape: write \\\\ for a backslash"
+                f" (\"\\\\d+\"), or use single quotes ('\\d+'), on line {line + 1}")
+    elif "quoted scalar" in context and "end of stream" in problem and exc.context_mark:
+        line, column = exc.context_mark.line, exc.context_mark.column
+        hint = f"the quoted value that starts on line {line + 1} is never closed"
+    elif (opened := _open_quote(source, mark)) is not None:
+        line, column = opened
+        hint = (f"the quoted value that starts on line {line + 1} runs on to line"
+                f" {mark.line + 1}; is its closing quote missing")
+    elif "undefined alias" in problem:
+        hint = f"an alias (*name) needs an anchor (&name) above it; line {line + 1}"
+    elif "mapping values are not allowed" in problem:
+        hint = (f"check the indentation of line {line + 1}; a value that holds ': ' must be"
+                " quoted")
+    elif "\t" in _line_at(source, line)[: column + 1]:
+        hint = f"replace the tab on line {line + 1} with spaces"
+    else:
+        hint = f"check the indentation of line {line + 1}"
+    return f"\n  {hint}:\n{_show_line(source, line, column)}"
+
+
+def _open_quote(source: str, mark: Any) -> tuple[int, int] | None:
+    """Where a quoted scalar that runs over several lines, and ends on the line of the
+    error, starts: the usual sign of a missing closing quote (``pattern: 'abc``)."""
+    found = None
+    try:
+        for token in yaml.scan(source, Loader=yaml.SafeLoader):
+            if token.start_mark.line > mark.line:
+                break
+            if (
+                isinstance(token, yaml.ScalarToken) and token.style in ("'", '"')
+                and token.start_mark.line < token.end_mark.line == mark.line
+            ):
+                found = (token.start_mark.line, token.start_mark.column)
+    except yaml.YAMLError:
+        pass
+    return found
 
 
 def _char_at(text: str, line: int, column: int) -> str:
@@ -111,9 +160,29 @@ def _char_at(text: str, line: int, column: int) -> str:
     return ""
 
 
+def _line_at(source: str, line: int) -> str:
+    lines = source.split("\n")
+    return lines[line].rstrip("\r") if 0 <= line < len(lines) else ""
+
+
+def _show_line(source: str, line: int, column: int, width: int = 100) -> str:
+    """``   17 |    criterion: x`` and a caret under ``column``; tabs shown as ``→``."""
+    text = _line_at(source, line).replace("\t", "\u2192")
+    start = max(0, column - width // 2) if len(text) > width else 0
+    shown = text[start:start + width]
+    if start:
+        shown = "…" + shown[1:]
+    if start + width < len(text):
+        shown = shown[:-1] + "…"
+    number = str(line + 1)
+    gutter = " " * len(number)
+    return f"  {number} | {shown}\n  {gutter} | {' ' * (column - start)}^"
+
+
 class _Builder:
-    def __init__(self, display: str, lines: LineMap) -> None:
+    def __init__(self, display: str, lines: LineMap, source: str = "") -> None:
         self._display = display
+        self._source = source
         self._lines = lines
         self._constructor = SafeConstructor()
         self._built: set[int] = set()
@@ -154,13 +223,13 @@ class _Builder:
         try:
             return self._constructor.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
-            raise _yaml_error(exc, self._display) from None
+            raise _yaml_error(exc, self._display, self._source) from None
 
     def _mapping(self, node: MappingNode, path: PathKey, depth: int) -> dict[str, Any]:
         try:
             self._constructor.flatten_mapping(node)  # resolves `<<: *anchor` merges
         except yaml.MarkedYAMLError as exc:
-            raise _yaml_error(exc, self._display) from None
+            raise _yaml_error(exc, self._display, self._source) from None
         result: dict[str, Any] = {}
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
@@ -196,3 +265,33 @@ def format_path(path: PathKey) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
+
+
+_FIELD_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def field_path(field: str) -> PathKey:
+    """``evaluators[2].pattern`` -> ``("evaluators", 2, "pattern")`` (:func:`format_path`
+    read back)."""
+    return tuple(
+        int(index) if index else name for name, index in _FIELD_PART.findall(field)
+    )
+
+
+def with_line(exc: ConfigError, path: Path, display: str) -> ConfigError:
+    """``exc`` (raised after validation, knowing its field but not its line) with the line
+    of that field in the YAML file at ``path``, shown as ``display``. The file is read
+    again only here, on the way to an error: a run from the configuration's snapshot never
+    parsed it."""
+    if exc.line is not None or not exc.field:
+        return exc
+    try:
+        _, lines = load_yaml(path, display)
+    except ConfigError:
+        return exc
+    located = ConfigError(
+        exc.detail, file=display, field=exc.field, line=lines.nearest(field_path(exc.field)),
+        accepted=exc.accepted,
+    )
+    located.__cause__ = exc.__cause__
+    return located

@@ -109,6 +109,8 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
     judges = project.config.judge_criteria()
     if policy_arg is not None:
         return ResolvedPolicy(load_release_policy(policy_arg, metrics, judges=judges), policy_arg)
+    # A policy found beside oloproof.yaml is named in errors as the user can open it
+    # (relative to where the command runs, as oloproof.yaml is), never by its absolute path.
     declared = project.config.policy
     if declared is not None:
         if project.config.declares_no_policy:
@@ -123,11 +125,15 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
                 file=project.display,
                 field="policy",
             )
-        return ResolvedPolicy(load_release_policy(path, metrics, judges=judges), shown)
+        return ResolvedPolicy(
+            load_release_policy(path, metrics, judges=judges, display=shown), shown
+        )
     path = project.root / DEFAULT_POLICY_FILE
     shown = beside(project, DEFAULT_POLICY_FILE)
     if path.exists():
-        return ResolvedPolicy(load_release_policy(path, metrics, judges=judges), shown)
+        return ResolvedPolicy(
+            load_release_policy(path, metrics, judges=judges, display=shown), shown
+        )
     raise ConfigError(
         f"no release policy: {shown} is not found{_near_hint(path)}. Oloproof looks for "
         f"--policy FILE, then policy: FILE in {project.display}, then {DEFAULT_POLICY_FILE} "
@@ -158,27 +164,32 @@ def load_release_policy(
     default: ReleasePolicy | None = None,
     *,
     judges: Sequence[str] | None = None,
+    display: str | None = None,
 ) -> ReleasePolicy:
     """Load and check release.yaml against the project's metrics.
 
     A file that does not exist is an error, unless ``default`` is given: then
     ``default`` is returned (the CLI passes :func:`default_release_policy` when
     the user did not name a policy file and ``release.yaml`` is absent).
+    ``display`` names the file in errors (default: ``path`` as given).
     """
     if default is not None and not Path(path).exists():
         return default
-    return _load_policy(ReleasePolicy, path, metrics, judges)
+    return _load_policy(ReleasePolicy, path, metrics, judges, display)
 
 
 def load_compare_policy(
     path: str | Path,
     metrics: Mapping[str, MetricKind],
     default: ComparePolicy | None = None,
+    *,
+    display: str | None = None,
 ) -> ComparePolicy:
-    """Load and check compare.yaml; a missing file as in :func:`load_release_policy`."""
+    """Load and check compare.yaml; a missing file and ``display`` as in
+    :func:`load_release_policy`."""
     if default is not None and not Path(path).exists():
         return default
-    return _load_policy(ComparePolicy, path, metrics)
+    return _load_policy(ComparePolicy, path, metrics, display=display)
 
 
 def default_release_policy() -> ReleasePolicy:
@@ -194,8 +205,9 @@ def default_compare_policy() -> ComparePolicy:
 def _load_policy(
     model: type[_M], path: str | Path, metrics: Mapping[str, MetricKind],
     judges: Sequence[str] | None = None,
+    display: str | None = None,
 ) -> _M:
-    display = str(path)
+    display = str(path) if display is None else display
     data, lines = load_yaml(Path(path), display)
     context: dict[str, Any] = {"metrics": dict(metrics)}
     if judges is not None:

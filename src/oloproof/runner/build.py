@@ -173,8 +173,12 @@ def prepare(
     own ``group_by`` (stored with the run's metrics: analysis/groups.py)."""
     project, policy, policy_path, keep = load_configuration(config_path, policy_arg)
     suite = project.load_suite()
-    system = build_system(project)
-    inline, judges = build_evaluators(project)
+    try:
+        system = build_system(project)
+        inline, judges = build_evaluators(project)
+    except ConfigError as exc:
+        raise _located(exc, project.config_path, project.display,
+                       (project.config_path.name, project.display)) from exc.__cause__
     evaluators: list[Evaluator] = [*inline, *judges]
     metrics: list[dict[str, Any]] = [
         {
@@ -194,14 +198,23 @@ def prepare(
         keys = list(dict.fromkeys([*declared.get(m["criterion"], []), *group_by]))
         if keys:  # only when grouped: an ungrouped run stores what it always stored
             m["group_by"] = keys
-    _check_group_rules(policy, policy_path, {m["criterion"]: m.get("group_by", []) for m in metrics})
+    try:
+        _check_group_rules(
+            policy, policy_path, {m["criterion"]: m.get("group_by", []) for m in metrics}
+        )
+        check_trials(policy, policy_path, project.config.trials if trials is None else trials)
+    except ConfigError as exc:
+        if policy_path is None:
+            raise
+        # policy_path is the policy as the user can open it (--policy as given, or
+        # relative to where the command runs): its line is looked up there.
+        raise _located(exc, Path(policy_path), policy_path, (policy_path,)) from None
     cases = [
         EngineCase(c.id, c.input, c.expected, c.metadata, i) for i, c in enumerate(suite.cases)
     ]
     retry = RetryPolicy(max_retry_wait_s=float(project.config.retry.max_retry_wait_s))
     labels = project.load_labels()
     chosen = project.config.trials if trials is None else trials
-    check_trials(policy, policy_path, chosen)
     return Prepared(
         project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry,
         labels, trials=chosen, keep=keep,
@@ -226,6 +239,19 @@ def identity_warning(prepared: Prepared) -> str | None:
     )
 
 
+def _located(
+    exc: ConfigError, path: Path, display: str, names: tuple[str, ...]
+) -> ConfigError:
+    """An error found after validation (a callable that cannot be imported, a rule on
+    groups the metric does not have), given the line of its field in ``path`` and the file
+    named as ``display``, when it is about that file."""
+    if exc.file is not None and exc.file not in names:
+        return exc
+    from oloproof.project._yaml import with_line  # only on the way to an error
+
+    return with_line(exc, path, display)
+
+
 def _check_group_rules(
     policy: ReleasePolicy, policy_path: str | None, keys: dict[str, list[str]]
 ) -> None:
@@ -241,7 +267,7 @@ def _check_group_rules(
                     f" grouped{f' by {key}' if key else ''}: add group_by:"
                     f" [{key or 'KEY'}] to its evaluator in oloproof.yaml, or run with"
                     f" --group-by {key or 'KEY'}",
-                    file=Path(policy_path).name if policy_path else None,
+                    file=policy_path,
                     field=f"rules[{index}].{field}",
                     accepted=", ".join(have) if have else None,
                 )
@@ -264,7 +290,7 @@ def check_trials(policy: ReleasePolicy, policy_path: str | None, trials: int) ->
                 f"rule {rule.id} bounds the flaky share of {rule.metric}, and the run makes"
                 " one trial per case: a case can only be flaky over repeated trials (set"
                 " trials: 2 or more in oloproof.yaml, or pass --trials)",
-                file=Path(policy_path).name if policy_path else None,
+                file=policy_path,
                 field=f"rules[{index}].aggregate", accepted="mean, pass_at_k, pass_all_k",
             )
 

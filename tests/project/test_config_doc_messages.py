@@ -1,0 +1,45 @@
+"""docs/configuration.md's "Real messages" are the real ones (issue 30: the page showed fewer
+accepted keys than the command printed). Each mistake the page describes is made on a fresh
+copy of the support_bot example, and what `oloproof run` prints must be the block verbatim."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+
+
+def _documented() -> list[str]:
+    text = DOC.read_text()
+    start = text.index("Real\nmessages, from the `support_bot` example")
+    block = text[text.index("```\n", start) + 4:]
+    return block[: block.index("```\n")].splitlines()
+
+
+def _edit(root: Path, name: str, old: str, new: str) -> None:
+    text = (root / "oloproof.yaml").read_text()
+    assert old in text
+    (root / name).write_text(text.replace(old, new, 1))
+
+
+def test_the_documented_messages_are_what_oloproof_prints(tmp_path: Path) -> None:
+    root = tmp_path / "bot"
+    assert run_cli("init", str(root), "--example", "support_bot", cwd=tmp_path).code == 0
+    printed: list[str] = []
+    for old, new in (("\nconcurrency:", "\nconcurency:"),
+                     ("type: exact_match", "type: exact"),
+                     ("    field: label\n", "   field: label\n"),
+                     ("app:answer", "app:answr")):
+        _edit(root, "bad.yaml", old, new)
+        result = run_cli("run", "--config", "bad.yaml", cwd=root)
+        assert result.code == 2 and "Traceback" not in result.err, result.text
+        printed.append(result.err)
+    suite = root / "data" / "support.jsonl"
+    lines = suite.read_text().splitlines(keepends=True)
+    suite.write_text("".join([*lines, lines[0]]))
+    duplicate = run_cli("run", cwd=root)
+    assert duplicate.code == 2
+    printed.insert(3, duplicate.err)  # in the page's order
+    assert "".join(printed).splitlines() == _documented()
