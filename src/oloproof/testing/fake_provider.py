@@ -15,7 +15,8 @@ Endpoints
     Bearer ...``, as the official SDK sends an auth token) and
     ``anthropic-version`` (401 / 400 otherwise) and a body with ``model``,
     ``max_tokens`` and ``messages``; with ``thinking``, a temperature other
-    than 1 is refused (400) as the real API does.
+    than 1 is refused (400) as the real API does. ``"stream": true`` gets the
+    answer as server-sent events (testing/fake_stream.py), as for OpenAI below.
 ``POST /v1/chat/completions``
     OpenAI Chat Completions format. Needs ``Authorization: Bearer ...`` (401
     otherwise) and a body with ``model`` and ``messages``. A model whose name
@@ -73,6 +74,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from oloproof._records import dataclass, field
 from oloproof.providers.verdict import read_section
+from oloproof.testing.fake_stream import stream_if_asked
 
 __all__ = [
     "ANTHROPIC_PATH",
@@ -362,10 +364,11 @@ def answer(
             body = json.loads(raw.decode("utf-8")) if raw else None
         except (UnicodeDecodeError, json.JSONDecodeError):
             return json_reply(400, {"error": {"message": "the body is not JSON"}})
+    # "stream": true gets the same answer as server-sent events (testing/fake_stream.py).
     if path == ANTHROPIC_PATH:
-        return _anthropic(headers, body, rule, judge_text)
+        return stream_if_asked(path, body, _anthropic(headers, body, rule, judge_text))
     if path == OPENAI_PATH:
-        return _openai(headers, body, rule, judge_text)
+        return stream_if_asked(path, body, _openai(headers, body, rule, judge_text))
     return _system(method, body, headers)
 
 
