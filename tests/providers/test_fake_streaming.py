@@ -77,7 +77,7 @@ def test_an_error_is_json_even_when_a_stream_is_asked_for(server: OfflineProvide
                          "stream": True}).encode(),
         headers={"Content-Type": "application/json"})  # no API key: 401
     with pytest.raises(urllib.error.HTTPError) as info:
-        urllib.request.urlopen(request, timeout=10)  # noqa: S310
+        urllib.request.urlopen(request, timeout=10)
     assert info.value.code == 401
     assert info.value.headers["Content-Type"] == "application/json"
     assert "API key" in json.loads(info.value.read())["error"]["message"]

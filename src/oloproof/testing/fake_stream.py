@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oloproof.testing.fake_provider import Reply
 
 __all__ = ["pieces", "stream_if_asked"]
 
@@ -39,7 +42,7 @@ def pieces(text: str, words: int = 3) -> list[str]:
     return chunks or [""]
 
 
-def stream_if_asked(path: str, body: Any, reply: Any) -> Any:
+def stream_if_asked(path: str, body: Any, reply: Reply) -> Reply:
     """``reply`` (a :class:`~oloproof.testing.fake_provider.Reply`) as a stream of events
     when the request asked for one and the answer is a success; otherwise unchanged."""
     if reply.status != 200 or not isinstance(body, dict) or body.get("stream") is not True:
@@ -54,8 +57,10 @@ def stream_if_asked(path: str, body: Any, reply: Any) -> Any:
         events = _openai_events(message, body)
     else:
         return reply
-    return type(reply)(200, events.encode("utf-8"), "text/event-stream; charset=utf-8",
-                       {"Cache-Control": "no-cache"})
+    from oloproof.testing.fake_provider import Reply  # the module that calls this one
+
+    return Reply(200, events.encode("utf-8"), "text/event-stream; charset=utf-8",
+                 {"Cache-Control": "no-cache"})
 
 
 def _sse(data: Any, event: str | None = None) -> str:
