@@ -41,6 +41,12 @@ CASES = 120
 # every few windows at the top of the sawtooth. A third of the cases leaves room for a
 # slow machine; a fixed limit of 32 gets several times that (asserted below).
 MAX_ADAPTIVE_429 = CASES // 3
+# How long the servers take per call. The server must be the bottleneck: with 0.05 s (and
+# 0.03 s for the judge), a client on a loaded machine (two busy loops beside the test)
+# could not put more calls in flight than the server answers, got no 429 at all, and its
+# limit climbed to the ceiling untested.
+SYSTEM_DELAY_S = 0.2
+JUDGE_DELAY_S = 0.25
 
 
 @pytest.fixture
@@ -89,7 +95,7 @@ def _changes(evs: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
 
 
 def test_adaptive_converges_near_the_capacity_with_few_429s(srv: FakeServer, tmp_path: Path) -> None:
-    srv.configure(SYSTEM, capacity=CAPACITY, delay_s=0.05, capacity_retry_after_ms=50)
+    srv.configure(SYSTEM, capacity=CAPACITY, delay_s=SYSTEM_DELAY_S, capacity_retry_after_ms=50)
     root = write_http_project(tmp_path / "adaptive", srv, system=CEILING, adaptive="true")
     _, evs = _run(root)
     adaptive_429 = srv.capacity_stats(SYSTEM)["rejected"]  # type: ignore[index]
@@ -130,7 +136,7 @@ def test_adaptive_converges_near_the_capacity_with_few_429s(srv: FakeServer, tmp
 
     # The same project with the ceiling as a fixed limit (adaptive off, as before issue 15).
     srv.reset()
-    srv.configure(SYSTEM, capacity=CAPACITY, delay_s=0.05, capacity_retry_after_ms=50)
+    srv.configure(SYSTEM, capacity=CAPACITY, delay_s=SYSTEM_DELAY_S, capacity_retry_after_ms=50)
     fixed = write_http_project(tmp_path / "fixed", srv, system=CEILING, adaptive="false")
     _, fixed_evs = _run(fixed)
     fixed_429 = srv.capacity_stats(SYSTEM)["rejected"]  # type: ignore[index]
@@ -159,8 +165,8 @@ def _instant(stamp: str) -> datetime:
 
 def _judged_project(root: Path, srv: FakeServer, cases: int) -> Path:
     """A project whose one judge calls an Anthropic-shaped server that answers 3 calls at
-    once (30 ms each) and refuses the others with a 429 asking for 30 ms."""
-    srv.configure(ANTHROPIC, capacity=3, delay_s=0.03, capacity_retry_after_ms=30)
+    once (JUDGE_DELAY_S each) and refuses the others with a 429 asking for 30 ms."""
+    srv.configure(ANTHROPIC, capacity=3, delay_s=JUDGE_DELAY_S, capacity_retry_after_ms=30)
     (root / "data").mkdir(parents=True)
     (root / "data" / "cases.jsonl").write_text(
         "".join(json.dumps({"id": f"c{i:03d}", "input": {"text": f"q{i}"}}) + "\n"

@@ -351,9 +351,10 @@ def test_a_waiting_retry_holds_the_calls_behind_it() -> None:
     asyncio.run(main())
 
 
-def test_after_a_cut_the_top_slot_is_not_a_probe() -> None:
-    """Right after a rate limit cut the limit below the level that was refused, the top
-    slot is no test of anything: a retry then holds nothing back."""
+def test_after_a_cut_a_retry_keeps_the_top_slot_free_too() -> None:
+    """Right after a rate limit cut the limit, the level is no more tested than a grown
+    one: on a starved client, a cut from a level that only looked clean lands above the
+    capacity still (issue 30: a retry refused at 5 was refused again at 4, capacity 3)."""
 
     async def main() -> None:
         limiter = AdaptiveLimiter("judge", 8)
@@ -363,9 +364,10 @@ def test_after_a_cut_the_top_slot_is_not_a_probe() -> None:
         tasks = [asyncio.create_task(limiter.run(gate.wait, retry=True)) for _ in range(2)]
         tasks.append(asyncio.create_task(limiter.run(gate.wait)))
         await asyncio.sleep(0)
-        assert (limiter.in_flight, limiter.retrying) == (3, 2)  # every slot, the top one too
+        assert (limiter.in_flight, limiter.retrying) == (2, 2)  # the top slot stays free
         gate.set()
         await asyncio.gather(*tasks)
+        assert (limiter.in_flight, limiter.retrying) == (0, 0)
 
     asyncio.run(main())
 
@@ -381,3 +383,36 @@ def test_probing_follows_the_moves_of_the_limit() -> None:
     floor = Aimd(ceiling=1)
     floor.rate_limited(floor.started(1))
     assert (floor.limit, floor.probing) == (1, True)  # the floor itself was refused
+
+
+def test_a_window_that_ends_while_a_retry_is_owed_waits_for_it() -> None:
+    aimd = Aimd(ceiling=16)
+    epochs = [aimd.started(4) for _ in range(4)]
+    assert [aimd.succeeded(e, hold=True) for e in epochs] == [None] * 4  # complete, held
+    assert aimd.limit == 4
+    change = aimd.succeeded(aimd.started(4))  # the first success after the retry
+    assert change is not None and (change.limit, change.reason) == (8, CLEAN_WINDOW)
+
+
+def test_the_limit_does_not_grow_under_a_retry_in_flight() -> None:
+    """Growing while a retry is in flight gives the others the top slot it keeps free, and
+    the retry can be refused again at the level it was refused at (issue 30: with two busy
+    loops beside the stalled-client test, some calls were refused twice)."""
+
+    async def main() -> None:
+        limiter = AdaptiveLimiter("judge", 16)
+        calls = Calls(limiter)
+        calls.start(0, 1, 2, 3)  # the limit (4) reached: this window tests it
+        await asyncio.sleep(0)
+        await calls.answer(0)
+        calls.start(4, retry=True)  # refused earlier; waits for a slot below the top
+        await calls.answer(1)
+        assert (limiter.in_flight, limiter.retrying) == (3, 1)
+        await calls.answer(2)
+        await calls.answer(3)  # four successes: the window is complete...
+        assert limiter.limit == 4  # ...and held while the retry is in flight
+        await calls.answer(4)  # answered: the window grows the limit at once
+        assert limiter.limit == 8
+        await calls.finish()
+
+    asyncio.run(main())

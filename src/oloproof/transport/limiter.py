@@ -26,14 +26,23 @@ limiter moves the number of slots:
   reset of an exhausted limit), instead of the retry policy's growing backoff,
   still within its attempts and ``max_retry_wait_s``; a rate limit without a wait
   gets the backoff;
-- **a retry is never the probe**: the top slot of a limit above 1 that is untested
-  (it has just grown, or is the start) is where the limit is tested (a limit one
-  above the capacity gets refused there). At such a limit an attempt after the first
-  waits until it can start with the top slot free, and while it is in flight no call
-  takes the top slot (right after a cut, nothing is held); otherwise a call refused once could be refused
-  again and again while the limit cycles around the capacity, and lose its four
-  attempts to the limiter's own probing (on a loaded machine, it did). A retry at
-  the head of the queue holds the calls behind it, so it cannot be starved;
+- **a retry is never the probe**: the top slot of a limit above 1 is where the limit
+  is tested (a limit one above the capacity gets refused there). An attempt after the
+  first waits until it can start with the top slot free, and while it is in flight no
+  call takes the top slot; otherwise a call refused once could be refused again and
+  again while the limit cycles around the capacity, and lose its four attempts to the
+  limiter's own probing (on a loaded machine, it did). This holds right after a cut
+  too (until issue 30 it did not): a client starved of CPU counts calls in flight that
+  the server has not seen yet, so its limit can grow past the capacity on windows that
+  only looked clean (3 to 7 against a capacity of 3, with two busy loops beside the
+  stalled-client test), and a cut from there lands above the capacity still, where a
+  retry refused at 5 was refused again at 4. A retry at the head of the queue holds
+  the calls behind it, so it cannot be starved;
+- **no growth while a retry is owed**: a clean window that completes while a retry is
+  in flight or waiting for its slot grows the limit only at the first success after
+  the retry is answered. Growing under a retry in flight gave the other calls the top
+  slot back, and the retry could be refused again: with two busy loops beside the
+  stalled-client test, 1 or 2 calls of 200 were refused twice in two runs of three;
 - when a
   limit is exhausted (a remaining count of 0, with its reset), no new call starts
   before the reset (capped at ``max_pause_s``); calls already in flight go on;
@@ -127,11 +136,14 @@ class Aimd:
             self.saturated = True
         return self.epoch
 
-    def succeeded(self, epoch: int) -> LimitChange | None:
+    def succeeded(self, epoch: int, *, hold: bool = False) -> LimitChange | None:
+        """A success; the limit grows when it completes a clean window, unless ``hold``
+        (a refused call is still owed its retry): then the window stays complete, and the
+        first success without ``hold`` grows it."""
         if epoch != self.epoch or self.limit >= self.ceiling:
             return None
         self.clean += 1
-        if self.clean < self.limit or not self.saturated:
+        if self.clean < self.limit or not self.saturated or hold:
             return None
         grown = self.limit * 2 if self.slow_start else self.limit + self.settings.increase
         return self._move(min(self.ceiling, grown), CLEAN_WINDOW)
@@ -257,9 +269,20 @@ class AdaptiveLimiter:
         took a low slot: nobody may take the top one until the retry is answered.
         """
         limit = self.aimd.limit
-        if (retry or self.retrying) and limit > 1 and self.aimd.probing:
+        # At every level, a level just cut to included: a cut from a level the client only
+        # believed tested (on a starved machine its count of calls in flight runs ahead
+        # of what the server sees) can land above the capacity still.
+        if (retry or self.retrying) and limit > 1:
             return limit - 1
         return limit
+
+    def _owed(self, settling_retry: bool) -> bool:
+        """Whether a call refused before is still to be answered: a retry in flight (other
+        than the one settling) or waiting for its slot. The limit does not grow then:
+        growing would give the others back the top slot the retry keeps free, and the
+        retry could be refused again at the level it was refused at."""
+        in_flight = self.retrying - (1 if settling_retry else 0)
+        return in_flight > 0 or any(retry for _, retry in self._waiters)
 
     def _grant(self, retry: bool) -> int:
         self.in_flight += 1
@@ -352,7 +375,7 @@ class AdaptiveLimiter:
             elif outcome == ERROR:
                 self.aimd.failed(epoch)
             elif outcome == SUCCESS:
-                self._changed(self.aimd.succeeded(epoch))
+                self._changed(self.aimd.succeeded(epoch, hold=self._owed(retry)))
         finally:
             self._release(retry)
 
