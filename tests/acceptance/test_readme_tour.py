@@ -4,7 +4,8 @@ the tour's `oloproof gate latest --policy strict.yaml` named a file no example s
 A line whose comment says ``(exit N)`` must exit N; every other line must not be refused
 (exit 2) or end incomplete or worse (5 and above): the gate's own codes 0, 1, 3 and 4 are
 answers, not errors. ``oloproof view`` is started, asked for the page it prints, and
-stopped."""
+stopped; a line about the team store is refused on a fresh project (it has none), with a
+message that names docs/team-store.md."""
 
 from __future__ import annotations
 
@@ -55,6 +56,12 @@ def test_every_line_of_the_tour_works_on_a_fresh_project(tmp_path: Path) -> None
             continue
         if command == "oloproof view":
             _view(cwd, env)
+            continue
+        if "team store" in comment:
+            # A fresh project has no team store: one clear refusal naming the doc to read.
+            proc = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True,
+                                  text=True, timeout=300, check=False, stdin=subprocess.DEVNULL)
+            assert proc.returncode == 2 and "docs/team-store.md" in proc.stderr, proc.stderr
             continue
         proc = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True,
                               text=True, timeout=300, check=False, stdin=subprocess.DEVNULL)

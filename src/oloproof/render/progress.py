@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from oloproof.enums import CaseStatus, MetricKind
 from oloproof.events import CaseExecuted, CaseJudged, Event, RunStarted
@@ -34,7 +35,6 @@ from oloproof.policy.decide import fmt_interval, pct
 from oloproof.stats.intervals import wilson
 from oloproof.textsafe import printable
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any, Literal
 
