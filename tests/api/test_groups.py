@@ -88,7 +88,7 @@ def test_groups_have_their_own_intervals_and_rules(project_dir: Path) -> None:
 def test_group_by_from_the_api_and_a_rule_on_an_ungrouped_metric(project_dir: Path) -> None:
     plain = "- {type: exact_match, criterion: exact_label, field: label}\n"
     write_project(project_dir, app=APP, cases=_cases(), evaluators=plain, release=RELEASE)
-    with pytest.raises(oloproof.ConfigError, match=r"release.yaml: rules\[1\].group: rule french targets groups of metric exact_label, which is not grouped by lang"):
+    with pytest.raises(oloproof.ConfigError, match=r"release.yaml:10: rules\[1\].group: rule french targets groups of metric exact_label, which is not grouped by lang"):
         oloproof.run(project_dir)
     assert not (project_dir / ".oloproof" / "store.sqlite").exists()
     result = oloproof.run(project_dir, group_by=["lang", "difficulty"])
