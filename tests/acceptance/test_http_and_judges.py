@@ -407,7 +407,8 @@ def test_missing_header_variable_stops_before_any_call(tmp_path: Path, srv: Fake
     )
     result = run_cli("run", cwd=project)
     assert result.code == 2, result.text
-    assert "oloproof.yaml: system.http.headers.Authorization" in result.err
+    # The field with its line (issue 30).
+    assert "oloproof.yaml:6: system.http.headers.Authorization" in result.err
     assert "OLOPROOF_TEST_UNSET_TOKEN is not set" in result.err
     assert srv.total_calls(SYSTEM) == 0 and srv.stats()["calls"] == []
 
@@ -419,7 +420,8 @@ def test_missing_judge_key_stops_before_any_call(tmp_path: Path, srv: FakeServer
     )
     result = run_cli("run", cwd=project)
     assert result.code == 2, result.text
-    assert "oloproof.yaml: evaluators[1].api_key_env" in result.err
+    # The field with its line (issue 30).
+    assert "oloproof.yaml:22: evaluators[1].api_key_env" in result.err
     assert "NO_SUCH_JUDGE_KEY is not set" in result.err
     assert srv.stats()["calls"] == []
     runs = run_cli("runs", "--json", cwd=project)
