@@ -132,6 +132,8 @@ def test_a_custom_evaluator_that_excludes_everything_is_not_a_pass(tmp_path: Pat
     assert result.code == 3, result.text
     assert "no_observed_cases" in result.out, result.out
     assert "no observed case: 0 observed, 0 missing, 30 excluded" in result.out
+    # No plan hint: more cases like these would be excluded too.
+    assert "every case was excluded from checked" in result.out and "plan" not in result.out
     [run] = runs(root)
     assert (run["status"], run["exit_code"], run["gate"]) == ("DECIDED", 3, "BLOCK")
 

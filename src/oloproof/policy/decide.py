@@ -603,7 +603,7 @@ def fail_declared_not_blocking(policy: ReleasePolicy | ComparePolicy) -> bool:
 
 
 #: Said on the gate line of a policy that puts FAIL in ``warn_on``.
-FAIL_DOES_NOT_BLOCK = "FAIL does not block, by declaration (FAIL is in warn_on)"
+FAIL_DOES_NOT_BLOCK = "FAIL does not block, by declaration: FAIL is in warn_on"
 
 
 def gate_declaration(policy: ReleasePolicy | ComparePolicy) -> str | None:

@@ -175,6 +175,11 @@ def plan_hints(
                 f"  {d.rule}: no evidence (0 observed, {s.missing} missing): see what failed"
                 f" with  oloproof inspect {run_id} --failures"
             ))
+        elif s is not None and s.observed == 0:
+            hints.append(line(
+                f"  {d.rule}: no observed case: every case was excluded from {d.metric},"
+                " and more cases like them would be too"
+            ))
         elif d.incomplete:
             hints.append(line(
                 f"  {d.rule}: too much is missing to size it: see what failed with"
