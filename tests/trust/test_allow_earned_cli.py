@@ -304,3 +304,33 @@ def test_an_endpoint_that_answers_503_to_everything_stops_early(tmp_path: Path) 
     # 8 failed calls in a row end it: the 4 in flight and the next 4 to 8, 4 attempts each.
     assert calls <= 4 * (8 + 4), calls
     assert f"HTTP 503 from POST {srv.system_url}" in result.out, result.out
+
+
+def test_a_judge_that_fails_every_call_stops_the_run_naming_its_url(tmp_path: Path) -> None:
+    """A judge provider down (503 to every call, after four attempts each): an outage of the
+    judge, not a run whose judged metric is merely undecided."""
+    with FakeServer() as srv:
+        srv.configure("/v1/chat/completions", fail_always=503)
+        evaluators = (
+            "  - type: exact_match\n    criterion: exact_label\n    field: label\n"
+            "  - type: rubric_judge\n    criterion: helpful\n    provider: openai_compatible\n"
+            f"    model: local-judge\n    base_url: {srv.openai_base_url}\n"
+            "    rubric_text: Is it helpful?\n"
+        )
+        release = CI_POLICY + "  - {id: helpful-floor, metric: helpful, min: 0.7}\n"
+        app = "def answer(inp):\n    return {'label': 'ok'}\n"
+        root = project(tmp_path / "p", app, n=40, release=release, evaluators=evaluators,
+                       concurrency=4)
+        config = root / "oloproof.yaml"  # 8 judge calls at once: one wave of failures
+        config.write_text(config.read_text().replace("  judge: 2\n", "  judge: 8\n"))
+        result = cli(root, "run", timeout=120)
+        calls = len(srv.calls("/v1/chat/completions"))
+    no_traceback(result)
+    assert result.code == 5, result.text
+    [stopped] = [line for line in result.out.splitlines() if line.startswith("Stopped:")]
+    url = f"{srv.openai_base_url}/chat/completions"
+    assert f"judge helpful (openai_compatible local-judge at POST {url})" in stopped, stopped
+    assert "failed 8 calls in a row" in stopped and f"HTTP 503 from POST {url}" in stopped
+    assert calls < 40 * 4  # not every case's four attempts
+    [run] = runs(root)
+    assert (run["status"], run["completeness"], run["exit_code"]) == ("RUN_ERROR", "PARTIAL", 5)
