@@ -79,9 +79,10 @@ def write_project(
 ) -> Path:
     """A real project on disk: app.py, oloproof.yaml, release.yaml, data/cases.jsonl.
 
-    Without ``release`` (and ``policy``) the project gets a release.yaml without
-    rules: a project with no policy at all is refused by ``run``. ``policy`` is
-    written as ``policy:`` in oloproof.yaml (after ``dataset:``).
+    Without ``release`` (and ``policy``) the project declares ``policy: none`` (no release
+    rules, on purpose): a project with no policy at all is refused by ``run``, and so is a
+    release.yaml without rules. ``policy`` is written as ``policy:`` in oloproof.yaml
+    (after ``dataset:``).
     """
     root.mkdir(parents=True, exist_ok=True)
     (root / "app.py").write_text(textwrap.dedent(app))
@@ -110,12 +111,12 @@ def write_project(
         "evaluators:",
         *["  " + line for line in textwrap.dedent(evaluators).strip("\n").splitlines()],
     ]
+    if policy is None and release is None:
+        # A project must have a release policy (a missing one is exit 2, and so is one
+        # without rules): by default, the declaration that it has none.
+        policy = "none"
     if policy is not None:
         lines.insert(3, f"policy: {policy}")
-    elif release is None:
-        # A project must have a release policy (a missing one is exit 2): by
-        # default, an explicit one without rules.
-        release = "version: 1\nrules: []\n"
     config = "\n".join(lines) + "\n"
     (root / "oloproof.yaml").write_text(config)
     if release is not None:

@@ -33,6 +33,7 @@ __all__ = [
     "TrialOutcome",
     "aggregate_name",
     "classify_outcome",
+    "group_name",
 ]
 
 
@@ -72,6 +73,16 @@ TrialOutcome = tuple[str, bool | None, float | None]
 #: (a case passes when at least one of its k trials passed), ``pass_all_k`` (pass^k: when all
 #: k passed), ``flaky_share`` (the share of cases whose trials disagree).
 AGGREGATES = ("mean", "pass_at_k", "pass_all_k", "flaky_share")
+
+
+def group_name(metric: str, key: str, value: object) -> str:
+    """``exact_label[lang=fr]``: the metric of one group (docs/groups.md); strings as they
+    are, other values as JSON. The one spelling, for the groups of a run
+    (analysis/groups.py) and for the refusal of a group no case has (policy/can_fail.py)."""
+    import json
+
+    shown = value if isinstance(value, str) else json.dumps(value)
+    return f"{metric}[{key}={shown}]"
 
 
 def aggregate_name(metric: str, aggregate: str, trials: int) -> str:

@@ -98,9 +98,9 @@ def write_http_project(
             textwrap.indent(evaluators, "  "),
         ]
     )
-    (root / "oloproof.yaml").write_text(config + "\n")
     if not (root / "release.yaml").exists():
-        (root / "release.yaml").write_text("version: 1\nrules: []\n")
+        config += "\npolicy: none"  # no rules, on purpose (a release.yaml without any is refused)
+    (root / "oloproof.yaml").write_text(config + "\n")
     return root
 
 

@@ -162,7 +162,7 @@ def test_run_inside_a_running_loop_and_run_async(project_dir: Path) -> None:
 def test_the_runner_refuses_a_running_loop_before_storing(project_dir: Path) -> None:
     from oloproof.runner import execute, prepare
 
-    _project(project_dir, n=3)
+    _project(project_dir, n=6)
 
     async def main() -> None:
         execute(prepare(project_dir / "oloproof.yaml", None), use_cache=True, sinks=[])
@@ -268,7 +268,7 @@ def test_subsets_are_stored_as_such_and_never_allow(project_dir: Path) -> None:
     ],
 )
 def test_bad_subsets_are_usage_errors(project_dir: Path, kwargs: dict[str, Any], message: str) -> None:
-    _project(project_dir, n=5)
+    _project(project_dir, n=6)  # the fewest cases on which the floor of 50% could fail
     with pytest.raises(oloproof.UsageError, match=message):
         oloproof.run(project_dir, **kwargs)
     assert not (project_dir / ".oloproof" / "store.sqlite").exists()

@@ -64,7 +64,7 @@ def test_run_a_subset_from_the_command_line(project_dir: Path) -> None:
 
 
 def test_bad_subset_arguments_are_one_line_exit_2(project_dir: Path) -> None:
-    write_project(project_dir, app=APP, cases=labelled_cases(5), release=RELEASE)
+    write_project(project_dir, app=APP, cases=labelled_cases(6), release=RELEASE)
     for args, message in [
         (["--where", "lang = fr"], "--where 'lang = fr': cannot be read"),
         (["--case", "zzz"], "no such case in the suite: 'zzz'"),
@@ -115,7 +115,7 @@ def _modules_after(args: list[str], cwd: Path, env: dict[str, str] | None = None
 def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     """Start-up (issue 16): --help needs the standard library and the package's errors;
     listing runs needs the store, not the configuration's models, the statistics or rich."""
-    write_project(tmp_path, app=APP, cases=labelled_cases(4), release=RELEASE)
+    write_project(tmp_path, app=APP, cases=labelled_cases(6), release=RELEASE)
     assert run_cli("run", cwd=tmp_path).code in (0, 3)
 
     helped = _modules_after(["--help"], tmp_path, env={"COLUMNS": ""})
@@ -141,7 +141,7 @@ def test_main_in_someone_elses_process_returns_whatever_threads_remain(tmp_path:
 
     from oloproof.cli.main import main
 
-    write_project(tmp_path, app=APP, cases=labelled_cases(4), release=RELEASE)
+    write_project(tmp_path, app=APP, cases=labelled_cases(6), release=RELEASE)
     lingering = threading.Event()
     thread = threading.Thread(target=lingering.wait, args=(30,), name="lingering")
     thread.start()

@@ -46,7 +46,7 @@ RELEASE = """\
 version: 1
 rules:
   - {id: label-floor, metric: exact_label, min: 0.5}
-  - {id: short-ok, metric: short, max_failures: 100}
+  - {id: short-ok, metric: short, max_failures: 29}
 """
 
 _VOLATILE = {"run_id", "timestamp", "latency_ms"}

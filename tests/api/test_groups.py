@@ -78,7 +78,16 @@ def test_groups_have_their_own_intervals_and_rules(project_dir: Path) -> None:
     # Read back and re-decided: the same groups; and any metadata key can be grouped afterwards.
     back = oloproof.read_run(result.run_id, project_dir)
     assert [d.to_json() for d in back.decisions] == [d.to_json() for d in result.decisions]
-    regrouped = oloproof.read_run(result.run_id, project_dir, group_by="difficulty")
+    # Grouped afterwards by another key: each_group would then cover the group difficulty =
+    # null, whose one case could never exceed a budget of 5 failures: refused (ALLOW is
+    # earned); a policy without that rule regroups.
+    with pytest.raises(oloproof.ConfigError, match=r"rules\[2\]\.max_failures: rule every-lang:"
+                       r" max_failures: 5 .*\(1 case in the group difficulty = null\)"):
+        oloproof.read_run(result.run_id, project_dir, group_by="difficulty")
+    floors = project_dir / "floors.yaml"
+    floors.write_text(RELEASE.split("  - id: every-lang")[0])
+    regrouped = oloproof.read_run(result.run_id, project_dir, group_by="difficulty",
+                                  policy=floors)
     assert "exact_label[difficulty=hard]" in regrouped.metrics
     assert regrouped.metrics["exact_label[difficulty=null]"].observed == 1
     plan = oloproof.plan(result, project=project_dir)
@@ -91,6 +100,11 @@ def test_group_by_from_the_api_and_a_rule_on_an_ungrouped_metric(project_dir: Pa
     with pytest.raises(oloproof.ConfigError, match=r"release.yaml:10: rules\[1\].group: rule french targets groups of metric exact_label, which is not grouped by lang"):
         oloproof.run(project_dir)
     assert not (project_dir / ".oloproof" / "store.sqlite").exists()
+    # every-lang now covers the difficulty groups too, and the group difficulty = null has
+    # one case: a budget of 5 failures could not be exceeded there (refused); 0 can.
+    with pytest.raises(oloproof.ConfigError, match=r"difficulty = null"):
+        oloproof.run(project_dir, group_by=["lang", "difficulty"])
+    (project_dir / "release.yaml").write_text(RELEASE.replace("max_failures: 5", "max_failures: 0"))
     result = oloproof.run(project_dir, group_by=["lang", "difficulty"])
     assert list(result.metrics)[1:] == [
         "exact_label[lang=en]", "exact_label[lang=fr]",

@@ -109,7 +109,7 @@ def test_json_events_of_a_trial_run_follow_the_schema(tmp_path: Path) -> None:
 
 
 def test_bad_trials_are_one_clear_message(tmp_path: Path) -> None:
-    root = flaky_project(tmp_path / "p", flaky_cases(3, 0, 0), release=FLAKY_RULES)
+    root = flaky_project(tmp_path / "p", flaky_cases(6, 0, 0), release=FLAKY_RULES)
     bad = run_cli("run", "--trials", "0", cwd=root)
     assert bad.code == 2 and "expected a whole number of trials from 1 to 100" in bad.err
     one = run_cli("run", cwd=root)

@@ -67,7 +67,7 @@ def test_raising_k_runs_only_the_new_trials_and_a_rerun_calls_nothing(tmp_path: 
 
 
 def test_a_run_of_one_trial_is_stored_as_before(tmp_path: Path) -> None:
-    root = flaky_project(tmp_path / "p", flaky_cases(3, 0, 0), release=FLOOR)
+    root = flaky_project(tmp_path / "p", flaky_cases(6, 0, 0), release=FLOOR)
     seen: list[Event] = []
     result = oloproof.run(root, on_event=seen.append)
     conn = _db(root)
@@ -151,7 +151,7 @@ rules:
   - id: fails
     metric: exact_label
     kind: observed_count
-    max_failures: 100
+    max_failures: 5
 """
 
 
@@ -186,7 +186,8 @@ def test_pass_at_k_with_one_trial_is_the_metric_itself(tmp_path: Path) -> None:
 
 
 def test_a_flaky_share_rule_needs_trials(tmp_path: Path) -> None:
-    root = flaky_project(tmp_path / "p", flaky_cases(3, 0, 0), release=AGGREGATES)
+    # 6 cases: the fewest on which a floor of 50% could fail (ALLOW is earned).
+    root = flaky_project(tmp_path / "p", flaky_cases(6, 0, 0), release=AGGREGATES)
     with pytest.raises(ConfigError, match=r"rules\[2\]\.aggregate.*one trial per case"):
         oloproof.run(root)
     assert not (root / ".oloproof" / "store.sqlite").exists() or _db(root).execute(
@@ -287,12 +288,12 @@ rules:
   - id: floor
     metric: exact_label
     each_group: true
-    min: 0.1
+    min: 0.9
   - id: fr-reliable
     metric: exact_label
     group: {lang: fr}
     aggregate: pass_all_k
-    min: 0.1
+    min: 0.9
 """
     root = flaky_project(tmp_path / "p", cases, release=rules, trials=2)
     result = oloproof.run(root, group_by="lang")

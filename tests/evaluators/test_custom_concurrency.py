@@ -62,7 +62,7 @@ def _project(root: Path, evaluators: str, *, evaluator_limit: int | None = 4, n:
              system: int = 1) -> Path:
     write_project(root, app=APP, cases=labelled_cases(n), evaluators=evaluators,
                   concurrency=(system, 2), extra_files={"checks.py": CHECKS},
-                  release="version: 1\nrules: []\n")
+                  policy="none")
     if evaluator_limit is not None:
         cfg = root / "oloproof.yaml"
         cfg.write_text(cfg.read_text().replace("  judge: 2\n", f"  judge: 2\n  evaluator: {evaluator_limit}\n"))

@@ -54,11 +54,13 @@ def test_scores_outside_the_range_are_missing_not_clipped(tmp_path: Path) -> Non
         evaluators="""
         - {type: absolute_error, criterion: err, field: days, expected_field: truth, range: [0, 30]}
         """,
-        release="version: 1\nrules:\n  - {id: err-cap, metric: err, max: 35}\n",
+        release="version: 1\nrules:\n  - {id: err-cap, metric: err, max: 25}\n",
     )
     result = run_cli("run", "--json", cwd=project)
-    # Clipped to [30, 30] this passed; missing and bounded, it cannot.
-    assert result.code == 3, result.text
+    # Clipped to [30, 30] this would be a ceiling's FAIL; missing, every case is: the
+    # evidence is incomplete (exit 5). (With max: 35, beyond the range, the rule could not
+    # fail at all, and is refused: tests/trust/test_allow_earned_cli.py.)
+    assert result.code == 5, result.text
     summary = [e for e in map(json.loads, result.out.splitlines()) if e.get("type")]
     judged = [e for e in summary if e["type"] == "case_judged"]
     assert len(judged) == 3
@@ -69,10 +71,11 @@ def test_scores_outside_the_range_are_missing_not_clipped(tmp_path: Path) -> Non
         assert re.search(r"score 4[456] is outside", reason)
     gate = run_cli("gate", "latest", "--json", cwd=project)
     doc = json.loads(gate.out)
-    assert gate.code == 3
+    assert gate.code == 5
     metric = doc["metrics"][0]
     assert metric["observed"] == 0 and metric["missing"] == 3
     assert doc["decisions"][0]["state"] == "INSUFFICIENT_EVIDENCE"
+    assert doc["decisions"][0]["reason"] == "no_observed_cases"
 
 
 CUSTOM_APP = """
@@ -98,7 +101,8 @@ def test_custom_mean_evaluator_out_of_range_is_missing(tmp_path: Path) -> None:
         evaluators="""
         - {type: custom, criterion: s, function: "scorer:score", kind: mean, range: [0, 1]}
         """,
-        release="version: 1\nrules:\n  - {id: s-floor, metric: s, min: 0.1}\n",
+        # One score of four out of range (25% missing): allowed here, to see the others.
+        release="version: 1\nmax_missing: 0.5\nrules:\n  - {id: s-floor, metric: s, min: 0.1}\n",
         extra_files={"scorer.py": CUSTOM_EVAL},
     )
     result = run_cli("run", "--json", cwd=project)

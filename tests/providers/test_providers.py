@@ -292,7 +292,8 @@ def test_400_fails_after_one_attempt(srv: FakeServer, provider: str) -> None:
     failure = judge_one(srv, provider)
     assert isinstance(failure, PermanentFailure)
     assert failure.attempts == 1
-    assert "HTTP 400: " in failure.message and "scripted failure 400" in failure.message
+    assert "HTTP 400 from POST http://127.0.0.1:" in failure.message
+    assert "scripted failure 400" in failure.message
 
 
 def test_529_overloaded_is_retried(srv: FakeServer) -> None:

@@ -325,7 +325,7 @@ def test_other_4xx_fail_after_one_attempt(srv: FakeServer, status: int) -> None:
     )
     assert isinstance(failure, PermanentFailure)
     assert failure.attempts == 1
-    assert f"HTTP {status}: " in failure.message
+    assert f"HTTP {status} from POST {srv.system_url}: " in failure.message
     assert "bad field 'question'" in failure.message
     assert srv.total_calls("/system") == 1
 

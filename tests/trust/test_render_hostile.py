@@ -59,16 +59,18 @@ EVALUATORS = """
   function: checks:polite
 """
 
+# Rules that 6 cases can fail; two of the six cases fail on purpose (33% missing).
 RELEASE = """\
 version: 1
+max_missing: 0.5
 rules:
   - id: "[/rule] [bold red]r1"
     metric: exact_label
-    min: 0.1
+    min: 0.9
   - id: "[red]r2[/red]"
     kind: observed_count
     metric: polite
-    max_failures: 10
+    max_failures: 2
 """
 
 

@@ -101,7 +101,7 @@ rules:
     min: 0.5
   - id: "tab\\there"
     metric: exact_label
-    min: 0.1
+    min: 0.7
 """
 
 

@@ -85,7 +85,7 @@ def test_hostile_bodies_are_per_case_errors(
                          extra="limits:\n  max_response_bytes: 65536\n  max_json_depth: 32\n")
     result = cli(root, "run")
     no_traceback(result)
-    assert result.code == 3, result.text
+    assert result.code == 5, result.text  # 7 of 9 missing: incomplete evidence
     cases = cases_by_id(root)
     assert len(cases) == 9
     expected = {
@@ -97,7 +97,7 @@ def test_hostile_bodies_are_per_case_errors(
         assert words in cases[cid]["error"], cases[cid]["error"]
     assert cases["q0"]["status"] == cases["q8"]["status"] == "OK"
     [run] = runs(root)
-    assert run["status"] == "DECIDED" and run["exit_code"] == 3
+    assert run["status"] == "DECIDED" and run["exit_code"] == 5
     assert integrity_ok(root)
 
 
@@ -109,7 +109,7 @@ def test_all_calls_failed_is_said_in_one_line_above_the_tables(
     root = _http_project(tmp_path / "p", url, 6)
     result = cli(root, "run")
     no_traceback(result)
-    assert result.code == 3, result.text  # nothing observed: never an ALLOW
+    assert result.code == 5, result.text  # nothing observed: incomplete, never an ALLOW
     lines = result.out.splitlines()
     notice = [i for i, line in enumerate(lines) if line.startswith("Failed calls:")]
     assert notice, result.out
@@ -125,8 +125,9 @@ def test_all_calls_failed_is_said_in_one_line_above_the_tables(
     assert all(c["status"] == "ERROR" for c in cases_by_id(root).values())
     gate = json.loads(cli(root, "gate", "latest", "--json").out)
     [rule] = gate["decisions"]
-    assert rule["state"] == "INSUFFICIENT_EVIDENCE"
-    assert rule["detail"].endswith("0 observed, 6 missing"), rule["detail"]
+    assert (rule["state"], rule["reason"]) == ("INSUFFICIENT_EVIDENCE", "no_observed_cases")
+    assert rule["detail"].startswith("no observed case: 0 observed, 6 missing"), rule["detail"]
+    assert rule["incomplete"] and gate["exit_code"] == 5
     # plan refuses to size evidence that is all missing (no "observed 6 cases" hint).
     plan = cli(root, "plan", "latest", "--run")
     no_traceback(plan)

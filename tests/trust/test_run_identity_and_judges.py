@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from tests.trust._support import cases_by_id, cli, integrity_ok, no_traceback, project, runs
+from tests.trust._support import (
+    SMALL_RELEASE,
+    cases_by_id,
+    cli,
+    integrity_ok,
+    no_traceback,
+    project,
+    runs,
+)
 
 
 def _cache(root: Path) -> dict[str, int]:
@@ -30,7 +38,7 @@ def test_a_system_that_mutates_its_input_changes_neither_store_nor_keys(tmp_path
             inp["added"] = True
             return {"label": "ok"}
     """
-    root = project(tmp_path / "p", app, n=4)
+    root = project(tmp_path / "p", app, n=4, release=SMALL_RELEASE)
     first = cli(root, "run")
     assert first.code == 3, first.text
     cases = cases_by_id(root)
@@ -54,13 +62,13 @@ def test_a_custom_evaluators_helper_module_is_part_of_its_identity(tmp_path: Pat
         "    code_paths: [helpers]\n"
     )
     root = project(tmp_path / "p", "def answer(inp):\n    return {'label': 'ok'}\n", n=4,
-                   evaluators=evaluators, files=files)
+                   evaluators=evaluators, files=files, release=SMALL_RELEASE)
     assert cli(root, "run").code == 3
     assert cli(root, "run").code == 3
     assert _cache(root)["judgment_hits"] == 4
     (root / "helpers" / "rules.py").write_text("def ok(output):\n    return False\n")
     result = cli(root, "run")
-    assert result.code == 3, result.text
+    assert result.code == 1, result.text  # 0 of 4 now: a FAIL of the 80% floor
     # The new helper judged every case afresh: none passes now.
     assert all(
         not c["judgments"]["exact_label"]["passed"] for c in cases_by_id(root).values()
@@ -114,7 +122,7 @@ def _judged_project(root: Path, base_url: str, n: int) -> Path:
         f"    model: m\n    base_url: {base_url}\n    rubric_text: Is it ok?\n"
     )
     return project(root, "def answer(inp):\n    return {'label': 'ok'}\n", n=n,
-                   evaluators=evaluators)
+                   evaluators=evaluators, release=SMALL_RELEASE)
 
 
 def test_a_judge_reply_with_two_pass_keys_is_refused(
@@ -124,7 +132,7 @@ def test_a_judge_reply_with_two_pass_keys_is_refused(
     root = _judged_project(tmp_path / "p", url, 3)
     result = cli(root, "run")
     no_traceback(result)
-    assert result.code == 3, result.text
+    assert result.code == 5, result.text  # every judgment missing: incomplete evidence
     assert "Failed calls: all 3 calls of the judge exact_label failed" in result.out
     cases = cases_by_id(root)
     assert len(cases) == 3

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import mounted_tmpfs
-from tests.trust._support import cases_by_id, cli, integrity_ok, no_traceback, project, runs
+from tests.trust._support import (
+    SMALL_RELEASE,
+    cases_by_id,
+    cli,
+    integrity_ok,
+    no_traceback,
+    project,
+    runs,
+)
 
 BIG_OUTPUT_APP = """
     from pathlib import Path
@@ -176,7 +184,8 @@ def test_write_lock_held_past_the_busy_timeout_stops_the_run(tmp_path: Path) -> 
 
 
 def test_a_disk_full_before_the_store_exists_is_a_store_fault(small_disk: Path) -> None:
-    root = project(small_disk / "p", 'def answer(inp):\n    return {"label": "ok"}\n', n=3)
+    root = project(small_disk / "p", 'def answer(inp):\n    return {"label": "ok"}\n', n=3,
+                   release=SMALL_RELEASE)
     # Fill what is left of the disk: the store cannot even be created.
     with (small_disk / "filler").open("wb") as f:
         try:

@@ -6,7 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.trust._support import cases_by_id, cli, integrity_ok, no_traceback, project, runs
+from tests.trust._support import (
+    SMALL_RELEASE,
+    cases_by_id,
+    cli,
+    integrity_ok,
+    no_traceback,
+    project,
+    runs,
+)
 
 SURROGATES = """
     from oloproof import Verdict
@@ -75,7 +83,7 @@ NOISY = """
 
 
 def test_json_mode_keeps_every_other_write_off_standard_output(tmp_path: Path) -> None:
-    root = project(tmp_path / "p", NOISY, n=4)
+    root = project(tmp_path / "p", NOISY, n=4, release=SMALL_RELEASE)
     result = cli(root, "run", "--json")
     no_traceback(result)
     assert result.code == 3, result.text

@@ -27,7 +27,7 @@ from oloproof.policy.compare import (
     pair_metric,
     pair_runs,
 )
-from oloproof.policy.decide import Decision, gate
+from oloproof.policy.decide import Decision, gate, gate_declaration, gate_notes
 from oloproof.project import load_compare_policy
 from oloproof.project.loader import default_compare_policy
 from oloproof.project.models import ComparePolicy
@@ -195,6 +195,19 @@ def build_comparison(
     return Comparison(candidate, baseline, cand_cases, base_cases, pairing, paired, warnings)
 
 
+def _declared(
+    candidate: RunRecord, baseline: RunRecord, metrics: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """Each shared metric's kind, and its declared range where both runs declare the same."""
+    ranges = [{m.get("criterion"): m.get("range") for m in run.metrics}
+              for run in (candidate, baseline)]
+    out: dict[str, dict[str, Any]] = {}
+    for name, kind in metrics.items():
+        same = ranges[0].get(name) == ranges[1].get(name)
+        out[name] = {"kind": kind, "range": ranges[0].get(name) if same else None}
+    return out
+
+
 def kind_names(metrics: dict[str, str]) -> dict[str, MetricKind]:
     """The metric kinds in the form the project loaders take."""
     return {
@@ -268,6 +281,8 @@ def comparison_document(
         "gate": gate_label,
         "exit_code": exit_code,
         "warnings": cmp.warnings,
+        "gate_notes": gate_notes(decisions, policy),
+        "declaration": gate_declaration(policy) if decisions else None,
     }
 
 
@@ -301,6 +316,12 @@ def compare_runs(
     baseline = get_run(conn, baseline_ref)
     metrics, _ = shared_metrics(candidate, baseline)
     policy, policy_path, note = resolve_compare_policy(config, project_dir, policy_arg, metrics)
+    if policy_path is not None:
+        from oloproof.policy.can_fail import PolicySource, check_compare_policy
+
+        check_compare_policy(
+            policy, PolicySource.file(policy_path), _declared(candidate, baseline, metrics)
+        )
     level = float(policy.confidence_level)
     cmp = build_comparison(conn, candidate.id, baseline.id, level)
     decisions = [] if cmp.incomplete else decide_comparison(cmp.metrics, policy)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
-from oloproof.evidence import CriterionEvidence
+from oloproof.evidence import CriterionEvidence, group_name
 from oloproof.store.reader import RunRecord, load_trial_outcomes
 
 if TYPE_CHECKING:
@@ -29,12 +29,6 @@ if TYPE_CHECKING:
     from oloproof.store.dbapi import Connection
 
 __all__ = ["expand_policy", "group_keys", "group_name", "grouped_evidence", "with_groups"]
-
-
-def group_name(metric: str, key: str, value: Any) -> str:
-    """``exact_label[lang=fr]``: strings as they are, other values as JSON."""
-    shown = value if isinstance(value, str) else json.dumps(value)
-    return f"{metric}[{key}={shown}]"
 
 
 def group_keys(run: RunRecord, extra: Iterable[str] = ()) -> dict[str, list[str]]:

@@ -281,6 +281,11 @@ class RunResult:
     #: criterion; empty with one trial). docs/repeated-trials.md.
     trials: int = 1
     flaky: list[FlakyCase] = field(default_factory=list)
+    #: Lines to show with the gate: rules whose evidence is incomplete (more missing than
+    #: ``max_missing``); and what the policy declares about the gate (``FAIL does not
+    #: block, by declaration``), or None.
+    gate_notes: list[str] = field(default_factory=list)
+    declaration: str | None = None
 
     @property
     def allowed(self) -> bool:
@@ -333,6 +338,7 @@ class RunResult:
             "decisions": [d.to_json() for d in self.decisions],
             "metrics": [m.to_json() for m in self.metrics.values()],
             "cache": self.cache, "stop_reason": self.stop_reason, "notice": self.notice,
+            "gate_notes": list(self.gate_notes), "declaration": self.declaration,
             "subset": self.subset.to_json() if self.subset else None,
             "judges": [r.to_json() for r in self.judges],
             "panels": panels_json(self.panels),
@@ -350,6 +356,9 @@ class RunResult:
             lines.append(f"  subset: {self.subset.describe()}")
         if self.stop_reason:
             lines.append(f"  stopped: {self.stop_reason}")
+        lines.extend(f"  {note}" for note in self.gate_notes)
+        if self.declaration:
+            lines.append(f"  {self.declaration}")
         for d in self.decisions:
             lines.append(f"  {d.rule} ({d.metric}): {d.state} [{d.action}]: {d.detail}")
         return "\n".join(lines)

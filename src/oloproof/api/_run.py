@@ -174,6 +174,8 @@ def execute(
     outcome = _execute_prepared(
         run.prepared, use_cache=use_cache, sinks=all_sinks, stop=stop or StopRequest()
     )
+    from oloproof.policy.decide import gate_declaration, gate_notes
+
     return RunResult(
         run_id=outcome.run_id, status=RunStatus(outcome.status),
         completeness=Completeness(outcome.completeness), gate=GateAction(outcome.gate),
@@ -185,6 +187,8 @@ def execute(
         rule_ids=[r.id for r in run.prepared.policy.rules], judges=list(outcome.judges),
         panels=_panels(run.prepared, outcome.run_id),
         trials=run.prepared.trials, flaky=_flaky(run.prepared, outcome.run_id),
+        gate_notes=gate_notes(outcome.decisions, run.prepared.policy, outcome.run_id),
+        declaration=gate_declaration(run.prepared.policy) if outcome.decisions else None,
     )
 
 

@@ -13,7 +13,7 @@ from oloproof.api._listing import PathLike, _read, config_file, list_comparisons
 from oloproof.api._results import ComparisonResult, RunResult, Subset
 from oloproof.enums import Completeness
 from oloproof.errors import UsageError
-from oloproof.policy.decide import gate
+from oloproof.policy.decide import gate, gate_declaration, gate_notes
 from oloproof.store.db import open_store, open_store_readonly
 from oloproof.store.location import locate
 from oloproof.store.reader import get_run, panel_splits
@@ -54,6 +54,7 @@ def read_run(
             release = stored_policy(record, root)
         if isinstance(group_by, str):
             group_by = [group_by]
+        _check_stored(conn, record, release, policy, list(group_by or ()))
         chosen: Any = STORED
         if labels is not None:
             judges = [m["criterion"] for m in record.metrics if m.get("judge")]
@@ -84,6 +85,33 @@ def read_run(
         subset=Subset.from_json(record.subset), project=record.project,
         rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
         trials=record.trials, flaky=flaky,
+        gate_notes=gate_notes(decisions, release, record.id),
+        declaration=gate_declaration(release) if decisions else None,
+    )
+
+
+def _check_stored(
+    conn: Any, record: Any, release: Any, policy: PathLike | None, group_by: list[str]
+) -> None:
+    """ALLOW is earned (policy/can_fail.py): the policy a stored run is decided under,
+    checked against the run's own cases as ``run`` checks it against the suite. The cases
+    are left out for a run of part of the suite (a subset or a stopped run never allows)."""
+    from oloproof.policy.can_fail import CaseFacts, PolicySource, check_release_policy
+    from oloproof.store.reader import load_case_metadata
+
+    if policy is not None:
+        source = PolicySource.file(str(policy))
+    else:
+        source = PolicySource.stored(record.id, record.policy_path)
+    facts = None
+    if record.completeness == Completeness.COMPLETE:
+        metadata = load_case_metadata(conn, record.id)  # a damaged row: StoreUnreadable
+        facts = CaseFacts(metadata, record.trials, where=f"run {record.id}")
+    check_release_policy(
+        release, source, record.metrics, facts,
+        # Only a project that says `policy: none` stores a run without a policy file.
+        declared_none=policy is None and record.policy_path is None,
+        group_by=group_by,
     )
 
 

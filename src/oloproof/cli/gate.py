@@ -31,7 +31,7 @@ def command(args: argparse.Namespace) -> int:
     if args.json:
         doc = result.to_dict()
         keys = ("run_id", "status", "completeness", "gate", "exit_code", "decisions",
-                "metrics", "judges", "panels")
+                "metrics", "judges", "panels", "gate_notes", "declaration")
         sys.stdout.write(
             dumps(
                 {key: doc[key] for key in keys}
@@ -47,7 +47,7 @@ def command(args: argparse.Namespace) -> int:
                 decisions=result.decisions, summaries=list(result.metrics.values()),
                 cache=result.cache, gate=result.gate, exit_code=result.exit_code,
                 policy_arg=args.policy, config_arg=args.config, note=_note(result, args.policy),
-                judges=result.judges,
+                judges=result.judges, declaration=result.declaration,
             ),
         )
     if not wants_outputs(args):
@@ -75,4 +75,5 @@ def _note(result: RunResult, policy_arg: str | None) -> str | None:
     elif not result.decisions and policy_arg is None and result.policy_path is None:
         # A run is stored without a policy file only when its project says `policy: none`.
         lines.append(NO_RULES_NOTE)
+    lines.extend(result.gate_notes)
     return "\n".join(lines) or None

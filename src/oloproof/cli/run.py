@@ -178,6 +178,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 f"Stopped: {result.stop_reason}. Finished cases are stored;"
                 " the next run takes them from the cache."
             )
+        notes.extend(result.gate_notes)
         if (
             prepared.policy_path is None
             and not result.decisions
@@ -201,6 +202,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 policy_arg=args.policy,
                 config_arg=args.config,
                 judges=result.judges,
+                declaration=result.declaration,
             ),
         )
         exit_code = result.exit_code

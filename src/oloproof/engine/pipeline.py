@@ -54,7 +54,12 @@ from oloproof.stats.intervals import wilson
 from oloproof.store.cache import Cache
 from oloproof.systems.base import CallResult, SystemRunner
 from oloproof.transport.limiter import AdaptiveLimiter, AimdSettings, LimitChange
-from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
+from oloproof.transport.retry import (
+    AttemptFailure,
+    RetryableFailure,
+    RetryPolicy,
+    call_with_retries,
+)
 from oloproof.transport.threads import AsyncHost, Workers, describe_exception
 
 if TYPE_CHECKING:
@@ -79,19 +84,35 @@ class EngineCase:
 
 @dataclass
 class SourceFailures:
-    """How the calls of one source (the system, or one judge) went."""
+    """How the calls of one source (the system, or one judge) went.
+
+    ``streak`` counts the calls in a row (in the order they finished) that failed for a
+    reason another attempt could have fixed: their retries ran out (HTTP 429, 5xx, a
+    refused or dropped connection, DNS, TLS; a ``TransientError(retryable=True)``), or
+    they timed out. A success ends the streak; a failure of the call's own (an exception
+    of your code, an HTTP 400, a body that is not JSON) neither counts nor ends it.
+    ``streak_first`` is the first error of the streak."""
 
     name: str
     calls: int = 0
     failed: int = 0
     first_error: str | None = None
+    streak: int = 0
+    streak_first: str | None = None
 
-    def add(self, error: str | None) -> None:
+    def add(self, error: str | None, outage: bool = True) -> None:
         self.calls += 1
         if error is not None:
             self.failed += 1
             if self.first_error is None:
                 self.first_error = error
+            if outage:
+                self.streak += 1
+                if self.streak == 1:
+                    self.streak_first = error
+        else:
+            self.streak = 0
+            self.streak_first = None
 
 
 @dataclass
@@ -211,6 +232,7 @@ class Engine:
         judge_adaptive: bool = False,
         aimd: AimdSettings | None = None,
         trials: int = 1,
+        max_consecutive_failures: int | None = None,
     ) -> None:
         self.run_id = run_id
         self.suite_digest = suite_digest
@@ -237,6 +259,10 @@ class Engine:
         self._trials_left: dict[int, int] = {}
         self._first_trial: dict[int, list[tuple[str, str, bool | None]]] = {}
         self.on_fatal = on_fatal
+        # An outage: this many calls in a row of the system (or of one judge) failed, each
+        # after its retries; the run stops through on_fatal (limits.max_consecutive_failures).
+        self.max_consecutive_failures = max_consecutive_failures
+        self._outage: str | None = None
         # Adaptive limits (None: the ceiling is the limit, as without adaptive).
         self.system_limiter = (
             AdaptiveLimiter("system", system_concurrency, settings=aimd,
@@ -461,6 +487,30 @@ class Engine:
             await self.system.aclose()
         return self.totals
 
+    @property
+    def _system_who(self) -> str:
+        name = getattr(self.system, "name", None)
+        target = getattr(self.system, "target", None)
+        who = f"system {name}" if name else "the system"
+        return f"{who} ({target})" if target else who
+
+    def _watch(self, source: str, who: str) -> None:
+        """Stop the run (``on_fatal``) once ``max_consecutive_failures`` calls in a row of
+        ``source`` failed: every later call would most likely fail too (connection refused,
+        DNS, TLS, 5xx, timeouts), and a run of failures is an outage, not evidence."""
+        limit = self.max_consecutive_failures
+        tally = self.totals.failures.get(source)
+        if limit is None or tally is None or tally.streak < limit or self._outage is not None:
+            return
+        lines = (tally.streak_first or "").strip().splitlines()  # not a traceback's tail
+        first = _one_line(lines[0] if lines else "(no error given)", 400)
+        self._outage = (
+            f"{who} failed {tally.streak} calls in a row, each after its retries or by"
+            f" timing out (limits.max_consecutive_failures: {limit}); first error: {first}"
+        )
+        if self.on_fatal is not None:
+            self.on_fatal(self._outage)
+
     def _limit_changed(self, name: str, change: LimitChange, ceiling: int) -> None:
         self.emit(
             ConcurrencyChanged(
@@ -490,8 +540,9 @@ class Engine:
             output_json: str | None = known or canonical_json(cached.output)
         else:
             totals.exec_misses += 1
-            event, output_json = await self._execute(case, key)
-            totals.source("system").add(event.error if output_json is None else None)
+            event, output_json, outage = await self._execute(case, key)
+            totals.source("system").add(event.error if output_json is None else None, outage)
+            self._watch("system", self._system_who)
         self.emit(event)
         if output_json is None:
             totals.cases_errored += 1
@@ -551,9 +602,12 @@ class Engine:
                 self._judged(state, evaluator.criterion, outcome, jkey, True)
         return missing
 
-    async def _execute(self, case: EngineCase, key: str) -> tuple[CaseExecuted, str | None]:
-        """Call the system under the retry policy: the event, and the output's canonical
-        JSON (``None`` when the call failed)."""
+    async def _execute(
+        self, case: EngineCase, key: str
+    ) -> tuple[CaseExecuted, str | None, bool]:
+        """Call the system under the retry policy: the event, the output's canonical JSON
+        (``None`` when the call failed), and whether it failed as an outage would (its
+        retries ran out, or it timed out: :class:`SourceFailures`)."""
         import asyncio
 
         last_latency: list[float] = [0.0]
@@ -579,16 +633,17 @@ class Engine:
         except AttemptFailure as failure:
             if failure.stops_run and self.on_fatal is not None:
                 self.on_fatal(_one_line(failure.message))
+            outage = isinstance(failure, RetryableFailure) or failure.kind == CaseStatus.TIMEOUT
             return self._failed(case, key, failure.kind, last_latency[0], failure.attempts,
-                                failure.message), None
+                                failure.message), None, outage
         except asyncio.CancelledError:
             if _our_cancel():
                 raise
             return self._failed(case, key, CaseStatus.ERROR, last_latency[0], 1,
-                                "CancelledError (raised inside the system call)"), None
+                                "CancelledError (raised inside the system call)"), None, False
         except Exception as exc:  # noqa: BLE001 - a system's failure is the case's, never the run's
             return self._failed(case, key, CaseStatus.ERROR, last_latency[0], 1,
-                                describe_exception(exc)), None
+                                describe_exception(exc)), None, False
         result = done.value
         output_json = result.output_json
         if output_json is None:
@@ -596,12 +651,12 @@ class Engine:
                 output_json = output_json_of(result.output)
             except (TypeError, ValueError, RecursionError, OverflowError) as exc:
                 return self._failed(case, key, CaseStatus.ERROR, last_latency[0], done.attempts,
-                                    f"the output is not JSON-serialisable: {exc}"), None
+                                    f"the output is not JSON-serialisable: {exc}"), None, False
         return CaseExecuted(
             self.run_id, scenario_id=case.id, status=CaseStatus.OK, from_cache=False,
             latency_ms=last_latency[0], attempts=done.attempts, error=None, index=case.index,
             exec_key=key, output=result.output, usage=result.usage, trial=self._trial(case),
-        ), output_json
+        ), output_json, False
 
     def _failed(
         self, case: EngineCase, key: str, status: str, latency_ms: float, attempts: int,
@@ -699,9 +754,13 @@ class Engine:
                 return
             state, judge, jkey = item  # not in the cache (_run_case looked)
             outcome = await self._evaluate_judge(judge, state)
-            self.totals.source(f"judge {judge.criterion}").add(
-                outcome.reason if outcome.status == JudgmentStatus.ERROR else None
+            source = f"judge {judge.criterion}"
+            self.totals.source(source).add(
+                outcome.reason if outcome.status == JudgmentStatus.ERROR else None,
+                outcome.outage,
             )
+            target = getattr(judge, "target", None)
+            self._watch(source, f"{source} ({target})" if target else source)
             fatal = getattr(judge, "fatal", None)
             if fatal and self.on_fatal is not None:
                 self.on_fatal(_one_line(fatal))

@@ -44,6 +44,10 @@ class Outcome:
     attempts: int = 1
     latency_ms: float | None = None
     from_cache: bool = False
+    #: An ERROR that another attempt could have fixed (a judge's retries ran out on 429,
+    #: 5xx, a dropped connection or a timeout): a run of them is an outage (the engine
+    #: stops the run after ``limits.max_consecutive_failures`` in a row).
+    outage: bool = False
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,14 @@ from oloproof.providers.base import (
 )
 from oloproof.providers.factory import make_provider
 from oloproof.providers.verdict import PROMPT_VERSION, build_judge_prompt, parse_verdict
-from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask
+from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask, shown_url
 from oloproof.transport.limiter import AdaptiveLimiter
-from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
+from oloproof.transport.retry import (
+    AttemptFailure,
+    RetryableFailure,
+    RetryPolicy,
+    call_with_retries,
+)
 from oloproof.usage import Usage
 
 if TYPE_CHECKING:
@@ -130,6 +135,13 @@ class RubricJudge:
             f"RubricJudge(criterion={self.criterion!r}, provider={self.config.provider!r}, "
             f"model={self.config.model!r})"
         )
+
+    @property
+    def target(self) -> str:
+        """What a call reaches, for messages: provider, model, and the URL posted to."""
+        url = getattr(self._provider, "url", None)
+        where = f" at POST {shown_url(url)}" if url else ""
+        return f"{self.config.provider} {self.config.model}{where}"
 
     def _make_provider(self, client: httpx.AsyncClient) -> Provider:
         config = self.config
@@ -226,6 +238,7 @@ class RubricJudge:
             return Outcome(
                 JudgmentStatus.ERROR, reason=reason,
                 attempts=failure.attempts, latency_ms=latency[0],
+                outage=isinstance(failure, RetryableFailure) or failure.kind == "TIMEOUT",
             )
         reply = done.value
         try:
@@ -303,6 +316,11 @@ class PanelJudge:
     def fatal(self) -> str | None:
         return next((j.fatal for j in self.judges if j.fatal), None)
 
+    @property
+    def target(self) -> str:
+        """What the panel's calls reach: each judge's :attr:`RubricJudge.target`."""
+        return "; ".join(j.target for j in self.judges)
+
     def bind_limits(
         self, concurrency: int, retry: RetryPolicy, limiter: AdaptiveLimiter | None = None
     ) -> None:
@@ -359,4 +377,5 @@ class PanelJudge:
             usage=usage if any(o.usage for o in outcomes) else None,
             attempts=max(o.attempts for o in outcomes),
             latency_ms=max(latencies) if latencies else None,
+            outage=verdict is None and any(o.outage for o in outcomes),
         )

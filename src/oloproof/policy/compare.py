@@ -34,7 +34,15 @@ from typing import TYPE_CHECKING, Any
 from oloproof._records import dataclass, field
 from oloproof.enums import MetricKind
 from oloproof.evidence import Outcome
-from oloproof.policy.decide import FAIL, INSUFFICIENT, PASS, Decision, action_for
+from oloproof.policy.decide import (
+    FAIL,
+    INSUFFICIENT,
+    NO_OBSERVED,
+    PASS,
+    Decision,
+    action_for,
+    hold_missing,
+)
 from oloproof.policy.format import (
     as_decimal,
     difference_interval_text,
@@ -287,8 +295,10 @@ def decide_compare_rule(rule: CompareRule, pm: PairedMetric) -> Decision:
         words += f" (margin {_fmt_bar(margin, pm.kind).lstrip('+')})"
     if pm.pairs == 0:
         return Decision(
-            state=INSUFFICIENT, reason="no_pairs",
-            detail=f"{words}: no case was observed in both runs", **base,
+            state=INSUFFICIENT, reason=NO_OBSERVED,
+            detail=(f"{words}: no case was observed in both runs ({pm.dropped_missing}"
+                    f" pairs dropped as missing, {pm.dropped_excluded} as excluded)"),
+            **base,
         )
     if pm.lower is None or pm.upper is None:
         return Decision(
@@ -342,8 +352,14 @@ def decide_comparison(
 ) -> list[Decision]:
     """Every rule of a comparison policy, in declared order, with its release action."""
     decisions: list[Decision] = []
+    max_missing = getattr(policy, "max_missing", None)
     for rule in policy.rules:
-        d = decide_compare_rule(rule, paired[rule.metric])
-        d.action = action_for(d.state, policy)
+        pm = paired[rule.metric]
+        d = decide_compare_rule(rule, pm)
+        d.action = action_for(d.state, policy, d.reason)
+        # A pair is dropped as missing when the case is missing in either run: an outage of
+        # the candidate (or the baseline) is not a small comparison.
+        hold_missing(d, pm.pairs, pm.dropped_missing,
+                     0.2 if max_missing is None else float(max_missing), "pairs")
         decisions.append(d)
     return decisions

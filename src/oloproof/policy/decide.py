@@ -50,6 +50,10 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = ExitCode.OK, ExitCode.FAIL, ExitCode.USAGE
 EXIT_INSUFFICIENT, EXIT_MANUAL = ExitCode.INSUFFICIENT_EVIDENCE, ExitCode.MANUAL_REVIEW
 EXIT_INCOMPLETE = ExitCode.INCOMPLETE
 
+#: The reason of every rule, of any kind, whose scope holds no observed case: it is
+#: INSUFFICIENT_EVIDENCE, never a pass (docs/statistics.md, "ALLOW is earned").
+NO_OBSERVED = "no_observed_cases"
+
 
 def pct(x: float | None) -> str:
     """An estimate in percent, to nearest (kept for the renderers; see policy/format.py)."""
@@ -198,6 +202,12 @@ class Decision:
     confidence_level: float | None = None
     #: "corrected" for a rule decided on the prediction-powered estimate; None otherwise.
     basis: str | None = None
+    #: The share of the rule's scope that is missing (missing / (observed + missing), in
+    #: the units the rule counts: cases, or trials), and whether it passed the policy's
+    #: ``max_missing``: then the evidence is incomplete, the rule blocks and the gate exits
+    #: 5 whatever ``warn_on`` says (:func:`gate`). None for a comparison rule without pairs.
+    missing_share: float | None = None
+    incomplete: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -217,6 +227,16 @@ def decide_interval_rule(
     """An interval rule on a metric summarised at ``level``; ``note`` ends the detail;
     ``method`` names the interval in it (``CP`` or ``t`` by default)."""
     direction, t = _threshold_of(rule)
+    if s.observed == 0 or (s.trials is not None and not s.cases):
+        state, reason = INSUFFICIENT, NO_OBSERVED
+        unit = " trials" if s.trials is not None else ""
+        detail = (f"no observed case: {s.observed} observed, {s.missing} missing,"
+                  f" {s.excluded} excluded{unit}")
+        return Decision(
+            rule=rule.id, metric=rule.metric, kind="interval_threshold", state=state,
+            reason=reason, detail=detail + note, threshold=t, direction=direction,
+            estimate=s.estimate, lower=s.lower, upper=s.upper, confidence_level=level,
+        )
     state, reason, detail = _interval_state(direction, t, s, level, method)
     if s.missing:
         # Say how much of the evidence is there: "0 observed, 18 missing" when every call
@@ -283,7 +303,13 @@ def decide_observed_count(rule: ObservedCountRule, ev: CriterionEvidence) -> Dec
         # Over repeated trials the rule counts failed trials, each a call that failed.
         detail = (f"{seen}{failures} failed, {ev.missing} missing trials of {ev.trials} per"
                   f" case; at most {n_max} failed trials allowed")
-    if failures + ev.missing <= n_max:
+    if ev.observed == 0:
+        # Nothing was seen: "0 failed" would be a pass on no evidence at all.
+        state, reason = INSUFFICIENT, NO_OBSERVED
+        unit = " trials" if ev.case_trials is not None and ev.trials > 1 else ""
+        detail = (f"no observed case: 0 observed, {ev.missing} missing, {ev.excluded}"
+                  f" excluded{unit}; at most {n_max} failed allowed")
+    elif failures + ev.missing <= n_max:
         state, reason = PASS, "failures_within_budget"
     elif failures > n_max:
         state, reason = FAIL, "failures_over_budget"
@@ -392,9 +418,56 @@ def decide_run(
             if unproven is not None:
                 alone = f"; the rule alone: {d.state} ({d.detail})"
                 d.state, d.reason, d.detail = MANUAL, unproven[0], unproven[1] + alone
-        d.action = action_for(d.state, policy)
+        d.action = action_for(d.state, policy, d.reason)
+        ev = evidence[rule.metric]
+        unit = "trials" if ev.case_trials is not None and ev.trials > 1 else "cases"
+        hold_missing(d, ev.observed, ev.missing, _max_missing(policy), unit)
         decisions.append(d)
     return decisions, summaries
+
+
+def _max_missing(policy: ReleasePolicy | ComparePolicy) -> float:
+    value = getattr(policy, "max_missing", None)  # a policy stored before it existed: 0.2
+    return 0.2 if value is None else float(value)
+
+
+def hold_missing(
+    d: Decision, observed: int, missing: int, max_missing: float, unit: str = "cases"
+) -> None:
+    """Set ``d``'s missing share, and mark it incomplete (it blocks, the gate exits 5)
+    when the share passes ``max_missing``: a run whose system or judge failed on a large
+    part of a rule's cases is not a small run, and ``warn_on`` must not turn it into a
+    release (docs/statistics.md, "ALLOW is earned").
+
+    The share is missing / (observed + missing) over the rule's own scope (its metric,
+    group, aggregate; trials for a rule over repeated trials); excluded cases are not in
+    it, since the rule does not apply to them. ``max_missing`` may be reached, not passed.
+    Such a rule blocks, except a FAIL that the policy declares in ``warn_on``: it stays a
+    warning, and :func:`gate` exits 5 (incomplete) all the same."""
+    seen = observed + missing
+    d.missing_share = missing / seen if seen else 0.0
+    if d.missing_share > max_missing:
+        d.incomplete = True
+        if d.state != FAIL:  # a FAIL in warn_on stays declared; the gate is incomplete anyway
+            d.action = GateAction.BLOCK
+        shown, bar = _share_texts(d.missing_share, max_missing)
+        d.detail += f"; {shown} of the {unit} missing, over max_missing {bar}: incomplete evidence"
+
+
+def _share_text(x: float, digits: int = 1) -> str:
+    """A share as a percentage, with at most ``digits`` decimals (``33.3%``, ``100%``)."""
+    text = f"{x * 100:.{digits}f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def _share_texts(share: float, bar: float) -> tuple[str, str]:
+    """A share and the bar it passed, with as many decimals as it takes for the printed
+    share not to read as the bar (``20.04%`` over ``20%``, never ``20%`` over ``20%``)."""
+    for digits in range(1, 8):
+        shown, limit = _share_text(share, digits), _share_text(bar, digits)
+        if shown != limit:
+            return shown, limit
+    return repr(share * 100) + "%", repr(bar * 100) + "%"
 
 
 def with_aggregates(
@@ -441,6 +514,10 @@ def with_aggregates(
 def _decide_corrected(
     rule: IntervalRule, s: MetricSummary, report: JudgeReport | None, level: float
 ) -> Decision:
+    if s.observed == 0:
+        d = decide_interval_rule(rule, s, level)  # no verdict of the judge at all
+        d.basis = "corrected"
+        return d
     corrected = None if report is None else report.corrected
     if corrected is None:
         why = report.corrected_note if report is not None else "the run has no human labels"
@@ -481,22 +558,67 @@ def _decide_one(
     return decide_interval_rule(rule, summaries[rule.metric], level)
 
 
-def action_for(state: str, policy: ReleasePolicy | ComparePolicy) -> GateAction:
-    """What a state does to the release under a policy's ``block_on`` and ``warn_on``."""
+def action_for(
+    state: str, policy: ReleasePolicy | ComparePolicy, reason: str | None = None
+) -> GateAction:
+    """What a state does to the release under a policy's ``block_on`` and ``warn_on``.
+
+    A rule with no observed case (``reason`` ``no_observed_cases``) whose state is in
+    neither list warns instead of allowing silently: an ALLOW resting on nothing would
+    be a release the evidence does not show."""
     if state in policy.block_on:
         return GateAction.BLOCK
-    if state in policy.warn_on:
+    if state in policy.warn_on or reason == NO_OBSERVED:
         return GateAction.WARN
     return GateAction.ALLOW
 
 
+def gate_notes(
+    decisions: Sequence[Decision], policy: ReleasePolicy | ComparePolicy,
+    ref: str | None = None,
+) -> list[str]:
+    """The line to show with the gate when rules' evidence is incomplete (more of their
+    cases missing than ``max_missing``), naming them; ``ref`` (a run id) adds where to look."""
+    notes = []
+    over = [d for d in decisions if d.incomplete]
+    if over:
+        limit = _max_missing(policy)
+        shown = ", ".join(
+            f"{d.rule} ({_share_texts(d.missing_share or 0.0, limit)[0]} missing)"
+            for d in over[:5]
+        )
+        more = f" and {len(over) - 5} more" if len(over) > 5 else ""
+        notes.append(
+            f"Incomplete evidence: {shown}{more}: more than max_missing"
+            f" {_share_text(limit, 3)} of the cases are missing, so the gate"
+            " blocks (exit 5) whatever warn_on says"
+            + (f"; see what failed with  oloproof inspect {ref} --failures." if ref else ".")
+        )
+    return notes
+
+
+def fail_declared_not_blocking(policy: ReleasePolicy | ComparePolicy) -> bool:
+    """Whether the policy puts FAIL in ``warn_on`` (the one way FAIL may not block)."""
+    return "FAIL" not in policy.block_on and "FAIL" in policy.warn_on
+
+
+#: Said on the gate line of a policy that puts FAIL in ``warn_on``.
+FAIL_DOES_NOT_BLOCK = "FAIL does not block, by declaration: FAIL is in warn_on"
+
+
+def gate_declaration(policy: ReleasePolicy | ComparePolicy) -> str | None:
+    """What the gate line adds for a policy that declares that FAIL does not block."""
+    return FAIL_DOES_NOT_BLOCK if fail_declared_not_blocking(policy) else None
+
+
 def gate(decisions: Sequence[Decision], *, incomplete: bool = False) -> tuple[GateAction, int]:
     """The release action and exit code. Precedence (SPEC §5): FAIL, incomplete,
-    MANUAL_REVIEW, INSUFFICIENT_EVIDENCE."""
+    MANUAL_REVIEW, INSUFFICIENT_EVIDENCE. A rule marked ``incomplete`` (more missing than
+    ``max_missing``) makes the evidence incomplete, as a stopped run is."""
     blocking = {d.state for d in decisions if d.action == GateAction.BLOCK}
     if FAIL in blocking:
         return GateAction.BLOCK, EXIT_FAIL
-    if incomplete:
+    if incomplete or any(d.incomplete for d in decisions):
         return GateAction.BLOCK, EXIT_INCOMPLETE
     if MANUAL in blocking:
         return GateAction.BLOCK, EXIT_MANUAL

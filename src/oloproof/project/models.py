@@ -221,6 +221,12 @@ MAX_SYSTEM_CONCURRENCY = 1024
 MAX_JUDGE_CONCURRENCY = 256
 #: Upper bound on ``trials``: each trial is a call per case (and a row per case).
 MAX_TRIALS = 100
+#: ``limits.max_consecutive_failures`` by default: with the default 8 calls in flight,
+#: a dead endpoint stops the run after its first wave of calls (docs/refusals.md).
+DEFAULT_MAX_CONSECUTIVE_FAILURES = 8
+#: ``max_missing`` by default (release.yaml, compare.yaml): the largest share of a rule's
+#: cases that may be missing before its evidence is incomplete (docs/statistics.md).
+DEFAULT_MAX_MISSING = 0.2
 
 
 class AdaptiveConfig(_Model):
@@ -279,6 +285,11 @@ class LimitsConfig(_Model):
     max_json_depth: int = Field(default=64, ge=2, le=1000)
     failure_threshold: float | None = Field(default=None, gt=0, le=1)
     store_busy_timeout_s: float = Field(default=30, gt=0, le=3600)
+    #: Calls in a row (each after its retries) of the system, or of one judge, that may
+    #: fail before the run stops as an outage (RUN_ERROR/PARTIAL, exit 5).
+    max_consecutive_failures: int = Field(
+        default=DEFAULT_MAX_CONSECUTIVE_FAILURES, ge=1, le=1_000_000, strict=True
+    )
 
 
 # -- evaluators -----------------------------------------------------------------
@@ -888,6 +899,9 @@ class ReleasePolicy(ReleasePolicyShape, _Model):
     warn_on: list[State] = Field(default_factory=list)
     families: dict[str, RuleFamily] = Field(default_factory=dict)
     rules: list[ReleaseRule] = Field(default_factory=list)
+    #: The largest share of a rule's cases (observed or missing) that may be missing; past
+    #: it the run's evidence is incomplete (exit 5) whatever ``warn_on`` says.
+    max_missing: float = Field(default=DEFAULT_MAX_MISSING, ge=0, le=1)
 
     _confidence = field_validator("confidence_level")(_check_confidence)
 
@@ -968,6 +982,9 @@ class ComparePolicy(ComparePolicyShape, _Model):
     block_on: list[State] = Field(default_factory=lambda: list(STATES))
     warn_on: list[State] = Field(default_factory=list)
     rules: list[CompareRule] = Field(default_factory=list)
+    #: The largest share of a rule's pairs dropped because a case was missing in either
+    #: run; past it the comparison is incomplete (exit 5) whatever ``warn_on`` says.
+    max_missing: float = Field(default=DEFAULT_MAX_MISSING, ge=0, le=1)
 
     _confidence = field_validator("confidence_level")(_check_confidence)
 

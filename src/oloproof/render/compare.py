@@ -121,7 +121,9 @@ def comparison_report(doc: dict[str, Any], *, config_arg: str | None = None) -> 
         parts.append(methods_note(doc["metrics"], float(doc["confidence_level"])))
     else:
         parts.append(text("No metric is shared by the two runs: nothing to compare."))
-    parts.append(gate_line(doc["gate"], int(doc["exit_code"])))
+    for note in doc.get("gate_notes") or ():
+        parts.append(text(note, "red"))
+    parts.append(gate_line(doc["gate"], int(doc["exit_code"]), doc.get("declaration")))
     undecided = [d for d in decisions if d.state == "INSUFFICIENT_EVIDENCE"]
     if undecided:
         extra = f" --config {config_arg}" if config_arg and config_arg != "oloproof.yaml" else ""

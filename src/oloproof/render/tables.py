@@ -139,9 +139,12 @@ def cache_line(cache: dict[str, int] | None) -> Line:
     )
 
 
-def gate_line(gate: str, exit_code: int) -> Line:
+def gate_line(gate: str, exit_code: int, declaration: str | None = None) -> Line:
+    """``Gate      ALLOW   exit code 0``, and what the policy declares about it
+    (``FAIL does not block, by declaration``) when it does."""
     return assemble(
-        line("Gate      "), line(gate, _GATE_STYLE.get(gate, "")), line(f"   exit code {exit_code}")
+        line("Gate      "), line(gate, _GATE_STYLE.get(gate, "")), line(f"   exit code {exit_code}"),
+        *([line(f"   ({declaration})", "yellow")] if declaration else []),
     )
 
 
@@ -171,6 +174,16 @@ def plan_hints(
             hints.append(line(
                 f"  {d.rule}: no evidence (0 observed, {s.missing} missing): see what failed"
                 f" with  oloproof inspect {run_id} --failures"
+            ))
+        elif s is not None and s.observed == 0:
+            hints.append(line(
+                f"  {d.rule}: no observed case: every case was excluded from {d.metric},"
+                " and more cases like them would be too"
+            ))
+        elif d.incomplete:
+            hints.append(line(
+                f"  {d.rule}: too much is missing to size it: see what failed with"
+                f"  oloproof inspect {run_id} --failures"
             ))
         else:
             hints.append(line(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}"))
@@ -243,6 +256,7 @@ def run_report(
     policy_arg: str | None = None,
     config_arg: str | None = None,
     judges: Sequence[JudgeReport] = (),
+    declaration: str | None = None,
 ) -> Blocks:
     """The whole end-of-run report (SPEC §6), for ``render.console`` to print.
 
@@ -264,7 +278,7 @@ def run_report(
     if judges:
         parts.append(judges_table(judges))
     parts.append(cache_line(cache))
-    parts.append(gate_line(gate, exit_code))
+    parts.append(gate_line(gate, exit_code, declaration))
     hints = plan_hints(run_id, decisions, policy_arg, config_arg, summaries)
     if hints:
         parts.append(line("Undecided rules:"))

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from oloproof.evaluators.judge import PanelJudge, RubricJudge
     from oloproof.project.models import ReleasePolicy
+    from oloproof.project.suite import Suite
 
 
 @dataclass
@@ -215,6 +216,7 @@ def prepare(
     retry = RetryPolicy(max_retry_wait_s=float(project.config.retry.max_retry_wait_s))
     labels = project.load_labels()
     chosen = project.config.trials if trials is None else trials
+    check_can_fail(project, policy, policy_path, suite, metrics, chosen, group_by)
     return Prepared(
         project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry,
         labels, trials=chosen, keep=keep,
@@ -250,6 +252,27 @@ def _located(
     from oloproof.project._yaml import with_line  # only on the way to an error
 
     return with_line(exc, path, display)
+
+
+def check_can_fail(
+    project: Project, policy: ReleasePolicy, policy_path: str | None, suite: Suite,
+    metrics: Sequence[dict[str, Any]], trials: int, group_by: Sequence[str] = (),
+) -> None:
+    """ALLOW is earned (policy/can_fail.py): before anything is stored or called, refuse
+    an evaluator that no case can feed, a policy that cannot block, and a rule that could
+    not fail on this suite."""
+    from oloproof.policy.can_fail import (
+        CaseFacts,
+        PolicySource,
+        check_evaluators,
+        check_release_policy,
+    )
+
+    check_evaluators(project, [c.expected for c in suite.cases])
+    source = PolicySource.file(policy_path) if policy_path is not None else PolicySource(None)
+    facts = CaseFacts([c.metadata for c in suite.cases], trials, where=project.dataset_display)
+    check_release_policy(policy, source, metrics, facts, declared_none=policy_path is None,
+                         group_by=group_by)
 
 
 def _check_group_rules(

@@ -180,6 +180,7 @@ def _execute(
         judge_adaptive=project.config.concurrency.adaptive.judge,
         retry=prepared.retry,
         on_fatal=lambda line: stop.internal(f"stopped early: {line}"),
+        max_consecutive_failures=limits.max_consecutive_failures,
     )
     finished = False
 

@@ -51,6 +51,7 @@ __all__ = [
     "TrialRow",
     "get_run",
     "list_runs",
+    "load_case_metadata",
     "load_cases",
     "load_concurrency",
     "load_decisions",
@@ -278,6 +279,17 @@ class CaseRow:
     usage: dict[str, Any] | None
     from_cache: bool
     judgments: dict[str, JudgmentRow] = field(default_factory=dict)
+
+
+def load_case_metadata(conn: Connection, run_id: str) -> list[Any]:
+    """Each stored case's metadata (None where a case has none), in suite order."""
+    return [
+        _json(run_id, f"metadata of case {case_id!r}", text)
+        for case_id, text in conn.execute(
+            "SELECT case_id, metadata_json FROM run_cases WHERE run_id = ? ORDER BY idx",
+            (run_id,),
+        ).fetchall()
+    ]
 
 
 def load_cases(

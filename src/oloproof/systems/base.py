@@ -31,6 +31,9 @@ class SystemRunner(Protocol):
 
     identity: str  # "sha256:..." digest: see systems/identity.py
     kind: str  # "callable" or "http"
+    name: str
+    #: What a call reaches, for messages: ``callable app:answer``, ``POST http://…``.
+    target: str
 
     async def start(self) -> None: ...
 

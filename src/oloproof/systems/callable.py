@@ -76,6 +76,8 @@ class CallableSystem:
         self.name: str = config.name
         self.timeout_s: float = float(config.timeout_s)
         assert config.callable is not None, "a callable system names its callable"
+        #: What a call reaches, for messages.
+        self.target = f"callable {config.callable}"
         self.fn, module = import_callable(
             config.callable, root, file=file, field="system.callable"
         )

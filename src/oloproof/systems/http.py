@@ -34,6 +34,7 @@ from oloproof.transport.http import (
     parse_json_response,
     resolve_header_templates,
     send_attempt,
+    shown_url,
 )
 from oloproof.transport.retry import PermanentFailure
 from oloproof.usage import Usage
@@ -169,6 +170,8 @@ class HttpSystem:
         )
         self._client: httpx.AsyncClient | None = None
         self._what = f"system {self.name}"
+        #: What a call reaches, for messages (never a header or a query string).
+        self.target = f"{self.method} {shown_url(self.url)}"
 
     @classmethod
     def from_config(
@@ -281,7 +284,8 @@ class HttpSystem:
             output = _follow_path(body, self.output_path)
             if output is _MISSING:
                 raise PermanentFailure(
-                    f"{self._what}: HTTP {response.status_code}: output_path "
+                    f"{self._what}: HTTP {response.status_code} from {response.request}:"
+                    " output_path "
                     f"{self.output_path!r} not found in the response: "
                     f"{body_excerpt(response.text, self._secrets)}"
                 )

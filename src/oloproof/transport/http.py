@@ -18,6 +18,12 @@ overflowing numbers, no duplicate keys).
 This is also the one copy of secret masking (:func:`mask`,
 :func:`mask_value`, :func:`body_excerpt`): a value read from the environment
 for a header never appears in an error, a stored output or a reason.
+
+Every failure names what was called: the method and the URL
+(``POST http://127.0.0.1:9/v1/chat/completions: could not connect: …``,
+``HTTP 404 from GET …: (empty body)``), as :func:`shown_url` shows it: no user
+name or password, and no query string (it may carry a key, or a case's input),
+only ``?…`` where there was one. Headers are never shown.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ __all__ = [
     "parse_json_response",
     "resolve_header_templates",
     "send_attempt",
+    "shown_url",
 ]
 
 DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
@@ -62,13 +69,27 @@ _MISSING: Any = object()
 STOPS_RUN_STATUSES = frozenset({401, 403, 404})
 
 
+def shown_url(url: str | httpx.URL) -> str:
+    """``url`` as a message may show it: scheme, host, port and path. The user info and
+    the query string are left out (``?…`` marks a query), since either may hold a secret."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return "(an invalid URL)"
+    path = parsed.raw_path.split(b"?", 1)[0].decode("ascii", "replace") or "/"
+    query = "?…" if parsed.query else ""
+    return f"{parsed.scheme}://{parsed.netloc.decode('ascii', 'replace')}{path}{query}"
+
+
 @dataclass(frozen=True, slots=True)
 class HttpReply:
-    """A response read in full (within the limit): status, headers, decoded body."""
+    """A response read in full (within the limit): status, headers, decoded body, and
+    the request it answers (``POST http://…``, as :func:`shown_url` shows it)."""
 
     status_code: int
     headers: httpx.Headers
     content: bytes
+    request: str = ""
 
     @property
     def text(self) -> str:
@@ -111,9 +132,14 @@ def body_excerpt(text: str, secrets: Iterable[str] = (), limit: int = EXCERPT_CH
     return flat
 
 
+def _from(reply: HttpReply) -> str:
+    """``HTTP 404 from GET http://…``: the status and what was called."""
+    return f"HTTP {reply.status_code}" + (f" from {reply.request}" if reply.request else "")
+
+
 def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> AttemptFailure:
     status = reply.status_code
-    message = f"{what}: HTTP {status}: {body_excerpt(reply.text, secrets)}"
+    message = f"{what}: {_from(reply)}: {body_excerpt(reply.text, secrets)}"
     rate = rate_signal(status, reply.headers)
     if status == 429 or 500 <= status <= 599:
         # The retry policy honours Retry-After only, as it always has; the adaptive
@@ -132,6 +158,7 @@ def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> Atte
 def _transport_failure(
     exc: Exception, timeout_s: float, what: str, secrets: Iterable[str]
 ) -> AttemptFailure:
+    """``what`` names the other side and the request (``system x: POST http://…``)."""
     if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
         return RetryableFailure(f"{what}: timed out after {timeout_s:g}s", kind="TIMEOUT")
     if isinstance(exc, httpx.LocalProtocolError):
@@ -155,7 +182,9 @@ def _transport_failure(
     return PermanentFailure(f"{what}: {type(exc).__name__}: {reason}")
 
 
-async def _read_limited(response: httpx.Response, limit: int, what: str) -> bytes:
+async def _read_limited(
+    response: httpx.Response, limit: int, what: str, request: str = ""
+) -> bytes:
     """The decoded body, or a :class:`PermanentFailure` once it passes ``limit`` bytes."""
     chunks: list[bytes] = []
     size = 0
@@ -164,8 +193,9 @@ async def _read_limited(response: httpx.Response, limit: int, what: str) -> byte
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
+            origin = f" from {request}" if request else ""
             raise PermanentFailure(
-                f"{what}: HTTP {response.status_code}: the response passed the limit of"
+                f"{what}: HTTP {response.status_code}{origin}: the response passed the limit of"
                 f" {limit} bytes (limits.max_response_bytes); reading stopped"
             )
         chunks.append(chunk)
@@ -195,16 +225,17 @@ async def send_attempt(
     kwargs: dict[str, Any] = {"headers": headers, "timeout": timeout_s}
     if json_body is not _MISSING:
         kwargs["json"] = json_body
+    request = f"{method} {shown_url(url)}"
     try:
         async with asyncio.timeout(timeout_s):
             async with client.stream(method, url, **kwargs) as response:
                 if 200 <= response.status_code <= 299:
-                    content = await _read_limited(response, max_bytes, what)
+                    content = await _read_limited(response, max_bytes, what, request)
                 else:
                     content = await _read_error_body(response)
-                reply = HttpReply(response.status_code, response.headers, content)
+                reply = HttpReply(response.status_code, response.headers, content, request)
     except (httpx.HTTPError, TimeoutError) as exc:
-        raise _transport_failure(exc, timeout_s, what, secrets) from None
+        raise _transport_failure(exc, timeout_s, f"{what}: {request}", secrets) from None
     if not 200 <= reply.status_code <= 299:
         raise _status_failure(reply, secrets, what)
     signal = rate_signal(reply.status_code, reply.headers)
@@ -234,12 +265,12 @@ def parse_json_response(
         return loads_strict(reply.content, max_depth=max_depth)
     except JsonLimitError as exc:
         raise PermanentFailure(
-            f"{what}: HTTP {reply.status_code}: response JSON refused ({exc}): "
+            f"{what}: {_from(reply)}: response JSON refused ({exc}): "
             f"{body_excerpt(reply.text, secrets)}"
         ) from None
     except ValueError:
         raise PermanentFailure(
-            f"{what}: HTTP {reply.status_code}: response is not JSON: "
+            f"{what}: {_from(reply)}: response is not JSON: "
             f"{body_excerpt(reply.text, secrets)}"
         ) from None
 
