@@ -112,7 +112,11 @@ def metric_estimate(s: MetricSummary) -> str:
 def metric_interval(s: MetricSummary) -> str:
     if s.kind == MetricKind.BINARY:
         return fmt_interval(s.lower, s.upper)
-    return interval_text(s.lower, s.upper, s.kind)  # outward, like a rate's
+    text = interval_text(s.lower, s.upper, s.kind)  # outward, like a rate's
+    if text and s.guarantee == "approximate":
+        # Student t on a MEAN without a declared range (issue 33): never shown unlabelled.
+        return f"{text} approximate (t)"
+    return text
 
 
 def metrics_table(summaries: Sequence[MetricSummary]) -> Table:
