@@ -540,7 +540,7 @@ def _decide_corrected(
         rule, person, level,
         f" (corrected by {corrected.labelled} human labels; judge alone"
         f" {estimate_text(s.estimate, MetricKind.BINARY)})",
-        method="PPI++",
+        method="PPI",
     )
     d.basis = "corrected"
     return d
