@@ -159,6 +159,44 @@ def student_t_table(rng: np.random.Generator) -> list[str]:
     return rows
 
 
+BETTING_DISTRIBUTIONS = [
+    *T_DISTRIBUTIONS,
+    ("a judge's 1-5 scale (2, 3, 10, 35, 50%)", (0.03 + 0.2 + 1.05 + 2.0) / 4.0,
+     lambda g, s: g.choice(5, size=s, p=[0.02, 0.03, 0.1, 0.35, 0.5]) / 4.0),
+]
+BETTING_REPS = 4000
+BETTING_WIDTH_SUITES = 300
+
+
+def betting_table(rng: np.random.Generator) -> list[str]:
+    """The betting interval of a MEAN with a declared range (here [0, 1]), through the numpy
+    reference that tests/stats/test_stats_betting.py holds the runtime code to: how often
+    each bound falls beyond the true mean (each may at most 2.5%), and its mean width
+    beside Student t's on the same samples."""
+    sys.path.insert(0, str(ROOT))
+    from tests.stats import _betting_reference as reference
+
+    sizes = (2, 5, 10, 30, 50, 100)
+    rows = [
+        "| scores | " + " | ".join(f"n = {n}" for n in sizes) + " |",
+        "|---|" + "---|" * len(sizes),
+    ]
+    for name, true_mean, sample in BETTING_DISTRIBUTIONS:
+        cells = []
+        for n in sizes:
+            x = sample(rng, (BETTING_REPS, n))
+            at = np.full(BETTING_REPS, true_mean)
+            low = float(np.mean(reference.rejects_batch(x, at, +1, 0.95)))
+            high = float(np.mean(reference.rejects_batch(x, at, -1, 0.95)))
+            lower, upper = reference.batch_bounds(x[:BETTING_WIDTH_SUITES], 0.95)
+            some = x[:BETTING_WIDTH_SUITES]
+            t_width = 2 * t_isf(0.025, n - 1) * some.std(axis=1, ddof=1) / np.sqrt(n)
+            ratio = float(np.mean(upper - lower)) / float(np.mean(t_width))
+            cells.append(f"{pct(low)} / {pct(high)}, {ratio:.2f}× t")
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return rows
+
+
 PAIRED_CONFIGS = [
     (0.4, 0.1, 0.1, 0.4),
     (0.7, 0.1, 0.05, 0.15),
@@ -255,7 +293,12 @@ def main() -> None:
             bounded_table(rng)
         ),
         "Wilson with Acklam's z (the provisional figures; never used to decide)": wilson_table(),
-        "Student t, 95%, simulated (what decides MEAN rules)": student_t_table(rng),
+        "Betting, 95%, simulated (what decides MEAN rules with a declared range): lower bound"
+        " above the mean / upper bound below it (each at most 2.5% by design), and the mean"
+        " width beside Student t's": betting_table(rng),
+        "Student t, 95%, simulated (what decides MEAN rules without a range: approximate)": (
+            student_t_table(rng)
+        ),
         "Newcombe hybrid score, paired, 95% (what decides BINARY comparison rules)": (
             paired_table(rng)
         ),

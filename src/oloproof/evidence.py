@@ -8,12 +8,18 @@ view, the store reader, the paired comparison) sorts outcomes through
 :func:`classify_outcome` and counts them in a :class:`CriterionEvidence`, so
 the four can never disagree on what a case contributes.
 
-A pure module: it imports only the enums.
+It also fixes the canonical order of cases (:func:`case_order_key`) in which statistics
+whose value depends on the order of the scores (the betting interval of a bounded MEAN)
+read them: never the order calls finished.
+
+A pure module: it imports only the enums and hashlib.
 """
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
+from hashlib import sha256
 
 from oloproof._records import dataclass, field
 from oloproof.enums import JudgmentStatus, MetricKind
@@ -32,9 +38,23 @@ __all__ = [
     "Outcome",
     "TrialOutcome",
     "aggregate_name",
+    "case_order_key",
     "classify_outcome",
     "group_name",
 ]
+
+
+def case_order_key(case_id: str) -> bytes:
+    """Where a case falls in the canonical order: the SHA-256 of its id.
+
+    The betting interval of a bounded MEAN (stats/betting.py) depends on the order its
+    scores are fed in, and a decision must not: not on which call finished first, nor on
+    how the suite file happens to be sorted (a file listing its easy cases first, fed in
+    that order, would make the interval wrong). Sorting by a hash of the id gives an order
+    that is the same on every reading, in every shard and subset of a run, and carries no
+    information about the scores.
+    """
+    return sha256(b"oloproof case order 1\0" + case_id.encode()).digest()
 
 
 class Outcome(StrEnum):
@@ -119,18 +139,26 @@ class CriterionEvidence:
     excluded: int = 0
     trials: int = 1
     case_trials: dict[str, list[TrialOutcome]] | None = None
+    #: MEAN, one trial per case: ``(case id, score or None when missing)`` per case added
+    #: with its id, for :meth:`ordered_scores`.
+    case_scores: list[tuple[str, float | None]] = field(default_factory=list)
 
     @property
     def observed(self) -> int:
         return self.passed + self.failed if self.kind == MetricKind.BINARY else len(self.scores)
 
-    def add(self, status: str, passed: bool | None, score: float | None) -> Outcome:
-        """Count one judgment of this criterion and say how it was counted."""
+    def add(
+        self, status: str, passed: bool | None, score: float | None, case_id: str | None = None
+    ) -> Outcome:
+        """Count one judgment of this criterion and say how it was counted. ``case_id``
+        (MEAN metrics) places the score in the canonical order (:meth:`ordered_scores`)."""
         outcome = classify_outcome(self.kind, status, passed, score)
         if outcome is Outcome.EXCLUDED:
             self.excluded += 1
         elif outcome is Outcome.MISSING:
             self.missing += 1
+            if case_id is not None and self.kind != MetricKind.BINARY:
+                self.case_scores.append((case_id, None))
         elif self.kind == MetricKind.BINARY:
             if passed:
                 self.passed += 1
@@ -139,7 +167,18 @@ class CriterionEvidence:
         else:
             assert score is not None
             self.scores.append(float(score))
+            if case_id is not None:
+                self.case_scores.append((case_id, float(score)))
         return outcome
+
+    def ordered_scores(self) -> list[float | None]:
+        """MEAN, one trial per case: every observed score and None for every missing case,
+        in the canonical order (:func:`case_order_key`). Evidence added without case ids
+        (by hand, in a test) keeps the order it was added in, missing cases last."""
+        if len(self.case_scores) == len(self.scores) + self.missing:
+            ordered = sorted(self.case_scores, key=lambda pair: case_order_key(pair[0]))
+            return [score for _case, score in ordered]
+        return [*self.scores, *([None] * self.missing)]
 
     def add_case(self, case_id: str, outcomes: list[TrialOutcome]) -> None:
         """Count every trial of one case, and keep them for the per-case figures."""
@@ -191,6 +230,42 @@ class CriterionEvidence:
             else:
                 excluded += 1
         return means, missing, excluded
+
+    def case_ranges(self, low: float = 0.0, high: float = 1.0) -> list[tuple[float, float]]:
+        """Over trials, per case with a trial not excluded, in the canonical order
+        (:func:`case_order_key`), the range its mean over those trials could have: the
+        observed scores with every missing trial at ``low``, and at ``high`` (equal ends when
+        no trial is missing). A MEAN's scores lie in its declared range [low, high] (a score
+        outside it, refused upstream since scores are checked, counts as missing); a BINARY
+        trial scores 1 when it passed and 0 when it failed, so the mean is the case's pass
+        fraction, in [0, 1]."""
+        binary = self.kind == MetricKind.BINARY
+        out: list[tuple[bytes, float, float]] = []
+        for case_id, outcomes in (self.case_trials or {}).items():
+            scores: list[float] = []
+            gaps = 0
+            for status, passed, score in outcomes:
+                sorted_as = classify_outcome(self.kind, status, passed, score)
+                if sorted_as is Outcome.MISSING:
+                    gaps += 1
+                elif sorted_as is Outcome.OBSERVED:
+                    if binary:
+                        scores.append(1.0 if passed else 0.0)
+                        continue
+                    assert score is not None
+                    if low <= score <= high:
+                        scores.append(float(score))
+                    else:
+                        gaps += 1
+            count = len(scores) + gaps
+            if count == 0:
+                continue
+            total = math.fsum(scores)
+            a = min(high, max(low, (total + gaps * low) / count))
+            b = min(high, max(low, (total + gaps * high) / count))
+            out.append((case_order_key(case_id), a, b))
+        out.sort(key=lambda item: item[0])
+        return [(a, b) for _key, a, b in out]
 
     def flaky_cases(self) -> dict[str, tuple[int, int, int]]:
         """BINARY over trials: the cases whose observed trials disagree, with their

@@ -133,18 +133,21 @@ def test_bad_trials_are_one_clear_message(tmp_path: Path) -> None:
 
 
 def test_plan_weighs_more_cases_against_more_trials(tmp_path: Path) -> None:
-    # Every case flaky the same way: no case differs from another (ICC 0), so more trials
-    # of the same cases narrow the interval as much as more cases would.
-    rules = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.4\n"
+    # Every case flaky the same way, one pass in two trials: the 30 fractions are all 0.5,
+    # and the interval over 30 cases, [0.423, 0.577], is as narrow as 30 cases allow (the
+    # betting interval over cases, issue 33). More trials cannot narrow it further; more
+    # cases can, and the plan weighs both.
+    rules = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.45\n"
     root = flaky_project(tmp_path / "low", flaky_cases(0, 30, 0), release=rules)
     run_id = _run_id(run_cli("run", "--trials", "2", cwd=root).out)
     plan = run_cli("plan", run_id, "--run", "--json", cwd=root)
     assert plan.code == 0, plan.text
     (rule,) = json.loads(plan.out)["rules"]
     assert rule["plan"] == "sized" and rule["calls"] == rule["more"] * 2
-    assert rule["trials"]["status"] == "sized" and rule["trials"]["current"] == 2
+    assert rule["trials"]["status"] == "beyond_limit" and rule["trials"]["current"] == 2
+    assert "the interval is over the 30 cases" in rule["trials"]["reason"]
     text = run_cli("plan", run_id, "--run", cwd=root).out
-    assert "calls " in text and "trials per case instead of 2" in text
+    assert "calls " in text and "more trials would not decide it" in text
 
     # Cases that either always pass or always fail (ICC 1): more trials tell nothing new.
     rules = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"

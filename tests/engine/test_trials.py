@@ -115,9 +115,16 @@ def test_the_metric_is_the_mean_of_per_case_fractions(tmp_path: Path) -> None:
     assert m.trials == 4 and m.cases == 25
     assert m.estimate == pytest.approx((10 * 1.0 + 10 * 0.5 + 5 * 0.0) / 25)
     assert (m.passed, m.observed, m.missing) == (60, 100, 0)
-    assert m.interval_method == "korn_graubard"  # 15 cases failed a trial, 20 passed one
+    # Decided by the betting interval on the 25 cases' pass fractions (issue 33), in the
+    # canonical order of the case ids: checked against the numpy reference.
+    assert m.interval_method == "case_means_betting"
     assert "25 cases × 4 trials" in m.cases_text()
-    assert result.decisions[0].detail.startswith("95% KG [")
+    assert result.decisions[0].detail.startswith("95% case betting [")
+    from tests.stats import _betting_reference as betting_reference
+
+    fractions = {f"c{i:03d}": 1.0 if i < 10 else 0.5 if i < 20 else 0.0 for i in range(25)}
+    lower, upper = betting_reference.mean_interval(dict(fractions), 0.0, 1.0)
+    assert m.lower == pytest.approx(lower, abs=3e-10) and m.upper == pytest.approx(upper, abs=3e-10)
     assert [f.case_id for f in result.flaky] == [f"c{i:03d}" for i in range(10, 20)]
     assert result.flaky[0].verdicts == (True, False, True, False)
     case = next(c for c in result.cases() if c.id == "c010")
@@ -253,7 +260,16 @@ def test_a_mean_metric_over_trials_is_a_mean_of_case_means(tmp_path: Path) -> No
     # steady cases: error 0 on both trials; flaky: 0 then 2, a case mean of 1
     assert m.estimate == pytest.approx(0.5)
     assert m.cases == 8 and m.observed == 16
-    assert m.interval_method == "case_means_t"
+    # The range is declared: the betting interval over the case means, in the canonical
+    # order of the case ids (issue 33), never Student t.
+    assert m.interval_method == "case_means_betting"
+    assert m.guarantee == "valid at every n"
+    from tests.stats import _betting_reference as betting_reference
+
+    means = {c["id"]: (1.0 if c["input"]["kind"] == "flaky" else 0.0) for c in cases}
+    assert len({c["id"] for c in cases}) == 8 and sum(means.values()) == 4.0
+    lower, upper = betting_reference.mean_interval(dict(means), 0.0, 10.0)
+    assert m.lower == pytest.approx(lower, abs=3e-9) and m.upper == pytest.approx(upper, abs=3e-9)
 
 
 def test_trials_out_of_range_are_refused(tmp_path: Path) -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pytest
 from scipy import stats
 from tests.conftest import run_cli, write_project
+from tests.stats import _betting_reference as betting_reference
 
 APP = """
 from oloproof import system
@@ -77,28 +80,60 @@ rules:
 """
 
 
-def test_mean_metric_interval_matches_scipy_t(project_dir: Path) -> None:
+def length_scores() -> list[float]:
+    """checks:length on the cases of _cases(False): "wait", "please wait" alternately, and
+    "ok" for the case without text."""
+    return [4.0, 11.0, 4.0, 11.0, 4.0, 11.0, 2.0]
+
+
+def test_mean_metric_intervals_betting_with_a_range_t_without(project_dir: Path) -> None:
     write_project(project_dir, app=APP, cases=_cases(False), evaluators=EVALUATORS,
                   release=RELEASE.format(max=6), extra_files={"checks.py": CHECKS})
     result = run_cli("run", "--json", cwd=project_dir)
     doc = json.loads(run_cli("gate", "latest", "--json", cwd=project_dir).out)
     metrics = {m["metric"]: m for m in doc["metrics"]}
-    errors = [2, 0, 3, 1, 0, 4, 0]
-    mean = sum(errors) / len(errors)
-    lo, hi = stats.t.interval(0.95, len(errors) - 1, loc=mean, scale=stats.sem(errors))
-    assert metrics["days_error"]["estimate"] == mean
-    assert abs(metrics["days_error"]["lower"] - lo) < 1e-9  # not clipped to the range (issue 11)
-    assert abs(metrics["days_error"]["upper"] - hi) < 1e-9
+    # days_error declares range [0, 30]: the betting interval (issue 33), its scores in
+    # the canonical order of the case ids, checked against the numpy reference.
+    errors = dict(zip([f"c{i}" for i in range(6)] + ["skip"], [2, 0, 3, 1, 0, 4, 0], strict=True))
+    mean = sum(errors.values()) / len(errors)
+    lo, hi = betting_reference.mean_interval(dict(errors), 0.0, 30.0)
+    days = metrics["days_error"]
+    assert days["estimate"] == mean
+    assert days["lower"] == pytest.approx(lo, abs=1e-8)  # 2e-10 of the range
+    assert days["upper"] == pytest.approx(hi, abs=1e-8)
+    assert days["interval_method"] == "betting" and days["guarantee"] == "valid at every n"
+    # Seven errors on a range of 30 cannot show the mean is at most 6: one error of 30 in
+    # ten cases is not ruled out. Student t said PASS (upper 3.0).
+    assert hi > 6
+    decisions = {d["rule"]: d for d in doc["decisions"]}
+    assert decisions["error-budget"]["state"] == "INSUFFICIENT_EVIDENCE"
+    assert "95% betting [" in decisions["error-budget"]["detail"]
+    # length declares no range: Student t, labelled approximate wherever it is shown.
+    lengths = metrics["length"]
+    assert lengths["interval_method"] == "t_approximate"
+    assert lengths["guarantee"] == "approximate"
+    assert lengths["method"].startswith("approximate (t)")
+    assert "approximate (t)" in decisions["length-floor"]["detail"]
     # Custom evaluators: bool with an exclusion, an exception (missing), and a MEAN score.
     assert metrics["polite"]["observed"] == 6 and metrics["polite"]["excluded"] == 1
     assert metrics["polite"]["passed"] == 3
     assert metrics["fragile"]["observed"] == 0 and metrics["fragile"]["missing"] == 7
     assert metrics["length"]["kind"] == "MEAN"
-    decisions = {d["rule"]: d for d in doc["decisions"]}
-    assert decisions["error-budget"]["state"] == "PASS"  # upper 3.0 ≤ 6
-    assert result.code == 0, result.err
+    assert result.code == 3, result.err
     reason = json.loads(run_cli("inspect", "latest", "--case", "c1", "--json", cwd=project_dir).out)
     assert reason["judgments"]["fragile"]["reason"] == "ValueError: bug in the check"
+
+
+def test_student_t_without_a_range_matches_scipy(project_dir: Path) -> None:
+    write_project(project_dir, app=APP, cases=_cases(False), evaluators=EVALUATORS,
+                  release=RELEASE.format(max=6), extra_files={"checks.py": CHECKS})
+    run_cli("run", cwd=project_dir)
+    doc = json.loads(run_cli("gate", "latest", "--json", cwd=project_dir).out)
+    length = next(m for m in doc["metrics"] if m["metric"] == "length")
+    scores = np.array(length_scores())
+    lo, hi = stats.t.interval(0.95, len(scores) - 1, loc=scores.mean(), scale=stats.sem(scores))
+    assert length["lower"] == pytest.approx(lo, abs=1e-9)
+    assert length["upper"] == pytest.approx(hi, abs=1e-9)
 
 
 def test_missing_cases_are_bounded_by_the_range_or_unbounded(project_dir: Path) -> None:

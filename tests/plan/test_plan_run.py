@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from tests.conftest import run_cli, write_project
+from tests.stats import _betting_reference as betting_reference
 
 from oloproof.analysis.plan import plan_run
 from oloproof.policy.decide import decide_run
@@ -28,7 +29,8 @@ from oloproof.store.reader import CriterionEvidence
 RUN_ID = re.compile(r"Run (run_[0-9A-Z]{26})")
 SIZED = re.compile(
     r"^(?P<rule>[\w.-]+): about (?P<more>\d+) more cases would decide it, if the observed"
-    r" (?:rate holds|mean and spread hold) \((?P<total>\d+) in total(?P<approx>; approximate)?\)$",
+    r" (?:rate holds|mean and spread hold|mix of scores holds)"
+    r" \((?P<total>\d+) in total(?P<approx>; approximate)?\)$",
     re.MULTILINE,
 )
 
@@ -310,17 +312,18 @@ def test_mean_rule_is_sized_approximately_and_count_rule_not_admitted(tmp_path: 
     m = sized["error-budget"]
     assert m["approx"] == "; approximate"
     mean = math.fsum(ERRORS) / len(ERRORS)
-    sd = float(np.std(ERRORS, ddof=1))
-    # the 13th case failed and stays missing, bounded at its worst over [0, 30]
-    total = brute_mean(mean, sd, len(ERRORS), 1.5, "max", (0.0, 30.0), missing=1)
+    # days_error declares [0, 30]: sized by the betting interval that decides it (issue 33),
+    # on N cases holding the observed mix of errors, the 13th case (it failed) still
+    # missing at its worst; checked against every N, with the numpy reference.
+    total = brute_betting(ERRORS, 1.5 / 30.0, "max", missing=1)
     assert (int(m["more"]), int(m["total"])) == (total - 13, total)
-    assert "if the observed mean and spread hold" in plan.out
-    assert f"with the mean ({mean:.4g}) and spread (sd {sd:.4g}) of its 12 scores" in plan.out
-    assert "approximate: the t interval is projected from that mean and spread" in plan.out
+    assert "if the observed mix of scores holds" in plan.out
+    assert f"with the mix of its 12 scores (mean {mean:.4g})" in plan.out
+    assert "approximate: the betting interval, which decides the rule" in plan.out
     # The run had a missing case: it is held missing, and the plan says what re-running it
     # would change.
     assert "the 1 missing case of this run stays missing and counts against it" in plan.out
-    resolved = brute_mean(mean, sd, len(ERRORS), 1.5, "max", None)
+    resolved = brute_betting(ERRORS, 1.5 / 30.0, "max", missing=0)
     assert f"if it resembles the rest, {resolved - 13} more would decide it" in plan.out
     # observed_count: 1 failure + 1 missing > 1 allowed, 1 failure <= 1: undecided, not sized.
     assert "label-count: sizing is not admitted for an observed_count rule" in plan.out
@@ -331,6 +334,21 @@ def test_mean_rule_is_sized_approximately_and_count_rule_not_admitted(tmp_path: 
     assert entry["approximate"] is True and entry["total"] == total
     assert entry["observed"]["mean"] == pytest.approx(mean)
     assert doc["rules"][1]["plan"] == "not_admitted"
+
+
+def brute_betting(errors: list[float], bar: float, direction: str, missing: int) -> int:
+    """The first total N > 13 whose projected betting interval (errors on [0, 30] as
+    units) decides a rule at ``bar`` (on [0, 1]): the capital at the bar reaches 2/alpha on
+    the side that decides."""
+    units = np.array(errors) / 30.0
+    threshold = math.log(40.0)
+    for total in range(14, 20_000):
+        above = betting_reference.projected_log_capital(units, total, missing, bar, +1)
+        below = betting_reference.projected_log_capital(units, total, missing, bar, -1)
+        if above >= threshold or below >= threshold:
+            assert direction == "max"
+            return total
+    raise AssertionError("no size found")
 
 
 REFUSE_APP = """

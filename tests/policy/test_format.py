@@ -106,3 +106,19 @@ def test_agreement_adds_digits_only_when_needed() -> None:
 
     assert interval_text(0.76262, 0.9, "BINARY", agrees) == "[76.26%, 90.0%]"
     assert interval_text(0.8, 0.9, "BINARY", agrees) == "[80.0%, 90.0%]"
+
+
+def test_a_level_close_to_one_keeps_its_distance_to_one() -> None:
+    """Issue 33: 0.9999999999 was printed 99.999%, a level ten thousand times less sure.
+    Written levels print as written; computed ones keep three significant digits of what
+    they leave out, rounded down."""
+    assert level_text(0.9999999999) == "99.99999999%"
+    assert level_text(1 - 0.05 / 3) == "98.333%"  # unchanged: a Holm step at 95%
+    assert level_text(1 - 0.001 / 7) == "99.9857%"
+    assert level_text(0.99999) == "99.999%"
+    for level in (0.9999999999, 1 - 0.001 / 7, 1 - 1e-12 / 3, 0.975, 1 - 0.05 / 7):
+        printed = Decimal(level_text(level).rstrip("%")) / 100
+        assert printed <= Decimal(repr(level))  # never more than the level used
+        left_out = 1 - Decimal(repr(level))
+        shown = 1 - printed
+        assert shown >= left_out and shown <= left_out * Decimal("1.01") + Decimal("1e-5")

@@ -7,7 +7,6 @@ over every sample size, written here.
 from __future__ import annotations
 
 import json
-import math
 import re
 import sqlite3
 from fractions import Fraction
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from tests.conftest import run_cli, write_project
+from tests.stats import _betting_reference as betting_reference
 
 # -- 1. MEAN scores outside the declared range are missing, never clipped -------------------
 
@@ -144,10 +144,15 @@ def test_nine_scores_of_0_2_and_one_missing_do_not_pass_min_0_12(tmp_path: Path)
     assert result.code == 3, result.text
     doc = json.loads(run_cli("gate", "latest", "--json", cwd=project).out)
     metric = doc["metrics"][0]
-    # the worst completion: the missing case scored 1.0
-    xs = np.array([0.2] * 9 + [1.0])
-    worst = stats.t.interval(0.95, 9, loc=xs.mean(), scale=xs.std(ddof=1) / math.sqrt(10))
-    assert metric["lower"] == pytest.approx(worst[0], abs=1e-12)
+    # The betting interval (issue 33), each bound non-decreasing in every score: the worst
+    # completion for the lower bound has the missing case at 0, in its place in the
+    # canonical order of the case ids.
+    scores: dict[str, float | None] = {f"c{i}": 0.2 for i in range(9)}
+    scores["c9"] = None
+    lower, upper = betting_reference.mean_interval(scores, 0.0, 1.0)
+    assert metric["lower"] == pytest.approx(lower, abs=2e-10)
+    assert metric["upper"] == pytest.approx(upper, abs=2e-10)
+    assert metric["lower"] < 0.12
     assert doc["decisions"][0]["state"] == "INSUFFICIENT_EVIDENCE"
 
 
@@ -238,10 +243,11 @@ def test_mean_interval_is_rounded_outward(tmp_path: Path) -> None:
     )
     run_cli("run", cwd=project)
     detail = _detail(project)
-    match = re.search(r"t \[([-\d.]+), ([-\d.]+)\]", detail)
+    match = re.search(r"betting \[([-\d.]+), ([-\d.]+)\]", detail)
     assert match, detail
-    xs = np.array(offsets)
-    lo, hi = stats.t.interval(0.95, 4, loc=xs.mean(), scale=xs.std(ddof=1) / math.sqrt(5))
+    lo, hi = betting_reference.mean_interval(
+        {f"c{i}": off for i, off in enumerate(offsets)}, 0.0, 30.0
+    )
     assert Fraction(match.group(1)) <= Fraction(lo) and Fraction(match.group(2)) >= Fraction(hi)
 
 

@@ -100,7 +100,7 @@ def test_the_corrected_estimate_decides_on_the_ppi_interval() -> None:
                    [float(v) for i, v in enumerate(verdicts) if i not in labels])  # type: ignore[arg-type]
     assert (d.estimate, d.lower, d.upper) == (ref.estimate, ref.interval.lower,
                                               ref.interval.upper)
-    assert "PPI++" in d.detail and d.basis == "corrected"
+    assert "% PPI [" in d.detail and d.basis == "corrected"
     assert summaries["helpful"].estimate == 0.7  # the metric itself stays the judge's
 
 

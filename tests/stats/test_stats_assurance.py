@@ -64,3 +64,65 @@ def test_decision_probability_matches_the_sum_over_outcomes() -> None:
         assert binary_decision_probability(total, 13 / 18, 0.7, judge) == pytest.approx(
             _probability(total, 0, 13 / 18, 0.7, "min", 0.95), abs=1e-9
         )
+
+
+def _every_size(k: int, n: int, m: int, t: float, judge: object, target: float, level: float,
+                limit: int) -> int | None:
+    """What the search answered before issue 33: the exact probability at every size."""
+    for total in range(n + m + 1, limit + 1):
+        if binary_decision_probability(total, k / n, t, judge, level, missing=m) >= target:
+            return total
+    return None
+
+
+def _configs(seed: int, count: int) -> list[tuple[int, int, int, float, Direction, float, float]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        n = int(rng.integers(5, 200))
+        k = int(rng.integers(0, n + 1))
+        m = int(rng.integers(0, 4))
+        t = float(np.round(rng.uniform(0.05, 0.95), 2))
+        direction: Direction = "min" if rng.random() < 0.5 else "max"
+        out.append((k, n, m, t, direction, float(rng.choice([0.5, 0.8, 0.9])),
+                    float(rng.choice([0.9, 0.95, 0.99]))))
+    return out
+
+
+@pytest.mark.parametrize(("k", "n", "m", "t", "direction", "target", "level"),
+                         [*_configs(1, 8), *(pytest.param(*c, marks=pytest.mark.slow)
+                                            for c in _configs(2, 40))])
+def test_passing_sizes_over_by_bounds_changes_no_answer(
+    k: int, n: int, m: int, t: float, direction: Direction, target: float, level: float
+) -> None:
+    """The bounds that let the search pass over sizes (Zubkov & Serov) never pass over the
+    answer: the same size as computing the exact probability at every size."""
+    judge = threshold_judge(t, direction)
+    result = binary_assurance_size(k, n, t, judge, target, level, missing=m, limit=1500)
+    expected = _every_size(k, n, m, t, judge, target, level, 1500)
+    assert result.total == expected
+    assert result.status == ("sized" if expected is not None else "beyond_limit")
+
+
+def test_a_rate_just_above_the_bar_is_answered_without_summing_every_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 33: 701 of 1000 against min 0.70 took 345 s to answer beyond_limit, summing the
+    exact probability at each of 200,000 sizes. It needs about 1.6 million cases at 80%; the
+    bounds pass over every size up to the limit, so no exact sum is needed at all
+    (bench/stats_speed.py times it: well under a second)."""
+    from oloproof.stats import sample_size
+
+    exact_sums = 0
+    original = sample_size._decided_cuts
+
+    def counted(*args: object) -> tuple[int, int]:
+        nonlocal exact_sums
+        exact_sums += 1
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sample_size, "_decided_cuts", counted)
+    judge = threshold_judge(0.70, "min")
+    result = binary_assurance_size(701, 1000, 0.70, judge, 0.8, 0.95)
+    assert result.status == "beyond_limit" and result.reason == "more than 200000 cases"
+    assert exact_sums < 100  # it was one per size: 199,000

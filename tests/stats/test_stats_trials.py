@@ -1,10 +1,9 @@
-"""The interval of a rate measured over repeated trials: checked against scipy, and by
-simulated coverage on beta-binomial suites (cases differ; trials of a case are correlated).
-
-The interval depends on a suite only through (sum of passes, sum of squared passes, cases
-with a failed trial, cases with a passed trial), so each simulated suite is decided by
-calling ``clustered_rate`` once per distinct such key, on a suite that has it: the coverage
-measured is that of the shipped code, not of a copy of its formula.
+"""A rate measured over repeated trials. The interval that decides it (since issue 33) is the
+betting interval on the cases' pass fractions: monotone in every trial's outcome (checked
+here on the decision itself, where Korn–Graubard with its case-level fallback was not), and
+its coverage simulated on beta-binomial suites (cases differ; trials of a case are
+correlated). Korn–Graubard (stats/trials.py) still gives the effective number of cases and
+the design effect a run reports; it is checked against scipy.
 """
 
 from __future__ import annotations
@@ -15,7 +14,11 @@ import numpy as np
 import pytest
 from scipy import stats
 from tests.stats._trials_coverage import coverage as _coverage
+from tests.stats._trials_coverage import korn_graubard_coverage
 
+from oloproof.enums import MetricKind
+from oloproof.evidence import CriterionEvidence
+from oloproof.policy.decide import summarize
 from oloproof.stats.trials import (
     CASE_EXACT,
     KORN_GRAUBARD,
@@ -24,7 +27,6 @@ from oloproof.stats.trials import (
     clustered_rate_bounded,
     design_effect,
     normal_isf,
-    projected_interval,
 )
 
 
@@ -144,7 +146,7 @@ def test_simulated_coverage_is_at_least_nominal(n: int, k: int, mu: float, rho: 
     coverage, low_miss, high_miss, _ = _coverage(n, k, mu, rho, reps, seed=n * 100 + k)
     slack = 3 * math.sqrt(0.95 * 0.05 / reps)  # three Monte Carlo standard errors
     assert coverage >= 0.95 - slack, (n, k, mu, rho, coverage)
-    # and neither side errs much more than its half: a min rule relies on the lower bound
+    # and neither side errs more than its half: a min rule relies on the lower bound
     half_slack = 3 * math.sqrt(0.025 * 0.975 / reps)
     assert low_miss <= 0.025 + half_slack and high_miss <= 0.025 + half_slack
 
@@ -161,12 +163,10 @@ GRID = [
 @pytest.mark.slow
 def test_simulated_coverage_over_the_whole_grid() -> None:
     reps = 2000
-    slack = 3 * math.sqrt(0.95 * 0.05 / reps)
-    worst = min(
-        (_coverage(n, k, mu, rho, reps, seed=i), (n, k, mu, rho))
-        for i, (n, k, mu, rho) in enumerate(GRID)
-    )
-    assert worst[0][0] >= 0.95 - slack, worst
+    half_slack = 3 * math.sqrt(0.025 * 0.975 / reps)
+    for i, (n, k, mu, rho) in enumerate(GRID):
+        _cov, low_miss, high_miss, _ = _coverage(n, k, mu, rho, reps, seed=i)
+        assert low_miss <= 0.025 + half_slack and high_miss <= 0.025 + half_slack, (n, k, mu, rho)
 
 
 def test_naive_binomial_interval_on_all_trials_would_undercover() -> None:
@@ -182,27 +182,89 @@ def test_naive_binomial_interval_on_all_trials_would_undercover() -> None:
     assert np.mean((lo <= mu) & (mu <= hi)) < 0.85
     ours = _coverage(n, k, mu, rho, 2000, seed=11)[0]
     assert ours >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / 2000)
+    kg = korn_graubard_coverage(n, k, mu, rho, 2000, seed=11)[0]
+    assert kg >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / 2000)
 
 
-def test_the_plan_projection_reproduces_the_interval_at_the_observed_size() -> None:
-    """At the run's own n and k, the design-effect projection plan uses is the interval the
-    run got: n·k / (1 + (k - 1)·ICC) is the Korn–Graubard n* when the ICC is not clipped."""
-    rng = np.random.default_rng(5)
+def _evidence(counts: list[tuple[int, int, int]]) -> CriterionEvidence:
+    """A BINARY criterion over trials: case i passed, failed and missed counts[i] trials."""
+    ev = CriterionEvidence("c", MetricKind.BINARY)
+    ev.trials = max(sum(c) for c in counts)
+    for i, (p, f, m) in enumerate(counts):
+        outcomes = ([("OK", True, None)] * p + [("OK", False, None)] * f
+                    + [("ERROR", None, None)] * m)
+        ev.add_case(f"case-{i:03d}", outcomes)
+    return ev
+
+
+def _small_suites(seed: int, count: int) -> list[list[tuple[int, int, int]]]:
+    rng = np.random.default_rng(seed)
+    suites = []
+    for _ in range(count):
+        n = int(rng.choice([5, 8, 12, 20, 30]))
+        k = int(rng.choice([2, 3, 5, 10]))
+        mu, rho = float(rng.uniform(0.05, 0.95)), float(rng.choice([0.01, 0.2, 0.6]))
+        a, b = mu * (1 - rho) / rho, (1 - mu) * (1 - rho) / rho
+        passes = rng.binomial(k, rng.beta(a, b, size=n))
+        suites.append([(int(x), k - int(x), 0) for x in passes])
+    return suites
+
+
+@pytest.mark.parametrize("suites", [12, pytest.param(200, marks=pytest.mark.slow)])
+def test_one_more_passing_trial_never_lowers_either_bound(suites: int) -> None:
+    """Issue 33: with Korn–Graubard and its case-level fallback, one more passing trial could
+    lower the lower bound (0.2822 to 0.2338 in the audit, flipping min: 0.25), in 72 of 600
+    small suites. The interval that decides is now monotone in every trial's outcome."""
     checked = 0
-    for _ in range(200):
-        n, k = int(rng.integers(20, 80)), int(rng.integers(2, 8))
-        x = rng.binomial(k, rng.beta(3, 1.5, size=n))
-        fractions, trials = list(x / k), [k] * n
-        iv, method, _ = clustered_rate(fractions, trials)
-        shape = design_effect(fractions, trials)
-        if method != KORN_GRAUBARD or shape is None or not 0 < shape[1] < 1:
-            continue
-        informative = min(int((x < k).sum()), int((x > 0).sum()))
-        projected = projected_interval(float(np.mean(fractions)), shape[1], n, k, informative)
-        assert projected.lower == pytest.approx(iv.lower, abs=1e-9)
-        assert projected.upper == pytest.approx(iv.upper, abs=1e-9)
-        checked += 1
-    assert checked > 50
-    # fewer than 10 informative cases: the case-level interval, whatever the trials
-    few = projected_interval(0.9, 0.1, 30, 10, 5)
-    assert few == projected_interval(0.9, 0.1, 30, 100, 5)
+    for counts in _small_suites(33, suites):
+        base = summarize(_evidence(counts), 0.95)
+        for i, (p, f, m) in enumerate(counts):
+            if not f:
+                continue
+            flipped = list(counts)
+            flipped[i] = (p + 1, f - 1, m)
+            after = summarize(_evidence(flipped), 0.95)
+            # (each bound is computed to 1e-10, on its far side)
+            assert after.lower >= base.lower - 2e-10, (counts, i)
+            assert after.upper >= base.upper - 2e-10, (counts, i)
+            checked += 1
+    assert checked > 3 * suites
+
+
+def test_korn_graubard_with_its_fallback_was_not_monotone() -> None:
+    """What the test above guards against, on the method that decided before: the same
+    search finds suites where one more passing trial lowers its lower bound."""
+    found = 0
+    for counts in _small_suites(33, 25):
+        base = clustered_rate_bounded(counts).interval.lower
+        for i, (p, f, m) in enumerate(counts):
+            if f:
+                flipped = list(counts)
+                flipped[i] = (p + 1, f - 1, m)
+                found += clustered_rate_bounded(flipped).interval.lower < base - 1e-12
+    assert found > 0
+
+
+def test_a_missing_trial_is_bounded_at_its_worst() -> None:
+    """With the interval monotone, a missing trial counted as a fail gives the lower bound
+    and as a pass the upper: the interval contains that of every completion."""
+    rng = np.random.default_rng(8)
+    for _ in range(10):
+        n, k = int(rng.integers(5, 25)), int(rng.integers(2, 6))
+        counts = []
+        for _case in range(n):
+            m = int(rng.integers(0, 2)) if rng.random() < 0.3 else 0
+            p = int(rng.integers(0, k - m + 1))
+            counts.append((p, k - m - p, m))
+        holed = summarize(_evidence(counts), 0.95)
+        for _completion in range(5):
+            filled = []
+            for p, f, m in counts:
+                up = int(rng.integers(0, m + 1))
+                filled.append((p + up, f + m - up, 0))
+            full = summarize(_evidence(filled), 0.95)
+            assert holed.lower <= full.lower + 2e-10 and holed.upper >= full.upper - 2e-10
+        worst = summarize(_evidence([(p, f + m, 0) for p, f, m in counts]), 0.95)
+        best = summarize(_evidence([(p + m, f, 0) for p, f, m in counts]), 0.95)
+        assert holed.lower == pytest.approx(worst.lower, abs=1e-12)
+        assert holed.upper == pytest.approx(best.upper, abs=1e-12)

@@ -80,12 +80,13 @@ def grouped_evidence(
                     ev.add_case(case_id, outcomes)
         return _ordered(found, keys)
     rows = conn.execute(
-        "SELECT j.criterion, j.status, j.passed, j.score, c.metadata_json FROM run_judgments j"
+        "SELECT j.case_id, j.criterion, j.status, j.passed, j.score, c.metadata_json"
+        " FROM run_judgments j"
         " JOIN run_cases c ON c.run_id = j.run_id AND c.case_id = j.case_id"
         " WHERE j.run_id = ?",
         (run.id,),
     )
-    for criterion, status, passed, score, metadata_json in rows:
+    for case_id, criterion, status, passed, score, metadata_json in rows:
         criterion_keys = keys.get(criterion)
         if not criterion_keys:
             continue
@@ -93,7 +94,7 @@ def grouped_evidence(
         for key in criterion_keys:
             value = metadata.get(key) if isinstance(metadata, dict) else None
             group(criterion, key, group_name(criterion, key, value)).add(
-                status, None if passed is None else bool(passed), score
+                status, None if passed is None else bool(passed), score, case_id
             )
     return _ordered(found, keys)
 

@@ -9,9 +9,11 @@
   the true pass rate equals the observed one (exact binomial sum), or for a comparison rule
   if the pairs fall in the four cells of the paired table with the observed shares (exact
   multinomial sum); BINARY metrics only.
-- a MEAN run rule: from the stored scores' mean and sd, the first N at which the t interval,
-  bounded for the missing cases at their worst case over the range, clears the bar
-  (approximate).
+- a MEAN run rule with a declared range: the first N at which the betting interval (the one
+  that decides it) of N cases holding the observed mix of scores, the missing cases held
+  missing at their worst, decides the rule (approximate); with ``assurance``, a normal
+  approximation around that interval. Without a range: from the stored scores' mean and
+  sd, the first N at which the t interval clears the bar (approximate (t)).
 - a comparison rule: the observed paired 2x2 table scaled to N pairs, decided by Newcombe's
   interval (exact), or for a MEAN metric the paired t analogue (approximate).
 
@@ -52,22 +54,21 @@ from oloproof.project.models import (
     ObservedCountRule,
     ReleasePolicy,
 )
+from oloproof.stats.betting import BETTING, projected_bounds
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean
 from oloproof.stats.paired_assurance import paired_binary_assurance_size
 from oloproof.stats.sample_size import (
     AssuranceResult,
     SizeResult,
+    betting_assurance_size,
+    betting_rule_size,
     binary_assurance_size,
     binary_rule_size,
     mean_rule_size,
     paired_binary_rule_size,
     paired_mean_rule_size,
 )
-from oloproof.stats.trials import (
-    MIN_INFORMATIVE_CASES,
-    clustered_rate_bounded,
-    projected_interval,
-)
+from oloproof.stats.trials import clustered_rate_bounded
 from oloproof.store.comparisons import get_comparison
 from oloproof.store.dbapi import Connection
 from oloproof.store.reader import CaseRow, CriterionEvidence, get_run, load_cases
@@ -421,31 +422,63 @@ def _first_deciding(decides: Any, start: int, limit: int) -> int | None:
     return high
 
 
+def _trial_fractions(trials: int, rate: float, icc: float | None) -> tuple[list[float], list[float]]:
+    """The pass fractions j/k of a case run ``trials`` times, with their probabilities, when
+    the cases' pass rates have mean ``rate`` and two trials of a case correlate ``icc``: the
+    beta-binomial distribution (binomial when icc is 0 or unknown, every case all-or-nothing
+    when it is 1)."""
+    k = trials
+    values = [j / k for j in range(k + 1)]
+    if icc is None or icc <= 0.0:
+        logs = [math.lgamma(k + 1) - math.lgamma(j + 1) - math.lgamma(k - j + 1)
+                + (j * math.log(rate) if j else 0.0)
+                + ((k - j) * math.log1p(-rate) if k - j else 0.0) for j in range(k + 1)]
+    elif icc >= 1.0:
+        return [0.0, 1.0], [1.0 - rate, rate]
+    else:
+        a = rate * (1.0 / icc - 1.0)
+        b = (1.0 - rate) * (1.0 / icc - 1.0)
+        beta = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+        logs = [math.lgamma(k + 1) - math.lgamma(j + 1) - math.lgamma(k - j + 1)
+                + math.lgamma(j + a) + math.lgamma(k - j + b) - math.lgamma(k + a + b) - beta
+                for j in range(k + 1)]
+    top = max(logs)
+    weights = [math.exp(x - top) for x in logs]
+    return values, weights
+
+
 def _trials_run_rule(
     entry: RulePlan, rule: IntervalRule, ev: CriterionEvidence, level: float,
     assuming: list[str],
 ) -> None:
     """A rule on the mean pass fraction over k trials: more cases, or more trials of the
-    cases already run? Both are projected from the observed rate and intra-class correlation
-    (stats/trials.py ``projected_interval``; approximate) and priced in calls."""
+    cases already run? Both are sized by the interval that decides the rule, the betting
+    interval on the cases' pass fractions: more cases holding the observed mix of
+    fractions, or the same cases with their fractions over more trials modelled from the
+    observed rate and intra-class correlation (beta-binomial). Approximate; priced in
+    calls. A case with a missing trial is held missing, at its worst."""
     direction, t = _threshold(rule)
     judge = threshold_judge(t, direction)
     counts = ev.case_counts()
     r = clustered_rate_bounded(counts, level)
     n, k = r.cases, ev.trials
     entry.approximate = True
-    entry.method = "Korn–Graubard projected from the observed rate and intra-class correlation"
+    entry.method = (f"{BETTING} on case pass fractions at {level:g}, projected from the"
+                    " observed fractions, rate and intra-class correlation, approximate")
     if r.estimate is None:
         entry.plan, entry.reason = "not_computable", "no case has an observed trial"
         entry.message = f"no size can be computed: {entry.reason}"
         return
     p = r.estimate
     icc = r.icc
+    fractions = [pp / (pp + f) for pp, f, m in counts if pp + f and not m]
+    missing = sum(1 for pp, f, m in counts if m)
     observed = [(pp, f) for pp, f, _m in counts if pp + f]
     disagree = min(sum(1 for pp, f in observed if f), sum(1 for pp, f in observed if pp))
     entry.observed = {
         "cases": n, "trials": k, "estimate": p, "icc": icc,
         "design_effect": r.design_effect, "informative_cases": disagree,
+        "interval": "betting",
     }
     if p == t:
         entry.plan = "on_the_bar"
@@ -455,18 +488,22 @@ def _trials_run_rule(
             " trials decides it, if it holds"
         )
         return
-    share = disagree / n if n else 0.0
+    if not fractions:
+        entry.plan, entry.reason = "not_computable", "every case has a missing trial"
+        entry.message = f"no size can be computed: {entry.reason}"
+        return
 
     def by_cases(total: int) -> bool:
-        iv = projected_interval(p, icc, total, k, int(share * total), level)
-        return judge(iv.lower, iv.upper) is not None
+        lower, upper = projected_bounds(fractions, total, missing, level)
+        return judge(lower, upper) is not None
 
     def by_trials(trials: int) -> bool:
-        # More trials of the same cases: as many cases disagree as now, at least.
-        iv = projected_interval(p, icc, n, trials, disagree, level)
-        return judge(iv.lower, iv.upper) is not None
+        values, weights = _trial_fractions(trials, p, icc)
+        lower, upper = projected_bounds(values, n + missing, missing, level, weights)
+        return judge(lower, upper) is not None
 
-    total = _first_deciding(by_cases, n + 1, _MAX_PLAN_CASES)
+    now = len(fractions) + missing
+    total = _first_deciding(by_cases, now + 1, _MAX_PLAN_CASES)
     more_trials = _first_deciding(by_trials, k + 1, _MAX_PLAN_TRIALS) if k < 100 else None
     icc_text = "unknown" if icc is None else f"{icc:.2f}"
     option: dict[str, Any] = {"icc": icc, "current": k}
@@ -474,37 +511,32 @@ def _trials_run_rule(
         option.update(status="sized", trials=more_trials, more_calls=n * (more_trials - k))
     else:
         option.update(status="beyond_limit", trials=None, more_calls=None)
-        if icc is None or disagree < MIN_INFORMATIVE_CASES:
-            option["reason"] = (
-                f"fewer than {MIN_INFORMATIVE_CASES} cases disagree with the rest, so the"
-                " interval is over cases and more trials of the same cases cannot narrow it"
-            )
-        else:
-            option["reason"] = (
-                f"the cases differ among themselves (intra-class correlation {icc_text}):"
-                f" up to {_MAX_PLAN_TRIALS} trials per case still leave the interval across"
-                " the bar; only more cases can"
-            )
+        option["reason"] = (
+            f"the interval is over the {n} cases (intra-class correlation {icc_text}), and up"
+            f" to {_MAX_PLAN_TRIALS} trials per case still leave it across the bar; only more"
+            " cases can"
+        )
     if total is None:
         entry.plan = "beyond_limit"
         entry.message = f"no number of cases up to {_MAX_PLAN_CASES:,} decides it"
     else:
         entry.plan = "sized"
-        entry.more, entry.total = total - n, total
-        entry.calls = (total - n) * k
-        iv = projected_interval(p, icc, total, k, int(share * total), level)
-        entry.state_at_total = judge(iv.lower, iv.upper)
+        entry.more, entry.total = total - now, total
+        entry.calls = (total - now) * k
+        lower, upper = projected_bounds(fractions, total, missing, level)
+        entry.state_at_total = judge(lower, upper)
     if total is not None and more_trials is not None:
-        cheaper = "trials" if n * (more_trials - k) < (total - n) * k else "cases"
+        cheaper = "trials" if n * (more_trials - k) < (total - now) * k else "cases"
         option["cheaper"] = cheaper
     entry.trials = option
     assuming[0] += (
-        f", with the same rate ({estimate_text(p, MetricKind.BINARY)}) and intra-class"
-        f" correlation ({icc_text}) over {k} trials each"
+        f", with the same mix of case pass fractions (rate {estimate_text(p, MetricKind.BINARY)},"
+        f" intra-class correlation {icc_text}) over {k} trials each"
     )
     assuming.append(
-        "approximate: the interval is projected from the design effect 1 + (k - 1)·ICC,"
-        " not computed from cases not yet run"
+        "approximate: the betting interval on the cases' pass fractions, which decides the"
+        " rule, computed on cases holding that mix (for more trials per case, the mix a"
+        " beta-binomial with that rate and correlation gives)"
     )
 
 
@@ -533,8 +565,15 @@ def _mean_run_rule(
 ) -> bool:
     direction, t = _threshold(rule)
     over_trials = ev.case_trials is not None and ev.trials > 1
-    scores = ev.case_means()[0] if over_trials else ev.scores
+    if over_trials:
+        scores, missing, _excluded = ev.case_means()
+    else:
+        scores, missing = ev.scores, ev.missing
     summary = student_t_mean(scores, level)
+    if ev.value_range is not None and summary.mean is not None:
+        _betting_run_rule(entry, rule, scores, missing, ev.value_range, level, assurance,
+                          assuming)
+        return True
     if summary.n < 2 or summary.mean is None or summary.sd is None:
         entry.plan = "refused"
         entry.reason = (
@@ -543,28 +582,32 @@ def _mean_run_rule(
         )
         return False
     entry.observed = {"mean": summary.mean, "sd": summary.sd, "observed": summary.n,
-                      "missing": ev.missing}
+                      "missing": missing}
     judge = threshold_judge(t, direction)
     size = mean_rule_size(
         summary.mean, summary.sd, summary.n, judge, summary.mean == t, level,
-        missing=ev.missing, value_range=ev.value_range,
+        missing=missing, value_range=ev.value_range,
     )
     _from_size(
         entry, size, noun="mean", estimate_text=f"{summary.mean:.4g}",
         bar_text=f"{direction} {value_text(t, MetricKind.MEAN)}",
     )
+    entry.method = f"approximate (t): {entry.method}"
     assuming[0] += (
         f", with the mean ({summary.mean:.4g}) and spread (sd {summary.sd:.4g})"
         f" of its {_plural(summary.n, 'score')}"
     )
-    assuming.append("approximate: the t interval is projected from that mean and spread")
-    if ev.missing:
+    assuming.append(
+        "approximate (t): the t interval is projected from that mean and spread; the metric"
+        " declares no range, so no interval valid at every n exists for it"
+    )
+    if missing:
         plain = mean_rule_size(
             summary.mean, summary.sd, summary.n, judge, summary.mean == t, level
         )
-        ran = summary.n + ev.missing
+        ran = summary.n + missing
         entry.if_resolved = IfResolved(
-            missing=ev.missing,
+            missing=missing,
             more=None if plain.total is None else max(plain.total - ran, 0),
             total=plain.total,
             state_at_total=plain.state_at_total,
@@ -573,11 +616,65 @@ def _mean_run_rule(
         entry.assurance = {
             "target": assurance, "status": "not_computable", "more": None, "total": None,
             "probability": None, "method": None,
-            "reason": "an assurance is computed exactly for rates only; a MEAN's"
-            " distribution is not known from its mean and spread",
+            "reason": "a MEAN without a declared range has no distribution to draw the cases"
+            " to come from; declare its range",
             "assumption": None,
         }
     return True
+
+
+def _betting_run_rule(
+    entry: RulePlan,
+    rule: IntervalRule,
+    scores: Sequence[float],
+    missing: int,
+    value_range: tuple[float, float],
+    level: float,
+    assurance: float | None,
+    assuming: list[str],
+) -> None:
+    """A MEAN rule with a declared range: sized by the betting interval that decides it,
+    on N cases holding the observed mix of scores (stats/sample_size.py
+    ``betting_rule_size``), the run's missing cases held missing at their worst."""
+    direction, t = _threshold(rule)
+    judge = threshold_judge(t, direction)
+    mean = math.fsum(scores) / len(scores)
+    entry.observed = {"mean": mean, "observed": len(scores), "missing": missing,
+                      "interval": "betting"}
+    size = betting_rule_size(scores, missing, value_range, judge, mean == t, level)
+    _from_size(
+        entry, size, noun="mean", estimate_text=f"{mean:.4g}",
+        bar_text=f"{direction} {value_text(t, MetricKind.MEAN)}",
+    )
+    assuming[0] += f", with the mix of its {_plural(len(scores), 'score')} (mean {mean:.4g})"
+    assuming.append(
+        "approximate: the betting interval, which decides the rule, computed on that many"
+        " cases holding exactly the observed mix of scores"
+    )
+    if missing:
+        plain = betting_rule_size(scores, 0, value_range, judge, mean == t, level)
+        ran = len(scores) + missing
+        entry.if_resolved = IfResolved(
+            missing=missing,
+            more=None if plain.total is None else max(plain.total - ran, 0),
+            total=plain.total,
+            state_at_total=plain.state_at_total,
+        )
+    if assurance is not None and entry.plan == "sized":
+        result = betting_assurance_size(scores, missing, value_range, t, assurance, level)
+        entry.assurance = {
+            "target": result.target,
+            "status": result.status,
+            "more": result.more,
+            "total": result.total,
+            "probability": result.probability,
+            "method": result.method,
+            "reason": result.reason or None,
+            "assumption": (
+                f"the scores to come are drawn from the {_plural(len(scores), 'observed score')}"
+                f" (mean {mean:.4g})"
+            ),
+        }
 
 
 def plan_run(

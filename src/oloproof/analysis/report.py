@@ -159,6 +159,8 @@ def run_document(conn: Connection, ref: str) -> dict[str, Any]:
         m = s.to_json()
         m["estimate_text"] = estimate_text(s.estimate, s.kind)
         m["interval_text"] = interval_text(s.lower, s.upper, s.kind)
+        if m["interval_text"] and s.kind == MetricKind.MEAN and s.guarantee == "approximate":
+            m["interval_text"] += " approximate (t)"
         m["cases_text"] = s.cases_text()
         metrics.append(m)
     decisions = load_decisions(conn, run.id)

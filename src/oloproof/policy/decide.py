@@ -26,6 +26,7 @@ from oloproof.policy.format import (
 from oloproof.policy.judges import CORRECTED_METHOD, JudgeReport, judge_report, validate
 from oloproof.policy.rules import decide_threshold
 from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
+from oloproof.stats.betting import betting_mean, betting_ranges
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
 from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
 
@@ -111,52 +112,109 @@ class MetricSummary:
         )
         return f"{observed} observed · {self.missing} missing · {self.excluded} excluded"
 
+    @property
+    def guarantee(self) -> str:
+        """What the interval promises: ``exact`` (Clopper–Pearson: at least the level, at
+        every n), ``valid at every n`` (betting, for any scores inside the range) or
+        ``approximate`` (Student t, Korn–Graubard)."""
+        return GUARANTEES.get(self.interval_method or "", "approximate")
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["value_range"] = list(self.value_range) if self.value_range else None
         if self.trials is None:
-            # One trial per case: the form every earlier version wrote, unchanged.
+            # One trial per case: the form earlier versions wrote, plus the interval's
+            # method for a MEAN metric (betting, or t labelled approximate).
             for key in _TRIAL_KEYS:
                 del data[key]
+            if self.interval_method is None:
+                del data["interval_method"]
+        data["guarantee"] = self.guarantee
         return data
 
 
-_TRIAL_KEYS = ("trials", "cases", "effective_cases", "design_effect", "icc", "interval_method")
+_TRIAL_KEYS = ("trials", "cases", "effective_cases", "design_effect", "icc")
+
+
+#: ``MetricSummary.interval_method`` of a MEAN metric: which interval decides it.
+BETTING = "betting"
+T_APPROXIMATE = "t_approximate"
+CASE_BETTING = "case_means_betting"
+CASE_T_APPROXIMATE = "case_means_t_approximate"
+#: What the interval of each method guarantees (``MetricSummary.guarantee``, docs/statistics.md).
+GUARANTEES = {
+    "": "exact",  # Clopper–Pearson, one trial per case
+    BETTING: "valid at every n",
+    CASE_BETTING: "valid at every n",
+    T_APPROXIMATE: "approximate",
+    CASE_T_APPROXIMATE: "approximate",
+    KORN_GRAUBARD: "approximate",
+    "case_exact": "approximate",
+}
+
+
+def _mean_method(level: float, ranged: bool, missing: bool, over: str = "") -> str:
+    """How a MEAN metric's interval is named in tables, details and JSON."""
+    lv = level_text(level)
+    if ranged:
+        text = f"betting (Waudby-Smith & Ramdas) {lv}{over}, valid at every n"
+        return text + (", missing bounded over the range" if missing else "")
+    return f"approximate (t): Student t {lv}{over}; declare a range for an interval valid at every n"
 
 
 def _summarize_trials(ev: CriterionEvidence, level: float) -> MetricSummary:
     """A metric over repeated trials: cases are clusters (docs/repeated-trials.md)."""
     lv = level_text(level)
     if ev.kind == MetricKind.BINARY:
+        # Decided by the betting interval on the cases' pass fractions (each in [0, 1]; a
+        # case with missing trials as the range its completions span): monotone in every
+        # trial's outcome and valid at every n (issue 33). The clustered-rate figures
+        # (effective cases, design effect, ICC) describe the trials; they decide nothing.
         r = clustered_rate_bounded(ev.case_counts(), level)
-        if r.method == KORN_GRAUBARD:
-            method = f"Korn–Graubard {lv}, cases as clusters, missing trials bounded"
-        else:
-            method = (f"Clopper–Pearson {lv} on case means (too few cases disagree for a"
-                      " cluster variance), missing trials bounded")
+        iv = betting_ranges(ev.case_ranges(), (0.0, 1.0), level)
+        lower, upper = (0.0, 1.0) if iv is None else (iv.lower, iv.upper)
+        method = (f"betting (Waudby-Smith & Ramdas) {lv} on case pass fractions, valid at"
+                  " every n" + (", missing trials bounded" if ev.missing else ""))
         return MetricSummary(
-            ev.criterion, MetricKind.BINARY, r.estimate, r.interval.lower, r.interval.upper,
+            ev.criterion, MetricKind.BINARY, r.estimate, lower, upper,
             ev.observed, ev.missing, ev.excluded, passed=ev.passed, method=method,
             trials=ev.trials, cases=r.cases, effective_cases=r.effective_cases,
-            design_effect=r.design_effect, icc=r.icc, interval_method=r.method,
+            design_effect=r.design_effect, icc=r.icc, interval_method=CASE_BETTING,
         )
     means, missing_cases, _excluded = ev.case_means()
+    if ev.value_range is not None:
+        # Each case's mean over its trials, a case with missing trials as the range of
+        # means its completions could have: the betting interval bounds it at each end.
+        lo, hi = ev.value_range
+        ranges = ev.case_ranges(lo, hi)
+        iv = betting_ranges(ranges, ev.value_range, level)
+        summary = student_t_mean_bounded(means, 0, None, level)  # the mean and sd shown
+        return MetricSummary(
+            ev.criterion, MetricKind.MEAN, summary.mean,
+            None if iv is None else iv.lower, None if iv is None else iv.upper,
+            ev.observed, ev.missing, ev.excluded, sd=summary.sd,
+            method=_mean_method(level, True, bool(ev.missing), " on case means"),
+            value_range=ev.value_range, trials=ev.trials, cases=len(means),
+            interval_method=CASE_BETTING,
+        )
     ms = student_t_mean_bounded(means, missing_cases, ev.value_range, level)
-    lower = ms.interval.lower if ms.interval is not None else None
-    upper = ms.interval.upper if ms.interval is not None else None
     return MetricSummary(
-        ev.criterion, MetricKind.MEAN, ms.mean, lower, upper, ev.observed, ev.missing,
-        ev.excluded, sd=ms.sd,
-        method=f"Student t {lv} on case means" + (
-            ", a case with a missing trial bounded over the range" if ev.value_range else ""
-        ),
+        ev.criterion, MetricKind.MEAN, ms.mean,
+        ms.interval.lower if ms.interval is not None else None,
+        ms.interval.upper if ms.interval is not None else None, ev.observed, ev.missing,
+        ev.excluded, sd=ms.sd, method=_mean_method(level, False, False, " on case means"),
         unbounded_missing=ms.unbounded_missing, value_range=ev.value_range,
-        trials=ev.trials, cases=len(means), interval_method="case_means_t",
+        trials=ev.trials, cases=len(means), interval_method=CASE_T_APPROXIMATE,
     )
 
 
 def summarize(ev: CriterionEvidence, level: float) -> MetricSummary:
-    """The estimate and interval of one metric at ``level``, bounded for missing cases."""
+    """The estimate and interval of one metric at ``level``, bounded for missing cases.
+
+    BINARY: Clopper–Pearson. MEAN with a declared range: the betting interval, valid at
+    every n, on the scores in the canonical case order (evidence.case_order_key), each
+    missing case bounded at its worst. MEAN without a range: Student t, approximate; with
+    missing cases no interval (they could have scored anything)."""
     if ev.case_trials is not None and ev.trials > 1:
         return _summarize_trials(ev, level)
     if ev.kind == MetricKind.BINARY:
@@ -167,15 +225,29 @@ def summarize(ev: CriterionEvidence, level: float) -> MetricSummary:
             n, ev.missing, ev.excluded, passed=ev.passed,
             method=f"Clopper–Pearson {level_text(level)}, bounded for missing cases",
         )
-    ms = student_t_mean_bounded(ev.scores, ev.missing, ev.value_range, level)
+    if ev.value_range is not None:
+        lo, hi = ev.value_range
+        # A score outside its declared range is refused when it is judged; one stored by an
+        # older version counts as missing here, never clipped.
+        ordered = [s if s is None or lo <= s <= hi else None for s in ev.ordered_scores()]
+        ms = betting_mean(ordered, ev.value_range, level)
+        missing = ms.missing
+        return MetricSummary(
+            ev.criterion, MetricKind.MEAN, ms.mean,
+            ms.interval.lower if ms.interval is not None else None,
+            ms.interval.upper if ms.interval is not None else None,
+            ms.n, missing, ev.excluded, sd=ms.sd,
+            method=_mean_method(level, True, bool(missing)),
+            value_range=ev.value_range, interval_method=BETTING,
+        )
+    ms = student_t_mean_bounded(ev.scores, ev.missing, None, level)
     lower = ms.interval.lower if ms.interval is not None else None
     upper = ms.interval.upper if ms.interval is not None else None
     return MetricSummary(
         ev.criterion, MetricKind.MEAN, ms.mean, lower, upper, ms.n, ev.missing, ev.excluded,
-        sd=ms.sd, method=f"Student t {level_text(level)}" + (
-            ", missing bounded over the range" if ev.value_range else ""
-        ),
-        unbounded_missing=ms.unbounded_missing, value_range=ev.value_range,
+        sd=ms.sd, method=_mean_method(level, False, False),
+        unbounded_missing=ms.unbounded_missing, value_range=None,
+        interval_method=T_APPROXIMATE,
     )
 
 
@@ -257,6 +329,10 @@ def _interval_state(
     if s.kind == MetricKind.MEAN and s.unbounded_missing:
         return (INSUFFICIENT, "missing_cases_unbounded",
                 f"{s.missing} missing cases and no declared range to bound them")
+    if s.kind == MetricKind.MEAN and s.observed == 0:
+        # The betting interval of nothing observed is the whole range: evidence of
+        # nothing, whatever a threshold beyond the range would make of it.
+        return INSUFFICIENT, "no_observed_cases", "no observed score"
     if s.lower is None or s.upper is None:
         return (INSUFFICIENT, "too_few_observed",
                 f"{s.observed} observed scores; an interval needs at least 2")
@@ -283,15 +359,19 @@ def _interval_state(
 
 
 def _short_method(s: MetricSummary) -> str:
-    """How a decision's detail names the interval: CP, t, KG (Korn–Graubard over trials),
-    case CP (Clopper–Pearson on case means), case t."""
-    if s.interval_method == KORN_GRAUBARD:
-        return "KG"
-    if s.interval_method == "case_exact":
-        return "case CP"
-    if s.interval_method == "case_means_t":
-        return "case t"
-    return "CP" if s.kind == MetricKind.BINARY else "t"
+    """How a decision's detail names the interval: CP, betting, approximate (t), KG
+    (Korn–Graubard over trials), case CP (Clopper–Pearson on case means), case betting,
+    case approximate (t)."""
+    return {
+        KORN_GRAUBARD: "KG",
+        "case_exact": "case CP",
+        BETTING: "betting",
+        T_APPROXIMATE: "approximate (t)",
+        CASE_BETTING: "case betting",
+        CASE_T_APPROXIMATE: "case approximate (t)",
+        # earlier names, for summaries made by older versions
+        "case_means_t": "case t",
+    }.get(s.interval_method or "", "CP" if s.kind == MetricKind.BINARY else "t")
 
 
 def decide_observed_count(rule: ObservedCountRule, ev: CriterionEvidence) -> Decision:
@@ -537,7 +617,7 @@ def _decide_corrected(
         rule, person, level,
         f" (corrected by {corrected.labelled} human labels; judge alone"
         f" {estimate_text(s.estimate, MetricKind.BINARY)})",
-        method="PPI++",
+        method="PPI",
     )
     d.basis = "corrected"
     return d

@@ -62,16 +62,26 @@ def _plain(d: Decimal, min_decimals: int = 0) -> str:
 
 
 def level_text(level: float) -> str:
-    """A confidence level as written: 0.95 is ``95%``, 0.975 ``97.5%``, 0.999 ``99.9%``.
+    """A confidence level as written: 0.95 is ``95%``, 0.975 ``97.5%``, 0.999 ``99.9%``,
+    0.9999999999 ``99.99999999%``.
 
     A level computed rather than written (a multiplicity adjustment: 1 - 0.05/3) has more
-    digits than anyone reads; it is shown to three decimals of a percent, rounded down, so
-    the level printed is never more than the one used (``98.333%``).
+    digits than anyone reads; it is shown rounded down (so the level printed is never more
+    than the one used) to three decimals of a percent, or more when its distance to 100%
+    needs them to keep three significant digits: 1 - 0.05/3 is ``98.333%``, 1 - 0.001/7
+    ``99.9857%``. Never ``99.999%`` for a level of 0.9999999999 (issue 33).
     """
     exact = as_decimal(level) * _HUNDRED
-    if -exact.normalize().as_tuple().exponent <= 4:  # type: ignore[operator]
+    decimals = -exact.normalize().as_tuple().exponent  # type: ignore[operator]
+    if decimals <= 4:
         return f"{_plain(exact)}%"
-    return f"{_plain(_round(exact, -3, ROUND_FLOOR))}%"
+    rest = _HUNDRED - exact  # what the level leaves out, in percent
+    places = 3
+    if 0 < rest < 1:
+        # the position of its first significant digit, and two more
+        places = max(places, -rest.adjusted() + 2)
+    shown = _round(exact, -min(places, decimals), ROUND_FLOOR)
+    return f"{_plain(shown)}%"
 
 
 def percent_text(x: float, *, signed: bool = False) -> str:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["CORRECTED_METHOD", "Corrected", "JudgeReport", "corrected_rate", "judge_report",
            "validate"]
 
-CORRECTED_METHOD = "PPI++ (Angelopoulos, Duchi, Zrnic 2023), small-sample interval"
+CORRECTED_METHOD = ("prediction-powered (Angelopoulos et al. 2023), lambda = 1, interval calibrated"
+                    " for each side")
 
 
 @dataclass(frozen=True)

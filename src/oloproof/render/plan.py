@@ -96,7 +96,9 @@ def _sized_head(rule: dict[str, Any], comparison: bool) -> str:
     if comparison:
         holds = "if the observed paired outcomes hold"
     elif rule.get("trials"):
-        holds = "if the observed rate and intra-class correlation hold"
+        holds = "if the observed mix of case pass fractions holds"
+    elif (rule.get("observed") or {}).get("interval") == "betting":
+        holds = "if the observed mix of scores holds"
     elif rule.get("approximate"):
         holds = "if the observed mean and spread hold"
     else:
@@ -152,6 +154,8 @@ def _assurance_line(rule: dict[str, Any], comparison: bool) -> list[str]:
     if a["status"] != "sized":
         return [_line("assurance", f"{share} of the time: {a['reason']}")]
     observed = "the observed paired outcomes" if comparison else "the observed rate"
+    if (rule.get("observed") or {}).get("interval") == "betting":
+        observed = "the observed mix of scores"
     return [
         _line(
             "assurance",

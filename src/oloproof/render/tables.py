@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunStatus
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
-from oloproof.policy.format import interval_text
+from oloproof.policy.format import interval_text, level_text
 from oloproof.policy.judges import JudgeReport
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
 
@@ -112,7 +112,11 @@ def metric_estimate(s: MetricSummary) -> str:
 def metric_interval(s: MetricSummary) -> str:
     if s.kind == MetricKind.BINARY:
         return fmt_interval(s.lower, s.upper)
-    return interval_text(s.lower, s.upper, s.kind)  # outward, like a rate's
+    text = interval_text(s.lower, s.upper, s.kind)  # outward, like a rate's
+    if text and s.guarantee == "approximate":
+        # Student t on a MEAN without a declared range (issue 33): never shown unlabelled.
+        return f"{text} approximate (t)"
+    return text
 
 
 def metrics_table(summaries: Sequence[MetricSummary]) -> Table:
@@ -214,8 +218,8 @@ def judges_table(reports: Sequence[JudgeReport]) -> Table:
         return f"{est} {fmt_interval(interval.lower, interval.upper)}"
 
     level = reports[0].agreement.level if reports else 0.95
-    title = line(f"Judges against human labels ({round(level * 100, 1):g}% intervals: CP for"
-                 " rates, large-sample for kappa, PPI++ for the corrected rate)")
+    title = line(f"Judges against human labels ({level_text(level)} intervals: CP for"
+                 " rates, large-sample for kappa, PPI for the corrected rate)")
     table = Table(title=title, columns=tuple(Column(col, no_wrap=True) for col in (
         "Judge", "Labels", "Agreement", "Sensitivity", "Specificity", "Kappa",
         "Judge/person pass·pass pass·fail fail·pass fail·fail", "Judge rate", "Corrected rate",

@@ -1,4 +1,5 @@
-"""Pure statistics: intervals, paired differences, sample sizes and the normal quantile.
+"""Pure statistics: intervals (Clopper–Pearson, betting, Student t, Wilson), paired
+differences, sample sizes and the normal quantile.
 
 Numbers in, numbers (or small frozen dataclasses) out; no I/O and no configuration objects.
 Nothing here imports scipy or numpy: the special functions are in :mod:`._special`.
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
+    from oloproof.stats.betting import betting_mean, betting_ranges
     from oloproof.stats.intervals import (
         Interval,
         MeanSummary,
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 # Each name is imported from its module on first use: deciding a run needs the
 # intervals, not the paired statistics or the sample-size search.
 _HOMES = {
+    "betting_mean": "oloproof.stats.betting",
+    "betting_ranges": "oloproof.stats.betting",
     "Interval": "oloproof.stats.intervals",
     "MeanSummary": "oloproof.stats.intervals",
     "beta_ppf": "oloproof.stats.intervals",
@@ -82,6 +86,8 @@ __all__ = [
     "SizeResult",
     "acklam_ppf",
     "beta_ppf",
+    "betting_mean",
+    "betting_ranges",
     "binary_rule_size",
     "clopper_pearson",
     "clopper_pearson_bounded",

@@ -1,9 +1,19 @@
-"""Intervals for a rate measured with repeated trials of every case (clustered outcomes).
+"""A rate measured with repeated trials of every case (clustered outcomes): its estimate, and
+how much the trials of a case resemble each other.
 
 With k trials of each of n cases, the k·n outcomes are not independent draws: the trials of
 one case share its input, so a case that is hard fails most of its trials. The metric is the
 mean over cases of each case's pass fraction, and its interval treats the cases as clusters.
 An exact binomial interval on the k·n outcomes would be too narrow whenever the cases differ.
+
+**What decides a rule** (since issue 33) is not here: it is the betting interval of
+:mod:`oloproof.stats.betting` on the cases' pass fractions (policy/decide.py), which is
+monotone in every trial's outcome and valid at every n. The Korn–Graubard rule below, with its
+case-level fallback, decided before; it was neither (one more passing trial could lower its
+lower bound: the switch between its two methods, and Korn–Graubard's own variance estimate,
+both move it the wrong way). It is kept for what a run reports about its trials: the effective
+number of cases, the design effect and the intra-class correlation
+(:class:`ClusteredRate`), and as the comparison in docs/repeated-trials.md.
 
 Method, :func:`clustered_rate`:
 
@@ -52,7 +62,6 @@ __all__ = [
     "clustered_rate_bounded",
     "design_effect",
     "normal_isf",
-    "projected_interval",
 ]
 
 KORN_GRAUBARD = "korn_graubard"
@@ -199,30 +208,3 @@ def clustered_rate_bounded(
         design_effect=None if shape is None else shape[0],
         icc=None if shape is None else shape[1],
     )
-
-
-def projected_interval(
-    rate: float,
-    icc: float | None,
-    cases: int,
-    trials: int,
-    informative: int,
-    level: float = 0.95,
-) -> Interval:
-    """The interval :func:`clustered_rate` would give ``cases`` cases of ``trials`` trials if
-    their mean pass fraction were ``rate`` and two trials of a case correlated ``icc``: the
-    design effect is 1 + (trials - 1)·icc, so n* = cases·trials / (1 + (trials - 1)·icc)
-    (with the same t adjustment and clipping). With fewer than ``MIN_INFORMATIVE_CASES``
-    ``informative`` cases (or no ICC, or a rate of 0 or 1) it is the case-level exact
-    interval, which no number of trials narrows. For ``oloproof plan`` (approximate)."""
-    if cases < 2:
-        return Interval(0.0, 1.0)
-    half = 0.5 * (1.0 - level)
-    if icc is None or informative < MIN_INFORMATIVE_CASES or not 0.0 < rate < 1.0:
-        lower, upper = _cp_real(rate * cases, float(cases), half)
-        return Interval(lower, upper)
-    adjust = (normal_isf(half) / t_isf(half, cases - 1)) ** 2
-    n_eff = cases * trials / (1.0 + (trials - 1) * icc) * adjust
-    n_eff = min(max(n_eff, cases * adjust), float(cases * trials))
-    lower, upper = _cp_real(rate * n_eff, n_eff, half)
-    return Interval(lower, upper)

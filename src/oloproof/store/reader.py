@@ -359,13 +359,14 @@ def load_evidence(conn: Connection, run: RunRecord) -> dict[str, CriterionEviden
             for case_id, outcomes in by_case.items():
                 ev.add_case(case_id, outcomes)
         return evidence
-    for criterion, status, passed, score in conn.execute(
-        "SELECT criterion, status, passed, score FROM run_judgments WHERE run_id = ?",
+    for case_id, criterion, status, passed, score in conn.execute(
+        "SELECT case_id, criterion, status, passed, score FROM run_judgments WHERE run_id = ?",
         (run.id,),
     ).fetchall():
         ev = evidence.get(criterion)
         if ev is not None:
-            ev.add(status, None if passed is None else bool(passed), score)
+            # The case id places a MEAN's score in the canonical order (evidence.py).
+            ev.add(status, None if passed is None else bool(passed), score, case_id)
     return evidence
 
 
