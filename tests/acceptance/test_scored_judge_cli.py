@@ -125,11 +125,12 @@ def test_label_asks_a_person_for_a_score_on_the_judges_scale(
     labels = project / "data" / "labels.jsonl"
     labels.write_text("")
     assert run_cli("run", cwd=project, env=ENV).code in (3, 4)
-    code, out, err = _label(project, "4\n9\ny\n2\ns\nq\n", "--n", "4", "--seed", "5",
-                            "--labeler", "dana")
+    code, out, err = _label(project, "4\n9\ny\n--3\n2.5\n2\ns\nq\n", "--n", "4", "--seed",
+                            "5", "--labeler", "dana")
     assert code == 0, err
     assert "Answer a whole number from 1 (worst) to 5 (best), s (skip) or q (quit)." in out
-    assert out.count("answer a whole number from 1 to 5, s (skip) or q (quit)") == 2  # 9, y
+    # 9, y, --3 and 2.5 are asked again
+    assert out.count("answer a whole number from 1 to 5, s (skip) or q (quit)") == 4
     written = [json.loads(x) for x in labels.read_text().splitlines()]
     assert [(w["criterion"], w["score"], "pass" in w) for w in written] == [
         ("quality", 4, False), ("quality", 2, False)]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +43,7 @@ _NO = frozenset({"n", "no", "f", "fail"})
 _SKIP = frozenset({"s", "skip"})
 _QUIT = frozenset({"q", "quit"})
 _SHOWN = 2000  # characters of a value shown; the rest is one `inspect --case` away
+_WHOLE = re.compile(r"-?[0-9]{1,18}")  # a whole number, as a person types a score
 
 
 def _labels_path(args: argparse.Namespace) -> tuple[Path, str, bool]:
@@ -89,7 +91,7 @@ def _ask(prompt: str, scale: tuple[int, int] | None = None) -> str | None:
         if answer in _SKIP | _QUIT:
             return answer
         low, high = scale
-        if answer.lstrip("-").isdigit() and low <= int(answer) <= high:
+        if _WHOLE.fullmatch(answer) and low <= int(answer) <= high:
             return str(int(answer))
         sys.stdout.write(f"  answer a whole number from {low} to {high}, s (skip) or q (quit)\n")
 
