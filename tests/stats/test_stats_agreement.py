@@ -131,6 +131,7 @@ def test_labels_to_settle_is_minimal_in_every_configuration_of_a_grid() -> None:
     assert not wrong
 
 
+@pytest.mark.slow
 def test_labels_to_settle_answers_quickly_near_the_floor() -> None:
     # 86 of 100 against 0.85: thousands of labels; the search skips whole blocks of N.
     assert _check_minimal(86, 100, 0.85)
