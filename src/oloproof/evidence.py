@@ -34,6 +34,7 @@ __all__ = [
     "PANEL_AGREED",
     "PANEL_SPLIT",
     "CriterionEvidence",
+    "LabelledScores",
     "LabelledVerdicts",
     "Outcome",
     "TrialOutcome",
@@ -320,6 +321,39 @@ class CriterionEvidence:
             else:
                 out.failed += 1
         return out
+
+
+@dataclass
+class LabelledScores:
+    """A scored judge's scores on a run's cases, beside a person's scores where there are
+    any (the scored counterpart of :class:`LabelledVerdicts`).
+
+    ``scores``: case id -> the judge's score, or None (missing: the system or the judge
+    failed). ``labels``: case id -> the person's score, for the run's cases only.
+    ``scale``: the judge's ``[low, high]``.
+    """
+
+    criterion: str
+    scale: tuple[float, float]
+    scores: dict[str, float | None]
+    labels: dict[str, float]
+    labels_elsewhere: int = 0
+    drawn_uniformly: bool = False
+
+    def pairs(self) -> tuple[list[float], list[float], int]:
+        """``(judge scores, person scores, judge_missing)`` on the labelled cases, pairs in
+        the labels' order; a labelled case without a judge score is counted apart."""
+        judge: list[float] = []
+        person: list[float] = []
+        missing = 0
+        for case_id, label in self.labels.items():
+            score = self.scores.get(case_id)
+            if score is None:
+                missing += 1
+            else:
+                judge.append(score)
+                person.append(label)
+        return judge, person, missing
 
 
 @dataclass

@@ -454,16 +454,17 @@ def test_judge_example_runs_offline_and_an_unchanged_rerun_calls_nothing(
     # The example's validated rule waits for 30 human labels: MANUAL_REVIEW, exit 4.
     assert first.code == 4, first.text
     assert "10 / 12 observed · 0 missing" in metric_row(first.out, "helpful")
-    assert "executions 0 hits · 12 misses   judgments 0 hits · 12 misses" in first.out
-    assert srv.total_calls(ANTHROPIC) == 12
+    assert "12 observed · 0 missing" in metric_row(first.out, "quality")  # the scored judge
+    assert "executions 0 hits · 12 misses   judgments 0 hits · 24 misses" in first.out
+    assert srv.total_calls(ANTHROPIC) == 24
     usage = inspect_case(project, "q01")
     assert usage["usage"]["input_tokens"] > 0 and usage["usage"]["cost_usd"] > 0
     assert usage["judgments"]["helpful"]["usage"]["input_tokens"] > 0
 
     second = run_cli("run", cwd=project, env=env)
     assert second.code == 4, second.text
-    assert "executions 12 hits · 0 misses   judgments 12 hits · 0 misses" in second.out
-    assert srv.total_calls(ANTHROPIC) == 12  # the judge was not called again
+    assert "executions 12 hits · 0 misses   judgments 24 hits · 0 misses" in second.out
+    assert srv.total_calls(ANTHROPIC) == 24  # the judges were not called again
     assert metric_row(second.out, "helpful") == metric_row(first.out, "helpful")
 
 

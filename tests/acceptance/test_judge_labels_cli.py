@@ -41,10 +41,21 @@ def test_the_judge_example_shows_agreement_the_corrected_rate_and_manual_review(
     judges = [line for line in first.out.splitlines() if line.startswith("│ helpful ")][-1]
     assert "87.5% [47.3%, 99.7%]" in judges and "6 · 1 · 0 · 1" in judges
     assert "label more cases, drawn at random" in first.out
+    # The total at the observed rates, beside the 22 that min_labels asks for.
+    assert "at the observed specificity (1/2 = 50.0%) no number of labels" in row
+    (project / "agreement.yaml").write_text(
+        "version: 1\nrules:\n  - id: a\n    metric: helpful\n    min: 0.5\n"
+        "    judge_validation: {min_labels: 30, min_sensitivity: 0.5, min_specificity: 0.01,"
+        " min_agreement: 0.85}\n")
+    agreed = run_cli("gate", "latest", "--policy", "agreement.yaml", cwd=project)
+    assert agreed.code == 4, agreed.text
+    assert ("label 22 more; 756 labels in all would validate it at the observed rates"
+            " (748 more)") in agreed.out
 
     shown = run_cli("inspect", "latest", "--judges", "--json", cwd=project)
     assert shown.code == 0, shown.text
-    [report] = json.loads(shown.out)["judges"]
+    report, scored = json.loads(shown.out)["judges"]
+    assert scored["criterion"] == "quality" and scored["pairs"] == 8
     assert report["labels"] == 8 and report["agreement"]["k"] == 7
     assert report["confusion"]["judge_pass_person_fail"] == 1
     corrected = report["corrected"]
@@ -60,21 +71,24 @@ def test_the_judge_example_shows_agreement_the_corrected_rate_and_manual_review(
                                 if '"q02"' in line else line for line in lines) + "\n")
     calls = srv.total_calls("/v1/messages")
     second = run_cli("run", cwd=project, env=ENV)
-    assert "executions 12 hits · 0 misses   judgments 12 hits · 0 misses" in second.out
+    assert "executions 12 hits · 0 misses   judgments 24 hits · 0 misses" in second.out
     assert srv.total_calls("/v1/messages") == calls
     again = json.loads(run_cli("inspect", "latest", "--judges", "--json", cwd=project).out)
     assert again["judges"][0]["agreement"]["k"] == 8
 
     policy = project / "validated.yaml"
     policy.write_text("version: 1\nrules:\n  - id: v\n    metric: helpful\n    min: 0.5\n"
-                      "    judge_validation: {min_labels: 8, min_agreement: 0.6}\n")
+                      "    judge_validation: {min_labels: 8, min_sensitivity: 0.5,"
+                      " min_specificity: 0.02}\n")
     runs = json.loads(run_cli("runs", "--json", cwd=project).out)
     oldest = runs[-1]["id"] if isinstance(runs, list) else runs["runs"][-1]["id"]
     before = run_cli("gate", oldest, "--policy", "validated.yaml", cwd=project)
-    assert before.code == 4, before.text  # 7 of 8 agree: CP lower 47.3% < 60%
+    assert before.code == 4, before.text  # specificity 1 of 2: CP lower 1.3% < 2%
+    assert "judge_specificity_unproven" in before.out
     after = run_cli("gate", oldest, "--policy", "validated.yaml", "--labels",
                     "data/labels.jsonl", cwd=project)
-    assert after.code == 0, after.text  # 8 of 8: CP lower 63.1% >= 60%
+    # 7 of 7 passes (CP lower 59.0% >= 50%) and 1 of 1 fail (CP lower 2.5% >= 2%).
+    assert after.code == 0, after.text
 
 
 def test_a_bad_labels_file_stops_the_run_before_anything_is_called(

@@ -39,7 +39,7 @@ def _panel_project(tmp_path: Path, plain: FakeServer, picky: FakeServer, rule: s
       - model: fake-judge-2
       - model: picky-judge
         base_url: {picky.anthropic_base_url}
-""")
+""", 1)  # the first judge (helpful) only
     config.write_text(text)
     return project
 
@@ -72,8 +72,8 @@ def test_a_panel_combines_its_judges_and_reports_their_disagreement(
     assert f"disagreed on {split} of {len(verdicts)} cases" in line
     judges = json.loads(run_cli("gate", "latest", "--json", cwd=project).out)
     assert judges["panels"] == {"helpful": {"split": split, "judged": len(verdicts)}}
-    # Every judge was asked about every case, once.
-    assert plain.total_calls("/v1/messages") == 2 * len(verdicts)
+    # Every judge was asked about every case, once (and the scored judge, not a panel).
+    assert plain.total_calls("/v1/messages") == 3 * len(verdicts)
     assert picky.total_calls("/v1/messages") == len(verdicts)
 
 
@@ -87,7 +87,7 @@ def test_panel_config_mistakes_are_named(tmp_path: Path,
                                    "        max_completion_tokens: 10\n"))
     result = run_cli("run", cwd=project, env=ENV)
     assert result.code == 2, result.text
-    assert "oloproof.yaml:31: evaluators[0].panel[1].max_completion_tokens:" in result.err
+    assert "oloproof.yaml:32: evaluators[0].panel[1].max_completion_tokens:" in result.err
     config.write_text(good.replace("""    panel:
       - {}
       - model: fake-judge-2

@@ -138,6 +138,9 @@ class Behaviour:
     hold_max_s: float = 10.0
     pass_keyword: str | None = None
     fail_keyword: str = "FAIL"
+    # A judge's reply text, as written, instead of the fake's own answer (a scored judge
+    # answering 7 on [1, 5], say).
+    judge_text: str | None = None
     expected_api_key: str | None = None  # a different key gets 401 quoting it (as some APIs do)
     require_headers: dict[str, str] = field(default_factory=dict)
     # A rate-limited API: at most ``capacity`` requests answered at once (0: no bound);
@@ -401,7 +404,7 @@ class _Handler(Handler):
         if garbage and kind == "shape":
             return json_reply(200, {"unexpected": "a JSON body of the wrong shape"})
         rule = JudgeRule(behaviour.pass_keyword, behaviour.fail_keyword, behaviour.expected_api_key)
-        verdict = GARBAGE_VERDICT if garbage else None
+        verdict = GARBAGE_VERDICT if garbage else behaviour.judge_text
         return answer(method, path, query, raw, self.headers, rule, verdict)
 
     def _control(self, raw: bytes) -> Reply:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,9 @@ import pytest
 
 from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
-from oloproof.evidence import CriterionEvidence, LabelledVerdicts
+from oloproof.evidence import CriterionEvidence, LabelledScores, LabelledVerdicts
 from oloproof.policy.decide import decide_run, gate
-from oloproof.project.labels import load_labels
+from oloproof.project.labels import labels_from_json, load_labels
 from oloproof.project.models import ReleasePolicy
 from oloproof.stats.agreement import labels_to_settle
 from oloproof.stats.ppi import ppi_mean
@@ -49,29 +50,70 @@ def test_too_few_labels_is_manual_review_and_says_how_many_more() -> None:
     assert d.state == "MANUAL_REVIEW" and "no human labels" in d.detail
 
 
-def test_agreement_shown_above_the_floor_lets_the_rule_decide() -> None:
-    evidence, labelled = _run([True] * 100, {i: True for i in range(60)})
-    [d], _ = decide_run(evidence, _policy(VALIDATED), labelled)
-    assert d.state == "PASS"
-
-
-def test_agreement_not_yet_shown_says_how_many_more_labels_would_settle_it() -> None:
-    # 27 of 30 labels agree: 90%, CP lower 73.5% < 85%.
-    verdicts: list[bool | None] = [True] * 100
-    labels = {i: True for i in range(27)} | {i: False for i in range(27, 30)}
+def test_sensitivity_and_specificity_shown_above_their_floors_let_the_rule_decide() -> None:
+    # The judge passes 70 and fails 30 cases; a person labels 30 of each alike.
+    verdicts: list[bool | None] = [True] * 70 + [False] * 30
+    labels = {i: True for i in range(30)} | {i: False for i in range(70, 100)}
     evidence, labelled = _run(verdicts, labels)
     [d], _ = decide_run(evidence, _policy(VALIDATED), labelled)
-    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_agreement_unproven")
-    more = labels_to_settle(27, 30, 0.85, 0.95)
-    assert more is not None and f"about {more - 30} more labels" in d.detail
+    assert d.state == "PASS", d.detail  # 30/30 each way: CP lower 88.4% >= 85%
 
 
-def test_agreement_at_or_under_the_floor_is_said_plainly() -> None:
-    labels = {i: True for i in range(24)} | {i: False for i in range(24, 40)}  # 60% agree
-    evidence, labelled = _run([True] * 100, labels)
+@pytest.mark.parametrize("validation", [
+    {"min_labels": 30, "min_agreement": 0.85},  # an earlier policy's form, still read
+    {"min_labels": 30, "min_sensitivity": 0.85, "min_specificity": 0.85},
+    {"min_labels": 30},
+])
+def test_a_judge_that_passes_everything_is_never_validated(validation: dict[str, Any]) -> None:
+    """At 90% prevalence, 1000 labels: agreement 90.0%, CP lower 88.0% >= 85% (what the
+    old check validated on), but specificity 0 of 100."""
+    verdicts: list[bool | None] = [True] * 1000
+    labels = {i: i % 10 != 0 for i in range(1000)}
+    evidence, labelled = _run(verdicts, labels)
+    [d], _ = decide_run(evidence, _policy({"min": 0.5, "judge_validation": validation}),
+                        labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_specificity_below_floor"), d.detail
+    assert "specificity 0/100 = 0.0%" in d.detail and "sensitivity 900/900" in d.detail
+    assert "no number of labels shows it at or above 85.0%" in d.detail
+    assert "the rule alone: PASS" in d.detail
+
+
+def test_sensitivity_not_yet_shown_says_how_many_labels_would_show_it() -> None:
+    # Of 40 labels, 30 the person passes (the judge passes 27 of them) and 10 she fails
+    # (the judge fails all 10): sensitivity 90%, CP lower 73.5% < 85%.
+    verdicts: list[bool | None] = [True] * 27 + [False] * 3 + [False] * 10 + [True] * 60
+    labels = {i: True for i in range(30)} | {i: False for i in range(30, 40)}
+    evidence, labelled = _run(verdicts, labels)
+    policy = _policy({"min": 0.5, "judge_validation": {
+        "min_labels": 30, "min_sensitivity": 0.85, "min_specificity": 0.6}})
+    [d], _ = decide_run(evidence, policy, labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_sensitivity_unproven"), d.detail
+    positives = labels_to_settle(27, 30, 0.85, 0.95)
+    assert positives is not None
+    total = -(-positives * 40 // 30)  # that many cases a person passes, at 30 of 40
+    assert f"{total} labels in all would validate it at the observed rates" in d.detail
+    assert f"({total - 40} more)" in d.detail
+    assert "specificity 10/10" in d.detail  # shown (CP lower 74.1% >= 60%)
+
+
+def test_labels_that_only_pass_leave_specificity_unmeasured() -> None:
+    evidence, labelled = _run([True] * 100, {i: True for i in range(60)})
     [d], _ = decide_run(evidence, _policy(VALIDATED), labelled)
-    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_agreement_below_floor")
-    assert "review the rubric or the judge" in d.detail
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_specificity_unproven"), d.detail
+    assert "specificity not measured: no labelled case the person fails" in d.detail
+
+
+def test_min_agreement_is_still_a_floor_on_agreement_beside_the_other_two() -> None:
+    verdicts: list[bool | None] = [True] * 70 + [False] * 30
+    labels = {i: True for i in range(30)} | {i: False for i in range(70, 100)}
+    evidence, labelled = _run(verdicts, labels)
+    policy = _policy({"min": 0.5, "judge_validation": {
+        "min_labels": 30, "min_sensitivity": 0.8, "min_specificity": 0.8,
+        "min_agreement": 0.95}})
+    [d], _ = decide_run(evidence, policy, labelled)
+    # 60/60 agree: CP lower 94.0% < 95%; sensitivity and specificity are shown at 80%.
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_agreement_unproven"), d.detail
+    assert "agreement 60/60 = 100.0%" in d.detail
 
 
 def test_precedence_with_the_other_states() -> None:
@@ -171,3 +213,135 @@ def test_the_labels_digest_changes_with_any_label(tmp_path: Path) -> None:
     path.write_text(json.dumps({**GOOD, "pass": False}) + "\n")
     second = load_labels(path, "l", ["helpful"])
     assert first.digest.startswith("sha256:") and first.digest != second.digest
+
+
+# -- scored judges -----------------------------------------------------------------------
+
+SCORED_CONTEXT = {"metrics": {"quality": "MEAN"}, "judges": ["quality"]}
+
+
+def _scored(judge: list[float | None], person: dict[int, float]) -> tuple[
+        dict[str, CriterionEvidence], dict[str, LabelledScores]]:
+    ev = CriterionEvidence("quality", MetricKind.MEAN, value_range=(1.0, 5.0))
+    for v in judge:
+        ev.add("OK" if v is not None else "ERROR", None, v)
+    by_id = {f"c{i}": v for i, v in enumerate(judge)}
+    lv = LabelledScores("quality", (1.0, 5.0), by_id, {f"c{i}": p for i, p in person.items()})
+    return {"quality": ev}, {"quality": lv}
+
+
+def _scored_policy(validation: dict[str, Any]) -> ReleasePolicy:
+    return ReleasePolicy.model_validate(
+        {"version": 1, "rules": [{"id": "q", "metric": "quality", "min": 2.0,
+                                  "judge_validation": {"min_labels": 30, **validation}}]},
+        context=SCORED_CONTEXT,
+    )
+
+
+def _close_scores(n: int) -> tuple[list[float | None], dict[int, float]]:
+    """A judge one point off a person on every fifth case, across the whole scale."""
+    person = {i: float(1 + i % 5) for i in range(n)}
+    judge: list[float | None] = [p if i % 5 else min(5.0, p + 1) for i, p in person.items()]
+    return judge, person
+
+
+def test_a_scored_judge_close_to_the_person_is_validated() -> None:
+    judge, person = _close_scores(400)
+    evidence, labelled = _scored(judge, person)
+    [d], _ = decide_run(evidence, _scored_policy(
+        {"max_mean_abs_diff": 0.5, "min_weighted_kappa": 0.8}), labelled)
+    # MAD 0.2, Hoeffding upper 0.47; kappa about 0.97.
+    assert d.state == "PASS", d.detail
+
+
+def test_a_scored_judge_too_far_from_the_person_is_said_plainly() -> None:
+    person = {i: float(1 + i % 5) for i in range(60)}
+    judge: list[float | None] = [6.0 - p for p in person.values()]  # reversed: 5 for 1
+    evidence, labelled = _scored(judge, person)
+    [d], _ = decide_run(evidence, _scored_policy({"max_mean_abs_diff": 1.0}), labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_mean_abs_diff_above_ceiling"), d.detail
+    assert "mean absolute difference 2.4 points" in d.detail
+    assert "no number of labels shows it at or under 1" in d.detail
+    [d], _ = decide_run(evidence, _scored_policy({"min_weighted_kappa": 0.4}), labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_weighted_kappa_below_floor"), d.detail
+    assert "weighted kappa -1.00" in d.detail
+
+
+def test_a_scored_judge_not_yet_shown_says_about_how_many_labels() -> None:
+    judge, person = _close_scores(40)
+    evidence, labelled = _scored(judge, person)
+    [d], _ = decide_run(evidence, _scored_policy({"max_mean_abs_diff": 0.5}), labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_mean_abs_diff_unproven"), d.detail
+    # Hoeffding's half-width 4 sqrt(ln 40 / 80) at 40 labels, under 0.5 - 0.2 at N labels.
+    half = 4 * math.sqrt(math.log(40) / 80)
+    total = math.ceil(40 * (half / 0.3) ** 2)
+    assert f"about {total} labels in all would validate it" in d.detail
+
+
+def test_too_few_scored_labels_and_a_judge_without_scores_are_manual_review() -> None:
+    judge, person = _close_scores(12)
+    judge[0] = None  # the judge failed on a labelled case: not a pair
+    evidence, labelled = _scored(judge, person)
+    [d], _ = decide_run(evidence, _scored_policy({"min_weighted_kappa": 0.6}), labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_labels_too_few"), d.detail
+    assert d.detail.startswith("11 labelled cases with a score; judge_validation needs 30:"
+                               " label 19 more")
+
+
+def test_a_perfect_judge_has_no_kappa_interval_and_is_not_validated_on_kappa() -> None:
+    person = {i: float(1 + i % 5) for i in range(50)}
+    evidence, labelled = _scored(list(person.values()), person)
+    [d], _ = decide_run(evidence, _scored_policy({"min_weighted_kappa": 0.6}), labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_weighted_kappa_unproven"), d.detail
+    assert "no interval" in d.detail
+    [d], _ = decide_run(evidence, _scored_policy({"max_mean_abs_diff": 0.9}), labelled)
+    assert d.state == "PASS", d.detail  # MAD 0, Hoeffding upper 0.77
+
+
+SCORED_GOOD = {"id": "a", "criterion": "quality", "score": 4}
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "words"),
+    [
+        (json.dumps({**SCORED_GOOD, "score": 7}), "score", "7 is outside the scale [1, 5]"),
+        (json.dumps({**SCORED_GOOD, "score": 0}), "score", "outside the scale [1, 5]"),
+        (json.dumps({**SCORED_GOOD, "score": 3.5}), "score", "3.5 is not a whole number"),
+        (json.dumps({**SCORED_GOOD, "score": "4"}), "score",
+         'expected a whole number from 1 to 5, got "4"'),
+        (json.dumps({**SCORED_GOOD, "score": True}), "score", "got true"),
+        (json.dumps({**SCORED_GOOD, "score": None}), "score", "got null"),
+        (json.dumps({"id": "a", "criterion": "quality", "pass": True}), "pass",
+         "'quality' is a scored judge (scale [1, 5]): its labels give a score, not pass"),
+        (json.dumps({"id": "a", "criterion": "quality"}), "score",
+         "required field is missing ('quality' is a scored judge"),
+        (json.dumps({"id": "a", "criterion": "helpful", "score": 4}), "score",
+         "'helpful' is a pass/fail judge: its labels say pass, not score"),
+        (json.dumps({**SCORED_GOOD, "scor": 4}), "scor", "did you mean 'score'"),
+        (json.dumps(SCORED_GOOD), "id", "a second label for case 'a' and criterion 'quality'"),
+    ],
+)
+def test_a_bad_scored_label_line_is_one_error_naming_file_line_and_field(
+    tmp_path: Path, line: str, field: str, words: str
+) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_text(json.dumps(SCORED_GOOD) + "\n\n" + line + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_labels(path, "data/labels.jsonl", {"quality": (1, 5), "helpful": None})
+    message = str(info.value)
+    assert message.startswith("data/labels.jsonl:3") and words in message, message
+    assert field in message and "\n" not in message
+
+
+def test_scored_labels_load_beside_pass_fail_ones_and_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_text(json.dumps({**SCORED_GOOD, "score": 5.0}) + "\n"
+                    + json.dumps(GOOD) + "\n")
+    labels = load_labels(path, "l", {"quality": (1, 5), "helpful": None})
+    assert labels.scores_for("quality") == {"a": 5.0}
+    assert labels.for_criterion("helpful") == {"a": True}
+    assert labels.for_criterion("quality") == {}
+    stored = [lab.to_json() for lab in labels.labels]
+    assert stored[0] == {"id": "a", "criterion": "quality", "score": 5}
+    again = labels_from_json(stored, "l")
+    assert again == labels and again.digest == labels.digest

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from oloproof.enums import ExitCode, MetricKind
 from oloproof.errors import OloproofError
-from oloproof.evidence import LabelledVerdicts
+from oloproof.evidence import LabelledScores, LabelledVerdicts
 from oloproof.policy.decide import Decision, MetricSummary, decide_run
-from oloproof.policy.judges import JudgeReport, judge_report
+from oloproof.policy.judges import AnyJudgeReport, judge_report
 from oloproof.store.dbapi import DATABASE_ERRORS
 from oloproof.store.reader import (
     CriterionEvidence,
@@ -24,6 +24,7 @@ from oloproof.store.reader import (
     get_run,
     load_evidence,
     load_run_labels,
+    load_scores,
     load_verdicts,
 )
 
@@ -117,13 +118,28 @@ def stored_labels(conn: Connection, run: RunRecord) -> Labels | None:
 
 def labelled_verdicts(
     conn: Connection, run: RunRecord, labels: Labels | None
-) -> dict[str, LabelledVerdicts]:
-    """Per judge criterion with labels, the run's verdicts beside them."""
+) -> dict[str, LabelledVerdicts | LabelledScores]:
+    """Per judge criterion with labels, the run's verdicts (or a scored judge's scores)
+    beside them."""
     if labels is None:
         return {}
     binary = {m.get("criterion") for m in run.metrics if m.get("kind") == MetricKind.BINARY}
-    out: dict[str, LabelledVerdicts] = {}
+    scored: dict[str, list[float]] = {
+        str(m.get("criterion")): list(m["range"]) for m in run.metrics
+        if m.get("kind") == MetricKind.MEAN and m.get("judge") and m.get("range")
+    }
+    out: dict[str, LabelledVerdicts | LabelledScores] = {}
     for criterion in dict.fromkeys(lab.criterion for lab in labels.labels):
+        if criterion in scored:
+            scores = load_scores(conn, run, criterion)
+            given = labels.scores_for(criterion)
+            kept = {i: s for i, s in given.items() if i in scores}
+            low, high = scored[criterion]
+            out[criterion] = LabelledScores(
+                criterion, (float(low), float(high)), scores, kept, len(given) - len(kept),
+                labels.drawn_uniformly(criterion),
+            )
+            continue
         if criterion not in binary:
             continue
         verdicts = load_verdicts(conn, run, criterion)
@@ -137,7 +153,7 @@ def labelled_verdicts(
 
 def judge_reports(
     conn: Connection, run_id: str, level: float, labels: Any = STORED
-) -> list[JudgeReport]:
+) -> list[AnyJudgeReport]:
     """Agreement and corrected estimates of a stored run's judges at ``level``."""
     record = get_run(conn, run_id)
     chosen = stored_labels(conn, record) if labels is STORED else labels

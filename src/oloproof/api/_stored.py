@@ -49,7 +49,8 @@ def read_run(
             from oloproof.project.loader import load_release_policy
 
             metrics = {m["criterion"]: m["kind"] for m in record.metrics}
-            release = load_release_policy(str(policy), metrics)
+            judged = [m["criterion"] for m in record.metrics if m.get("judge")]
+            release = load_release_policy(str(policy), metrics, judges=judged)
         else:
             release = stored_policy(record, root)
         if isinstance(group_by, str):
@@ -57,10 +58,9 @@ def read_run(
         _check_stored(conn, record, release, policy, list(group_by or ()))
         chosen: Any = STORED
         if labels is not None:
-            judges = [m["criterion"] for m in record.metrics if m.get("judge")]
-            from oloproof.project.labels import load_labels
+            from oloproof.project.labels import load_labels, scales_of_run
 
-            chosen = load_labels(Path(labels), str(labels), judges)
+            chosen = load_labels(Path(labels), str(labels), scales_of_run(record.metrics))
         decisions, summaries = decide_stored(
             conn, record.id, release, chosen, group_by=list(group_by or ())
         )

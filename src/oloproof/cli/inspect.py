@@ -19,7 +19,7 @@ from oloproof.render.fit import fit
 from oloproof.render.tables import (
     cache_line,
     decisions_table,
-    judges_table,
+    judge_tables,
     metrics_table,
     run_title,
 )
@@ -208,7 +208,8 @@ def command(args: argparse.Namespace) -> int:
             print_to(sys.stdout, text(f"Run {run.id} has no human labels on a judge's criterion"
                                       " (human_labels in oloproof.yaml)."))
             return 0
-        print_to(sys.stdout, judges_table(reports))
+        for judges_shown in judge_tables(reports):
+            print_to(sys.stdout, judges_shown)
         return 0
     cases = load_cases(conn, run.id)
     if getattr(args, "flaky", False):

@@ -12,7 +12,9 @@ label written records the draw (``"sample": "uniform seed=… n=… pool=… run
 what lets the corrected estimate say its assumption was checked.
 
 Answers: ``y``/``pass``, ``n``/``fail``, ``s``/``skip`` (nothing written), ``q``/``quit``.
-Answers may come from a pipe (one per line); the end of input stops like ``q``.
+For a scored judge's criterion (``scale: [low, high]``) the answer is a whole number on the
+scale instead of ``y``/``n``, and the label written carries ``"score"``. Answers may come
+from a pipe (one per line); the end of input stops like ``q``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +31,7 @@ from oloproof.cli._common import project_root, read_project_store
 from oloproof.enums import CaseStatus, JudgmentStatus
 from oloproof.errors import UsageError
 from oloproof.project import load_project
-from oloproof.project.labels import UNIFORM, load_labels
+from oloproof.project.labels import UNIFORM, load_labels, scales_of_run
 from oloproof.store.reader import CaseRow, get_run, load_cases
 from oloproof.textsafe import printable
 
@@ -40,6 +43,7 @@ _NO = frozenset({"n", "no", "f", "fail"})
 _SKIP = frozenset({"s", "skip"})
 _QUIT = frozenset({"q", "quit"})
 _SHOWN = 2000  # characters of a value shown; the rest is one `inspect --case` away
+_WHOLE = re.compile(r"-?[0-9]{1,18}")  # a whole number, as a person types a score
 
 
 def _labels_path(args: argparse.Namespace) -> tuple[Path, str, bool]:
@@ -69,7 +73,8 @@ def _show(value: object) -> str:
     return text
 
 
-def _ask(prompt: str) -> str | None:
+def _ask(prompt: str, scale: tuple[int, int] | None = None) -> str | None:
+    """The person's answer: one of the words, or (``scale``) a whole number on the scale."""
     while True:
         sys.stdout.write(prompt)
         sys.stdout.flush()
@@ -78,9 +83,37 @@ def _ask(prompt: str) -> str | None:
             sys.stdout.write("\n")
             return None
         answer = line.strip().lower()
-        if answer in _YES | _NO | _SKIP | _QUIT:
+        if scale is None:
+            if answer in _YES | _NO | _SKIP | _QUIT:
+                return answer
+            sys.stdout.write("  answer y (pass), n (fail), s (skip) or q (quit)\n")
+            continue
+        if answer in _SKIP | _QUIT:
             return answer
-        sys.stdout.write("  answer y (pass), n (fail), s (skip) or q (quit)\n")
+        low, high = scale
+        if _WHOLE.fullmatch(answer) and low <= int(answer) <= high:
+            return str(int(answer))
+        sys.stdout.write(f"  answer a whole number from {low} to {high}, s (skip) or q (quit)\n")
+
+
+def _judge_said(judgment: object, scale: tuple[int, int] | None, answer: str) -> str:
+    """What the judge said about the case, beside the person's answer."""
+    status = getattr(judgment, "status", None)
+    if scale is not None:
+        score = getattr(judgment, "score", None)
+        if judgment is None or status != JudgmentStatus.OK or score is None:
+            return "no score (the judge failed on this case)"
+        gap = abs(float(score) - int(answer))
+        agrees = "agrees" if gap == 0 else f"DIFFERS by {gap:g}"
+        said = f"{float(score):g} ({agrees})"
+    else:
+        passed = getattr(judgment, "passed", None)
+        if judgment is None or status != JudgmentStatus.OK or passed is None:
+            return "no verdict (the judge failed on this case)"
+        agrees = "agrees" if passed == (answer in _YES) else "DISAGREES"
+        said = f"{'PASS' if passed else 'FAIL'} ({agrees})"
+    reason = getattr(judgment, "reason", None)
+    return said + (f": {printable(reason)}" if reason else "")
 
 
 def _append(path: Path, line: str) -> None:
@@ -97,7 +130,8 @@ def command(args: argparse.Namespace) -> int:
     project_root(args.config)
     conn = read_project_store(args.config)
     run = get_run(conn, args.run_id)
-    judges = [m["criterion"] for m in run.metrics if m.get("judge")]
+    scales = scales_of_run(run.metrics)
+    judges = list(scales)
     if args.criterion not in judges:
         known = ", ".join(judges) or "none: this run has no rubric_judge"
         raise UsageError(
@@ -107,8 +141,9 @@ def command(args: argparse.Namespace) -> int:
     path, shown, configured = _labels_path(args)
     if not path.parent.is_dir():
         raise UsageError(f"{shown}: the folder {path.parent} does not exist")
-    existing = load_labels(path, shown, judges) if path.exists() else None
-    done = set(existing.for_criterion(args.criterion)) if existing else set()
+    existing = load_labels(path, shown, scales) if path.exists() else None
+    done = existing.labelled(args.criterion) if existing else set()
+    scale = scales[args.criterion]
 
     cases = load_cases(conn, run.id)
     pool = sorted(
@@ -124,10 +159,12 @@ def command(args: argparse.Namespace) -> int:
         )
         return 0
     sample = f"{UNIFORM}seed={seed} n={args.n} pool={len(pool)} run={run.id}"
+    how = ("y (passes), n (fails)" if scale is None
+           else f"a whole number from {scale[0]} (worst) to {scale[1]} (best)")
     sys.stdout.write(
         f"Labelling {args.criterion} on {len(chosen)} of {len(pool)} unlabelled cases of"
         f" {run.id}, drawn at random (seed {seed}; --seed {seed} draws them again).\n"
-        f"Labels go to {shown}. Answer y (passes), n (fails), s (skip) or q (quit).\n"
+        f"Labels go to {shown}. Answer {how}, s (skip) or q (quit).\n"
     )
     written = 0
     for number, case in enumerate(chosen, 1):
@@ -137,27 +174,26 @@ def command(args: argparse.Namespace) -> int:
         if case.expected is not None:
             sys.stdout.write(f"expected:\n{_show(case.expected)}\n")
         sys.stdout.write(f"output:\n{_show(case.output)}\n")
-        answer = _ask(f"Does this output pass {args.criterion}? [y/n/s/q] ")
+        if scale is None:
+            answer = _ask(f"Does this output pass {args.criterion}? [y/n/s/q] ")
+        else:
+            answer = _ask(f"Score this output for {args.criterion} from {scale[0]} to"
+                          f" {scale[1]} [{scale[0]}-{scale[1]}/s/q] ", scale)
         if answer is None or answer in _QUIT:
             break
         if answer in _SKIP:
             continue
-        passed = answer in _YES
-        label: dict[str, object] = {"id": case.case_id, "criterion": args.criterion,
-                                    "pass": passed}
+        label: dict[str, object] = {"id": case.case_id, "criterion": args.criterion}
+        if scale is None:
+            label["pass"] = answer in _YES
+        else:
+            label["score"] = int(answer)
         if args.labeler:
             label["labeler"] = args.labeler
         label["sample"] = sample
         _append(path, json.dumps(label, ensure_ascii=False))
         written += 1
-        if judgment is None or judgment.status != JudgmentStatus.OK or judgment.passed is None:
-            verdict = "no verdict (the judge failed on this case)"
-        else:
-            agrees = "agrees" if judgment.passed == passed else "DISAGREES"
-            verdict = f"{'PASS' if judgment.passed else 'FAIL'} ({agrees})"
-            if judgment.reason:
-                verdict += f": {printable(judgment.reason)}"
-        sys.stdout.write(f"the judge said: {verdict}\n")
+        sys.stdout.write(f"the judge said: {_judge_said(judgment, scale, answer)}\n")
     hint = "" if configured else (
         f" Add human_labels: {shown} to oloproof.yaml so that runs measure the judge against"
         " them."

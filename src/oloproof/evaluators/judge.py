@@ -1,9 +1,13 @@
-"""The rubric judge: an LLM asked whether an output passes a rubric.
+"""The rubric judge: an LLM asked whether an output passes a rubric, or how well
+it meets it on a scale.
 
 The judge sees the rubric, the case input, the expected values where present,
 and the output, and must answer one JSON object ``{"pass": ..., "reason":
-...}``. An answer that cannot be parsed is a judge error: the case is missing
-for this criterion, never guessed. Provider calls run in the judge pool
+...}``; a scored judge (``scale: [low, high]``) answers ``{"score": ...,
+"reason": ...}`` with a whole number on its scale, and its criterion is a MEAN
+metric whose range is the scale. An answer that cannot be parsed (for a score:
+not a whole number, or outside the scale) is a judge error: the case is missing
+for this criterion, never guessed, rounded or clipped. Provider calls run in the judge pool
 (``concurrency.judge``) under the shared retry policy; a verdict that cannot
 be parsed is not retried (the same prompt at temperature 0 would most likely
 give the same answer, and we would rather record it).
@@ -21,6 +25,7 @@ verdict's reason, an error) has it masked, even if a provider echoed it.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -38,7 +43,13 @@ from oloproof.providers.base import (
     resolve_api_key,
 )
 from oloproof.providers.factory import make_provider
-from oloproof.providers.verdict import PROMPT_VERSION, build_judge_prompt, parse_verdict
+from oloproof.providers.verdict import (
+    PROMPT_VERSION,
+    SCORE_PROMPT_VERSION,
+    build_judge_prompt,
+    parse_score,
+    parse_verdict,
+)
 from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask, shown_url
 from oloproof.transport.limiter import AdaptiveLimiter
 from oloproof.transport.retry import (
@@ -89,6 +100,13 @@ class RubricJudge:
         self.criterion: str = config.criterion
         self.field = field
         self.rubric: str = config.rubric
+        # A scored judge: its scale, and its metric a MEAN over that range.
+        self.scale: tuple[int, int] | None = (
+            None if config.scale is None else (int(config.scale[0]), int(config.scale[1]))
+        )
+        if self.scale is not None:
+            self.metric_kind = MetricKind.MEAN
+            self.value_range = (float(self.scale[0]), float(self.scale[1]))
         file = getattr(getattr(project, "config_path", None), "name", None)
         self.retry = RetryPolicy()
         self.concurrency = 4
@@ -115,20 +133,24 @@ class RubricJudge:
                 accepted=exc.accepted,
             ) from None
         # The judge's identity: what decides its verdicts. Not the key, not timeouts.
-        self.identity = digest(
-            {
-                "kind": "rubric_judge",
-                "provider": config.provider,
-                "model": config.model,
-                "base_url": config.base_url,
-                "rubric": self.rubric,
-                "temperature": config.request_temperature,
-                "max_tokens": config.request_max_tokens,
-                "max_completion_tokens": config.max_completion_tokens,
-                "extra_body": dict(config.extra_body),
-                "prompt_version": PROMPT_VERSION,
-            }
-        )
+        # A scored judge's holds its scale and its own prompt's version; a pass/fail
+        # judge's is what it always was, so its cached verdicts stay valid.
+        identity: dict[str, Any] = {
+            "kind": "rubric_judge",
+            "provider": config.provider,
+            "model": config.model,
+            "base_url": config.base_url,
+            "rubric": self.rubric,
+            "temperature": config.request_temperature,
+            "max_tokens": config.request_max_tokens,
+            "max_completion_tokens": config.max_completion_tokens,
+            "extra_body": dict(config.extra_body),
+            "prompt_version": PROMPT_VERSION,
+        }
+        if self.scale is not None:
+            identity["scale"] = list(self.scale)
+            identity["prompt_version"] = SCORE_PROMPT_VERSION
+        self.identity = digest(identity)
 
     def __repr__(self) -> str:
         return (
@@ -211,7 +233,7 @@ class RubricJudge:
         assert self._client is not None, "RubricJudge.start() was not awaited"
         provider = self._provider
         system_prompt, user_prompt = build_judge_prompt(
-            self.rubric, case.input, case.expected, output
+            self.rubric, case.input, case.expected, output, scale=self.scale
         )
         latency = [0.0]
         limiter = self.limiter
@@ -242,6 +264,13 @@ class RubricJudge:
             )
         reply = done.value
         try:
+            if self.scale is not None:
+                scored = parse_score(reply.text, self.scale)
+                return Outcome(
+                    JudgmentStatus.OK, score=float(scored.score),
+                    reason=self._masked(scored.reason), usage=reply.usage,
+                    attempts=done.attempts, latency_ms=latency[0],
+                )
             verdict = parse_verdict(reply.text)
         except AttemptFailure as failure:
             return Outcome(
@@ -273,10 +302,13 @@ class PanelJudge:
 
     The judges are called together for each case. ``majority``: the case passes when more
     than half of the judges pass it (a tie fails); ``unanimous``: when every judge passes
-    it. A judge that fails to answer is never guessed: the panel's verdict stands only if
-    it would be the same whatever that judge said, and is otherwise an ERROR (missing).
-    The reason names every judge's verdict and starts with ``split panel`` when they
-    disagreed (a flakiness signal, counted after the run) or ``panel agrees``.
+    it. A scored panel (``scale:``) combines its judges' scores by their ``median`` (the
+    default; the mean of the middle two for an even number) or their ``mean``. A judge
+    that fails to answer is never guessed: the panel's verdict (or score) stands only if
+    it would be the same whatever that judge said (anything on the scale, for a score),
+    and is otherwise an ERROR (missing). The reason names every judge's verdict and
+    starts with ``split panel`` when they disagreed (a flakiness signal, counted after the
+    run) or ``panel agrees``.
     """
 
     metric_kind: str = MetricKind.BINARY
@@ -308,6 +340,10 @@ class PanelJudge:
             "kind": "rubric_judge_panel", "rule": self.rule,
             "judges": [j.identity for j in self.judges],
         })
+        self.scale = self.judges[0].scale if self.judges else None
+        if self.scale is not None:
+            self.metric_kind = MetricKind.MEAN
+            self.value_range = (float(self.scale[0]), float(self.scale[1]))
 
     def __repr__(self) -> str:
         return f"PanelJudge(criterion={self.criterion!r}, rule={self.rule!r}, judges={self.names})"
@@ -352,14 +388,61 @@ class PanelJudge:
             return False
         return None
 
-    async def evaluate(self, case: CaseView, output: Any) -> Outcome:
-        outcomes = await asyncio.gather(*(j.evaluate(case, output) for j in self.judges))
-        verdicts = [o.passed if o.status == JudgmentStatus.OK else None for o in outcomes]
-        verdict = self.combine(verdicts)
-        seen = {v for v in verdicts if v is not None}
+    def combine_scores(self, scores: list[float | None]) -> float | None:
+        """The panel's score (``median`` or ``mean``), or None when a missing judge could
+        change it: both are monotone in every judge's score, so the score stands only if
+        it is the same with every missing score at the scale's low and at its high."""
+        assert self.scale is not None
+        import statistics
+
+        def combined(fill: float) -> float:
+            values = [fill if s is None else s for s in scores]
+            if self.rule == "mean":
+                return math.fsum(values) / len(values)
+            return float(statistics.median(values))
+
+        low, high = combined(float(self.scale[0])), combined(float(self.scale[1]))
+        return low if low == high else None
+
+    def _scores_outcome(self, outcomes: list[Outcome]) -> Outcome:
+        scores = [o.score if o.status == JudgmentStatus.OK else None for o in outcomes]
+        score = self.combine_scores(scores)
+        seen = {s for s in scores if s is not None}
+        parts = []
+        for name, o, v in zip(self.names, outcomes, scores, strict=True):
+            said = "ERROR" if v is None else f"{v:g}"
+            parts.append(f"{name} {said}" + (f": {o.reason}" if o.reason else ""))
+        head = PANEL_SPLIT if len(seen) > 1 else PANEL_AGREED
+        result = "unknown" if score is None else f"{score:g}"
+        reason = f"{head}, {self.rule} {result} over {len(scores)} judges: " + "; ".join(parts)
+        return self._outcome(outcomes, score is not None, reason, score=score,
+                             missing_note="a judge's missing score could change the panel's")
+
+    def _outcome(self, outcomes: list[Outcome], stands: bool, reason: str, *,
+                 passed: bool | None = None, score: float | None = None,
+                 missing_note: str) -> Outcome:
         usage = Usage()
         for o in outcomes:
             usage.add(o.usage)
+        latencies = [o.latency_ms for o in outcomes if o.latency_ms is not None]
+        return Outcome(
+            JudgmentStatus.OK if stands else JudgmentStatus.ERROR,
+            passed=passed if stands else None,
+            score=score if stands else None,
+            reason=reason if stands else f"{reason} ({missing_note})",
+            usage=usage if any(o.usage for o in outcomes) else None,
+            attempts=max(o.attempts for o in outcomes),
+            latency_ms=max(latencies) if latencies else None,
+            outage=not stands and any(o.outage for o in outcomes),
+        )
+
+    async def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        outcomes = await asyncio.gather(*(j.evaluate(case, output) for j in self.judges))
+        if self.scale is not None:
+            return self._scores_outcome(list(outcomes))
+        verdicts = [o.passed if o.status == JudgmentStatus.OK else None for o in outcomes]
+        verdict = self.combine(verdicts)
+        seen = {v for v in verdicts if v is not None}
         parts = []
         for name, o, v in zip(self.names, outcomes, verdicts, strict=True):
             said = "ERROR" if v is None else ("PASS" if v else "FAIL")
@@ -368,14 +451,5 @@ class PanelJudge:
         head = PANEL_SPLIT if len(seen) > 1 else PANEL_AGREED
         reason = (f"{head}, {passes} of {len(verdicts)} pass ({self.rule}): "
                   + "; ".join(parts))
-        latencies = [o.latency_ms for o in outcomes if o.latency_ms is not None]
-        return Outcome(
-            JudgmentStatus.OK if verdict is not None else JudgmentStatus.ERROR,
-            passed=verdict,
-            reason=reason if verdict is not None
-            else f"{reason} (a judge's missing verdict could change the panel's)",
-            usage=usage if any(o.usage for o in outcomes) else None,
-            attempts=max(o.attempts for o in outcomes),
-            latency_ms=max(latencies) if latencies else None,
-            outage=verdict is None and any(o.outage for o in outcomes),
-        )
+        return self._outcome(list(outcomes), verdict is not None, reason, passed=verdict,
+                             missing_note="a judge's missing verdict could change the panel's")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from oloproof._records import asdict, dataclass
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
 from oloproof.errors import ConfigError
-from oloproof.evidence import CriterionEvidence, LabelledVerdicts, aggregate_name
+from oloproof.evidence import CriterionEvidence, LabelledScores, LabelledVerdicts, aggregate_name
 from oloproof.policy.format import (
     as_decimal,
     estimate_text,
@@ -23,7 +23,13 @@ from oloproof.policy.format import (
     level_text,
     value_text,
 )
-from oloproof.policy.judges import CORRECTED_METHOD, JudgeReport, judge_report, validate
+from oloproof.policy.judges import (
+    CORRECTED_METHOD,
+    AnyJudgeReport,
+    JudgeReport,
+    judge_report,
+    validate,
+)
 from oloproof.policy.rules import decide_threshold
 from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
 from oloproof.stats.betting import betting_mean, betting_ranges
@@ -464,7 +470,7 @@ def _decide_family(
 def decide_run(
     evidence: Mapping[str, CriterionEvidence],
     policy: ReleasePolicy,
-    labelled: Mapping[str, LabelledVerdicts] | None = None,
+    labelled: Mapping[str, LabelledVerdicts | LabelledScores] | None = None,
 ) -> tuple[list[Decision], dict[str, MetricSummary]]:
     """Every rule of ``policy`` on a run's evidence, in declared order, with its action.
 
@@ -592,15 +598,20 @@ def with_aggregates(
 
 
 def _decide_corrected(
-    rule: IntervalRule, s: MetricSummary, report: JudgeReport | None, level: float
+    rule: IntervalRule, s: MetricSummary, report: AnyJudgeReport | None, level: float
 ) -> Decision:
     if s.observed == 0:
         d = decide_interval_rule(rule, s, level)  # no verdict of the judge at all
         d.basis = "corrected"
         return d
-    corrected = None if report is None else report.corrected
+    corrected = report.corrected if isinstance(report, JudgeReport) else None
     if corrected is None:
-        why = report.corrected_note if report is not None else "the run has no human labels"
+        if isinstance(report, JudgeReport):
+            why = report.corrected_note
+        elif report is not None:
+            why = "estimates a pass rate, and this judge gives scores"
+        else:
+            why = "the run has no human labels"
         direction, t = _threshold_of(rule)
         return Decision(
             rule=rule.id, metric=rule.metric, kind="interval_threshold", state=MANUAL,
@@ -628,7 +639,7 @@ def _decide_one(
     evidence: Mapping[str, CriterionEvidence],
     summaries: Mapping[str, MetricSummary],
     level: float,
-    reports: Mapping[str, JudgeReport] | None = None,
+    reports: Mapping[str, AnyJudgeReport] | None = None,
 ) -> Decision:
     if isinstance(rule, ObservedCountRuleShape):
         return decide_observed_count(rule, evidence[rule.metric])

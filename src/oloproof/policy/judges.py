@@ -1,19 +1,28 @@
 """A judge measured against a person's labels, and what that does to a rule.
 
 :func:`judge_report` computes, for one judge criterion of a run, the agreement
-statistics on the labelled cases (oloproof.stats.agreement) and the prediction-powered
-estimate of the rate a person would give (oloproof.stats.ppi). :func:`validate` turns a
-rule's ``judge_validation`` into ``MANUAL_REVIEW`` while the labels are too few or do not
-show agreement above the floor. Pure: numbers in, typed results out.
+statistics on the labelled cases (oloproof.stats.agreement): for a pass/fail judge the
+2x2 table, sensitivity, specificity, kappa and the prediction-powered estimate of the
+rate a person would give (oloproof.stats.ppi); for a scored judge the mean absolute
+difference and the quadratic-weighted kappa. :func:`validate` turns a rule's
+``judge_validation`` into ``MANUAL_REVIEW`` while the labels are too few or do not show
+the judge good enough. Pure: numbers in, typed results out.
+
+Why sensitivity and specificity, not agreement alone: at 90% prevalence a judge that
+passes everything agrees with the person on 90% of cases (its agreement's lower bound
+clears 0.85 with a hundred labels) while it never fails what the person fails
+(specificity 0). Each of the two has its own Clopper-Pearson bound, so a constant judge
+can never be validated, whatever the prevalence.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 from oloproof.enums import MetricKind
-from oloproof.evidence import LabelledVerdicts
+from oloproof.evidence import LabelledScores, LabelledVerdicts
 from oloproof.policy.format import estimate_text, interval_text, level_text, value_text
 from oloproof.stats.intervals import Interval
 
@@ -21,10 +30,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.project.models import JudgeValidation
-    from oloproof.stats.agreement import Agreement
+    from oloproof.stats.agreement import Agreement, Proportion, ScoreAgreement
 
-__all__ = ["CORRECTED_METHOD", "Corrected", "JudgeReport", "corrected_rate", "judge_report",
-           "validate"]
+__all__ = ["CORRECTED_METHOD", "AnyJudgeReport", "Corrected", "JudgeReport",
+           "ScoredJudgeReport", "corrected_rate", "judge_report", "validate"]
 
 CORRECTED_METHOD = ("prediction-powered (Angelopoulos et al. 2023), lambda = 1, interval calibrated"
                     " for each side")
@@ -44,8 +53,18 @@ class Corrected:
     level: float
 
 
+def _assumption(drawn_uniformly: bool) -> str:
+    if drawn_uniformly:
+        return ("checked: every label was drawn uniformly at random from the run's"
+                " unlabelled cases by oloproof label")
+    return ("not checked: the labels do not record a uniform random draw (write them"
+            " with oloproof label to have it recorded)")
+
+
 @dataclass(frozen=True)
 class JudgeReport:
+    """A pass/fail judge against a person's labels."""
+
     criterion: str
     labels: int  # labels on the run's cases
     judge_missing: int  # labelled cases without a verdict from the judge
@@ -60,13 +79,16 @@ class JudgeReport:
     @property
     def assumption(self) -> str:
         """Whether the corrected estimate's assumption was checked, in words."""
-        if self.drawn_uniformly:
-            return ("checked: every label was drawn uniformly at random from the run's"
-                    " unlabelled cases by oloproof label")
-        return ("not checked: the labels do not record a uniform random draw (write them"
-                " with oloproof label to have it recorded)")
+        return _assumption(self.drawn_uniformly)
+
+    @property
+    def n(self) -> int:
+        """Labelled cases with a verdict from the judge."""
+        return self.agreement.n
 
     def to_json(self) -> dict[str, Any]:
+        from oloproof.stats.agreement import KAPPA_METHOD
+
         a = self.agreement
 
         def prop(p: Any) -> dict[str, Any]:
@@ -89,7 +111,7 @@ class JudgeReport:
             "kappa": {"estimate": a.kappa,
                       "lower": a.kappa_interval.lower if a.kappa_interval else None,
                       "upper": a.kappa_interval.upper if a.kappa_interval else None,
-                      "method": "Fleiss, Cohen and Everitt (1969), large-sample"},
+                      "method": KAPPA_METHOD},
             "raw": {"estimate": self.raw_estimate, "observed": self.raw_observed},
             "corrected": None if c is None else {
                 "estimate": c.estimate, "lower": c.lower, "upper": c.upper, "lambda": c.lam,
@@ -100,6 +122,55 @@ class JudgeReport:
             },
             "corrected_note": self.corrected_note,
         }
+
+
+@dataclass(frozen=True)
+class ScoredJudgeReport:
+    """A scored judge (``scale:``) against a person's scores."""
+
+    criterion: str
+    labels: int  # labels on the run's cases
+    judge_missing: int  # labelled cases without a score from the judge
+    labels_elsewhere: int  # labels on ids the run does not hold
+    agreement: ScoreAgreement
+    raw_estimate: float | None  # the judge's mean score over the run's observed cases
+    raw_observed: int
+    drawn_uniformly: bool = False
+
+    @property
+    def n(self) -> int:
+        """Labelled cases with a score from the judge."""
+        return self.agreement.n
+
+    @property
+    def assumption(self) -> str:
+        return _assumption(self.drawn_uniformly)
+
+    def to_json(self) -> dict[str, Any]:
+        from oloproof.stats.agreement import MEAN_ABS_DIFF_METHOD, WEIGHTED_KAPPA_METHOD
+
+        a = self.agreement
+
+        def bounds(value: float | None, iv: Interval | None, method: str) -> dict[str, Any]:
+            return {"estimate": value, "lower": iv.lower if iv else None,
+                    "upper": iv.upper if iv else None, "method": method}
+
+        return {
+            "criterion": self.criterion,
+            "scale": [int(x) if x == int(x) else x for x in a.scale], "labels": self.labels,
+            "judge_missing": self.judge_missing, "labels_elsewhere": self.labels_elsewhere,
+            "confidence_level": a.level, "pairs": a.n, "exact": a.exact,
+            "judge_mean": a.judge_mean, "person_mean": a.person_mean, "mean_diff": a.mean_diff,
+            "mean_abs_diff": bounds(a.mean_abs_diff, a.mean_abs_diff_interval,
+                                    MEAN_ABS_DIFF_METHOD),
+            "weighted_kappa": bounds(a.weighted_kappa, a.weighted_kappa_interval,
+                                     WEIGHTED_KAPPA_METHOD),
+            "raw": {"estimate": self.raw_estimate, "observed": self.raw_observed},
+            "assumption": self.assumption,
+        }
+
+
+AnyJudgeReport = JudgeReport | ScoredJudgeReport
 
 
 def corrected_rate(lv: LabelledVerdicts, level: float) -> tuple[Corrected | None, str]:
@@ -131,8 +202,20 @@ def corrected_rate(lv: LabelledVerdicts, level: float) -> tuple[Corrected | None
                      missing, level), ""
 
 
-def judge_report(lv: LabelledVerdicts, level: float) -> JudgeReport:
-    """Agreement and the corrected estimate of one judge criterion at ``level``."""
+def judge_report(lv: LabelledVerdicts | LabelledScores, level: float) -> AnyJudgeReport:
+    """Agreement (and, for a pass/fail judge, the corrected estimate) of one judge
+    criterion at ``level``."""
+    if isinstance(lv, LabelledScores):
+        from oloproof.stats.agreement import score_agreement  # only for runs with labels
+
+        judge, person, missing = lv.pairs()
+        observed_scores = [s for s in lv.scores.values() if s is not None]
+        return ScoredJudgeReport(
+            lv.criterion, len(lv.labels), missing, lv.labels_elsewhere,
+            score_agreement(judge, person, lv.scale, level),
+            math.fsum(observed_scores) / len(observed_scores) if observed_scores else None,
+            len(observed_scores), lv.drawn_uniformly,
+        )
     from oloproof.stats.agreement import agreement  # only for runs with human labels
 
     both_pass, judge_only, person_only, both_fail, missing = lv.table()
@@ -146,46 +229,212 @@ def judge_report(lv: LabelledVerdicts, level: float) -> JudgeReport:
     )
 
 
+# ------------------------------------------------------------------------------ validation
+
+
+@dataclass(frozen=True)
+class _Check:
+    """One figure of a judge held to its floor (or ceiling).
+
+    ``state``: ``shown`` (the bound is on the right side), ``unproven`` (the estimate is,
+    the bound is not yet), ``hopeless`` (the estimate itself is on the wrong side, or
+    undefined where it cannot become defined), ``unmeasured`` (no labelled case of the
+    kind it is measured on). ``total``: about how many labels in all would show it if the
+    figures held (None: no number would, or it is not known).
+    """
+
+    name: str
+    state: str
+    seen: str
+    bar: str
+    total: int | None = None
+    short: str = ""  # the observed figure alone: ``1/2 = 50.0%``, ``0.625``
+
+
+def _rate_check(name: str, p: Proportion, floor: float, level: float, share: float | None,
+                whom: str) -> _Check:
+    """A Clopper-Pearson lower bound against ``floor``. ``share``: the part of all labels
+    this rate is measured on (sensitivity: the cases the person passes), to turn labels of
+    that kind into labels in all."""
+    from oloproof.stats.agreement import labels_to_settle
+
+    bar = value_text(floor, MetricKind.BINARY)
+    if p.n == 0 or p.interval is None or p.estimate is None:
+        return _Check(name, "unmeasured",
+                      f"{name} not measured: no labelled case the person {whom}", bar)
+    iv = interval_text(p.interval.lower, p.interval.upper, MetricKind.BINARY)
+    short = f"{p.k}/{p.n} = {estimate_text(p.estimate, MetricKind.BINARY)}"
+    seen = f"{name} {short}, {level_text(level)} CP {iv}"
+    if p.interval.lower >= floor:
+        return _Check(name, "shown", seen, bar, short=short)
+    needed = labels_to_settle(p.k, p.n, floor, level)
+    if needed is None:
+        return _Check(name, "hopeless", seen, bar, short=short)
+    total = needed if share is None else math.ceil(needed / share)
+    return _Check(name, "unproven", seen, bar, total, short=short)
+
+
+def _binary_checks(config: JudgeValidation, report: JudgeReport, level: float) -> list[_Check]:
+    a = report.agreement
+    n = a.n
+    positives = a.sensitivity.n
+    checks = [
+        _rate_check("sensitivity", a.sensitivity, config.sensitivity_floor, level,
+                    positives / n if n else None, "passes"),
+        _rate_check("specificity", a.specificity, config.specificity_floor, level,
+                    (n - positives) / n if n else None, "fails"),
+    ]
+    if config.min_agreement is not None:
+        checks.append(_rate_check("agreement", a.agreement, float(config.min_agreement), level,
+                                  None, "labels"))
+    return checks
+
+
+def _about(n: int, half: float, room: float) -> int | None:
+    """About how many labels in all bring a half-width of ``half`` at ``n`` labels under
+    ``room``, the interval narrowing as 1/sqrt(n) (approximate)."""
+    if room <= 0:
+        return None
+    if half <= 0:
+        return n
+    return max(n, math.ceil(n * (half / room) ** 2))
+
+
+def _scored_checks(config: JudgeValidation, report: ScoredJudgeReport,
+                   level: float) -> list[_Check]:
+    a = report.agreement
+    lv = level_text(level)
+    checks: list[_Check] = []
+    ceiling = config.max_mean_abs_diff
+    if ceiling is not None:
+        bar = value_text(float(ceiling), MetricKind.MEAN)
+        mad, iv = a.mean_abs_diff, a.mean_abs_diff_interval
+        if mad is None or iv is None:
+            checks.append(_Check("mean absolute difference", "unmeasured",
+                                 "mean absolute difference not measured", bar))
+        else:
+            short = estimate_text(mad, MetricKind.MEAN)
+            seen = (f"mean absolute difference {short} points, "
+                    f"{lv} {interval_text(iv.lower, iv.upper, MetricKind.MEAN)}")
+            if iv.upper <= ceiling:
+                checks.append(_Check("mean absolute difference", "shown", seen, bar,
+                                     short=short))
+            elif mad >= ceiling:
+                checks.append(_Check("mean absolute difference", "hopeless", seen, bar,
+                                     short=short))
+            else:
+                checks.append(_Check("mean absolute difference", "unproven", seen, bar,
+                                     _about(a.n, iv.upper - mad, ceiling - mad), short=short))
+    floor = config.min_weighted_kappa
+    if floor is not None:
+        bar = f"{float(floor):g}"
+        kappa, iv = a.weighted_kappa, a.weighted_kappa_interval
+        if kappa is None:
+            checks.append(_Check("weighted kappa", "unmeasured",
+                                 "weighted kappa undefined (the judge and the person gave "
+                                 "every labelled case one and the same score)", bar))
+        elif iv is None:
+            checks.append(_Check("weighted kappa", "unmeasured" if kappa > floor else "hopeless",
+                                 f"weighted kappa {kappa:.2f}, no interval (no variance)", bar))
+        else:
+            short = f"{kappa:.2f}"
+            seen = f"weighted kappa {short}, {lv} [{iv.lower:.2f}, {iv.upper:.2f}]"
+            if iv.lower >= floor:
+                checks.append(_Check("weighted kappa", "shown", seen, bar, short=short))
+            elif kappa <= floor:
+                checks.append(_Check("weighted kappa", "hopeless", seen, bar, short=short))
+            else:
+                checks.append(_Check("weighted kappa", "unproven", seen, bar,
+                                     _about(a.n, kappa - iv.lower, kappa - floor),
+                                     short=short))
+    return checks
+
+
+def _outlook(checks: list[_Check], n: int, scored: bool) -> str:
+    """What more labels would do, at the observed figures (nothing to say without any)."""
+    if n == 0:
+        return ""
+    hopeless = [c for c in checks if c.state == "hopeless"]
+    if hopeless:
+        c = hopeless[0]
+        side = "at or under" if c.name == "mean absolute difference" else "at or above"
+        figure = f" ({c.short})" if c.short else ""
+        return (f"at the observed {c.name}{figure} no number of labels shows it {side} "
+                f"{c.bar}: review the rubric or the judge")
+    unmeasured = [c for c in checks if c.state == "unmeasured"]
+    if unmeasured:
+        return f"{unmeasured[0].seen}: label more cases, drawn at random"
+    totals = [c.total for c in checks if c.state == "unproven" and c.total is not None]
+    if not totals:
+        return ""
+    total = max(totals)
+    if scored:
+        return (f"about {total} labels in all would validate it if its figures held"
+                f" ({max(total - n, 0)} more; approximate: the intervals narrow as 1/sqrt(n))")
+    return (f"{total} labels in all would validate it at the observed rates"
+            f" ({max(total - n, 0)} more)")
+
+
+_REASON_WORD = {"sensitivity": "sensitivity", "specificity": "specificity",
+                "agreement": "agreement", "mean absolute difference": "mean_abs_diff",
+                "weighted kappa": "weighted_kappa"}
+
+
 def validate(
-    config: JudgeValidation, report: JudgeReport | None, level: float
+    config: JudgeValidation, report: AnyJudgeReport | None, level: float
 ) -> tuple[str, str] | None:
     """``(reason, detail)`` when the judge is not validated (the rule is MANUAL_REVIEW);
-    None when the labels show agreement at or above the floor at ``level``."""
+    None when the labels show it good enough at ``level``.
+
+    A pass/fail judge is validated when the Clopper-Pearson lower bounds of its
+    sensitivity and of its specificity each reach their floor (and of its agreement, when
+    ``min_agreement`` is set); a scored judge when the upper bound of its mean absolute
+    difference is at or under ``max_mean_abs_diff`` and the lower bound of its weighted
+    kappa at or above ``min_weighted_kappa`` (those that are set). Always after
+    ``min_labels`` labelled cases with a verdict.
+    """
     need = config.min_labels
-    floor = config.min_agreement
     if report is None:
         return ("judge_labels_too_few",
                 (f"no human labels on this run; judge_validation needs {need}: label {need}"
                 " cases (human_labels in oloproof.yaml)"))
-    a = report.agreement
-    n = a.n
+    scored = isinstance(report, ScoredJudgeReport)
+    if scored:
+        assert isinstance(report, ScoredJudgeReport)
+        checks = _scored_checks(config, report, level)
+        if not checks:
+            return ("judge_validation_needs_a_threshold",
+                    ("a scored judge is validated with max_mean_abs_diff or "
+                     "min_weighted_kappa, and this rule's judge_validation sets neither"))
+    else:
+        assert isinstance(report, JudgeReport)
+        checks = _binary_checks(config, report, level)
+    n = report.n
+    outlook = _outlook(checks, n, scored)
     if n < need:
+        what = "labelled cases with a score" if scored else "labelled cases with a verdict"
         return ("judge_labels_too_few",
-                (f"{n} labelled cases with a verdict; judge_validation needs {need}: label "
-                f"{need - n} more"))
-    prop = a.agreement
-    assert prop.interval is not None and prop.estimate is not None
-    iv = interval_text(prop.interval.lower, prop.interval.upper, MetricKind.BINARY)
-    seen = (f"agreement {prop.k}/{n} = {estimate_text(prop.estimate, MetricKind.BINARY)}, "
-            f"{level_text(level)} CP {iv}")
-    floor_text = value_text(floor, MetricKind.BINARY)
-    if prop.interval.lower >= floor:
+                (f"{n} {what}; judge_validation needs {need}: label {need - n} more"
+                 + (f"; {outlook}" if outlook else "")))
+    failing = [c for c in checks if c.state != "shown"]
+    if not failing:
         return None
-    from oloproof.stats.agreement import labels_to_settle
+    seen = "; ".join(c.seen for c in checks)
+    worst = next((c for c in failing if c.state == "hopeless"), failing[0])
+    word = _REASON_WORD[worst.name]
+    if worst.state == "hopeless":
+        reason = ("judge_mean_abs_diff_above_ceiling" if word == "mean_abs_diff"
+                  else f"judge_{word}_below_floor")
+    else:
+        reason = f"judge_{word}_unproven"
+    if worst.state == "unproven":
+        side = "upper bound over" if word == "mean_abs_diff" else "lower bound under"
+        return (reason, f"{seen}: {worst.name} {side} {worst.bar}; {outlook}")
+    return (reason, f"{seen}; {outlook}")
 
-    total = labels_to_settle(prop.k, n, floor, level)
-    if total is None:
-        return ("judge_agreement_below_floor",
-                (f"{seen}; at this rate no number of labels shows {floor_text}: review the "
-                "rubric or the judge"))
-    return ("judge_agreement_unproven",
-            (f"{seen}: lower bound under {floor_text}; about {total - n} more labels would "
-            f"settle it if agreement holds at "
-            f"{estimate_text(prop.estimate, MetricKind.BINARY)}"))
 
-
-def corrected_interval(report: JudgeReport | None) -> Interval | None:
-    if report is None or report.corrected is None:
+def corrected_interval(report: AnyJudgeReport | None) -> Interval | None:
+    if not isinstance(report, JudgeReport) or report.corrected is None:
         return None
     return Interval(report.corrected.lower, report.corrected.upper)
 

@@ -93,7 +93,7 @@ class Project:
         shown = os.path.normpath(os.path.join(parent, name))
         from oloproof.project.labels import load_labels
 
-        return load_labels(self.root / name, shown, self.config.judge_criteria())
+        return load_labels(self.root / name, shown, self.config.judge_scales())
 
 
 def beside(project: Project, name: str) -> str:

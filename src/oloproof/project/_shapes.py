@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "DEFAULT_JUDGE_FLOOR",
     "MAX_EVALUATOR_CONCURRENCY",
+    "MAX_SCALE_SPAN",
     "NO_POLICY",
     "AbsoluteErrorShape",
     "ComparePolicyShape",
@@ -32,6 +34,7 @@ __all__ = [
     "CustomShape",
     "EvaluatorShape",
     "IntervalRuleShape",
+    "JudgeValidationShape",
     "ObservedCountRuleShape",
     "ProjectConfigShape",
     "RegexShape",
@@ -43,6 +46,11 @@ __all__ = [
 MAX_EVALUATOR_CONCURRENCY = 256
 #: The value of ``policy:`` in oloproof.yaml that declares no release rules.
 NO_POLICY = "none"
+#: The widest scale a scored judge may have, in points above its low (``[0, 100]``).
+MAX_SCALE_SPAN = 100
+#: A pass/fail judge's sensitivity and specificity floors when a policy sets neither
+#: them nor ``min_agreement`` (judge_validation).
+DEFAULT_JUDGE_FLOOR = 0.85
 
 _RE_FLAGS: dict[str, re.RegexFlag] = {
     "IGNORECASE": re.IGNORECASE,
@@ -108,6 +116,7 @@ class RegexShape(EvaluatorShape):
 
 class RubricJudgeShape(EvaluatorShape):
     if TYPE_CHECKING:  # fields of the models; not declared here, or pydantic would take them
+        scale: tuple[int, int] | None
         provider: str
         temperature: float | None
         max_tokens: int | None
@@ -116,6 +125,18 @@ class RubricJudgeShape(EvaluatorShape):
         rubric_text: str | None
         _rubric: str | None
         model_fields_set: Any
+
+    @property
+    def metric_kind(self) -> MetricKind:
+        """BINARY for a pass/fail judge; MEAN for a scored one (``scale:``)."""
+        return MetricKind.BINARY if self.scale is None else MetricKind.MEAN
+
+    @property
+    def value_range(self) -> tuple[float, float] | None:
+        """A scored judge's scale as its metric's range; None for a pass/fail judge."""
+        if self.scale is None:
+            return None
+        return float(self.scale[0]), float(self.scale[1])
 
     @property
     def request_temperature(self) -> float | None:
@@ -159,6 +180,13 @@ class ProjectConfigShape:
         """The criteria of the project's rubric judges, in declared order."""
         return [e.criterion for e in self.evaluators if e.type == "rubric_judge"]
 
+    def judge_scales(self) -> dict[str, tuple[int, int] | None]:
+        """Judge criterion -> its scale (a scored judge) or None (pass/fail), in order."""
+        return {
+            e.criterion: (None if e.scale is None else (int(e.scale[0]), int(e.scale[1])))
+            for e in self.evaluators if e.type == "rubric_judge"
+        }
+
     @property
     def declares_no_policy(self) -> bool:
         """Whether oloproof.yaml says ``policy: none`` (no release rules, on purpose)."""
@@ -171,6 +199,32 @@ class ProjectConfigShape:
 
 class IntervalRuleShape:
     """A release rule on the interval (``kind: interval_threshold``)."""
+
+
+class JudgeValidationShape:
+    """``judge_validation`` on a rule: the floors that apply, with their defaults."""
+
+    if TYPE_CHECKING:  # fields of the models; not declared here, or pydantic would take them
+        min_agreement: float | None
+        min_sensitivity: float | None
+        min_specificity: float | None
+
+    @property
+    def sensitivity_floor(self) -> float:
+        """``min_sensitivity``, else ``min_agreement`` (an earlier policy's one floor),
+        else 0.85."""
+        for value in (self.min_sensitivity, self.min_agreement):
+            if value is not None:
+                return float(value)
+        return DEFAULT_JUDGE_FLOOR
+
+    @property
+    def specificity_floor(self) -> float:
+        """``min_specificity``, else ``min_agreement``, else 0.85."""
+        for value in (self.min_specificity, self.min_agreement):
+            if value is not None:
+                return float(value)
+        return DEFAULT_JUDGE_FLOOR
 
 
 class ObservedCountRuleShape:

@@ -48,6 +48,7 @@ from oloproof.project._shapes import (
     CustomShape,
     EvaluatorShape,
     IntervalRuleShape,
+    JudgeValidationShape,
     ObservedCountRuleShape,
     ProjectConfigShape,
     RegexShape,
@@ -90,7 +91,7 @@ _MODELS: dict[str, type] = {
     "RuleFamily": object,
     "IntervalRule": IntervalRuleShape,
     "ObservedCountRule": ObservedCountRuleShape,
-    "JudgeValidation": object,
+    "JudgeValidation": JudgeValidationShape,
     "ComparePolicy": ComparePolicyShape,
     "CompareRule": CompareRuleShape,
 }

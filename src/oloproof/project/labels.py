@@ -1,11 +1,14 @@
-"""Human labels: a person's pass or fail on a judge's criterion, one per line.
+"""Human labels: a person's pass or fail (or score) on a judge's criterion, one per line.
 
 ``human_labels: data/labels.jsonl`` in oloproof.yaml names the file. A line is one JSON
 object with these keys, and no others:
 
 - ``id``: the case id (a non-empty string);
 - ``criterion``: a ``rubric_judge`` criterion of the project;
-- ``pass``: ``true`` or ``false``;
+- ``pass``: ``true`` or ``false``, for a pass/fail judge's criterion; or
+- ``score``: for a scored judge's criterion (``scale: [low, high]``), a whole number from
+  low to high (``4``; ``4.0`` is read as 4; ``3.5``, ``"4"`` or ``7`` on [1, 5] are
+  refused, never rounded or clipped). A line carries the one its criterion takes;
 - ``labeler`` and ``note``: optional strings;
 - ``sample``: optional; how the case was chosen for labelling. ``oloproof label`` writes
   ``uniform seed=S n=N pool=P run=RUN`` (a uniform random draw from the run's unlabelled
@@ -24,7 +27,8 @@ labels in file order; it is stored with each run beside the labels themselves.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+import math
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,24 +42,32 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["LABEL_KEYS", "MAX_LABELS_BYTES", "Label", "Labels", "labels_from_json",
-           "load_labels"]
+           "load_labels", "scales_of_run"]
 
-LABEL_KEYS = ("id", "criterion", "pass", "labeler", "note", "sample")
+LABEL_KEYS = ("id", "criterion", "pass", "score", "labeler", "note", "sample")
 UNIFORM = "uniform "
 MAX_LABELS_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class Label:
+    """One person's label: ``passed`` for a pass/fail judge's criterion, ``score`` (and
+    ``passed`` None) for a scored judge's."""
+
     id: str
     criterion: str
-    passed: bool
+    passed: bool | None
     labeler: str | None = None
     note: str | None = None
     sample: str | None = None
+    score: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id, "criterion": self.criterion, "pass": self.passed}
+        data: dict[str, Any] = {"id": self.id, "criterion": self.criterion}
+        if self.score is not None:
+            data["score"] = self.score
+        else:
+            data["pass"] = self.passed
         if self.labeler is not None:
             data["labeler"] = self.labeler
         if self.note is not None:
@@ -74,7 +86,18 @@ class Labels:
     path: str
 
     def for_criterion(self, criterion: str) -> dict[str, bool]:
-        return {lab.id: lab.passed for lab in self.labels if lab.criterion == criterion}
+        """Case id -> the person's pass, for a pass/fail judge's criterion."""
+        return {lab.id: lab.passed for lab in self.labels
+                if lab.criterion == criterion and lab.passed is not None}
+
+    def scores_for(self, criterion: str) -> dict[str, float]:
+        """Case id -> the person's score, for a scored judge's criterion."""
+        return {lab.id: float(lab.score) for lab in self.labels
+                if lab.criterion == criterion and lab.score is not None}
+
+    def labelled(self, criterion: str) -> set[str]:
+        """The case ids with a label (of either kind) for ``criterion``."""
+        return {lab.id for lab in self.labels if lab.criterion == criterion}
 
     def drawn_uniformly(self, criterion: str) -> bool:
         """Whether every label of ``criterion`` was chosen by a uniform random draw
@@ -90,15 +113,54 @@ def _digest(labels: list[Label]) -> str:
 def labels_from_json(items: list[dict[str, Any]], path: str) -> Labels:
     """Labels as stored with a run (already checked when they were read)."""
     labels = [
-        Label(str(i["id"]), str(i["criterion"]), bool(i["pass"]), i.get("labeler"),
-              i.get("note"), i.get("sample"))
+        Label(str(i["id"]), str(i["criterion"]),
+              None if "score" in i else bool(i["pass"]), i.get("labeler"),
+              i.get("note"), i.get("sample"),
+              int(i["score"]) if "score" in i else None)
         for i in items
     ]
     return Labels(tuple(labels), _digest(labels), path)
 
 
-def load_labels(path: Path, display: str, judges: Collection[str]) -> Labels:
-    """Read and check a labels file; ``judges`` are the project's judge criteria."""
+Scales = Mapping[str, "tuple[int, int] | None"]
+
+
+def scales_of_run(metrics: list[dict[str, Any]]) -> dict[str, tuple[int, int] | None]:
+    """Judge criterion -> its scale (None: pass/fail), from a stored run's metrics."""
+    out: dict[str, tuple[int, int] | None] = {}
+    for m in metrics:
+        if not m.get("judge"):
+            continue
+        rng = m.get("range")
+        if m.get("kind") == "MEAN" and isinstance(rng, list) and len(rng) == 2:
+            out[str(m["criterion"])] = (int(rng[0]), int(rng[1]))
+        else:
+            out[str(m["criterion"])] = None
+    return out
+
+
+def _score_of(value: Any, scale: tuple[int, int]) -> str | int:
+    """The whole number a label's ``score`` holds on ``scale``, or why it is refused."""
+    low, high = scale
+    shown = json.dumps(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not math.isfinite(value)):
+        return f"expected a whole number from {low} to {high}, got {shown}"
+    if value != int(value):
+        return (f"{shown} is not a whole number: the scale [{low}, {high}] has whole points"
+                " only (not rounded)")
+    if not low <= value <= high:
+        return f"{shown} is outside the scale [{low}, {high}] (not clipped)"
+    return int(value)
+
+
+def load_labels(path: Path, display: str, judges: Collection[str] | Scales) -> Labels:
+    """Read and check a labels file. ``judges``: the project's judge criteria, each with
+    its scale (a mapping; None for a pass/fail judge), or only their names (every judge
+    pass/fail)."""
+    scales: dict[str, tuple[int, int] | None] = (
+        dict(judges) if isinstance(judges, Mapping) else dict.fromkeys(judges)
+    )
     data = read_bytes(path, display, MAX_LABELS_BYTES, what="labels file")
     labels: list[Label] = []
     seen: dict[tuple[str, str], int] = {}
@@ -128,20 +190,44 @@ def load_labels(path: Path, display: str, judges: Collection[str]) -> Labels:
                 mean = f"; did you mean '{hint}'?" if hint else ""
                 raise bad(f"unknown key '{key}'{mean}", field=key,
                           accepted=", ".join(LABEL_KEYS))
-        for key in ("id", "criterion", "pass"):
+        for key in ("id", "criterion"):
             if key not in item:
                 raise bad("required field is missing", field=key)
-        case_id, criterion, passed = item["id"], item["criterion"], item["pass"]
+        case_id, criterion = item["id"], item["criterion"]
         if not isinstance(case_id, str) or not case_id:
             raise bad(f"expected a non-empty string, got {json.dumps(case_id)}", field="id")
-        if not isinstance(criterion, str) or criterion not in judges:
-            known = ", ".join(sorted(judges)) or "none: the project declares no rubric_judge"
-            hint = closest(criterion, judges) if isinstance(criterion, str) else None
+        if not isinstance(criterion, str) or criterion not in scales:
+            known = ", ".join(sorted(scales)) or "none: the project declares no rubric_judge"
+            hint = closest(criterion, scales) if isinstance(criterion, str) else None
             mean = f"; did you mean '{hint}'?" if hint else ""
             raise bad(f"{json.dumps(criterion)} is not a judge criterion of the project{mean}",
                       field="criterion", accepted=known)
-        if not isinstance(passed, bool):
-            raise bad(f"expected true or false, got {json.dumps(passed)}", field="pass")
+        scale = scales[criterion]
+        passed: bool | None = None
+        score: int | None = None
+        if scale is None:
+            if "score" in item:
+                raise bad(f"'{criterion}' is a pass/fail judge: its labels say pass, not score",
+                          field="score", accepted='"pass": true or "pass": false')
+            if "pass" not in item:
+                raise bad("required field is missing", field="pass")
+            passed = item["pass"]
+            if not isinstance(passed, bool):
+                raise bad(f"expected true or false, got {json.dumps(passed)}", field="pass")
+        else:
+            low, high = scale
+            if "pass" in item:
+                raise bad(f"'{criterion}' is a scored judge (scale [{low}, {high}]): its "
+                          "labels give a score, not pass", field="pass",
+                          accepted=f'"score": a whole number from {low} to {high}')
+            if "score" not in item:
+                raise bad(f"required field is missing ('{criterion}' is a scored judge, scale"
+                          f" [{low}, {high}])", field="score")
+            read = _score_of(item["score"], scale)
+            if isinstance(read, str):
+                raise bad(read, field="score",
+                          accepted=f"a whole number from {low} to {high}")
+            score = read
         for key in ("labeler", "note", "sample"):
             if key in item and item[key] is not None and not isinstance(item[key], str):
                 raise bad(f"expected a string, got {json.dumps(item[key])}", field=key)
@@ -150,5 +236,5 @@ def load_labels(path: Path, display: str, judges: Collection[str]) -> Labels:
             raise bad(f"a second label for case '{case_id}' and criterion '{criterion}' (the "
                       f"first is on line {first}); keep one", field="id")
         labels.append(Label(case_id, criterion, passed, item.get("labeler"), item.get("note"),
-                            item.get("sample")))
+                            item.get("sample"), score))
     return Labels(tuple(labels), _digest(labels), display)

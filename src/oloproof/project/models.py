@@ -50,6 +50,7 @@ from oloproof.project._files import MAX_CONFIG_BYTES, read_bytes
 from oloproof.project._project import Project
 from oloproof.project._shapes import (
     MAX_EVALUATOR_CONCURRENCY,
+    MAX_SCALE_SPAN,
     NO_POLICY,
     AbsoluteErrorShape,
     ComparePolicyShape,
@@ -58,6 +59,7 @@ from oloproof.project._shapes import (
     CustomShape,
     EvaluatorShape,
     IntervalRuleShape,
+    JudgeValidationShape,
     ObservedCountRuleShape,
     ProjectConfigShape,
     RegexShape,
@@ -442,10 +444,43 @@ class RubricJudgeEvaluator(RubricJudgeShape, _EvaluatorBase):
     timeout_s: float = Field(default=60, gt=0)
     #: Several judges on this criterion (at least 2), each inheriting what it does not set.
     panel: list[PanelMember] | None = None
-    #: How the panel's verdicts combine: ``majority`` (more than half pass) or ``unanimous``.
-    panel_rule: Literal["majority", "unanimous"] = "majority"
+    #: How the panel's verdicts combine: ``majority`` (more than half pass) or ``unanimous``;
+    #: a scored panel's scores: ``median`` (its default) or ``mean``.
+    panel_rule: Literal["majority", "unanimous", "median", "mean"] = "majority"
+    #: ``[low, high]``, two whole numbers: the judge answers a score on that scale instead
+    #: of pass or fail, and its criterion is a MEAN metric whose range is the scale.
+    scale: tuple[int, int] | None = None
 
     _rubric: str | None = PrivateAttr(default=None)
+
+    @field_validator("scale", mode="before")
+    @classmethod
+    def _check_scale(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if (not isinstance(value, (list, tuple)) or len(value) != 2
+                or not all(type(v) is int for v in value)):
+            shown = ("[" + ", ".join(describe(v) for v in value) + "]"
+                     if isinstance(value, (list, tuple)) else describe(value))
+            fail(f"expected two whole numbers [low, high], for example [1, 5], got {shown}",
+                 accepted="[1, 5], [0, 10]: whole numbers, low < high, at most "
+                          f"{MAX_SCALE_SPAN} apart")
+        low, high = value
+        if not low < high:
+            fail(f"expected [low, high] with low < high, got [{low}, {high}]")
+        if high - low > MAX_SCALE_SPAN:
+            fail(f"a scale spans at most {MAX_SCALE_SPAN} points above its low, got "
+                 f"[{low}, {high}] ({high - low}); a judge's finer grades are noise")
+        return (low, high)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scored_panel_rule(cls, data: Any) -> Any:
+        # A scored panel combines scores; its rule defaults to the median.
+        if (isinstance(data, dict) and data.get("scale") is not None
+                and data.get("panel") is not None and "panel_rule" not in data):
+            return {**data, "panel_rule": "median"}
+        return data
 
     def _member(self, member: PanelMember, rubric: str) -> RubricJudgeEvaluator:
         """A panel judge's config. It inherits what it does not set, except: a judge with
@@ -474,6 +509,15 @@ class RubricJudgeEvaluator(RubricJudgeShape, _EvaluatorBase):
                 fail("panel_rule needs a panel (a list of at least 2 judges)",
                      at=("panel_rule",))
             return self
+        scored = self.scale is not None
+        if self.scale is not None and self.panel_rule in ("majority", "unanimous"):
+            fail(f"panel_rule {self.panel_rule} combines pass/fail verdicts, and this judge "
+                 f"gives scores (scale [{self.scale[0]}, {self.scale[1]}]): write panel_rule: "
+                 "median or panel_rule: mean", at=("panel_rule",), accepted="median, mean")
+        if not scored and self.panel_rule in ("median", "mean"):
+            fail(f"panel_rule {self.panel_rule} combines scores, and this judge answers pass "
+                 "or fail (no scale): write panel_rule: majority or unanimous, or give the "
+                 "judge a scale", at=("panel_rule",), accepted="majority, unanimous")
         if len(self.panel) < 2:
             fail(f"a panel needs at least 2 judges, got {len(self.panel)}", at=("panel",))
         for index, member in enumerate(self.panel):
@@ -723,11 +767,24 @@ def _metric_kind(metric: str, info: ValidationInfo) -> MetricKind | None:
     return None
 
 
-class JudgeValidation(_Model):
-    """What a rule on a judge's metric asks of the judge's agreement with human labels."""
+class JudgeValidation(JudgeValidationShape, _Model):
+    """What a rule on a judge's metric asks of the judge's agreement with human labels.
+
+    A pass/fail judge: ``min_sensitivity`` and ``min_specificity`` (each the floor of its
+    Clopper-Pearson lower bound; by default ``min_agreement`` when that is given, else
+    0.85), and ``min_agreement`` (kept from earlier policies: a floor on the agreement's
+    lower bound as well). A scored judge: ``max_mean_abs_diff`` (a ceiling on the upper
+    bound of the mean absolute difference, in points of the scale) and/or
+    ``min_weighted_kappa`` (a floor on the quadratic-weighted kappa's lower bound). Which
+    keys fit which judge is checked where the policy is loaded with the project's metrics.
+    """
 
     min_labels: int = Field(default=30, ge=1)
-    min_agreement: float = Field(default=0.85, gt=0, le=1)
+    min_agreement: float | None = Field(default=None, gt=0, le=1)
+    min_sensitivity: float | None = Field(default=None, gt=0, le=1)
+    min_specificity: float | None = Field(default=None, gt=0, le=1)
+    max_mean_abs_diff: float | None = Field(default=None, ge=0)
+    min_weighted_kappa: float | None = Field(default=None, gt=-1, le=1)
 
 
 def _check_judge_metric(rule: Any, info: ValidationInfo, what: str, at: str) -> None:
@@ -736,6 +793,38 @@ def _check_judge_metric(rule: Any, info: ValidationInfo, what: str, at: str) -> 
         known = ", ".join(judges) or "none"
         fail(f"{what} applies to the metric of a rubric_judge, and '{rule.metric}' is not "
              f"one (judge metrics: {known})", at=(at,))
+
+
+_BINARY_VALIDATION = ("min_agreement", "min_sensitivity", "min_specificity")
+_SCORED_VALIDATION = ("max_mean_abs_diff", "min_weighted_kappa")
+
+
+def _check_validation_fits(rule: Any, info: ValidationInfo) -> None:
+    """A pass/fail judge is validated on sensitivity and specificity, a scored judge on
+    the mean absolute difference or the weighted kappa: the keys must fit the judge."""
+    kind = _metric_kind(rule.metric, info)
+    if kind is None:
+        return
+    given = rule.judge_validation.model_fields_set
+    if kind is MetricKind.MEAN:
+        wrong = [k for k in _BINARY_VALIDATION if k in given]
+        if wrong:
+            fail(f"{wrong[0]} measures a pass/fail judge, and '{rule.metric}' is a scored "
+                 "judge: validate it with max_mean_abs_diff (points of the scale) or "
+                 "min_weighted_kappa", at=("judge_validation", wrong[0]),
+                 accepted="min_labels, max_mean_abs_diff, min_weighted_kappa")
+        if not any(k in given for k in _SCORED_VALIDATION):
+            fail(f"'{rule.metric}' is a scored judge: say what validates it with "
+                 "max_mean_abs_diff (for example 0.5 points), min_weighted_kappa (for "
+                 "example 0.6), or both", at=("judge_validation",),
+                 accepted="min_labels, max_mean_abs_diff, min_weighted_kappa")
+        return
+    wrong = [k for k in _SCORED_VALIDATION if k in given]
+    if wrong:
+        fail(f"{wrong[0]} measures a scored judge, and '{rule.metric}' answers pass or fail:"
+             " validate it with min_sensitivity and min_specificity",
+             at=("judge_validation", wrong[0]),
+             accepted="min_labels, min_sensitivity, min_specificity, min_agreement")
 
 
 def _check_group(rule: Any) -> Any:
@@ -801,8 +890,13 @@ class IntervalRule(IntervalRuleShape, _Model):
         _check_aggregate(self, info, counts=False)
         if self.judge_validation is not None:
             _check_judge_metric(self, info, "judge_validation", "judge_validation")
+            _check_validation_fits(self, info)
         if self.estimate == "corrected":
             _check_judge_metric(self, info, "estimate: corrected", "estimate")
+            if _metric_kind(self.metric, info) is MetricKind.MEAN:
+                fail(f"estimate: corrected estimates a pass rate, and '{self.metric}' is a "
+                     "scored judge (a MEAN metric): remove it, and validate the judge with "
+                     "judge_validation instead", at=("estimate",))
             if self.family is not None:
                 fail("a rule with estimate: corrected cannot join a family (its interval "
                      "is not adjusted for multiplicity)", at=("family",))

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunStatus
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
-from oloproof.policy.format import interval_text, level_text
-from oloproof.policy.judges import JudgeReport
+from oloproof.policy.format import estimate_text, interval_text, level_text
+from oloproof.policy.judges import AnyJudgeReport, JudgeReport, ScoredJudgeReport
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
 
 if TYPE_CHECKING:
@@ -207,9 +207,62 @@ def panel_lines(splits: dict[str, tuple[int, int]]) -> list[str]:
     return lines
 
 
-def judges_table(reports: Sequence[JudgeReport]) -> Table:
-    """Each judge against a person: agreement, sensitivity, specificity, kappa, the
-    confusion counts, and the judge's raw rate beside the corrected one."""
+def judge_tables(reports: Sequence[AnyJudgeReport]) -> list[Table]:
+    """The pass/fail judges' table and the scored judges' table, those that have a row."""
+    binary = [r for r in reports if isinstance(r, JudgeReport)]
+    scored = [r for r in reports if isinstance(r, ScoredJudgeReport)]
+    return ([judges_table(binary)] if binary else []) + (
+        [scored_judges_table(scored)] if scored else [])
+
+
+def scored_judges_table(reports: Sequence[ScoredJudgeReport]) -> Table:
+    """Each scored judge against a person's scores: the mean absolute difference and the
+    quadratic-weighted kappa with their intervals, exact matches, and the two means."""
+    from oloproof.stats.agreement import MEAN_ABS_DIFF_METHOD
+
+    level = reports[0].agreement.level if reports else 0.95
+    mad_method = MEAN_ABS_DIFF_METHOD.split(" (")[0]
+    title = line(f"Scored judges against human labels ({round(level * 100, 1):g}% intervals:"
+                 f" {mad_method} for the mean absolute difference, large-sample for kappa)")
+    table = Table(title=title, columns=tuple(Column(col, no_wrap=True) for col in (
+        "Judge", "Scale", "Labels", "Mean abs. difference", "Weighted kappa (quadratic)",
+        "Same score", "Judge · person mean", "Judge mean",
+    )))
+    for r in reports:
+        a = r.agreement
+        low, high = a.scale
+        if a.mean_abs_diff is None:
+            mad = "–"
+        else:
+            iv = a.mean_abs_diff_interval
+            mad = estimate_text(a.mean_abs_diff, MetricKind.MEAN) + (
+                f" {interval_text(iv.lower, iv.upper, MetricKind.MEAN)}" if iv else "")
+        if a.weighted_kappa is None:
+            kappa = "–"
+        elif a.weighted_kappa_interval is None:
+            kappa = f"{a.weighted_kappa:.2f}"
+        else:
+            kiv = a.weighted_kappa_interval
+            kappa = f"{a.weighted_kappa:.2f} [{kiv.lower:.2f}, {kiv.upper:.2f}]"
+        labels = f"{r.labels}"
+        if r.judge_missing:
+            labels += f" ({r.judge_missing} without score)"
+        means = ("–" if a.judge_mean is None or a.person_mean is None
+                 else f"{a.judge_mean:.2f} · {a.person_mean:.2f}")
+        raw = "–" if r.raw_estimate is None else f"{r.raw_estimate:.2f} of {r.raw_observed}"
+        table.add_row(*map(line, (
+            r.criterion, f"{low:g}–{high:g}", labels, mad, kappa,
+            f"{a.exact} of {a.n}", means, raw,
+        )))
+    return table
+
+
+def judges_table(reports: Sequence[AnyJudgeReport]) -> Table:
+    """Each pass/fail judge against a person: agreement, sensitivity, specificity, kappa,
+    the confusion counts, and the judge's raw rate beside the corrected one (scored judges
+    have :func:`scored_judges_table`)."""
+    binary = [r for r in reports if isinstance(r, JudgeReport)]
+
     def prop(p: object) -> str:
         interval = getattr(p, "interval", None)
         if interval is None:
@@ -217,14 +270,14 @@ def judges_table(reports: Sequence[JudgeReport]) -> Table:
         est = pct(getattr(p, "estimate", None))
         return f"{est} {fmt_interval(interval.lower, interval.upper)}"
 
-    level = reports[0].agreement.level if reports else 0.95
+    level = binary[0].agreement.level if binary else 0.95
     title = line(f"Judges against human labels ({level_text(level)} intervals: CP for"
                  " rates, large-sample for kappa, PPI for the corrected rate)")
     table = Table(title=title, columns=tuple(Column(col, no_wrap=True) for col in (
         "Judge", "Labels", "Agreement", "Sensitivity", "Specificity", "Kappa",
         "Judge/person pass·pass pass·fail fail·pass fail·fail", "Judge rate", "Corrected rate",
     )))
-    for r in reports:
+    for r in binary:
         a = r.agreement
         if a.kappa is None:
             kappa = "–"
@@ -259,7 +312,7 @@ def run_report(
     note: str | None = None,
     policy_arg: str | None = None,
     config_arg: str | None = None,
-    judges: Sequence[JudgeReport] = (),
+    judges: Sequence[AnyJudgeReport] = (),
     declaration: str | None = None,
 ) -> Blocks:
     """The whole end-of-run report (SPEC §6), for ``render.console`` to print.
@@ -280,7 +333,7 @@ def run_report(
     if summaries:
         parts.append(metrics_table(summaries))
     if judges:
-        parts.append(judges_table(judges))
+        parts.extend(judge_tables(judges))
     parts.append(cache_line(cache))
     parts.append(gate_line(gate, exit_code, declaration))
     hints = plan_hints(run_id, decisions, policy_arg, config_arg, summaries)

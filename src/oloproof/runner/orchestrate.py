@@ -34,7 +34,7 @@ from oloproof.errors import OloproofError
 from oloproof.events import Event, RunFinished, RunPhaseChanged
 from oloproof.ids import new_run_id
 from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
-from oloproof.policy.judges import JudgeReport
+from oloproof.policy.judges import AnyJudgeReport
 from oloproof.project._snapshot import save_stored_policy
 from oloproof.runner.build import Prepared, describe_system, expand_trials, policy_json
 from oloproof.runner.stop import StopRequest, UntilStopped
@@ -82,7 +82,7 @@ class RunResult:
     totals: EngineTotals
     stop_reason: str | None = None
     notice: str | None = None
-    judges: list[JudgeReport] = field(default_factory=list)
+    judges: list[AnyJudgeReport] = field(default_factory=list)
 
 
 def execute(

@@ -57,6 +57,7 @@ __all__ = [
     "load_decisions",
     "load_evidence",
     "load_run_labels",
+    "load_scores",
     "load_trial_cases",
     "load_trial_outcomes",
     "load_verdicts",
@@ -485,6 +486,23 @@ def load_verdicts(
     ).fetchall():
         value = None if passed is None else bool(passed)
         observed = classify_outcome(MetricKind.BINARY, status, value, score) is Outcome.OBSERVED
+        out[case_id] = value if observed else None
+    return out
+
+
+def load_scores(
+    conn: Connection, run: RunRecord, criterion: str
+) -> dict[str, float | None]:
+    """Case id -> the stored score on a MEAN ``criterion`` (a scored judge's): the score
+    when observed, None when missing (sorted by ``classify_outcome``, as every count is)."""
+    out: dict[str, float | None] = {}
+    for case_id, status, passed, score in conn.execute(
+        "SELECT case_id, status, passed, score FROM run_judgments"
+        " WHERE run_id = ? AND criterion = ?",
+        (run.id, criterion),
+    ).fetchall():
+        value = None if score is None else float(score)
+        observed = classify_outcome(MetricKind.MEAN, status, None, value) is Outcome.OBSERVED
         out[case_id] = value if observed else None
     return out
 

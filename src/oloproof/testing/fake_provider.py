@@ -43,6 +43,14 @@ default the verdict is pass iff that text is not empty and does not contain
 pass iff the text contains that keyword. The reply text is exactly one JSON
 object ``{"pass": ..., "reason": ...}``; usage counts whitespace-separated words.
 
+A prompt that asks for a score (a scored judge's last line names its scale,
+``{"score": <a whole number from 1 to 5>, ...}``) gets ``{"score": ...,
+"reason": ...}`` instead, deterministically (:func:`score_verdict`): the
+scale's low for an empty output or one containing ``FAIL`` (with
+``pass_keyword``: its high when the output contains the keyword, else its
+low), and otherwise one point above the low for every
+:data:`WORDS_PER_POINT` words of the output, up to the scale's high.
+
 Capacity
 --------
 With ``--capacity N`` (:class:`Capacity`), the server works on at most N
@@ -64,6 +72,7 @@ import argparse
 import hashlib
 import json
 import math
+import re
 import signal
 import socket
 import sys
@@ -90,6 +99,7 @@ __all__ = [
     "capacity_reply",
     "json_reply",
     "main",
+    "score_verdict",
 ]
 
 ANTHROPIC_PATH = "/v1/messages"
@@ -127,7 +137,43 @@ def _judged_output(user_prompt: str) -> str | None:
     return read_section(user_prompt, "output")
 
 
+# -- scored judges (a prompt that asks for a score on a scale) -------------------------
+
+#: The fake scored judge gives one point above the scale's low per this many words.
+WORDS_PER_POINT = 4
+_SCALE_ASKED = re.compile(r'"score": <a whole number from (-?\d+) to (-?\d+)>')
+
+
+def _scale_asked(user_prompt: str) -> tuple[int, int] | None:
+    """The scale a scored judge's prompt asks for (on its last line), or None."""
+    match = _SCALE_ASKED.search(user_prompt.rsplit("\n", 1)[-1])
+    if match is None:
+        return None
+    return int(match.group(1)), int(match.group(2))
+
+
+def score_verdict(output: str | None, scale: tuple[int, int], rule: JudgeRule) -> dict[str, Any]:
+    """The fake's deterministic answer to a scored prompt about ``output``."""
+    low, high = scale
+    if output is None:
+        return {"score": low, "reason": "no <output> section in the prompt"}
+    if rule.pass_keyword is not None:
+        found = rule.pass_keyword in output
+        return {"score": high if found else low,
+                "reason": f"the output {'contains' if found else 'lacks'} {rule.pass_keyword!r}"}
+    if not output:
+        return {"score": low, "reason": "the output is empty"}
+    if rule.fail_keyword and rule.fail_keyword in output:
+        return {"score": low, "reason": f"the output contains {rule.fail_keyword!r}"}
+    words = _words(output)
+    score = min(high, low + words // WORDS_PER_POINT)
+    return {"score": score, "reason": f"{words} words: {score} on a scale of {low} to {high}"}
+
+
 def _verdict_text(user_prompt: str, rule: JudgeRule) -> str:
+    scale = _scale_asked(user_prompt)
+    if scale is not None:
+        return json.dumps(score_verdict(_judged_output(user_prompt), scale, rule))
     output = _judged_output(user_prompt)
     if output is None:
         verdict = {"pass": False, "reason": "no <output> section in the prompt"}
