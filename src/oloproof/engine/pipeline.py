@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from oloproof._json import canonical_json, digest, storable
+from oloproof._json import JsonLimitError, canonical_json, check_depth, digest, storable
 from oloproof._json import output_json as output_json_of
 from oloproof._records import dataclass, field
 from oloproof.enums import CaseStatus, JudgmentStatus, MetricKind
@@ -597,6 +597,12 @@ class Engine:
             except (TypeError, ValueError, RecursionError, OverflowError) as exc:
                 return self._failed(case, key, CaseStatus.ERROR, last_latency[0], done.attempts,
                                     f"the output is not JSON-serialisable: {exc}"), None
+        try:
+            # The one depth limit (oloproof._json): an output every command can print.
+            check_depth(result.output, text=output_json)
+        except JsonLimitError as exc:
+            return self._failed(case, key, CaseStatus.ERROR, last_latency[0], done.attempts,
+                                f"the output is refused: {exc}"), None
         return CaseExecuted(
             self.run_id, scenario_id=case.id, status=CaseStatus.OK, from_cache=False,
             latency_ms=last_latency[0], attempts=done.attempts, error=None, index=case.index,

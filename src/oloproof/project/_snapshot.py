@@ -37,6 +37,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oloproof._json import MAX_JSON_DEPTH, depth_of, loads_bounded
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
 from oloproof.project._project import DEFAULT_POLICY_FILE, Project, ResolvedPolicy, beside
@@ -322,7 +323,7 @@ def _read(path: Path) -> dict[str, Any] | None:
     if data is None:
         return None
     try:
-        doc = json.loads(data)
+        doc = loads_bounded(data)  # the one depth limit: a snapshot nested deeper is not one
     except ValueError:
         return None
     return doc if isinstance(doc, dict) else None
@@ -333,6 +334,8 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
     cannot be written is simply not there next time."""
     if not path.parent.parent.is_dir():  # no store yet: the run creates it
         return
+    if depth_of(doc) > MAX_JSON_DEPTH:
+        return  # it could not be read back (_read)
     try:
         path.parent.mkdir(mode=0o700, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

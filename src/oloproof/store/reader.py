@@ -14,9 +14,9 @@ is enough). What it guarantees:
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
+from oloproof._json import loads_bounded
 from oloproof._records import dataclass, field
 from oloproof.enums import (
     JUDGMENT_MISSING,
@@ -141,11 +141,18 @@ def _select_runs(conn: Connection) -> str:
     return f"SELECT {_RUN_COLUMNS}, {owner}, {subset}, {trials} FROM runs"
 
 
+def stored_json(run_id: str, column: str, text: str | None) -> Any:
+    """A JSON column of run ``run_id`` read back (``None`` for NULL); a value that cannot
+    be read, or nests past the one depth limit, is :class:`StoreUnreadable` (exit 5)."""
+    return _json(run_id, column, text)
+
+
 def _json(run_id: str, column: str, text: str | None) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        # Bounded by the one depth limit: what cannot be printed is not read either.
+        return loads_bounded(text)
     except ValueError as exc:
         raise StoreUnreadable(
             f"run {run_id}: its stored {column} cannot be read ({exc}); the store is damaged"
