@@ -29,6 +29,7 @@ in a snapshot is executed, whoever wrote it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -67,6 +68,10 @@ FORMAT = 1
 _DIR = "snapshots"
 #: A snapshot larger than this is not read (a configuration is at most a few MiB).
 _MAX_BYTES = 16 << 20
+#: A snapshot is written to a new file only: a named pipe put where it goes would block
+#: the open, a link would have another file overwritten.
+_NEW_FILE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0))
 #: The modules whose code decides what a validation produces.
 _CODE = ("models.py", "_shapes.py", "_snapshot.py", "loader.py", "_project.py")
 
@@ -339,7 +344,9 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(mode=0o700, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # a leftover, or whatever was put there: never written through
+        fd = os.open(tmp, _NEW_FILE, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(doc, f, ensure_ascii=False, separators=(",", ":"))
         os.replace(tmp, path)

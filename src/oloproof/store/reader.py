@@ -210,10 +210,13 @@ def _record(conn: Connection, row: tuple[Any, ...]) -> RunRecord:
 
 def list_runs(conn: Connection, limit: int | None = None) -> list[RunRecord]:
     """Stored runs of the project, newest first (at most ``limit``)."""
+    if not has_table(conn, "runs"):
+        return []  # a store a run is creating this very moment: no run yet
     where, params = project_scope(conn)
     sql = f"{_select_runs(conn)} WHERE {where} ORDER BY created_at DESC, id DESC"
     if limit is not None:
-        sql += f" LIMIT {int(limit)}"
+        # Within the databases' integers: a larger limit is simply "all of them".
+        sql += f" LIMIT {max(0, min(int(limit), 2**63 - 1))}"
     return [_record(conn, r) for r in conn.execute(sql, params).fetchall()]
 
 
@@ -223,6 +226,9 @@ def resolve_run_id(conn: Connection, ref: str) -> str:
 
     Raises :class:`UsageError` (exit 2) when it names no run, or more than one.
     """
+    if not has_table(conn, "runs"):
+        # A store a run is creating this very moment (the file exists, its tables not yet).
+        raise UsageError("no runs are stored in this project yet (run `oloproof run` first)")
     where, scope = project_scope(conn)
     if ref == "latest":
         row = conn.execute(
