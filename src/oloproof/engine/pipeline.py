@@ -666,8 +666,11 @@ class Engine:
                     float(timeout_s),
                 )
             else:
+                # A guarded schema's thread may first wait for its child to start; the
+                # child's own limit is timeout_s (runner/build.py _guard_schema).
+                thread_timeout_s = getattr(evaluator, "thread_timeout_s", None) or timeout_s
                 result = await self._evaluator_workers.submit(
-                    lambda: evaluator.evaluate(view, output), float(timeout_s)
+                    lambda: evaluator.evaluate(view, output), float(thread_timeout_s)
                 )
             assert isinstance(result, Outcome)
             return result

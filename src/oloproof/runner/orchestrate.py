@@ -312,14 +312,15 @@ def _still_running(conn: Connection, run_id: str) -> bool:
 
 
 def _close_guards(prepared: Prepared) -> None:
-    """End the regex child processes of the run's evaluators (runner/build.py)."""
-    guard = sys.modules.get("oloproof.transport.regex_guard")  # imported for a regex only
+    """End the child processes of the run's regex and json_schema evaluators (runner/build.py)."""
+    # Imported for a regex or a json_schema evaluator only.
+    guard = sys.modules.get("oloproof.transport.regex_guard")
     if guard is None:
         return
     for evaluator in prepared.inline:
-        pattern = getattr(evaluator, "pattern", None)
-        if isinstance(pattern, guard.GuardedPattern):
-            pattern.close()
+        for held in (getattr(evaluator, "pattern", None), getattr(evaluator, "guard", None)):
+            if isinstance(held, guard.GuardedPattern):  # GuardedSchema is one too
+                held.close()
 
 
 def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRequest) -> None:
