@@ -181,7 +181,8 @@ def _execute(
         retry=prepared.retry,
         on_fatal=lambda line: stop.internal(f"stopped early: {line}"),
     )
-    finished = False
+    finished = False  # the run's end is being stored (or was)
+    ended = False  # the run's end is stored
 
     def finish(
         status: RunStatus, exit_code: int, gate_label: str, decisions: list[dict[str, object]],
@@ -190,7 +191,7 @@ def _execute(
         """Store the run's end and emit ``run_finished``; the store's error as one line if
         it could not be stored (then nothing is emitted for a DECIDED end: the caller
         ends the run as RUN_ERROR instead)."""
-        nonlocal finished
+        nonlocal finished, ended
         finished = True
         completeness = (
             (Completeness.SUBSET if prepared.subset is not None else Completeness.COMPLETE)
@@ -208,6 +209,7 @@ def _execute(
                 status=status, completeness=completeness, exit_code=exit_code, gate=gate_label,
                 cache=engine.totals.cache_json(), decisions=decisions, stop_reason=reason,
             )
+            ended = True
         except ERRORS as exc:
             failed = f"the end of the run could not be stored ({exc})"
             if status == RunStatus.DECIDED:
@@ -220,9 +222,17 @@ def _execute(
         # A second signal: the CLI exits at once. Record why, on a connection of
         # our own, if the store is free within half a second; otherwise the run
         # reads back as ended without finishing (store.reader), which is also true.
-        if finished:
+        # Not ``finished``: a second signal in the middle of storing the end (1 run in
+        # 14 at 40-110 ms) left the row RUNNING.
+        if ended:
             return
         reserve.release()
+        with contextlib.suppress(Exception):
+            # The handler runs on the thread that owns ``conn``, between two of its
+            # statements: a commit it interrupted holds the write lock our own
+            # connection needs. Its rows go, as the calls in flight do.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
         try:
             own = connect_quickly(location, 0.5)
             try:
