@@ -372,8 +372,6 @@ def load_config(
             return None
         if doc.get("code") != _code_digest():
             return None
-        if not all(_check(dep) for dep in doc["deps"]):
-            return None
         classes = doc["classes"]
         config = _decode(doc["config"], classes)
         policy = _decode(doc["policy"], classes)
@@ -383,9 +381,20 @@ def load_config(
         abspath = Path(os.path.abspath(config_path))
         project = Project(root=abspath.parent, config_path=abspath, config=config,  # type: ignore[arg-type]
                           display=display)
-        how, name = doc["resolved"]
+        # What to check is decided here, from the files this command resolves (the
+        # --config and --policy it was given, the policy, dataset, labels, code paths
+        # and rubrics the configuration names), never taken from the snapshot: a
+        # snapshot written with "deps": [] was used whatever release.yaml said.
+        how, name, deps = _dependencies(project, policy_arg)
+        for dep in deps:
+            if dep[0] == "content":
+                dep[2] = _content(Path(dep[1]))
+            elif not _check(dep):
+                return None
+        if doc["deps"] != deps or doc["resolved"] != [how, name]:
+            return None
         shown = {"arg": policy_arg, "declared": None, "default": None, "none": None}[how]
-        if how in ("declared", "default"):
+        if how in ("declared", "default") and name is not None:
             shown = beside(project, name)
         resolved = ResolvedPolicy(policy, shown, declared_none=how == "none")  # type: ignore[arg-type]
     except (KeyError, TypeError, ValueError, AttributeError, SnapshotUnusable, RecursionError):
@@ -398,9 +407,38 @@ def save_config(
 ) -> None:
     """Keep what a successful validation produced (see the module's docstring)."""
     path, key = _request(config_path, policy_arg)
+    config = project.config
+    how, name, deps = _dependencies(project, policy_arg)
+    for dep in deps:
+        if dep[0] == "content":
+            dep[2] = _content(Path(dep[1]))
+            if dep[2] is None:
+                return
+    classes: dict[str, Any] = {}
+    try:
+        doc = {
+            "format": FORMAT, "key": key, "code": _code_digest(), "deps": deps,
+            "resolved": [how, name],
+            "config": _encode(config, classes), "policy": _encode(resolved.policy, classes),
+            "classes": classes,
+        }
+    except (SnapshotUnusable, RecursionError):
+        return
+    _write(path, doc)
+
+
+def _dependencies(
+    project: Project, policy_arg: str | None
+) -> tuple[str, str | None, list[list[Any]]]:
+    """How the release policy is resolved (``arg``, ``declared``, ``default``, ``none``)
+    and its name, and what a configuration snapshot rests on: ``["content", path,
+    None]`` (its digest to be filled in), ``["isfile", path, True]``, ``["exists", path,
+    True]``. Written by :func:`save_config` and recomputed by :func:`load_config`."""
     root = project.root
     config = project.config
     deps: list[list[Any]] = [["content", str(project.config_path), None]]
+    how: str
+    name: str | None
     if policy_arg is not None:
         how, name = "arg", policy_arg
         deps.append(["content", os.path.abspath(policy_arg), None])
@@ -420,28 +458,18 @@ def save_config(
         if evaluator.type == "rubric_judge" and evaluator.rubric_file is not None:
             deps.append(["content", str(root / evaluator.rubric_file), None])
     deps.append(["content", _pydantic_version_file(), None])
-    for dep in deps:
-        if dep[0] == "content":
-            dep[2] = _content(Path(dep[1]))
-            if dep[2] is None:
-                return
-    classes: dict[str, Any] = {}
-    try:
-        doc = {
-            "format": FORMAT, "key": key, "code": _code_digest(), "deps": deps,
-            "resolved": [how, name],
-            "config": _encode(config, classes), "policy": _encode(resolved.policy, classes),
-            "classes": classes,
-        }
-    except (SnapshotUnusable, RecursionError):
-        return
-    _write(path, doc)
+    return how, name, deps
 
 
 def _pydantic_version_file() -> str:
-    import pydantic.version
+    """pydantic's version file, found without importing pydantic (a run from its snapshot
+    never does)."""
+    from importlib.machinery import PathFinder
 
-    return str(pydantic.version.__file__)
+    spec = PathFinder.find_spec("pydantic")
+    if spec is None or not spec.submodule_search_locations:
+        return "pydantic/version.py (not found)"
+    return os.path.join(next(iter(spec.submodule_search_locations)), "version.py")
 
 
 # -- a run's stored policy ------------------------------------------------------------------
@@ -454,14 +482,30 @@ def _policy_path(root: Path, stored: Any) -> Path:
     return _folder(root) / f"policy-{key[:40]}.json"
 
 
+def _policy_deps() -> list[list[Any]]:
+    """What a stored policy's snapshot rests on (beside this code): pydantic's version."""
+    version = _pydantic_version_file()
+    return [["content", version, _content(Path(version))]]
+
+
 def _current(doc: dict[str, Any] | None, stored: Any) -> bool:
     """Whether a stored policy's snapshot can be used: written by this code (a snapshot
     of an older Oloproof is written again, not kept forever), for this policy, and every
-    file it rests on unchanged."""
+    file it rests on unchanged (the list decided here, not read from the snapshot)."""
     return (
         doc is not None and doc.get("format") == FORMAT and doc.get("code") == _code_digest()
-        and doc.get("stored") == stored and all(_check(dep) for dep in doc["deps"])
+        and doc.get("stored") == stored and doc.get("deps") == _policy_deps()
     )
+
+
+def _as_stored(policy: Any) -> Any:
+    """A validated policy as a run stores it (runner/build.py policy_json, which this
+    mirrors: the project layer may not import the runner's)."""
+    data = dict(policy.model_dump(mode="json"))
+    for rule in data.get("rules", []):
+        if rule.get("aggregate") is None:
+            rule.pop("aggregate", None)
+    return data
 
 
 def load_stored_policy(root: Path, stored: Any) -> ReleasePolicy | None:
@@ -473,10 +517,14 @@ def load_stored_policy(root: Path, stored: Any) -> ReleasePolicy | None:
         if doc is None or not _current(doc, stored):
             return None
         policy = _decode(doc["policy"], doc["classes"])
+        # The validated form must be the stored policy itself: a snapshot whose rules
+        # were edited ("rules": []) would otherwise decide the run in their place.
+        if not isinstance(policy, ReleasePolicyShape) or _as_stored(policy) != stored:
+            return None
     except (KeyError, TypeError, ValueError, AttributeError, SnapshotUnusable, RecursionError,
             OSError):
         return None
-    return policy if isinstance(policy, ReleasePolicyShape) else None  # type: ignore[return-value]
+    return policy  # type: ignore[return-value]
 
 
 def save_stored_policy(root: Path, stored: Any) -> None:
@@ -491,8 +539,7 @@ def save_stored_policy(root: Path, stored: Any) -> None:
         policy = ReleasePolicy.model_validate(stored)
         doc = {
             "format": FORMAT, "code": _code_digest(), "stored": stored,
-            "deps": [["content", _pydantic_version_file(), _content(Path(_pydantic_version_file()))]],
-            "policy": _encode(policy, classes), "classes": classes,
+            "deps": _policy_deps(), "policy": _encode(policy, classes), "classes": classes,
         }
     except Exception:  # noqa: BLE001 - a snapshot is an optimisation; gate validates then
         return
