@@ -135,7 +135,7 @@ def load_labels(path: Path, display: str, judges: Collection[str]) -> Labels:
                       accepted='{"id": "case id", "criterion": "helpful", "pass": true}'
                       ) from None
         except JsonLimitError as exc:
-            raise bad(f"not read: {exc}") from None
+            raise bad(str(exc)) from None
         surrogate = _lone_surrogate(item)
         if surrogate is not None:
             raise bad("holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape that is not"

@@ -161,7 +161,7 @@ def _read_only(path: Path) -> str | None:
             continue
         if st.st_uid == os.geteuid() and not st.st_mode & stat.S_IWUSR:
             what = "directory" if p == path.parent else "file"
-            return f"the store's {what} is read-only (mode {stat.S_IMODE(st.st_mode):04o})"
+            return f"its {what} is read-only (mode {stat.S_IMODE(st.st_mode):04o})"
     return None
 
 
@@ -195,7 +195,7 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
         read_only = _read_only(path)
         if read_only is not None:
             raise StoreUnavailable(
-                f"{path}: the store cannot be written ({read_only}); nothing was run."
+                f"{path}: the store cannot be written: {read_only}; nothing was run."
                 " Give it back its write permission (chmod u+w) to run here"
             )
         # Only a file known to be a store (or a new one) is ours to make private.

@@ -141,8 +141,8 @@ MAX_CODE_PATH_FILES = 10_000
 #: The most bytes they may hold in all: they are read and hashed on every run.
 MAX_CODE_PATH_BYTES = 256 << 20
 _CODE_PATHS_ACCEPTED = (
-    "files or directories relative to the project directory that hold the system's code or"
-    " prompts (not the project directory itself, nor a directory above it)"
+    "files or directories of code and prompts, relative to the project directory and inside"
+    " or beside it"
 )
 
 
