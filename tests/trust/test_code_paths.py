@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from oloproof.systems.loading import MAX_CODE_PATH_BYTES, MAX_CODE_PATH_FILES
 from tests.store._support import snapshot
 from tests.trust._support import cli, no_traceback, project, runs
+
+from oloproof.systems.loading import MAX_CODE_PATH_BYTES, MAX_CODE_PATH_FILES
 
 APP = "def answer(inp):\n    return {'label': 'ok'}\n"
 CHECKS = {"checks.py": "def check(output):\n    return output['label'] == 'ok'\n"}

@@ -34,7 +34,7 @@ class _Echo(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers["content-length"]))
         got = self.headers.get("authorization", "")
         escaped = got.replace("/", "\\/")
-        escaped_u = "\\u%04x" % ord(escaped[0]) + escaped[1:]
+        escaped_u = f"\\u{ord(escaped[0]):04x}" + escaped[1:]
         body = ('{"error": "token ' + escaped + ' refused; again: ' + escaped_u + '"}').encode()
         self.send_response(400)
         self.send_header("content-type", "application/json")
