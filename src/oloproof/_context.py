@@ -48,4 +48,9 @@ def set_current_case(ctx: CaseContext | None) -> contextvars.Token[CaseContext |
 
 
 def reset_current_case(token: contextvars.Token[CaseContext | None]) -> None:
-    _current.reset(token)
+    try:
+        _current.reset(token)
+    except ValueError:
+        # The coroutine is being closed from another context (its loop gone, the
+        # interpreter ending): there is no case to put back there.
+        pass

@@ -33,18 +33,29 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
+    "MAX_JSON_DEPTH",
     "JsonLimitError",
     "canonical_json",
+    "check_depth",
     "compact_json",
     "depth_of",
     "digest",
     "digest_bytes",
+    "loads_bounded",
     "loads_strict",
     "output_json",
     "reject_duplicate_keys",
     "storable",
 ]
 
+#: The deepest nesting of arrays and objects Oloproof reads, stores or prints anywhere:
+#: a suite line, a labels line, a system's output, an HTTP body, a judge's reply, a
+#: configuration snapshot, JSON read back from the store, and (in YAML) the project's
+#: files. One limit, so that whatever one part accepts every other part can read and
+#: print (a printer walks a value with a few Python frames per level, and Python's
+#: recursion limit is about 1,000 frames).
+MAX_JSON_DEPTH = 100
+#: The default for an HTTP body (``limits.max_json_depth``, at most MAX_JSON_DEPTH).
 DEFAULT_MAX_JSON_DEPTH = 64
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -168,6 +179,38 @@ def depth_of(value: Any) -> int:
     return deepest
 
 
+def _opened(text: str | bytes) -> int:
+    """How many arrays and objects ``text`` could open at most: a bound on its depth that
+    costs two C-level counts, so that most values need no walk at all."""
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")
+
+
+def check_depth(
+    value: Any, *, max_depth: int = MAX_JSON_DEPTH, text: str | bytes | None = None
+) -> None:
+    """Raise :class:`JsonLimitError` when arrays and objects nest in ``value`` deeper than
+    ``max_depth``. ``text``, the JSON ``value`` was read from or written as, lets most
+    values pass without being walked."""
+    if text is not None and _opened(text) <= max_depth:
+        return
+    if depth_of(value) > max_depth:
+        raise JsonLimitError(f"nested deeper than {max_depth} levels")
+
+
+def loads_bounded(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads(text)``, refusing nesting deeper than ``max_depth``
+    (:class:`JsonLimitError`) instead of reading it or failing with ``RecursionError``:
+    how Oloproof reads back JSON it wrote itself (the store, the snapshots)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise JsonLimitError(f"nested deeper than {max_depth} levels") from None
+    check_depth(value, max_depth=max_depth, text=text)
+    return value
+
+
 def loads_strict(text: str | bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Any:
     """Parse JSON from outside within bounds, or raise :class:`JsonLimitError`.
 
@@ -187,6 +230,5 @@ def loads_strict(text: str | bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) 
             raise
         # int(): "Exceeds the limit (4300 digits) for integer string conversion".
         raise JsonLimitError(str(exc)) from None
-    if depth_of(value) > max_depth:
-        raise JsonLimitError(f"nested deeper than {max_depth} levels")
+    check_depth(value, max_depth=max_depth, text=text)
     return value

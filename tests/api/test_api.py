@@ -285,3 +285,29 @@ def test_each_project_runs_its_own_current_app_module(tmp_path: Path) -> None:
     edited = oloproof.run(tmp_path / "a")
     assert edited.metrics["exact_label"].passed == 0
     assert edited.cache is not None and edited.cache["execution_misses"] == 3
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda p: oloproof.plan(None, project=p),  # type: ignore[arg-type]
+         "plan() argument 'run_or_cmp' must be a run id .* not NoneType"),
+        (lambda p: oloproof.plan(7, project=p),  # type: ignore[arg-type]
+         "plan() argument 'run_or_cmp' must be .* not int"),
+        (lambda p: oloproof.read_run(None, p),  # type: ignore[arg-type]
+         "read_run() argument 'run_id' must be a run id .* not NoneType"),
+        (lambda p: oloproof.compare(None, "latest", project=p),  # type: ignore[arg-type]
+         "compare() argument 'candidate' must be .* not NoneType"),
+        (lambda p: oloproof.compare("latest", 3, project=p),  # type: ignore[arg-type]
+         "compare() argument 'baseline' must be .* not int"),
+    ],
+    ids=["plan-None", "plan-int", "read_run-None", "compare-candidate", "compare-baseline"],
+)
+def test_an_id_that_is_not_text_is_a_clear_type_error(
+    project_dir: Path, call: Any, message: str
+) -> None:
+    # plan(None) raised AttributeError: 'NoneType' object has no attribute 'startswith'.
+    _project(project_dir, n=10)
+    oloproof.run(project_dir)
+    with pytest.raises(TypeError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        call(project_dir)

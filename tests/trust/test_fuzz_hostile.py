@@ -131,7 +131,9 @@ SCALARS = st.one_of(
     ANY_TEXT,
     MARKUP,
     st.binary(max_size=8),
-    st.builds(Deep, st.sampled_from([50, 5000, 100_000])),
+    # Around the one depth limit (100 levels, the output's own object included) and far
+    # past it.
+    st.builds(Deep, st.sampled_from([50, 98, 99, 100, 5000, 100_000])),
 )
 
 VALUES = st.recursive(
@@ -268,11 +270,16 @@ def _check(project: Copy, what: str) -> None:
     if result.code == 2:
         assert len(ids) == 1, (what, "a refused run stored something")
     else:
-        # Readable back, as text and as JSON.
+        # Readable back, as text and as JSON: whatever was stored, every command prints.
         inspected = run_cli("inspect", "latest", "--json", cwd=project.root)
         assert inspected.code in {0, 1, 3, 4, 5}, (what, inspected.text[-2000:])
         assert "Traceback" not in inspected.text
         doc = json.loads(inspected.out)
+        for args in (["inspect", "latest", "--failures"],
+                     *(["inspect", "latest", "--case", c["id"]] for c in doc["cases"][:1])):
+            shown = run_cli(*args, cwd=project.root)
+            assert shown.code in {0, 1, 3, 4, 5}, (what, args, shown.text[-2000:])
+            assert "Traceback" not in shown.text, (what, args)
         if result.code == 0:
             # An ALLOW needs the evidence its rules ask for: label-floor (min 0.9 on
             # exact_label) can only pass on observed passes, of which there must be some.
@@ -342,6 +349,13 @@ RAW_LINES = st.one_of(
         '"just a string"',
         "\ufeff{}",
         '{"id": "x", "input": 1, "id": "y"}',
+        # Around the one depth limit (100 levels, the line's own object included).
+        '{"id": "deep99", "input": ' + "[" * 98 + "]" * 98 + "}",
+        '{"id": "deep100", "input": ' + "[" * 99 + "]" * 99 + "}",
+        '{"id": "deep101", "input": ' + "[" * 100 + "]" * 100 + "}",
+        '{"id": "deepm", "input": 1, "metadata": {"m": ' + "[" * 5000 + "]" * 5000 + "}}",
+        '{"id": "deepe", "input": 1, "expected": {"label": ' + "{\"a\": " * 150 + "1"
+        + "}" * 150 + "}}",
     ]),
     st.builds(lambda d: json.dumps({"id": "r", "input": d}), JSON_VALUES),
     ANY_TEXT,
@@ -372,6 +386,9 @@ YAML_SCALARS = st.one_of(
         "[]", "{}", "''", "*nowhere", "&a [*a]", "!!python/object/apply:os.system ['true']",
         '"\\ud800"', "'[/x]'", "99999999999999999999999999999", "2024-05-01", "0x10", "0o17",
         "yes", "null", "|\n  text", "!!binary aGVsbG8=", "!!set {a, b}", "<<: *x",
+        # Around the one depth limit, and far past it (PyYAML's own limit speaks then).
+        "[" * 99 + "]" * 99, "[" * 101 + "]" * 101, "[" * 5000 + "]" * 5000,
+        "{a: " * 150 + "1" + "}" * 150,
     ]),
     ANY_TEXT.map(json.dumps),
 )
@@ -433,3 +450,130 @@ def test_hostile_configs(template: tuple[Path, str], edits: list[tuple[str, str,
                 text = _replace_value(text, key, value, nth)
             path.write_bytes(text.encode("utf-8", "surrogatepass"))
         _check(project, f"edits={edits!r}")
+
+
+# -- hostile labels files ------------------------------------------------------------------
+
+LABEL_LINES = st.one_of(
+    st.sampled_from([
+        '{"id": "c0", "criterion": "exact_label", "pass": true}',
+        '{"id": "c0", "criterion": "exact_label", "pass": true, "pass": false}',
+        '{"id": "c\\ud800", "criterion": "exact_label", "pass": true}',
+        '{"id": "c0", "criterion": "exact_label", "pass": true, "note": '
+        + "[" * 5000 + "]" * 5000 + "}",
+        '{"id": "c0", "criterion": "exact_label", "pass": true, "note": '
+        + "[" * 100 + "]" * 100 + "}",
+        '{"id": "c0", "criterion": "exact_label", "pass": NaN}',
+        '{"id": "c0", "criterion": "exact_label", "pass": 1e999}',
+        '{"id": "c0", "criterion": "exact_label", "pass": ' + "9" * 5000 + "}",
+        "[" * 100_000,
+        "\ufeff{}",
+        "null",
+    ]),
+    st.builds(lambda v: json.dumps({"id": "c1", "criterion": "exact_label", "pass": v}),
+              JSON_VALUES),
+    ANY_TEXT,
+    st.binary(max_size=30),
+)
+
+
+@SETTINGS
+@given(lines=st.lists(LABEL_LINES, min_size=1, max_size=4))
+def test_hostile_labels_files(template: tuple[Path, str], lines: list[str | bytes]) -> None:
+    """Every line of a labels file is read strictly and within the depth limit: whatever
+    it holds, the run is refused with a line naming it (exit 2) or goes on, never 70."""
+    with tempfile.TemporaryDirectory() as tmp:
+        project = _copy(template, tmp)
+        config = project.root / "oloproof.yaml"
+        config.write_text(config.read_text().replace(
+            "dataset: data/cases.jsonl", "dataset: data/cases.jsonl\nhuman_labels: data/labels.jsonl"))
+        (project.root / "data" / "labels.jsonl").write_bytes(
+            b"\n".join(_as_bytes(line) for line in lines) + b"\n"
+        )
+        _check(project, f"labels lines={[repr(x)[:200] for x in lines]!r}")
+
+
+# -- tampered configuration snapshots --------------------------------------------------------
+
+STRICT_RELEASE = "version: 1\nrules:\n  - id: near-perfect\n    metric: exact_label\n    min: 0.99\n"
+
+
+@pytest.fixture(scope="module")
+def strict_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A project whose policy blocks (8 of 8 cannot show 99%: exit 3), run twice: its
+    snapshots are written and were read back once."""
+    root = tmp_path_factory.mktemp("fuzz-snap") / "proj"
+    cases = [{"id": f"c{i}", "input": {"i": i}, "expected": {"label": "ok", "score": 1}}
+             for i in range(8)]
+    write_project(root, app=BASE_APP, cases=cases, evaluators=EVALUATORS, release=STRICT_RELEASE)
+    for _ in range(2):
+        result = run_cli("run", cwd=root)
+        assert result.code == 3, result.text
+    yield root, _run_ids(root)[0]
+
+
+SNAPSHOT_TAMPERS = st.one_of(
+    st.sampled_from(["deps=[]", "deps=config-only", "rules=[]", "resolved=none", "all",
+                     "deep", "not-json", "empty", "swap-classes"]),
+    st.tuples(st.sampled_from(["deps", "resolved", "config", "policy", "classes", "key",
+                               "code", "format", "stored"]), JSON_VALUES),
+)
+
+
+def _no_rules(node: Any) -> None:
+    if isinstance(node, dict) and isinstance(node.get("f"), dict) and "rules" in node["f"]:
+        rules = node["f"]["rules"]
+        node["f"]["rules"] = {"$t": []} if isinstance(rules, dict) else []
+
+
+def _tamper(path: Path, how: Any) -> None:
+    if how == "not-json":
+        path.write_bytes(b"\xff{not json")
+        return
+    if how == "empty":
+        path.write_bytes(b"")
+        return
+    if how == "deep":
+        path.write_text('{"format": 1, "deps": ' + "[" * 5000 + "]" * 5000 + "}")
+        return
+    doc = json.loads(path.read_text())
+    if isinstance(how, tuple):
+        doc[how[0]] = how[1]
+    else:
+        if how in ("deps=[]", "all"):
+            doc["deps"] = []
+        if how == "deps=config-only":
+            doc["deps"] = [d for d in doc.get("deps", []) if d[1].endswith("oloproof.yaml")]
+        if how in ("rules=[]", "all"):
+            _no_rules(doc.get("policy"))
+        if how in ("resolved=none", "all") and "resolved" in doc:
+            doc["resolved"] = ["none", None]
+        if how == "swap-classes":
+            doc["classes"] = {k: {"fields": [], "alias": {}, "exclude": []}
+                              for k in doc.get("classes", {})}
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8", errors="surrogatepass")
+
+
+@settings(SETTINGS, max_examples=25)
+@given(tampers=st.lists(SNAPSHOT_TAMPERS, min_size=1, max_size=2))
+def test_tampered_snapshots_never_override_the_files(
+    strict_template: tuple[Path, str], tampers: list[Any]
+) -> None:
+    """Whatever a snapshot is made to say, run and gate decide as release.yaml on disk
+    says: the rule is there, and blocks (exit 3), as it did before the tampering."""
+    with tempfile.TemporaryDirectory() as tmp:
+        project = _copy(strict_template, tmp)
+        snapshots = sorted((project.root / ".oloproof" / "snapshots").glob("*.json"))
+        assert {p.name.split("-")[0] for p in snapshots} == {"config", "policy"}
+        for path in snapshots:
+            for how in tampers:
+                _tamper(path, how)
+        what = f"tampers={tampers!r}"
+        gate = run_cli("gate", "latest", "--json", cwd=project.root)
+        assert gate.code == 3, (what, gate.text[-2000:])
+        assert [d["rule"] for d in json.loads(gate.out)["decisions"]] == ["near-perfect"], what
+        result = run_cli("run", "--json", cwd=project.root)
+        assert result.code == 3, (what, result.text[-2000:])
+        assert "Traceback" not in result.text, what
+        finished = json.loads(result.out.strip().splitlines()[-1])
+        assert [d["rule"] for d in finished["decisions"]] == ["near-perfect"], what

@@ -15,14 +15,13 @@ afresh.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evidence import CriterionEvidence, group_name
-from oloproof.store.reader import RunRecord, load_trial_outcomes
+from oloproof.store.reader import RunRecord, load_trial_outcomes, stored_json
 
 if TYPE_CHECKING:
     from oloproof.project.models import ReleasePolicy
@@ -65,7 +64,7 @@ def grouped_evidence(
     if run.trials > 1:
         # Over repeated trials a group holds whole cases, each with its trials.
         metadata_of = {
-            case_id: json.loads(text) if text else None
+            case_id: stored_json(run.id, f"metadata of case {case_id!r}", text)
             for case_id, text in conn.execute(
                 "SELECT case_id, metadata_json FROM run_cases WHERE run_id = ?", (run.id,)
             )
@@ -90,7 +89,7 @@ def grouped_evidence(
         criterion_keys = keys.get(criterion)
         if not criterion_keys:
             continue
-        metadata = json.loads(metadata_json) if metadata_json else None
+        metadata = stored_json(run.id, "metadata of a case", metadata_json)
         for key in criterion_keys:
             value = metadata.get(key) if isinstance(metadata, dict) else None
             group(criterion, key, group_name(criterion, key, value)).add(

@@ -25,6 +25,20 @@ if TYPE_CHECKING:
 
 __all__ = ["compare", "list_comparisons", "list_runs", "plan", "read_run"]
 
+
+def _id(value: object, name: str, function: str, accepted: str) -> str:
+    """``value`` as an id, or a TypeError naming the argument and what it accepts (as a
+    path argument's own TypeError does): ``plan(None)`` raised AttributeError."""
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{function}() argument '{name}' must be {accepted}, not {type(value).__name__}"
+        )
+    return value
+
+
+_RUN = "a run id (run_… or 'latest') or a RunResult"
+
+
 def _root(project: PathLike) -> Path:
     return config_file(project).resolve().parent
 
@@ -41,6 +55,7 @@ def read_run(
     ``group_by``: break the metrics down by these metadata keys too (as stored runs keep
     every case's metadata, any key can be grouped afterwards). ``labels``: measure the
     judges against this human-labels file instead of the labels stored with the run."""
+    run_id = _id(run_id, "run_id", "read_run", "a run id (run_… or 'latest')")
     root = _root(project)
     conn = open_store_readonly(locate(config_file(project)))
     try:
@@ -126,6 +141,8 @@ def compare(
     compare.yaml beside the project if any), and store the comparison (``cmp_`` id)."""
     cand = candidate.run_id if isinstance(candidate, RunResult) else candidate
     base = baseline.run_id if isinstance(baseline, RunResult) else baseline
+    cand = _id(cand, "candidate", "compare", _RUN)
+    base = _id(base, "baseline", "compare", _RUN)
     # Comparing and planning import the paired statistics and the sample-size search:
     # only here, so that reading a run (`oloproof gate`) does not pay for them.
     from oloproof.analysis.compare import compare_runs, run_ref
@@ -167,7 +184,9 @@ def plan(
     elif isinstance(run_or_cmp, ComparisonResult):
         ref = run_or_cmp.comparison_id
     else:
-        ref = run_or_cmp
+        ref = _id(run_or_cmp, "run_or_cmp", "plan",
+                  "a run id (run_… or 'latest'), a comparison id (cmp_…), or a result of"
+                  " run(), read_run() or compare()")
     if assurance is not None and not 0.0 < assurance < 1.0:
         raise UsageError(f"assurance: expected a probability strictly between 0 and 1, got {assurance!r}")
     policy_path = None if policy is None else str(policy)

@@ -13,11 +13,11 @@ matches (except ``!=``, which it always matches).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from oloproof._json import JsonLimitError, loads_bounded
 from oloproof._records import dataclass
 from oloproof.errors import UsageError
 from oloproof.paths import MISSING, lookup
@@ -86,7 +86,10 @@ def parse_where(text: str) -> Where:
         raise UsageError(f"--where {text!r}: cannot be read ({accepted})")
     raw = m.group("value")
     try:
-        value = json.loads(raw)
+        value = loads_bounded(raw)
+    except JsonLimitError as exc:
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise UsageError(f"--where {shown!r}: the value is {exc}") from None
     except ValueError:
         raise UsageError(
             f"--where {text!r}: the value {raw!r} is not JSON (strings need double quotes;"

@@ -158,7 +158,10 @@ def declare(name: str, p: Any) -> None:
         p.add_argument("--json", action="store_true", help="print one JSON document")
     elif name == "runs":
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
-        p.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
+        p.add_argument(
+            "--limit", type=_run_limit, default=50, metavar="N",
+            help="at most this many runs (default 50)",
+        )
         p.add_argument("--json", action="store_true", help="print one JSON document")
     elif name == "init":
         p.add_argument(
@@ -276,6 +279,22 @@ def _positive_int(value: str) -> int:
         n = 0
     if n < 1:
         raise _type_error(f"expected a whole number of cases, 1 or more, got '{value}'")
+    return n
+
+
+#: The largest ``runs --limit``: more runs than any store holds.
+MAX_RUNS_LIMIT = 1_000_000_000
+
+
+def _run_limit(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_RUNS_LIMIT:
+        raise _type_error(
+            f"expected a whole number of runs from 1 to {MAX_RUNS_LIMIT}, got '{value}'"
+        )
     return n
 
 

@@ -49,6 +49,11 @@ def _top_help(words: list[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
+    # Started with standard output closed (`oloproof run >&-`): Python made sys.stdout
+    # None, and every print would fail. What is printed there is discarded instead.
+    closed = sys.stdout is None
+    if closed and not _output_to_devnull():
+        return _EXIT_INTERNAL
     kept = _top_help(words)
     if kept is not None:
         sys.stdout.write(kept)
@@ -75,6 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     _process.QUICK_EXIT = args.command in _QUICK_EXIT
 
+    if closed:
+        if args.command == "run" and getattr(args, "json", False):
+            _error_line(args.command, "error: standard output is closed, and --json writes"
+                        " the run's events there; nothing was run")
+            return _EXIT_USAGE
+        _error_line(args.command, "warning: standard output is closed: nothing is printed"
+                    " there; the exit code is the command's as always")
     try:
         module = importlib.import_module(args._module)
         if _process.OURS:
@@ -125,6 +137,20 @@ def _error_line(command: str, message: str) -> None:
     sys.stderr.write(f"oloproof {command}: {printable(message)}\n")
 
 
+def _output_to_devnull() -> bool:
+    """Give a process started with file descriptor 1 closed a standard output that
+    discards what is written (the lowest free descriptor, 1, is what open returns)."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    except OSError:
+        return False
+    return True
+
+
 def _silence_stdout() -> None:
     """After the reader of stdout went away, make sure exit does not complain."""
     try:
@@ -164,6 +190,8 @@ def entry() -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
+    except (AttributeError, OSError, ValueError):
+        pass  # no standard output to flush
     if _process.QUICK_EXIT:
         _quick_exit(code)
     raise SystemExit(code)

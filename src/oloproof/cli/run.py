@@ -157,7 +157,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         os._exit(5)
 
     stop.on_second = hard_stop
-    with stop.signals():
+    with stop.signals(keep_after_stop=True):
         try:
             result = execute(prepared, use_cache=not args.no_cache, sinks=sinks, stop=stop)
         finally:
@@ -220,12 +220,15 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 args,
                 "run",
             )
-    if _process.OURS and threading.active_count() > 1:
+    if _process.OURS and (threading.active_count() > 1 or stop.count):
         # A call that was cancelled or timed out may still run in a worker
         # thread (a sync system stuck in time.sleep): it must not hold the
         # process open, and the interpreter would wait for it at exit. Only
         # the console script's own process ends this way: main() called in a
         # process of someone else's (a test, a notebook) returns, whatever
         # threads are still finishing.
+        # A run a signal stopped ends here too: the interpreter's teardown puts the
+        # default handlers back first, and a second Ctrl-C arriving then killed the
+        # process by SIGINT instead of exiting 5.
         _process.exit_now(exit_code)
     return exit_code

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from oloproof.cli._common import project_root, read_project_store
 from oloproof.errors import UsageError
+from oloproof.store.db import has_table
 from oloproof.store.location import locate
 from oloproof.store.reader import project_scope
 
@@ -54,7 +55,7 @@ def command(args: argparse.Namespace) -> int:
         where, scope = project_scope(conn)
         project = conn.execute(
             f"SELECT project FROM runs WHERE {where} ORDER BY created_at DESC LIMIT 1", scope
-        ).fetchone()
+        ).fetchone() if has_table(conn, "runs") else None
     finally:
         conn.close()
     root = project_root(args.config)

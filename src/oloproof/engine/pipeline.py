@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from oloproof._json import canonical_json, digest, storable
+from oloproof._json import JsonLimitError, canonical_json, check_depth, digest, storable
 from oloproof._json import output_json as output_json_of
 from oloproof._records import dataclass, field
 from oloproof.enums import CaseStatus, JudgmentStatus, MetricKind
@@ -652,6 +652,12 @@ class Engine:
             except (TypeError, ValueError, RecursionError, OverflowError) as exc:
                 return self._failed(case, key, CaseStatus.ERROR, last_latency[0], done.attempts,
                                     f"the output is not JSON-serialisable: {exc}"), None, False
+        try:
+            # The one depth limit (oloproof._json): an output every command can print.
+            check_depth(result.output, text=output_json)
+        except JsonLimitError as exc:
+            return self._failed(case, key, CaseStatus.ERROR, last_latency[0], done.attempts,
+                                f"the output is refused: {exc}"), None, False
         return CaseExecuted(
             self.run_id, scenario_id=case.id, status=CaseStatus.OK, from_cache=False,
             latency_ms=last_latency[0], attempts=done.attempts, error=None, index=case.index,
@@ -715,8 +721,11 @@ class Engine:
                     float(timeout_s),
                 )
             else:
+                # A guarded schema's thread may first wait for its child to start; the
+                # child's own limit is timeout_s (runner/build.py _guard_schema).
+                thread_timeout_s = getattr(evaluator, "thread_timeout_s", None) or timeout_s
                 result = await self._evaluator_workers.submit(
-                    lambda: evaluator.evaluate(view, output), float(timeout_s)
+                    lambda: evaluator.evaluate(view, output), float(thread_timeout_s)
                 )
             assert isinstance(result, Outcome)
             return result

@@ -50,7 +50,7 @@ from oloproof.providers.verdict import (
     parse_score,
     parse_verdict,
 )
-from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask, shown_url
+from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask, mask_quoted, shown_url
 from oloproof.transport.limiter import AdaptiveLimiter
 from oloproof.transport.retry import (
     AttemptFailure,
@@ -62,8 +62,6 @@ from oloproof.usage import Usage
 
 if TYPE_CHECKING:
     from oloproof.project.models import RubricJudgeEvaluator
-
-_MIN_MASK_CHARS = 8
 
 
 class RubricJudge:
@@ -202,15 +200,16 @@ class RubricJudge:
         if client is not None:
             await client.aclose()
 
-    def _masked(self, text: str) -> str:
-        # Error messages from the providers are masked already, whatever the key's
-        # length; this catches a key echoed in the reply itself. A key shorter than
-        # 8 characters (a dummy for a local server) is left alone: masking it
-        # would garble ordinary words of the judge's reason.
+    def _masked(self, text: str, *, error: bool = True) -> str:
+        # An error message (a provider's, or one quoting the reply) has the key masked
+        # whatever its length. A reason is the judge's words: the key is masked by the
+        # rules for them (transport/http.py mask_quoted): 8 characters or more wherever
+        # it appears, 4 to 7 where it stands alone; a shorter one (a dummy for a local
+        # server) would garble ordinary words of the reason.
         key = self._api_key
-        if key and len(key) >= _MIN_MASK_CHARS:
-            return mask(text, (key,))
-        return text
+        if not key:
+            return text
+        return mask(text, (key,)) if error else mask_quoted(text, (key,))
 
     def _refused(self, failure: UnsupportedParameter) -> str:
         """One line: the parameter the provider refused and the config field that sent it."""
@@ -278,7 +277,7 @@ class RubricJudge:
                 usage=reply.usage, attempts=done.attempts, latency_ms=latency[0],
             )
         return Outcome(
-            JudgmentStatus.OK, passed=verdict.passed, reason=self._masked(verdict.reason), usage=reply.usage,
+            JudgmentStatus.OK, passed=verdict.passed, reason=self._masked(verdict.reason, error=False), usage=reply.usage,
             attempts=done.attempts, latency_ms=latency[0],
         )
 

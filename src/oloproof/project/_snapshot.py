@@ -29,6 +29,7 @@ in a snapshot is executed, whoever wrote it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -37,6 +38,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oloproof._json import MAX_JSON_DEPTH, depth_of, loads_bounded
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
 from oloproof.project._project import DEFAULT_POLICY_FILE, Project, ResolvedPolicy, beside
@@ -67,6 +69,10 @@ FORMAT = 1
 _DIR = "snapshots"
 #: A snapshot larger than this is not read (a configuration is at most a few MiB).
 _MAX_BYTES = 16 << 20
+#: A snapshot is written to a new file only: a named pipe put where it goes would block
+#: the open, a link would have another file overwritten.
+_NEW_FILE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0))
 #: The modules whose code decides what a validation produces.
 _CODE = ("models.py", "_shapes.py", "_snapshot.py", "loader.py", "_project.py")
 
@@ -323,7 +329,7 @@ def _read(path: Path) -> dict[str, Any] | None:
     if data is None:
         return None
     try:
-        doc = json.loads(data)
+        doc = loads_bounded(data)  # the one depth limit: a snapshot nested deeper is not one
     except ValueError:
         return None
     return doc if isinstance(doc, dict) else None
@@ -334,10 +340,14 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
     cannot be written is simply not there next time."""
     if not path.parent.parent.is_dir():  # no store yet: the run creates it
         return
+    if depth_of(doc) > MAX_JSON_DEPTH:
+        return  # it could not be read back (_read)
     try:
         path.parent.mkdir(mode=0o700, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # a leftover, or whatever was put there: never written through
+        fd = os.open(tmp, _NEW_FILE, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(doc, f, ensure_ascii=False, separators=(",", ":"))
         os.replace(tmp, path)
@@ -363,8 +373,6 @@ def load_config(
             return None
         if doc.get("code") != _code_digest():
             return None
-        if not all(_check(dep) for dep in doc["deps"]):
-            return None
         classes = doc["classes"]
         config = _decode(doc["config"], classes)
         policy = _decode(doc["policy"], classes)
@@ -374,9 +382,20 @@ def load_config(
         abspath = Path(os.path.abspath(config_path))
         project = Project(root=abspath.parent, config_path=abspath, config=config,  # type: ignore[arg-type]
                           display=display)
-        how, name = doc["resolved"]
+        # What to check is decided here, from the files this command resolves (the
+        # --config and --policy it was given, the policy, dataset, labels, code paths
+        # and rubrics the configuration names), never taken from the snapshot: a
+        # snapshot written with "deps": [] was used whatever release.yaml said.
+        how, name, deps = _dependencies(project, policy_arg)
+        for dep in deps:
+            if dep[0] == "content":
+                dep[2] = _content(Path(dep[1]))
+            elif not _check(dep):
+                return None
+        if doc["deps"] != deps or doc["resolved"] != [how, name]:
+            return None
         shown = {"arg": policy_arg, "declared": None, "default": None, "none": None}[how]
-        if how in ("declared", "default"):
+        if how in ("declared", "default") and name is not None:
             shown = beside(project, name)
         resolved = ResolvedPolicy(policy, shown, declared_none=how == "none")  # type: ignore[arg-type]
     except (KeyError, TypeError, ValueError, AttributeError, SnapshotUnusable, RecursionError):
@@ -389,9 +408,38 @@ def save_config(
 ) -> None:
     """Keep what a successful validation produced (see the module's docstring)."""
     path, key = _request(config_path, policy_arg)
+    config = project.config
+    how, name, deps = _dependencies(project, policy_arg)
+    for dep in deps:
+        if dep[0] == "content":
+            dep[2] = _content(Path(dep[1]))
+            if dep[2] is None:
+                return
+    classes: dict[str, Any] = {}
+    try:
+        doc = {
+            "format": FORMAT, "key": key, "code": _code_digest(), "deps": deps,
+            "resolved": [how, name],
+            "config": _encode(config, classes), "policy": _encode(resolved.policy, classes),
+            "classes": classes,
+        }
+    except (SnapshotUnusable, RecursionError):
+        return
+    _write(path, doc)
+
+
+def _dependencies(
+    project: Project, policy_arg: str | None
+) -> tuple[str, str | None, list[list[Any]]]:
+    """How the release policy is resolved (``arg``, ``declared``, ``default``, ``none``)
+    and its name, and what a configuration snapshot rests on: ``["content", path,
+    None]`` (its digest to be filled in), ``["isfile", path, True]``, ``["exists", path,
+    True]``. Written by :func:`save_config` and recomputed by :func:`load_config`."""
     root = project.root
     config = project.config
     deps: list[list[Any]] = [["content", str(project.config_path), None]]
+    how: str
+    name: str | None
     if policy_arg is not None:
         how, name = "arg", policy_arg
         deps.append(["content", os.path.abspath(policy_arg), None])
@@ -411,28 +459,18 @@ def save_config(
         if evaluator.type == "rubric_judge" and evaluator.rubric_file is not None:
             deps.append(["content", str(root / evaluator.rubric_file), None])
     deps.append(["content", _pydantic_version_file(), None])
-    for dep in deps:
-        if dep[0] == "content":
-            dep[2] = _content(Path(dep[1]))
-            if dep[2] is None:
-                return
-    classes: dict[str, Any] = {}
-    try:
-        doc = {
-            "format": FORMAT, "key": key, "code": _code_digest(), "deps": deps,
-            "resolved": [how, name],
-            "config": _encode(config, classes), "policy": _encode(resolved.policy, classes),
-            "classes": classes,
-        }
-    except (SnapshotUnusable, RecursionError):
-        return
-    _write(path, doc)
+    return how, name, deps
 
 
 def _pydantic_version_file() -> str:
-    import pydantic.version
+    """pydantic's version file, found without importing pydantic (a run from its snapshot
+    never does)."""
+    from importlib.machinery import PathFinder
 
-    return str(pydantic.version.__file__)
+    spec = PathFinder.find_spec("pydantic")
+    if spec is None or not spec.submodule_search_locations:
+        return "pydantic/version.py (not found)"
+    return os.path.join(next(iter(spec.submodule_search_locations)), "version.py")
 
 
 # -- a run's stored policy ------------------------------------------------------------------
@@ -445,14 +483,30 @@ def _policy_path(root: Path, stored: Any) -> Path:
     return _folder(root) / f"policy-{key[:40]}.json"
 
 
+def _policy_deps() -> list[list[Any]]:
+    """What a stored policy's snapshot rests on (beside this code): pydantic's version."""
+    version = _pydantic_version_file()
+    return [["content", version, _content(Path(version))]]
+
+
 def _current(doc: dict[str, Any] | None, stored: Any) -> bool:
     """Whether a stored policy's snapshot can be used: written by this code (a snapshot
     of an older Oloproof is written again, not kept forever), for this policy, and every
-    file it rests on unchanged."""
+    file it rests on unchanged (the list decided here, not read from the snapshot)."""
     return (
         doc is not None and doc.get("format") == FORMAT and doc.get("code") == _code_digest()
-        and doc.get("stored") == stored and all(_check(dep) for dep in doc["deps"])
+        and doc.get("stored") == stored and doc.get("deps") == _policy_deps()
     )
+
+
+def _as_stored(policy: Any) -> Any:
+    """A validated policy as a run stores it (runner/build.py policy_json, which this
+    mirrors: the project layer may not import the runner's)."""
+    data = dict(policy.model_dump(mode="json"))
+    for rule in data.get("rules", []):
+        if rule.get("aggregate") is None:
+            rule.pop("aggregate", None)
+    return data
 
 
 def load_stored_policy(root: Path, stored: Any) -> ReleasePolicy | None:
@@ -464,10 +518,14 @@ def load_stored_policy(root: Path, stored: Any) -> ReleasePolicy | None:
         if doc is None or not _current(doc, stored):
             return None
         policy = _decode(doc["policy"], doc["classes"])
+        # The validated form must be the stored policy itself: a snapshot whose rules
+        # were edited ("rules": []) would otherwise decide the run in their place.
+        if not isinstance(policy, ReleasePolicyShape) or _as_stored(policy) != stored:
+            return None
     except (KeyError, TypeError, ValueError, AttributeError, SnapshotUnusable, RecursionError,
             OSError):
         return None
-    return policy if isinstance(policy, ReleasePolicyShape) else None  # type: ignore[return-value]
+    return policy  # type: ignore[return-value]
 
 
 def save_stored_policy(root: Path, stored: Any) -> None:
@@ -482,8 +540,7 @@ def save_stored_policy(root: Path, stored: Any) -> None:
         policy = ReleasePolicy.model_validate(stored)
         doc = {
             "format": FORMAT, "code": _code_digest(), "stored": stored,
-            "deps": [["content", _pydantic_version_file(), _content(Path(_pydantic_version_file()))]],
-            "policy": _encode(policy, classes), "classes": classes,
+            "deps": _policy_deps(), "policy": _encode(policy, classes), "classes": classes,
         }
     except Exception:  # noqa: BLE001 - a snapshot is an optimisation; gate validates then
         return

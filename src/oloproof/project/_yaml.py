@@ -30,6 +30,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from oloproof._json import MAX_JSON_DEPTH
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_text
 
@@ -42,7 +43,7 @@ except AttributeError:  # pragma: no cover - depends on how PyYAML was built
     _Loader = yaml.SafeLoader
 
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
-_MAX_DEPTH = 200
+_MAX_DEPTH = MAX_JSON_DEPTH  # the one depth limit (oloproof._json)
 #: Values built through aliases (``*name``, ``<<: *name``) in one document.
 MAX_ALIAS_VALUES = 10_000
 
@@ -80,6 +81,12 @@ def load_yaml(path: Path, display: str) -> tuple[Any, LineMap]:
     text = read_text(path, display)
     try:
         root = yaml.compose(text, Loader=_Loader)
+    except RecursionError:
+        # PyYAML composes recursively: thousands of levels end its recursion before the
+        # builder's own limit is reached.
+        raise ConfigError(
+            f"nested deeper than {_MAX_DEPTH} levels (a recursive anchor?)", file=display
+        ) from None
     except yaml.MarkedYAMLError as exc:
         raise _yaml_error(exc, display, text) from None
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked errors are rare
@@ -191,7 +198,7 @@ class _Builder:
     def build(self, node: Node, path: PathKey, depth: int) -> Any:
         if depth > _MAX_DEPTH:
             raise ConfigError(
-                "nested too deeply (a recursive anchor?)",
+                f"nested deeper than {_MAX_DEPTH} levels (a recursive anchor?)",
                 file=self._display,
                 line=node.start_mark.line + 1,
             )

@@ -32,7 +32,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oloproof._json import digest
+from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, digest, loads_strict
 from oloproof._records import dataclass
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
@@ -122,6 +122,18 @@ def labels_from_json(items: list[dict[str, Any]], path: str) -> Labels:
     return Labels(tuple(labels), _digest(labels), path)
 
 
+def _lone_surrogate(item: Any) -> str | None:
+    """The first key of a labels line whose key or value holds a lone surrogate, if any."""
+    if not isinstance(item, dict):
+        return None
+    for key, value in item.items():
+        try:
+            json.dumps([key, value], ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return str(key).encode("utf-8", "replace").decode("utf-8")
+    return None
+
+
 Scales = Mapping[str, "tuple[int, int] | None"]
 
 
@@ -174,13 +186,23 @@ def load_labels(path: Path, display: str, judges: Collection[str] | Scales) -> L
                                accepted=accepted)
 
         try:
-            item = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
+            # Strict: a key written twice ("pass": true, ..., "pass": false), NaN, and
+            # nesting past the one depth limit are refused, not read one way or another.
+            item = loads_strict(raw.decode("utf-8-sig" if number == 1 else "utf-8"),
+                                max_depth=MAX_JSON_DEPTH)
         except UnicodeDecodeError:
             raise bad("the line is not UTF-8 text") from None
         except json.JSONDecodeError as exc:
             raise bad(f"not a JSON object: {exc.msg}",
                       accepted='{"id": "case id", "criterion": "helpful", "pass": true}'
                       ) from None
+        except JsonLimitError as exc:
+            raise bad(str(exc)) from None
+        surrogate = _lone_surrogate(item)
+        if surrogate is not None:
+            raise bad("holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape that is not"
+                      " half of a pair): it is not a character and cannot be stored; write"
+                      " the character itself, or a valid pair of escapes", field=surrogate)
         if not isinstance(item, dict):
             raise bad("not a JSON object",
                       accepted='{"id": "case id", "criterion": "helpful", "pass": true}')

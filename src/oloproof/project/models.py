@@ -43,6 +43,7 @@ from pydantic import (
     model_validator,
 )
 
+from oloproof._json import DEFAULT_MAX_JSON_DEPTH, MAX_JSON_DEPTH
 from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
 from oloproof.project._errors import fail
@@ -284,7 +285,7 @@ class LimitsConfig(_Model):
 
     evaluator_timeout_s: float = Field(default=30, gt=0, le=3600)
     max_response_bytes: int = Field(default=10 * 1024 * 1024, ge=1024, le=1024**3)
-    max_json_depth: int = Field(default=64, ge=2, le=1000)
+    max_json_depth: int = Field(default=DEFAULT_MAX_JSON_DEPTH, ge=2, le=MAX_JSON_DEPTH)
     failure_threshold: float | None = Field(default=None, gt=0, le=1)
     store_busy_timeout_s: float = Field(default=30, gt=0, le=3600)
     #: Calls in a row (each after its retries) of the system, or of one judge, that may

@@ -51,7 +51,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oloproof._json import canonical_json
+from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, canonical_json, check_depth
 from oloproof._records import dataclass
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
@@ -273,7 +273,7 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
         except _NotJson as exc:
             raise error(f"not valid JSON: {exc}", number) from None
         except RecursionError:
-            raise error("not valid JSON: nested too deeply", number) from None
+            raise error(f"nested deeper than {MAX_JSON_DEPTH} levels", number) from None
         except ValueError:
             # int() refuses to convert more than sys.get_int_max_str_digits() digits.
             raise error(
@@ -281,6 +281,11 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
                 "digits); write it as a string",
                 number,
             ) from None
+        try:
+            # The one depth limit (oloproof._json): what is stored can be printed.
+            check_depth(obj, text=raw)
+        except JsonLimitError:
+            raise error(f"nested deeper than {MAX_JSON_DEPTH} levels", number) from None
         if type(obj) is not dict:
             raise error(
                 f'expected a JSON object such as {{"id": "case_1", "input": ...}}, '

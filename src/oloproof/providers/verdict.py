@@ -20,7 +20,7 @@ import re
 import secrets
 from typing import Any
 
-from oloproof._json import JsonLimitError, reject_duplicate_keys
+from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, check_depth, reject_duplicate_keys
 from oloproof._records import dataclass
 from oloproof.transport.retry import PermanentFailure
 
@@ -213,10 +213,20 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
             value, end = decoder.raw_decode(text, position)
         except JsonLimitError as exc:
             raise VerdictError(f"judge reply is ambiguous: {exc}: {_quote(text)}") from None
+        except RecursionError:
+            raise VerdictError(
+                f"judge reply is nested deeper than {MAX_JSON_DEPTH} levels: {_quote(text)}"
+            ) from None
         except json.JSONDecodeError:
             position = text.find("{", position + 1)
             continue
         if isinstance(value, dict):
+            try:
+                check_depth(value, text=text[position:end])
+            except JsonLimitError:
+                raise VerdictError(
+                    f"judge reply is nested deeper than {MAX_JSON_DEPTH} levels: {_quote(text)}"
+                ) from None
             found.append(value)
         position = text.find("{", end)
     return found

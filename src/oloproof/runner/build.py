@@ -89,6 +89,8 @@ def build_evaluators(
             built = cast("InlineEvaluator", INLINE[ev.type](ev))
             if ev.type == "regex":
                 _guard_regex(built, limits.evaluator_timeout_s)
+            elif ev.type == "json_schema":
+                _guard_schema(built, limits.evaluator_timeout_s)
             inline.append(built)
         elif ev.type == "custom":
             # Imported here: it brings inspect, which a project without one never needs.
@@ -133,6 +135,25 @@ def _guard_regex(evaluator: InlineEvaluator, timeout_s: float) -> None:
             compiled.pattern, compiled.flags, timeout_s
         )
         evaluator.timeout_s = timeout_s  # type: ignore[attr-defined]
+
+
+def _guard_schema(evaluator: InlineEvaluator, timeout_s: float) -> None:
+    """Validate under ``timeout_s``, from a worker thread: a schema of any size checked
+    against an output of any size must not hold the run (limits.evaluator_timeout_s).
+
+    A schema with regular expressions (``pattern``, ``patternProperties``) validates in a
+    child process, killed at the limit, as the regex evaluator matches: jsonschema
+    matches them with ``re``, which holds the GIL for a whole match (a ``^(a+)+$``
+    froze every thread of the run). The limit counts from when the child is ready:
+    the thread waiting on it may also wait for the child to start.
+    """
+    evaluator.timeout_s = timeout_s  # type: ignore[attr-defined]
+    from oloproof.transport.regex_guard import SCHEMA_START_S, GuardedSchema, has_patterns
+
+    schema = evaluator.config.schema_  # type: ignore[attr-defined]
+    if has_patterns(schema):
+        evaluator.guard = GuardedSchema(schema, timeout_s)  # type: ignore[attr-defined]
+        evaluator.thread_timeout_s = timeout_s + SCHEMA_START_S  # type: ignore[attr-defined]
 
 
 def build_system(project: Project) -> SystemRunner:

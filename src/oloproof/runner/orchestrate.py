@@ -182,7 +182,8 @@ def _execute(
         on_fatal=lambda line: stop.internal(f"stopped early: {line}"),
         max_consecutive_failures=limits.max_consecutive_failures,
     )
-    finished = False
+    finished = False  # the run's end is being stored (or was)
+    ended = False  # the run's end is stored
 
     def finish(
         status: RunStatus, exit_code: int, gate_label: str, decisions: list[dict[str, object]],
@@ -191,7 +192,7 @@ def _execute(
         """Store the run's end and emit ``run_finished``; the store's error as one line if
         it could not be stored (then nothing is emitted for a DECIDED end: the caller
         ends the run as RUN_ERROR instead)."""
-        nonlocal finished
+        nonlocal finished, ended
         finished = True
         completeness = (
             (Completeness.SUBSET if prepared.subset is not None else Completeness.COMPLETE)
@@ -209,6 +210,7 @@ def _execute(
                 status=status, completeness=completeness, exit_code=exit_code, gate=gate_label,
                 cache=engine.totals.cache_json(), decisions=decisions, stop_reason=reason,
             )
+            ended = True
         except ERRORS as exc:
             failed = f"the end of the run could not be stored ({exc})"
             if status == RunStatus.DECIDED:
@@ -221,9 +223,17 @@ def _execute(
         # A second signal: the CLI exits at once. Record why, on a connection of
         # our own, if the store is free within half a second; otherwise the run
         # reads back as ended without finishing (store.reader), which is also true.
-        if finished:
+        # Not ``finished``: a second signal in the middle of storing the end (1 run in
+        # 14 at 40-110 ms) left the row RUNNING.
+        if ended:
             return
         reserve.release()
+        with contextlib.suppress(Exception):
+            # The handler runs on the thread that owns ``conn``, between two of its
+            # statements: a commit it interrupted holds the write lock our own
+            # connection needs. Its rows go, as the calls in flight do.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
         try:
             own = connect_quickly(location, 0.5)
             try:
@@ -313,14 +323,15 @@ def _still_running(conn: Connection, run_id: str) -> bool:
 
 
 def _close_guards(prepared: Prepared) -> None:
-    """End the regex child processes of the run's evaluators (runner/build.py)."""
-    guard = sys.modules.get("oloproof.transport.regex_guard")  # imported for a regex only
+    """End the child processes of the run's regex and json_schema evaluators (runner/build.py)."""
+    # Imported for a regex or a json_schema evaluator only.
+    guard = sys.modules.get("oloproof.transport.regex_guard")
     if guard is None:
         return
     for evaluator in prepared.inline:
-        pattern = getattr(evaluator, "pattern", None)
-        if isinstance(pattern, guard.GuardedPattern):
-            pattern.close()
+        for held in (getattr(evaluator, "pattern", None), getattr(evaluator, "guard", None)):
+            if isinstance(held, guard.GuardedPattern):  # GuardedSchema is one too
+                held.close()
 
 
 def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRequest) -> None:

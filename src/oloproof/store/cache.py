@@ -14,10 +14,10 @@ turn of the event loop (:meth:`Cache.load_judgments`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from oloproof._json import loads_bounded
 from oloproof._records import dataclass
 from oloproof.store.dbapi import is_sqlite
 from oloproof.usage import Usage
@@ -54,13 +54,21 @@ class CachedJudgment:
     usage: Usage | None
 
 
-def _execution(row: Any) -> CachedExecution:
-    usage = Usage.from_json(json.loads(row[2])) if row[2] else None
-    return CachedExecution(json.loads(row[0]), row[1], usage, row[3])
+def _execution(row: Any) -> CachedExecution | None:
+    try:
+        usage = Usage.from_json(loads_bounded(row[2])) if row[2] else None
+        return CachedExecution(loads_bounded(row[0]), row[1], usage, row[3])
+    except (ValueError, TypeError, AttributeError):
+        # A row that cannot be read back (damaged, or nested past the one depth limit):
+        # a miss; the call made afresh replaces it.
+        return None
 
 
-def _judgment(row: Any) -> CachedJudgment:
-    usage = Usage.from_json(json.loads(row[6])) if row[6] else None
+def _judgment(row: Any) -> CachedJudgment | None:
+    try:
+        usage = Usage.from_json(loads_bounded(row[6])) if row[6] else None
+    except (ValueError, TypeError, AttributeError):
+        return None  # as for an execution: a miss
     passed = None if row[1] is None else bool(row[1])
     return CachedJudgment(row[0], passed, row[2], row[3], row[4], row[5], usage)
 
@@ -75,7 +83,7 @@ class Cache:
         #: Look up in bulk (a PostgreSQL store): see the module's docstring.
         self.bulk = not is_sqlite(conn)
         # What bulk look-ups found, and every key they looked up (found or not).
-        self._found: dict[str, CachedExecution | CachedJudgment] = {}
+        self._found: dict[str, CachedExecution | CachedJudgment | None] = {}
         self._looked: set[str] = set()
         self._pending: set[str] = set()
         self._batch: asyncio.Future[None] | None = None
@@ -161,7 +169,7 @@ class Cache:
         if row is None:
             return None
         result = _execution(row)
-        if held is not None:
+        if held is not None and result is not None:
             held[key] = result
         return result
 
@@ -183,6 +191,6 @@ class Cache:
         if row is None:
             return None
         result = _judgment(row)
-        if held is not None:
+        if held is not None and result is not None:
             held[key] = result
         return result

@@ -12,9 +12,11 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from oloproof._json import loads_bounded
 from oloproof._records import dataclass
 from oloproof.errors import UsageError
 from oloproof.ids import new_comparison_id
+from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.reader import project_scope
 
 if TYPE_CHECKING:  # imported for its type only: `oloproof runs` lists comparisons without it
@@ -114,9 +116,19 @@ _COLUMNS = (
 )
 
 
+def _loads(cmp_id: str, column: str, text: str) -> Any:
+    try:
+        return loads_bounded(text)
+    except ValueError as exc:
+        raise StoreUnreadable(
+            f"comparison {cmp_id}: its stored {column} cannot be read ({exc}); the store is"
+            " damaged"
+        ) from exc
+
+
 def _record(conn: Connection, row: tuple[Any, ...]) -> ComparisonRecord:
     decisions = [
-        json.loads(r[0])
+        _loads(row[0], "decision", r[0])
         for r in conn.execute(
             "SELECT decision_json FROM comparison_decisions WHERE cmp_id = ? ORDER BY idx",
             (row[0],),
@@ -124,8 +136,8 @@ def _record(conn: Connection, row: tuple[Any, ...]) -> ComparisonRecord:
     ]
     return ComparisonRecord(
         id=row[0], project=row[1], created_at=row[2], candidate_run=row[3],
-        baseline_run=row[4], confidence_level=float(row[5]), policy=json.loads(row[6]),
-        policy_path=row[7], gate=row[8], exit_code=int(row[9]), document=json.loads(row[10]),
+        baseline_run=row[4], confidence_level=float(row[5]), policy=_loads(row[0], "policy", row[6]),
+        policy_path=row[7], gate=row[8], exit_code=int(row[9]), document=_loads(row[0], "document", row[10]),
         decisions=decisions,
     )
 
@@ -134,17 +146,20 @@ def resolve_comparison_id(conn: Connection, ref: str) -> str:
     """A full comparison id from an id or a unique prefix of one."""
     if not ref.startswith("cmp_"):
         raise UsageError(f"'{ref}' is not a comparison id (comparison ids look like cmp_01J…)")
-    where, scope = project_scope(conn)
-    row = conn.execute(
-        f"SELECT id FROM comparisons WHERE id = ? AND {where}", (ref, *scope)
-    ).fetchone()
-    if row is not None:
-        return str(row[0])
-    # substr, not LIKE: '_' and '%' in a prefix are characters, not wildcards.
-    rows = conn.execute(
-        f"SELECT id FROM comparisons WHERE substr(id, 1, ?) = ? AND {where} LIMIT 2",
-        (len(ref), ref, *scope),
-    ).fetchall()
+    if not has_table(conn, "comparisons"):
+        rows = []  # a store older than comparisons, or one a run is creating right now
+    else:
+        where, scope = project_scope(conn)
+        row = conn.execute(
+            f"SELECT id FROM comparisons WHERE id = ? AND {where}", (ref, *scope)
+        ).fetchone()
+        if row is not None:
+            return str(row[0])
+        # substr, not LIKE: '_' and '%' in a prefix are characters, not wildcards.
+        rows = conn.execute(
+            f"SELECT id FROM comparisons WHERE substr(id, 1, ?) = ? AND {where} LIMIT 2",
+            (len(ref), ref, *scope),
+        ).fetchall()
     if len(rows) == 1:
         return str(rows[0][0])
     raise UsageError(
@@ -164,5 +179,6 @@ def list_comparisons(conn: Connection, limit: int | None = None) -> list[Compari
     where, scope = project_scope(conn)
     sql = f"SELECT {_COLUMNS} FROM comparisons WHERE {where} ORDER BY created_at DESC, id DESC"
     if limit is not None:
-        sql += f" LIMIT {int(limit)}"
+        # Within the databases' integers: a larger limit is simply "all of them".
+        sql += f" LIMIT {max(0, min(int(limit), 2**63 - 1))}"
     return [_record(conn, r) for r in conn.execute(sql, scope).fetchall()]

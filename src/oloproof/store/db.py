@@ -53,6 +53,9 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The files SQLite keeps beside the store: the write-ahead log and its index, and the
+#: rollback journal (a store is in that mode until it is first switched to WAL).
+SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 class StoreUnreadable(StoreError):
@@ -100,14 +103,66 @@ def local_folder(project_root: Path) -> None:
         _private_dir(project_root / STORE_DIR)
 
 
-def _tighten(path: Path, mode: int) -> None:
-    """Give ``path`` ``mode`` if it is ours and looser (a store made by an older version)."""
+def _tighten(path: Path) -> None:
+    """Take the group's and others' bits off ``path`` if it is ours (a store made by an
+    older version, or opened up by hand). Only ever removes bits: a store its owner made
+    read-only stays read-only."""
     try:
         st = path.stat()
-        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & ~mode:
-            path.chmod(mode)
+        current = stat.S_IMODE(st.st_mode)
+        if st.st_uid == os.geteuid() and current & 0o077:
+            path.chmod(current & ~0o077)
     except OSError:
         pass
+
+
+def _not_regular(path: Path, mode: int) -> StoreError:
+    kind = "a directory" if stat.S_ISDIR(mode) else "a pipe, a device or a socket"
+    return StoreError(
+        f"{path}: is not a regular file ({kind}); the store and the files SQLite keeps"
+        " beside it must be files saved on disk. Move it away; nothing was read or written"
+    )
+
+
+def check_store_files(path: Path) -> None:
+    """Refuse a store whose file, or a file SQLite would open beside it (``-wal``,
+    ``-shm``, ``-journal``), is not a regular file: SQLite would block for ever reading
+    a named pipe, or fail on a device half-way. Checked without opening anything."""
+    for candidate in (path, *(Path(f"{path}{side}") for side in SIDE_FILES)):
+        try:
+            mode = os.stat(candidate).st_mode
+        except OSError:
+            continue  # absent (or unreachable: opening it says why)
+        if not stat.S_ISREG(mode):
+            raise _not_regular(candidate, mode)
+
+
+def _read_header(path: Path) -> bytes:
+    """The first 100 bytes of the store file, opened without blocking: a FIFO or a device
+    put there between :func:`check_store_files` and this open is refused, not waited on."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        return os.read(fd, 100)
+    finally:
+        os.close(fd)
+
+
+def _read_only(path: Path) -> str | None:
+    """Why the store must not be written, or ``None``: its owner took the write bit off
+    the file or its directory. Root may write whatever the bits say, so they are read
+    here instead of being left to the open."""
+    for p in (path, path.parent):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        if st.st_uid == os.geteuid() and not st.st_mode & stat.S_IWUSR:
+            what = "directory" if p == path.parent else "file"
+            return f"its {what} is read-only (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
 
 
 def open_store(path: StoreLocation, *, create: bool = True) -> Any:
@@ -122,6 +177,7 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
         from oloproof.store import postgres
 
         return postgres.open_store(path, create=create)
+    check_store_files(path)
     with _private_umask():
         if not path.exists():
             if not create:
@@ -136,9 +192,15 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
             except OSError as exc:
                 raise _fault(path, exc) from exc
         _identify(path)
+        read_only = _read_only(path)
+        if read_only is not None:
+            raise StoreUnavailable(
+                f"{path}: the store cannot be written: {read_only}; nothing was run."
+                " Give it back its write permission (chmod u+w) to run here"
+            )
         # Only a file known to be a store (or a new one) is ours to make private.
-        _tighten(path.parent, DIR_MODE)
-        _tighten(path, FILE_MODE)
+        _tighten(path.parent)
+        _tighten(path)
         try:
             conn = connect(path)
             _migrate(conn, path)
@@ -157,8 +219,7 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
 def _identify(path: Path) -> None:
     """Refuse, before writing anything, a file that is not a store we may migrate."""
     try:
-        with path.open("rb") as fh:
-            header = fh.read(100)
+        header = _read_header(path)
     except OSError as exc:
         raise StoreUnreadable(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     if not header:
@@ -166,19 +227,23 @@ def _identify(path: Path) -> None:
     if not header.startswith(_SQLITE_MAGIC):
         raise StoreError(f"{path}: this file is not an Oloproof store; it was left untouched")
     try:
-        conn = _connect_readonly(path, header)
+        conn = _identified(path, header)
     except sqlite3.DatabaseError as exc:
         raise StoreUnreadable(
             f"{path}: cannot be read as an Oloproof store ({exc}); it was left untouched"
         ) from exc
+    conn.close()
+
+
+def _identified(path: Path, header: bytes) -> sqlite3.Connection:
+    """A read-only connection to the store at ``path``, its identity checked."""
+    conn = _connect_readonly(path, header)
     try:
         _check_identity(conn, path)
-    except sqlite3.DatabaseError as exc:
-        raise StoreUnreadable(
-            f"{path}: cannot be read as an Oloproof store ({exc}); it was left untouched"
-        ) from exc
-    finally:
+    except BaseException:
         conn.close()
+        raise
+    return conn
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -294,9 +359,9 @@ def open_store_readonly(path: StoreLocation) -> Any:
             f"no store at {path}: nothing has been run in this project yet"
             " (run `oloproof run` first)"
         )
+    check_store_files(path)
     try:
-        with path.open("rb") as fh:
-            header = fh.read(100)
+        header = _read_header(path)
     except OSError as exc:
         raise StoreUnreadable(f"{path}: the store cannot be read ({exc.strerror or exc})") from exc
     if header and not header.startswith(_SQLITE_MAGIC):
@@ -304,11 +369,9 @@ def open_store_readonly(path: StoreLocation) -> Any:
             f"{path}: the store cannot be read (it is not an SQLite database, or it is damaged)"
         )
     try:
-        conn = _connect_readonly(path, header)
-        _check_identity(conn, path)
+        return _identified(path, header)
     except sqlite3.DatabaseError as exc:
         raise StoreUnreadable(f"{path}: the store cannot be read ({exc})") from exc
-    return conn
 
 
 def has_table(conn: Connection, name: str) -> bool:
@@ -333,7 +396,23 @@ def schema_version(conn: Connection) -> int:
 
 
 def _check_identity(conn: sqlite3.Connection, path: Path) -> int:
-    """The store's schema version; refuses a foreign file or a newer store."""
+    """The store's schema version; refuses a foreign file or a newer store.
+
+    Its reads are one read transaction: each statement of an autocommit connection sees
+    the store as it is then, and a run creating this store between "no meta table" and
+    "how many tables" made a reader call its own store foreign (1 reader in ~12 racing
+    a run)."""
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        return _identity(conn, path)
+    finally:
+        if own and conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def _identity(conn: sqlite3.Connection, path: Path) -> int:
     current = schema_version(conn)
     if current > SCHEMA_VERSION:
         raise StoreError(

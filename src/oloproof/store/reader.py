@@ -14,9 +14,9 @@ is enough). What it guarantees:
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
+from oloproof._json import loads_bounded
 from oloproof._records import dataclass, field
 from oloproof.enums import (
     JUDGMENT_MISSING,
@@ -143,11 +143,18 @@ def _select_runs(conn: Connection) -> str:
     return f"SELECT {_RUN_COLUMNS}, {owner}, {subset}, {trials} FROM runs"
 
 
+def stored_json(run_id: str, column: str, text: str | None) -> Any:
+    """A JSON column of run ``run_id`` read back (``None`` for NULL); a value that cannot
+    be read, or nests past the one depth limit, is :class:`StoreUnreadable` (exit 5)."""
+    return _json(run_id, column, text)
+
+
 def _json(run_id: str, column: str, text: str | None) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        # Bounded by the one depth limit: what cannot be printed is not read either.
+        return loads_bounded(text)
     except ValueError as exc:
         raise StoreUnreadable(
             f"run {run_id}: its stored {column} cannot be read ({exc}); the store is damaged"
@@ -205,10 +212,13 @@ def _record(conn: Connection, row: tuple[Any, ...]) -> RunRecord:
 
 def list_runs(conn: Connection, limit: int | None = None) -> list[RunRecord]:
     """Stored runs of the project, newest first (at most ``limit``)."""
+    if not has_table(conn, "runs"):
+        return []  # a store a run is creating this very moment: no run yet
     where, params = project_scope(conn)
     sql = f"{_select_runs(conn)} WHERE {where} ORDER BY created_at DESC, id DESC"
     if limit is not None:
-        sql += f" LIMIT {int(limit)}"
+        # Within the databases' integers: a larger limit is simply "all of them".
+        sql += f" LIMIT {max(0, min(int(limit), 2**63 - 1))}"
     return [_record(conn, r) for r in conn.execute(sql, params).fetchall()]
 
 
@@ -218,6 +228,9 @@ def resolve_run_id(conn: Connection, ref: str) -> str:
 
     Raises :class:`UsageError` (exit 2) when it names no run, or more than one.
     """
+    if not has_table(conn, "runs"):
+        # A store a run is creating this very moment (the file exists, its tables not yet).
+        raise UsageError("no runs are stored in this project yet (run `oloproof run` first)")
     where, scope = project_scope(conn)
     if ref == "latest":
         row = conn.execute(

@@ -32,6 +32,8 @@ __all__ = ["RESERVE_MIN_BYTES", "Reserve", "reserve_path", "sweep"]
 
 RESERVE_MIN_BYTES = 1 << 20
 _PREFIX = "reserve-"
+_NEW_FILE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0))
 
 
 def reserve_path(store_dir: Path, run_id: str) -> Path:
@@ -50,7 +52,9 @@ class Reserve:
         path = reserve_path(store_dir, run_id)
         size = RESERVE_MIN_BYTES + 2 * max(0, row_bytes)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            # A new file or nothing: never one put there before (a named pipe would block
+            # the open, a link would have another file truncated).
+            fd = os.open(path, _NEW_FILE, 0o600)
         except OSError:
             return cls(None)
         try:

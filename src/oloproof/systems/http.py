@@ -29,6 +29,7 @@ from oloproof.paths import MISSING, lookup
 from oloproof.systems.base import CallResult
 from oloproof.transport.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
+    MIN_MASK_TOKEN,
     body_excerpt,
     mask_value,
     parse_json_response,
@@ -47,7 +48,6 @@ __all__ = [
 ]
 
 METHODS = ("POST", "PUT", "GET")
-MIN_OUTPUT_MASK_CHARS = 8
 _MISSING = object()
 
 
@@ -151,11 +151,10 @@ class HttpSystem:
             os.environ if environ is None else environ,
             "system.http.headers",
         )
-        # Masked in outputs too, but only values long enough to be credentials:
-        # masking a short value ("k", "v1") would corrupt the outputs being judged.
-        self._output_secrets = tuple(
-            s for s in self._secrets if len(s) >= MIN_OUTPUT_MASK_CHARS
-        )
+        # Masked in outputs too, but only values that can be told from ordinary text
+        # (transport/http.py mask_quoted): masking a short value ("k", "v1") would
+        # corrupt the outputs being judged.
+        self._output_secrets = tuple(s for s in self._secrets if len(s) >= MIN_MASK_TOKEN)
         self.identity = digest(
             {
                 "kind": "http",

@@ -157,28 +157,108 @@ def module_source(module: ModuleType) -> bytes:
         return b""
 
 
+#: The most files the ``code_paths`` of one system (or of one custom evaluator) may hold.
+MAX_CODE_PATH_FILES = 10_000
+#: The most bytes they may hold in all: they are read and hashed on every run.
+MAX_CODE_PATH_BYTES = 256 << 20
+_CODE_PATHS_ACCEPTED = (
+    "files or directories of code and prompts, relative to the project directory and inside"
+    " or beside it"
+)
+
+
+class _CodePathError(Exception):
+    """Why one ``code_paths`` entry cannot be hashed (a ConfigError once it names the entry)."""
+
+
+def _code_files(path: Path, found: list[tuple[Path, int]], budget: list[int]) -> None:
+    """Append the regular files under ``path`` (a directory) and their sizes, in a stable
+    order; ``budget`` is [files left, bytes left]. Entries that are neither files nor
+    directories (a socket, a named pipe) are not code and are passed over; a directory
+    or file that cannot be read is an error, so that nothing is left out unseen."""
+    import stat
+
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError as exc:
+        raise _CodePathError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    for entry in entries:
+        if entry.name == "__pycache__" or entry.name.endswith(".pyc"):
+            continue
+        try:
+            st = entry.stat()  # follows a link to a file, as reading it will
+            is_link_dir = entry.is_symlink() and stat.S_ISDIR(st.st_mode)
+        except OSError as exc:
+            raise _CodePathError(f"{entry.path} cannot be read ({exc.strerror or exc})") from None
+        if stat.S_ISDIR(st.st_mode):
+            if not is_link_dir:  # a link to a directory is not followed (no loops)
+                _code_files(Path(entry.path), found, budget)
+        elif stat.S_ISREG(st.st_mode):
+            _count(Path(entry.path), st.st_size, found, budget)
+
+
+def _count(path: Path, size: int, found: list[tuple[Path, int]], budget: list[int]) -> None:
+    budget[0] -= 1
+    budget[1] -= size
+    if budget[0] < 0 or budget[1] < 0:
+        raise _CodePathError(
+            f"the code paths hold more than {MAX_CODE_PATH_FILES:,} files or"
+            f" {MAX_CODE_PATH_BYTES >> 20} MiB, the limit (they are read and hashed on every"
+            " run); list the code and prompts only, and name what is too large to hash (a"
+            " model's weights) in the system's version"
+        )
+    found.append((path, size))
+
+
 def code_paths_digest(
     root: Path, code_paths: list[str], *, file: str, field: str
 ) -> dict[str, str]:
-    """Digest of every file under ``code_paths`` (relative to ``root``), by relative path."""
+    """Digest of every file under ``code_paths`` (relative to ``root``), by relative path.
+
+    Refused (a ConfigError, exit 2, before anything is stored): an entry that does not
+    exist; one that holds the project directory itself (``.``, ``..``, ``/``: the store
+    would be part of the system's identity and change it on every run); one that is
+    neither a file nor a directory (a named pipe would block the read); anything that
+    cannot be read; more than :data:`MAX_CODE_PATH_FILES` files or
+    :data:`MAX_CODE_PATH_BYTES` bytes in all."""
+    import stat
+
     files: dict[str, str] = {}
+    project = root.resolve()
+    budget = [MAX_CODE_PATH_FILES, MAX_CODE_PATH_BYTES]
     for i, entry in enumerate(code_paths):
+
+        def refuse(message: str, i: int = i) -> ConfigError:
+            return ConfigError(message, file=file, field=f"{field}[{i}]",
+                               accepted=_CODE_PATHS_ACCEPTED)
+
         path = (root / entry).resolve()
-        if not path.exists():
-            raise ConfigError(
-                f"'{entry}' does not exist (looked for {path})",
-                file=file, field=f"{field}[{i}]",
-                accepted="files or directories relative to the project directory",
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            raise refuse(f"'{entry}' does not exist (looked for {path})") from None
+        except OSError as exc:
+            raise refuse(f"'{entry}' cannot be read ({exc.strerror or exc})") from None
+        if project.is_relative_to(path):
+            raise refuse(
+                f"'{entry}' holds the whole project directory ({project}), its store included,"
+                " which changes with every run; list the files or directories the code is in"
             )
-        found = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for p in found:
-            if "__pycache__" in p.parts or p.suffix == ".pyc":
-                continue
-            try:
-                rel = p.relative_to(root.resolve()).as_posix()
-            except ValueError:
-                rel = p.as_posix()
-            files[rel] = digest_bytes(p.read_bytes())
+        found: list[tuple[Path, int]] = []
+        try:
+            if stat.S_ISDIR(st.st_mode):
+                _code_files(path, found, budget)
+            elif stat.S_ISREG(st.st_mode):
+                _count(path, st.st_size, found, budget)
+            else:
+                raise _CodePathError(
+                    "is not a regular file or a directory (a device, a pipe or a socket)"
+                )
+            for p, size in found:
+                rel = p.relative_to(project).as_posix() if p.is_relative_to(project) else p.as_posix()
+                files[rel] = digest_bytes(_read_code(p, size))
+        except _CodePathError as exc:
+            raise refuse(f"'{entry}': {exc}") from None
     return files
 
 
@@ -299,3 +379,26 @@ def _project_file(module: ModuleType, base: Path) -> Path | None:
     if any(p.startswith(".") or p in ("site-packages", "dist-packages") for p in parts[:-1]):
         return None
     return file
+
+
+def _read_code(path: Path, size: int) -> bytes:
+    """The bytes of one code file, at most a little more than ``stat`` said it holds (a
+    file that grows while it is read is not read for ever), opened without blocking."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise _CodePathError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    try:
+        chunks = []
+        left = size + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _CodePathError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)

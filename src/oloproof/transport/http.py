@@ -29,6 +29,7 @@ only ``?…`` where there was one. Headers are never shown.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -97,23 +98,81 @@ class HttpReply:
         return self.content.decode("utf-8", errors="replace")
 
 
+#: A secret at least this long is masked wherever it appears, in outputs and judge
+#: reasons as in error messages.
+MIN_MASK_ANYWHERE = 8
+#: A shorter secret, from this length, is masked in outputs and judge reasons where it
+#: stands alone: not inside a longer run of letters and digits ("abcd" in "abcdef" is
+#: left as it is). Shorter still ("v1", "k"), it cannot be told from ordinary text and
+#: is masked in error messages only.
+MIN_MASK_TOKEN = 4
+_JSON_ESCAPES = {"/": "\\/", '"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f",
+                 "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _char_forms(char: str) -> str:
+    """A pattern for ``char`` as written, or as JSON may escape it (``\\/``,
+    ``\\u002f``, a surrogate pair): a server quoting a secret inside JSON text escapes
+    it as it likes."""
+    forms = [re.escape(char)]
+    short = _JSON_ESCAPES.get(char)
+    if short is not None:
+        forms.append(re.escape(short))
+    code = ord(char)
+    if code > 0xFFFF:
+        code -= 0x10000
+        units = (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
+        forms.append("".join(f"\\\\u(?i:{u:04x})" for u in units))
+    else:
+        forms.append(f"\\\\u(?i:{code:04x})")
+    return f"(?:{'|'.join(forms)})"
+
+
+@functools.lru_cache(maxsize=256)
+def _secret_pattern(secret: str, alone: bool) -> re.Pattern[str]:
+    body = "".join(_char_forms(c) for c in secret)
+    if alone:
+        body = f"(?<![^\\W_]){body}(?![^\\W_])"
+    return re.compile(body)
+
+
+def _mask_one(text: str, secret: str, alone: bool) -> str:
+    if not alone and "\\" not in text:
+        return text.replace(secret, MASK)  # nothing escaped: the plain form is the only one
+    return _secret_pattern(secret, alone).sub(MASK, text)
+
+
 def mask(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret replaced by ``***`` (longest secrets first)."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, MASK)
+    """``text`` (an error message, a body quoted in one) with every secret replaced by
+    ``***``, whatever its length, as written or JSON-escaped; longest secrets first."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = _mask_one(text, secret, alone=False)
+    return text
+
+
+def mask_quoted(text: str, secrets: Iterable[str]) -> str:
+    """``text`` that is someone's words (an output, a judge's reason) with the secrets that
+    can be told from ordinary text masked: those of at least :data:`MIN_MASK_ANYWHERE`
+    characters wherever they appear, those of :data:`MIN_MASK_TOKEN` or more where they
+    stand alone, JSON-escaped or not (docs/refusals.md)."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        if len(secret) >= MIN_MASK_ANYWHERE:
+            text = _mask_one(text, secret, alone=False)
+        elif len(secret) >= MIN_MASK_TOKEN:
+            text = _mask_one(text, secret, alone=True)
     return text
 
 
 def mask_value(value: Any, secrets: Iterable[str]) -> Any:
-    """``value`` with every secret masked in its strings (keys included)."""
+    """``value`` (an output) with the secrets :func:`mask_quoted` masks masked in its
+    strings, keys included."""
     secrets = tuple(secrets)
     if isinstance(value, str):
-        return mask(value, secrets)
+        return mask_quoted(value, secrets)
     if isinstance(value, list):
         return [mask_value(v, secrets) for v in value]
     if isinstance(value, dict):
-        return {mask(str(k), secrets): mask_value(v, secrets) for k, v in value.items()}
+        return {mask_quoted(str(k), secrets): mask_value(v, secrets) for k, v in value.items()}
     return value
 
 

@@ -9,6 +9,11 @@ kills it when a search takes longer than ``timeout_s``; the next search starts
 a new one. Searches never queue behind each other, so one slow search cannot
 push another past its limit.
 The cost is one pipe round trip per search (tens of microseconds).
+
+:class:`GuardedSchema` does the same for a ``json_schema`` evaluator whose schema
+holds regular expressions (``pattern``, ``patternProperties``): jsonschema matches
+them with ``re``, so the whole validation runs in the child. Its child imports
+jsonschema once (a tenth of a second or so), then validates case after case.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from oloproof._records import dataclass
 
 if TYPE_CHECKING:
     import subprocess
+    from typing import Any
 
-__all__ = ["GuardedPattern", "RegexTimeout"]
+__all__ = ["GuardedPattern", "GuardedSchema", "RegexTimeout", "has_patterns"]
 
 # The child: read one JSON request per line, answer one JSON line.
 _CHILD = r"""
@@ -40,6 +46,39 @@ for line in sys.stdin:
         pat = cache[key] = re.compile(req["p"], req["f"])
     m = pat.search(req["t"])
     sys.stdout.write(json.dumps({"m": None if m is None else m.group(0)}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+# The schema's child: a first line with the parent's import path and the schema, then
+# one JSON instance per line in, one verdict per line out.
+_SCHEMA_CHILD = r"""
+import json, sys
+setup = json.loads(sys.stdin.readline())
+sys.path[:] = setup["path"]
+import jsonschema
+from referencing import Registry
+from referencing.exceptions import NoSuchResource
+
+def never_retrieve(uri):
+    raise NoSuchResource(ref=uri)
+
+schema = setup["schema"]
+validator = jsonschema.validators.validator_for(schema)(
+    schema, registry=Registry(retrieve=never_retrieve))
+sys.stdout.write("ready\n")
+sys.stdout.flush()
+for line in sys.stdin:
+    try:
+        error = next(iter(validator.iter_errors(json.loads(line))), None)
+        if error is None:
+            reply = {"ok": True}
+        else:
+            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            reply = {"ok": False, "reason": f"{where}: {error.message}"}
+    except Exception as exc:
+        reply = {"error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write(json.dumps(reply) + "\n")
     sys.stdout.flush()
 """
 
@@ -69,6 +108,9 @@ class GuardedPattern:
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._idle: list[subprocess.Popen[bytes]] = []
+        # Children in the middle of a search: killed by close() too (a run that stops
+        # must not leave a catastrophic match burning a core after it).
+        self._busy: set[subprocess.Popen[bytes]] = set()
 
     def _start(self) -> subprocess.Popen[bytes]:
         # -I: isolated (no user site, no PYTHON* variables); -S: no site import.
@@ -84,6 +126,13 @@ class GuardedPattern:
         request = (
             json.dumps({"p": self.pattern, "f": self.flags, "t": text}) + "\n"
         ).encode("ascii")
+        reply = json.loads(self._ask(request))
+        found = reply.get("m")
+        return None if found is None else Found(str(found))
+
+    def _ask(self, request: bytes) -> bytes:
+        """Send one request line to an idle child (or a new one); its reply line, read
+        within ``timeout_s`` (the child is killed past it: :class:`RegexTimeout`)."""
         child = None
         with self._lock:
             while self._idle and child is None:
@@ -93,19 +142,22 @@ class GuardedPattern:
         if child is None:
             child = self._start()
         assert child.stdin is not None and child.stdout is not None
+        with self._lock:
+            self._busy.add(child)
         deadline = time.monotonic() + self.timeout_s
         try:
             child.stdin.write(request)
             child.stdin.flush()
             line = self._read_line(child, deadline)
         except (OSError, RegexTimeout):
+            with self._lock:
+                self._busy.discard(child)
             _kill(child)
             raise
         with self._lock:
+            self._busy.discard(child)
             self._idle.append(child)
-        reply = json.loads(line)
-        found = reply.get("m")
-        return None if found is None else Found(str(found))
+        return line
 
     def _read_line(self, child: subprocess.Popen[bytes], deadline: float) -> bytes:
         assert child.stdout is not None
@@ -129,11 +181,70 @@ class GuardedPattern:
 
     def close(self) -> None:
         with self._lock:
-            idle, self._idle = self._idle, []
-        for child in idle:
+            children = [*self._idle, *self._busy]
+            self._idle, self._busy = [], set()
+        for child in children:
             _kill(child)
 
 
 def _kill(child: subprocess.Popen[bytes]) -> None:
     child.kill()
     child.wait()
+
+
+def has_patterns(schema: Any) -> bool:
+    """Whether a JSON schema holds regular expressions (``pattern``, ``patternProperties``)
+    anywhere, ``$defs`` included; walked without recursion."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "pattern" in node or "patternProperties" in node:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+#: The longest a schema's child may take to start (import jsonschema, build the validator).
+SCHEMA_START_S = 60.0
+
+
+class GuardedSchema(GuardedPattern):
+    """A JSON schema's validation in a child process, at most ``timeout_s`` per instance
+    (see the module's docstring): :meth:`validate` gives ``None`` for a valid instance,
+    else the reason it is not."""
+
+    def __init__(self, schema: Any, timeout_s: float) -> None:
+        super().__init__("", 0, timeout_s)
+        self._setup = (json.dumps({"path": sys.path, "schema": schema}) + "\n").encode("utf-8")
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        import subprocess
+
+        child = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _SCHEMA_CHILD],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+        assert child.stdin is not None
+        try:
+            child.stdin.write(self._setup)
+            child.stdin.flush()
+            # Importing jsonschema is not part of any case's time: the case's limit
+            # starts once the child is ready.
+            ready = self._read_line(child, time.monotonic() + SCHEMA_START_S)
+        except (OSError, RegexTimeout):
+            _kill(child)
+            raise OSError("the schema's process could not start") from None
+        if ready != b"ready\n":
+            _kill(child)
+            raise OSError("the schema's process could not start")
+        return child
+
+    def validate(self, instance: Any) -> str | None:
+        reply = json.loads(self._ask((json.dumps(instance) + "\n").encode("utf-8")))
+        if "error" in reply:
+            raise ValueError(f"the schema could not be checked: {reply['error']}")
+        return None if reply.get("ok") else str(reply.get("reason"))

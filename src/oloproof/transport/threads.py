@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncHost", "UserBaseException", "Workers", "describe_exception"]
 
+#: How long a closing :class:`AsyncHost` lets its cancelled calls end before it leaves
+#: them running (a coroutine that swallows its cancellation never ends).
+WIND_DOWN_S = 1.0
+
 
 class UserBaseException(Exception):
     """A ``BaseException`` that user code raised (``SystemExit``, ``KeyboardInterrupt``,
@@ -350,14 +354,16 @@ class AsyncHost:
         return await asyncio.wrap_future(future)
 
     def close(self) -> None:
-        """Stop the host loop when it next gets control; never waits for it.
+        """Stop the host loop once its calls have ended; never waits for it.
 
-        Calls still on it are cancelled first, and the loop turns once more so that
-        a cancellation already asked for (a timeout that just fired) ends its task:
-        a task left pending on a stopped loop is reported as "Task was destroyed but
-        it is pending!" when the loop is collected, on the stderr of a notebook or of
-        a test run. A call that blocks its loop (a ``time.sleep`` in ``async def``) is
-        left as it is: the loop's thread is a daemon."""
+        Calls still on it are cancelled first, and the loop turns until they have ended
+        (at most :data:`WIND_DOWN_S`): a task left pending on a stopped loop is reported
+        as "Task was destroyed but it is pending!" when the loop is collected, and its
+        coroutine, closed then from another context, fails in its ``finally`` ("was
+        created in a different Context"). A call that swallows its cancellation, or
+        blocks its loop (a ``time.sleep`` in ``async def``), is left as it is, on a loop
+        that keeps running: like a stuck worker thread, its thread is a daemon, and the
+        CLI ends without waiting for it."""
         try:
             self._loop.call_soon_threadsafe(self._wind_down)
         except RuntimeError:  # already closed
@@ -369,7 +375,16 @@ class AsyncHost:
         for task in asyncio.all_tasks(self._loop):
             task.cancel()
         # After the steps the cancellations scheduled, which come first.
-        self._loop.call_soon(self._loop.stop)
+        self._loop.call_soon(self._stop_when_done, time.monotonic() + WIND_DOWN_S)
+
+    def _stop_when_done(self, deadline: float) -> None:
+        import asyncio
+
+        if not any(not t.done() for t in asyncio.all_tasks(self._loop)):
+            self._loop.stop()
+        elif time.monotonic() < deadline:
+            self._loop.call_later(0.01, self._stop_when_done, deadline)
+        # Else a call refuses to end: the loop goes on holding it (see close()).
 
 
 async def _guarded(factory: Callable[[], Any]) -> Any:

@@ -1,0 +1,196 @@
+"""Issue 29: real signals to a real `oloproof run`.
+
+- Ctrl-C twice, 40-110 ms apart: the run ends RUN_ERROR/PARTIAL with exit 5, every time.
+  It died by SIGINT (or exited 130) 8 times in 12: once the first signal had stopped the
+  run, Python's own handler came back and the second one raised KeyboardInterrupt in the
+  report, or killed the process after the command returned.
+- SIGTERM (and Ctrl-C) with an ``async def`` system that swallows its cancellation: exit 5
+  and nothing else on standard error (it printed "Exception ignored ... was created in a
+  different Context" tracebacks, or "Task was destroyed but it is pending!").
+- A command started with standard output closed (``>&-``) exits with its own code (it
+  exited 1 with AttributeError although the gate was 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from tests.conftest import OLOPROOF
+from tests.trust._support import cli, inspect, project, runs
+
+SLOW = """
+import time
+
+def answer(inp):
+    time.sleep(0.05)
+    return {"label": "ok"}
+"""
+SWALLOWS = """
+import asyncio
+
+async def answer(inp):
+    while True:
+        try:
+            await asyncio.sleep(30)
+            return {"label": "ok"}
+        except asyncio.CancelledError:
+            pass  # refuses to be cancelled
+"""
+NOISE = ("Traceback", "Task was destroyed", "Exception ignored", "different Context",
+         "was never retrieved", "RuntimeWarning")
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OLOPROOF_DEBUG", "COLUMNS")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _start(root: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([*OLOPROOF, "run", "--no-cache", *args], cwd=root, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+
+
+def _raw_status(root: Path) -> list[tuple[str, str]]:
+    """Every run's status as its row holds it (not as a reader reinterprets it)."""
+    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite", timeout=30)
+    try:
+        return [(str(r[0]), str(r[1])) for r in conn.execute(
+            "SELECT status, completeness FROM runs ORDER BY created_at")]
+    except sqlite3.OperationalError:  # the store is being created: no table yet
+        return []
+    finally:
+        conn.close()
+
+
+def _wait_running(root: Path, runs_before: int, proc: subprocess.Popen[str]) -> None:
+    """Until the run's row is stored and a first case committed."""
+    deadline = time.monotonic() + 90
+    db = root / ".oloproof" / "store.sqlite"
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            conn = sqlite3.connect(db, timeout=1)
+            try:
+                rows = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+                cases = conn.execute(
+                    "SELECT count(*) FROM run_cases WHERE run_id ="
+                    " (SELECT id FROM runs ORDER BY created_at DESC LIMIT 1)").fetchone()[0]
+            finally:
+                conn.close()
+            if rows > runs_before and cases > 0:
+                return
+        except sqlite3.Error:
+            pass
+        time.sleep(0.02)
+    raise AssertionError("the run did not start")
+
+
+def test_ctrl_c_twice_40_to_110_ms_apart_always_ends_with_exit_5(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", SLOW, n=3000, concurrency=4)
+    repetitions = 14
+    outcomes = []
+    for i in range(repetitions):
+        gap = 0.040 + 0.070 * i / (repetitions - 1)  # 40 ms ... 110 ms
+        first_after = (0.0, 0.15, 0.3)[i % 3]  # into the run
+        proc = _start(root)
+        try:
+            _wait_running(root, i, proc)
+            time.sleep(first_after)
+            proc.send_signal(signal.SIGINT)
+            time.sleep(gap)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        outcomes.append((round(gap * 1000), proc.returncode))
+        assert proc.returncode == 5, (outcomes, out[-500:], err[-1000:])
+        assert "Traceback" not in out + err, err
+    statuses = _raw_status(root)
+    assert len(statuses) == repetitions
+    # Recorded as stopped by the run itself, or by the second signal's hook; never left
+    # RUNNING in the row.
+    assert all(s == ("RUN_ERROR", "PARTIAL") for s in statuses), statuses
+    assert all(r["exit_code"] == 5 and r["status"] == "RUN_ERROR" for r in runs(root))
+
+
+@pytest.mark.parametrize(
+    ("sig", "extra"),
+    [(signal.SIGTERM, ()), (signal.SIGINT, ()), (signal.SIGTERM, ("--json",))],
+    ids=["sigterm", "sigint", "sigterm-json"],
+)
+def test_a_system_that_swallows_cancellation_stops_quietly(
+    tmp_path: Path, sig: signal.Signals, extra: tuple[str, ...]
+) -> None:
+    root = project(tmp_path / "p", SWALLOWS, n=6, concurrency=3)
+    proc = _start(root, *extra)
+    try:
+        deadline = time.monotonic() + 90
+        while not (root / ".oloproof" / "store.sqlite").exists() or not _raw_status(root):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        time.sleep(1.0)  # the three calls are in flight, and will not end
+        started = time.monotonic()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 5, (out, err)
+    for word in NOISE:
+        assert word not in err, err
+    if extra:
+        finished = json.loads(out.strip().splitlines()[-1])
+        assert finished["type"] == "run_finished" and finished["exit_code"] == 5
+    assert took < 30, took
+    assert _raw_status(root) == [("RUN_ERROR", "PARTIAL")]
+
+
+def test_a_system_that_swallows_its_timeout_leaves_no_noise(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", SWALLOWS, n=3, concurrency=3,
+                   system="  callable: app:answer\n  timeout_s: 1\n")
+    result = cli(root, "run", timeout=120)
+    assert result.code == 3, result.text  # every case TIMEOUT: missing, undecided
+    for word in NOISE:
+        assert word not in result.err, result.err
+    cases = inspect(root)["cases"]
+    assert [c["status"] for c in cases] == ["TIMEOUT"] * 3
+
+
+def _closed_stdout(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI with file descriptor 1 closed, as `oloproof ... >&-` starts it."""
+    return subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *OLOPROOF, *args], cwd=root, env=_env(),
+        stderr=subprocess.PIPE, text=True, check=False, timeout=120, stdin=subprocess.DEVNULL,
+    )
+
+
+def test_a_closed_standard_output_does_not_change_the_exit_code(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", "def answer(inp):\n    return {'label': 'ok'}\n", n=12)
+    warning = "warning: standard output is closed: nothing is printed there"
+    ran = _closed_stdout(root, "run")
+    assert ran.returncode == 0, ran.stderr  # the gate's: it was exit 1, AttributeError
+    assert warning in ran.stderr and "Traceback" not in ran.stderr
+    assert len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+    assert runs(root)[0]["status"] == "DECIDED"
+    for args in (["gate", "latest"], ["runs"], ["inspect", "latest"]):
+        done = _closed_stdout(root, *args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert warning in done.stderr and "Traceback" not in done.stderr
+    # The events have nowhere to go: refused before anything runs.
+    refused = _closed_stdout(root, "run", "--json")
+    assert refused.returncode == 2, refused.stderr
+    assert "standard output is closed, and --json writes the run's events there" in refused.stderr
+    assert len(runs(root)) == 1
