@@ -143,7 +143,7 @@ def test_cases_caps_the_file_and_says_what_it_left_out(project: Path, tmp_path: 
     assert html.count('class="case-row"') == 5
     assert 'id="cases-left-out"' in html
     text = " ".join(html.split())
-    assert ("This file holds 5 of the run's 12 cases: all 4 failed and missing ones, and the"
+    assert ("This file holds 5 of the run's 12 cases: all 4 failed and missing, and the"
             " first 1 of the others in suite order. Left out: 7 passed.") in text
     assert "--cases all</code>" in html
     whole = tmp_path / "all.html"

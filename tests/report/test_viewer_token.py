@@ -16,8 +16,6 @@ from tests.conftest import run_cli
 from tests.report._hostile import hostile_project
 from tests.report._viewer import Viewer, routes, running_viewer, start_viewer, stop, viewer_env
 
-from oloproof.cli.view import choose_token
-
 pytestmark = pytest.mark.slow
 
 TOKEN = "a-chosen-token-0123456789_ABCdef"
@@ -171,8 +169,3 @@ def test_each_start_draws_a_new_token(project: tuple[Path, str, str]) -> None:
         assert httpx.get(b.base, headers=a.auth()).status_code == 403
 
 
-def test_choose_token() -> None:
-    assert choose_token(None, {"OLOPROOF_VIEW_TOKEN": TOKEN}) == TOKEN
-    assert choose_token(TOKEN + "2", {"OLOPROOF_VIEW_TOKEN": TOKEN}) == TOKEN + "2"
-    drawn = {choose_token(None, {}) for _ in range(20)}
-    assert len(drawn) == 20

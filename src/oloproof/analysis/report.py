@@ -21,6 +21,7 @@ most ``limit``, the failing ones first), or one case (:func:`case_page_document`
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from oloproof._json import compact_json
@@ -402,13 +403,14 @@ class RunSummary:
             other.id, other.status, other.finished_at)
 
 
-def summarize_run(conn: Connection, ref: str) -> RunSummary:
+def summarize_run(conn: Connection, ref: str, root: Path | None = None) -> RunSummary:
     """The run ``ref`` names, decided from its store as ``gate`` decides it, with every
-    case's outcome."""
+    case's outcome. ``root``: the project, whose kept form of the run's policy spares
+    validating it again (as ``gate`` does)."""
     run = get_run(conn, ref)
     kinds = {m["criterion"]: m["kind"] for m in run.metrics}
     index = _index(conn, run.id, kinds)
-    policy = stored_policy(run)
+    policy = stored_policy(run, root)
     _, summaries = decide_stored(conn, run.id, policy)
     metrics = []
     for s in summaries.values():
@@ -427,7 +429,7 @@ def summarize_run(conn: Connection, ref: str) -> RunSummary:
 
 def run_document(
     conn: Connection, ref: str, *, page: CasePage | None = None,
-    limit: int | None = None, summary: RunSummary | None = None,
+    limit: int | None = None, summary: RunSummary | None = None, root: Path | None = None,
 ) -> dict[str, Any]:
     """A stored run: header, gate, decisions, metrics, and its cases (in suite order).
 
@@ -442,7 +444,7 @@ def run_document(
     metrics are over the cases stored so far.
     """
     if summary is None:
-        summary = summarize_run(conn, ref)
+        summary = summarize_run(conn, ref, root)
     run, kinds, index = summary.run, summary.kinds, summary.index
     paging: dict[str, Any] | None = None
     capped: dict[str, Any] | None = None

@@ -39,6 +39,7 @@ __all__ = [
     "render_run",
     "script_json",
     "shown_path",
+    "warm_templates",
 ]
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -153,6 +154,12 @@ def environment() -> Environment:
         script_hash="sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode(),
     )
     return env
+
+
+def warm_templates() -> None:
+    """Compile every page's template now (the viewer does at start, not on a request)."""
+    for name in ("run.html", "comparison.html", "case_page.html", "index.html"):
+        environment().get_template(name)
 
 
 def _render(name: str, **context: Any) -> str:

@@ -70,6 +70,7 @@ from oloproof.render.html import (
     render_comparison,
     render_index,
     render_run,
+    warm_templates,
 )
 from oloproof.stats.intervals import wilson
 from oloproof.store.comparisons import list_comparisons
@@ -251,7 +252,8 @@ class _Summaries:
 
     KEEP = 4
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
         self._kept: OrderedDict[str, RunSummary] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -262,7 +264,7 @@ class _Summaries:
             if kept is not None and kept.same_run(run):
                 self._kept.move_to_end(run.id)
                 return kept
-        summary = summarize_run(conn, run.id)
+        summary = summarize_run(conn, run.id, self.root)
         if summary.finished:
             with self._lock:
                 self._kept[run.id] = summary
@@ -295,7 +297,8 @@ def create_app(
     then the runs of the project its location names), for whoever holds ``access``'s
     token."""
     followers = Followers(store)
-    summaries = _Summaries()
+    summaries = _Summaries(project_root)
+    warm_templates()  # compiled now, not on the first request
 
     def read(fn: Callable[[Connection], Any]) -> Any:
         conn = open_store_readonly(store)
