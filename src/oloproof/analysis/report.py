@@ -26,11 +26,12 @@ from typing import Any
 
 from oloproof._json import compact_json
 from oloproof._records import dataclass
-from oloproof.analysis.compare import build_comparison
+from oloproof.analysis.compare import shared_metrics
 from oloproof.analysis.stored import StoredEvidenceError, decide_stored, stored_policy
 from oloproof.analysis.trials import flaky_cases
 from oloproof.enums import CaseStatus, MetricKind
 from oloproof.evidence import Outcome, classify_outcome
+from oloproof.policy.compare import pair_runs
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.store.comparisons import get_comparison
 from oloproof.store.dbapi import Connection
@@ -530,47 +531,72 @@ def _discordant(
 
     BINARY: the cases only the candidate passed and those only the baseline passed (the
     discordant pairs the interval is built on). MEAN: every pair whose scores differ,
-    largest difference first.
+    largest difference first. The runs are paired as ``compare`` pairs them (the shared
+    case ids in the candidate's order, trial 0 of each case); each case's outcome is read
+    the light way (:func:`_index`), and the outputs and reasons of the cases shown only,
+    by key.
     """
-    cmp = build_comparison(
-        conn, cmp_doc["candidate"]["run_id"], cmp_doc["baseline"]["run_id"],
-        float(cmp_doc["confidence_level"]),
-    )
-    cand = {c.case_id: c for c in cmp.candidate_cases}
-    base = {c.case_id: c for c in cmp.baseline_cases}
-    out = []
-    for name, pm in cmp.metrics.items():
+    candidate = get_run(conn, cmp_doc["candidate"]["run_id"])
+    baseline = get_run(conn, cmp_doc["baseline"]["run_id"])
+    metrics, _ = shared_metrics(candidate, baseline)
+    cand, base = _index(conn, candidate.id, metrics), _index(conn, baseline.id, metrics)
+    shared = pair_runs(cand.ids, base.ids).shared
+    at_c = {cid: i for i, cid in enumerate(cand.ids)}
+    at_b = {cid: i for i, cid in enumerate(base.ids)}
+    picked: list[tuple[str, str, list[dict[str, Any]], int]] = []
+    for name, kind in metrics.items():
+        c_states, b_states = cand.columns[name], base.columns[name]
         rows: list[dict[str, Any]] = []
-        for cid in cmp.pairing.shared:
-            c, b = cand[cid], base[cid]
-            co, bo = criterion_outcome(pm.kind, c, name), criterion_outcome(pm.kind, b, name)
-            if pm.kind == MetricKind.BINARY:
+        if kind == MetricKind.BINARY:
+            for cid in shared:
+                co, bo = c_states[at_c[cid]], b_states[at_b[cid]]
                 if {co, bo} == {"passed", "failed"}:
                     rows.append({
                         "id": cid, "candidate": co, "baseline": bo,
                         "direction": "candidate_only" if co == "passed" else "baseline_only",
-                        "candidate_output": c.output, "baseline_output": b.output,
-                        "candidate_reason": c.judgments[name].reason,
-                        "baseline_reason": b.judgments[name].reason,
                     })
-            elif co == "scored" and bo == "scored":
-                cs, bs = c.judgments[name].score, b.judgments[name].score
+        else:
+            c_scores = _scores(conn, candidate.id, name)
+            b_scores = _scores(conn, baseline.id, name)
+            for cid in shared:
+                if c_states[at_c[cid]] != "scored" or b_states[at_b[cid]] != "scored":
+                    continue
+                cs, bs = c_scores.get(cid), b_scores.get(cid)
                 if cs is not None and bs is not None and cs != bs:
                     rows.append({
                         "id": cid, "candidate": f"{cs:g}", "baseline": f"{bs:g}",
                         "difference": cs - bs,
                         "direction": "candidate_only" if cs > bs else "baseline_only",
-                        "candidate_output": c.output, "baseline_output": b.output,
-                        "candidate_reason": c.judgments[name].reason,
-                        "baseline_reason": b.judgments[name].reason,
                     })
-        if pm.kind != MetricKind.BINARY:
             rows.sort(key=lambda r: -abs(r["difference"]))
         total = len(rows)
         if limit is not None:
             rows = rows[: max(0, limit)]
-        out.append({"metric": name, "kind": pm.kind, "cases": rows, "total": total})
+        picked.append((name, kind, rows, total))
+    wanted = list(dict.fromkeys(r["id"] for _, _, rows, _ in picked for r in rows))
+    c_rows = {c.case_id: c for c in load_cases(conn, candidate.id, case_ids=wanted)}
+    b_rows = {c.case_id: c for c in load_cases(conn, baseline.id, case_ids=wanted)}
+    out = []
+    for name, kind, rows, total in picked:
+        for r in rows:
+            c, b = c_rows[r["id"]], b_rows[r["id"]]
+            r.update({
+                "candidate_output": c.output, "baseline_output": b.output,
+                "candidate_reason": c.judgments[name].reason,
+                "baseline_reason": b.judgments[name].reason,
+            })
+        out.append({"metric": name, "kind": kind, "cases": rows, "total": total})
     return out
+
+
+def _scores(conn: sqlite3.Connection, run_id: str, criterion: str) -> dict[str, float | None]:
+    return {
+        case_id: score
+        for case_id, score in conn.execute(
+            "SELECT case_id, score FROM run_judgments WHERE run_id = ? AND criterion = ?",
+            (run_id, criterion),
+        )
+    }
 
 
 def comparison_report_document(
