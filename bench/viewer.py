@@ -15,8 +15,8 @@
    default cap (1,000 cases) and with ``--cases all`` (what every report was before); and
    the report of a comparison of the run with a rerun of it.
 3. A live run of 3,000 cases (20 ms each at ``system: 4``) followed by 100 clients of the
-   event stream, from another process: the viewer's CPU time (user + system, from
-   /proc/PID/stat) per second of wall time while they follow it. Target: ≤ 0.1 CPU-s/s.
+   event stream, from another process: the viewer's CPU time (its threads' time on a CPU,
+   from /proc) per second of wall time while they follow it. Target: ≤ 0.1 CPU-s/s.
 """
 
 from __future__ import annotations
@@ -114,19 +114,29 @@ class Viewer:
 
         self.client = httpx.Client(base_url=self.base, timeout=300,
                                    headers={"Authorization": f"Bearer {TOKEN}"})
+        self.cpus: list[float] = []
 
     def get(self, path: str) -> float:
+        """The wall time of one request; its CPU time in the viewer goes to :attr:`cpus`."""
+        cpu = self.cpu()
         start = time.perf_counter()
         response = self.client.get(path)
         wall = time.perf_counter() - start
+        self.cpus.append(self.cpu() - cpu)
         if response.status_code != 200:
             raise SystemExit(f"GET {path}: {response.status_code} {response.text[:300]}")
         return wall
 
     def cpu(self) -> float:
-        """User + system CPU seconds of the viewer process so far."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU seconds of the viewer process so far: the time on a CPU of each of its threads
+        (/proc/PID/task/*/schedstat, nanoseconds), else user + system in clock ticks."""
+        tasks = Path(f"/proc/{self.proc.pid}/task")
+        try:
+            return sum(int((t / "schedstat").read_text().split()[0])
+                       for t in tasks.iterdir()) / 1e9
+        except (OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def close(self) -> None:
         self.client.close()
@@ -190,23 +200,30 @@ def bench_big(root: Path, cases: int, repeat: int) -> tuple[list[str], list[dict
     run_id = latest_run(root)["id"]
     store_mb = (root / ".oloproof" / "store.sqlite").stat().st_size / 1e6
     cold: list[float] = []
+    cold_cpu: list[float] = []
     for _ in range(repeat):
         viewer = Viewer(root)
         try:
             cold.append(viewer.get(f"runs/{run_id}"))
+            cold_cpu.append(viewer.cpus[-1])
         finally:
             viewer.close()
     viewer = Viewer(root)
     try:
         viewer.get(f"runs/{run_id}/case?id=q000001")  # the imports, once
+
+        def timed(paths: list[str]) -> tuple[list[float], list[float]]:
+            walls = [viewer.get(p) for p in paths]
+            return walls, viewer.cpus[-len(paths):]
+
         rng = random.Random(7)
-        case = [viewer.get(f"runs/{run_id}/case?id=q{rng.randrange(cases):06d}")
-                for _ in range(30)]
+        case, case_cpu = timed([f"runs/{run_id}/case?id=q{rng.randrange(cases):06d}"
+                                for _ in range(30)])
         first = viewer.get(f"runs/{run_id}")
-        warm = [viewer.get(f"runs/{run_id}?page={p}") for p in (2, 17, 250, 400, 499)]
-        failed = [viewer.get(f"runs/{run_id}?outcome=failed&page={p}") for p in (1, 30)]
-        searched = [viewer.get(f"runs/{run_id}?q=order+4242") for _ in range(2)]
-        index = [viewer.get("") for _ in range(5)]
+        warm, warm_cpu = timed([f"runs/{run_id}?page={p}" for p in (2, 17, 250, 400, 499)])
+        failed, failed_cpu = timed([f"runs/{run_id}?outcome=failed&page={p}" for p in (1, 30)])
+        searched, searched_cpu = timed([f"runs/{run_id}?q=order+4242"] * 2)
+        index, index_cpu = timed([""] * 5)
     finally:
         viewer.close()
     del first
@@ -221,29 +238,38 @@ def bench_big(root: Path, cases: int, repeat: int) -> tuple[list[str], list[dict
          "request's wall time, seen by a client on the same machine. Targets: a case page "
          "≤ 100 ms, the run page ≤ 1 s."),
         "",
-        "| page | median | max | target | all (s) |",
-        "|---|---:|---:|---|---|",
+        ("The viewer's CPU time for the request (its threads' time on a CPU, from /proc) is "
+         "beside it: on a machine shared with other jobs the wall time is longer than the work, "
+         "not the CPU time."),
+        "",
+        "| page | median | max | viewer CPU (median) | target | all (s) |",
+        "|---|---:|---:|---:|---|---|",
         (f"| a case page (30 cases at random) | {seconds(med_case)} | {seconds(max_case)} | "
+         f"{seconds(statistics.median(case_cpu))} | "
          f"≤ 100 ms{' ✓' if max_case <= target_case else ' ✗'} | "
          f"{spread(case, '{:.3f}')} |"),
         (f"| the run page, cold (first request of a fresh viewer, {repeat} viewers) | "
-         f"{seconds(med_cold)} | {seconds(max(cold))} | ≤ 1 s"
-         f"{' ✓' if med_cold <= target_run else ' ✗'} | {spread(cold)} |"),
+         f"{seconds(med_cold)} | {seconds(max(cold))} | {seconds(statistics.median(cold_cpu))} | "
+         f"≤ 1 s{' ✓' if med_cold <= target_run else ' ✗'} | {spread(cold)} |"),
         (f"| the run page, warm (pages 2, 17, 250, 400, 499) | {seconds(statistics.median(warm))} "
-         f"| {seconds(max(warm))} | ≤ 1 s{' ✓' if max(warm) <= target_run else ' ✗'} | "
-         f"{spread(warm)} |"),
+         f"| {seconds(max(warm))} | {seconds(statistics.median(warm_cpu))} | "
+         f"≤ 1 s{' ✓' if max(warm) <= target_run else ' ✗'} | {spread(warm)} |"),
         (f"| the failed cases (pages 1 and 30) | {seconds(statistics.median(failed))} | "
-         f"{seconds(max(failed))} | | {spread(failed)} |"),
+         f"{seconds(max(failed))} | {seconds(statistics.median(failed_cpu))} | | "
+         f"{spread(failed)} |"),
         (f"| a search of every case's text | {seconds(statistics.median(searched))} | "
-         f"{seconds(max(searched))} | | {spread(searched)} |"),
-        (f"| the runs list | {seconds(statistics.median(index))} | {seconds(max(index))} | | "
-         f"{spread(index, '{:.3f}')} |"),
+         f"{seconds(max(searched))} | {seconds(statistics.median(searched_cpu))} | | "
+         f"{spread(searched)} |"),
+        (f"| the runs list | {seconds(statistics.median(index))} | {seconds(max(index))} | "
+         f"{seconds(statistics.median(index_cpu))} | | {spread(index, '{:.3f}')} |"),
     ]
     figures = [
         {"name": f"viewer, a case page of a {cases:,}-case run", "value": med_case, "unit": "s",
          "target": "≤ 100 ms", "met": max_case <= target_case},
         {"name": f"viewer, the run page of a {cases:,}-case run (cold)", "value": med_cold,
          "unit": "s", "target": "≤ 1 s", "met": med_cold <= target_run},
+        {"name": f"viewer, the run page of a {cases:,}-case run (cold), the viewer's CPU time",
+         "value": statistics.median(cold_cpu), "unit": "s", "target": "", "met": None},
         {"name": "viewer, another page of the run's cases (warm)",
          "value": statistics.median(warm), "unit": "s", "target": "≤ 1 s",
          "met": max(warm) <= target_run},
@@ -318,7 +344,7 @@ def bench_live(root: Path, n: int, clients: int) -> tuple[list[str], list[dict[s
         cpu0, t0 = viewer.cpu(), time.perf_counter()
         while run.poll() is None:
             time.sleep(0.1)
-            cpu1, t1 = viewer.cpu(), time.perf_counter()
+        cpu1, t1 = viewer.cpu(), time.perf_counter()
         results = json.loads(followers.stdout.readline())
         followers.wait(timeout=60)
     finally:
@@ -333,9 +359,9 @@ def bench_live(root: Path, n: int, clients: int) -> tuple[list[str], list[dict[s
         f"### {clients} clients following a live run of {n:,} cases",
         "",
         ("Cases of 20 ms at `system: 4`. The clients (another process) connect a second into the "
-         "run and read their streams to the end; the figure is the viewer's CPU time (user + "
-         "system) over the wall time from when every client had its answer to the end of the run. "
-         "Target: ≤ 0.1 CPU-s/s."),
+         "run and read their streams to the end; the figure is the viewer's CPU time (its "
+         "threads' time on a CPU, from /proc) over the wall time from when every client had its "
+         "answer to the end of the run. Target: ≤ 0.1 CPU-s/s."),
         "",
         "| clients | connected | window | viewer CPU | CPU-s/s | target | case events per client | saw run_finished |",
         "|---:|---:|---:|---:|---:|---|---|---:|",
