@@ -7,6 +7,7 @@ pollers can be counted), the run in a real ``oloproof run`` process beside it.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import threading
@@ -28,13 +29,18 @@ pytestmark = pytest.mark.slow
 
 TOKEN = "live-test-token-0123456789abcdef"
 CASES = 40
+# Past its first 10 cases, the run waits for the test to let it go on (the file named by
+# OLOPROOF_TEST_GATE): every client has joined by then, however loaded the machine.
 APP = """
+import os
 import time
 from oloproof import system
 
 @system(name="slow", version="1")
 def answer(case_input):
-    time.sleep(0.08)
+    while case_input["n"] >= 10 and not os.path.exists(os.environ["OLOPROOF_TEST_GATE"]):
+        time.sleep(0.02)
+    time.sleep(0.02)
     if case_input["n"] % 13 == 5:
         raise RuntimeError("no answer")
     return {"label": "yes" if case_input["n"] % 4 else "no"}
@@ -42,13 +48,18 @@ def answer(case_input):
 
 
 @pytest.fixture
-def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Any, str, list[str]]]:
+def served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[Path, Any, str, list[str], Path]]:
     root = write_project(
         tmp_path / "live", app=APP, concurrency=(2, 2),
         cases=[{"id": f"c{n:02d}", "input": {"n": n}, "expected": {"label": "yes"}}
                for n in range(CASES)],
     )
-    assert run_cli("run", cwd=root).code == 0  # the store exists
+    gate = tmp_path / "go"
+    gate.touch()
+    assert run_cli("run", cwd=root, env={"OLOPROOF_TEST_GATE": str(gate)}).code == 0
+    gate.unlink()  # the next run stops after 10 cases until the test says
     # Every statement the viewer's pollers run (their connections, traced).
     statements: list[str] = []
     opened = viewer_module.open_store_readonly
@@ -69,7 +80,7 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Pa
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield root, app, f"http://127.0.0.1:{port}", statements
+        yield root, app, f"http://127.0.0.1:{port}", statements, gate
     finally:
         server.should_exit = True
         thread.join(timeout=30)
@@ -92,10 +103,11 @@ def _follow(url: str, bodies: list[str], index: int) -> None:
 
 
 def test_one_poller_per_run_shared_by_its_clients(
-    served: tuple[Path, Any, str, list[str]],
+    served: tuple[Path, Any, str, list[str], Path],
 ) -> None:
-    root, app, base, statements = served
-    run = subprocess.Popen([*OLOPROOF, "run", "--no-cache"], cwd=root,
+    root, app, base, statements, gate = served
+    env = {**os.environ, "OLOPROOF_TEST_GATE": str(gate)}
+    run = subprocess.Popen([*OLOPROOF, "run", "--no-cache"], cwd=root, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
@@ -115,9 +127,16 @@ def test_one_poller_per_run_shared_by_its_clients(
             assert time.monotonic() < deadline, followers.running
             time.sleep(0.02)
         # A sixth client, later: it starts from the latest figures, at once.
-        time.sleep(0.5)
+        (follower,) = followers.running.values()
+        while follower.polls < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
         late = threading.Thread(target=_follow, args=(url, bodies, 5))
         late.start()
+        while len(follower.clients) < 6:
+            assert time.monotonic() < deadline and not follower.ended
+            time.sleep(0.02)
+        gate.touch()  # now the run may finish
         for t in [*threads, late]:
             t.join(timeout=120)
         assert run.wait(timeout=60) == 0
@@ -152,7 +171,9 @@ def test_one_poller_per_run_shared_by_its_clients(
     longest = max(seen, key=len)
     for one in seen:
         assert one == longest[len(longest) - len(one):]
-    assert len(seen[5]) < len(longest)  # the late client missed the first ones
+    # The late client started from the figures of the moment it joined.
+    late_first = _events(bodies[5])[0]
+    assert late_first["type"] == "progress" and late_first["cases_done"] >= 1
     # After its first look, a poller reads only what is new: cases finished since its last
     # look, judgments of the cases still being judged; never the whole run again.
     row_reads = [s for s in statements if "FROM run_cases" in s or "FROM run_judgments" in s]

@@ -107,9 +107,14 @@ def test_the_token_in_the_address_becomes_a_cookie(viewer: Viewer) -> None:
         assert again.status_code == 303
         assert again.headers["location"] == "/runs/run_NOPE?a=1&b=%2F"
         # A path that looks like another host never becomes one in the redirect.
-        odd = client.get(f"http://127.0.0.1:{viewer.port}//evil.example/?token={viewer.token}")
-        assert odd.headers["location"].startswith("/") and not odd.headers[
-            "location"].startswith("//")
+        for odd_path in ("//evil.example/", "/%5Cevil.example/", "/\\evil.example/"):
+            odd = client.get(f"http://127.0.0.1:{viewer.port}{odd_path}?token={viewer.token}")
+            location = odd.headers["location"]
+            assert location.startswith("/") and location[1:2] not in ("/", "\\"), location
+            # And as the page a browser arriving from another site gets.
+            page = client.get(f"http://127.0.0.1:{viewer.port}{odd_path}?token={viewer.token}",
+                              headers={"Sec-Fetch-Site": "cross-site"})
+            assert page.status_code == 200 and 'url=/evil' in page.text.replace("%5C", "")
 
 
 def test_with_the_token_every_route_answers(

@@ -207,8 +207,9 @@ class _Guard:
     async def _exchange(self, scope: Scope, receive: Receive, send: Send, query: bytes) -> None:
         """The token in the address, exchanged for the cookie, then the address without it."""
         path = scope.get("raw_path") or scope["path"].encode()
-        # One leading slash: "//host/" in a Location header would leave the viewer.
-        target = b"/" + path.lstrip(b"/")
+        # One leading slash: "//host/" (or "/\\host/", which browsers read alike) in a
+        # Location would leave the viewer.
+        target = b"/" + path.lstrip(b"/\\")
         rest = _without_token(query)
         location = (target + (b"?" + rest if rest else b"")).decode("latin-1")
         cookie = (f"{self.access.cookie}={self.access.token.decode()}; HttpOnly;"
