@@ -182,8 +182,9 @@ def _code(status: str | None, passed: bool | None, score: float | None) -> int |
     if status is None:
         return None
     conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE j0 (status TEXT, passed INTEGER, score REAL)")
-    conn.execute("INSERT INTO j0 VALUES (?, ?, ?)",
+    conn.execute("CREATE TABLE j0 (criterion TEXT NOT NULL, status TEXT, passed INTEGER,"
+                 " score REAL)")
+    conn.execute("INSERT INTO j0 VALUES ('c', ?, ?, ?)",
                  (status, None if passed is None else int(passed), score))
     from oloproof.analysis.report import _JUDGMENT_CODE
 

@@ -244,12 +244,14 @@ class _Index:
 
 
 # What `_state` reads of a judgment, packed by SQL into one small integer (NULL: no
-# judgment): bit 0 status OK, bit 1 status EXCLUDED (any other status reads as ERROR:
-# classify_outcome treats every status but those two alike), bit 2 a verdict is stored,
-# bit 3 it is a pass, bit 4 a score is stored.
+# judgment): 1 status OK, 2 status EXCLUDED (any other status reads as ERROR:
+# classify_outcome treats every status but those two alike), 4 a verdict is stored, 8 it
+# is a pass, 16 a score is stored. CASE and +, which SQLite and PostgreSQL both speak.
 _JUDGMENT_CODE = (
-    "(j{n}.status = 'OK') | ((j{n}.status = 'EXCLUDED') << 1) | ((j{n}.passed IS NOT NULL) << 2)"
-    " | ((coalesce(j{n}.passed, 0) != 0) << 3) | ((j{n}.score IS NOT NULL) << 4)"
+    "CASE WHEN j{n}.criterion IS NULL THEN NULL ELSE"
+    " (CASE WHEN j{n}.status = 'OK' THEN 1 WHEN j{n}.status = 'EXCLUDED' THEN 2 ELSE 0 END)"
+    " + (CASE WHEN j{n}.passed IS NULL THEN 0 WHEN j{n}.passed <> 0 THEN 12 ELSE 4 END)"
+    " + (CASE WHEN j{n}.score IS NULL THEN 0 ELSE 16 END) END"
 )
 # Criteria joined in one query (SQLite joins at most 64 tables).
 _JOINS_PER_QUERY = 30
@@ -280,7 +282,8 @@ def _index(conn: Connection, run_id: str, kinds: dict[str, str]) -> _Index:
         )
         picked = "".join(", " + _JUDGMENT_CODE.format(n=n) for n in range(len(group)))
         rows = conn.execute(
-            f"SELECT c.case_id, c.status = 'OK'{picked} FROM run_cases c{joins}"
+            f"SELECT c.case_id, CASE WHEN c.status = 'OK' THEN 1 ELSE 0 END{picked}"
+            f" FROM run_cases c{joins}"
             " WHERE c.run_id = ? ORDER BY c.idx",
             (*group, run_id),
         ).fetchall()
@@ -589,7 +592,7 @@ def _discordant(
     return out
 
 
-def _scores(conn: sqlite3.Connection, run_id: str, criterion: str) -> dict[str, float | None]:
+def _scores(conn: Connection, run_id: str, criterion: str) -> dict[str, float | None]:
     return {
         case_id: score
         for case_id, score in conn.execute(

@@ -29,7 +29,8 @@ from oloproof.analysis.report import comparison_report_document, run_document
 from oloproof.cli._common import project_root, read_project_store
 from oloproof.errors import UsageError
 from oloproof.render.html import render_comparison, render_run
-from oloproof.store.db import has_table, store_path
+from oloproof.store.db import has_table
+from oloproof.store.location import StoreLocation, locate
 from oloproof.textsafe import printable
 
 if TYPE_CHECKING:
@@ -41,12 +42,15 @@ __all__ = ["command", "report_mode", "write_report"]
 PRIVATE = 0o600
 
 
-def report_mode(store: Path) -> int:
+def report_mode(store: StoreLocation) -> int:
     """The mode of a new report file: the store's read and write bits (never more), within
-    the umask. A store made by Oloproof is 0600, so its report is too."""
+    the umask. A store made by Oloproof is 0600, so its report is too; a team store (no
+    file of ours to follow) gives 0600."""
     umask = os.umask(0)
     os.umask(umask)
     try:
+        if not isinstance(store, Path):
+            raise FileNotFoundError(store)
         bits = stat.S_IMODE(os.stat(store).st_mode) & 0o666
     except OSError:
         bits = PRIVATE
@@ -115,7 +119,7 @@ def command(args: argparse.Namespace) -> int:
         return 0
     path = Path(args.output) if args.output else Path(f"oloproof-report-{ident}.html")
     try:
-        stream = write_report(path, html, mode=report_mode(store_path(root)))
+        stream = write_report(path, html, mode=report_mode(locate(args.config)))
     except OSError as exc:
         raise UsageError(
             f"{printable(args.output or str(path))}: cannot write the report"

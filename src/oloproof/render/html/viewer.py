@@ -564,7 +564,8 @@ class _RunState:
 
     def _q(self, conn: Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
         self.queries += 1
-        return conn.execute(sql, params).fetchall()
+        rows: list[Any] = conn.execute(sql, params).fetchall()
+        return rows
 
     def look(self, conn: Connection) -> tuple[bytes, bytes, bool]:
         self.queries = 0
