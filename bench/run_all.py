@@ -26,7 +26,7 @@ BENCH = Path(__file__).resolve().parent
 # In the order the summary lists them. json_overhead.py belongs to the event stream's owner.
 SCRIPTS = [
     "seed_table", "scale", "judging", "startup", "json_overhead", "encoders", "humaneval", "imports",
-    "trials", "adaptive", "team_store", "stats_speed",
+    "trials", "adaptive", "team_store", "stats_speed", "viewer",
 ]
 
 
@@ -37,6 +37,8 @@ def _fmt(value: float, unit: str) -> str:
         return f"{value:.2f}×"
     if unit == "calls/s":
         return f"{value:,.0f} calls/s"
+    if unit == "CPU-s/s":
+        return f"{value:.3f} CPU-s/s"
     return f"{value:,.0f} {unit}"
 
 

@@ -61,6 +61,11 @@ def main() -> int:
             page.screenshot(path=str(OUT / "report-case.png"))
             page.goto((project / "comparison.html").as_uri())
             page.screenshot(path=str(OUT / "report-comparison.png"), full_page=True)
+            phone = browser.new_page(viewport={"width": 390, "height": 844},
+                                     device_scale_factor=2)
+            phone.goto(run_url + "#cases")
+            phone.screenshot(path=str(OUT / "report-phone.png"))
+            phone.close()
             _viewer(page, project)
             browser.close()
     for png in sorted(OUT.glob("*.png")):
@@ -83,7 +88,9 @@ def _viewer(page: object, project: Path) -> None:
         url = ""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not url:
-            match = re.search(r"http://127\.0\.0\.1:\d+/", proc.stdout.readline())
+            # The address with its token: the first visit trades it for a cookie.
+            match = re.search(r"http://127\.0\.0\.1:\d+/\?token=[A-Za-z0-9._~-]+",
+                              proc.stdout.readline())
             url = match.group() if match else ""
         if not url:
             raise SystemExit("oloproof view did not print its address")

@@ -228,7 +228,14 @@ def declare(name: str, p: Any) -> None:
             "--output",
             "-o",
             metavar="FILE",
-            help="where to write it (default: oloproof-report-<id>.html)",
+            help="where to write it (default: oloproof-report-<id>.html; '-' for standard output)",
+        )
+        p.add_argument(
+            "--cases",
+            type=_case_cap,
+            default="1000",
+            metavar="N|all",
+            help="the most cases the file carries, the failed and missing ones first (default: 1000; 'all' for every case)",
         )
     elif name == "view":
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
@@ -237,6 +244,11 @@ def declare(name: str, p: Any) -> None:
         )
         p.add_argument(
             "--no-open", action="store_true", help="print the address; do not open a browser"
+        )
+        p.add_argument(
+            "--token",
+            metavar="TOKEN",
+            help="the token a browser must show (default: OLOPROOF_VIEW_TOKEN, else a random one; prefer the variable: other users can read a command line)",
         )
     elif name == "store":
         p.add_argument(
@@ -296,6 +308,16 @@ def _run_limit(value: str) -> int:
             f"expected a whole number of runs from 1 to {MAX_RUNS_LIMIT}, got '{value}'"
         )
     return n
+
+
+def _case_cap(value: str) -> int | None:
+    """``--cases``: a whole number of cases, 1 or more, or ``all`` (None: no cap)."""
+    if value == "all":
+        return None
+    try:
+        return _positive_int(value)
+    except Exception:  # noqa: BLE001 - the same refusal, naming what is accepted
+        raise _type_error(f"expected a whole number of cases, 1 or more, or 'all', got '{value}'") from None
 
 
 def _trials(value: str) -> int:

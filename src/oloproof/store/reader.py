@@ -38,6 +38,7 @@ from oloproof.evidence import (
 from oloproof.store.db import StoreUnreadable, has_table, run_alive
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from oloproof.store.dbapi import Connection
@@ -306,14 +307,44 @@ def load_case_metadata(conn: Connection, run_id: str) -> list[Any]:
     ]
 
 
+# Case ids per query when a few cases are read by id (SQLite's default limit on
+# parameters is 999 on older builds).
+_IDS_PER_QUERY = 500
+
+
+def _id_chunks(case_ids: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``(where, params)`` pieces selecting ``case_ids`` (deduplicated) by primary key."""
+    ids = list(dict.fromkeys(case_ids))
+    return [
+        (f" AND case_id IN ({', '.join('?' * len(chunk))})", chunk)
+        for chunk in (ids[i:i + _IDS_PER_QUERY] for i in range(0, len(ids), _IDS_PER_QUERY))
+    ]
+
+
 def load_cases(
-    conn: Connection, run_id: str, case_id: str | None = None
+    conn: Connection, run_id: str, case_id: str | None = None, *,
+    case_ids: Sequence[str] | None = None,
 ) -> list[CaseRow]:
-    """The stored cases of a run in suite order, each with its judgments (or just ``case_id``)."""
-    where, params = "run_id = ?", [run_id]
+    """The stored cases of a run in suite order, each with its judgments (or just
+    ``case_id``, or just those of ``case_ids``: read by key, whatever the run's size)."""
+    if case_ids is not None:
+        found = [
+            row
+            for where, chunk in _id_chunks(case_ids)
+            for row in _load_cases(conn, run_id, where, [run_id, *chunk])
+        ]
+        return sorted(found, key=lambda c: c.idx)
+    where, params = "", [run_id]
     if case_id is not None:
-        where += " AND case_id = ?"
+        where = " AND case_id = ?"
         params.append(case_id)
+    return _load_cases(conn, run_id, where, params)
+
+
+def _load_cases(
+    conn: Connection, run_id: str, where: str, params: list[str]
+) -> list[CaseRow]:
+    where = "run_id = ?" + where
     cases: dict[str, CaseRow] = {}
     for r in conn.execute(
         "SELECT case_id, idx, input_json, expected_json, metadata_json, status, output_json,"
@@ -438,16 +469,30 @@ class TrialRow:
 
 
 def load_trial_cases(
-    conn: Connection, run_id: str, case_id: str | None = None
+    conn: Connection, run_id: str, case_id: str | None = None, *,
+    case_ids: Sequence[str] | None = None,
 ) -> dict[str, list[TrialRow]]:
     """Per case, its trials 1 .. k - 1 in order (trial 0 is the case's own row,
-    :func:`load_cases`). Empty for a run of one trial, or a store older than trials."""
+    :func:`load_cases`). Empty for a run of one trial, or a store older than trials.
+    ``case_id`` or ``case_ids``: only those cases, read by key."""
     if not has_table(conn, "trial_cases"):
         return {}
-    where, params = "run_id = ?", [run_id]
+    if case_ids is not None:
+        out: dict[str, list[TrialRow]] = {}
+        for where, chunk in _id_chunks(case_ids):
+            out.update(_load_trial_cases(conn, run_id, where, [run_id, *chunk]))
+        return out
+    where, params = "", [run_id]
     if case_id is not None:
-        where += " AND case_id = ?"
+        where = " AND case_id = ?"
         params.append(case_id)
+    return _load_trial_cases(conn, run_id, where, params)
+
+
+def _load_trial_cases(
+    conn: Connection, run_id: str, where: str, params: list[str]
+) -> dict[str, list[TrialRow]]:
+    where = "run_id = ?" + where
     trials: dict[tuple[str, int], TrialRow] = {}
     for r in conn.execute(
         "SELECT case_id, trial, status, output_json, error, attempts, latency_ms, usage_json,"

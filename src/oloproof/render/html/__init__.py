@@ -17,7 +17,7 @@ import json
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
@@ -29,12 +29,17 @@ from oloproof.render.html.plots import comparison_plot, rule_plot
 from oloproof.textsafe import json_safe
 
 __all__ = [
+    "case_url",
+    "chip",
+    "page_url",
     "pretty_json",
     "render_case_page",
     "render_comparison",
     "render_index",
     "render_run",
     "script_json",
+    "shown_path",
+    "warm_templates",
 ]
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -77,6 +82,46 @@ def _search_text(case: dict[str, Any]) -> str:
     return " ".join(parts).lower()
 
 
+def case_url(run_id: str, case_id: str) -> str:
+    """The viewer's address of one case: the id travels in the query string, which a
+    browser never rewrites (a path segment of ``.`` or ``..``, even written ``%2E``, is
+    resolved away), percent-encoded whole (``/``, ``%``, ``?``, ``#``, ``+``, any letter)."""
+    return f"/runs/{quote(run_id, safe='')}/case?id={quote(case_id, safe='')}"
+
+
+def page_url(run_id: str, paging: dict[str, Any], page: int) -> str:
+    """The viewer's address of page ``page`` of a run's case table, with its filters."""
+    params = [("page", str(page))]
+    for key, name in (("criterion", "criterion"), ("outcome", "outcome"), ("query", "q")):
+        if paging.get(key):
+            params.append((name, str(paging[key])))
+    return f"/runs/{quote(run_id, safe='')}?{urlencode(params)}#cases"
+
+
+def shown_path(path: str | None, root: Path | None) -> str:
+    """A stored file path as a page shows it: relative to the project when it lies inside
+    it, else its name alone (a temporary directory's path says nothing to a reader)."""
+    if not path:
+        return ""
+    p = Path(path)
+    if not p.is_absolute():
+        return path
+    if root is not None:
+        try:
+            return str(p.resolve().relative_to(root.resolve()))
+        except (OSError, ValueError):
+            pass
+    return p.name
+
+
+def chip(status: str, gate: str | None) -> str:
+    """The colour of a run's state chip: its gate once decided (a blocked run is never
+    green, whatever its status says), else its status."""
+    if status == "RUNNING" or not gate:
+        return str(status)
+    return str(gate)
+
+
 @cache
 def environment() -> Environment:
     env = Environment(
@@ -96,10 +141,12 @@ def environment() -> Environment:
         level=level_text,
         search_text=_search_text,
         seg=lambda s: quote(str(s), safe=""),
+        verdict=lambda v: "" if v is None else ("passed" if v else "failed"),
     )
     script = (TEMPLATES / "script.js").read_text(encoding="utf-8")
     env.globals.update(
         rule_plot=rule_plot, comparison_plot=comparison_plot, BINARY=MetricKind.BINARY,
+        case_url=case_url, page_url=page_url, chip=chip,
         css=(TEMPLATES / "style.css").read_text(encoding="utf-8"),
         script=script,
         # The page's one script is allowed by its hash (Content-Security-Policy): a script
@@ -109,22 +156,34 @@ def environment() -> Environment:
     return env
 
 
+def warm_templates() -> None:
+    """Compile every page's template now (the viewer does at start, not on a request)."""
+    for name in ("run.html", "comparison.html", "case_page.html", "index.html"):
+        environment().get_template(name)
+
+
 def _render(name: str, **context: Any) -> str:
     return environment().get_template(name).render(**context)
 
 
-def render_run(doc: dict[str, Any], *, mode: str = "report") -> str:
+def render_run(
+    doc: dict[str, Any], *, mode: str = "report", project_root: Path | None = None,
+) -> str:
     """A run's page: the whole report file (``mode="report"``) or the viewer's run page."""
-    return _render("run.html", doc=doc, mode=mode)
+    return _render("run.html", doc=doc, mode=mode,
+                   policy_shown=shown_path(doc["run"].get("policy_path"), project_root))
 
 
-def render_comparison(doc: dict[str, Any], *, mode: str = "report") -> str:
-    return _render("comparison.html", doc=doc, mode=mode)
+def render_comparison(
+    doc: dict[str, Any], *, mode: str = "report", project_root: Path | None = None,
+) -> str:
+    return _render("comparison.html", doc=doc, mode=mode,
+                   policy_shown=shown_path(doc["comparison"].get("policy_path"), project_root))
 
 
-def render_case_page(doc: dict[str, Any], case: dict[str, Any]) -> str:
-    """The viewer's page for one case of a run."""
-    return _render("case_page.html", doc=doc, case=case, mode="viewer")
+def render_case_page(doc: dict[str, Any]) -> str:
+    """The viewer's page for one case of a run (:func:`~oloproof.analysis.report.case_page_document`)."""
+    return _render("case_page.html", doc=doc, case=doc["case"], mode="viewer")
 
 
 def render_index(project: str, runs: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:

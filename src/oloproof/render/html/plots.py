@@ -14,7 +14,7 @@ from oloproof.policy.format import difference_text, estimate_text, value_text
 
 __all__ = ["Bar", "IntervalPlot", "comparison_plot", "rule_plot"]
 
-WIDTH = 360.0
+WIDTH = 300.0
 PAD = 14.0
 
 

@@ -1,7 +1,8 @@
 "use strict";
 (function () {
-  // Case table: filter by criterion and outcome, search the case's text.
-  var table = document.getElementById("case-table");
+  // The report's case table: filter by criterion and outcome, search the case's text.
+  // (The viewer filters on the server: its table is one page of many.)
+  var table = document.querySelector("#case-table[data-filter='client']");
   if (table) {
     var rows = Array.prototype.slice.call(table.querySelectorAll("tr.case-row"));
     var crit = document.getElementById("filter-criterion");
@@ -24,6 +25,14 @@
     apply();
   }
 
+  // The viewer's filters are a form: a new choice in a list asks for its first page.
+  var form = document.getElementById("case-filters");
+  if (form) {
+    Array.prototype.forEach.call(form.querySelectorAll("select"), function (el) {
+      el.addEventListener("change", function () { form.submit(); });
+    });
+  }
+
   // The report file: one page per case, chosen by the address's #case-N.
   var runPage = document.getElementById("run-page");
   var casePages = document.querySelectorAll("section.case-page[id^='case-']");
@@ -42,24 +51,38 @@
     route();
   }
 
-  // The viewer: a run in progress, fed by server-sent events (the --json event stream).
+  // The viewer: a run in progress, fed by server-sent events (the --json event stream,
+  // and `progress`, the counts the header shows).
   var live = document.getElementById("live");
   if (live && window.EventSource) {
     var status = document.getElementById("live-status");
     var progress = document.getElementById("live-progress");
+    var completeness = document.getElementById("completeness");
+    var since = document.getElementById("cases-since");
     var tbody = document.querySelector("#live-metrics tbody");
+    var stored = Number(live.dataset.stored);
     var pct = function (x) { return x === null ? "" : (100 * x).toFixed(1) + "%"; };
+    var plural = function (n, word) { return n + " " + word + (n === 1 ? "" : "s"); };
+    var last = "";
     var source = new EventSource(live.dataset.events);
-    var done = 0;
-    source.onopen = function () { status.textContent = "live"; };
+    source.onopen = function () { status.textContent = "following"; };
+    source.onerror = function () { if (status.textContent !== "finished") { status.textContent = "reconnecting…"; } };
     source.addEventListener("case_executed", function (e) {
-      done += 1;
       var ev = JSON.parse(e.data);
-      progress.textContent = (Number(live.dataset.stored) + done) + "/" + live.dataset.total + " cases · last: " + ev.scenario_id + " " + ev.status;
+      last = " · last: " + ev.scenario_id + " " + ev.status;
+    });
+    source.addEventListener("progress", function (e) {
+      var ev = JSON.parse(e.data);
+      progress.textContent = ev.cases_done + "/" + ev.cases_total + " cases" + last;
+      completeness.textContent = ev.cases_done + " of " + ev.cases_total + " cases stored · " +
+        plural(ev.cases_errored, "execution error") + " · " + completeness.dataset.completeness;
+      if (since) {
+        var more = ev.cases_done - stored;
+        since.textContent = more > 0 ? "· " + more + " more finished since; reload to list them" : "";
+      }
     });
     source.addEventListener("provisional_metrics", function (e) {
       var ev = JSON.parse(e.data);
-      progress.textContent = ev.cases_done + "/" + ev.cases_total + " cases";
       while (tbody.firstChild) { tbody.removeChild(tbody.firstChild); }
       ev.metrics.forEach(function (m) {
         var tr = document.createElement("tr");
