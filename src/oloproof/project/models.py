@@ -248,6 +248,11 @@ class ConcurrencyConfig(ConcurrencyShape, _Model):
     #: Custom evaluators (and guarded regular expressions) running at once; when absent,
     #: the number of CPUs (:meth:`evaluator_limit`).
     evaluator: int | None = Field(default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY, strict=True)
+    #: Run (sync) custom evaluators in this many worker processes instead of threads: for
+    #: evaluators that burn CPU (docs/scaling.md). Absent: threads, as always.
+    evaluator_processes: int | None = Field(
+        default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY, strict=True
+    )
     #: ``true`` / ``false`` for both limits, or one flag per limit.
     adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
 

@@ -114,7 +114,29 @@ def build_evaluators(
             )
         else:  # pragma: no cover - the config model admits no other type
             raise ConfigError(f"unknown evaluator type {ev.type!r}", file=file)
+    processes = project.config.concurrency.evaluator_processes
+    if processes:
+        _use_processes(inline, processes, project.root)
     return inline, judges
+
+
+def _use_processes(inline: list[InlineEvaluator], size: int, root: Path) -> None:
+    """Sync custom evaluators run in a pool of ``size`` worker processes
+    (``concurrency.evaluator_processes``): one pool for all of them, started on the first
+    call and closed with the run (orchestrate.py ``_close_guards``)."""
+    from oloproof.evaluators.custom import Custom
+    from oloproof.transport.processes import ProcessPool
+
+    custom = [e for e in inline if isinstance(e, Custom) and not e.is_async]
+    if not custom:
+        return
+    pool = ProcessPool(
+        size, ("oloproof.evaluators.custom", "process_handler",
+               ([e.process_spec(root) for e in custom],)),
+        name="oloproof-evaluator-process",
+    )
+    for index, evaluator in enumerate(custom):
+        evaluator.use_processes(pool, index)
 
 
 def _guard_regex(evaluator: InlineEvaluator, timeout_s: float) -> None:

@@ -312,7 +312,12 @@ def _still_running(conn: Connection, run_id: str) -> bool:
 
 
 def _close_guards(prepared: Prepared) -> None:
-    """End the regex child processes of the run's evaluators (runner/build.py)."""
+    """End the child processes of the run's evaluators (runner/build.py): the regex
+    guards', and the worker processes of ``concurrency.evaluator_processes``."""
+    for evaluator in prepared.inline:
+        pool = getattr(evaluator, "process_pool", None)
+        if pool is not None:
+            pool.close()  # shared by the custom evaluators: closing twice does nothing
     guard = sys.modules.get("oloproof.transport.regex_guard")  # imported for a regex only
     if guard is None:
         return
