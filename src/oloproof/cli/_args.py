@@ -50,6 +50,10 @@ COMMANDS = {
         "oloproof.cli.store",
         "push: copy runs of the local store to the team store (needs oloproof[postgres]).",
     ),
+    "merge": (
+        "oloproof.cli.merge",
+        "Join the shards of a suite (run --shard I/K) into one run, and decide it.",
+    ),
 }
 
 
@@ -109,6 +113,11 @@ def declare(name: str, p: Any) -> None:
             action="append",
             metavar="EXPR",
             help="""cases where EXPR holds, e.g. 'metadata.lang == "fr"' (repeatable: all must hold)""",
+        )
+        subset.add_argument(
+            "--shard",
+            metavar="I/K",
+            help="shard I of K (numbered from 1) by a stable hash of the case id; `oloproof merge` joins the K shards into one run (docs/scaling.md)",
         )
     elif name == "gate":
         p.add_argument("run_id", metavar="RUN_ID", help="a run id, or 'latest'")
@@ -247,6 +256,18 @@ def declare(name: str, p: Any) -> None:
         )
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--json", action="store_true", help="print what was pushed as JSON")
+
+
+    elif name == "merge":
+        p.add_argument(
+            "paths", nargs="*", metavar="PATH",
+            help="where the shard runs are: project directories, store files"
+            " (.oloproof/store.sqlite) or postgresql:// URLs (default: this project's store)",
+        )
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument(
+            "--json", action="store_true", help="print the merged run as one JSON document"
+        )
 
 
 def _ci_options(p: Any) -> None:
