@@ -112,6 +112,8 @@ def load(
     group_by: Sequence[str] | str | None = None,
     trials: int | None = None,
     shard: str | tuple[int, int] | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> PreparedRun:
     """Load and check a project (and choose its subset, or its shard): every configuration
     error is raised here, before anything is stored or called."""
@@ -135,9 +137,11 @@ def load(
     ):
         raise UsageError(f"trials must be a whole number from 1 to 100, got {trials!r}")
     slice_ = _shard(shard, spec)
+    if executor not in (None, "local", "ray"):
+        raise UsageError(f"executor must be 'local' or 'ray', got {executor!r}")
     prepared = prepare(
         config_file(project), None if policy is None else str(policy), list(group_by or ()),
-        trials,
+        trials, executor, ray_address,
     )
     subset = None
     if slice_ is not None:
@@ -265,6 +269,8 @@ def run(
     trials: int | None = None,
     progress: bool | None = None,
     shard: str | tuple[int, int] | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> RunResult:
     """Run a project's suite, store every result, decide its release policy.
 
@@ -275,7 +281,10 @@ def run(
     event as it happens. ``trials`` calls the system that many times per case (default:
     ``trials:`` in oloproof.yaml, else 1; docs/repeated-trials.md). ``shard`` (``"2/4"`` or
     ``(2, 4)``) runs shard I of K of the suite, a run that never allows a release on its own:
-    ``oloproof merge`` joins the K shards into one run (docs/scaling.md). Configuration errors raise :class:`oloproof.ConfigError` before
+    ``oloproof merge`` joins the K shards into one run (docs/scaling.md). ``executor="ray"``
+    (or ``executor: ray`` in oloproof.yaml) makes the system's calls and the custom
+    evaluators on Ray workers, at ``ray_address`` (else ``RAY_ADDRESS``, else a local Ray
+    instance). Configuration errors raise :class:`oloproof.ConfigError` before
     anything is stored; whatever happens after, the run is stored as DECIDED or
     RUN_ERROR/PARTIAL, never left RUNNING.
 
@@ -296,7 +305,7 @@ def run(
 
         bar = Progress(mode)
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event,
-                 trials, bar, shard=shard)
+                 trials, bar, shard=shard, executor=executor, ray_address=ray_address)
     if bar is None and not _loop_running():
         return args.call(StopRequest())
     stop = StopRequest()
@@ -370,6 +379,8 @@ async def run_async(
     on_event: EventCallback | None = None,
     trials: int | None = None,
     shard: str | tuple[int, int] | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> RunResult:
     """:func:`run`, awaitable: the run goes on in a thread of its own while the caller's
     loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
@@ -391,7 +402,7 @@ async def run_async(
                 pass
 
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback,
-                 trials, shard=shard)
+                 trials, shard=shard, executor=executor, ray_address=ray_address)
 
     def settle(value: Any, error: BaseException | None) -> None:
         if future.done():
@@ -441,12 +452,15 @@ class _Args:
     trials: int | None = None
     progress: Progress | None = None
     shard: str | tuple[int, int] | None = None
+    executor: str | None = None
+    ray_address: str | None = None
 
     def call(self, stop: StopRequest) -> RunResult:
         loaded = load(
             self.project, policy=self.policy, limit=self.limit, sample=self.sample,
             seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
-            trials=self.trials, shard=self.shard,
+            trials=self.trials, shard=self.shard, executor=self.executor,
+            ray_address=self.ray_address,
         )
         _warn_stale_cache(loaded)
         sinks: list[EventCallback] = []

@@ -88,6 +88,16 @@ def declare(name: str, p: Any) -> None:
             metavar="K",
             help="call the system K times per case (default: trials: in oloproof.yaml, else 1); see docs/repeated-trials.md",
         )
+        p.add_argument(
+            "--executor",
+            choices=("local", "ray"),
+            help="where the system's calls and custom evaluators run (default: executor: in oloproof.yaml, else local); ray needs oloproof[ray], see docs/scaling.md",
+        )
+        p.add_argument(
+            "--ray-address",
+            metavar="ADDRESS",
+            help="with --executor ray: the Ray cluster to use (default: RAY_ADDRESS, else a local Ray instance started for the run)",
+        )
         subset = p.add_argument_group(
             "subsets",
             "run part of the suite; the run is stored as DECIDED/SUBSET and never allows a release (exit 5 unless a rule FAILs)",

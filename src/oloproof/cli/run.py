@@ -117,7 +117,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
     prepared = load(
         args.config, policy=args.policy, limit=args.limit, sample=args.sample, seed=args.seed,
         cases=args.case, where=args.where, group_by=args.group_by, trials=args.trials,
-        shard=args.shard,
+        shard=args.shard, executor=args.executor, ray_address=args.ray_address,
     )
     stale = prepared.identity_warning
     if stale is not None:
@@ -178,6 +178,9 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 f"Subset: {result.subset.describe()}. Its rules are decided on these cases"
                 " only; a subset never allows a release (exit 5 unless a rule FAILs)."
             )
+        ran_on = getattr(getattr(prepared.prepared.system, "executor", None), "workers", None)
+        if ran_on:  # the Ray executor, once its workers started (a run from the cache: never)
+            notes.append(prepared.prepared.system.executor.describe())  # type: ignore[attr-defined]
         if result.notice:
             notes.append(f"Failed calls: {result.notice}.")
         if result.stop_reason:

@@ -77,6 +77,7 @@ _MODELS: dict[str, type] = {
     "ConcurrencyConfig": ConcurrencyShape,
     "AdaptiveConfig": object,
     "RetryConfig": object,
+    "RayConfig": object,
     "LimitsConfig": object,
     "ExactMatchEvaluator": EvaluatorShape,
     "ContainsEvaluator": EvaluatorShape,

@@ -187,17 +187,24 @@ def describe_system(project: Project, system: SystemRunner) -> dict[str, Any]:
 
 def prepare(
     config_path: str | Path, policy_arg: str | None, group_by: Sequence[str] = (),
-    trials: int | None = None,
+    trials: int | None = None, executor: str | None = None, ray_address: str | None = None,
 ) -> Prepared:
     """Load, check and build a run; raises ConfigError before anything is stored.
 
     ``group_by``: metadata keys to break every metric down by, beside each evaluator's
-    own ``group_by`` (stored with the run's metrics: analysis/groups.py)."""
+    own ``group_by`` (stored with the run's metrics: analysis/groups.py). ``executor``
+    (``local`` or ``ray``) overrides ``executor:`` in oloproof.yaml; ``ray_address`` names
+    a Ray cluster (else ``RAY_ADDRESS``, else a local instance)."""
     project, policy, policy_path, keep = load_configuration(config_path, policy_arg)
     suite = project.load_suite()
     try:
         system = build_system(project)
         inline, judges = build_evaluators(project)
+        if (executor or project.config.executor) == "ray":
+            from oloproof.runner.ray_executor import use_ray  # Ray only when chosen
+
+            system, inline = use_ray(project, system, inline, policy_arg=policy_arg,
+                                     address=ray_address, from_flag=executor == "ray")
     except ConfigError as exc:
         raise _located(exc, project.config_path, project.display,
                        (project.config_path.name, project.display)) from exc.__cause__
