@@ -26,7 +26,7 @@ BENCH = Path(__file__).resolve().parent
 # In the order the summary lists them. json_overhead.py belongs to the event stream's owner.
 SCRIPTS = [
     "seed_table", "scale", "judging", "startup", "json_overhead", "encoders", "humaneval", "imports",
-    "trials", "adaptive", "team_store",
+    "trials", "adaptive", "team_store", "evaluator_processes", "ray_executor",
 ]
 
 

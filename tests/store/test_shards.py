@@ -432,3 +432,22 @@ def test_after_a_merge_an_unchanged_run_calls_nothing(tmp_path: Path) -> None:
     # Merging again makes no second run: the first is returned.
     assert oloproof.merge(roots, target).run_id == merged.run_id
     assert len(oloproof.list_runs(target)) == 3 + 1 + 1  # the shards, the merge, the rerun
+
+
+def test_the_source_that_differs_is_the_one_named(tmp_path: Path) -> None:
+    template = _project(tmp_path / "template", n=12)
+    roots = []
+    for index in (1, 2, 3):
+        root = tmp_path / f"job-{index}"
+        shutil.copytree(template, root)
+        if index == 2:  # the odd one out, run last of all below
+            continue
+        oloproof.run(root, shard=f"{index}/3")
+        roots.append(root)
+    odd = tmp_path / "job-2"
+    (odd / "app.py").write_text(APP.replace('version="1"', 'version="2"'))
+    oloproof.run(odd, shard="2/3")
+    message = _refused([roots[0], odd, roots[1]], template)
+    lines = message.splitlines()[1:]
+    assert len(lines) == 1, message
+    assert lines[0].startswith(f"  different system identities: {odd}: shard 2/3")

@@ -6,9 +6,9 @@ in the whole suite. Merging:
 
 1. finds the finished shard runs in each source (a project directory, a store file, a
    PostgreSQL URL; with no source, the project's own store), and picks, for each slice,
-   the newest run of the set the newest shard run belongs to: the same suite digest,
-   system identity, evaluators (identity, kind, range, groups), number of shards, policy,
-   trials and labels;
+   the newest run of the set that most sources hold shards of (then the newest): the same
+   suite digest, system identity, evaluators (identity, kind, range, groups), number of
+   shards, policy, trials and labels;
 2. refuses, one line each, whatever would make the result something a single run could
    not have been: shards of different suites, systems, evaluators, policies, trials,
    labels or K, a slice found twice (in two sources, as two different runs) or missing;
@@ -241,7 +241,12 @@ def _choose(shards: list[_Shard], sources: list[str]) -> list[_Shard]:
             f"no finished shard run in {where} (`oloproof run --shard I/K` stores one; a"
             " stopped shard, RUN_ERROR/PARTIAL, is not merged: run it again)"
         )
-    newest = max(shards, key=lambda s: (s.record.created_at, s.record.id))
+    # The run the shards are of: the one most sources hold shards of (then the newest), so
+    # that the source that differs is the one named.
+    held: dict[tuple[str, ...], set[str]] = {}
+    for shard in shards:
+        held.setdefault(shard.family, set()).add(shard.source)
+    newest = max(shards, key=lambda s: (len(held[s.family]), s.record.created_at, s.record.id))
     family = newest.family
     problems: list[str] = []
     for source in sources:
