@@ -341,7 +341,7 @@ def test_without_ray_installed_the_executor_is_refused_before_anything_runs(
                           text=True, check=False, timeout=120)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == (
-        "oloproof run: error: oloproof.yaml: executor: ray needs Ray, which is not installed"
+        "oloproof run: error: oloproof.yaml:18: executor: ray needs Ray, which is not installed"
         " here: pip install 'oloproof[ray]' (accepted: local, ray)"
     )
     assert not (root / ".oloproof" / "store.sqlite").exists()
