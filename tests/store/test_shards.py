@@ -113,7 +113,7 @@ def _ids(n: int, seed: int = 7) -> list[str]:
 
 @pytest.mark.parametrize("count", [1, 2, 4, 7, 16])
 def test_every_case_is_in_exactly_one_shard_and_shards_are_balanced(count: int) -> None:
-    ids = _ids(20_000)
+    ids = _ids(5_000)
     sizes = [0] * count
     for case_id in ids:
         shard = shard_of(case_id, count)
@@ -127,7 +127,7 @@ def test_every_case_is_in_exactly_one_shard_and_shards_are_balanced(count: int) 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 7, 20])
 def test_one_more_shard_moves_only_cases_into_the_new_one_about_one_in_k(count: int) -> None:
-    ids = _ids(20_000, seed=count)
+    ids = _ids(5_000, seed=count)
     moved = 0
     for case_id in ids:
         before, after = shard_of(case_id, count), shard_of(case_id, count + 1)
@@ -163,6 +163,7 @@ def test_bad_shard_forms_are_refused_with_what_is_accepted(text: str, words: str
     assert "numbered from 1" in str(caught.value)
 
 
+@pytest.mark.slow  # several runs in this process
 def test_a_shard_cannot_be_combined_with_a_subset(project_dir: Path) -> None:
     _project(project_dir)
     with pytest.raises(oloproof.UsageError, match="--shard cannot be combined with --limit"):
@@ -182,6 +183,7 @@ def answer(case_input):
 """
 
 
+@pytest.mark.slow  # several runs in this process
 def test_a_shard_that_passes_every_rule_still_blocks(project_dir: Path) -> None:
     write_project(project_dir, app=PASSING, cases=[
         {"id": f"c{i}", "input": {"n": i}, "expected": {"label": "ok"}} for i in range(60)
@@ -340,6 +342,7 @@ def _refused(sources: list[Path], project: Path) -> str:
     return str(caught.value)
 
 
+@pytest.mark.slow  # several runs in this process
 def test_merge_refuses_shards_of_different_suites(tmp_path: Path) -> None:
     template, a, b = _two_shards(tmp_path)
     data = b / "data" / "cases.jsonl"
@@ -350,6 +353,7 @@ def test_merge_refuses_shards_of_different_suites(tmp_path: Path) -> None:
     assert len(message.splitlines()) == 2  # the headline, and one line for the reason
 
 
+@pytest.mark.slow  # several runs in this process
 def test_merge_refuses_different_systems_and_evaluators(tmp_path: Path) -> None:
     template, a, b = _two_shards(tmp_path)
     (b / "app.py").write_text(APP.replace('version="1"', 'version="2"'))
@@ -363,6 +367,7 @@ def test_merge_refuses_different_systems_and_evaluators(tmp_path: Path) -> None:
     assert "different evaluator identities" in message and "closeness" in message
 
 
+@pytest.mark.slow  # several runs in this process
 def test_merge_refuses_a_different_policy_and_a_different_count(tmp_path: Path) -> None:
     template, a, b = _two_shards(tmp_path)
     (b / "release.yaml").write_text(RELEASE.replace("min: 0.5", "min: 0.6"))
@@ -373,6 +378,7 @@ def test_merge_refuses_a_different_policy_and_a_different_count(tmp_path: Path) 
     assert "different numbers of shards" in _refused([a, b], template)
 
 
+@pytest.mark.slow  # several runs in this process
 def test_merge_refuses_missing_and_overlapping_slices(tmp_path: Path) -> None:
     template, a, b = _two_shards(tmp_path)
     message = _refused([a], template)
@@ -384,6 +390,7 @@ def test_merge_refuses_missing_and_overlapping_slices(tmp_path: Path) -> None:
     assert len(message.splitlines()) == 3
 
 
+@pytest.mark.slow  # several runs in this process
 def test_a_stopped_shard_is_not_merged(tmp_path: Path) -> None:
     template, a, b = _two_shards(tmp_path)
     oloproof.run(b, shard="2/2")
@@ -394,6 +401,7 @@ def test_a_stopped_shard_is_not_merged(tmp_path: Path) -> None:
     assert "holds no finished shard run" in _refused([a, b], template)
 
 
+@pytest.mark.slow  # several runs in this process
 def test_bad_sources_are_named(tmp_path: Path) -> None:
     template, _a, _b = _two_shards(tmp_path)
     assert "no such file or directory" in _refused([tmp_path / "nowhere"], template)
@@ -415,6 +423,7 @@ def answer(case_input):
 """
 
 
+@pytest.mark.slow  # several runs in this process
 def test_after_a_merge_an_unchanged_run_calls_nothing(tmp_path: Path) -> None:
     template = write_project(tmp_path / "template", app=COUNTING, cases=[
         {"id": f"c{i}", "input": {"n": i}, "expected": {"label": "ok"}} for i in range(20)
@@ -434,6 +443,7 @@ def test_after_a_merge_an_unchanged_run_calls_nothing(tmp_path: Path) -> None:
     assert len(oloproof.list_runs(target)) == 3 + 1 + 1  # the shards, the merge, the rerun
 
 
+@pytest.mark.slow  # several runs in this process
 def test_the_source_that_differs_is_the_one_named(tmp_path: Path) -> None:
     template = _project(tmp_path / "template", n=12)
     roots = []
