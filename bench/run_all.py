@@ -26,7 +26,8 @@ BENCH = Path(__file__).resolve().parent
 # In the order the summary lists them. json_overhead.py belongs to the event stream's owner.
 SCRIPTS = [
     "seed_table", "scale", "judging", "startup", "json_overhead", "encoders", "humaneval", "imports",
-    "trials", "adaptive", "team_store", "stats_speed", "viewer",
+    "trials", "adaptive", "team_store", "stats_speed", "viewer", "evaluator_processes",
+    "ray_executor",
 ]
 
 

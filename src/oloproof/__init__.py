@@ -6,7 +6,7 @@ The public API (``__all__``; everything else is private by convention):
   :class:`TransientError` to ask for a retry, report usage through :func:`current_case`;
   a custom evaluator may return a :class:`Verdict` and reads the case as a :class:`CaseView`;
 - to drive Oloproof from Python (docs/python-api.md): :func:`run`, :func:`run_async`,
-  :func:`read_run`, :func:`list_runs`, :func:`compare`, :func:`plan`, and their typed
+  :func:`read_run`, :func:`list_runs`, :func:`compare`, :func:`plan`, :func:`merge`, and their typed
   results. These, like every public name but the errors, are imported on first use, so
   that ``import oloproof`` (and every ``oloproof`` command) does not pay for them.
 """
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         Subset,
         compare,
         list_runs,
+        merge,
         plan,
         read_run,
         run,
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 _API = frozenset({
     "CaseResult", "ComparisonPlan", "ComparisonResult", "Decision", "GateNotAllowed",
     "Judgment", "MetricSummary", "RunInfo", "RunPlan", "RunResult", "Subset",
-    "compare", "list_runs", "plan", "read_run", "run", "run_async",
+    "compare", "list_runs", "merge", "plan", "read_run", "run", "run_async",
 })
 
 
@@ -123,6 +124,7 @@ __all__ = [
     "compare",
     "current_case",
     "list_runs",
+    "merge",
     "plan",
     "read_run",
     "run",

@@ -40,7 +40,7 @@ PUBLIC = [
     "CaseContext", "CaseResult", "CaseView", "ComparisonPlan", "ComparisonResult",
     "ConfigError", "Decision", "GateNotAllowed", "Judgment", "MetricSummary", "OloproofError",
     "RunInfo", "RunPlan", "RunResult", "StaleCacheWarning", "Subset", "TransientError", "UsageError", "Verdict",
-    "__version__", "compare", "current_case", "list_runs", "plan", "read_run", "run",
+    "__version__", "compare", "current_case", "list_runs", "merge", "plan", "read_run", "run",
     "run_async", "system",
 ]
 

@@ -87,7 +87,9 @@ def test_whenever_the_fast_parser_answers_it_answers_as_argparse(name: str) -> N
     rng = random.Random(f"fast-args-{name}")
     pool = _tokens(name)
     answered = 0
-    for i in range(1500):
+    # 2,000 lines: run's options (--shard, --executor, --ray-address among them) make a random
+    # line invalid more often, and the threshold below must still be reached.
+    for i in range(2000):
         words = _plausible(name, rng) if i % 2 else [name, *rng.choices(pool, k=rng.randint(0, 6))]
         fast = fast_parse(words)
         if fast is None:
@@ -95,8 +97,9 @@ def test_whenever_the_fast_parser_answers_it_answers_as_argparse(name: str) -> N
         answered += 1
         assert _argparse(words) == vars(fast), words
     # The comparison means something only if the fast parser answered often enough.
-    # init and store take a variable number of positionals, which fast_parse leaves to argparse.
-    assert answered >= (0 if name in ("init", "store") else 200), answered
+    # init, store and merge take a variable number of positionals, which fast_parse leaves to
+    # argparse.
+    assert answered >= (0 if name in ("init", "store", "merge") else 200), answered
 
 
 @pytest.mark.parametrize(

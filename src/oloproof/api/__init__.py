@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from oloproof.analysis.plan import ComparisonPlan, RunPlan
     from oloproof.api._listing import concurrency_history, list_comparisons, list_runs
+    from oloproof.api._merge import merge
     from oloproof.api._results import (
         CaseResult,
         ComparisonResult,
@@ -47,6 +48,7 @@ _HOMES = {
         ("EventCallback", "PreparedRun", "execute", "load", "run", "run_async"), "oloproof.api._run"
     ),
     **dict.fromkeys(("compare", "plan", "read_run"), "oloproof.api._stored"),
+    "merge": "oloproof.api._merge",
     **dict.fromkeys(("ComparisonPlan", "RunPlan"), "oloproof.analysis.plan"),
     **dict.fromkeys(("Decision", "MetricSummary"), "oloproof.policy.decide"),
 }
@@ -84,6 +86,7 @@ __all__ = [
     "list_comparisons",
     "list_runs",
     "load",
+    "merge",
     "plan",
     "read_run",
     "run",

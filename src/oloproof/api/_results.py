@@ -62,10 +62,17 @@ class Subset:
     seed: int | None = None
     case_ids: tuple[str, ...] = ()
     where: str | None = None
+    #: ``(I, K)`` for shard I of K (``--shard I/K``): a fixed slice of the whole suite that
+    #: ``oloproof merge`` joins with the other K - 1 into one run.
+    shard: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["case_ids"] = list(self.case_ids)
+        if self.shard is None:
+            del data["shard"]  # a subset stores what it always stored
+        else:
+            data["shard"] = list(self.shard)
         return data
 
     @classmethod
@@ -73,17 +80,23 @@ class Subset:
         if not isinstance(data, dict):
             return None
         try:
+            shard = data.get("shard")
             return cls(
                 suite_cases=int(data["suite_cases"]), selected=int(data["selected"]),
                 limit=data.get("limit"), sample=bool(data.get("sample")),
                 seed=data.get("seed"), case_ids=tuple(data.get("case_ids") or ()),
                 where=data.get("where"),
+                shard=None if shard is None else (int(shard[0]), int(shard[1])),
             )
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, IndexError):
             return None
 
     def describe(self) -> str:
-        """One line: ``20 of 164 cases (a seeded sample, seed 7)``."""
+        """One line: ``20 of 164 cases (a seeded sample, seed 7)``, ``shard 2/4: 41 of 164
+        cases``."""
+        if self.shard is not None:
+            return (f"shard {self.shard[0]}/{self.shard[1]}: {self.selected} of"
+                    f" {self.suite_cases} cases")
         how = []
         if self.case_ids:
             how.append(f"--case × {len(self.case_ids)}")

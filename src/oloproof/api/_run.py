@@ -20,7 +20,7 @@ from oloproof._records import dataclass
 from oloproof.analysis.trials import FlakyCase, flaky_cases
 from oloproof.api._listing import config_file
 from oloproof.api._results import RunResult, Subset
-from oloproof.api._subset import SubsetSpec
+from oloproof.api._subset import SubsetSpec, parse_shard, shard_of
 from oloproof.enums import Completeness, GateAction, MetricKind, RunStatus
 from oloproof.errors import UsageError
 from oloproof.events import CaseExecuted, CaseJudged, Event, ProvisionalMetrics, RunFinished
@@ -111,9 +111,12 @@ def load(
     where: Sequence[str] | str | None = None,
     group_by: Sequence[str] | str | None = None,
     trials: int | None = None,
+    shard: str | tuple[int, int] | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> PreparedRun:
-    """Load and check a project (and choose its subset): every configuration error is
-    raised here, before anything is stored or called."""
+    """Load and check a project (and choose its subset, or its shard): every configuration
+    error is raised here, before anything is stored or called."""
     if isinstance(group_by, str):
         group_by = [group_by]
     if isinstance(cases, str):
@@ -133,12 +136,22 @@ def load(
         isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 100
     ):
         raise UsageError(f"trials must be a whole number from 1 to 100, got {trials!r}")
+    slice_ = _shard(shard, spec)
+    if executor not in (None, "local", "ray"):
+        raise UsageError(f"executor must be 'local' or 'ray', got {executor!r}")
     prepared = prepare(
         config_file(project), None if policy is None else str(policy), list(group_by or ()),
-        trials,
+        trials, executor, ray_address,
     )
     subset = None
-    if not spec.is_whole:
+    if slice_ is not None:
+        # A shard keeps every case's place in the suite (its index): the shards' rows are
+        # then the whole suite's, and `oloproof merge` joins them as they are.
+        index, count = slice_
+        total = len(prepared.cases)
+        prepared.cases = [c for c in prepared.cases if shard_of(c.id, count) == index]
+        subset = Subset(suite_cases=total, selected=len(prepared.cases), shard=slice_)
+    elif not spec.is_whole:
         total = len(prepared.cases)
         chosen = spec.select(prepared.cases)
         prepared.cases = [prepared.cases[i] for i in chosen]
@@ -152,6 +165,25 @@ def load(
             subset = None  # a limit at or above the suite's size is the whole suite
     prepared.subset = subset.to_json() if subset is not None else None
     return PreparedRun(prepared, subset)
+
+
+def _shard(shard: str | tuple[int, int] | None, spec: SubsetSpec) -> tuple[int, int] | None:
+    """``--shard I/K`` checked: refused with the options that choose cases otherwise."""
+    if shard is None:
+        return None
+    if not spec.is_whole or spec.sample:
+        raise UsageError(
+            "--shard cannot be combined with --limit, --sample, --case or --where: a shard is"
+            " a fixed slice of the whole suite, which `oloproof merge` joins with the others"
+        )
+    if isinstance(shard, str):
+        return parse_shard(shard)
+    if (
+        not isinstance(shard, tuple) or len(shard) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in shard)
+    ):
+        raise UsageError(f"shard must be 'I/K' or a pair (I, K) of whole numbers, got {shard!r}")
+    return parse_shard(f"{shard[0]}/{shard[1]}")
 
 
 def execute(
@@ -240,6 +272,9 @@ def run(
     on_event: EventCallback | None = None,
     trials: int | None = None,
     progress: bool | None = None,
+    shard: str | tuple[int, int] | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> RunResult:
     """Run a project's suite, store every result, decide its release policy.
 
@@ -248,7 +283,12 @@ def run(
     subset (stored as such: it never allows a release). ``group_by`` breaks every metric
     down by these metadata keys (each group with its own interval). ``on_event`` receives every
     event as it happens. ``trials`` calls the system that many times per case (default:
-    ``trials:`` in oloproof.yaml, else 1; docs/repeated-trials.md). Configuration errors raise :class:`oloproof.ConfigError` before
+    ``trials:`` in oloproof.yaml, else 1; docs/repeated-trials.md). ``shard`` (``"2/4"`` or
+    ``(2, 4)``) runs shard I of K of the suite, a run that never allows a release on its own:
+    ``oloproof merge`` joins the K shards into one run (docs/scaling.md). ``executor="ray"``
+    (or ``executor: ray`` in oloproof.yaml) makes the system's calls and the custom
+    evaluators on Ray workers, at ``ray_address`` (else ``RAY_ADDRESS``, else a local Ray
+    instance). Configuration errors raise :class:`oloproof.ConfigError` before
     anything is stored; whatever happens after, the run is stored as DECIDED or
     RUN_ERROR/PARTIAL, never left RUNNING.
 
@@ -269,7 +309,7 @@ def run(
 
         bar = Progress(mode)
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event,
-                 trials, bar)
+                 trials, bar, shard=shard, executor=executor, ray_address=ray_address)
     if bar is None and not _loop_running():
         return args.call(StopRequest())
     stop = StopRequest()
@@ -342,6 +382,9 @@ async def run_async(
     group_by: Sequence[str] | str | None = None,
     on_event: EventCallback | None = None,
     trials: int | None = None,
+    shard: str | tuple[int, int] | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> RunResult:
     """:func:`run`, awaitable: the run goes on in a thread of its own while the caller's
     loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
@@ -363,7 +406,7 @@ async def run_async(
                 pass
 
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback,
-                 trials)
+                 trials, shard=shard, executor=executor, ray_address=ray_address)
 
     def settle(value: Any, error: BaseException | None) -> None:
         if future.done():
@@ -412,12 +455,16 @@ class _Args:
     on_event: EventCallback | None
     trials: int | None = None
     progress: Progress | None = None
+    shard: str | tuple[int, int] | None = None
+    executor: str | None = None
+    ray_address: str | None = None
 
     def call(self, stop: StopRequest) -> RunResult:
         loaded = load(
             self.project, policy=self.policy, limit=self.limit, sample=self.sample,
             seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
-            trials=self.trials,
+            trials=self.trials, shard=self.shard, executor=self.executor,
+            ray_address=self.ray_address,
         )
         _warn_stale_cache(loaded)
         sinks: list[EventCallback] = []

@@ -25,7 +25,10 @@ from oloproof.paths import MISSING, lookup
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["SubsetSpec", "parse_where"]
+__all__ = ["SubsetSpec", "parse_shard", "parse_where", "shard_of"]
+
+#: The most shards a suite may be cut into (--shard I/K).
+MAX_SHARDS = 10_000
 
 _WHERE = re.compile(
     r"^\s*(?P<path>id|(?:metadata|input|expected)(?:\.[^\s.=!<>]+)+)\s*"
@@ -161,3 +164,42 @@ class SubsetSpec:
                 f" {' and '.join(self.where) or 'the --case ids'}"
             )
         return chosen
+
+
+# -- shards (--shard I/K) ---------------------------------------------------------------
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` as ``(2, 4)``: shard I of K, numbered from 1; a :class:`UsageError` naming
+    what is accepted otherwise."""
+    accepted = (
+        f"accepted: I/K with whole numbers 1 <= I <= K <= {MAX_SHARDS:,}, e.g. --shard 1/4"
+        " ... --shard 4/4 (shards are numbered from 1)"
+    )
+    left, sep, right = text.strip().partition("/")
+    if not sep or not left.strip().isdigit() or not right.strip().isdigit():
+        raise UsageError(f"--shard {text!r}: cannot be read ({accepted})")
+    index, count = int(left), int(right)
+    if count < 1 or count > MAX_SHARDS:
+        raise UsageError(f"--shard {text!r}: K must be from 1 to {MAX_SHARDS:,} ({accepted})")
+    if not 1 <= index <= count:
+        raise UsageError(f"--shard {text!r}: I must be from 1 to {count} ({accepted})")
+    return index, count
+
+
+def shard_of(case_id: str, count: int) -> int:
+    """The shard (1 to ``count``) that case ``case_id`` belongs to.
+
+    The 64 first bits of the SHA-256 of the id, through Lamping and Veach's jump consistent
+    hash ("A Fast, Minimal Memory, Consistent Hash Algorithm", 2014): a case's shard depends
+    on its id and ``count`` only, so adding or removing cases moves no other case, and going
+    from K to K + 1 shards moves about 1/(K + 1) of the cases (each to the new shard)."""
+    from hashlib import sha256
+
+    key = int.from_bytes(sha256(case_id.encode("utf-8", "surrogatepass")).digest()[:8], "big")
+    bucket, jump = -1, 0
+    while jump < count:
+        bucket = jump
+        key = (key * 2862933555777941757 + 1) & 0xFFFFFFFFFFFFFFFF
+        jump = int((bucket + 1) * (float(1 << 31) / float((key >> 33) + 1)))
+    return bucket + 1

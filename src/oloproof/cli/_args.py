@@ -50,6 +50,10 @@ COMMANDS = {
         "oloproof.cli.store",
         "push: copy runs of the local store to the team store (needs oloproof[postgres]).",
     ),
+    "merge": (
+        "oloproof.cli.merge",
+        "Join the shards of a suite (run --shard I/K) into one run, and decide it.",
+    ),
 }
 
 
@@ -84,6 +88,16 @@ def declare(name: str, p: Any) -> None:
             metavar="K",
             help="call the system K times per case (default: trials: in oloproof.yaml, else 1); see docs/repeated-trials.md",
         )
+        p.add_argument(
+            "--executor",
+            choices=("local", "ray"),
+            help="where the system's calls and custom evaluators run (default: executor: in oloproof.yaml, else local); ray needs oloproof[ray], see docs/scaling.md",
+        )
+        p.add_argument(
+            "--ray-address",
+            metavar="ADDRESS",
+            help="with --executor ray: the Ray cluster to use (default: RAY_ADDRESS, else a local Ray instance started for the run)",
+        )
         subset = p.add_argument_group(
             "subsets",
             "run part of the suite; the run is stored as DECIDED/SUBSET and never allows a release (exit 5 unless a rule FAILs)",
@@ -109,6 +123,11 @@ def declare(name: str, p: Any) -> None:
             action="append",
             metavar="EXPR",
             help="""cases where EXPR holds, e.g. 'metadata.lang == "fr"' (repeatable: all must hold)""",
+        )
+        subset.add_argument(
+            "--shard",
+            metavar="I/K",
+            help="shard I of K (numbered from 1) by a stable hash of the case id; `oloproof merge` joins the K shards into one run (docs/scaling.md)",
         )
     elif name == "gate":
         p.add_argument("run_id", metavar="RUN_ID", help="a run id, or 'latest'")
@@ -262,6 +281,18 @@ def declare(name: str, p: Any) -> None:
         )
         p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
         p.add_argument("--json", action="store_true", help="print what was pushed as JSON")
+
+
+    elif name == "merge":
+        p.add_argument(
+            "paths", nargs="*", metavar="PATH",
+            help="where the shard runs are: project directories, store files"
+            " (.oloproof/store.sqlite) or postgresql:// URLs (default: this project's store)",
+        )
+        p.add_argument("--config", default="oloproof.yaml", help=cfg_help)
+        p.add_argument(
+            "--json", action="store_true", help="print the merged run as one JSON document"
+        )
 
 
 def _ci_options(p: Any) -> None:

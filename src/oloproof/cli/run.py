@@ -117,6 +117,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
     prepared = load(
         args.config, policy=args.policy, limit=args.limit, sample=args.sample, seed=args.seed,
         cases=args.case, where=args.where, group_by=args.group_by, trials=args.trials,
+        shard=args.shard, executor=args.executor, ray_address=args.ray_address,
     )
     stale = prepared.identity_warning
     if stale is not None:
@@ -166,11 +167,20 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
             if live is not None:
                 live.stop()
         notes = panel_lines(result.panels)
-        if result.subset is not None:
+        if result.subset is not None and result.subset.shard is not None:
+            notes.append(
+                f"S{result.subset.describe()[1:]}. Its rules are decided on these cases"
+                " only; a shard never allows a release (exit 5 unless a rule FAILs): join"
+                " the shards into one run of the suite with `oloproof merge`."
+            )
+        elif result.subset is not None:
             notes.append(
                 f"Subset: {result.subset.describe()}. Its rules are decided on these cases"
                 " only; a subset never allows a release (exit 5 unless a rule FAILs)."
             )
+        ran_on = getattr(getattr(prepared.prepared.system, "executor", None), "workers", None)
+        if ran_on:  # the Ray executor, once its workers started (a run from the cache: never)
+            notes.append(prepared.prepared.system.executor.describe())  # type: ignore[attr-defined]
         if result.notice:
             notes.append(f"Failed calls: {result.notice}.")
         if result.stop_reason:

@@ -187,6 +187,11 @@ _EVAL_LOW = 128
 _EVAL_BATCH_S = 0.02
 
 
+# What a worker process may take to start, beyond a call's own timeout_s
+# (transport/processes.py START_TIMEOUT_S, with a margin).
+_START_S = 65.0
+
+
 def provisional_schedule(total: int) -> Callable[[int], bool]:
     """SPEC §6: after the first case, every ceil(total/10) cases, and after the last."""
     step = max(1, math.ceil(total / 10))
@@ -280,6 +285,7 @@ class Engine:
             if e.metric_kind == MetricKind.BINARY
         ]
         self._evaluator_workers: Workers | None = None
+        self._process_workers: Workers | None = None
         self._criteria = [e.criterion for e in [*self.inline, *self.judges]]
         self._tallies = {c: CriterionEvidence(c, MetricKind.BINARY) for c in self._binary}
         self._due = provisional_schedule(self._case_total)
@@ -436,6 +442,7 @@ class Engine:
         # evaluator's calls are not Workers', so a mix keeps one task per call allowed:
         # the limit covers both kinds together.
         ahead = 4
+        evaluator_calls = 0
         if self._slow:
             if any(getattr(e, "is_async", False) for e in self._slow):
                 self._async_host = AsyncHost(name="oloproof-async-evaluator")
@@ -446,6 +453,21 @@ class Engine:
                 asyncio.get_running_loop(), self.evaluator_concurrency, 30.0,
                 batch_s=_EVAL_BATCH_S if ahead > 1 else None, name="oloproof-evaluator",
             )
+            evaluator_calls = self.evaluator_concurrency
+            pools = {id(p): p for e in self._slow
+                     if (p := getattr(e, "process_pool", None)) is not None}
+            if pools:
+                # Custom evaluators in worker processes (concurrency.evaluator_processes):
+                # a thread per process waits on its pipe, at most the pool's size at once.
+                # The pool times each call out itself once its process is up (a process
+                # that starts is not the call's time): this pool's limit is a backstop.
+                size = sum(p.size for p in pools.values())
+                self._process_workers = Workers(
+                    asyncio.get_running_loop(), size, 30.0,
+                    batch_s=_EVAL_BATCH_S if ahead > 1 else None,
+                    name="oloproof-evaluator-process",
+                )
+                evaluator_calls += size
         try:
             queue = iter(self.cases)
             judge_workers = [
@@ -453,7 +475,7 @@ class Engine:
             ] if self.judges else []
             eval_workers = [
                 asyncio.create_task(self._evaluator_worker())
-                for _ in range(ahead * self.evaluator_concurrency)
+                for _ in range(ahead * evaluator_calls)
             ] if self._slow else []
             system_workers = [
                 asyncio.create_task(self._system_worker(queue))
@@ -467,21 +489,24 @@ class Engine:
                     await self._judge_queue.put(None)
                 await asyncio.gather(*eval_workers, *judge_workers)
             finally:
-                evaluators = self._evaluator_workers
-                if evaluators is not None:
-                    # A stop: start no queued check, and record those that finished
-                    # (in a batch not yet handed over) before their tasks are cancelled.
-                    evaluators.hold()
-                    if evaluators.flush():
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await asyncio.sleep(0)
+                flushed = False
+                for evaluators in (self._evaluator_workers, self._process_workers):
+                    if evaluators is not None:
+                        # A stop: start no queued check, and record those that finished
+                        # (in a batch not yet handed over) before their tasks are cancelled.
+                        evaluators.hold()
+                        flushed = evaluators.flush() or flushed
+                if flushed:
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.sleep(0)
                 workers = (*system_workers, *eval_workers, *judge_workers)
                 for task in workers:
                     task.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
         finally:
-            if self._evaluator_workers is not None:
-                self._evaluator_workers.close()
+            for evaluators in (self._evaluator_workers, self._process_workers):
+                if evaluators is not None:
+                    evaluators.close()
             if self._async_host is not None:
                 self._async_host.close()
             await self.system.aclose()
@@ -719,6 +744,12 @@ class Engine:
                 result = await asyncio.wait_for(
                     host.run(lambda: evaluator.evaluate_async(view, output)),  # type: ignore[attr-defined]
                     float(timeout_s),
+                )
+            elif self._process_workers is not None and getattr(evaluator, "in_process", False):
+                # The pool times the call out at timeout_s (TimeoutError, the same words
+                # below); the threads' limit leaves room for its process to start.
+                result = await self._process_workers.submit(
+                    lambda: evaluator.evaluate(view, output), float(timeout_s) + _START_S
                 )
             else:
                 # A guarded schema's thread may first wait for its child to start; the

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.project.models import CustomEvaluator
+    from oloproof.transport.processes import ProcessPool
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -101,6 +103,55 @@ class Custom:
                     accepted=", ".join(named[1:]) or "no parameters beyond (output, case)",
                 )
 
+    # -- in worker processes (concurrency.evaluator_processes) ------------------------
+    #: Set by :meth:`use_processes`: the run's pool, and this evaluator's place in it.
+    process_pool: ProcessPool | None = None
+    _pool_index = 0
+    #: Read by the engine: run under ``concurrency.evaluator_processes``, not in threads.
+    in_process = False
+
+    def process_spec(self, root: Path) -> tuple[str, str, dict[str, Any], int, str]:
+        """What a worker process needs to call this evaluator as this process does."""
+        return (str(root.resolve()), self.config.function, self.params, self._arity,
+                str(self.metric_kind))
+
+    def use_processes(self, pool: ProcessPool, index: int) -> None:
+        """Run this (sync) evaluator's calls in ``pool``'s processes, as evaluator ``index``
+        of its set-up (:func:`process_handler`). An ``async def`` one stays on the async
+        host: it waits on I/O, which threads already overlap."""
+        if self.is_async:
+            return
+        self.process_pool = pool
+        self._pool_index = index
+        self.in_process = True
+
+    def _evaluate_in_process(self, case: CaseView, output: Any) -> Outcome:
+        """The call in a worker process (from an engine worker thread): the child times the
+        call itself. A timeout is raised (the engine words it as for a thread); a child that
+        died or could not answer is this case's error."""
+        from oloproof.transport.processes import ProcessEnded, ReplyError
+
+        assert self.process_pool is not None
+        message = (self._pool_index, (case.id, case.input, case.expected, case.metadata), output)
+        try:
+            status, passed, score, reason, latency_ms = self.process_pool.call(message, self.timeout_s)
+        except ProcessEnded as exc:
+            return Outcome(JudgmentStatus.ERROR, reason=f"the evaluator failed: {exc}")
+        except ReplyError as exc:
+            return Outcome(
+                JudgmentStatus.ERROR,
+                reason=f"the evaluator's result could not be sent back from its process: {exc}",
+            )
+        return Outcome(status, passed=passed, score=score, reason=reason, latency_ms=latency_ms)
+
+    @classmethod
+    def _in_child(cls, fn: Any, params: dict[str, Any], arity: int, metric_kind: str) -> Custom:
+        """The evaluator as a worker process rebuilds it: the same calling code, no config."""
+        made = cls.__new__(cls)
+        made.fn, made.params, made._arity = fn, params, arity
+        made.metric_kind = metric_kind
+        return made
+
     def _call(self, case: CaseView, output: Any) -> Any:
         if self._arity == 1:
             return self.fn(output, **self.params)
@@ -110,6 +161,8 @@ class Custom:
         """Call a sync function (in a worker thread); its time is the outcome's latency."""
         import asyncio
 
+        if self.process_pool is not None:
+            return self._evaluate_in_process(case, output)
         started = time.perf_counter()
         try:
             result = self._call(case, output)
@@ -144,12 +197,17 @@ class Custom:
     def _outcome(self, result: Any) -> Outcome:
         binary = self.metric_kind == MetricKind.BINARY
         if isinstance(result, Verdict):
+            # A reason is text: anything else is stored as its str() (an object there
+            # once stopped the whole run, its row refused by the store).
+            reason = result.reason
+            if reason is not None and not isinstance(reason, str):
+                reason = _reason_text(reason)
             if result.excluded:
-                return Outcome(JudgmentStatus.EXCLUDED, reason=result.reason)
+                return Outcome(JudgmentStatus.EXCLUDED, reason=reason)
             if binary and result.passed is not None:
-                return Outcome(JudgmentStatus.OK, passed=bool(result.passed), reason=result.reason)
+                return Outcome(JudgmentStatus.OK, passed=bool(result.passed), reason=reason)
             if not binary and result.score is not None:
-                return self._score(result.score, result.reason)
+                return self._score(result.score, reason)
             need = "passed" if binary else "score"
             return Outcome(JudgmentStatus.ERROR, reason=f"the Verdict has no {need}")
         if isinstance(result, bool):
@@ -177,6 +235,35 @@ class Custom:
         if not math.isfinite(score):
             return Outcome(JudgmentStatus.ERROR, reason=f"score {score} is not finite")
         return Outcome(JudgmentStatus.OK, score=float(score), reason=reason)
+
+
+def process_handler(
+    specs: list[tuple[str, str, dict[str, Any], int, str]],
+) -> Callable[[Any], tuple[Any, ...]]:
+    """In a worker process (transport/processes.py): import every evaluator of the run as
+    the parent did, and return what answers one call, ``(index, case, output)`` to
+    ``(status, passed, score, reason, latency_ms)``: plain values (a reason is always text,
+    :meth:`Custom._outcome`), so that any reply can be sent back."""
+    evaluators = []
+    for root, function, params, arity, kind in specs:
+        fn, _module = import_callable(function, Path(root), file="oloproof.yaml",
+                                      field="evaluators.function")
+        evaluators.append(Custom._in_child(fn, params, arity, kind))
+
+    def handle(message: Any) -> tuple[Any, ...]:
+        index, (case_id, input_, expected, metadata), output = message
+        outcome = evaluators[index].evaluate(CaseView(case_id, input_, expected, metadata), output)
+        return (outcome.status, outcome.passed, outcome.score, outcome.reason,
+                outcome.latency_ms)
+
+    return handle
+
+
+def _reason_text(reason: Any) -> str:
+    try:
+        return str(reason)
+    except Exception as exc:  # noqa: BLE001 - a __str__ that raises
+        return f"(a reason of type {type(reason).__name__} that cannot be shown: {exc!r:.100})"
 
 
 async def _awaited(awaitable: Any) -> Any:

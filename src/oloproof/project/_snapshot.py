@@ -84,6 +84,7 @@ _MODELS: dict[str, type] = {
     "ConcurrencyConfig": ConcurrencyShape,
     "AdaptiveConfig": object,
     "RetryConfig": object,
+    "RayConfig": object,
     "LimitsConfig": object,
     "ExactMatchEvaluator": EvaluatorShape,
     "ContainsEvaluator": EvaluatorShape,

@@ -257,6 +257,11 @@ class ConcurrencyConfig(ConcurrencyShape, _Model):
     #: Custom evaluators (and guarded regular expressions) running at once; when absent,
     #: the number of CPUs (:meth:`evaluator_limit`).
     evaluator: int | None = Field(default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY, strict=True)
+    #: Run (sync) custom evaluators in this many worker processes instead of threads: for
+    #: evaluators that burn CPU (docs/scaling.md). Absent: threads, as always.
+    evaluator_processes: int | None = Field(
+        default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY, strict=True
+    )
     #: ``true`` / ``false`` for both limits, or one flag per limit.
     adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
 
@@ -269,6 +274,15 @@ class ConcurrencyConfig(ConcurrencyShape, _Model):
             return value
         fail(f"expected true or false, got {describe(value)}", accepted=ADAPTIVE_ACCEPTED)
 
+
+
+class RayConfig(_Model):
+    """The optional top-level ``ray:`` block: how the Ray executor runs (``executor: ray``;
+    docs/scaling.md). The cluster's address is never here: ``--ray-address`` or
+    ``RAY_ADDRESS`` (it is where the run happens, not what the project is)."""
+
+    #: Ray worker processes (actors) that run the calls; absent: one per CPU of the cluster.
+    workers: int | None = Field(default=None, ge=1, le=1024, strict=True)
 
 
 class RetryConfig(_Model):
@@ -677,6 +691,11 @@ class ProjectConfig(ProjectConfigShape, _Model):
     #: default). Kept here masked: the URL the run connects with is read again where the
     #: store is opened (store/location.py), so a password never reaches a snapshot.
     store: str | None = None
+    #: Where the system's calls and custom evaluators run: ``local`` (this process's threads,
+    #: the default) or ``ray`` (Ray workers: the ``ray`` extra; docs/scaling.md). Never part
+    #: of an identity: changing it invalidates nothing stored.
+    executor: Literal["local", "ray"] = "local"
+    ray: RayConfig = Field(default_factory=RayConfig)
 
     @field_validator("store", mode="before")
     @classmethod

@@ -117,7 +117,29 @@ def build_evaluators(
             )
         else:  # pragma: no cover - the config model admits no other type
             raise ConfigError(f"unknown evaluator type {ev.type!r}", file=file)
+    processes = project.config.concurrency.evaluator_processes
+    if processes:
+        _use_processes(inline, processes, project.root)
     return inline, judges
+
+
+def _use_processes(inline: list[InlineEvaluator], size: int, root: Path) -> None:
+    """Sync custom evaluators run in a pool of ``size`` worker processes
+    (``concurrency.evaluator_processes``): one pool for all of them, started on the first
+    call and closed with the run (orchestrate.py ``_close_guards``)."""
+    from oloproof.evaluators.custom import Custom
+    from oloproof.transport.processes import ProcessPool
+
+    custom = [e for e in inline if isinstance(e, Custom) and not e.is_async]
+    if not custom:
+        return
+    pool = ProcessPool(
+        size, ("oloproof.evaluators.custom", "process_handler",
+               ([e.process_spec(root) for e in custom],)),
+        name="oloproof-evaluator-process",
+    )
+    for index, evaluator in enumerate(custom):
+        evaluator.use_processes(pool, index)
 
 
 def _guard_regex(evaluator: InlineEvaluator, timeout_s: float) -> None:
@@ -187,17 +209,24 @@ def describe_system(project: Project, system: SystemRunner) -> dict[str, Any]:
 
 def prepare(
     config_path: str | Path, policy_arg: str | None, group_by: Sequence[str] = (),
-    trials: int | None = None,
+    trials: int | None = None, executor: str | None = None, ray_address: str | None = None,
 ) -> Prepared:
     """Load, check and build a run; raises ConfigError before anything is stored.
 
     ``group_by``: metadata keys to break every metric down by, beside each evaluator's
-    own ``group_by`` (stored with the run's metrics: analysis/groups.py)."""
+    own ``group_by`` (stored with the run's metrics: analysis/groups.py). ``executor``
+    (``local`` or ``ray``) overrides ``executor:`` in oloproof.yaml; ``ray_address`` names
+    a Ray cluster (else ``RAY_ADDRESS``, else a local instance)."""
     project, policy, policy_path, keep = load_configuration(config_path, policy_arg)
     suite = project.load_suite()
     try:
         system = build_system(project)
         inline, judges = build_evaluators(project)
+        if (executor or project.config.executor) == "ray":
+            from oloproof.runner.ray_executor import use_ray  # Ray only when chosen
+
+            system, inline = use_ray(project, system, inline, policy_arg=policy_arg,
+                                     address=ray_address, from_flag=executor == "ray")
     except ConfigError as exc:
         raise _located(exc, project.config_path, project.display,
                        (project.config_path.name, project.display)) from exc.__cause__

@@ -48,6 +48,9 @@ from oloproof.store.writer import MIN_COMMIT_INTERVAL_S, StoreWriter
 from oloproof.transport.threads import describe_exception
 
 if TYPE_CHECKING:
+    from typing import Any
+
+    from oloproof.project.models import ReleasePolicy
     from oloproof.store.dbapi import Connection
 
 # What a stopped run's summary may meet (store/dbapi.py ERRORS: either backend's).
@@ -123,7 +126,9 @@ def _execute(
     set_busy_timeout(conn, limits.store_busy_timeout_s)
     run_id = run_id or new_run_id()
     writer = StoreWriter(conn, run_id, on_fault=stop.internal)
-    writer.set_cases(prepared.cases)
+    # A shard's cases keep their places in the whole suite (api/_run.py): by index.
+    writer.set_cases(prepared.cases if _in_order(prepared.cases)
+                     else {c.index: c for c in prepared.cases})
     stored_policy = policy_json(prepared.policy)
     system_description = describe_system(prepared.project, prepared.system)
     try:
@@ -273,11 +278,12 @@ def _execute(
         notice = engine.totals.failure_notice(limits.failure_threshold)
         if stop.reason is None:
             emit(RunPhaseChanged(run_id, phase="ANALYZING"))
-            decisions, by_metric = decide_stored(conn, run_id, prepared.policy)
             # A subset is decided on its own cases, but never allows the release the
             # full policy guards: it blocks as incomplete unless a rule FAILs.
             subset = prepared.subset is not None
-            gate_label, code = gate(decisions, incomplete=subset)
+            decisions, by_metric, gate_label, code = decide_and_gate(
+                conn, run_id, prepared.policy, incomplete=subset
+            )
             decision_json = [d.to_json() for d in decisions]
             failed = finish(RunStatus.DECIDED, code, gate_label, decision_json, None)
             if failed is None:
@@ -315,6 +321,22 @@ def _execute(
         _close_guards(prepared)
 
 
+def decide_and_gate(
+    conn: Connection, run_id: str, policy: ReleasePolicy, *, incomplete: bool
+) -> tuple[list[Decision], dict[str, MetricSummary], str, int]:
+    """Decide a stored run that finished, and its gate: the one way a run is decided when
+    it ends (``run``, and ``merge`` for the run it makes of a suite's shards).
+    ``incomplete``: a subset or a shard, decided on its own cases, which never allows."""
+    decisions, by_metric = decide_stored(conn, run_id, policy)
+    gate_label, code = gate(decisions, incomplete=incomplete)
+    return decisions, by_metric, gate_label, int(code)
+
+
+def _in_order(cases: list[Any]) -> bool:
+    """Whether case i is at index i (a whole suite, a subset), not a shard's slice."""
+    return all(case.index == i for i, case in enumerate(cases))
+
+
 def _still_running(conn: Connection, run_id: str) -> bool:
     """Whether ``run_id`` is a stored run whose process still runs it (store/liveness.py)."""
     if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
@@ -323,9 +345,13 @@ def _still_running(conn: Connection, run_id: str) -> bool:
 
 
 def _close_guards(prepared: Prepared) -> None:
-    """End the child processes of the run's regex and json_schema evaluators (runner/build.py)."""
-    # Imported for a regex or a json_schema evaluator only.
-    guard = sys.modules.get("oloproof.transport.regex_guard")
+    """End the child processes of the run's evaluators (runner/build.py): the regex
+    and json_schema guards', and the worker processes of ``concurrency.evaluator_processes``."""
+    for evaluator in prepared.inline:
+        pool = getattr(evaluator, "process_pool", None)
+        if pool is not None:
+            pool.close()  # shared by the custom evaluators: closing twice does nothing
+    guard = sys.modules.get("oloproof.transport.regex_guard")  # imported for a regex or a json_schema only
     if guard is None:
         return
     for evaluator in prepared.inline:

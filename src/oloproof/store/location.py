@@ -22,7 +22,9 @@ from pathlib import Path
 from oloproof.errors import ConfigError
 from oloproof.storeurl import masked, store_setting
 
-__all__ = ["ENV", "PostgresLocation", "StoreLocation", "describe", "locate", "store_path"]
+__all__ = [
+    "ENV", "PostgresLocation", "StoreLocation", "describe", "locate", "project_key", "store_path",
+]
 
 ENV = "OLOPROOF_STORE"
 STORE_DIR = ".oloproof"
@@ -128,6 +130,18 @@ def _project_key(config: Path, doc: object) -> str:
             file=str(config), field="project",
         )
     return name
+
+
+def project_key(config: Path | str) -> str:
+    """The ``project:`` name of oloproof.yaml (a team store keeps each project's runs under
+    it), read as :func:`locate` reads it."""
+    config = Path(config)
+    try:
+        data = config.read_bytes()
+    except OSError:
+        raise ConfigError("cannot be read to find the project's name", file=str(config)) from None
+    name = _plain(data, "project")
+    return name if name is not None else _project_key(config, _yaml(config, data))
 
 
 def locate(config: Path | str) -> StoreLocation:

@@ -230,6 +230,14 @@ CREATE TABLE IF NOT EXISTS run_owners (
   owner TEXT NOT NULL
 ) WITHOUT ROWID
 """,
+    # run_merges: a run made by `oloproof merge` from the shard runs of its suite
+    # (runner/merge.py): their ids, sorted, as a JSON list. Absent for any other run.
+    "run_merges": """
+CREATE TABLE IF NOT EXISTS run_merges (
+  run_id TEXT PRIMARY KEY,
+  shards_json TEXT NOT NULL
+) WITHOUT ROWID
+""",
     # run_labels: the human labels a run was measured against (human_labels in
     # oloproof.yaml), with their digest: part of what the run stored, so gate and
     # inspect re-decide it the same way. Absent for a run without labels.

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from oloproof._json import compact_json as _dump
@@ -192,7 +192,7 @@ class StoreWriter:
         self._concurrency_seq = 0
         self._trial_cases: _Rows = []
         self._trial_judgments: _Rows = []
-        self._suite: Sequence[Any] = ()
+        self._suite: Sequence[Any] | Mapping[int, Any] = ()
         self._schedule: Callable[[Callable[[], None]], object] | None = None
         self._schedule_later: Callable[[float, Callable[[], None]], object] | None = None
         self._scheduled = False
@@ -254,8 +254,9 @@ class StoreWriter:
             (self.run_id, path, digest, _dump(labels)),
         )
 
-    def set_cases(self, cases: Sequence[Any]) -> None:
-        """The suite's cases (with ``input``, ``expected``, ``metadata``), by event index."""
+    def set_cases(self, cases: Sequence[Any] | Mapping[int, Any]) -> None:
+        """The suite's cases (with ``input``, ``expected``, ``metadata``), by event index: a
+        list, or a mapping for a shard (its cases keep their places in the whole suite)."""
         self._suite = cases
 
     def finish_run(

@@ -1,0 +1,407 @@
+"""Joining the K shards of a suite into one run: ``oloproof merge PATH...``.
+
+``oloproof run --shard I/K`` runs the I-th of K fixed slices of a suite (api/_subset.py
+``shard_of``) and stores it as a SUBSET run marked with its slice, each case at its place
+in the whole suite. Merging:
+
+1. finds the finished shard runs in each source (a project directory, a store file, a
+   PostgreSQL URL; with no source, the project's own store), and picks, for each slice,
+   the newest run of the set that most sources hold shards of (then the newest): the same
+   suite digest, system identity, evaluators (identity, kind, range, groups), number of
+   shards, policy, trials and labels;
+2. refuses, one line each, whatever would make the result something a single run could
+   not have been: shards of different suites, systems, evaluators, policies, trials,
+   labels or K, a slice found twice (in two sources, as two different runs) or missing;
+3. copies those shard runs into the project's store with their cache entries
+   (store/transfer.py ``copy_run``, what ``store push`` uses), so that the next run of the
+   suite anywhere this store serves calls nothing that a shard already called;
+4. stores one run of the whole suite: the row a single run would store, and the shards'
+   case and judgment rows (each case at its place), decided by the same function as a
+   run (``decide_and_gate``), exactly as a single run of the suite is decided.
+
+The merged run is COMPLETE; ``run_merges`` (an optional table) names the shard runs it
+was made of. Merging the same shard runs again makes no new run: the one made before is
+returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from oloproof._json import compact_json
+from oloproof._records import dataclass, field
+from oloproof.analysis.stored import stored_policy
+from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
+from oloproof.errors import UsageError
+from oloproof.ids import new_run_id
+from oloproof.runner.orchestrate import decide_and_gate
+from oloproof.store.db import has_table, open_store, open_store_readonly
+from oloproof.store.location import PostgresLocation, StoreLocation, locate, store_path
+from oloproof.store.reader import RunRecord, get_run, project_scope
+from oloproof.store.writer import StoreWriter
+from oloproof.transport.threads import describe_exception
+
+if TYPE_CHECKING:
+    from oloproof.store.dbapi import Connection
+
+__all__ = ["MergeRefused", "Merged", "merge_shards"]
+
+# The rows of a run that the merged run takes from its shards (trial 0 and the others).
+_CASE_COLUMNS = {
+    "run_cases": (
+        "case_id, idx, input_json, expected_json, metadata_json, status, output_json, error,"
+        " attempts, latency_ms, usage_json, from_cache, exec_key, finished_at"
+    ),
+    "run_judgments": (
+        "case_id, criterion, status, passed, score, reason, from_cache, judge_key, latency_ms,"
+        " attempts, usage_json"
+    ),
+    "trial_cases": (
+        "case_id, trial, idx, status, output_json, error, attempts, latency_ms, usage_json,"
+        " from_cache, exec_key, finished_at"
+    ),
+    "trial_judgments": (
+        "case_id, trial, criterion, status, passed, score, reason, from_cache, judge_key,"
+        " latency_ms, attempts, usage_json"
+    ),
+}
+
+
+class MergeRefused(UsageError):
+    """The shards cannot make one run of the suite (exit 2): each reason on a line."""
+
+
+@dataclass
+class _Shard:
+    """A finished shard run found in a source."""
+
+    source: str  # the source as the user named it
+    record: RunRecord
+    index: int
+    count: int
+    suite_cases: int
+    labels: str | None  # the digest of the labels stored with it
+    family: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def slice(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclass
+class Merged:
+    """What :func:`merge_shards` did: the merged run's id, the shard runs it was made of
+    (by slice), how many of them were copied into the project's store, and whether the
+    run already existed (the same shards merged before)."""
+
+    run_id: str
+    shards: list[tuple[str, str, str]]  # (slice, run id, source)
+    copied: int
+    existed: bool
+
+
+def merge_shards(config: Path | str, sources: list[str]) -> Merged:
+    """Merge the shard runs found in ``sources`` (the project's own store when empty) into
+    one run of the suite in the store of the project whose oloproof.yaml is ``config``."""
+    from oloproof.store.transfer import COPIED, copy_run
+
+    config = Path(config)
+    local = locate(config)
+    found = _sources(config, local, sources)
+    conns: dict[str, Connection] = {}
+    try:
+        shards: list[_Shard] = []
+        for name, location in found:
+            conn = conns[name] = open_store_readonly(location)
+            shards += _shard_runs(conn, name)
+        chosen = _choose(shards, [name for name, _ in found])
+        dst = open_store(local)
+        try:
+            copied = 0
+            for shard in chosen:
+                _, what = copy_run(conns[shard.source], dst, shard.record.id)
+                copied += what == COPIED
+            made = [(s.slice, s.record.id, s.source) for s in chosen]
+            existing = _merged_before(dst, [s.record.id for s in chosen])
+            if existing is not None:
+                return Merged(existing, made, copied, True)
+            return Merged(_store_merged(dst, chosen), made, copied, False)
+        finally:
+            dst.close()
+    finally:
+        for conn in conns.values():
+            conn.close()
+
+
+# -- finding the shards -------------------------------------------------------------------
+
+
+def _sources(config: Path, local: StoreLocation, given: list[str]) -> list[tuple[str, StoreLocation]]:
+    """Each source the user named, as a store location (the project's own with none)."""
+    if not given:
+        return [(str(local), local)]
+    out: list[tuple[str, StoreLocation]] = []
+    for text in given:
+        if text.startswith(("postgresql://", "postgres://")):
+            from oloproof.storeurl import store_setting
+
+            url = store_setting(text, "merge")
+            assert url is not None  # a postgresql:// URL, checked
+            project = local.project if isinstance(local, PostgresLocation) else _project(config)
+            remote = PostgresLocation(url, project)
+            out.append((remote.display, remote))
+            continue
+        path = Path(text)
+        if path.is_dir():
+            if (path / "oloproof.yaml").is_file():
+                out.append((text, locate(path / "oloproof.yaml")))
+            elif (path / ".oloproof" / "store.sqlite").is_file():
+                out.append((text, store_path(path)))
+            elif (path / "store.sqlite").is_file():
+                out.append((text, path / "store.sqlite"))
+            else:
+                raise UsageError(
+                    f"{text}: a directory with neither an oloproof.yaml nor a store"
+                    " (accepted: a project directory, a store file such as"
+                    " .oloproof/store.sqlite, or a postgresql:// URL)"
+                )
+        elif path.is_file():
+            out.append((text, path))
+        else:
+            raise UsageError(
+                f"{text}: no such file or directory (accepted: a project directory, a store"
+                " file such as .oloproof/store.sqlite, or a postgresql:// URL)"
+            )
+    return out
+
+
+def _project(config: Path) -> str:
+    """The project key a bare PostgreSQL URL is read under: this project's name."""
+    from oloproof.store.location import project_key
+
+    return project_key(config)
+
+
+def _shard_runs(conn: Connection, source: str) -> list[_Shard]:
+    """Every finished shard run of the source's project, newest first."""
+    if not has_table(conn, "run_subsets"):
+        return []
+    where, scope = project_scope(conn, "r.project")
+    rows = conn.execute(
+        "SELECT r.id, s.subset_json FROM runs r JOIN run_subsets s ON s.run_id = r.id"
+        f" WHERE {where} AND r.status = ? ORDER BY r.created_at DESC, r.id DESC",
+        (*scope, str(RunStatus.DECIDED)),
+    ).fetchall()
+    labels = has_table(conn, "run_labels")
+    out = []
+    for run_id, subset_json in rows:
+        try:
+            subset = json.loads(subset_json)
+            index, count = (int(v) for v in subset["shard"])
+            suite_cases = int(subset["suite_cases"])
+        except (ValueError, TypeError, KeyError):
+            continue  # a subset that is not a shard
+        record = get_run(conn, str(run_id))
+        if record.completeness != Completeness.SUBSET:
+            continue
+        digest = None
+        if labels:
+            row = conn.execute("SELECT digest FROM run_labels WHERE run_id = ?",
+                               (record.id,)).fetchone()
+            digest = None if row is None else str(row[0])
+        shard = _Shard(source, record, index, count, suite_cases, digest)
+        shard.family = _family(shard)
+        out.append(shard)
+    return out
+
+
+def _evaluators(record: RunRecord) -> str:
+    """The run's metrics as a single run would store them: criteria, kinds, ranges,
+    evaluator identities and groups."""
+    return compact_json(record.metrics)
+
+
+def _family(shard: _Shard) -> tuple[str, ...]:
+    """What every shard of one suite's run must share."""
+    r = shard.record
+    return (
+        r.suite_digest, str(shard.count), str(shard.suite_cases), r.system_identity,
+        _evaluators(r), compact_json(r.policy), str(r.trials), str(shard.labels),
+    )
+
+
+def _choose(shards: list[_Shard], sources: list[str]) -> list[_Shard]:
+    """The shard runs to merge, one per slice, or :class:`MergeRefused` with every reason."""
+    if not shards:
+        where = " and ".join(sources)
+        raise MergeRefused(
+            f"no finished shard run in {where} (`oloproof run --shard I/K` stores one; a"
+            " stopped shard, RUN_ERROR/PARTIAL, is not merged: run it again)"
+        )
+    # The run the shards are of: the one most sources hold shards of (then the newest), so
+    # that the source that differs is the one named.
+    held: dict[tuple[str, ...], set[str]] = {}
+    for shard in shards:
+        held.setdefault(shard.family, set()).add(shard.source)
+    newest = max(shards, key=lambda s: (len(held[s.family]), s.record.created_at, s.record.id))
+    family = newest.family
+    problems: list[str] = []
+    for source in sources:
+        own = [s for s in shards if s.source == source]
+        if not own:
+            problems.append(f"{source}: holds no finished shard run")
+        elif not any(s.family == family for s in own):
+            problems.append(_difference(own[0], newest))
+    # One run per slice: the newest of each source; the same slice from two sources is
+    # an overlap (unless it is the same run, copied).
+    by_slice: dict[int, _Shard] = {}
+    for shard in sorted((s for s in shards if s.family == family),
+                        key=lambda s: (s.record.created_at, s.record.id), reverse=True):
+        kept = by_slice.get(shard.index)
+        if kept is None:
+            by_slice[shard.index] = shard
+        elif kept.source != shard.source and kept.record.id != shard.record.id:
+            problems.append(
+                f"overlapping slices: shard {shard.slice} is in {kept.source}"
+                f" ({kept.record.id}) and in {shard.source} ({shard.record.id}); name only"
+                " one of them"
+            )
+    missing = [f"{i}/{newest.count}" for i in range(1, newest.count + 1) if i not in by_slice]
+    # A source whose shards are of another run was named above; the slices it would have
+    # brought are not missing for want of a run.
+    mismatched = any(p.startswith(("different ", "a different ")) for p in problems)
+    if missing and not mismatched:
+        problems.append(
+            f"missing slices: {', '.join(missing)} of {newest.suite_cases} cases cut into"
+            f" {newest.count} (no finished run of {'it' if len(missing) == 1 else 'them'} in"
+            f" {' or '.join(sources)}: run `oloproof run --shard {missing[0]}`)"
+        )
+    if problems:
+        raise MergeRefused("the shards cannot be merged into one run:\n  "
+                           + "\n  ".join(dict.fromkeys(problems)))
+    return [by_slice[i] for i in sorted(by_slice)]
+
+
+def _difference(other: _Shard, ref: _Shard) -> str:
+    """One line: what makes ``other`` (from another source) not a shard of ``ref``'s run."""
+    a, b = other.record, ref.record
+    head = f"{other.source}: shard {other.slice} ({a.id})"
+    base = f"shard {ref.slice} of {ref.source} ({b.id})"
+    if a.suite_digest != b.suite_digest:
+        return (f"different suite digests: {head} ran {a.dataset} {a.suite_digest[:19]}…,"
+                f" {base} ran {b.dataset} {b.suite_digest[:19]}…")
+    if other.count != ref.count:
+        return f"different numbers of shards: {head} is of {other.count}, {base} of {ref.count}"
+    if a.system_identity != b.system_identity:
+        return (f"different system identities: {head} ran {_system(a)}"
+                f" ({a.system_identity[:12]}), {base} ran {_system(b)} ({b.system_identity[:12]})")
+    if _evaluators(a) != _evaluators(b):
+        return f"different evaluator identities: {head} and {base}: {_metrics_differ(a, b)}"
+    if compact_json(a.policy) != compact_json(b.policy):
+        return (f"a different policy: {head} was decided under {a.policy_path or 'its policy'},"
+                f" {base} under {b.policy_path or 'its policy'}, and they differ")
+    if a.trials != b.trials:
+        return f"different trials: {head} made {a.trials} per case, {base} made {b.trials}"
+    return f"different human labels: {head} and {base} were measured against different labels"
+
+
+def _system(r: RunRecord) -> str:
+    return " ".join(str(r.system.get(k)) for k in ("name", "version") if r.system.get(k))
+
+
+def _metrics_differ(a: RunRecord, b: RunRecord) -> str:
+    mine = {str(m.get("criterion")): m for m in a.metrics}
+    theirs = {str(m.get("criterion")): m for m in b.metrics}
+    if set(mine) != set(theirs):
+        return f"criteria {sorted(mine)} against {sorted(theirs)}"
+    changed = [c for c in mine if mine[c] != theirs[c]]
+    return f"criterion {', '.join(changed)} judged by another evaluator"
+
+
+# -- storing the merged run ---------------------------------------------------------------
+
+
+def _merged_before(conn: Connection, shard_ids: list[str]) -> str | None:
+    """A finished run already merged from exactly these shard runs."""
+    if not has_table(conn, "run_merges"):
+        return None
+    wanted = compact_json(sorted(shard_ids))
+    for run_id, merged_json in conn.execute("SELECT run_id, shards_json FROM run_merges"):
+        if merged_json == wanted:
+            record = get_run(conn, str(run_id))
+            if record.status == RunStatus.DECIDED:
+                return record.id
+    return None
+
+
+def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
+    first = shards[0].record
+    ids = [s.record.id for s in shards]
+    marks = ", ".join("?" * len(ids))
+    held = conn.execute(f"SELECT count(*) FROM run_cases WHERE run_id IN ({marks})",
+                        tuple(ids)).fetchone()[0]
+    if held != shards[0].suite_cases:
+        raise MergeRefused(
+            f"the shards hold {held} cases between them, and their suite has"
+            f" {shards[0].suite_cases}: a shard run is damaged; nothing was merged"
+        )
+    run_id = new_run_id()
+    writer = StoreWriter(conn, run_id)
+    writer.create_run(
+        project=getattr(conn, "project", None) or first.project,
+        suite_digest=first.suite_digest, dataset=first.dataset,
+        cases_total=shards[0].suite_cases, system_identity=first.system_identity,
+        system=first.system, metrics=first.metrics, policy=first.policy,
+        policy_path=first.policy_path, subset=None, trials=first.trials,
+    )
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for table, columns in _CASE_COLUMNS.items():
+            if not has_table(conn, table):
+                continue
+            for shard_id in ids:
+                conn.execute(
+                    f"INSERT INTO {table} (run_id, {columns}) SELECT ?, {columns} FROM {table}"
+                    " WHERE run_id = ?", (run_id, shard_id),
+                )
+        if has_table(conn, "run_labels"):
+            conn.execute(
+                "INSERT INTO run_labels (run_id, path, digest, labels_json) SELECT ?, path,"
+                " digest, labels_json FROM run_labels WHERE run_id = ?", (run_id, ids[0]),
+            )
+        conn.execute("INSERT INTO run_merges (run_id, shards_json) VALUES (?, ?)",
+                     (run_id, compact_json(sorted(ids))))
+        conn.execute("COMMIT")
+        record = get_run(conn, run_id)
+        decisions, _summaries, gate_label, code = decide_and_gate(
+            conn, run_id, stored_policy(record), incomplete=False
+        )
+    except BaseException as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        # Never a RUNNING row left behind (orchestrate.py's rule): the attempt is stored
+        # as a stopped run, which nothing decides on.
+        with contextlib.suppress(Exception):
+            writer.finish_run(
+                status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
+                exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK, cache=_cache_sum(shards),
+                decisions=[], stop_reason=f"the merge failed: {describe_exception(exc)}",
+            )
+        raise
+    writer.finish_run(
+        status=RunStatus.DECIDED, completeness=Completeness.COMPLETE, exit_code=code,
+        gate=gate_label, cache=_cache_sum(shards), decisions=[d.to_json() for d in decisions],
+    )
+    return run_id
+
+
+def _cache_sum(shards: list[_Shard]) -> dict[str, int]:
+    """The shards' cache counts, added: what one run making all their calls would count."""
+    total: dict[str, int] = {}
+    for shard in shards:
+        for key, value in (shard.record.cache or {}).items():
+            total[key] = total.get(key, 0) + int(value)
+    return total

@@ -1,0 +1,293 @@
+"""Worker processes for user code that burns CPU (``concurrency.evaluator_processes``).
+
+A custom evaluator that runs generated code, parses big documents or scores with a model
+in pure Python holds the GIL: in worker threads, two such calls never run at once, and
+while they run the event loop that sends the system's HTTP calls waits for the GIL too.
+:class:`ProcessPool` runs such calls in child processes instead, one call per child at a
+time, and the parent's threads only wait on a pipe.
+
+How a child is made, and why (docs/scaling.md has the measurements):
+
+- **spawned, never forked**: ``subprocess.Popen`` of this interpreter, which imports this
+  module and then the user's module. The run has threads (the event loop's helpers, the
+  worker threads, a judge's HTTP pool) and forking a threaded process copies locks held
+  by threads that do not exist in the child. We did not use ``multiprocessing``'s spawn
+  or forkserver either: both import the script that started the run (``__main__``) again
+  in the child (or in the fork server), and a notebook or a script without an
+  ``if __name__ == "__main__"`` guard would start its run again there.
+- **in a session of its own**, so that Ctrl-C in a terminal (sent to the whole foreground
+  process group) reaches only the run, which then stops its children itself; and so that
+  a child that times out is killed with everything it started (``killpg``).
+- **bound to its parent**: a thread in the child ends it when the parent is gone (a
+  SIGKILLed run leaves no child behind burning a core).
+
+A call that does not answer within its time limit is killed with its process group, and
+the next call starts a new child; a child that dies (``os._exit``, a segfault, the OOM
+killer) fails the call it was running with :class:`ProcessEnded`, and is replaced the
+same way. Messages are pickles over a socket pair (``multiprocessing.connection``'s
+framing); a reply that cannot be pickled is the handler's to report (evaluators/custom.py).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
+    from multiprocessing.connection import Connection
+    from typing import Any
+
+__all__ = ["ProcessEnded", "ProcessPool", "ReplyError", "serve"]
+
+#: How long a child may take to start (the interpreter, this module, the user's module):
+#: not counted in a call's own time limit, which starts when the call is sent.
+START_TIMEOUT_S = 60.0
+
+_READY = "ready"
+_FAILED = "failed"
+
+
+class ProcessEnded(Exception):
+    """The child running a call ended before it answered (or could not be started)."""
+
+
+class ReplyError(Exception):
+    """The child could not give a reply: the handler failed, or its reply cannot be
+    pickled (the message says which)."""
+
+
+class _Unsendable:
+    """Sent in place of a reply the child could not give: what went wrong, in words."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Unsendable, (self.text,))
+
+
+class _Child:
+    __slots__ = ("conn", "proc")
+
+    def __init__(self, proc: subprocess.Popen[bytes], conn: Connection) -> None:
+        self.proc = proc
+        self.conn = conn
+
+    def kill(self) -> None:
+        """Kill the child and whatever it started (its own session), and reap it."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            try:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+        self.conn.close()
+        self.proc.wait()
+
+    def ended(self) -> str:
+        """How the child ended, in words (it has ended, or is killed now)."""
+        code = self.proc.poll()
+        if code is None:
+            self.kill()
+            code = self.proc.returncode
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"killed by {name}"
+        return f"exit code {code}"
+
+
+class ProcessPool:
+    """At most ``size`` child processes, each set up once by ``setup`` and then answering
+    one call at a time. :meth:`call` is blocking and thread-safe: the engine calls it from
+    its worker threads, at most ``size`` at once (transport.threads.Workers' limit).
+
+    ``setup`` is ``(module, function, args)``: the child imports ``module`` and calls
+    ``function(*args)``, which returns the handler every call's message is given to (its
+    return value is the reply). Children start on the first call (a run whose results are
+    all cached starts none), and a child whose call timed out or who died is replaced on
+    the next call.
+    """
+
+    def __init__(self, size: int, setup: tuple[str, str, tuple[Any, ...]],
+                 *, name: str = "oloproof-process") -> None:
+        self.size = max(1, size)
+        self._setup = setup
+        self._name = name
+        self._lock = threading.Lock()
+        self._idle: list[_Child] = []
+        self._all: set[_Child] = set()
+        self._closed = False
+        #: PIDs of every child started, in order (tests and benchmarks read them).
+        self.started: list[int] = []
+
+    # -- the parent's side ------------------------------------------------------------
+    def call(self, message: Any, timeout_s: float) -> Any:
+        """Send ``message`` to an idle child and return its reply; :class:`TimeoutError`
+        when it takes longer than ``timeout_s`` (the child is killed), :class:`ProcessEnded`
+        when the child dies first."""
+        child = self._checkout()
+        conn = child.conn
+        timed_out = False
+        try:
+            conn.send(message)
+            deadline = time.monotonic() + timeout_s
+            while not conn.poll(max(0.0, min(1.0, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                    break
+            else:
+                reply = conn.recv()
+        except (EOFError, OSError) as exc:
+            self._drop(child)
+            if self._closed:
+                raise ProcessEnded("the run stopped its evaluator processes") from None
+            raise ProcessEnded(f"its process ended before it answered ({child.ended()})") from exc
+        if timed_out:
+            self._drop(child)
+            child.kill()
+            raise TimeoutError(f"no answer within {timeout_s:g}s")
+        self._checkin(child)
+        if isinstance(reply, _Unsendable):
+            raise ReplyError(reply.text)
+        return reply
+
+    def _checkout(self) -> _Child:
+        with self._lock:
+            if self._closed:
+                raise ProcessEnded("the run stopped its evaluator processes")
+            while self._idle:
+                child = self._idle.pop()
+                if child.proc.poll() is None:
+                    return child
+                self._all.discard(child)
+                child.conn.close()
+        return self._start()
+
+    def _checkin(self, child: _Child) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.append(child)
+                return
+        child.kill()
+
+    def _drop(self, child: _Child) -> None:
+        with self._lock:
+            self._all.discard(child)
+
+    def _start(self) -> _Child:
+        import socket
+        import subprocess
+        from multiprocessing.connection import Connection
+
+        ours, theirs = socket.socketpair()
+        # Found at the end of the child's path if nothing earlier provides it (a run from a
+        # source checkout); an installed oloproof is found first, as in the parent.
+        package_parent = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+        code = (
+            f"import sys; sys.path.append({package_parent!r});"
+            " from oloproof.transport.processes import serve;"
+            f" serve({theirs.fileno()}, {os.getpid()})"
+        )
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", code], pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+            )
+        except OSError as exc:
+            ours.close()
+            raise ProcessEnded(f"its process could not be started ({exc})") from None
+        finally:
+            theirs.close()
+        conn = Connection(ours.detach())
+        child = _Child(proc, conn)
+        with self._lock:
+            self._all.add(child)
+            self.started.append(proc.pid)
+            closed = self._closed
+        if closed:
+            child.kill()
+            raise ProcessEnded("the run stopped its evaluator processes")
+        try:
+            conn.send((self._setup, list(sys.path)))
+            if not conn.poll(START_TIMEOUT_S):
+                self._drop(child)
+                child.kill()
+                raise ProcessEnded(f"its process did not start within {START_TIMEOUT_S:g}s")
+            status, detail = conn.recv()
+        except (EOFError, OSError):
+            self._drop(child)
+            raise ProcessEnded(f"its process ended while starting ({child.ended()})") from None
+        if status != _READY:
+            self._drop(child)
+            child.kill()
+            raise ProcessEnded(f"its process could not be set up: {detail}")
+        return child
+
+    def close(self) -> None:
+        """Kill every child (idle or in a call) and reap them; calls in flight fail with
+        :class:`ProcessEnded`. Never waits for a call."""
+        with self._lock:
+            self._closed = True
+            children, self._all, self._idle = list(self._all), set(), []
+        for child in children:
+            child.kill()
+
+
+# -- the child's side -----------------------------------------------------------------
+def serve(fd: int, parent: int) -> None:
+    """The child's main loop: set up, then answer every message until the parent goes."""
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run stops its children itself
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    conn = Connection(fd)
+    try:
+        (module_name, function, args), path = conn.recv()
+    except EOFError:
+        return
+    sys.path[:] = path  # what the parent imported the user's code with
+    try:
+        import importlib
+
+        handler = getattr(importlib.import_module(module_name), function)(*args)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the call
+        conn.send((_FAILED, f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send((_READY, None))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # noqa: BLE001 - a message this child cannot unpickle
+            reply: Any = _Unsendable(f"the call could not be read: {type(exc).__name__}: {exc}")
+        else:
+            try:
+                reply = handler(message)
+            except BaseException as exc:  # noqa: BLE001 - the handler's own failure
+                reply = _Unsendable(f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # noqa: BLE001 - pickling refused it: nothing was sent
+            conn.send(_Unsendable(f"{type(exc).__name__}: {exc}"))
+
+
+def _watch_parent(parent: int) -> None:
+    """End this process once the parent is gone (it was killed; nothing will ask again)."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(0)

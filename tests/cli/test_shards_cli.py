@@ -1,0 +1,75 @@
+"""``oloproof run --shard I/K`` and ``oloproof merge`` as a user types them: K jobs, each
+with a store of its own, then one job that merges them (issue 27 §1)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.store.test_shards import _project
+
+
+def test_four_shards_in_four_stores_merge_into_the_single_run(tmp_path: Path) -> None:
+    template = _project(tmp_path / "template")
+    single_root = tmp_path / "single"
+    shutil.copytree(template, single_root)
+    single = run_cli("run", "--json", cwd=single_root)
+    single_end = json.loads(single.out.splitlines()[-1])
+    roots = []
+    for index in range(1, 5):
+        root = tmp_path / f"job-{index}"
+        shutil.copytree(template, root)
+        done = run_cli("run", "--shard", f"{index}/4", cwd=root)
+        assert done.code == 5, done.text  # a shard never allows, never fails here
+        assert f"Shard {index}/4: " in done.out and "oloproof merge" in done.out
+        assert "DECIDED/SUBSET" in done.out
+        roots.append(root)
+    merge_root = tmp_path / "merge"
+    shutil.copytree(template, merge_root)
+    merged = run_cli("merge", *map(str, roots), "--json", cwd=merge_root)
+    assert merged.code == single.code == single_end["exit_code"], merged.text
+    doc = json.loads(merged.out)
+    assert (doc["status"], doc["completeness"]) == ("DECIDED", "COMPLETE")
+    assert [d["state"] for d in doc["decisions"]] == [d["state"] for d in single_end["decisions"]]
+    assert [m["shard"] for m in doc["merged_from"]] == ["1/4", "2/4", "3/4", "4/4"]
+    assert doc["copied"] == 4 and doc["already_merged"] is False
+    gate = run_cli("gate", doc["run_id"], "--json", cwd=merge_root)
+    assert gate.code == merged.code
+    again = run_cli("merge", *map(str, roots), cwd=merge_root)
+    assert again.code == merged.code
+    assert "Already merged from 4 shards" in again.out and doc["run_id"] in again.out
+    runs = run_cli("runs", "--json", cwd=merge_root)
+    states = [r["completeness"] for r in json.loads(runs.out)]
+    assert sorted(states) == ["COMPLETE", "SUBSET", "SUBSET", "SUBSET", "SUBSET"]
+    # The merge's store has every shard's cache: the whole suite reruns calling nothing.
+    rerun = run_cli("run", "--json", cwd=merge_root)
+    end = json.loads(rerun.out.splitlines()[-1])
+    assert end["exit_code"] == merged.code
+    executed = [json.loads(line) for line in rerun.out.splitlines()]
+    fresh = [e for e in executed if e["type"] == "case_executed" and not e["from_cache"]]
+    # Failures are never cached: only the cases whose system call failed are called again.
+    assert fresh and all(e["status"] == "ERROR" for e in fresh)
+
+
+def test_bad_shard_and_merge_lines_exit_2_with_one_message(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", n=6)
+    bad = run_cli("run", "--shard", "3/2", cwd=root)
+    assert bad.code == 2 and bad.out == ""
+    assert bad.err.strip() == (
+        "oloproof run: error: --shard '3/2': I must be from 1 to 2 (accepted: I/K with whole"
+        " numbers 1 <= I <= K <= 10,000, e.g. --shard 1/4 ... --shard 4/4 (shards are"
+        " numbered from 1))"
+    )
+    nothing = run_cli("merge", cwd=root)
+    assert nothing.code == 2 and "no store at" in nothing.err  # nothing run here yet
+    run_cli("run", "--shard", "1/2", cwd=root)
+    missing = run_cli("merge", cwd=root)
+    assert missing.code == 2
+    assert missing.err.splitlines() == [
+        "oloproof merge: error: the shards cannot be merged into one run:",
+        (f"  missing slices: 2/2 of 6 cases cut into 2 (no finished run of it in"
+        f" {root / '.oloproof' / 'store.sqlite'}: run `oloproof run --shard 2/2`)"),
+    ]
+    assert "Traceback" not in missing.err

@@ -1,0 +1,347 @@
+"""The Ray executor (issue 27 §2) against a real Ray cluster on this machine: a head and a
+second worker node (tests/raycluster.py), one for the whole module; and one local instance
+that ``oloproof run --executor ray`` starts and must stop, even when it is SIGKILLed.
+
+What is checked: the same stored evidence and decision as the local executor; the system's
+calls and the custom evaluators ran in Ray worker processes, on both nodes; a worker killed
+mid-run loses only its calls in flight, which the next run makes, the rest coming from the
+cache; Ctrl-C stores what finished; no Ray process outlives its run or the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
+from tests.raycluster import RAY_INSTALLED, RayCluster, Unavailable, session_pids
+
+APP = """
+import os, time
+from pathlib import Path
+from oloproof import TransientError, current_case, system
+
+LOG = Path((Path(__file__).parent / "log_to").read_text().strip())
+
+
+def _log(*words):
+    with open(LOG / "calls.log", "a") as fh:
+        fh.write(" ".join(str(w) for w in words) + "\\n")
+
+
+@system(name="ray-shaped", version="1")
+def answer(case_input):
+    n = case_input["n"]
+    pause = float((Path(__file__).parent / "pause").read_text() or 0)
+    _log("start", os.getpid(), n)
+    time.sleep(pause)
+    if n % 7 == 3:
+        raise RuntimeError(f"no answer for {n}")
+    if n % 5 == 1 and current_case().attempt == 1:
+        raise TransientError("busy, try again", retryable=True)
+    _log("end", os.getpid(), n)
+    return {"label": "ok" if n % 4 else "ko", "n": n}
+"""
+
+CHECKS = """
+import os
+from pathlib import Path
+
+LOG = Path((Path(__file__).parent / "log_to").read_text().strip())
+
+
+def even(output, case):
+    with open(LOG / "checks.log", "a") as fh:
+        fh.write(f"{os.getpid()}\\n")
+    return output["n"] % 2 == 0
+"""
+
+EVALUATORS = """
+- type: exact_match
+  criterion: exact_label
+  field: label
+- type: custom
+  criterion: even
+  function: checks:even
+"""
+
+RELEASE = """
+version: 1
+rules:
+  - id: label-floor
+    metric: exact_label
+    min: 0.4
+  - id: evens
+    metric: even
+    kind: observed_count
+    max_failures: 20
+"""
+
+
+def _project(root: Path, n: int = 16, *, pause: float = 0.05, system: int = 4) -> Path:
+    write_project(root, app=APP, cases=labelled_cases(n), evaluators=EVALUATORS,
+                  release=RELEASE, concurrency=(system, 2),
+                  extra_files={"checks.py": CHECKS, "log_to": str(root / "logs"),
+                               "pause": str(pause)})
+    (root / "logs").mkdir()
+    return root
+
+
+def _log(root: Path, name: str = "calls.log") -> list[list[str]]:
+    path = root / "logs" / name
+    return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RayCluster]:
+    # A short path: Ray's Unix sockets live under it (at most 107 bytes).
+    tmp = Path(tempfile.mkdtemp(prefix="olo-ray-", dir="/tmp"))
+    ray = RayCluster(tmp)
+    try:
+        ray.start()
+    except Unavailable as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not RAY_INSTALLED:
+            pytest.skip(f"Ray is not installed (pip install 'oloproof[ray]'): {exc}")
+        pytest.fail(f"Ray is installed and its cluster did not start: {exc}")
+    yield ray
+    left = ray.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+    assert left == [], f"Ray processes left behind: {left}"
+
+
+def _env(cluster: RayCluster) -> dict[str, str]:
+    return {k: cluster.env[k] for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+
+
+_TIMING = {"created_at", "finished_at", "latency_ms", "pid", "id", "run_id"}
+
+
+def _stored(root: Path) -> dict[str, Any]:
+    """The newest run's rows, timing fields and ids left out, and the project's directory
+    as PROJECT in the text (an error's traceback names the file it was raised in)."""
+    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
+    try:
+        run_id = conn.execute("SELECT id FROM runs ORDER BY created_at DESC LIMIT 1").fetchone()[0]
+        out = {}
+        for table, key in (("runs", "id"), ("run_cases", "run_id"), ("run_judgments", "run_id"),
+                           ("decisions", "run_id")):
+            cur = conn.execute(f"SELECT * FROM {table} WHERE {key} = ? ORDER BY 1, 2, 3",
+                               (run_id,))
+            names = [d[0] for d in cur.description]
+            out[table] = [
+                {k: v.replace(str(root), "PROJECT") if isinstance(v, str) else v
+                 for k, v in zip(names, row, strict=True) if k not in _TIMING}
+                for row in cur.fetchall()
+            ]
+        return out
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow  # a Ray cluster
+def test_a_ray_run_stores_and_decides_what_a_local_run_does(
+    tmp_path: Path, cluster: RayCluster
+) -> None:
+    local = run_cli("run", "--executor", "local", cwd=_project(tmp_path / "local"))
+    assert local.code in (0, 1, 3), local.text
+    root = _project(tmp_path / "ray")
+    remote = run_cli("run", "--executor", "ray", "--ray-address", cluster.address, cwd=root,
+                     env=_env(cluster), timeout=600)
+    assert remote.code == local.code, remote.text
+    assert _stored(root) == _stored(tmp_path / "local")
+    # Where the calls ran: Ray worker processes, one per node of the cluster.
+    said = re.search(r"Ran on the Ray cluster at \S+: 2 workers on 2 nodes \(pids (\d+), (\d+)\)",
+                     remote.out)
+    assert said is not None, remote.out
+    workers = {int(said.group(1)), int(said.group(2))}
+    calls = _log(root)
+    assert {int(pid) for _, pid, _ in calls} <= workers
+    assert len({pid for _, pid, _ in calls}) == 2  # both workers called the system
+    checks = {int(line[0]) for line in _log(root, "checks.log")}
+    assert checks and checks <= workers
+    local_pids = {int(pid) for _, pid, _ in _log(tmp_path / "local")}
+    assert not local_pids & workers
+    # Retries are the driver's: the cases that asked for one were called twice, as locally.
+    assert sum(1 for kind, _, n in calls if kind == "start" and int(n) % 5 == 1) == 2 * 3
+
+
+@pytest.mark.slow  # a Ray cluster
+def test_an_unchanged_ray_run_starts_no_ray(tmp_path: Path, cluster: RayCluster) -> None:
+    root = _project(tmp_path / "p")
+    # Every case answers, so every result is cached after the first run.
+    (root / "app.py").write_text(APP.replace("n % 7 == 3", "False"))
+    first = run_cli("run", "--executor", "ray", "--ray-address", cluster.address, cwd=root,
+                    env=_env(cluster), timeout=600)
+    assert first.code in (0, 1, 3), first.text
+    # An address nobody answers: a rerun that needed Ray would fail.
+    again = run_cli("run", "--executor", "ray", "--ray-address", "127.0.0.1:1", cwd=root,
+                    env=_env(cluster))
+    assert again.code == first.code, again.text
+    assert "Ran on" not in again.out
+    assert "executions 16 hits · 0 misses" in again.out
+
+
+def _wait_for(predicate: Any, timeout_s: float = 300.0, every_s: float = 0.1) -> Any:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every_s)
+    raise AssertionError("timed out")
+
+
+@pytest.mark.slow  # a Ray cluster, calls that sleep
+def test_a_worker_killed_mid_run_loses_only_its_calls_in_flight(
+    tmp_path: Path, cluster: RayCluster
+) -> None:
+    root = _project(tmp_path / "p", n=12, pause=2.0, system=4)
+    (root / "app.py").write_text(APP.replace("n % 7 == 3", "False").replace(
+        "n % 5 == 1 and", "False and"))
+    proc = subprocess.Popen([*OLOPROOF, "run", "--executor", "ray", "--ray-address",
+                             cluster.address], cwd=root, env={**os.environ, **_env(cluster)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        started = _wait_for(lambda: [c for c in _log(root) if c[0] == "start"])
+        victim = int(started[0][1])
+        os.kill(victim, signal.SIGKILL)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    calls = _log(root)
+    in_flight = {int(n) for kind, pid, n in calls if kind == "start" and int(pid) == victim} - {
+        int(n) for kind, pid, n in calls if kind == "end" and int(pid) == victim}
+    assert in_flight, calls
+    assert "DECIDED/COMPLETE" in out, out + err
+    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
+    rows = dict(conn.execute("SELECT case_id, status || ' ' || coalesce(error, '') FROM run_cases"))
+    conn.close()
+    lost = {case for case, what in rows.items() if what.startswith("ERROR")}
+    assert lost == {f"q{n:03d}" for n in in_flight}
+    assert all("the Ray worker running this call ended" in rows[c] for c in lost)
+    assert all(what.startswith("OK") for case, what in rows.items() if case not in lost)
+    # The next run makes only the lost calls; every other case comes from the cache.
+    before = len(calls)
+    again = run_cli("run", "--executor", "ray", "--ray-address", cluster.address, "--json",
+                    cwd=root, env=_env(cluster), timeout=600)
+    events = [json.loads(line) for line in again.out.splitlines()]
+    fresh = {e["scenario_id"] for e in events if e["type"] == "case_executed" and not e["from_cache"]}
+    assert fresh == lost
+    assert {int(n) for kind, _, n in _log(root)[before:] if kind == "start"} == in_flight
+    end = events[-1]
+    assert end["type"] == "run_finished" and end["completeness"] == "COMPLETE"
+
+
+@pytest.mark.slow  # a Ray cluster, calls that sleep
+def test_ctrl_c_stores_what_finished(tmp_path: Path, cluster: RayCluster) -> None:
+    root = _project(tmp_path / "p", n=20, pause=1.0, system=2)
+    (root / "app.py").write_text(APP.replace("n % 7 == 3", "False").replace(
+        "n % 5 == 1 and", "False and"))
+    proc = subprocess.Popen([*OLOPROOF, "run", "--executor", "ray", "--ray-address",
+                             cluster.address], cwd=root, env={**os.environ, **_env(cluster)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: len([c for c in _log(root) if c[0] == "end"]) >= 4)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 5, out + err
+    assert "RUN_ERROR/PARTIAL" in out and "interrupted" in out
+    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
+    stored = {r[0] for r in conn.execute("SELECT case_id FROM run_cases WHERE status = 'OK'")}
+    conn.close()
+    ended = {f"q{int(n):03d}" for kind, _, n in _log(root) if kind == "end"}
+    assert len(stored) >= 4 and stored <= ended
+
+
+# -- a local instance of the run's own -------------------------------------------------
+
+
+def _run_in_own_session(root: Path, *args: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "OLOPROOF_DEBUG")}
+    return subprocess.Popen([*OLOPROOF, "run", "--executor", "ray", *args], cwd=root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+@pytest.mark.slow  # starts a local Ray instance twice
+def test_a_local_instance_is_stopped_with_its_run_even_a_killed_one(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", n=8)
+    proc = _run_in_own_session(root)
+    try:
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode in (0, 1, 3), out + err
+    assert "Ran on a local Ray instance: 2 workers on 1 node" in out
+    # Every process the instance started was in the run's session: none is left.
+    assert _wait_for(lambda: not session_pids(proc.pid), timeout_s=60, every_s=0.5)
+    # Killed while its workers run: the instance dies with the thread that started it.
+    (root / "pause").write_text("30")
+    cfg = root / "oloproof.yaml"
+    cfg.write_text(cfg.read_text().replace("version: \"1\"", "version: \"2\""))
+    before = len(_log(root))
+    proc = _run_in_own_session(root, "--no-cache")
+    try:
+        _wait_for(lambda: len(_log(root)) > before, timeout_s=600)  # its calls have started
+        names = {_comm(pid) for pid in session_pids(proc.pid)}
+        assert {"gcs_server", "raylet"} <= names, names  # Ray's own, in the run's session
+        proc.kill()
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _wait_for(lambda: not session_pids(proc.pid), timeout_s=120, every_s=0.5), (
+        session_pids(proc.pid))
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def test_without_ray_installed_the_executor_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path / "p", n=3)
+    hide = (
+        "import sys\n"
+        "sys.modules['ray'] = None  # as if it were not installed\n"
+        "from oloproof.cli.main import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", hide, "run", "--executor", "ray"], cwd=root,
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "oloproof run: error: --executor ray needs Ray, which is not installed here:"
+        " pip install 'oloproof[ray]' (or run with --executor local)"
+    )
+    cfg = root / "oloproof.yaml"
+    cfg.write_text(cfg.read_text() + "executor: ray\n")
+    done = subprocess.run([sys.executable, "-c", hide, "run"], cwd=root, capture_output=True,
+                          text=True, check=False, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "oloproof run: error: oloproof.yaml:18: executor: ray needs Ray, which is not installed"
+        " here: pip install 'oloproof[ray]' (accepted: local, ray)"
+    )
+    assert not (root / ".oloproof" / "store.sqlite").exists()
