@@ -58,8 +58,7 @@ def _report():
     with open(report, "w") as f:
         f.write(" ".join([importer[0], *sorted(m for m in sys.modules if m.split(".")[0] == "rich")]))
 
-# At exit, not in a finally: a read-only command's process ends without the interpreter's
-# teardown, after running the atexit handlers (cli/main.py, _quick_exit).
+# At exit, not in a finally: entry() ends the process with SystemExit.
 atexit.register(_report)
 from oloproof.cli.main import entry
 entry()

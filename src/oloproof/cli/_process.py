@@ -9,10 +9,6 @@ notebook) leaves the collector alone and returns.
 
 OURS = False
 
-# Set by ``cli.main.main`` for a command that only reads the store and runs no user code:
-# its process may end without the interpreter's teardown (``cli.main.entry``).
-QUICK_EXIT = False
-
 
 def exit_now(code: int) -> None:
     """End the process with ``code`` at once (``os._exit``), the standard streams flushed."""
