@@ -65,6 +65,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MISSING", "Field", "FrozenInstanceError", "asdict", "dataclass", "field", "replace"]
 
+# Where dataclasses changed its words between the Pythons we support, a record says what the
+# running Python's dataclasses says (tests/test_records.py compares the two on each).
+_PY313 = sys.version_info >= (3, 13)
+
 
 class FrozenInstanceError(AttributeError):
     """An assignment to (or deletion of) a field of a frozen record."""
@@ -198,7 +202,7 @@ def _init_source(
     std: list[str] = []
     kw: list[str] = []
     body: list[str] = []
-    seen_default = False
+    seen_default: str | None = None
     for f in fields:
         name = f.name
         default_name = f"__dataclass_dflt_{name}__"
@@ -214,9 +218,10 @@ def _init_source(
                 kw.append(param)
             else:
                 if has_default:
-                    seen_default = True
-                elif seen_default:
-                    raise TypeError(f"non-default argument {name!r} follows default argument")
+                    seen_default = name
+                elif seen_default is not None:
+                    after = f" {seen_default!r}" if _PY313 else ""
+                    raise TypeError(f"non-default argument {name!r} follows default argument{after}")
                 std.append(param)
         if f.default_factory is not MISSING:
             ns[default_name] = f.default_factory
@@ -555,7 +560,8 @@ def replace(obj: _T, /, **changes: Any) -> _T:
     for f in obj.__record_fields__:  # type: ignore[attr-defined]
         if not f.init:
             if f.name in changes:
-                raise ValueError(
+                # ValueError up to 3.12, TypeError from 3.13, as dataclasses.replace.
+                raise (TypeError if _PY313 else ValueError)(
                     f"field {f.name} is declared with init=False, it cannot be specified with"
                     " replace()"
                 )
