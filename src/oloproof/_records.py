@@ -256,7 +256,7 @@ def _init_source(
 # (``-B``, ``PYTHONDONTWRITEBYTECODE``, ``sys.pycache_prefix``); a file that cannot be
 # read, is not ours or comes from another Python is ignored and compiled anew. It is
 # trusted as the ``.pyc`` files beside it are: whoever can write one can write the other.
-_INITS_HEADER = b"oloproof-inits/1 " + repr(sys.version_info[:3]).encode() + b"\n"
+_INITS_HEADER = b"oloproof-inits/2 " + repr(sys.version_info[:3]).encode() + b"\n"
 _INITS_MAX_BYTES = 8 << 20
 _INITS_MAX = 4096  # more (records edited again and again): keep only those used
 _inits: dict[str, Any] | None = None
@@ -309,21 +309,67 @@ def _write_inits() -> None:
             pass
 
 
-def _compiled(source: str) -> Any:
-    """The code object of ``source`` (a generated ``__init__``), kept or compiled."""
+def _compiled(filename: str, source: str) -> Any:
+    """The code object of ``source`` (a generated ``__init__``) compiled as ``filename``,
+    kept or compiled."""
     global _inits, _inits_new
     if _inits is None:
         _inits = _read_inits(_inits_path())
-    _inits_used.add(source)
-    code = _inits.get(source)
+    key = f"{filename}\n{source}"
+    _inits_used.add(key)
+    code = _inits.get(key)
     if code is None:
-        code = _inits[source] = compile(source, "<string>", "exec")
+        code = _inits[key] = compile(source, filename, "exec")
         if not _inits_new:
             _inits_new = True
             import atexit
 
             atexit.register(_write_inits)
     return code
+
+
+def _source_file(name: str, source: str) -> str:
+    """The file name a generated ``__init__`` of the class ``name`` is compiled as, with its
+    source registered in :mod:`linecache` (as attrs registers its generated methods), so that
+    tracebacks, pdb and ``inspect.getsource`` show the line that ran. The name is in angle
+    brackets, as ``<string>``: nothing looks for it on the disk. A class made again with
+    another source (a class defined in a function) gets ``-2``, ``-3``... rather than
+    showing the lines of the other."""
+    import linecache
+
+    lines = source.splitlines(keepends=True)
+    base = f"<generated __init__ of {name}>"
+    filename, n = base, 1
+    while filename in linecache.cache and linecache.cache[filename][2:3] != (lines,):
+        n += 1
+        filename = f"{base[:-1]}-{n}>"
+    # No modification time: linecache.checkcache() keeps the entry (it is not a file).
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    return filename
+
+
+def _repoint_class_cell(old: type, new: type) -> None:
+    """Make zero-argument ``super()`` (and ``__class__``) in the methods of a slotted record
+    name the class made again with ``__slots__``, not the one the class statement made:
+    without this, ``super().method()`` raises TypeError (``obj must be an instance or
+    subtype of type``), as it does with ``dataclasses`` before Python 3.14, which fixed it
+    the same way. All the methods of one class statement share one ``__class__`` cell."""
+    for member in new.__dict__.values():
+        if isinstance(member, property):
+            candidates = [member.fget, member.fset, member.fdel]
+        else:
+            candidates = [member]
+        for fn in candidates:
+            for _ in range(100):  # a decorated method: the functions it wraps, in turn
+                code, closure = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+                if code is not None and closure is not None and "__class__" in code.co_freevars:
+                    cell = closure[code.co_freevars.index("__class__")]
+                    if cell.cell_contents is old:
+                        cell.cell_contents = new
+                        return
+                fn = getattr(fn, "__wrapped__", None)
+                if fn is None:
+                    break
 
 
 def _fields_getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
@@ -466,9 +512,10 @@ def _process(cls: Any, frozen: bool, slots: bool) -> Any:
         cls_dict.pop("__weakref__", None)
         cls_dict["__slots__"] = tuple([n for n in names if n not in inherited])
         qualname = getattr(cls, "__qualname__", None)
-        cls = type(cls)(cls.__name__, cls.__bases__, cls_dict)
+        original, cls = cls, type(cls)(cls.__name__, cls.__bases__, cls_dict)
         if qualname is not None:
             cls.__qualname__ = qualname
+        _repoint_class_cell(original, cls)
         if frozen:
             if "__getstate__" not in cls_dict:
                 cls.__getstate__ = _dataclass_getstate
@@ -488,7 +535,8 @@ def _process(cls: Any, frozen: bool, slots: bool) -> Any:
     methods: dict[str, Callable[..., Any]] = {}
     if "__init__" not in own:
         source = _init_source(all_fields, frozen, slots, hasattr(cls, "__post_init__"), ns)
-        exec(_compiled(source), ns)  # noqa: S102
+        filename = _source_file(f"{cls.__module__}.{qualname}", source)
+        exec(_compiled(filename, source), ns)  # noqa: S102
         methods["__init__"] = ns["__init__"]
     if "__repr__" not in own:
         methods["__repr__"] = _make_repr([f.name for f in all_fields if f.repr])
@@ -497,17 +545,15 @@ def _process(cls: Any, frozen: bool, slots: bool) -> Any:
         methods["__eq__"] = _make_eq(compared)
     if frozen:
         methods["__setattr__"], methods["__delattr__"] = _make_frozen(cls, frozenset(names))
+    if not explicit_hash and frozen:
+        hashed = [f.name for f in all_fields if (f.compare if f.hash is None else f.hash)]
+        methods["__hash__"] = _make_hash(hashed)
     for name, fn in methods.items():
         fn.__qualname__ = f"{qualname}.{name}"
+        fn.__module__ = cls.__module__  # as dataclasses' methods, made in the class's module
         setattr(cls, name, fn)
-    if not explicit_hash:
-        if frozen:
-            hashed = [f.name for f in all_fields if (f.compare if f.hash is None else f.hash)]
-            fn = _make_hash(hashed)
-            fn.__qualname__ = f"{qualname}.__hash__"
-            cls.__hash__ = fn
-        else:
-            cls.__hash__ = None
+    if not explicit_hash and not frozen:
+        cls.__hash__ = None
     if "__match_args__" not in own:
         positional = tuple([f.name for f in all_fields if f.init and not f.kw_only])
         cls.__match_args__ = positional  # type: ignore[misc]  # (mypy: a class attribute)
