@@ -52,7 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if words else _EXIT_USAGE
     import importlib
 
-    from oloproof.cli._args import COMMANDS, fast_parse
+    from oloproof.cli._args import COMMANDS
+    from oloproof.cli._fast import fast_parse
 
     args = fast_parse(words)
     if args is None:  # a help, an error, anything unusual: argparse reads it
