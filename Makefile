@@ -51,8 +51,9 @@ test: $(VENV)/.installed-test
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n 3 --dist loadfile
 
-# The fast tier: in-process tests only (no CLI subprocesses, no servers in other
-# processes); tests marked `slow` (tests/conftest.py marks them) are left out.
+# The fast tier (under a minute): tests that start no process and no server, themselves or
+# through a fixture, and take no more than about a second; tests/conftest.py marks the
+# others `slow` (and a test that is slow for another reason says so itself).
 test-fast: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m "not slow" -p no:cacheprovider
 

@@ -702,6 +702,7 @@ def _twin_module(path: Path) -> types.ModuleType:
     return module
 
 
+@pytest.mark.slow  # measured: 3.1 s in-process on the shared machine (issue 31 tiers)
 def test_every_module_of_ours_uses_records_not_dataclasses() -> None:
     for path in SRC.rglob("*.py"):
         if "examples" in path.parts or path.name == "_records.py":

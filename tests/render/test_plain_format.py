@@ -199,7 +199,7 @@ def _tables(draw: st.DrawFn) -> Table:
     return table
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_tables(), st.none() | st.integers(1, 120))
 def test_what_every_table_holds(table: Table, width: int | None) -> None:
     out = plain.render(table, width=width)
