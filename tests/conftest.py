@@ -41,6 +41,9 @@ def _names(code: types.CodeType) -> set[str]:
 def _spawns(function: object, seen: set[object]) -> bool:
     """Whether ``function``, or a function of its own module it calls, names a way to start
     a process (:data:`_SPAWNING`)."""
+    wrapped = getattr(function, "__wrapped__", None)  # a decorated helper: its own code too
+    if wrapped is not None and _spawns(wrapped, seen):
+        return True
     code = getattr(function, "__code__", None)
     if code is None or code in seen:
         return False
