@@ -5,8 +5,9 @@ same names of :mod:`dataclasses` as Oloproof uses them (issue 16, start-up). Imp
 :mod:`dataclasses` costs a fresh process about 13 ms (it imports :mod:`inspect`, which
 brings ``ast``, ``dis``, ``tokenize``, ``linecache``...), and it compiles every method of
 every class with an ``exec`` of its own. This module imports neither ``dataclasses`` nor
-``inspect`` nor ``typing`` (``copy`` only when :func:`asdict` meets a value it must copy),
-and compiles one function per class, its ``__init__``: ``__repr__``, ``__eq__``,
+``inspect`` (``copy`` only when :func:`asdict` meets a value it must copy; ``linecache``
+when it makes its first class), and compiles one function per class, its ``__init__``
+(kept between processes: see ``_compiled``): ``__repr__``, ``__eq__``,
 ``__hash__`` and a frozen class's ``__setattr__``/``__delattr__`` are closures over the
 class's field names, made without compiling anything.
 
@@ -35,6 +36,11 @@ passes, ``frozen`` and ``slots``:
 - ``__match_args__`` names the positional fields.
 - Annotations that are ``ClassVar`` (``ClassVar[...]``, ``typing.ClassVar[...]``, as the
   string ``from __future__ import annotations`` makes) are class attributes, not fields.
+
+Where it does more than dataclasses (as attrs does): the source of each generated
+``__init__`` is registered with :mod:`linecache` (``<generated __init__ of module.Class>``), so
+tracebacks, pdb and ``inspect.getsource`` show the line that ran; and zero-argument
+``super()`` works in the methods of a slotted record (dataclasses fixed this in 3.14).
 
 What it leaves out (nothing in Oloproof uses them): ``InitVar``, ``KW_ONLY``, ``order``,
 ``unsafe_hash``, ``field(metadata=...)``, the annotations of the generated ``__init__``,

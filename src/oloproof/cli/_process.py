@@ -7,14 +7,14 @@ Only the command's own process tunes the garbage collector (cli/main.py) and may
 notebook) leaves the collector alone and returns.
 """
 
+import os
+import sys
+
 OURS = False
 
 
 def exit_now(code: int) -> None:
     """End the process with ``code`` at once (``os._exit``), the standard streams flushed."""
-    import os
-    import sys
-
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -10,6 +10,7 @@ from oloproof.analysis.cases import case_json, failure_rows, failures, run_json,
 from oloproof.analysis.stored import decide_stored, judge_reports, stored_policy
 from oloproof.cli._common import read_project_store
 from oloproof.errors import UsageError
+from oloproof.policy.decide import Decision
 from oloproof.render.console import print_to
 from oloproof.render.inspect import case_view, failures_table, flaky_view, run_view
 from oloproof.render.tables import judges_table
@@ -105,8 +106,6 @@ def command(args: argparse.Namespace) -> int:
     if args.json:
         judges = judge_reports(conn, run.id, float(policy.confidence_level))
         return _json(run_json(run, cases, decisions, list(summaries.values()), judges))
-    from oloproof.policy.decide import Decision
-
     try:
         shown = [Decision(**d) for d in decisions]
     except TypeError as exc:
