@@ -34,26 +34,29 @@ from oloproof.render.doc import Blocks, Line, Table
 __all__ = ["cell_width", "render"]
 
 # Characters of our own tables that are one cell wide: counted without unicodedata.
-_ONE_CELL = frozenset("·…–—−×≤≥→←↑↓✓✗•″′°±")
+_ONE_CELL = frozenset("·…–—−×≤≥→←↑↓✓✗•″′°±┏━┳┓┡╇┩└─┴┘┃│")
 
 
 def cell_width(text: str) -> int:
     """The cells ``text`` (one line, tabs expanded) takes in a terminal."""
     if text.isascii():
         return len(text)
-    import unicodedata  # only for text outside ASCII and the characters above
-
     total = 0
     for char in text:
         if char.isascii() or char in _ONE_CELL:
             total += 1
-        elif unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
-            continue
-        elif unicodedata.east_asian_width(char) in ("W", "F"):
-            total += 2
         else:
-            total += 1
+            total += _wide(char)
     return total
+
+
+def _wide(char: str) -> int:
+    """The cells of a character outside ASCII and :data:`_ONE_CELL`."""
+    import unicodedata  # only for such characters
+
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
 def _lines(text: str) -> list[tuple[str, int]]:
