@@ -20,13 +20,14 @@ OLOPROOF = [sys.executable, "-m", "oloproof.cli.main"]
 
 # Test tiers by cost (issue 31): a test is `slow`, left out of `make test-fast`, when it
 # starts a process or a server, which is what costs: its own code, a helper it calls (of its
-# module or of tests/), or a fixture it uses (at any depth) names one of _SPAWNING (the real CLI through
-# run_cli, or tests/trust/_support.py's `cli`; subprocess; pexpect; the fake provider's
-# server). In-process tests stay fast whatever their module imports. A test that is slow
-# for another reason (it waits on real time, or computes for seconds) says so itself with
-# @pytest.mark.slow; `make test-fast` must stay under a minute.
+# module or of tests/), or a fixture it uses (at any depth) names one of _SPAWNING (the real
+# CLI through run_cli, or tests/trust/_support.py's `cli`; subprocess; pexpect; the fake
+# provider's server; tests/pgserver.py's PostgreSQL). In-process tests stay fast whatever
+# their module imports; `backend`'s PostgreSQL half is marked where its parameter is
+# declared. A test that is slow for another reason (it waits on real time, or computes for
+# seconds) says so itself with @pytest.mark.slow; `make test-fast` must stay under a minute.
 _SPAWNING = frozenset({"run_cli", "cli", "subprocess", "Popen", "pexpect", "FakeServer",
-                       "OLOPROOF"})
+                       "OLOPROOF", "pgserver"})
 
 
 def _names(code: types.CodeType) -> set[str]:
@@ -296,7 +297,7 @@ class Backend:
             conn.execute(ddl(statement))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Backend:
     """Each store backend in turn (OLOPROOF_STORE set for PostgreSQL)."""
     if request.param == "sqlite":
