@@ -1,12 +1,12 @@
 # The two commands a new user needs: `make demo` and `make test`.
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 OLO    := $(VENV)/bin/oloproof
 DEMO   := .demo/support_bot
 
-.PHONY: demo test test-fast lint bench clean venv screenshots
+.PHONY: demo test test-fast test-pythons test-lowest ci lint bench clean venv screenshots
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -51,10 +51,28 @@ test: $(VENV)/.installed-test
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n 3 --dist loadfile
 
-# The fast tier: in-process tests only (no CLI subprocesses, no servers in other
-# processes); tests marked `slow` (tests/conftest.py marks them) are left out.
+# The fast tier (under a minute): tests that start no process and no server, themselves or
+# through a fixture, and take no more than about a second; tests/conftest.py marks the
+# others `slow` (and a test that is slow for another reason says so itself).
 test-fast: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m "not slow" -p no:cacheprovider
+
+# Every other Python the package claims (requires-python >= 3.11): the fast tier and every
+# example end to end (tests/acceptance/test_every_example.py), each in a venv of its own
+# (.venv-3.12, .venv-3.13). .ci/find-python finds the interpreters and fails, saying what
+# to install, when one is missing. `make test PYTHON=python3.12 VENV=.venv-3.12` runs the
+# whole suite on one of them.
+CI_PYTHONS ?= 3.12 3.13
+test-pythons:
+	@for v in $(CI_PYTHONS); do .ci/check-python .venv-$$v "$$(.ci/find-python $$v)" || exit 1; done
+
+# The lowest versions of the runtime dependencies pyproject.toml accepts
+# (.ci/lowest-versions.txt), on the oldest Python claimed: the fast tier.
+test-lowest:
+	.ci/check-python .venv-lowest "$$(.ci/find-python 3.11)" .ci/lowest-versions.txt
+
+# What .ci/run runs: the whole suite on 3.11, then the other Pythons and the lowest versions.
+ci: test test-pythons test-lowest
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench tools
@@ -70,4 +88,4 @@ screenshots: $(VENV)/.installed-test
 	$(PY) tools/screenshots.py
 
 clean:
-	rm -rf $(VENV) .demo build *.egg-info src/*.egg-info
+	rm -rf $(VENV) .venv-3.* .venv-lowest .demo build *.egg-info src/*.egg-info

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,25 +18,65 @@ import pytest
 
 OLOPROOF = [sys.executable, "-m", "oloproof.cli.main"]
 
-# A module that uses any of these names drives the CLI in subprocesses, or a
-# fake HTTP server whose scripted faults wait on real time (Retry-After,
-# timeouts): all its tests are `slow`, left out of `make test-fast`. A test
-# function that itself names one of _SLOW_IN_FUNCTION is `slow` too.
-# (`cli` is tests/trust/_support.py's run_cli with the project as first argument.)
-_SLOW_MODULE_NAMES = frozenset({"run_cli", "cli", "pexpect", "OLOPROOF", "FakeServer"})
-_SLOW_IN_FUNCTION = frozenset({"run_cli", "subprocess", "Popen", "pexpect"})
+# Test tiers by cost (issue 31): a test is `slow`, left out of `make test-fast`, when it
+# starts a process or a server, which is what costs: its own code, a helper it calls (of its
+# module or of tests/), or a fixture it uses (at any depth) names one of _SPAWNING (the real
+# CLI through run_cli, or tests/trust/_support.py's `cli`; subprocess; pexpect; the fake
+# provider's server; tests/pgserver.py's PostgreSQL). In-process tests stay fast whatever
+# their module imports; `backend`'s PostgreSQL half is marked where its parameter is
+# declared. A test that is slow for another reason (it waits on real time, or computes for
+# seconds) says so itself with @pytest.mark.slow; `make test-fast` must stay under a minute.
+_SPAWNING = frozenset({"run_cli", "cli", "subprocess", "Popen", "pexpect", "FakeServer",
+                       "OLOPROOF", "pgserver"})
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """The global and attribute names ``code`` uses, its nested functions' included."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def _spawns(function: object, seen: set[object]) -> bool:
+    """Whether ``function``, or a function of its own module it calls, names a way to start
+    a process (:data:`_SPAWNING`)."""
+    wrapped = getattr(function, "__wrapped__", None)  # a decorated helper: its own code too
+    if wrapped is not None and _spawns(wrapped, seen):
+        return True
+    code = getattr(function, "__code__", None)
+    if code is None or code in seen:
+        return False
+    seen.add(code)
+    names = _names(code)
+    if names & _SPAWNING:
+        return True
+    module = getattr(function, "__module__", None)
+    scope = getattr(function, "__globals__", {})
+    return any(
+        _spawns(helper, seen) for name in names
+        if isinstance(helper := scope.get(name), types.FunctionType)
+        and (helper.__module__ == module or helper.__module__.startswith("tests."))
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests that start processes as ``slow``."""
+    """Mark the tests that start processes or servers (themselves or through a fixture) as
+    ``slow``."""
     slow = pytest.mark.slow
+    seen: dict[object, bool] = {}
+
+    def spawns(function: object) -> bool:
+        if function not in seen:
+            seen[function] = _spawns(function, set())
+        return seen[function]
+
     for item in items:
-        module = getattr(item, "module", None)
-        function = getattr(item, "function", None)
-        names = set(getattr(getattr(function, "__code__", None), "co_names", ()))
-        if (module is not None and _SLOW_MODULE_NAMES & set(vars(module))) or (
-            _SLOW_IN_FUNCTION & names
-        ):
+        fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        functions = [getattr(item, "function", None),
+                     *(d.func for defs in fixtures.values() for d in defs)]
+        if any(spawns(f) for f in functions if f is not None):
             item.add_marker(slow)
 
 
@@ -257,7 +298,7 @@ class Backend:
             conn.execute(ddl(statement))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Backend:
     """Each store backend in turn (OLOPROOF_STORE set for PostgreSQL)."""
     if request.param == "sqlite":

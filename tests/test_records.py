@@ -16,10 +16,14 @@ import collections
 import copy
 import dataclasses
 import inspect
+import io
+import linecache
+import pdb  # noqa: T100 - the debugger is what one test drives
 import pickle
 import subprocess
 import sys
 import textwrap
+import traceback
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -268,6 +272,10 @@ def test_init_takes_the_same_arguments_and_refuses_the_same_ones(pair: tuple[Any
     assert made, "no call made an instance: add one to CALLS"
     assert rec.__init__.__qualname__ == dc.__init__.__qualname__
     assert rec.__match_args__ == dc.__match_args__
+    # Made in the class's module, as dataclasses makes its methods.
+    for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__"):
+        if getattr(dc, name, None) is not None and name in dc.__dict__:
+            assert rec.__dict__[name].__module__ == dc.__dict__[name].__module__, name
 
 
 def test_repr_eq_and_hash_are_dataclasses(pair: tuple[Any, Any]) -> None:
@@ -556,6 +564,116 @@ def test_annotations_that_are_objects_not_strings() -> None:
         assert repr(namespace["C"](1)) == "C(a=1)"
 
 
+# --- what dataclasses does not do: source for tracebacks, super() in slotted classes ---
+
+
+def _failing_factory() -> list[int]:
+    raise RuntimeError("the factory failed")
+
+
+def _make_traced() -> type:
+    @_records.dataclass(slots=True)
+    class Traced:
+        a: int
+        b: list[int] = _records.field(default_factory=_failing_factory)
+
+    return Traced
+
+
+_FACTORY_LINE = "self.b=__dataclass_dflt_b__() if b is __dataclass_HAS_DEFAULT_FACTORY__ else b"
+
+
+def test_a_generated_init_shows_its_source_to_tracebacks_pdb_and_inspect() -> None:
+    traced = _make_traced()
+    with pytest.raises(RuntimeError) as got:
+        traced(1)
+    shown = "".join(traceback.format_exception(got.value))
+    assert f"<generated __init__ of {__name__}." in shown and _FACTORY_LINE in shown, shown
+    source = inspect.getsource(traced.__init__)
+    assert source.startswith("def __init__(self,a,b=") and _FACTORY_LINE in source
+    assert "".join(linecache.getlines(traced.__init__.__code__.co_filename)) == source
+    # A debugger stepping into the constructor sees the line it stops at.
+    out = io.StringIO()
+    debugger = pdb.Pdb(stdin=io.StringIO("step\nstep\ncontinue\n"), stdout=out)
+    debugger.use_rawinput = False
+    debugger.runcall(traced, 1, [2])
+    assert "-> self.a=a" in out.getvalue() and "-> " + _FACTORY_LINE in out.getvalue()
+
+
+def _make_again(with_factory: bool) -> type:
+    """_make_traced's class, or another with the same module and qualified name."""
+    if with_factory:
+        return _make_traced()
+    return _records.dataclass(slots=True)(type("Traced", (), {
+        "__module__": __name__, "__qualname__": _make_traced().__qualname__,
+        "__annotations__": {"a": "int", "z": "int"}, "z": 0}))
+
+
+def test_a_class_made_again_with_another_source_keeps_the_lines_of_each() -> None:
+    first, second = _make_again(True), _make_again(False)
+    assert (first.__module__, first.__qualname__) == (second.__module__, second.__qualname__)
+    files = [cls.__init__.__code__.co_filename for cls in (first, second)]
+    assert files[1] == files[0][:-1] + "-2>"
+    for cls in (first, second):
+        assert "".join(linecache.getlines(cls.__init__.__code__.co_filename)) == (
+            inspect.getsource(cls.__init__))
+    assert _FACTORY_LINE in inspect.getsource(first.__init__)
+    assert "self.z=z" in inspect.getsource(second.__init__)
+    assert _make_again(False).__init__.__code__.co_filename == files[1]  # the same source
+
+
+def test_zero_argument_super_works_in_slotted_records() -> None:
+    # dataclasses(slots=True) raises TypeError here before Python 3.14: the methods'
+    # __class__ cell names the class the class statement made, not the slotted one.
+    @_records.dataclass(slots=True)
+    class Base:
+        a: int
+
+        def __post_init__(self) -> None:
+            self.a += 1
+
+        def describe(self) -> str:
+            return f"base {self.a}"
+
+    @_records.dataclass(slots=True)
+    class Child(Base):
+        b: int = 0
+
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            self.b += 10
+
+        def describe(self) -> str:
+            return "child of " + super().describe()
+
+        @property
+        def label(self) -> str:
+            return super().describe().upper()
+
+        @classmethod
+        def make(cls) -> Child:
+            assert __class__ is Child  # the cell zero-argument super() reads
+            return super().__new__(cls)  # type: ignore[misc]
+
+        def __repr__(self) -> str:
+            return "Child:" + super().__repr__()
+
+    child = Child(1)
+    assert (child.a, child.b) == (2, 10)
+    assert child.describe() == "child of base 2" and child.label == "BASE 2"
+    assert type(Child.make()) is Child and "__slots__" in Child.__dict__
+    assert repr(child) == f"Child:{Child.__qualname__}(a=2)"  # Base's repr knows a only
+
+    @_records.dataclass(frozen=True, slots=True)
+    class Frozen:
+        a: int
+
+        def __post_init__(self) -> None:
+            super().__setattr__("a", self.a * 2)  # object's, past the frozen guard
+
+    assert Frozen(2).a == 4
+
+
 # --- Oloproof's own record classes, against dataclasses made from the same source ------
 
 
@@ -584,6 +702,7 @@ def _twin_module(path: Path) -> types.ModuleType:
     return module
 
 
+@pytest.mark.slow  # measured: 3.1 s in-process on the shared machine (issue 31 tiers)
 def test_every_module_of_ours_uses_records_not_dataclasses() -> None:
     for path in SRC.rglob("*.py"):
         if "examples" in path.parts or path.name == "_records.py":
@@ -745,6 +864,17 @@ def test_a_kept_init_is_used_by_the_next_process_without_compiling(
     with pytest.raises(TypeError):
         again()
     assert again(3).tags is not again(3).tags  # the factory still runs per instance
+
+
+def test_a_kept_init_still_shows_its_source(inits_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _make_traced()
+    _records._write_inits()
+    monkeypatch.setattr(_records, "_inits", None)  # as a new process starts
+    linecache.clearcache()  # as a new process starts
+    _no_compiling(monkeypatch)
+    with pytest.raises(RuntimeError) as got:
+        _make_traced()(1)
+    assert _FACTORY_LINE in "".join(traceback.format_exception(got.value))
 
 
 def test_what_two_processes_compiled_is_merged(inits_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:

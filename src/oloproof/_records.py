@@ -5,8 +5,9 @@ same names of :mod:`dataclasses` as Oloproof uses them (issue 16, start-up). Imp
 :mod:`dataclasses` costs a fresh process about 13 ms (it imports :mod:`inspect`, which
 brings ``ast``, ``dis``, ``tokenize``, ``linecache``...), and it compiles every method of
 every class with an ``exec`` of its own. This module imports neither ``dataclasses`` nor
-``inspect`` nor ``typing`` (``copy`` only when :func:`asdict` meets a value it must copy),
-and compiles one function per class, its ``__init__``: ``__repr__``, ``__eq__``,
+``inspect`` (``copy`` only when :func:`asdict` meets a value it must copy; ``linecache``
+when it makes its first class), and compiles one function per class, its ``__init__``
+(kept between processes: see ``_compiled``): ``__repr__``, ``__eq__``,
 ``__hash__`` and a frozen class's ``__setattr__``/``__delattr__`` are closures over the
 class's field names, made without compiling anything.
 
@@ -36,6 +37,11 @@ passes, ``frozen`` and ``slots``:
 - Annotations that are ``ClassVar`` (``ClassVar[...]``, ``typing.ClassVar[...]``, as the
   string ``from __future__ import annotations`` makes) are class attributes, not fields.
 
+Where it does more than dataclasses (as attrs does): the source of each generated
+``__init__`` is registered with :mod:`linecache` (``<generated __init__ of module.Class>``), so
+tracebacks, pdb and ``inspect.getsource`` show the line that ran; and zero-argument
+``super()`` works in the methods of a slotted record (dataclasses fixed this in 3.14).
+
 What it leaves out (nothing in Oloproof uses them): ``InitVar``, ``KW_ONLY``, ``order``,
 ``unsafe_hash``, ``field(metadata=...)``, the annotations of the generated ``__init__``,
 and a ``__doc__`` made from the signature for a class without one. The fields of a record
@@ -64,6 +70,10 @@ if TYPE_CHECKING:
     _T = TypeVar("_T")
 
 __all__ = ["MISSING", "Field", "FrozenInstanceError", "asdict", "dataclass", "field", "replace"]
+
+# Where dataclasses changed its words between the Pythons we support, a record says what the
+# running Python's dataclasses says (tests/test_records.py compares the two on each).
+_PY313 = sys.version_info >= (3, 13)
 
 
 class FrozenInstanceError(AttributeError):
@@ -198,7 +208,7 @@ def _init_source(
     std: list[str] = []
     kw: list[str] = []
     body: list[str] = []
-    seen_default = False
+    seen_default: str | None = None
     for f in fields:
         name = f.name
         default_name = f"__dataclass_dflt_{name}__"
@@ -214,9 +224,10 @@ def _init_source(
                 kw.append(param)
             else:
                 if has_default:
-                    seen_default = True
-                elif seen_default:
-                    raise TypeError(f"non-default argument {name!r} follows default argument")
+                    seen_default = name
+                elif seen_default is not None:
+                    after = f" {seen_default!r}" if _PY313 else ""
+                    raise TypeError(f"non-default argument {name!r} follows default argument{after}")
                 std.append(param)
         if f.default_factory is not MISSING:
             ns[default_name] = f.default_factory
@@ -251,7 +262,7 @@ def _init_source(
 # (``-B``, ``PYTHONDONTWRITEBYTECODE``, ``sys.pycache_prefix``); a file that cannot be
 # read, is not ours or comes from another Python is ignored and compiled anew. It is
 # trusted as the ``.pyc`` files beside it are: whoever can write one can write the other.
-_INITS_HEADER = b"oloproof-inits/1 " + repr(sys.version_info[:3]).encode() + b"\n"
+_INITS_HEADER = b"oloproof-inits/2 " + repr(sys.version_info[:3]).encode() + b"\n"
 _INITS_MAX_BYTES = 8 << 20
 _INITS_MAX = 4096  # more (records edited again and again): keep only those used
 _inits: dict[str, Any] | None = None
@@ -304,21 +315,67 @@ def _write_inits() -> None:
             pass
 
 
-def _compiled(source: str) -> Any:
-    """The code object of ``source`` (a generated ``__init__``), kept or compiled."""
+def _compiled(filename: str, source: str) -> Any:
+    """The code object of ``source`` (a generated ``__init__``) compiled as ``filename``,
+    kept or compiled."""
     global _inits, _inits_new
     if _inits is None:
         _inits = _read_inits(_inits_path())
-    _inits_used.add(source)
-    code = _inits.get(source)
+    key = f"{filename}\n{source}"
+    _inits_used.add(key)
+    code = _inits.get(key)
     if code is None:
-        code = _inits[source] = compile(source, "<string>", "exec")
+        code = _inits[key] = compile(source, filename, "exec")
         if not _inits_new:
             _inits_new = True
             import atexit
 
             atexit.register(_write_inits)
     return code
+
+
+def _source_file(name: str, source: str) -> str:
+    """The file name a generated ``__init__`` of the class ``name`` is compiled as, with its
+    source registered in :mod:`linecache` (as attrs registers its generated methods), so that
+    tracebacks, pdb and ``inspect.getsource`` show the line that ran. The name is in angle
+    brackets, as ``<string>``: nothing looks for it on the disk. A class made again with
+    another source (a class defined in a function) gets ``-2``, ``-3``... rather than
+    showing the lines of the other."""
+    import linecache
+
+    lines = source.splitlines(keepends=True)
+    base = f"<generated __init__ of {name}>"
+    filename, n = base, 1
+    while filename in linecache.cache and linecache.cache[filename][2:3] != (lines,):
+        n += 1
+        filename = f"{base[:-1]}-{n}>"
+    # No modification time: linecache.checkcache() keeps the entry (it is not a file).
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    return filename
+
+
+def _repoint_class_cell(old: type, new: type) -> None:
+    """Make zero-argument ``super()`` (and ``__class__``) in the methods of a slotted record
+    name the class made again with ``__slots__``, not the one the class statement made:
+    without this, ``super().method()`` raises TypeError (``obj must be an instance or
+    subtype of type``), as it does with ``dataclasses`` before Python 3.14, which fixed it
+    the same way. All the methods of one class statement share one ``__class__`` cell."""
+    for member in new.__dict__.values():
+        if isinstance(member, property):
+            candidates = [member.fget, member.fset, member.fdel]
+        else:
+            candidates = [member]
+        for fn in candidates:
+            for _ in range(100):  # a decorated method: the functions it wraps, in turn
+                code, closure = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+                if code is not None and closure is not None and "__class__" in code.co_freevars:
+                    cell = closure[code.co_freevars.index("__class__")]
+                    if cell.cell_contents is old:
+                        cell.cell_contents = new
+                        return
+                fn = getattr(fn, "__wrapped__", None)
+                if fn is None:
+                    break
 
 
 def _fields_getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
@@ -461,9 +518,10 @@ def _process(cls: Any, frozen: bool, slots: bool) -> Any:
         cls_dict.pop("__weakref__", None)
         cls_dict["__slots__"] = tuple([n for n in names if n not in inherited])
         qualname = getattr(cls, "__qualname__", None)
-        cls = type(cls)(cls.__name__, cls.__bases__, cls_dict)
+        original, cls = cls, type(cls)(cls.__name__, cls.__bases__, cls_dict)
         if qualname is not None:
             cls.__qualname__ = qualname
+        _repoint_class_cell(original, cls)
         if frozen:
             if "__getstate__" not in cls_dict:
                 cls.__getstate__ = _dataclass_getstate
@@ -483,7 +541,8 @@ def _process(cls: Any, frozen: bool, slots: bool) -> Any:
     methods: dict[str, Callable[..., Any]] = {}
     if "__init__" not in own:
         source = _init_source(all_fields, frozen, slots, hasattr(cls, "__post_init__"), ns)
-        exec(_compiled(source), ns)  # noqa: S102
+        filename = _source_file(f"{cls.__module__}.{qualname}", source)
+        exec(_compiled(filename, source), ns)  # noqa: S102
         methods["__init__"] = ns["__init__"]
     if "__repr__" not in own:
         methods["__repr__"] = _make_repr([f.name for f in all_fields if f.repr])
@@ -492,17 +551,15 @@ def _process(cls: Any, frozen: bool, slots: bool) -> Any:
         methods["__eq__"] = _make_eq(compared)
     if frozen:
         methods["__setattr__"], methods["__delattr__"] = _make_frozen(cls, frozenset(names))
+    if not explicit_hash and frozen:
+        hashed = [f.name for f in all_fields if (f.compare if f.hash is None else f.hash)]
+        methods["__hash__"] = _make_hash(hashed)
     for name, fn in methods.items():
         fn.__qualname__ = f"{qualname}.{name}"
+        fn.__module__ = cls.__module__  # as dataclasses' methods, made in the class's module
         setattr(cls, name, fn)
-    if not explicit_hash:
-        if frozen:
-            hashed = [f.name for f in all_fields if (f.compare if f.hash is None else f.hash)]
-            fn = _make_hash(hashed)
-            fn.__qualname__ = f"{qualname}.__hash__"
-            cls.__hash__ = fn
-        else:
-            cls.__hash__ = None
+    if not explicit_hash and not frozen:
+        cls.__hash__ = None
     if "__match_args__" not in own:
         positional = tuple([f.name for f in all_fields if f.init and not f.kw_only])
         cls.__match_args__ = positional  # type: ignore[misc]  # (mypy: a class attribute)
@@ -555,7 +612,8 @@ def replace(obj: _T, /, **changes: Any) -> _T:
     for f in obj.__record_fields__:  # type: ignore[attr-defined]
         if not f.init:
             if f.name in changes:
-                raise ValueError(
+                # ValueError up to 3.12, TypeError from 3.13, as dataclasses.replace.
+                raise (TypeError if _PY313 else ValueError)(
                     f"field {f.name} is declared with init=False, it cannot be specified with"
                     " replace()"
                 )

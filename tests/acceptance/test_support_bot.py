@@ -48,11 +48,17 @@ def test_support_bot_end_to_end(tmp_path: Path) -> None:
     assert runs.out.count("DECIDED/COMPLETE") == 2
 
 
-def test_outside_a_terminal_no_escape_codes_and_natural_width(tmp_path: Path) -> None:
+def test_outside_a_terminal_no_escape_codes_natural_width_or_columns(tmp_path: Path) -> None:
     project = tmp_path / "bot"
     run_cli("init", str(project), "--example", "support_bot", cwd=tmp_path)
-    result = run_cli("run", cwd=project, env={"COLUMNS": "40"})
+    result = run_cli("run", cwd=project)
     assert "\x1b[" not in result.out + result.err
-    # Natural width: the decisions row is never wrapped to 40 (or 80) columns.
-    assert max(len(line) for line in result.out.splitlines()) > 80
+    # Natural width: the decisions row is one line, never wrapped to 80 columns.
     assert len(_row(result.out, "exact-label-floor")) > 80
+    # COLUMNS set (SPEC §10): the tables fit in it, one block per row, nothing cut.
+    narrow = run_cli("gate", "latest", cwd=project, env={"COLUMNS": "40"})
+    assert "\x1b[" not in narrow.out
+    lines = narrow.out.splitlines()
+    assert "exact-label-floor" in lines and "  State   INSUFFICIENT_EVIDENCE" in lines
+    assert "  Interval  [46.5%, 90.4%]" in lines
+    assert all(len(line) <= 40 for line in lines if line.startswith(("┏", "│", "└")))

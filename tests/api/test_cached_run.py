@@ -91,6 +91,7 @@ def _rows(root: Path, run_id: str) -> list[Any]:
         conn.close()
 
 
+@pytest.mark.slow  # its runs start the regex guard's child processes
 @pytest.mark.parametrize("trials", [1, 3])
 def test_a_cached_run_without_a_loop_is_the_same_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trials: int
@@ -121,6 +122,7 @@ def test_a_cached_run_without_a_loop_is_the_same_run(
     assert _rows(root, replayed.run_id) == _rows(root, looped.run_id)
 
 
+@pytest.mark.slow  # its runs start the regex guard's child processes
 def test_a_run_with_one_result_missing_runs_on_a_loop(tmp_path: Path, backend: Backend) -> None:
     root = _project(tmp_path / "p", 1)
     oloproof.run(root)

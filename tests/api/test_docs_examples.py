@@ -16,6 +16,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+import pytest
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "python-api.md"
 _BLOCK = re.compile(r"```python\n(?P<code>.*?)```\n\n```text\n(?P<out>.*?)```", re.DOTALL)
 _IDS = re.compile(r"\b(run|cmp)_[0-9A-HJKMNP-TV-Z]{26}\b")
@@ -45,6 +47,7 @@ def run_blocks(workdir: Path) -> list[tuple[str, str, str]]:
     return results
 
 
+@pytest.mark.slow  # the documented runs start the regex guard's child processes
 def test_python_api_doc_examples_print_what_the_doc_shows(tmp_path: Path) -> None:
     results = run_blocks(tmp_path)
     assert len(results) >= 8

@@ -1,4 +1,4 @@
-"""cli/_args.py's fast parser against argparse: whenever it answers, it answers as argparse
+"""cli/_fast.py's parser against argparse: whenever it answers, it answers as argparse
 does, and it answers for the command lines CI and users type most."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from oloproof.cli._args import COMMANDS, _Spec, declare, fast_parse
+from oloproof.cli._args import COMMANDS
+from oloproof.cli._fast import arguments, fast_parse
 from oloproof.cli._parser import build_parser
 
 
@@ -26,8 +27,6 @@ def _argparse(words: list[str]) -> dict[str, object] | None:
 
 
 def _tokens(name: str) -> list[str]:
-    spec = _Spec()
-    declare(name, spec)
     pool = [
         "latest",
         "run-123",
@@ -52,7 +51,7 @@ def _tokens(name: str) -> list[str]:
         "-x y",
         "run",
     ]
-    for arg in spec.arguments:
+    for arg in arguments(name):
         pool += list(arg.flags) * 3
         pool += list(arg.choices or ())
     return pool
@@ -61,10 +60,8 @@ def _tokens(name: str) -> list[str]:
 def _plausible(name: str, rng: random.Random) -> list[str]:
     """A command line made from the declaration: each option at most twice, with a value
     of the kind it takes (now and then a wrong one), the positionals in between."""
-    spec = _Spec()
-    declare(name, spec)
     words = [name]
-    for arg in spec.arguments:
+    for arg in arguments(name):
         if not arg.flags[0].startswith("-"):
             if arg.nargs is None or rng.random() < 0.5:
                 words.insert(rng.randint(1, len(words)), rng.choice(["latest", "r1", "a b"]))

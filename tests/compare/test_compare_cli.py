@@ -71,7 +71,7 @@ def test_compare_the_example(example: tuple[Path, str, str]) -> None:
     sup = _row(out, "label-better")
     assert "INSUFFICIENT_EVIDENCE" in sup and "BLOCK" in sup and "contains 0" in sup
     assert "Gate      BLOCK   exit code 3" in out
-    assert f"label-better: size it with  oloproof plan {cmp_id}" in out
+    assert f"  label-better: size it with\n    oloproof plan {cmp_id}\n" in out
 
     # Stored, listed and readable later.
     conn = sqlite3.connect(project / ".oloproof" / "store.sqlite")

@@ -51,6 +51,7 @@ def test_digest_is_stable_on_surrogates_and_outputs_refuse_nan() -> None:
             output_json({"x": bad})
 
 
+@pytest.mark.slow  # starts the guard's child processes and waits on a timeout
 def test_guarded_pattern_matches_like_re_and_times_out() -> None:
     guarded = GuardedPattern(r"b+", re.IGNORECASE, timeout_s=5)
     try:

@@ -119,8 +119,8 @@ def test_support_bot_plan_is_the_spec_output(tmp_path: Path) -> None:
     m = RUN_ID.search(run.out)
     assert m
     run_id = m.group(1)
-    # run ends each undecided rule's line with the plan command that sizes it
-    assert f"exact-label-floor: size it with  oloproof plan {run_id} --run" in run.out
+    # run follows each undecided rule with the plan command that sizes it, on its own line
+    assert f"  exact-label-floor: size it with\n    oloproof plan {run_id} --run\n" in run.out
 
     plan = run_cli("plan", run_id, "--run", cwd=project)
     assert plan.code == 0, plan.text

@@ -8,7 +8,8 @@ import json
 import re
 import unicodedata
 
-from oloproof.render.console import print_to, text
+from oloproof.render.console import print_to
+from oloproof.render.doc import line
 from oloproof.textsafe import dumps, json_safe, printable
 
 ACTING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -45,7 +46,7 @@ def test_markup_and_escapes_render_as_text_in_a_real_console() -> None:
     for terminal in (False, True):
         for s in hostile:
             out = io.StringIO()
-            print_to(out, text(s), terminal=terminal)
+            print_to(out, line(s), terminal=terminal)
             print_to(out, s, terminal=terminal)  # a bare str is text too
             shown = out.getvalue()
             assert "\x07" not in shown and "\x9b" not in shown and "\x1b]" not in shown

@@ -3,7 +3,7 @@
 Arguments are declared in cli/_args.py, not in the command modules, so that ``--help``
 never imports a command's dependencies; :func:`build_parser` declares only the arguments
 of the command that runs. ``oloproof.cli.main`` uses it for every command line that
-cli/_args.py's :func:`fast_parse` leaves to argparse (any help, any error, anything
+cli/_fast.py's :func:`fast_parse` leaves to argparse (any help, any error, anything
 unusual), and not for the top-level ``--help`` at the default width (cli/_help.py).
 """
 

@@ -7,18 +7,14 @@ Only the command's own process tunes the garbage collector (cli/main.py) and may
 notebook) leaves the collector alone and returns.
 """
 
-OURS = False
+import os
+import sys
 
-# Set by ``cli.main.main`` for a command that only reads the store and runs no user code:
-# its process may end without the interpreter's teardown (``cli.main.entry``).
-QUICK_EXIT = False
+OURS = False
 
 
 def exit_now(code: int) -> None:
     """End the process with ``code`` at once (``os._exit``), the standard streams flushed."""
-    import os
-    import sys
-
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -12,7 +12,7 @@ from oloproof.analysis.compare import run_ref
 from oloproof.api import compare
 from oloproof.cli._common import project_root
 from oloproof.render.compare import comparison_report
-from oloproof.render.console import make_console
+from oloproof.render.console import print_to
 from oloproof.store.comparisons import get_comparison
 from oloproof.textsafe import dumps
 
@@ -34,7 +34,7 @@ def command(args: argparse.Namespace) -> int:
             sys.stderr.write(f"oloproof compare: warning: {warning}\n")
         sys.stdout.write(dumps(outcome.document) + "\n")
         return outcome.exit_code
-    make_console(sys.stdout).print(comparison_report(outcome.document, config_arg=args.config))
+    print_to(sys.stdout, comparison_report(outcome.document, config_arg=args.config))
     return outcome.exit_code
 
 
@@ -44,5 +44,5 @@ def inspect_comparison(conn: Connection, cmp_id: str, *, as_json: bool = False) 
     if as_json:
         sys.stdout.write(dumps(record.document) + "\n")
         return 0
-    make_console(sys.stdout).print(comparison_report(record.document))
+    print_to(sys.stdout, comparison_report(record.document))
     return 0

@@ -23,9 +23,6 @@ _EXIT_INTERNAL = 70
 
 # Commands that only read the store (they open it read-only).
 _READERS = frozenset({"runs", "inspect", "gate", "plan", "label", "report", "view"})
-# Readers that write no file and run no user code: their process ends without the
-# interpreter's teardown (entry, _quick_exit).
-_QUICK_EXIT = frozenset({"runs", "inspect", "gate", "plan"})
 
 
 def help_width() -> int:
@@ -60,7 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if words else _EXIT_USAGE
     import importlib
 
-    from oloproof.cli._args import COMMANDS, fast_parse
+    from oloproof.cli._args import COMMANDS
+    from oloproof.cli._fast import fast_parse
 
     args = fast_parse(words)
     if args is None:  # a help, an error, anything unusual: argparse reads it
@@ -77,8 +75,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = os.environ.get("OLOPROOF_DEBUG") == "1"
     from oloproof.cli import _process
     from oloproof.errors import OloproofError
-
-    _process.QUICK_EXIT = args.command in _QUICK_EXIT
 
     if closed:
         if args.command == "run" and getattr(args, "json", False):
@@ -192,28 +188,7 @@ def entry() -> None:
         _silence_stdout()
     except (AttributeError, OSError, ValueError):
         pass  # no standard output to flush
-    if _process.QUICK_EXIT:
-        _quick_exit(code)
     raise SystemExit(code)
-
-
-def _quick_exit(code: int) -> None:
-    """End a command of :data:`_QUICK_EXIT` without the interpreter's teardown (freeing
-    every module and object, about 10 ms of a 45 ms ``gate``): what that teardown does that
-    matters is done first, the ``atexit`` handlers (a coverage tool's, our own) and the
-    standard streams flushed. Returns, for the usual exit, when a thread that the
-    interpreter would wait for is still running."""
-    threading = sys.modules.get("threading")
-    if threading is not None and any(
-        not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
-    ):
-        return
-    import atexit
-
-    from oloproof.cli import _process
-
-    atexit._run_exitfuncs()
-    _process.exit_now(code)
 
 
 if __name__ == "__main__":

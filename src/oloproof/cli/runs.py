@@ -34,37 +34,17 @@ def command(args: argparse.Namespace) -> int:
         return 0
     # The tables only when printing them; outside a terminal they are written without rich.
     from oloproof.render.console import print_to
-    from oloproof.render.doc import Column, Table, line
+    from oloproof.render.runs import comparisons_table, runs_table
 
     if not runs:
         print_to(sys.stdout, "No runs stored yet.")
         return 0
-    stopped = any(r.stop_reason for r in runs)
-    columns = ["Run", "Started (UTC)", "State", "Gate", "Cases", "System"]
     store = locate(args.config)
     title = "Runs" if not isinstance(store, PostgresLocation) else (
         f"Runs of {store.project} in the team store {store.display}"  # never the password
     )
-    table = Table(
-        title=line(title),
-        columns=tuple(Column(col, no_wrap=True)
-                      for col in [*columns, *(["Stopped because"] if stopped else [])]),
-    )
-    for r in runs:
-        gate = f"{r.gate} (exit {r.exit_code})" if r.gate else ""
-        system = f"{r.system.get('name', '')} {r.system.get('version', '')}".strip()
-        cells = [r.run_id, r.created_at[:19].replace("T", " "), r.state, gate, str(r.cases_total), system]
-        table.add_row(*map(line, cells), *([line(r.stop_reason)] if stopped else []))
-    print_to(sys.stdout, table)
+    print_to(sys.stdout, runs_table(runs, title=title))
     comparisons = list_comparisons(args.config, limit=args.limit)
     if comparisons:
-        ctable = Table(
-            title=line("Comparisons"),
-            columns=tuple(Column(col, no_wrap=True) for col in (
-                "Comparison", "Created (UTC)", "Candidate", "Baseline", "Gate")),
-        )
-        for c in comparisons:
-            ctable.add_row(*map(line, (c.id, c.created_at[:19].replace("T", " "), c.candidate_run,
-                           c.baseline_run, f"{c.gate} (exit {c.exit_code})")))
-        print_to(sys.stdout, ctable)
+        print_to(sys.stdout, comparisons_table(comparisons))
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Protocol
 
 from oloproof._records import dataclass, replace
@@ -97,8 +98,6 @@ def get_field(value: Any, path: str | None) -> Any:
 def as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
-    import json
-
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 

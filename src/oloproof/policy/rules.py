@@ -21,6 +21,7 @@ lower <= L and upper >= U is made by (L, U) itself. The sample-size searches rel
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from oloproof.enums import RuleState
 
@@ -36,30 +37,9 @@ __all__ = [
     "threshold_judge",
 ]
 
-from typing import TYPE_CHECKING
+Direction = Literal["min", "max"]
+ComparisonKind = Literal["superiority", "non_inferiority", "equivalence"]
 
-if TYPE_CHECKING:
-    from typing import Literal
-
-    Direction = Literal["min", "max"]
-    ComparisonKind = Literal["superiority", "non_inferiority", "equivalence"]
-
-_ALIASES = {
-    "Direction": ("min", "max"),
-    "ComparisonKind": ("superiority", "non_inferiority", "equivalence"),
-}
-
-
-def __getattr__(name: str) -> object:
-    """``Direction`` and ``ComparisonKind``, made on first use (start-up, issue 16)."""
-    values = _ALIASES.get(name)
-    if values is None:
-        raise AttributeError(f"module 'oloproof.policy.rules' has no attribute {name!r}")
-    from typing import Literal
-
-    alias = Literal[values]  # type: ignore[valid-type]
-    globals()[name] = alias
-    return alias
 #: An interval (lower, upper) to a decision, or None when it does not decide.
 Judge = Callable[[float, float], RuleState | None]
 

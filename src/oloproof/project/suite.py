@@ -45,11 +45,10 @@ import json
 import math
 import os
 import sys
-from collections import namedtuple
 from collections.abc import Iterable, Iterator
 from hashlib import sha256
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, canonical_json, check_depth
 from oloproof._records import dataclass
@@ -58,16 +57,7 @@ from oloproof.project._files import read_bytes
 from oloproof.project._words import accepted_list
 
 if TYPE_CHECKING:
-    from typing import Any, NamedTuple
-
-    class _CaseFields(NamedTuple):
-        id: str
-        input: Any
-        expected: dict[str, Any] | None
-        metadata: dict[str, Any] | None
-        line: int
-else:
-    _CaseFields = namedtuple("Case", ("id", "input", "expected", "metadata", "line"))
+    from typing import Any
 
 CASE_KEYS = ("id", "input", "expected", "metadata")
 _CASE_KEY_SET = frozenset(CASE_KEYS)
@@ -103,12 +93,16 @@ def max_line_bytes() -> int:
     return _env_limit(LINE_BYTES_ENV, DEFAULT_MAX_LINE_BYTES)
 
 
-class Case(_CaseFields):
+class Case(NamedTuple):
     """One case of the suite (immutable; a named tuple, so that building
     100,000 of them costs next to nothing): ``id``, ``input``, ``expected``,
     ``metadata`` and ``line``, the line of the suite file it was read from (1-based)."""
 
-    __slots__ = ()
+    id: str
+    input: Any
+    expected: dict[str, Any] | None
+    metadata: dict[str, Any] | None
+    line: int
 
     def to_json(self) -> dict[str, Any]:
         """The case as it enters the suite digest (absent keys left out)."""

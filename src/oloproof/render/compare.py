@@ -9,16 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
-
 from oloproof.enums import MetricKind
 from oloproof.policy.compare import fmt_difference, fmt_difference_interval
 from oloproof.policy.decide import Decision
 from oloproof.policy.format import estimate_text, level_text
-from oloproof.render.console import text
-from oloproof.render.fit import Fitted, fit
+from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
 from oloproof.render.tables import decisions_table, gate_line
 
 _SHOWN_IDS = 5
@@ -35,27 +30,26 @@ def _value(x: float | None, kind: str) -> str:
     return estimate_text(x, kind)
 
 
-def _run_line(label: str, run: dict[str, Any]) -> Text:
+def _run_line(label: str, run: dict[str, Any]) -> Line:
     system = run.get("system") or {}
     name = f"{system.get('name', '')} {system.get('version', '')}".strip()
-    return text(
+    return line(
         f"  {label:<10} {run['run_id']}  {name}  "
         f"({run['cases_stored']} cases, {run['state']})"
     )
 
 
-def paired_table(metrics: list[dict[str, Any]]) -> Fitted:
-    table = Table(title="Paired metrics (candidate − baseline)", title_justify="left")
-    for col in (
-        "Metric", "Candidate", "Baseline", "Difference", "Interval", "Pairs", "Both pass",
-        "Both fail", "Candidate only", "Baseline only", "Dropped",
-    ):
-        table.add_column(col, no_wrap=True)
+def paired_table(metrics: list[dict[str, Any]]) -> Table:
+    table = Table(line("Paired metrics (candidate − baseline)"), tuple(
+        Column(col, no_wrap=True) for col in (
+            "Metric", "Candidate", "Baseline", "Difference", "Interval", "Pairs", "Both pass",
+            "Both fail", "Candidate only", "Baseline only", "Dropped",
+        )))
     for m in metrics:
         kind = m["kind"]
         binary = kind == MetricKind.BINARY
-        table.add_row(
-            text(m["metric"]),
+        table.add_row(*map(line, (
+            m["metric"],
             _value(m["candidate"], kind),
             _value(m["baseline"], kind),
             fmt_difference(m["difference"], kind),
@@ -66,11 +60,11 @@ def paired_table(metrics: list[dict[str, Any]]) -> Fitted:
             str(m["candidate_only"]) if binary else "",
             str(m["baseline_only"]) if binary else "",
             f"{m['dropped_missing']} missing · {m['dropped_excluded']} excluded",
-        )
-    return fit(table)
+        )))
+    return table
 
 
-def methods_note(metrics: list[dict[str, Any]], level: float) -> Text:
+def methods_note(metrics: list[dict[str, Any]], level: float) -> Line:
     kinds = {m["kind"] for m in metrics}
     parts = []
     if MetricKind.BINARY in kinds:
@@ -84,52 +78,51 @@ def methods_note(metrics: list[dict[str, Any]], level: float) -> Text:
         " Only cases observed in both runs are paired; a case missing or excluded in either"
         " run is dropped."
     )
-    return text(note.strip())
+    return line(note.strip())
 
 
-def comparison_report(doc: dict[str, Any], *, config_arg: str | None = None) -> RenderableType:
+def comparison_report(doc: dict[str, Any], *, config_arg: str | None = None) -> Blocks:
     """The comparison's text: header, decisions, paired metrics, gate, plan hints."""
     pairing = doc["pairing"]
-    parts: list[RenderableType] = [
-        Text.assemble(("Comparison ", "bold"), (doc["comparison_id"], "bold cyan")),
+    parts: list[Line | Table] = [
+        assemble(line("Comparison ", "bold"), line(doc["comparison_id"], "bold cyan")),
         _run_line("candidate", doc["candidate"]),
         _run_line("baseline", doc["baseline"]),
-        text(
+        line(
             f"  {'paired':<10} {pairing['shared']} case ids in both runs · "
             f"{len(pairing['only_candidate'])} only in the candidate · "
             f"{len(pairing['only_baseline'])} only in the baseline"
         ),
     ]
     if pairing["only_candidate"]:
-        parts.append(text(f"  {'':<10} only in the candidate: {_ids(pairing['only_candidate'])}"))
+        parts.append(line(f"  {'':<10} only in the candidate: {_ids(pairing['only_candidate'])}"))
     if pairing["only_baseline"]:
-        parts.append(text(f"  {'':<10} only in the baseline: {_ids(pairing['only_baseline'])}"))
+        parts.append(line(f"  {'':<10} only in the baseline: {_ids(pairing['only_baseline'])}"))
     for warning in doc.get("warnings", []):
-        parts.append(text(f"  {'warning':<10} {warning}", "yellow"))
+        parts.append(line(f"  {'warning':<10} {warning}", "yellow"))
     decisions = [Decision(**d) for d in doc["decisions"]]
     if decisions:
         parts.append(decisions_table(decisions))
     elif doc.get("incomplete"):
         parts.append(
-            text("No decisions: a partial run is not decided, nor is a comparison with one.")
+            line("No decisions: a partial run is not decided, nor is a comparison with one.")
         )
     else:
         why = doc.get("policy_note") or "the comparison policy declares none"
-        parts.append(text(f"No rules: {why}."))
+        parts.append(line(f"No rules: {why}."))
     if doc["metrics"]:
         parts.append(paired_table(doc["metrics"]))
         parts.append(methods_note(doc["metrics"], float(doc["confidence_level"])))
     else:
-        parts.append(text("No metric is shared by the two runs: nothing to compare."))
+        parts.append(line("No metric is shared by the two runs: nothing to compare."))
     for note in doc.get("gate_notes") or ():
-        parts.append(text(note, "red"))
+        parts.append(line(note, "red"))
     parts.append(gate_line(doc["gate"], int(doc["exit_code"]), doc.get("declaration")))
     undecided = [d for d in decisions if d.state == "INSUFFICIENT_EVIDENCE"]
     if undecided:
         extra = f" --config {config_arg}" if config_arg and config_arg != "oloproof.yaml" else ""
-        parts.append(text("Undecided rules:"))
-        parts.extend(
-            text(f"  {d.rule}: size it with  oloproof plan {doc['comparison_id']}{extra}")
-            for d in undecided
-        )
-    return Group(*parts)
+        parts.append(line("Undecided rules:"))
+        for d in undecided:
+            parts.append(line(f"  {d.rule}: size it with"))
+            parts.append(line(f"    oloproof plan {doc['comparison_id']}{extra}", whole=True))
+    return Blocks(parts)

@@ -7,8 +7,8 @@ drawn one of two ways:
   ``__rich__`` protocol, which turns it into the ``Text``, the fitted ``Table``
   (``render/fit.py``) or the ``Group`` it stood for before, so colours, the stacked
   layout of a narrow terminal and the live view are unchanged;
-- anywhere else (a pipe, a file, CI), by ``render/plain.py``, which writes the very bytes
-  rich's plain console would and imports nothing of rich (``render/console.py`` picks).
+- anywhere else (a pipe, a file, CI), by ``render/plain.py``, in Oloproof's own plain
+  format, importing nothing of rich (``render/console.py`` picks).
 
 Every piece of text is made printable (``oloproof.textsafe.printable``) when it is put
 in a :class:`Line`, as ``render.console.text`` does for rich: a case id, a reason or an
@@ -38,9 +38,12 @@ __all__ = ["Blocks", "Column", "Line", "Table", "assemble", "line"]
 @dataclass(frozen=True, slots=True)
 class Line:
     """Text of one or more pieces, each with a rich style (``""``: none); it may hold
-    newlines. Outside a terminal the styles are not shown."""
+    newlines. Outside a terminal the styles are not shown. ``whole``: a terminal never
+    wraps it (a command to copy, such as a suggested ``oloproof plan``), even when it is
+    wider than the terminal."""
 
     spans: tuple[tuple[str, str], ...]
+    whole: bool = False
 
     @property
     def plain(self) -> str:
@@ -51,13 +54,17 @@ class Line:
 
         if len(self.spans) == 1:
             piece, style = self.spans[0]
-            return Text(piece, style=style)
-        return Text.assemble(*(Text(piece, style=style) for piece, style in self.spans))
+            made = Text(piece, style=style)
+        else:
+            made = Text.assemble(*(Text(piece, style=style) for piece, style in self.spans))
+        if self.whole:
+            made.no_wrap, made.overflow = True, "ignore"
+        return made
 
 
-def line(value: object, style: str = "") -> Line:
+def line(value: object, style: str = "", *, whole: bool = False) -> Line:
     """``value`` as literal text: never read as markup, nothing unprintable in it."""
-    return Line(((printable("" if value is None else str(value)), style),))
+    return Line(((printable("" if value is None else str(value)), style),), whole)
 
 
 def assemble(*parts: Line) -> Line:
@@ -82,8 +89,8 @@ class Column:
 
 @dataclass(slots=True)
 class Table:
-    """A table with rich's default look (box ``HEAVY_HEAD``, one space of padding on
-    each side, a header row), its title above it at the left, one :class:`Line` a cell."""
+    """A table: its title above it at the left (none when empty), a header row, one
+    :class:`Line` a cell. rich draws it in a terminal, ``render/plain.py`` elsewhere."""
 
     title: Line
     columns: tuple[Column, ...]
@@ -100,7 +107,8 @@ class Table:
 
         from oloproof.render.fit import fit
 
-        table = RichTable(title=self.title.__rich__(), title_justify="left")
+        title = self.title.__rich__() if self.title.plain else None
+        table = RichTable(title=title, title_justify="left")
         for column in self.columns:
             table.add_column(
                 column.header, no_wrap=column.no_wrap, min_width=column.min_width,

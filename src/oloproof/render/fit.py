@@ -7,9 +7,8 @@ and otherwise *stacked*: one block per row, the first column as its heading and
 every other column as a ``name  value`` line whose value wraps under itself. Nothing
 is cut: a value longer than the line wraps onto the next.
 
-Plain output (a pipe, a file, CI) is drawn at the table's natural width, by
-``render/plain.py`` or, for what that writer leaves to rich, by the plain console of
-:func:`oloproof.render.console.make_console`: it always gets the table, as before.
+Plain output (a pipe, a file, CI) is written by ``render/plain.py``: at the table's natural
+width, or stacked the same way when ``COLUMNS`` is set and narrower than the table.
 """
 
 from __future__ import annotations

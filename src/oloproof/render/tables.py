@@ -176,9 +176,9 @@ def plan_hints(
         elif s is not None and s.observed == 0 and s.missing:
             # All missing: more cases would fail the same way; sizing would mislead.
             hints.append(line(
-                f"  {d.rule}: no evidence (0 observed, {s.missing} missing): see what failed"
-                f" with  oloproof inspect {run_id} --failures"
+                f"  {d.rule}: no evidence (0 observed, {s.missing} missing): see what failed with"
             ))
+            hints.append(line(f"    oloproof inspect {run_id} --failures", whole=True))
         elif s is not None and s.observed == 0:
             hints.append(line(
                 f"  {d.rule}: no observed case: every case was excluded from {d.metric},"
@@ -187,10 +187,12 @@ def plan_hints(
         elif d.incomplete:
             hints.append(line(
                 f"  {d.rule}: too much is missing to size it: see what failed with"
-                f"  oloproof inspect {run_id} --failures"
             ))
+            hints.append(line(f"    oloproof inspect {run_id} --failures", whole=True))
         else:
-            hints.append(line(f"  {d.rule}: size it with  oloproof plan {run_id} --run{extra}"))
+            # The command on a line of its own, never wrapped: it fits 80 columns whole.
+            hints.append(line(f"  {d.rule}: size it with"))
+            hints.append(line(f"    oloproof plan {run_id} --run{extra}", whole=True))
     return hints
 
 

@@ -119,206 +119,244 @@ def _execute(
     stop: StopRequest,
     run_id: str | None,
 ) -> RunResult:
-    project = prepared.project
-    limits = project.config.limits
-    location = locate(project.config_path)
-    conn = open_store(location)
-    set_busy_timeout(conn, limits.store_busy_timeout_s)
-    run_id = run_id or new_run_id()
-    writer = StoreWriter(conn, run_id, on_fault=stop.internal)
-    # A shard's cases keep their places in the whole suite (api/_run.py): by index.
-    writer.set_cases(prepared.cases if _in_order(prepared.cases)
-                     else {c.index: c for c in prepared.cases})
-    stored_policy = policy_json(prepared.policy)
-    system_description = describe_system(prepared.project, prepared.system)
+    run = _Run(prepared, stop, run_id or new_run_id())
+    run.store_start()
+    engine = run.make_engine(use_cache, sinks)
+    run.make_room()
+    stop.before_second(run.record_hard_stop)
     try:
-        writer.create_run(
-            project=project.config.project,
-            suite_digest=prepared.suite_digest,
-            dataset=project.config.dataset,
-            cases_total=len(prepared.cases),
-            system_identity=prepared.system.identity,
-            system=system_description,
-            metrics=prepared.metrics,
-            policy=stored_policy,
-            policy_path=prepared.policy_path,
-            subset=prepared.subset,
-            trials=prepared.trials,
-        )
-        if prepared.labels is not None:
-            writer.store_labels(
-                prepared.labels.path, prepared.labels.digest,
-                [label.to_json() for label in prepared.labels.labels],
-            )
-    except ERRORS as exc:
-        conn.close()
-        raise StoreUnwritable(
-            f"the run could not be stored ({exc}); nothing was called"
-        ) from exc
-    # What the next run and `gate` would validate again, kept validated (project/_snapshot.py);
-    # beside a team store too, in a .oloproof/ that then holds nothing else.
-    if isinstance(location, PostgresLocation):
-        local_folder(project.root)
-    if prepared.keep is not None:
-        prepared.keep()
-    save_stored_policy(project.root, stored_policy)
-    all_sinks = [writer.handle, *sinks]
+        _drive(prepared, engine, run.writer, stop)
+        run.writer.flush()
+        done, total = engine.totals.cases_done, len(prepared.cases)
+        if stop.reason is None and done < total:
+            # Never decide on cases that did not run, whatever ended the engine early.
+            stop.internal(f"only {done} of {total} cases finished"
+                          " (the run was cancelled from inside)")
+        notice = engine.totals.failure_notice(prepared.project.config.limits.failure_threshold)
+        if stop.reason is None:
+            decided = run.decide(notice)
+            if decided is not None:
+                return decided
+        return run.stopped(notice)
+    except BaseException as exc:
+        run.abandon(exc)
+        raise
+    finally:
+        run.close()
 
-    def emit(event: Event) -> None:
-        for sink in all_sinks:
+
+class _Run:
+    """One run from its first row to its last: the store connection and writer, the
+    engine, the reserve for its end, and each way it can end (decided, stopped, failed, or
+    stopped at once by a second signal). Each ending stores the run's end exactly once."""
+
+    def __init__(self, prepared: Prepared, stop: StopRequest, run_id: str) -> None:
+        self.prepared, self.stop, self.run_id = prepared, stop, run_id
+        self.root = prepared.project.root
+        self.location = locate(prepared.project.config_path)
+        self.conn = open_store(self.location)
+        set_busy_timeout(self.conn, prepared.project.config.limits.store_busy_timeout_s)
+        self.writer = StoreWriter(self.conn, run_id, on_fault=stop.internal)
+        # A shard's cases keep their places in the whole suite (api/_run.py): by index.
+        self.writer.set_cases(prepared.cases if _in_order(prepared.cases)
+                              else {c.index: c for c in prepared.cases})
+        self.stored_policy = policy_json(prepared.policy)
+        self.system_description = describe_system(prepared.project, prepared.system)
+        self.sinks: list[Callable[[Event], None]] = [self.writer.handle]
+        self.engine: Engine | None = None
+        self.reserve = Reserve(None)
+        self.finished = False  # the run's end is being stored (or was)
+        self.ended = False  # the run's end is stored
+
+    def store_start(self) -> None:
+        """The run's row (and its labels), or :class:`StoreUnwritable` before any call."""
+        prepared, config = self.prepared, self.prepared.project.config
+        try:
+            self.writer.create_run(
+                project=config.project, suite_digest=prepared.suite_digest,
+                dataset=config.dataset, cases_total=len(prepared.cases),
+                system_identity=prepared.system.identity, system=self.system_description,
+                metrics=prepared.metrics, policy=self.stored_policy,
+                policy_path=prepared.policy_path, subset=prepared.subset,
+                trials=prepared.trials,
+            )
+            if prepared.labels is not None:
+                self.writer.store_labels(
+                    prepared.labels.path, prepared.labels.digest,
+                    [label.to_json() for label in prepared.labels.labels],
+                )
+        except ERRORS as exc:
+            self.conn.close()
+            raise StoreUnwritable(
+                f"the run could not be stored ({exc}); nothing was called"
+            ) from exc
+        # What the next run and `gate` would validate again, kept validated (project/_snapshot.py);
+        # beside a team store too, in a .oloproof/ that then holds nothing else.
+        if isinstance(self.location, PostgresLocation):
+            local_folder(self.root)
+        if prepared.keep is not None:
+            prepared.keep()
+        save_stored_policy(self.root, self.stored_policy)
+
+    def emit(self, event: Event) -> None:
+        for sink in self.sinks:
             sink(event)
 
-    engine = Engine(
-        run_id=run_id,
-        suite_digest=prepared.suite_digest,
-        system=prepared.system,
-        inline=prepared.inline,
-        judges=prepared.judges,
-        cases=UntilStopped(expand_trials(prepared.cases, prepared.trials), stop),
-        trials=prepared.trials,
-        cache=Cache(conn, enabled=use_cache),
-        emit=emit,
-        system_concurrency=project.config.concurrency.system,
-        judge_concurrency=project.config.concurrency.judge,
-        evaluator_concurrency=project.config.concurrency.evaluator_limit(),
-        system_adaptive=project.config.concurrency.adaptive.system,
-        judge_adaptive=project.config.concurrency.adaptive.judge,
-        retry=prepared.retry,
-        on_fatal=lambda line: stop.internal(f"stopped early: {line}"),
-        max_consecutive_failures=limits.max_consecutive_failures,
-    )
-    finished = False  # the run's end is being stored (or was)
-    ended = False  # the run's end is stored
+    def make_engine(self, use_cache: bool, sinks: list[Callable[[Event], None]]) -> Engine:
+        prepared, concurrency = self.prepared, self.prepared.project.config.concurrency
+        self.sinks.extend(sinks)
+        self.engine = Engine(
+            run_id=self.run_id,
+            suite_digest=prepared.suite_digest,
+            system=prepared.system,
+            inline=prepared.inline,
+            judges=prepared.judges,
+            cases=UntilStopped(expand_trials(prepared.cases, prepared.trials), self.stop),
+            trials=prepared.trials,
+            cache=Cache(self.conn, enabled=use_cache),
+            emit=self.emit,
+            system_concurrency=concurrency.system,
+            judge_concurrency=concurrency.judge,
+            evaluator_concurrency=concurrency.evaluator_limit(),
+            system_adaptive=concurrency.adaptive.system,
+            judge_adaptive=concurrency.adaptive.judge,
+            retry=prepared.retry,
+            on_fatal=lambda line: self.stop.internal(f"stopped early: {line}"),
+            max_consecutive_failures=prepared.project.config.limits.max_consecutive_failures,
+        )
+        return self.engine
+
+    def make_room(self) -> None:
+        """Room for the run's end, whatever fills the disk meanwhile (store/reserve.py); and
+        the reserves of runs killed before they could delete theirs. A team store on a
+        server has no file beside it to set room aside in."""
+        if isinstance(self.location, PostgresLocation):
+            return
+        store_dir = self.location.parent
+        sweep(store_dir, lambda other: _still_running(self.conn, other))
+        self.reserve = Reserve.make(store_dir, self.run_id, row_bytes=len(canonical_json(
+            [self.system_description, self.prepared.metrics, self.stored_policy]
+        )))
+
+    def _cache_json(self) -> dict[str, int]:
+        return self.engine.totals.cache_json() if self.engine is not None else {}
 
     def finish(
-        status: RunStatus, exit_code: int, gate_label: str, decisions: list[dict[str, object]],
-        reason: str | None,
+        self, status: RunStatus, exit_code: int, gate_label: str,
+        decisions: list[dict[str, object]], reason: str | None,
     ) -> str | None:
         """Store the run's end and emit ``run_finished``; the store's error as one line if
         it could not be stored (then nothing is emitted for a DECIDED end: the caller
         ends the run as RUN_ERROR instead)."""
-        nonlocal finished, ended
-        finished = True
+        self.finished = True
         completeness = (
-            (Completeness.SUBSET if prepared.subset is not None else Completeness.COMPLETE)
+            (Completeness.SUBSET if self.prepared.subset is not None else Completeness.COMPLETE)
             if status == RunStatus.DECIDED else Completeness.PARTIAL
         )
-        failed = None
-        if writer.fault is not None:
+        if self.writer.fault is not None:
             # The run's end matters more than its pace: wait longer for the lock
             # that stopped it (a full disk fails at once anyway).
             with contextlib.suppress(*ERRORS):
-                set_busy_timeout(conn, FINAL_BUSY_TIMEOUT_S)
-        reserve.release()  # its room is for this transaction
+                set_busy_timeout(self.conn, FINAL_BUSY_TIMEOUT_S)
+        self.reserve.release()  # its room is for this transaction
+        failed = None
         try:
-            writer.finish_run(
+            self.writer.finish_run(
                 status=status, completeness=completeness, exit_code=exit_code, gate=gate_label,
-                cache=engine.totals.cache_json(), decisions=decisions, stop_reason=reason,
+                cache=self._cache_json(), decisions=decisions, stop_reason=reason,
             )
-            ended = True
+            self.ended = True
         except ERRORS as exc:
             failed = f"the end of the run could not be stored ({exc})"
             if status == RunStatus.DECIDED:
                 return failed
-        emit(RunFinished(run_id, status=status, completeness=completeness,
-                         exit_code=exit_code, decisions=decisions))
+        self.emit(RunFinished(self.run_id, status=status, completeness=completeness,
+                              exit_code=exit_code, decisions=decisions))
         return failed
 
-    def record_hard_stop() -> None:
-        # A second signal: the CLI exits at once. Record why, on a connection of
-        # our own, if the store is free within half a second; otherwise the run
-        # reads back as ended without finishing (store.reader), which is also true.
-        # Not ``finished``: a second signal in the middle of storing the end (1 run in
-        # 14 at 40-110 ms) left the row RUNNING.
-        if ended:
+    def decide(self, notice: str | None) -> RunResult | None:
+        """Decide the stored evidence and store the DECIDED end; ``None`` when that end could
+        not be stored (the run is then stopped, and ends as RUN_ERROR)."""
+        prepared, engine = self.prepared, self.engine
+        assert engine is not None
+        self.emit(RunPhaseChanged(self.run_id, phase="ANALYZING"))
+        # A subset is decided on its own cases, but never allows the release the
+        # full policy guards: it blocks as incomplete unless a rule FAILs.
+        subset = prepared.subset is not None
+        decisions, by_metric, gate_label, code = decide_and_gate(
+            self.conn, self.run_id, prepared.policy, incomplete=subset
+        )
+        failed = self.finish(RunStatus.DECIDED, code, gate_label,
+                             [d.to_json() for d in decisions], None)
+        if failed is not None:
+            self.stop.internal(failed)
+            return None
+        reports = judge_reports(self.conn, self.run_id, float(prepared.policy.confidence_level))
+        completeness = Completeness.SUBSET if subset else Completeness.COMPLETE
+        return RunResult(self.run_id, RunStatus.DECIDED, completeness, code, gate_label,
+                         decisions, list(by_metric.values()), engine.totals,
+                         notice=notice, judges=reports)
+
+    def stopped(self, notice: str | None) -> RunResult:
+        """Store a stopped run's end: RUN_ERROR/PARTIAL, exit 5, with why."""
+        assert self.engine is not None
+        reason = self.stop.reason or "stopped"
+        summaries = _partial_summaries(self.conn, self.run_id, self.prepared)
+        failed = self.finish(RunStatus.RUN_ERROR, ExitCode.INCOMPLETE, GateAction.BLOCK, [],
+                             reason)
+        if failed is not None and failed != reason:
+            reason = f"{reason}; {failed}"
+        return RunResult(self.run_id, RunStatus.RUN_ERROR, Completeness.PARTIAL,
+                         ExitCode.INCOMPLETE, GateAction.BLOCK, [], summaries,
+                         self.engine.totals, reason, notice)
+
+    def abandon(self, exc: BaseException) -> None:
+        """Never leave a RUNNING row behind, whatever happened (the error is raised again)."""
+        if self.finished:
             return
-        reserve.release()
+        self.reserve.release()
+        try:
+            self.writer.finish_run(
+                status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
+                exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK, cache=self._cache_json(),
+                decisions=[], stop_reason=f"the run failed: {describe_exception(exc)}",
+            )
+        except BaseException:  # noqa: BLE001, S110 - the original error matters more
+            pass
+
+    def record_hard_stop(self) -> None:
+        """A second signal: the CLI exits at once. Record why, on a connection of our own,
+        if the store is free within half a second; otherwise the run reads back as ended
+        without finishing (store.reader), which is also true. Not ``finished``: a second
+        signal in the middle of storing the end (1 run in 14 at 40-110 ms) left the row
+        RUNNING."""
+        if self.ended:
+            return
+        self.reserve.release()
         with contextlib.suppress(Exception):
             # The handler runs on the thread that owns ``conn``, between two of its
             # statements: a commit it interrupted holds the write lock our own
             # connection needs. Its rows go, as the calls in flight do.
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
         try:
-            own = connect_quickly(location, 0.5)
+            own = connect_quickly(self.location, 0.5)
             try:
-                StoreWriter(own, run_id).finish_run(
+                StoreWriter(own, self.run_id).finish_run(
                     status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
                     exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK,
-                    cache=engine.totals.cache_json(), decisions=[],
-                    stop_reason=f"{stop.reason}; then stopped at once by a second signal",
+                    cache=self._cache_json(), decisions=[],
+                    stop_reason=f"{self.stop.reason}; then stopped at once by a second signal",
                 )
             finally:
                 own.close()
         except Exception:  # noqa: BLE001, S110 - best effort, from a signal handler
             pass
 
-    # Room for the run's end, whatever fills the disk meanwhile (store/reserve.py); and the
-    # reserves of runs killed before they could delete theirs.
-    # A team store on a server has no file beside it to set room aside in.
-    if isinstance(location, PostgresLocation):
-        reserve = Reserve(None)
-    else:
-        store_dir = location.parent
-        sweep(store_dir, lambda other: _still_running(conn, other))
-        reserve = Reserve.make(store_dir, run_id, row_bytes=len(canonical_json(
-            [system_description, prepared.metrics, stored_policy]
-        )))
-    stop.before_second(record_hard_stop)
-    try:
-        _drive(prepared, engine, writer, stop)
-        writer.flush()
-        done = engine.totals.cases_done
-        if stop.reason is None and done < len(prepared.cases):
-            # Never decide on cases that did not run, whatever ended the engine early.
-            stop.internal(
-                f"only {done} of {len(prepared.cases)} cases finished"
-                " (the run was cancelled from inside)"
-            )
-        notice = engine.totals.failure_notice(limits.failure_threshold)
-        if stop.reason is None:
-            emit(RunPhaseChanged(run_id, phase="ANALYZING"))
-            # A subset is decided on its own cases, but never allows the release the
-            # full policy guards: it blocks as incomplete unless a rule FAILs.
-            subset = prepared.subset is not None
-            decisions, by_metric, gate_label, code = decide_and_gate(
-                conn, run_id, prepared.policy, incomplete=subset
-            )
-            decision_json = [d.to_json() for d in decisions]
-            failed = finish(RunStatus.DECIDED, code, gate_label, decision_json, None)
-            if failed is None:
-                reports = judge_reports(conn, run_id, float(prepared.policy.confidence_level))
-                completeness = Completeness.SUBSET if subset else Completeness.COMPLETE
-                return RunResult(run_id, RunStatus.DECIDED, completeness, code,
-                                 gate_label, decisions, list(by_metric.values()),
-                                 engine.totals, notice=notice, judges=reports)
-            stop.internal(failed)
-        reason = stop.reason or "stopped"
-        summaries = _partial_summaries(conn, run_id, prepared)
-        failed = finish(RunStatus.RUN_ERROR, ExitCode.INCOMPLETE, GateAction.BLOCK, [], reason)
-        if failed is not None and failed != reason:
-            reason = f"{reason}; {failed}"
-        return RunResult(run_id, RunStatus.RUN_ERROR, Completeness.PARTIAL,
-                         ExitCode.INCOMPLETE, GateAction.BLOCK, [], summaries,
-                         engine.totals, reason, notice)
-    except BaseException as exc:
-        if not finished:
-            # Never leave a RUNNING row behind, whatever happened.
-            reserve.release()
-            try:
-                writer.finish_run(
-                    status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
-                    exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK,
-                    cache=engine.totals.cache_json(), decisions=[],
-                    stop_reason=f"the run failed: {describe_exception(exc)}",
-                )
-            except BaseException:  # noqa: BLE001, S110 - the original error matters more
-                pass
-        raise
-    finally:
-        reserve.release()
-        conn.close()
-        _close_guards(prepared)
+    def close(self) -> None:
+        self.reserve.release()
+        self.conn.close()
+        _close_guards(self.prepared)
 
 
 def decide_and_gate(
@@ -345,13 +383,14 @@ def _still_running(conn: Connection, run_id: str) -> bool:
 
 
 def _close_guards(prepared: Prepared) -> None:
-    """End the child processes of the run's evaluators (runner/build.py): the regex
-    and json_schema guards', and the worker processes of ``concurrency.evaluator_processes``."""
+    """End the child processes of the run's evaluators (runner/build.py): the regex and
+    json_schema guards', and the worker processes of ``concurrency.evaluator_processes``."""
     for evaluator in prepared.inline:
         pool = getattr(evaluator, "process_pool", None)
         if pool is not None:
             pool.close()  # shared by the custom evaluators: closing twice does nothing
-    guard = sys.modules.get("oloproof.transport.regex_guard")  # imported for a regex or a json_schema only
+    # Imported for a regex or a json_schema evaluator only.
+    guard = sys.modules.get("oloproof.transport.regex_guard")
     if guard is None:
         return
     for evaluator in prepared.inline:

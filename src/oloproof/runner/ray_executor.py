@@ -340,6 +340,8 @@ class RaySystem:
         self.executor = executor
         self.identity = local.identity
         self.kind = local.kind
+        self.name = local.name
+        self.target = local.target  # what a call reaches, for messages
         self.local = local
         # What the report and ``describe_system`` read of a system.
         self.version = getattr(local, "version", None)

@@ -1,5 +1,6 @@
-"""The read-only commands end without the interpreter's teardown (cli/main.py, _quick_exit):
-their output, exit code and the process's atexit handlers are as before."""
+"""The read-only commands end as every Python program does (issue 31: no quick exit through
+``os._exit``): their output, exit code, the process's ``atexit`` handlers and what the
+interpreter's teardown flushes all come out."""
 
 from __future__ import annotations
 
@@ -10,15 +11,23 @@ import pytest
 from tests.conftest import labelled_cases, run_cli, write_project
 
 # A sitecustomize that registers an atexit handler, as coverage tools do: the handler must
-# still run, and what it writes must reach its file.
+# still run, and what it writes must reach its file. It also imports a module that leaves a
+# buffered file open, as a user's logging set-up may: the interpreter's teardown flushes it
+# when it clears that module (an os._exit would lose it).
 SITECUSTOMIZE = """
 import atexit, os, sys
+import left_open
 
 def _mark():
     with open(os.environ["EXIT_MARK"], "a") as fh:
         fh.write(" ".join(sys.argv[1:3]) + "\\n")
 
 atexit.register(_mark)
+"""
+LEFT_OPEN = """
+import os
+log = open(os.environ["EXIT_MARK"] + ".log", "a", buffering=1 << 16)
+log.write("pid %d\\n" % os.getpid())
 """
 
 
@@ -35,12 +44,13 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def test_read_only_commands_keep_their_output_exit_code_and_atexit_handlers(
+def test_read_only_commands_keep_their_output_exit_code_atexit_handlers_and_teardown(
     project: Path, tmp_path: Path
 ) -> None:
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    (site / "left_open.py").write_text(LEFT_OPEN)
     mark = tmp_path / "exit-marks.txt"
     env = {"PYTHONPATH": str(site), "EXIT_MARK": str(mark)}
     gate = run_cli("gate", "latest", "--json", cwd=project, env=env)
@@ -50,7 +60,9 @@ def test_read_only_commands_keep_their_output_exit_code_and_atexit_handlers(
     assert runs.code == 0 and len(json.loads(runs.out)) == 1
     assert run_cli("inspect", "nope", cwd=project, env=env).code == 2  # an error's code too
     assert run_cli("gate", "latest", "--policy", "missing.yaml", cwd=project, env=env).code == 2
-    # Each of the four processes ran its atexit handler, and its write reached the file.
-    assert mark.read_text().splitlines() == [
-        "gate latest", "runs --json", "inspect nope", "gate latest"
-    ]
+    assert run_cli("plan", "latest", "--run", cwd=project, env=env).code == 0
+    # Each of the five processes ran its atexit handler, and its write reached the file.
+    expected = ["gate latest", "runs --json", "inspect nope", "gate latest", "plan latest"]
+    assert mark.read_text().splitlines() == expected
+    # And each one's teardown flushed the file left open.
+    assert len(Path(f"{mark}.log").read_text().splitlines()) == len(expected)
