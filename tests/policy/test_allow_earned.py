@@ -25,13 +25,13 @@ from oloproof.enums import GateAction, MetricKind, RuleState
 from oloproof.evidence import CriterionEvidence
 from oloproof.policy.compare import CaseOutcome, decide_comparison, pair_metric
 from oloproof.policy.decide import NO_OBSERVED, decide_run, gate
-from oloproof.project.models import ComparePolicy, ReleasePolicy
+from oloproof.project.config import ComparePolicy, ReleasePolicy
 
 INSUFFICIENT = RuleState.INSUFFICIENT_EVIDENCE
 
 
 def _policy(rules: list[dict[str, Any]], **more: Any) -> ReleasePolicy:
-    return ReleasePolicy.model_validate({"version": 1, "rules": rules, **more})
+    return ReleasePolicy.validate({"version": 1, "rules": rules, **more})
 
 
 def _missing_only(name: str, kind: MetricKind = MetricKind.BINARY, missing: int = 30,
@@ -136,7 +136,7 @@ def test_a_comparison_rule_with_no_pair_is_insufficient() -> None:
     baseline = {c: CaseOutcome("OBSERVED", True) for c in shared}
     pm = pair_metric("m", "BINARY", shared, candidate, baseline, 0.95)
     for kind, margin in (("superiority", 0.0), ("non_inferiority", 0.1), ("equivalence", 0.1)):
-        policy = ComparePolicy.model_validate({
+        policy = ComparePolicy.validate({
             "version": 1, "max_missing": 1.0,
             "rules": [{"id": "r", "kind": kind, "metric": "m", "margin": margin}],
         })

@@ -51,7 +51,7 @@ import oloproof
 from oloproof.enums import GateAction, MetricKind, RuleState
 from oloproof.evidence import CriterionEvidence
 from oloproof.policy.decide import decide_run
-from oloproof.project.models import ReleasePolicy
+from oloproof.project.config import ReleasePolicy
 
 pytestmark = pytest.mark.slow
 
@@ -295,7 +295,7 @@ def _could_fail(decision: Any, policy: ReleasePolicy, cases: list[Any], trials: 
     At the level the rule could be decided at: its own under Bonferroni; the policy's under
     Holm (the last step of the procedure decides at the policy's level) or alone."""
     criterion, aggregate, inside = _scope(cases, decision.metric)
-    family = next((r.get("family") for r in policy.model_dump()["rules"]
+    family = next((r.get("family") for r in policy.dump()["rules"]
                    if r["id"] == decision.rule.split("[")[0]), None)
     level = float(policy.confidence_level)
     if family is not None and policy.families[family].multiplicity == "bonferroni":
@@ -333,7 +333,7 @@ def _could_fail(decision: Any, policy: ReleasePolicy, cases: list[Any], trials: 
         else:
             worst.scores = [score] * scope
     rule = {"id": "w", "metric": "w", direction: threshold}
-    one = ReleasePolicy.model_validate({
+    one = ReleasePolicy.validate({
         "version": 1, "confidence_level": level, "max_missing": 1,
         "rules": [rule],
     })
@@ -374,7 +374,7 @@ def check(gen: Generated, result: oloproof.RunResult, tally: Tally) -> None:
 def _policy(gen: Generated) -> ReleasePolicy:
     import yaml
 
-    return ReleasePolicy.model_validate(yaml.safe_load(gen.release))
+    return ReleasePolicy.validate(yaml.safe_load(gen.release))
 
 
 def run_one(gen: Generated, root: Path, tally: Tally) -> None:

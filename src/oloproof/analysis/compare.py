@@ -28,9 +28,7 @@ from oloproof.policy.compare import (
     pair_runs,
 )
 from oloproof.policy.decide import Decision, gate, gate_declaration, gate_notes
-from oloproof.project import load_compare_policy
-from oloproof.project.loader import default_compare_policy
-from oloproof.project.models import ComparePolicy
+from oloproof.project.config import ComparePolicy
 from oloproof.store.comparisons import new_comparison_id, write_comparison
 from oloproof.store.dbapi import Connection
 from oloproof.store.reader import CaseRow, RunRecord, get_run, load_cases
@@ -220,6 +218,8 @@ def resolve_compare_policy(
     config: str | Path, project_dir: Path, policy_arg: str | None, metrics: dict[str, str]
 ) -> tuple[ComparePolicy, str | None, str | None]:
     """The policy, its path, and (when there is none) why there are no rules."""
+    from oloproof.project.loader import load_compare_policy  # pydantic: only to validate
+
     kinds = kind_names(metrics)
     if policy_arg is not None:
         return load_compare_policy(policy_arg, kinds), policy_arg, None
@@ -229,7 +229,7 @@ def resolve_compare_policy(
         shown = os.path.normpath(os.path.join(os.path.dirname(str(config)), "compare.yaml"))
         return load_compare_policy(default, kinds, display=shown), str(default), None
     return (
-        default_compare_policy(),
+        ComparePolicy(),
         None,
         f"no compare.yaml beside {Path(config).name} and no --policy given",
     )
@@ -335,7 +335,7 @@ def compare_runs(
     write_comparison(
         conn, cmp_id=cmp_id, project=candidate.project, candidate_run=candidate.id,
         baseline_run=baseline.id, confidence_level=level,
-        policy=policy.model_dump(mode="json"), policy_path=policy_path, gate=gate_label,
+        policy=policy.dump(mode="json"), policy_path=policy_path, gate=gate_label,
         exit_code=code, metrics=list(cmp.metrics.values()),
         decisions=doc["decisions"], document=doc, created_at=created_at,
     )

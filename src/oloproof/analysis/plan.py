@@ -29,8 +29,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from oloproof._records import dataclass, field
 from oloproof.analysis.compare import build_comparison, kind_names, shared_metrics
 from oloproof.analysis.stored import StoredEvidenceError, stored_policy
@@ -46,8 +44,7 @@ from oloproof.policy.rules import (
     on_comparison_bar,
     threshold_judge,
 )
-from oloproof.project import load_compare_policy, load_release_policy
-from oloproof.project.models import (
+from oloproof.project.config import (
     ComparePolicy,
     CompareRule,
     IntervalRule,
@@ -963,15 +960,19 @@ def plan_stored_run(
     *,
     policy_path: str | Path | None = None,
     assurance: float | None = None,
+    root: Path | None = None,
 ) -> RunPlan:
-    """Plan a stored run under ``policy_path`` or the policy stored with it."""
+    """Plan a stored run under ``policy_path`` or the policy stored with it. ``root``: the
+    project, whose kept form of the run's policy spares validating it (as ``gate`` does)."""
     run = get_run(conn, ref)
     metrics = kind_names({m["criterion"]: m["kind"] for m in run.metrics})
     if policy_path:
+        from oloproof.project.loader import load_release_policy
+
         policy = load_release_policy(policy_path, metrics)
         note = None
     else:
-        policy = stored_policy(run)
+        policy = stored_policy(run, root)
         note = "the policy stored with the run declares none"
     if policy.rules:
         note = None
@@ -1017,11 +1018,15 @@ def plan_stored_comparison(
     shared, _ = shared_metrics(candidate, baseline)
     kinds = kind_names(shared)
     if policy_path:
+        from oloproof.project.loader import load_compare_policy
+
         policy = load_compare_policy(policy_path, kinds)
         note = None
     else:
+        from pydantic import ValidationError
+
         try:
-            policy = ComparePolicy.model_validate(record.policy)
+            policy = ComparePolicy.validate(record.policy)
         except ValidationError:
             raise StoredEvidenceError(
                 f"the policy stored with {record.id} cannot be read by this version;"

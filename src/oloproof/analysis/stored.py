@@ -31,8 +31,8 @@ from oloproof.store.reader import (
 if TYPE_CHECKING:
     from typing import Any
 
+    from oloproof.project.config import ReleasePolicy
     from oloproof.project.labels import Labels
-    from oloproof.project.models import ReleasePolicy
     from oloproof.store.dbapi import Connection
 
 __all__ = [
@@ -75,10 +75,10 @@ def stored_policy(run: RunRecord, root: Path | None = None) -> ReleasePolicy:
             return kept
     from pydantic import ValidationError
 
-    from oloproof.project.models import ReleasePolicy
+    from oloproof.project.config import ReleasePolicy
 
     try:
-        return ReleasePolicy.model_validate(stored)
+        return ReleasePolicy.validate(stored)
     except ValidationError as exc:
         raise StoredEvidenceError(
             f"the policy stored with {run.id} cannot be read ({exc.error_count()} problem(s),"

@@ -199,7 +199,8 @@ def plan(
                 conn, ref, policy_path=policy_path, assurance=assurance
             )
         if ref.startswith("run_") or ref == "latest":
-            return plan_stored_run(conn, ref, policy_path=policy_path, assurance=assurance)
+            return plan_stored_run(conn, ref, policy_path=policy_path, assurance=assurance,
+                                   root=_root(project))
     finally:
         conn.close()
     raise UsageError(

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from oloproof._records import asdict, dataclass
+from oloproof._records import asdict, dataclass, replace
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
 from oloproof.errors import ConfigError
 from oloproof.evidence import CriterionEvidence, LabelledScores, LabelledVerdicts, aggregate_name
@@ -31,7 +31,7 @@ from oloproof.policy.judges import (
     validate,
 )
 from oloproof.policy.rules import decide_threshold
-from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
+from oloproof.project.config import IntervalRule, ObservedCountRule
 from oloproof.stats.betting import betting_mean, betting_ranges
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
 from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
@@ -40,15 +40,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.policy.rules import Direction
-
-    # The models (pydantic) or their plain mirror from a snapshot: project/_shapes.py.
-    from oloproof.project.models import (
-        ComparePolicy,
-        IntervalRule,
-        ObservedCountRule,
-        ReleasePolicy,
-        ReleaseRule,
-    )
+    from oloproof.project.config import ComparePolicy, ReleasePolicy, ReleaseRule
 
 PASS, FAIL = RuleState.PASS, RuleState.FAIL
 INSUFFICIENT, MANUAL = RuleState.INSUFFICIENT_EVIDENCE, RuleState.MANUAL_REVIEW
@@ -490,7 +482,7 @@ def decide_run(
     adjusted: dict[str, Decision] = {}
     members: dict[str, list[IntervalRule]] = {}
     for rule in policy.rules:
-        if isinstance(rule, IntervalRuleShape) and rule.family is not None:
+        if isinstance(rule, IntervalRule) and rule.family is not None:
             members.setdefault(rule.family, []).append(rule)
     for family, rules in members.items():
         method = policy.families[family].multiplicity
@@ -499,7 +491,7 @@ def decide_run(
     decisions: list[Decision] = []
     for rule in policy.rules:
         d = adjusted.get(rule.id) or _decide_one(rule, evidence, summaries, level, reports)
-        if isinstance(rule, IntervalRuleShape) and rule.judge_validation is not None:
+        if isinstance(rule, IntervalRule) and rule.judge_validation is not None:
             unproven = validate(rule.judge_validation, reports.get(rule.metric), level)
             if unproven is not None:
                 alone = f"; the rule alone: {d.state} ({d.detail})"
@@ -588,13 +580,13 @@ def with_aggregates(
         siblings = derived.setdefault(rule.metric, [])
         if all(d.criterion != name for d in siblings):
             siblings.append(base.derive(aggregate))
-        rules[index] = rule.model_copy(update={"metric": name, "aggregate": None})
+        rules[index] = replace(rule, metric=name, aggregate=None)
     merged: dict[str, CriterionEvidence] = {}
     for name, ev in evidence.items():
         merged[name] = ev
         for d in derived.get(name, []):
             merged[d.criterion] = d
-    return merged, policy.model_copy(update={"rules": rules})
+    return merged, replace(policy, rules=rules)
 
 
 def _decide_corrected(
@@ -641,7 +633,7 @@ def _decide_one(
     level: float,
     reports: Mapping[str, AnyJudgeReport] | None = None,
 ) -> Decision:
-    if isinstance(rule, ObservedCountRuleShape):
+    if isinstance(rule, ObservedCountRule):
         return decide_observed_count(rule, evidence[rule.metric])
     if rule.estimate == "corrected":
         return _decide_corrected(rule, summaries[rule.metric], (reports or {}).get(rule.metric),

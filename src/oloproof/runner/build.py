@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.evaluators.judge import PanelJudge, RubricJudge
-    from oloproof.project.models import ReleasePolicy
+    from oloproof.project.config import ReleasePolicy
     from oloproof.project.suite import Suite
 
 
@@ -347,7 +347,7 @@ def _check_group_rules(
 
 
 def policy_json(policy: ReleasePolicy) -> dict[str, Any]:
-    data = dict(policy.model_dump(mode="json"))
+    data = dict(policy.dump(mode="json"))
     for rule in data.get("rules", []):
         if rule.get("aggregate") is None:
             # A rule without aggregate is stored as every earlier version stored it.

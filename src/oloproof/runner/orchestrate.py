@@ -50,7 +50,7 @@ from oloproof.transport.threads import describe_exception
 if TYPE_CHECKING:
     from typing import Any
 
-    from oloproof.project.models import ReleasePolicy
+    from oloproof.project.config import ReleasePolicy
     from oloproof.store.dbapi import Connection
 
 # What a stopped run's summary may meet (store/dbapi.py ERRORS: either backend's).
