@@ -171,6 +171,9 @@ def _imports(source: bytes) -> list[tuple[str, list[str]]]:
     uses a snapshot reads these)."""
     found: list[tuple[str, list[str]]] = []
     for match in _NAME.finditer(source):
+        before = source[max(0, match.start() - 7):match.start()]
+        if not before.endswith((b"import ", b"from ")):
+            continue  # a name in text (oloproof.yaml, a docstring): most of the matches
         start = source.rfind(b"\n", 0, match.start()) + 1
         head = source[start:match.start()]
         words = head.split()
@@ -215,32 +218,41 @@ def code_modules() -> list[str]:
     """The files of the modules that build the configuration's records: the roots above
     and every ``oloproof`` module they import, transitively, found by reading their
     source (no module is imported). A name imported from a package that is one of its
-    modules (``from oloproof.project import suite``) counts as that module."""
+    modules (``from oloproof.project import suite``) counts as that module, and a package's
+    ``__init__`` counts with any module of it (it runs first)."""
+    return sorted(_code_sources())
+
+
+def _code_sources() -> dict[str, bytes]:
+    """:func:`code_modules`' files and their bytes, each read once."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    seen: dict[str, str] = {}
+    found: dict[str, bytes] = {}
+    done: set[str] = set()
     todo = list(_ROOTS)
     while todo:
         name = todo.pop()
-        if name in seen:
+        if name in done:
             continue
+        done.add(name)
         base = os.path.join(package, *name.split(".")[1:])
-        if os.path.isfile(base + ".py"):
-            path = base + ".py"
-        elif os.path.isfile(os.path.join(base, "__init__.py")):
+        path = base + ".py"
+        try:
+            with open(path, "rb") as f:
+                source = f.read()
+        except OSError:
             path = os.path.join(base, "__init__.py")
-        else:
-            continue  # a name imported from a package that is not a module of it
-        seen[name] = path
-        parent = name.rpartition(".")[0]
-        if parent:
-            todo.append(parent)  # a package's __init__ runs before any module of it
-        with open(path, "rb") as f:
-            source = f.read()
+            try:
+                with open(path, "rb") as f:
+                    source = f.read()
+            except OSError:
+                continue  # a name imported from a package that is not a module of it
+        found[path] = source
+        todo.append(name.rpartition(".")[0])
         for module, names in _imports(source):
             todo.append(module)
             if names and _is_package(package, module):
                 todo += [f"{module}.{n}" for n in names if n.isidentifier()]
-    return sorted(seen.values())
+    return found
 
 
 @functools.cache
@@ -250,25 +262,32 @@ def _is_package(package: str, module: str) -> bool:
 
 def _library_versions() -> list[str]:
     """``name-version.dist-info`` of each library in :data:`_LIBRARIES`, found without
-    importing it (a run read from its snapshot never imports pydantic)."""
+    importing it (a run read from its snapshot never imports pydantic): the directory the
+    first one is installed in is listed once, and usually holds them all."""
     from importlib.machinery import PathFinder
 
-    out: list[str] = []
     listed: dict[str, list[str]] = {}
+    out: list[str] = []
     for top, dist in _LIBRARIES:
-        spec = PathFinder.find_spec(top)
-        if spec is None or not spec.submodule_search_locations:
-            out.append(f"{dist} (not found)")
-            continue
-        site = os.path.dirname(next(iter(spec.submodule_search_locations)))
-        if site not in listed:
+        prefix = f"{dist}-"
+        found: list[str] = []
+        for site, names in listed.items():
+            found = [n for n in names if n.endswith(".dist-info") and n.lower().startswith(prefix)
+                     and os.path.isdir(os.path.join(site, top))]
+            if found:
+                break
+        if not found:
+            spec = PathFinder.find_spec(top)
+            if spec is None or not spec.submodule_search_locations:
+                out.append(f"{dist} (not found)")
+                continue
+            site = os.path.dirname(next(iter(spec.submodule_search_locations)))
             try:
                 listed[site] = sorted(os.listdir(site))
             except OSError:
                 listed[site] = []
-        prefix = f"{dist}-"
-        found = [n for n in listed[site]
-                 if n.endswith(".dist-info") and n.lower().startswith(prefix)]
+            found = [n for n in listed[site]
+                     if n.endswith(".dist-info") and n.lower().startswith(prefix)]
         out.append(",".join(found) or f"{dist} (no version found)")
     return out
 
@@ -279,11 +298,10 @@ def code_digest() -> str:
     :func:`code_modules` and the versions of pydantic, pydantic-core, jsonschema and
     PyYAML. Computed once per process (a run asks twice)."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sources = _code_sources()
     h = sha256(f"{FORMAT}".encode())
-    for path in code_modules():
-        with open(path, "rb") as f:
-            source = f.read()
-        h.update(os.path.relpath(path, package).encode() + b"\0" + source + b"\0")
+    for path in sorted(sources):
+        h.update(os.path.relpath(path, package).encode() + b"\0" + sources[path] + b"\0")
     for version in _library_versions():
         h.update(version.encode("utf-8", "surrogateescape") + b"\0")
     return h.hexdigest()
