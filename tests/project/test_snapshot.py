@@ -270,6 +270,7 @@ def _edit(path: Path, text: str) -> None:
     [
         "config comment", "policy comment", "rubric", "dataset removed", "labels removed",
         "code path removed", "snapshot garbled", "snapshot foreign class", "snapshot code",
+        "snapshot extra field", "snapshot missing field", "snapshot record class for another",
     ],
 )
 def test_a_snapshot_is_not_used_once_anything_it_rests_on_changed(
@@ -302,6 +303,18 @@ def test_a_snapshot_is_not_used_once_anything_it_rests_on_changed(
     elif change == "snapshot code":
         doc = json.loads(snapshot.read_text())
         doc["code"] = "0" * 64
+        snapshot.write_text(json.dumps(doc))
+    elif change == "snapshot extra field":  # a record is made with exactly its fields
+        doc = json.loads(snapshot.read_text())
+        doc["config"]["f"]["system"]["f"]["__class__"] = "x"
+        snapshot.write_text(json.dumps(doc))
+    elif change == "snapshot missing field":
+        doc = json.loads(snapshot.read_text())
+        del doc["config"]["f"]["evaluators"]
+        snapshot.write_text(json.dumps(doc))
+    elif change == "snapshot record class for another":  # the policy where the config goes
+        doc = json.loads(snapshot.read_text())
+        doc["config"] = doc["policy"]
         snapshot.write_text(json.dumps(doc))
     assert load_config(config_path, None) is None
     # Another --policy is another snapshot.
