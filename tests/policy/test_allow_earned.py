@@ -219,9 +219,11 @@ def test_a_threshold_at_or_beyond_its_edge_is_refused(
 
 
 def test_thresholds_that_the_suite_can_fail_run(project_dir: Path) -> None:
+    # days: 20 cases on [0, 30], decided by the betting interval (issue 33): all 20 at the
+    # top give a lower bound of 23.6, above 20; all at the bottom an upper bound under 10.
     release = ("version: 1\nrules:\n  - {id: a, metric: exact_label, min: 0.2}\n"
                "  - {id: b, metric: exact_label, max: 0.8}\n"
-               "  - {id: c, metric: days, max: 29.9}\n  - {id: d, metric: days, min: 0.1}\n")
+               "  - {id: c, metric: days, max: 20}\n  - {id: d, metric: days, min: 10}\n")
     write_project(project_dir, app=APP_OK, cases=_days_cases(20), evaluators=MEAN_EV,
                   release=release)
     assert len(oloproof.run(project_dir).decisions) == 4

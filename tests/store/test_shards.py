@@ -310,6 +310,11 @@ def test_merged_shards_are_the_single_run_byte_for_byte(
 def test_merged_trials_and_empty_shards_are_the_single_run(tmp_path: Path) -> None:
     backend = Backend("sqlite")
     template = _project(tmp_path / "template", n=5, trials=2)
+    # 5 cases x 2 trials: a floor of 50%, or a budget of 10 failed trials, could not fail
+    # (issue 25); 70% and 4 can.
+    release = template / "release.yaml"
+    release.write_text(release.read_text().replace("min: 0.5", "min: 0.7", 1)
+                       .replace("max_failures: 10", "max_failures: 4", 1))
     single = _run(template)
     roots = _shard_projects(tmp_path, template, 7, backend)  # 5 cases, 7 shards: some empty
     sizes = [oloproof.read_run("latest", r).subset.selected for r in roots]  # type: ignore[union-attr]
