@@ -402,7 +402,9 @@ def test_generated_policies_in_process(tmp_path: Path, chunk: int) -> None:
         run_one(generate(seed), tmp_path / f"p{seed}", tally)
     # The generator must reach every kind of outcome, or the checks above prove little.
     assert tally.outcomes["refused"] >= 4, tally
-    assert tally.outcomes["exit 0"] >= 4 and tally.allowed_with_pass >= 2, tally
+    # (Bounded MEAN rules decided by the betting interval, issue 33, allow less often at
+    # the generator's 8-40 cases than Student t did: 2 to 3 of 40 projects per chunk.)
+    assert tally.outcomes["exit 0"] >= 2 and tally.allowed_with_pass >= 2, tally
     assert sum(tally.outcomes[f"exit {c}"] for c in (1, 3, 5)) >= 4, tally
 
 
