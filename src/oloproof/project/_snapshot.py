@@ -85,6 +85,7 @@ _MODELS: dict[str, type] = {
     "AdaptiveConfig": object,
     "RetryConfig": object,
     "RayConfig": object,
+    "SequentialConfig": object,
     "LimitsConfig": object,
     "ExactMatchEvaluator": EvaluatorShape,
     "ContainsEvaluator": EvaluatorShape,

@@ -1,0 +1,201 @@
+"""Deciding a stored sequential run: the run's order replayed over what the store holds.
+
+The same :class:`~oloproof.policy.sequential.Monitor` that stopped the run is fed the stored
+cases in the run's order, from the first, until every rule is decided or the next case in the
+order is not stored. Cases stored beyond that point (calls that were in flight when the run
+stopped) are kept in the store, shown by ``inspect``, and never enter the decision: so
+``gate`` decides a stored sequential run exactly as the run did, whatever finished first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from oloproof._records import dataclass
+from oloproof.enums import MetricKind
+from oloproof.evidence import CriterionEvidence, Outcome, classify_outcome, group_name
+from oloproof.policy.decide import Decision, MetricSummary, SequentialEvidence, decide_run
+from oloproof.policy.sequential import Monitor, RuleResult, SequentialSpec
+from oloproof.store.reader import RunRecord, stored_json
+
+if TYPE_CHECKING:
+    from oloproof.evidence import LabelledScores, LabelledVerdicts
+    from oloproof.project.models import ReleasePolicy
+    from oloproof.store.dbapi import Connection
+
+__all__ = ["SequentialReading", "decide_sequential", "read_sequential"]
+
+
+@dataclass
+class SequentialReading:
+    """A stored sequential run read in its order: the monitor after the prefix it read, the
+    prefix's evidence (with groups), each metric's values in order, and how many of the
+    stored cases lie beyond the prefix (read by no test)."""
+
+    spec: SequentialSpec
+    monitor: Monitor
+    evidence: dict[str, CriterionEvidence]
+    ordered: dict[str, tuple[list[float], list[float]]]
+    stored: int
+    beyond: int
+
+    @property
+    def fed(self) -> int:
+        return self.monitor.position
+
+    @property
+    def results(self) -> dict[str, RuleResult]:
+        return self.monitor.results
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``run``, ``gate`` and ``inspect`` say of the reading (RunResult.sequential)."""
+        done = self.monitor.done
+        return {
+            "seed": self.spec.seed, "margin": self.spec.margin,
+            "cases_total": self.spec.cases_total, "read": self.fed, "stored": self.stored,
+            "beyond": self.beyond, "decided": done,
+            "decided_after": self.fed if done else None,
+        }
+
+    def describe(self) -> str:
+        """One sentence on what the decision read (the report's note)."""
+        total = self.spec.cases_total
+        if self.monitor.done:
+            head = (f"Sequential run (seed {self.spec.seed}): every rule decided after"
+                    f" {self.fed:,} of {total:,} cases, read in the run's seeded order")
+        else:
+            head = (f"Sequential run (seed {self.spec.seed}): {self.fed:,} of {total:,} cases"
+                    " read in the run's seeded order, and not every rule was decided")
+        if self.beyond:
+            head += (f"; {self.stored:,} stored, {self.beyond:,} of them finished after the"
+                     " decision and are not part of it")
+        return head + ". Decided from the stored evidence by the same tests."
+
+
+def _unit(kind: MetricKind, rng: Sequence[float] | None, status: str, passed: bool | None,
+          score: float | None) -> tuple[float, float] | None:
+    """A case's value on [0, 1] for its metric's confidence sequence as (low, high): a
+    missing case at both ends; None when excluded."""
+    outcome = classify_outcome(kind, status, passed, score)
+    if outcome is Outcome.EXCLUDED:
+        return None
+    if outcome is Outcome.MISSING:
+        return 0.0, 1.0
+    if kind == MetricKind.BINARY:
+        v = 1.0 if passed else 0.0
+        return v, v
+    if not rng or score is None:
+        return 0.0, 1.0
+    lo, hi = float(rng[0]), float(rng[1])
+    if not lo <= score <= hi:
+        return 0.0, 1.0
+    v = (float(score) - lo) / (hi - lo)
+    return v, v
+
+
+def read_sequential(
+    conn: Connection, record: RunRecord, policy: ReleasePolicy
+) -> SequentialReading:
+    """Replay a stored sequential run's order over its stored cases (see the module)."""
+    data = record.sequential or {}
+    spec = SequentialSpec.from_json(data)
+    order = [str(c) for c in data.get("order") or []]
+    monitor = Monitor(policy, record.metrics, spec)
+    metadata: dict[str, Any] = {}
+    for case_id, text in conn.execute(
+        "SELECT case_id, metadata_json FROM run_cases WHERE run_id = ?", (record.id,)
+    ):
+        metadata[str(case_id)] = stored_json(record.id, f"metadata of case {case_id!r}", text)
+    judged: dict[str, dict[str, tuple[str, bool | None, float | None]]] = {}
+    for case_id, criterion, status, passed, score in conn.execute(
+        "SELECT case_id, criterion, status, passed, score FROM run_judgments WHERE run_id = ?",
+        (record.id,),
+    ):
+        judged.setdefault(str(case_id), {})[str(criterion)] = (
+            str(status), None if passed is None else bool(passed),
+            None if score is None else float(score),
+        )
+    metrics = {str(m["criterion"]): m for m in record.metrics}
+    keys = {c: list(m.get("group_by") or []) for c, m in metrics.items()}
+    for rule in policy.rules:  # a rule's group is grouped even if the metric stores no key
+        group = getattr(rule, "group", None)
+        if group:
+            (key, _value), = group.items()
+            if key not in keys.setdefault(rule.metric, []):
+                keys[rule.metric].append(key)
+    evidence: dict[str, CriterionEvidence] = {}
+    ordered: dict[str, tuple[list[float], list[float]]] = {}
+
+    def add(name: str, m: Mapping[str, Any], case_id: str,
+            judgment: tuple[str, bool | None, float | None]) -> None:
+        rng = m.get("range")
+        ev = evidence.get(name)
+        if ev is None:
+            ev = evidence[name] = CriterionEvidence(
+                name, MetricKind(m["kind"]), (float(rng[0]), float(rng[1])) if rng else None
+            )
+            ordered[name] = ([], [])
+        ev.add(*judgment, case_id)
+        unit = _unit(MetricKind(m["kind"]), rng, *judgment)
+        if unit is not None:
+            ordered[name][0].append(unit[0])
+            ordered[name][1].append(unit[1])
+
+    for criterion, m in metrics.items():  # every metric, in the declared order
+        add_empty = CriterionEvidence(
+            criterion, MetricKind(m["kind"]),
+            (float(m["range"][0]), float(m["range"][1])) if m.get("range") else None,
+        )
+        evidence[criterion] = add_empty
+        ordered[criterion] = ([], [])
+    expected = len(metrics)
+    for case_id in order:
+        if monitor.done:
+            break
+        judgments = judged.get(case_id)
+        if judgments is None or len(judgments) < expected:
+            break  # the first case of the order that is not stored ends what can be read
+        meta = metadata.get(case_id)
+        monitor.feed(meta, judgments)
+        for criterion, m in metrics.items():
+            judgment = judgments.get(criterion, ("MISSING", None, None))
+            add(criterion, m, case_id, judgment)
+            for key in keys.get(criterion, []):
+                value = meta.get(key) if isinstance(meta, Mapping) else None
+                add(group_name(criterion, key, value), m, case_id, judgment)
+    stored = len(judged)
+    return SequentialReading(spec, monitor, evidence, ordered, stored, stored - monitor.position)
+
+
+def decide_sequential(
+    conn: Connection, record: RunRecord, policy: ReleasePolicy,
+    labelled: Mapping[str, LabelledVerdicts | LabelledScores] | None = None,
+) -> tuple[list[Decision], dict[str, MetricSummary], SequentialReading]:
+    """Decide a stored sequential run under ``policy``, as the run did."""
+    reading = read_sequential(conn, record, policy)
+    expanded = _expand(policy, reading.evidence)
+    seq = SequentialEvidence(reading.results, reading.ordered, reading.spec.cases_total,
+                             reading.fed)
+    decisions, summaries = decide_run(reading.evidence, expanded, labelled, seq)
+    return decisions, summaries, reading
+
+
+def _expand(policy: ReleasePolicy, evidence: dict[str, CriterionEvidence]) -> ReleasePolicy:
+    """``group: {key: value}`` rules pointed at their group's metric (empty evidence for a
+    group the prefix did not meet: INSUFFICIENT_EVIDENCE, never a pass)."""
+    rules: list[Any] = []
+    changed = False
+    for rule in policy.rules:
+        group = getattr(rule, "group", None)
+        if not group:
+            rules.append(rule)
+            continue
+        (key, value), = group.items()
+        name = group_name(rule.metric, key, value)
+        if name not in evidence:
+            base = evidence[rule.metric]
+            evidence[name] = CriterionEvidence(name, base.kind, base.value_range)
+        rules.append(rule.model_copy(update={"metric": name, "group": None}))
+        changed = True
+    return policy.model_copy(update={"rules": rules}) if changed else policy
