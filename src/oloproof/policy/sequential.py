@@ -212,6 +212,38 @@ class Monitor:
                                 direction=direction)
             self.tracked.append(_Tracked(result, rule.metric, group, kind, test))
 
+    def unfailable(self, scope: Mapping[str, int]) -> str | None:
+        """Why a rule could never FAIL over the cases of its scope (``scope``: rule id to
+        the cases the suite holds for it), had every one of them failed, or scored at its
+        worst: one line, or None. ALLOW is earned: a rule that can only pass or stay
+        undecided is refused, as the fixed-n check refuses it (policy/can_fail.py)."""
+        for tracked in self.tracked:
+            test, result = tracked.test, tracked.result
+            if test is None:
+                continue
+            cases = scope.get(result.rule, self.spec.cases_total)
+            if isinstance(test, BinaryTest):
+                probe: BinaryTest | MeanTest = BinaryTest(
+                    float(result.threshold or 0.0), str(result.direction), result.level,
+                    self.spec.margin,
+                )
+                worst: Any = result.direction != "min"
+            else:
+                probe = MeanTest(float(result.threshold or 0.0), str(result.direction),
+                                 (test.lo, test.lo + test.width), result.level,
+                                 self.spec.cases_total)
+                worst = test.lo if result.direction == "min" else test.lo + test.width
+            needed = None
+            for n in range(1, cases + 1):
+                if probe.add(worst) is not None:
+                    needed = n
+                    break
+            if needed is None:
+                return (f"rule {result.rule}: the sequential test could not FAIL it within the"
+                        f" {cases} cases of its scope even if every one failed, so it could"
+                        " only pass or stay undecided: add cases, or run without --sequential")
+        return None
+
     @property
     def done(self) -> bool:
         return all(t.result.state is not None for t in self.tracked)

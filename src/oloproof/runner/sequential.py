@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from oloproof.errors import ConfigError
 from oloproof.events import CaseJudged, Event, RuleDecided
+from oloproof.evidence import group_name
 from oloproof.policy.sequential import (
     Monitor,
     SequentialSpec,
@@ -49,6 +50,19 @@ def make_sequential(prepared: Prepared, seed: int | None = None) -> SequentialSp
     chosen = seed if seed is not None else (config.seed if config is not None else 0)
     margin = float(config.margin) if config is not None else 0.05
     spec = SequentialSpec(int(chosen), len(prepared.cases), margin)
+    scope = {}
+    for rule in prepared.policy.rules:
+        group = getattr(rule, "group", None)
+        if group:
+            (key, value), = group.items()
+            name = group_name(rule.metric, key, value)
+            scope[rule.id] = sum(
+                1 for c in prepared.cases
+                if group_name(rule.metric, key, (c.metadata or {}).get(key)) == name
+            )
+    unfailable = Monitor(prepared.policy, prepared.metrics, spec).unfailable(scope)
+    if unfailable is not None:
+        raise ConfigError(f"{where}: {unfailable}")
     prepared.cases.sort(key=lambda c: sequential_order_key(spec.seed, c.id))
     prepared.sequential = spec
     return spec
