@@ -10,6 +10,7 @@ the threshold, as issue 26 asks.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ from oloproof.stats.intervals import clopper_pearson
 from oloproof.stats.sequential import (
     BinaryTest,
     MeanTest,
+    binary_confidence_sequence,
     binary_cuts,
     binary_prior,
     log_evalue,
@@ -307,3 +309,51 @@ def test_mean_test_decides_a_clear_mean_and_missing_scores_count_at_their_worst(
     blocked = MeanTest(2.0, "max", (0.0, 10.0), LEVEL, horizon=1000)
     for _ in range(1000):
         assert blocked.add(None) != "PASS"
+
+
+# -- the confidence sequence of a rate ---------------------------------------------------
+
+
+def test_evalues_fall_with_the_threshold_so_the_sequence_is_an_interval() -> None:
+    """E+ falls and E- rises with t at fixed (n, k): what makes the set of thresholds
+    neither side rejects an interval, and the rule's decision agree with it."""
+    ts = np.linspace(0.03, 0.97, 95)
+    for n in (5, 57, 400):
+        for k in sorted({0, n // 2, int(0.8 * n), n - 1, n}):
+            ups = [log_evalue(k, n, binary_prior(float(t), +1, LEVEL)) for t in ts]
+            downs = [log_evalue(k, n, binary_prior(float(t), -1, LEVEL)) for t in ts]
+            finite_up = [u for u in ups if math.isfinite(u)]
+            finite_down = [d for d in downs if math.isfinite(d)]
+            assert all(b <= a + 1e-9 for a, b in itertools.pairwise(finite_up))
+            assert all(b >= a - 1e-9 for a, b in itertools.pairwise(finite_down))
+
+
+def test_a_rule_that_passed_has_its_threshold_at_or_below_the_lower_bound() -> None:
+    rng = np.random.default_rng(5)
+    for t, rate in ((0.8, 0.95), (0.6, 0.75), (0.7, 0.5)):
+        for _ in range(3):
+            path = [bool(x) for x in rng.random(400) < rate]
+            test = BinaryTest(t, "min", LEVEL)
+            for n, passed in enumerate(path, 1):
+                if test.add(passed) is not None:
+                    break
+            values = [1.0 if p else 0.0 for p in path[:n]]
+            lower, upper = binary_confidence_sequence(values, values, LEVEL)
+            if test.state == "PASS":
+                assert lower >= t
+            elif test.state == "FAIL":
+                assert upper < t
+
+
+@pytest.mark.slow
+def test_the_rate_sequence_covers_at_every_look() -> None:
+    """400 paths of 150 cases at a rate of 0.8: the running intersection after the last
+    case (so covering at every look) misses the rate at most 5% of the time."""
+    rng = np.random.default_rng(9)
+    misses = 0
+    runs = 400
+    for _ in range(runs):
+        values = [float(x) for x in rng.random(150) < 0.8]
+        lower, upper = binary_confidence_sequence(values, values, LEVEL)
+        misses += not (lower <= 0.8 <= upper)
+    assert _within(misses / runs, 0.05, runs)

@@ -176,7 +176,7 @@ def decide_sequential(
     reading = read_sequential(conn, record, policy)
     expanded = _expand(policy, reading.evidence)
     seq = SequentialEvidence(reading.results, reading.ordered, reading.spec.cases_total,
-                             reading.fed)
+                             reading.fed, reading.spec.margin)
     decisions, summaries = decide_run(reading.evidence, expanded, labelled, seq)
     return decisions, summaries, reading
 

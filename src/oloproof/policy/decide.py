@@ -35,6 +35,7 @@ from oloproof.policy.rules import decide_threshold
 from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
 from oloproof.stats.betting import betting_bounds, betting_mean, betting_ranges
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
+from oloproof.stats.sequential import binary_confidence_sequence
 from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
 
 if TYPE_CHECKING:
@@ -482,24 +483,33 @@ class SequentialEvidence:
     ordered: Mapping[str, tuple[list[float], list[float]]]
     horizon: int
     fed: int
+    margin: float = 0.05
 
 
 def summarize_sequence(
     ev: CriterionEvidence, ordered: tuple[list[float], list[float]] | None, level: float,
-    horizon: int,
+    horizon: int, margin: float = 0.05, known: tuple[float, float] = (0.0, 1.0),
 ) -> MetricSummary:
-    """A metric of a sequential run: the estimate over the cases read, and the betting
-    confidence sequence (bets fixed by the suite's size) over them in the run's order,
-    valid at the data-dependent point where the run stopped, where a fixed-n interval is
-    not (docs/sequential-decisions.md). A MEAN without a range keeps its t interval,
+    """A metric of a sequential run: the estimate over the cases read, and a confidence
+    sequence over them in the run's order, valid at the data-dependent point where the run
+    stopped, where a fixed-n interval is not (docs/sequential-decisions.md): for a rate, the
+    one the rules' e-processes give (stats/sequential.py), so that a rule that passed has
+    its threshold inside what the interval rules out; for a bounded mean, the betting one
+    with its bets fixed by the suite's size. A MEAN without a range keeps its t interval,
     labelled approximate (its rules are refused in a sequential run)."""
     if ev.kind == MetricKind.MEAN and ev.value_range is None:
         return summarize(ev, level)
     lows, highs = ordered if ordered is not None else ([], [])
-    lower, upper = betting_bounds(lows, highs, level, horizon) if lows else (0.0, 1.0)
-    method = (f"betting confidence sequence (Waudby-Smith & Ramdas) {level_text(level)},"
-              " anytime-valid over the run's order"
-              + (", missing bounded" if ev.missing else ""))
+    if ev.kind == MetricKind.BINARY:
+        lower, upper = (binary_confidence_sequence(lows, highs, level, margin, *known)
+                        if lows else (0.0, 1.0))
+        method = (f"beta-binomial mixture confidence sequence {level_text(level)},"
+                  " anytime-valid over the run's order")
+    else:
+        lower, upper = betting_bounds(lows, highs, level, horizon) if lows else (0.0, 1.0)
+        method = (f"betting confidence sequence (Waudby-Smith & Ramdas) {level_text(level)},"
+                  " anytime-valid over the run's order")
+    method += ", missing bounded" if ev.missing else ""
     if ev.kind == MetricKind.BINARY:
         n = ev.passed + ev.failed
         return MetricSummary(
@@ -519,6 +529,21 @@ def summarize_sequence(
         len(scores), ev.missing, ev.excluded, sd=sd, method=method, value_range=ev.value_range,
         interval_method=SEQUENTIAL_CS,
     )
+
+
+def _rejected(seq: SequentialEvidence, metric: str) -> tuple[float, float]:
+    """The rates the decided rules of ``metric`` rejected: a floor (the largest threshold a
+    ``min`` rule passed or a ``max`` rule failed above) and a ceiling."""
+    floor, ceiling = 0.0, 1.0
+    for r in seq.results.values():
+        if r.metric != metric or r.state is None or r.threshold is None:
+            continue
+        above = (r.state == PASS) == (r.direction == "min")
+        if above:
+            floor = max(floor, float(r.threshold))
+        else:
+            ceiling = min(ceiling, float(r.threshold))
+    return floor, ceiling
 
 
 def _decide_sequential(
@@ -605,7 +630,8 @@ def decide_run(
     if sequential is not None:
         summaries = {
             name: summarize_sequence(ev, sequential.ordered.get(name), level,
-                                     sequential.horizon)
+                                     sequential.horizon, sequential.margin,
+                                     _rejected(sequential, name))
             for name, ev in evidence.items()
         }
     else:

@@ -52,7 +52,7 @@ probabilities, and by simulation.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from oloproof._records import dataclass
 from oloproof.stats._special import _betainc_pair, _log_beta
@@ -66,6 +66,7 @@ __all__ = [
     "BinaryPrior",
     "BinaryTest",
     "MeanTest",
+    "binary_confidence_sequence",
     "binary_cuts",
     "binary_prior",
     "design_size",
@@ -276,6 +277,70 @@ def _log_mean_exp(sums: Sequence[float]) -> float:
     return top + math.log(math.fsum([math.exp(s - top) for s in sums]) / len(sums))
 
 
+_EDGE = 1e-9
+
+
+def binary_confidence_sequence(
+    lows: Sequence[float], highs: Sequence[float], level: float,
+    margin: float = DEFAULT_MARGIN, floor: float = 0.0, ceiling: float = 1.0,
+) -> tuple[float, float]:
+    """The confidence sequence of a rate, by the same e-processes that decide its rules,
+    over cases fed in order (``lows``: 1 for a pass, 0 otherwise; ``highs``: 1 for a pass or
+    a missing case). Each E is an e-process for its own threshold t, so the set of t that
+    neither side has rejected at any prefix covers the true rate at every n at once with
+    probability at least ``level``; E+ falls and E- rises with t (checked on a grid in the
+    tests), so each side's rejected set is an interval [0, L_n] or [U_n, 1].
+
+    Returned: the intersection over the prefixes whose length is a power of two and the
+    last one (any subset of the prefixes gives a valid, if wider, sequence), and the
+    ``floor`` and ``ceiling`` already known rejected: the thresholds of the rules that the
+    same e-processes decided (a ``min: t`` that passed rejected every rate below t), so that
+    a rule's decision and its metric's interval always agree."""
+    threshold = math.log(2.0 / _check_level(level))
+    lower, upper = max(0.0, floor), min(1.0, ceiling)
+    k_low = k_high = 0
+    last = len(lows)
+    for n, (a, b) in enumerate(zip(lows, highs, strict=True), 1):
+        k_low += int(a >= 0.5)
+        k_high += int(b >= 0.5)
+        if n != last and n & (n - 1):
+            continue  # not a power of two, nor the last prefix
+
+        def up(t: float, k: int = k_low, n: int = n) -> float:
+            return log_evalue(k, n, binary_prior(t, +1, level, margin)) - threshold
+
+        def down(t: float, k: int = k_high, n: int = n) -> float:
+            return log_evalue(k, n, binary_prior(t, -1, level, margin)) - threshold
+
+        probe = min(max(lower, _EDGE), 1.0 - _EDGE)
+        if lower < 1.0 - _EDGE and up(probe) >= 0.0:
+            lower = _bisect_bound(up, probe, 1.0 - _EDGE, rising=False)
+        probe = min(max(upper, _EDGE), 1.0 - _EDGE)
+        if upper > _EDGE and down(probe) >= 0.0:
+            upper = _bisect_bound(down, _EDGE, probe, rising=True)
+    return lower, max(lower, upper)
+
+
+def _bisect_bound(f: Callable[[float], float], lo: float, hi: float, rising: bool) -> float:
+    """The end of the region f >= 0 inside [lo, hi]: f falls with t (``rising`` False: the
+    region is [lo, x], x returned) or rises (True: [x, hi]). The end returned lies inside
+    the region, so the bound never claims a t that was not rejected."""
+    if not rising and f(hi) >= 0.0:
+        return hi
+    if rising and f(lo) >= 0.0:
+        return lo
+    good, bad = (lo, hi) if not rising else (hi, lo)
+    for _ in range(60):
+        if abs(good - bad) <= 1e-10:
+            break
+        mid = 0.5 * (good + bad)
+        if f(mid) >= 0.0:
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
 @dataclass(frozen=True)
 class StoppingDistribution:
     """When a BINARY rule's sequential test decides, if every case passes with probability
@@ -301,26 +366,34 @@ def stopping_distribution(
         raise ValueError(f"a rate in [0, 1] is needed, got {rate!r}")
     up = binary_cuts(binary_prior(t, +1, level, margin), horizon, level) if t < 1.0 else None
     down = binary_cuts(binary_prior(t, -1, level, margin), horizon, level) if t > 0.0 else None
-    alive = [1.0]  # alive[k]: P(k passes so far and undecided)
+    # alive[j]: P(base + j passes so far, and undecided). Only the k between the two cuts
+    # can be undecided, so the list stays about as wide as the gap between them.
+    alive = [1.0]
+    base = 0
     decided = [0.0]
     above = below = 0.0
     q = 1.0 - rate
     for n in range(1, horizon + 1):
         nxt = [0.0] * (len(alive) + 1)
-        for k, w in enumerate(alive):
+        for j, w in enumerate(alive):
             if w:
-                nxt[k] += w * q
-                nxt[k + 1] += w * rate
+                nxt[j] += w * q
+                nxt[j + 1] += w * rate
         hi = up[n] if up is not None else n + 1
         lo = down[n] if down is not None else -1
-        for k in range(max(hi, 0), n + 1):
-            above += nxt[k]
-            nxt[k] = 0.0
-        for k in range(min(lo, n) + 1):
-            below += nxt[k]
-            nxt[k] = 0.0
-        alive = nxt
+        # k >= hi decides from above, k <= lo from below; keep base + j in (lo, hi).
+        start = max(0, lo + 1 - base)
+        stop = min(len(nxt), hi - base)
+        above += math.fsum(nxt[max(stop, 0):])
+        below += math.fsum(nxt[:min(start, len(nxt))])
+        if stop <= start:
+            alive, base = [], base
+            decided.append(above + below)
+            break
+        alive = nxt[start:stop]
+        base += start
         decided.append(above + below)
+    decided += [decided[-1]] * (horizon + 1 - len(decided))
     passed, failed = (above, below) if direction == "min" else (below, above)
     median = next((n for n, p in enumerate(decided) if p >= 0.5), None)
     total = decided[-1]
