@@ -387,7 +387,7 @@ def stopping_distribution(
         above += math.fsum(nxt[max(stop, 0):])
         below += math.fsum(nxt[:min(start, len(nxt))])
         if stop <= start:
-            alive, base = [], base
+            alive = []
             decided.append(above + below)
             break
         alive = nxt[start:stop]
