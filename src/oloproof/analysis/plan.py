@@ -1054,8 +1054,7 @@ def _plan_sequential(
             entry.message = "no case of the run gave evidence for it: there is nothing to size from"
             continue
         rate = ev.passed / ev.observed
-        direction = "min" if rule.min is not None else "max"
-        t = float(rule.min if rule.min is not None else rule.max)
+        direction, t = _threshold(rule)
         level = d.confidence_level or float(policy.confidence_level)
         horizon = max(SEQUENTIAL_PLAN_HORIZON, reading.spec.cases_total)
         dist = stopping_distribution(t, direction, rate, horizon, level, reading.spec.margin)
