@@ -187,7 +187,14 @@ def build_comparison(
         )
     for name in ("candidate", "baseline"):
         run = candidate if name == "candidate" else baseline
-        if run.completeness != Completeness.COMPLETE:
+        if run.completeness == Completeness.SEQUENTIAL:
+            warnings.append(
+                f"the {name} run {run.id} is sequential: it stored only the cases it needed"
+                " to decide its own rules, so the comparison pairs the cases both runs"
+                " stored, and its fixed-n interval is no longer exact over a set of cases"
+                " a sequential test chose (docs/sequential-decisions.md)"
+            )
+        elif run.completeness != Completeness.COMPLETE:
             warnings.append(
                 f"the {name} run {run.id} is {run.state}: a partial run is not decided, and"
                 " neither is a comparison with one"

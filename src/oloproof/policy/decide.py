@@ -587,8 +587,8 @@ def _decide_sequential(
         )
     method = f"{r.method} at {level_text(r.level)}"
     if r.state is None:
-        detail = (f"undecided {where}{scope}: e-value {r.e_value:.3g} < {bar:g} ({method});"
-                  f" estimate {estimate_text(s.estimate, s.kind)}")
+        detail = (f"undecided {where}{scope}: the largest e-value, {r.e_value:.3g}, stayed"
+                  f" below {bar:g} ({method}); estimate {estimate_text(s.estimate, s.kind)}")
         state, reason = INSUFFICIENT, "sequential_undecided"
     else:
         state = RuleState(r.state)
