@@ -35,7 +35,6 @@ from oloproof.policy.rules import decide_threshold
 from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
 from oloproof.stats.betting import betting_bounds, betting_mean, betting_ranges
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
-from oloproof.stats.sequential import binary_confidence_sequence
 from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
 
 if TYPE_CHECKING:
@@ -501,6 +500,9 @@ def summarize_sequence(
         return summarize(ev, level)
     lows, highs = ordered if ordered is not None else ([], [])
     if ev.kind == MetricKind.BINARY:
+        # Imported here: only a sequential run needs it (`gate` on any other stays as fast).
+        from oloproof.stats.sequential import binary_confidence_sequence
+
         lower, upper = (binary_confidence_sequence(lows, highs, level, margin, *known)
                         if lows else (0.0, 1.0))
         method = (f"beta-binomial mixture confidence sequence {level_text(level)},"

@@ -37,7 +37,6 @@ from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
 from oloproof.policy.judges import AnyJudgeReport
 from oloproof.project._snapshot import save_stored_policy
 from oloproof.runner.build import Prepared, describe_system, expand_trials, policy_json
-from oloproof.runner.sequential import SequentialSink, sequential_json
 from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
 from oloproof.store.db import connect_quickly, local_folder, open_store, set_busy_timeout
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.project.models import ReleasePolicy
+    from oloproof.runner.sequential import SequentialSink
     from oloproof.store.dbapi import Connection
 
 # What a stopped run's summary may meet (store/dbapi.py ERRORS: either backend's).
@@ -183,7 +183,7 @@ class _Run:
                 system_identity=prepared.system.identity, system=self.system_description,
                 metrics=prepared.metrics, policy=self.stored_policy,
                 policy_path=prepared.policy_path, subset=prepared.subset,
-                trials=prepared.trials, sequential=sequential_json(prepared),
+                trials=prepared.trials, sequential=_sequential_json(prepared),
             )
             if prepared.labels is not None:
                 self.writer.store_labels(
@@ -212,6 +212,8 @@ class _Run:
         self.sinks.extend(sinks)
         until: Callable[[], bool] | None = None
         if prepared.sequential is not None:
+            from oloproof.runner.sequential import SequentialSink  # a sequential run only
+
             # Last: a rule_decided follows the case_judged that decided it in every sink.
             self.sequential = SequentialSink(prepared, self.run_id, self.emit)
             self.sinks.append(self.sequential.handle)
@@ -394,6 +396,14 @@ def _completeness(prepared: Prepared) -> Completeness:
 
 def _decided(sink: SequentialSink) -> Callable[[], bool]:
     return lambda: sink.decided
+
+
+def _sequential_json(prepared: Prepared) -> dict[str, Any] | None:
+    if prepared.sequential is None:
+        return None
+    from oloproof.runner.sequential import sequential_json  # a sequential run only
+
+    return sequential_json(prepared)
 
 
 def _in_order(cases: list[Any]) -> bool:
