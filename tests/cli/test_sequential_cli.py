@@ -238,3 +238,37 @@ def test_what_cannot_run_sequentially_is_refused_with_one_line(
     assert expected in done.err and "Traceback" not in done.err
     assert len(done.err.strip().splitlines()) <= 2
     assert not (root / ".oloproof" / "store.sqlite").exists() or _stored(root) == 0
+
+
+def test_compare_decides_a_sequential_candidate_by_paired_tests_in_its_order(
+    tmp_path: Path,
+) -> None:
+    """A fixed baseline right 70% of the time, a sequential candidate right 97%: the
+    superiority rule is decided by the sequential paired test over the pairs in the
+    candidate's order, the same way every time compare is asked."""
+    assert run_cli("init", str(tmp_path / "ex"), "--example", "sequential", cwd=tmp_path).code == 0
+    root = tmp_path / "ex"
+    app = root / "app.py"
+    original = app.read_text()
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("sequential:\n  seed: 0\n", ""))
+    app.write_text(original.replace('version="1"', 'version="weak"').replace(
+        '    if text.endswith("?!"):', '    if text.endswith("?!") or number % 10 < 3:'))
+    base = run_cli("run", "--json", "--policy", "release.yaml", cwd=root, timeout=300)
+    baseline = checked_events(base.out)[-1]["run_id"]
+    app.write_text(original)
+    cand = run_cli("run", "--sequential", "--json", cwd=root, timeout=300)
+    assert cand.code == 0, cand.text
+    (root / "compare.yaml").write_text(
+        "version: 1\nrules:\n  - id: better\n    kind: superiority\n    metric: correct\n"
+    )
+    first = run_cli("compare", "latest", baseline, "--json", cwd=root)
+    doc = json.loads(first.out)
+    decision = doc["decisions"][0]
+    assert decision["reason"].startswith("sequential_"), decision
+    assert "pairs in the candidate's order" in decision["detail"]
+    assert any("is sequential: its rules are decided by sequential paired tests" in w
+               for w in doc["warnings"])
+    second = json.loads(run_cli("compare", "latest", baseline, "--json", cwd=root).out)
+    assert second["decisions"][0]["detail"] == decision["detail"]
+    assert second["exit_code"] == doc["exit_code"] == first.code

@@ -357,3 +357,54 @@ def test_the_rate_sequence_covers_at_every_look() -> None:
         lower, upper = binary_confidence_sequence(values, values, LEVEL)
         misses += not (lower <= 0.8 <= upper)
     assert _within(misses / runs, 0.05, runs)
+
+
+# -- paired comparisons ------------------------------------------------------------------
+
+
+def test_paired_test_decides_each_kind_and_missing_pairs_never_help() -> None:
+    from oloproof.policy.sequential import PairedTest
+
+    better = PairedTest("superiority", 0.0, 1.0, LEVEL, horizon=1000)
+    for i in range(1000):
+        if better.add(1.0 if i % 3 == 0 else 0.0):  # mean difference +1/3
+            break
+    assert better.state == "PASS" and better.n < 200
+    worse = PairedTest("non_inferiority", 0.05, 1.0, LEVEL, horizon=1000)
+    for i in range(1000):
+        if worse.add(-1.0 if i % 3 == 0 else 0.0):  # mean difference -1/3
+            break
+    assert worse.state == "FAIL"
+    same = PairedTest("equivalence", 0.2, 1.0, LEVEL, horizon=2000)
+    for _ in range(2000):
+        if same.add(0.0):
+            break
+    assert same.state == "PASS"
+    outside = PairedTest("equivalence", 0.1, 1.0, LEVEL, horizon=2000)
+    for i in range(2000):
+        if outside.add(1.0 if i % 2 else 0.0):  # +0.5, wholly outside (-0.1, 0.1)
+            break
+    assert outside.state == "FAIL"
+    blind = PairedTest("non_inferiority", 0.05, 1.0, LEVEL, horizon=1000)
+    for _ in range(1000):
+        assert blind.add(None) != "PASS"
+
+
+@pytest.mark.slow
+def test_paired_test_false_pass_at_the_margin() -> None:
+    """Differences whose mean is exactly -margin (non-inferiority's bar), 1,000 paths of
+    300 pairs, a look after every pair: at most 2.5% PASS."""
+    from oloproof.policy.sequential import PairedTest
+
+    rng = np.random.default_rng(21)
+    runs, horizon, margin = 1000, 300, 0.1
+    # -1 with probability 0.3, +1 with 0.2, 0 otherwise: mean -0.1
+    draws = rng.choice([-1.0, 0.0, 1.0], p=[0.3, 0.5, 0.2], size=(runs, horizon))
+    passed = 0
+    for row in draws:
+        test = PairedTest("non_inferiority", margin, 1.0, LEVEL, horizon)
+        for d in row:
+            if test.add(float(d)):
+                break
+        passed += test.state == "PASS"
+    assert _within(passed / runs, HALF_ALPHA, runs)

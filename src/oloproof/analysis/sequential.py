@@ -9,11 +9,12 @@ stopped) are kept in the store, shown by ``inspect``, and never enter the decisi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from oloproof._records import dataclass
-from oloproof.enums import MetricKind
+from oloproof.enums import MetricKind, RuleState
 from oloproof.evidence import CriterionEvidence, Outcome, classify_outcome, group_name
 from oloproof.policy.decide import Decision, MetricSummary, SequentialEvidence, decide_run
 from oloproof.policy.sequential import Monitor, RuleResult, SequentialSpec
@@ -24,7 +25,12 @@ if TYPE_CHECKING:
     from oloproof.project.models import ReleasePolicy
     from oloproof.store.dbapi import Connection
 
-__all__ = ["SequentialReading", "decide_sequential", "read_sequential"]
+__all__ = [
+    "SequentialReading",
+    "decide_sequential",
+    "decide_sequential_comparison",
+    "read_sequential",
+]
 
 
 @dataclass
@@ -199,3 +205,104 @@ def _expand(policy: ReleasePolicy, evidence: dict[str, CriterionEvidence]) -> Re
         rules.append(rule.model_copy(update={"metric": name, "group": None}))
         changed = True
     return policy.model_copy(update={"rules": rules}) if changed else policy
+
+
+def decide_sequential_comparison(
+    conn: Connection, cmp: Any, policy: Any
+) -> list[Decision]:
+    """The rules of a comparison whose candidate is a sequential run, each decided by a
+    sequential paired test (policy/sequential.py ``PairedTest``) on the pairs taken in the
+    candidate's order, over the prefix its own decision read (docs/sequential-decisions.md,
+    "Comparisons"). The candidate stopped on its own rules: a stopping time of the same
+    order, at which these tests are valid too."""
+    from oloproof.analysis.compare import _outcomes
+    from oloproof.analysis.stored import stored_policy
+    from oloproof.policy.decide import INSUFFICIENT, NO_OBSERVED, action_for, hold_missing
+    from oloproof.policy.format import level_text
+    from oloproof.policy.sequential import PairedTest
+    from oloproof.stats.betting import betting_bounds
+
+    candidate = cmp.candidate
+    reading = read_sequential(conn, candidate, stored_policy(candidate))
+    order = [str(c) for c in (candidate.sequential or {}).get("order") or []][:reading.fed]
+    horizon = reading.spec.cases_total
+    kinds = {m: pm.kind for m, pm in cmp.metrics.items()}
+    cand = _outcomes(cmp.candidate_cases, kinds)
+    base = _outcomes(cmp.baseline_cases, kinds)
+    ranges = {str(m["criterion"]): m.get("range") for m in candidate.metrics}
+    level = float(policy.confidence_level)
+    max_missing = getattr(policy, "max_missing", None)
+    decisions: list[Decision] = []
+    for rule in policy.rules:
+        pm = cmp.metrics[rule.metric]
+        margin = float(rule.margin or 0.0)
+        common = {"rule": rule.id, "metric": rule.metric, "kind": rule.kind,
+                  "threshold": margin, "direction": None, "estimate": pm.estimate,
+                  "confidence_level": level}
+        if pm.kind == MetricKind.BINARY:
+            width = 1.0
+        elif ranges.get(rule.metric):
+            lo, hi = ranges[rule.metric]
+            width = float(hi) - float(lo)
+        else:
+            d = Decision(state=INSUFFICIENT, reason="sequential_needs_range",
+                         detail=(f"{rule.metric} is a MEAN without a declared range: a"
+                                 " sequential paired test needs bounded differences"),
+                         **common)
+            d.action = action_for(d.state, policy, d.reason)
+            decisions.append(d)
+            continue
+        test = PairedTest(str(rule.kind), margin, width, level, horizon)
+        lows: list[float] = []
+        highs: list[float] = []
+        observed = missing = position = 0
+        for case_id in order:
+            c = cand[rule.metric].get(case_id)
+            b = base[rule.metric].get(case_id)
+            if c is None or b is None:
+                continue  # not in the baseline: no pair
+            if Outcome.EXCLUDED in (c.status, b.status):
+                continue
+            position += 1
+            if c.status == Outcome.OBSERVED and b.status == Outcome.OBSERVED:
+                if pm.kind == MetricKind.BINARY:
+                    diff = float(bool(c.passed)) - float(bool(b.passed))
+                else:
+                    diff = float(c.score or 0.0) - float(b.score or 0.0)
+                observed += 1
+                unit = min(1.0, max(0.0, (diff + width) / (2.0 * width)))
+                lows.append(unit)
+                highs.append(unit)
+                test.add(diff)
+            else:
+                missing += 1
+                lows.append(0.0)
+                highs.append(1.0)
+                test.add(None)
+            if test.state is not None:
+                break
+        a, z = betting_bounds(lows, highs, level, horizon) if lows else (0.0, 1.0)
+        common["lower"], common["upper"] = -width + 2 * width * a, -width + 2 * width * z
+        bar = 2.0 / (1.0 - level)
+        e_value = math.exp(min(test.log_e, 700.0))
+        method = f"sequential paired betting test at {level_text(level)}"
+        if observed == 0:
+            state, reason = INSUFFICIENT, NO_OBSERVED
+            detail = f"no pair observed in both runs over {position} pairs of the candidate's order"
+        elif test.state is None:
+            state, reason = INSUFFICIENT, "sequential_undecided"
+            detail = (f"undecided over {position} pairs in the candidate's order: the largest"
+                      f" e-value, {e_value:.3g}, stayed below {bar:g} ({method})")
+        else:
+            state = RuleState(test.state)
+            reason = "sequential_pass" if state == RuleState.PASS else "sequential_fail"
+            detail = (f"decided after {position} pairs in the candidate's order: e-value"
+                      f" {e_value:.3g} >= {bar:g} ({method})")
+        if missing:
+            detail += f"; {observed} pairs observed, {missing} missing in a run (at their worst)"
+        d = Decision(state=state, reason=reason, detail=detail, **common)
+        d.action = action_for(d.state, policy, d.reason)
+        hold_missing(d, observed, missing, 0.2 if max_missing is None else float(max_missing),
+                     "pairs")
+        decisions.append(d)
+    return decisions

@@ -293,3 +293,47 @@ class Monitor:
                 result.position = self.position
                 decided.append(result)
         return decided
+
+
+# -- comparisons ------------------------------------------------------------------------
+
+
+class PairedTest:
+    """A comparison rule decided sequentially on the per-case differences candidate −
+    baseline, fed pair by pair in the candidate's order (docs/sequential-decisions.md).
+
+    Each difference lies in [−w, w] (w = 1 for a rate, the range's width for a bounded
+    mean), so the betting capital of stats/sequential.py ``MeanTest`` on that range tests
+    its mean against the rule's bar: ``superiority`` (margin δ) PASSes once the mean is
+    shown above δ and FAILs once it is shown at or below it; ``non_inferiority`` the same
+    at −δ; ``equivalence`` PASSes once it is shown inside (−δ, δ) (both one-sided tests
+    passed) and FAILs once shown wholly outside. A pair whose case is missing in either run
+    enters each side at its worst (−w for the side that would pass, +w for the other): a
+    candidate cannot look better by failing."""
+
+    def __init__(self, kind: str, margin: float, width: float, level: float,
+                 horizon: int) -> None:
+        self.kind = kind
+        self.width = width
+        rng = (-width, width)
+        if kind == "equivalence":
+            self.tests = [MeanTest(-margin, "min", rng, level, horizon),
+                          MeanTest(margin, "max", rng, level, horizon)]
+        else:
+            bar = margin if kind == "superiority" else -margin
+            self.tests = [MeanTest(bar, "min", rng, level, horizon)]
+        self.n = 0
+        self.state: str | None = None
+        self.log_e = 0.0
+
+    def add(self, difference: float | None) -> str | None:
+        if self.state is not None:
+            return self.state
+        self.n += 1
+        states = [t.add(difference) for t in self.tests]
+        self.log_e = max(t.log_e for t in self.tests)
+        if any(s == RuleState.FAIL for s in states):
+            self.state = RuleState.FAIL
+        elif all(s == RuleState.PASS for s in states):
+            self.state = RuleState.PASS
+        return self.state
