@@ -1125,8 +1125,30 @@ def plan_stored_comparison(
             f"comparison {record.id} pairs a partial run: it is not decided, so there is"
             " nothing to size; complete the run and compare again"
         )
-    decisions = decide_comparison(cmp.metrics, policy)
     costs = case_costs(cmp.candidate_cases) + case_costs(cmp.baseline_cases)
+    if candidate.sequential is not None:
+        # Decided by sequential paired tests (analysis/sequential.py): a plan states the
+        # decisions, and sizes none (docs/sequential-decisions.md, "Comparisons").
+        from oloproof.analysis.sequential import decide_sequential_comparison
+
+        decisions = decide_sequential_comparison(conn, cmp, policy)
+        rules = []
+        for d in decisions:
+            entry = _base(d)
+            if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+                _decided(entry, d)
+            else:
+                entry.plan = "not_admitted"
+                entry.message = (
+                    "sizing a sequential paired comparison is not computed: the candidate"
+                    " stopped once its own release rules were decided; run it without"
+                    " --sequential (the cases it already ran come from the cache) and"
+                    " compare that run"
+                )
+            rules.append(entry)
+    else:
+        decisions = decide_comparison(cmp.metrics, policy)
+        rules = plan_comparison(cmp.metrics, decisions, policy, costs, assurance=assurance)
     return ComparisonPlan(
         comparison_id=record.id,
         candidate_run=candidate.id,
@@ -1137,6 +1159,6 @@ def plan_stored_comparison(
         policy=str(policy_path) if policy_path else "stored with the comparison",
         policy_note=note,
         per_case=costs,
-        rules=plan_comparison(cmp.metrics, decisions, policy, costs, assurance=assurance),
+        rules=rules,
         assurance=assurance,
     )
