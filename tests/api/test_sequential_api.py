@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import write_project
+from tests.conftest import Backend, write_project
 
 import oloproof
 from oloproof.enums import Completeness
@@ -107,3 +107,17 @@ def test_a_different_seed_reads_a_different_order_and_still_decides(tmp_path: Pa
     assert result.exit_code == 0
     off = oloproof.run(root, sequential=False)
     assert off.completeness == Completeness.COMPLETE
+
+
+def test_a_sequential_run_on_each_store_backend(tmp_path: Path, backend: Backend) -> None:
+    """SQLite and the team store (PostgreSQL) keep the same order and decide the same way."""
+    root = _project(tmp_path / "p")
+    result = oloproof.run(root, sequential=True)
+    assert result.completeness == Completeness.SEQUENTIAL and result.exit_code == 0
+    assert result.sequential is not None
+    assert backend.count(root, "run_sequential") == 1
+    assert backend.count(root, "run_cases") == result.sequential["stored"]
+    again = oloproof.read_run(result.run_id, root)
+    assert [(d.rule, d.state, d.detail) for d in again.decisions] == [
+        (d.rule, d.state, d.detail) for d in result.decisions
+    ]
