@@ -27,7 +27,7 @@ BENCH = Path(__file__).resolve().parent
 SCRIPTS = [
     "seed_table", "scale", "judging", "startup", "json_overhead", "encoders", "humaneval", "imports",
     "trials", "adaptive", "team_store", "stats_speed", "viewer", "evaluator_processes",
-    "ray_executor",
+    "ray_executor", "sequential",
 ]
 
 

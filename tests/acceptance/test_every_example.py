@@ -27,6 +27,7 @@ EXPECTED = {
     "compare": (0, "ALLOW"),  # the candidate, keywords-v2
     "judge": (4, "BLOCK"),  # the validated judge waits for human labels: MANUAL_REVIEW
     "http": (0, "ALLOW"),
+    "sequential": (0, "ALLOW"),  # 97% right against 0.80: decided after 57 of 2,000 cases
 }
 
 

@@ -185,7 +185,20 @@ def build_comparison(
         )
     for name in ("candidate", "baseline"):
         run = candidate if name == "candidate" else baseline
-        if run.completeness != Completeness.COMPLETE:
+        if run.completeness == Completeness.SEQUENTIAL and name == "candidate":
+            warnings.append(
+                f"the candidate run {run.id} is sequential: its rules are decided by"
+                " sequential paired tests on the pairs in its order, over the cases its own"
+                " decision read (docs/sequential-decisions.md)"
+            )
+        elif run.completeness == Completeness.SEQUENTIAL:
+            warnings.append(
+                f"the baseline run {run.id} is sequential: it stored only the cases it needed"
+                " to decide its own rules, so the comparison pairs the cases both runs"
+                " stored, and its fixed-n interval is no longer exact over a set of cases"
+                " a sequential test chose (docs/sequential-decisions.md)"
+            )
+        elif run.completeness != Completeness.COMPLETE:
             warnings.append(
                 f"the {name} run {run.id} is {run.state}: a partial run is not decided, and"
                 " neither is a comparison with one"
@@ -324,7 +337,15 @@ def compare_runs(
         )
     level = float(policy.confidence_level)
     cmp = build_comparison(conn, candidate.id, baseline.id, level)
-    decisions = [] if cmp.incomplete else decide_comparison(cmp.metrics, policy)
+    if cmp.incomplete:
+        decisions = []
+    elif candidate.sequential is not None:
+        # Sequential paired tests in the candidate's order (docs/sequential-decisions.md).
+        from oloproof.analysis.sequential import decide_sequential_comparison
+
+        decisions = decide_sequential_comparison(conn, cmp, policy)
+    else:
+        decisions = decide_comparison(cmp.metrics, policy)
     gate_label, code = gate(decisions, incomplete=cmp.incomplete)
     cmp_id = new_comparison_id()
     created_at = utc_timestamp()

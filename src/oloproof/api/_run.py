@@ -114,6 +114,7 @@ def load(
     shard: str | tuple[int, int] | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    sequential: bool | None = None,
 ) -> PreparedRun:
     """Load and check a project (and choose its subset, or its shard): every configuration
     error is raised here, before anything is stored or called."""
@@ -164,6 +165,18 @@ def load(
         if subset.selected == total and spec.case_ids == () and not spec.where:
             subset = None  # a limit at or above the suite's size is the whole suite
     prepared.subset = subset.to_json() if subset is not None else None
+    if sequential is not None and not isinstance(sequential, bool):
+        raise UsageError(f"sequential must be True or False, got {sequential!r}")
+    if sequential if sequential is not None else prepared.project.config.sequential is not None:
+        if subset is not None:
+            raise UsageError(
+                "--sequential cannot be combined with --shard, --limit, --sample, --case or"
+                " --where: a sequential run chooses how many cases it needs, in an order of"
+                " its own, from the whole suite (docs/sequential-decisions.md)"
+            )
+        from oloproof.runner.sequential import make_sequential
+
+        make_sequential(prepared)
     return PreparedRun(prepared, subset)
 
 
@@ -221,6 +234,8 @@ def execute(
         trials=run.prepared.trials, flaky=_flaky(run.prepared, outcome.run_id),
         gate_notes=gate_notes(outcome.decisions, run.prepared.policy, outcome.run_id),
         declaration=gate_declaration(run.prepared.policy) if outcome.decisions else None,
+        sequential=outcome.sequential[0] if outcome.sequential else None,
+        sequential_note=outcome.sequential[1] if outcome.sequential else None,
     )
 
 
@@ -275,6 +290,7 @@ def run(
     shard: str | tuple[int, int] | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    sequential: bool | None = None,
 ) -> RunResult:
     """Run a project's suite, store every result, decide its release policy.
 
@@ -288,7 +304,10 @@ def run(
     ``oloproof merge`` joins the K shards into one run (docs/scaling.md). ``executor="ray"``
     (or ``executor: ray`` in oloproof.yaml) makes the system's calls and the custom
     evaluators on Ray workers, at ``ray_address`` (else ``RAY_ADDRESS``, else a local Ray
-    instance). Configuration errors raise :class:`oloproof.ConfigError` before
+    instance). ``sequential=True`` (or ``sequential: true`` in oloproof.yaml; ``False``
+    overrides it) decides every rule by an anytime-valid test, case after case in a seeded
+    order, and stops calling once every rule is decided (docs/sequential-decisions.md).
+    Configuration errors raise :class:`oloproof.ConfigError` before
     anything is stored; whatever happens after, the run is stored as DECIDED or
     RUN_ERROR/PARTIAL, never left RUNNING.
 
@@ -309,7 +328,8 @@ def run(
 
         bar = Progress(mode)
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event,
-                 trials, bar, shard=shard, executor=executor, ray_address=ray_address)
+                 trials, bar, shard=shard, executor=executor, ray_address=ray_address,
+                 sequential=sequential)
     if bar is None and not _loop_running():
         return args.call(StopRequest())
     stop = StopRequest()
@@ -385,6 +405,7 @@ async def run_async(
     shard: str | tuple[int, int] | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    sequential: bool | None = None,
 ) -> RunResult:
     """:func:`run`, awaitable: the run goes on in a thread of its own while the caller's
     loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
@@ -406,7 +427,8 @@ async def run_async(
                 pass
 
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback,
-                 trials, shard=shard, executor=executor, ray_address=ray_address)
+                 trials, shard=shard, executor=executor, ray_address=ray_address,
+                 sequential=sequential)
 
     def settle(value: Any, error: BaseException | None) -> None:
         if future.done():
@@ -458,13 +480,14 @@ class _Args:
     shard: str | tuple[int, int] | None = None
     executor: str | None = None
     ray_address: str | None = None
+    sequential: bool | None = None
 
     def call(self, stop: StopRequest) -> RunResult:
         loaded = load(
             self.project, policy=self.policy, limit=self.limit, sample=self.sample,
             seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
             trials=self.trials, shard=self.shard, executor=self.executor,
-            ray_address=self.ray_address,
+            ray_address=self.ray_address, sequential=self.sequential,
         )
         _warn_stale_cache(loaded)
         sinks: list[EventCallback] = []

@@ -151,6 +151,10 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _arg("--trials", type=_trials, metavar="K",
              help="call the system K times per case (default: trials: in oloproof.yaml, else 1);"
                   " see docs/repeated-trials.md"),
+        _arg("--sequential", action="store_true", default=None,
+             help="decide every rule by an anytime-valid test, case after case in a seeded"
+                  " order, and stop calling once every rule is decided (default: sequential:"
+                  " in oloproof.yaml); see docs/sequential-decisions.md"),
         _arg("--executor", choices=("local", "ray"),
              help="where the system's calls and custom evaluators run (default: executor: in"
                   " oloproof.yaml, else local); ray needs oloproof[ray], see docs/scaling.md"),

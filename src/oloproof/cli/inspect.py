@@ -7,7 +7,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from oloproof.analysis.cases import case_json, failure_rows, failures, run_json, trial_json
-from oloproof.analysis.stored import decide_stored, judge_reports, stored_policy
+from oloproof.analysis.stored import (
+    decide_stored,
+    judge_reports,
+    sequential_reading,
+    stored_policy,
+)
 from oloproof.cli._common import project_root, read_project_store
 from oloproof.errors import UsageError
 from oloproof.policy.decide import Decision
@@ -104,12 +109,17 @@ def command(args: argparse.Namespace) -> int:
     decisions = load_decisions(conn, run.id)
     policy = stored_policy(run, project_root(args.config))
     _, summaries = decide_stored(conn, run.id, policy)  # metrics at the run's own level
+    sequential = sequential_reading(conn, run.id, policy)
     if args.json:
         judges = judge_reports(conn, run.id, float(policy.confidence_level))
-        return _json(run_json(run, cases, decisions, list(summaries.values()), judges))
+        doc = run_json(run, cases, decisions, list(summaries.values()), judges)
+        if sequential is not None:
+            doc["sequential"] = sequential[0]
+        return _json(doc)
     try:
         shown = [Decision(**d) for d in decisions]
     except TypeError as exc:
         raise StoreUnreadable(f"run {run.id}: its stored decisions are damaged ({exc})") from exc
-    print_to(sys.stdout, run_view(run, cases, shown, list(summaries.values())))
+    print_to(sys.stdout, run_view(run, cases, shown, list(summaries.values()),
+                                  sequential[1] if sequential is not None else None))
     return 0

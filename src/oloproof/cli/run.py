@@ -118,6 +118,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         args.config, policy=args.policy, limit=args.limit, sample=args.sample, seed=args.seed,
         cases=args.case, where=args.where, group_by=args.group_by, trials=args.trials,
         shard=args.shard, executor=args.executor, ray_address=args.ray_address,
+        sequential=args.sequential,
     )
     stale = prepared.identity_warning
     if stale is not None:
@@ -188,6 +189,8 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 f"Stopped: {result.stop_reason}. Finished cases are stored;"
                 " the next run takes them from the cache."
             )
+        if result.sequential_note:
+            notes.insert(0, result.sequential_note)
         notes.extend(result.gate_notes)
         if (
             prepared.policy_path is None

@@ -70,6 +70,7 @@ __all__ = [
     "RetryConfig",
     "RubricJudgeEvaluator",
     "RuleFamily",
+    "SequentialConfig",
     "State",
     "SystemConfig",
     "regex_flags",
@@ -238,6 +239,14 @@ class RayConfig(ConfigRecord):
     """The optional top-level ``ray:`` block (``executor: ray``; docs/scaling.md)."""
 
     workers: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SequentialConfig(ConfigRecord):
+    """``sequential:`` in oloproof.yaml (docs/sequential-decisions.md)."""
+
+    seed: int = 0
+    margin: float = 0.05
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -494,6 +503,7 @@ class ProjectConfig(ConfigRecord):
     store: str | None = None
     executor: Literal["local", "ray"] = "local"
     ray: RayConfig = _field(default_factory=RayConfig)
+    sequential: SequentialConfig | None = None
 
     def judge_criteria(self) -> list[str]:
         """The criteria of the project's rubric judges, in declared order."""
@@ -634,7 +644,8 @@ RECORDS: dict[str, type[ConfigRecord]] = {
     cls.__name__: cls
     for cls in (
         ProjectConfig, SystemConfig, HttpSystemConfig, ConcurrencyConfig, AdaptiveConfig,
-        RetryConfig, RayConfig, LimitsConfig, ExactMatchEvaluator, ContainsEvaluator,
+        RetryConfig, RayConfig, SequentialConfig, LimitsConfig, ExactMatchEvaluator,
+        ContainsEvaluator,
         RegexEvaluator, JsonSchemaEvaluator, AbsoluteErrorEvaluator, RubricJudgeEvaluator,
         PanelMember, CustomEvaluator, ReleasePolicy, RuleFamily, IntervalRule,
         ObservedCountRule, JudgeValidation, ComparePolicy, CompareRule,

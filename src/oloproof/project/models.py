@@ -260,6 +260,19 @@ class RayConfig(_Model):
     workers: int | None = Field(default=None, ge=1, le=1024, strict=True)
 
 
+class SequentialConfig(_Model):
+    """``sequential:`` in oloproof.yaml: ``true`` (or this block) decides every run rule by an
+    anytime-valid test and stops calling once every rule is decided
+    (docs/sequential-decisions.md)."""
+
+    #: Seeds the order the cases run and are tested in. Fixed by default, so that a rerun
+    #: asks for the same cases and the cache answers them.
+    seed: int = Field(default=0, ge=0, le=2**63 - 1, strict=True)
+    #: BINARY rules: the distance from the threshold the test is tuned to detect fastest
+    #: (its design alternative); any rate beyond the threshold is still detected.
+    margin: float = Field(default=0.05, gt=0, lt=0.5)
+
+
 class RetryConfig(_Model):
     """The optional top-level ``retry:`` block."""
 
@@ -666,6 +679,18 @@ class ProjectConfig(_Model):
     #: of an identity: changing it invalidates nothing stored.
     executor: Literal["local", "ray"] = "local"
     ray: RayConfig = Field(default_factory=RayConfig)
+    #: Sequential decisions (docs/sequential-decisions.md): ``true``, a block with ``seed``
+    #: and ``margin``, or absent / ``false`` (every case runs; the fixed-n intervals decide).
+    sequential: SequentialConfig | None = None
+
+    @field_validator("sequential", mode="before")
+    @classmethod
+    def _check_sequential(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        if value is False or value is None:
+            return None
+        return value
 
     @field_validator("store", mode="before")
     @classmethod
@@ -1130,7 +1155,8 @@ _MODELS: dict[str, type[_Model]] = {
     cls.__name__: cls
     for cls in (
         ProjectConfig, SystemConfig, HttpSystemConfig, ConcurrencyConfig, AdaptiveConfig,
-        RetryConfig, RayConfig, LimitsConfig, ExactMatchEvaluator, ContainsEvaluator,
+        RetryConfig, RayConfig, SequentialConfig, LimitsConfig, ExactMatchEvaluator,
+        ContainsEvaluator,
         RegexEvaluator, JsonSchemaEvaluator, AbsoluteErrorEvaluator, RubricJudgeEvaluator,
         PanelMember, CustomEvaluator, ReleasePolicy, RuleFamily, IntervalRule,
         ObservedCountRule, JudgeValidation, ComparePolicy, CompareRule,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.evaluators.judge import PanelJudge, RubricJudge
+    from oloproof.policy.sequential import SequentialSpec
     from oloproof.project.config import ReleasePolicy
     from oloproof.project.suite import Suite
 
@@ -52,6 +53,8 @@ class Prepared:
     #: Keeps the validated configuration once the store exists (project/_snapshot.py);
     #: None when it came from its snapshot.
     keep: Callable[[], None] | None = None
+    #: A sequential run's seed, margin and size (runner/sequential.py); None: fixed-n.
+    sequential: SequentialSpec | None = None
 
 
 def load_configuration(
