@@ -219,9 +219,11 @@ def test_a_threshold_at_or_beyond_its_edge_is_refused(
 
 
 def test_thresholds_that_the_suite_can_fail_run(project_dir: Path) -> None:
+    # 20 scores all at the top of [0, 30] have a betting interval of [23.62, 30] (issue 33),
+    # all at the bottom [0, 6.38]: a ceiling under 23.6 and a floor over 6.4 can fail.
     release = ("version: 1\nrules:\n  - {id: a, metric: exact_label, min: 0.2}\n"
                "  - {id: b, metric: exact_label, max: 0.8}\n"
-               "  - {id: c, metric: days, max: 29.9}\n  - {id: d, metric: days, min: 0.1}\n")
+               "  - {id: c, metric: days, max: 20}\n  - {id: d, metric: days, min: 10}\n")
     write_project(project_dir, app=APP_OK, cases=_days_cases(20), evaluators=MEAN_EV,
                   release=release)
     assert len(oloproof.run(project_dir).decisions) == 4
