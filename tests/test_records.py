@@ -466,6 +466,44 @@ def test_asdict_recurses_like_dataclasses_and_deep_copies_the_rest() -> None:
         assert _outcome(_records.replace, bad) == _outcome(dataclasses.replace, bad)
 
 
+def test_asdict_keeps_enum_members_without_deep_copying(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An enum member is what copy.deepcopy would return (Enum.__deepcopy__ gives the member
+    itself), so asdict() returns it without importing `copy` (which every run paid for
+    through a rule's state); an enum that copies itself otherwise is still deep-copied."""
+    import enum
+
+    class State(enum.StrEnum):
+        PASS = "PASS"
+
+    class Odd(enum.Enum):
+        A = 1
+
+        def __deepcopy__(self, memo: Any) -> str:
+            return "copied"
+
+    source = """
+        @dataclass(frozen=True)
+        class Decision:
+            state: Any
+            states: list[Any] = field(default_factory=list)
+            odd: Any = None
+    """
+    made = {mod: _make(mod, source) for mod in (dataclasses, _records)}
+    ours = made[_records]["Decision"](State.PASS, [State.PASS], Odd.A)
+    theirs = made[dataclasses]["Decision"](State.PASS, [State.PASS], Odd.A)
+    assert _records.asdict(ours) == dataclasses.asdict(theirs) == {
+        "state": State.PASS, "states": [State.PASS], "odd": "copied"}
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("copy.deepcopy called for an enum member")
+
+    monkeypatch.setattr(copy, "deepcopy", refuse)
+    plain = made[_records]["Decision"](State.PASS, [State.PASS])
+    got = _records.asdict(plain)
+    assert got == {"state": "PASS", "states": ["PASS"], "odd": None}
+    assert got["state"] is State.PASS and got["states"][0] is State.PASS
+
+
 def test_class_definitions_are_refused_alike() -> None:
     bad = {
         "non-default after default": """

@@ -61,6 +61,7 @@ import marshal
 import os
 import sys
 from _thread import get_ident
+from enum import Enum
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -579,12 +580,15 @@ def _is_record(obj: object) -> bool:
     return hasattr(type(obj), "__record_fields__")
 
 
-# Values asdict() may return as they are: copy.deepcopy returns these same objects.
+# Values asdict() may return as they are: copy.deepcopy returns these same objects. So it
+# does an enum member (Enum.__deepcopy__ returns it), the one other kind our records hold:
+# without this, the first one imported `copy` on every run's path (a rule's state).
 _ATOMIC = frozenset({type(None), bool, int, float, complex, str, bytes})
+_ENUM_DEEPCOPY = Enum.__deepcopy__
 
 
 def _asdict_inner(obj: Any) -> Any:
-    if type(obj) in _ATOMIC:
+    if type(obj) in _ATOMIC or getattr(type(obj), "__deepcopy__", None) is _ENUM_DEEPCOPY:
         return obj
     if hasattr(type(obj), "__record_fields__"):
         return {f.name: _asdict_inner(getattr(obj, f.name)) for f in obj.__record_fields__}

@@ -219,8 +219,8 @@ def test_a_threshold_at_or_beyond_its_edge_is_refused(
 
 
 def test_thresholds_that_the_suite_can_fail_run(project_dir: Path) -> None:
-    # days: 20 cases on [0, 30], decided by the betting interval (issue 33): all 20 at the
-    # top give a lower bound of 23.6, above 20; all at the bottom an upper bound under 10.
+    # 20 scores all at the top of [0, 30] have a betting interval of [23.62, 30] (issue 33),
+    # all at the bottom [0, 6.38]: a ceiling under 23.6 and a floor over 6.4 can fail.
     release = ("version: 1\nrules:\n  - {id: a, metric: exact_label, min: 0.2}\n"
                "  - {id: b, metric: exact_label, max: 0.8}\n"
                "  - {id: c, metric: days, max: 20}\n  - {id: d, metric: days, min: 10}\n")
