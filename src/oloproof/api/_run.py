@@ -114,6 +114,7 @@ def load(
     shard: str | tuple[int, int] | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    variant: str | None = None,
 ) -> PreparedRun:
     """Load and check a project (and choose its subset, or its shard): every configuration
     error is raised here, before anything is stored or called."""
@@ -141,7 +142,7 @@ def load(
         raise UsageError(f"executor must be 'local' or 'ray', got {executor!r}")
     prepared = prepare(
         config_file(project), None if policy is None else str(policy), list(group_by or ()),
-        trials, executor, ray_address,
+        trials, executor, ray_address, variant,
     )
     subset = None
     if slice_ is not None:

@@ -151,6 +151,11 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _arg("--trials", type=_trials, metavar="K",
              help="call the system K times per case (default: trials: in oloproof.yaml, else 1);"
                   " see docs/repeated-trials.md"),
+        _arg("--matrix", action="store_true",
+             help="run every variant of matrix: in oloproof.yaml as its own run, then compare"
+                  " each with the baseline under Holm (docs/prompts-and-models.md)"),
+        _arg("--variant", action="append", metavar="NAME",
+             help="with --matrix: run only this variant, and the baseline (repeatable)"),
         _arg("--executor", choices=("local", "ray"),
              help="where the system's calls and custom evaluators run (default: executor: in"
                   " oloproof.yaml, else local); ray needs oloproof[ray], see docs/scaling.md"),

@@ -35,6 +35,8 @@ __all__ = [
     "EvaluatorShape",
     "IntervalRuleShape",
     "JudgeValidationShape",
+    "MatrixShape",
+    "MatrixVariantShape",
     "ObservedCountRuleShape",
     "ProjectConfigShape",
     "RegexShape",
@@ -169,6 +171,26 @@ class RubricJudgeShape(EvaluatorShape):
             assert self.rubric_file is not None
             self._rubric = Path(self.rubric_file).read_text(encoding="utf-8-sig")
         return self._rubric
+
+
+class MatrixVariantShape:
+    def overrides(self) -> dict[str, Any]:
+        """The fields this variant sets (``null`` included: it leaves a parameter out)."""
+        dump = self.model_dump(exclude_unset=True)  # type: ignore[attr-defined]
+        return {k: v for k, v in dump.items() if k != "name"}
+
+
+class MatrixShape:
+    if TYPE_CHECKING:
+        variants: list[Any]
+        baseline: str | None
+
+    def baseline_name(self) -> str:
+        """The variant the others are compared against: ``baseline:``, else the first."""
+        return self.baseline or str(self.variants[0].name)
+
+    def names(self) -> list[str]:
+        return [str(v.name) for v in self.variants]
 
 
 class ProjectConfigShape:
