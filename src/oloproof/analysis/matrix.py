@@ -259,3 +259,100 @@ def _ranking(
         rows.sort(key=lambda r: (sign * r[2], r[0]))
         ranking[metric] = [{"variant": n, "estimate": e} for _, n, e in rows]
     return ranking
+
+
+# -- plan: how many more cases would separate the top two -------------------------------
+
+
+def _separates(lower: float, upper: float) -> Any:
+    """A two-sided judge: decided when the interval on the difference excludes 0."""
+    from oloproof.enums import RuleState
+
+    if lower > 0:
+        return RuleState.PASS
+    if upper < 0:
+        return RuleState.FAIL
+    return None
+
+
+def plan_matrix(conn: Connection, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Per metric, how many more cases would separate the matrix's top two variants: the
+    smallest total N of pairs at which the interval on their paired difference (the
+    comparison's own method, at the matrix's confidence level, both sides) excludes 0, if
+    the cases to come resemble those already paired. A plan, not a decision: the top two
+    are chosen after looking, so a later test of them is one more comparison to count."""
+    from oloproof.analysis.compare import build_comparison
+    from oloproof.stats.sample_size import paired_binary_rule_size, paired_mean_rule_size
+
+    level = float(doc["confidence_level"])
+    runs = {v["name"]: v["run_id"] for v in doc["variants"]}
+    out: list[dict[str, Any]] = []
+    for metric, ranked in (doc.get("ranking") or {}).items():
+        entry: dict[str, Any] = {"metric": metric}
+        out.append(entry)
+        if len(ranked) < 2:
+            entry.update(status="not_computable", reason="fewer than two variants have an"
+                         " estimate on this metric")
+            continue
+        top, second = ranked[0]["variant"], ranked[1]["variant"]
+        entry.update(top=top, second=second)
+        cmp = build_comparison(conn, runs[top], runs[second], level)
+        pm = cmp.metrics.get(metric)
+        if pm is None or pm.pairs == 0:
+            entry.update(status="not_computable", reason="no case was observed in both runs")
+            continue
+        entry.update(pairs=pm.pairs, difference=pm.estimate, lower=pm.lower, upper=pm.upper,
+                     kind=pm.kind)
+        if pm.kind == MetricKind.BINARY:
+            cells = (int(pm.both_pass or 0), int(pm.cand_only or 0), int(pm.base_only or 0),
+                     int(pm.both_fail or 0))
+            entry["observed"] = dict(zip(
+                ("both_pass", "top_only", "second_only", "both_fail"), cells, strict=True))
+            size = paired_binary_rule_size(*cells, _separates, pm.estimate == 0, level)
+        else:
+            mean = pm.estimate or 0.0
+            size = paired_mean_rule_size(mean, pm.sd, pm.pairs, _separates, mean == 0, level)
+            entry["observed"] = {"mean_difference": pm.estimate, "sd": pm.sd}
+        entry.update(status=size.status, total=size.total, more=size.more,
+                     method=size.method, approximate=size.approximate, reason=size.reason)
+    return {"matrix_id": doc["matrix_id"], "confidence_level": level, "metrics": out}
+
+
+def plan_text(plan: Mapping[str, Any]) -> str:
+    """The plan of a matrix as the ``plan`` command prints it."""
+    from oloproof.policy.format import difference_interval_text, difference_text, level_text
+
+    lines = [f"Matrix {plan['matrix_id']}"]
+    for m in plan["metrics"]:
+        if "top" not in m:
+            lines.append(f"{m['metric']}: {m.get('reason', 'nothing to size')}")
+            continue
+        head = f"{m['metric']}: top two {m['top']} and {m['second']}"
+        if m["status"] == "not_computable":
+            lines.append(f"{head}: {m['reason']}")
+            continue
+        kind = m["kind"]
+        observed = (f"{difference_text(m['difference'], kind)}"
+                    f" {difference_interval_text(m['lower'], m['upper'], kind)}"
+                    f" over {m['pairs']} pairs")
+        status = m["status"]
+        if status == "sized":
+            said = (f"about {m['more']} more cases would separate them, if the observed"
+                    f" difference holds ({m['total']} in total)")
+        elif status == "already_decided":
+            said = "already separated by the cases run"
+        elif status == "on_the_bar":
+            said = ("no number of cases separates them: their observed difference is 0"
+                    " (they are as good as each other on these cases)")
+        elif status == "beyond_limit":
+            said = f"no size within reach separates them ({m['reason']})"
+        else:
+            said = m.get("reason") or status
+        lines.append(f"{head}: {said}")
+        lines.append(f"  observed  {observed}")
+        lines.append(f"  method    {m.get('method', '')} (both sides, at"
+                     f" {level_text(float(plan['confidence_level']))})"
+                     + (", approximate" if m.get("approximate") else ""))
+        lines.append("  assuming  the cases to come resemble those already paired; the top two"
+                     " were chosen after looking, so testing them is one more comparison")
+    return "\n".join(lines) + "\n"

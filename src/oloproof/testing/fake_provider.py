@@ -64,7 +64,7 @@ answer is deterministic, and depends on the model's name and on the prompt
   in the prompt's other lines (lines starting with ``Example`` aside), else ``unknown``;
 - the model makes a mistake (answers the next label of the list instead) when a number
   drawn from the SHA-256 of the model's name and the whole prompt falls below its error
-  rate: :data:`MODEL_ERROR_RATES` by the name (``small`` 0.3, ``large`` 0.1, any other
+  rate: :data:`MODEL_ERROR_RATES` by the name (``small`` 0.3, ``large`` 0.12, any other
   0.2), halved when the prompt says ``step by step``, and halved again when it has a line
   starting with ``Example``;
 - the reply is the label alone, or ``{"label": ...}`` when the prompt mentions ``JSON``;
@@ -197,7 +197,7 @@ def score_verdict(output: str | None, scale: tuple[int, int], rule: JudgeRule) -
 # -- a model as the system under test ------------------------------------------------
 
 #: The share of cases a fake model gets wrong, by a word of its name (first match).
-MODEL_ERROR_RATES: tuple[tuple[str, float], ...] = (("small", 0.3), ("large", 0.1))
+MODEL_ERROR_RATES: tuple[tuple[str, float], ...] = (("small", 0.3), ("large", 0.12))
 DEFAULT_MODEL_ERROR_RATE = 0.2
 _CATEGORIES = re.compile(r"^\s*categories\s*:\s*(?P<names>.+)$", re.IGNORECASE | re.MULTILINE)
 
