@@ -156,8 +156,8 @@ def test_explicit_variants_follow_the_product_and_baseline_is_checked(tmp_path: 
      "duplicate variant name 'a'", "matrix.variants[1].name"),
     ("matrix:\n  variants:\n    - {name: only}\n", "a matrix needs at least 2 variants",
      "matrix.variants"),
-    ("matrix:\n  variants:\n    - {name: a}\n"
-     "    - {name: b, provider: anthropic, max_tokens: null}\n",
+    (("matrix:\n  variants:\n    - {name: a}\n"
+      "    - {name: b, provider: anthropic, max_tokens: null}\n"),
      "variant 'b': the anthropic Messages API requires max_tokens", None),
 ])
 def test_a_bad_matrix_is_refused_naming_the_field(

@@ -194,7 +194,8 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         *_CI,
     ),
     "inspect": (
-        _arg("run_id", metavar="RUN_ID", help="a run id, a comparison id, or 'latest'"),
+        _arg("run_id", metavar="RUN_ID",
+             help="a run id, a comparison id, a matrix id (mx_…), or 'latest'"),
         _CONFIG,
         _arg("--case", metavar="ID",
              help="show one case: input, expected, output, judgments, attempts, errors"),
@@ -230,7 +231,9 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _CONFIG,
     ),
     "plan": (
-        _arg("ref", metavar="RUN_ID|CMP_ID", help="a run id (with --run) or a comparison id"),
+        _arg("ref", metavar="RUN_ID|CMP_ID|MX_ID",
+             help="a run id (with --run), a comparison id, or a matrix id (mx_…: how many"
+                  " more cases would separate its top two variants)"),
         _arg("--run", action="store_true", help="size the rules of a run (RUN_ID)"),
         _CONFIG,
         _arg("--policy",
@@ -249,7 +252,8 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _arg("--json", action="store_true", help="print the comparison as one JSON document"),
     ),
     "report": (
-        _arg("ref", metavar="RUN_ID|CMP_ID", help="a run id, 'latest', or a comparison id"),
+        _arg("ref", metavar="RUN_ID|CMP_ID|MX_ID",
+             help="a run id, 'latest', a comparison id or a matrix id"),
         _CONFIG,
         _arg("--output", "-o", metavar="FILE",
              help="where to write it (default: oloproof-report-<id>.html; '-' for standard"
