@@ -196,6 +196,7 @@ class ModelSystem:
         self._api_key = resolve_api_key(
             self.provider_name, self.config.get("api_key_env"),
             os.environ if environ is None else environ, field=f"{field}.api_key_env",
+            who="model",
         )
         self._what = f"system {name} ({self.provider_name} {self.model})"
         # Built now to check the key's shape, model and base_url; start() builds the one
