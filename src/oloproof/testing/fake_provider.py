@@ -54,10 +54,11 @@ low), and otherwise one point above the low for every
 The model's rule
 ----------------
 A chat request (either format) whose user message is not a judge's prompt (it has no
-framed output part and asks for no score) is answered as a *model* would, so that a
-model can be the system under test (``system.model``, docs/prompts-and-models.md). The
-answer is deterministic, and depends on the model's name and on the prompt
-(:func:`model_answer`):
+framed output part and asks for no score) and whose prompt has a ``Categories:`` line is
+answered as a *model* would, so that a model can be the system under test
+(``system.model``, docs/prompts-and-models.md); any other prompt gets the judge's answer
+(a failing verdict: no output part). The answer is deterministic, and depends on the
+model's name and on the prompt (:func:`model_answer`):
 
 - the prompt (system and user message together) names its labels on a line
   ``Categories: a, b, c``; the right label is the first of them that appears as a word
@@ -70,8 +71,8 @@ answer is deterministic, and depends on the model's name and on the prompt
 - the reply is the label alone, or ``{"label": ...}`` when the prompt mentions ``JSON``;
   a prompt that mentions ``code fence`` gets that JSON in a fenced code block.
 
-Without a ``Categories:`` line the reply is ``I cannot tell.`` (a model that was not
-told what to answer). Usage counts words, as for the judge.
+:func:`model_answer` called without a ``Categories:`` line says ``I cannot tell.`` (a
+model that was not told what to answer). Usage counts words, as for the judge.
 
 Capacity
 --------
@@ -240,7 +241,8 @@ def _is_judge_prompt(user_prompt: str) -> bool:
 
 
 def _reply_text(model: str, system: str, user: str, rule: JudgeRule) -> str:
-    if _is_judge_prompt(user):
+    prompt = f"{system}\n{user}"
+    if _is_judge_prompt(user) or _CATEGORIES.search(prompt) is None:
         return _verdict_text(user, rule)
     return model_answer(model, system, user)
 
