@@ -437,3 +437,47 @@ def test_matrix_true_without_a_matrix_is_a_usage_error(tmp_path: Path, key: str)
     root = _project(tmp_path, "http://127.0.0.1:9/v1")
     with pytest.raises(UsageError, match="declares no matrix"):
         oloproof.run(root, matrix=True)
+
+
+def test_a_ranged_mean_is_compared_with_the_bounded_interval_and_trials_and_groups_work(
+    tmp_path: Path, server: FakeServer, key: str
+) -> None:
+    from oloproof.analysis.matrix import BOUNDED_PAIRED
+
+    evaluators = f"""
+      - type: exact_match
+        criterion: correct
+        field: null
+        expected_field: label
+        group_by: [topic]
+      - type: rubric_judge
+        criterion: quality
+        scale: [1, 5]
+        provider: openai_compatible
+        model: fake-judge
+        base_url: {server.openai_base_url}
+        api_key_env: MODEL_TEST_KEY
+        rubric_text: Score how complete the answer is.
+    """
+    cases = [{**c, "metadata": {"topic": c["expected"]["label"]}} for c in _cases(16)]
+    matrix = "matrix:\n  product:\n    model: [fake-small, fake-large]\n"
+    root = _project(tmp_path, server.openai_base_url, matrix=matrix, evaluators=evaluators,
+                    cases=cases)
+    result = oloproof.run(root, matrix=True, trials=2)
+    methods = {c.metric: c.method for c in result.comparisons}
+    assert methods["quality"] == BOUNDED_PAIRED
+    assert methods["correct"].startswith("Newcombe")
+    for v in result.variants:
+        assert v.result.trials == 2
+        assert v.result.metrics["correct"].trials == 2
+    assert any("trial 0" in w for w in result.warnings)
+
+
+def test_a_matrix_refuses_the_ray_executor_before_anything_runs(tmp_path: Path, key: str) -> None:
+    root = _project(tmp_path, "http://127.0.0.1:9/v1",
+                    matrix="matrix:\n  variants:\n    - {name: a}\n    - {name: b}\n")
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text() + "executor: ray\n")
+    with pytest.raises(UsageError, match="executor: ray"):
+        oloproof.run(root, matrix=True)
+    assert not (root / ".oloproof" / "store.sqlite").exists()

@@ -110,6 +110,12 @@ def load_matrix(
             f"{project_.display} declares no matrix: add a matrix: block (product: or"
             " variants:) to run --matrix (docs/prompts-and-models.md)"
         )
+    if project_.config.executor == "ray":
+        raise UsageError(
+            f"{project_.display} says executor: ray; run --matrix runs its variants in this"
+            " process (the Ray workers build the project's own system, not a variant's):"
+            " run the matrix with executor: local"
+        )
     names = matrix.names()
     baseline = matrix.baseline_name()
     chosen = names

@@ -119,6 +119,9 @@ def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
     if args.shard or args.sample:
         raise UsageError("--matrix runs every variant on the same cases: it cannot be combined"
                          " with --shard or --sample")
+    if args.executor == "ray":
+        raise UsageError("--matrix runs its variants in this process: it cannot be combined"
+                         " with --executor ray")
     if args.junit_xml or args.github_annotations:
         raise UsageError("--junit-xml and --github-annotations report one run; with --matrix,"
                          " read the matrix with `oloproof inspect mx_… --json`")
