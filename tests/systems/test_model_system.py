@@ -481,3 +481,40 @@ def test_a_matrix_refuses_the_ray_executor_before_anything_runs(tmp_path: Path, 
     with pytest.raises(UsageError, match="executor: ray"):
         oloproof.run(root, matrix=True)
     assert not (root / ".oloproof" / "store.sqlite").exists()
+
+
+def test_a_matrix_is_stored_and_read_back_on_either_store(
+    tmp_path: Path, server: FakeServer, key: str, backend: Any
+) -> None:
+    matrix = "matrix:\n  product:\n    model: [fake-small, fake-large]\n"
+    root = _project(tmp_path, server.openai_base_url, matrix=matrix, cases=_cases(12))
+    result = oloproof.run(root, matrix=True)
+    assert backend.count(root, "matrices", "id = ?", (result.matrix_id,)) == 1
+    from oloproof.store.location import locate
+    from oloproof.store.db import open_store_readonly
+    from oloproof.store.matrices import get_matrix, list_matrices
+
+    conn = open_store_readonly(locate(root / "oloproof.yaml"))
+    try:
+        assert get_matrix(conn, result.matrix_id).document == result.to_json()
+        assert get_matrix(conn, "latest").id == result.matrix_id
+        assert [m.id for m in list_matrices(conn)] == [result.matrix_id]
+    finally:
+        conn.close()
+
+
+def test_cli_mistakes_are_one_clear_message(tmp_path: Path) -> None:
+    root = _project(tmp_path, "http://127.0.0.1:9/v1",
+                    prompt="Categories: a, b\n{% if question %}\n{{ question }}\n")
+    env = {"MODEL_TEST_KEY": KEY}
+    broken = run_cli("run", cwd=root, env=env)
+    assert broken.code == 2, broken.text
+    assert "prompts/answer.md:3: system.model.prompt_file: the template does not parse" in (
+        broken.err), broken.err
+    no_matrix = run_cli("run", "--matrix", cwd=root, env=env)
+    assert no_matrix.code == 2 and "declares no matrix" in no_matrix.err, no_matrix.text
+    variant_alone = run_cli("run", "--variant", "x", cwd=root, env=env)
+    assert variant_alone.code == 2 and "use it with --matrix" in variant_alone.err
+    for result in (broken, no_matrix, variant_alone):
+        assert "Traceback" not in result.err
+    assert not (root / ".oloproof" / "store.sqlite").exists()
