@@ -426,6 +426,8 @@ def test_run_matrix_through_the_cli_and_plan_the_top_two(
     assert plan.code == 0, plan.text
     doc = json.loads(plan.out)
     assert doc["metrics"][0]["metric"] == "correct" and "top" in doc["metrics"][0]
+    listed = run_cli("runs", cwd=root)
+    assert "triage [stepwise/large]" in listed.out and "None" not in listed.out, listed.out
     only = run_cli("run", "--matrix", "--variant", "stepwise/large", cwd=root, env=env)
     assert only.code == 0 and "2 variants" in only.out, only.text
     unknown = run_cli("run", "--matrix", "--variant", "nope", cwd=root, env=env)

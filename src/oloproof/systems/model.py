@@ -246,9 +246,13 @@ class ModelSystem:
 
     def describe(self) -> dict[str, Any]:
         """What ``runs``, ``inspect`` and the reports show of this system (no key)."""
+        shown: dict[str, Any] = {"kind": "model", "name": self.name}
+        if self.version is not None:
+            shown["version"] = self.version
+        if self.variant is not None:
+            shown["variant"] = self.variant
         return {
-            "kind": "model", "name": self.name, "version": self.version,
-            "variant": self.variant, "provider": self.provider_name, "model": self.model,
+            **shown, "provider": self.provider_name, "model": self.model,
             "base_url": self.config.get("base_url"), "prompt_file": self.prompt_file,
             "system_prompt_file": self.system_prompt_file, "output": self.output_mode,
             "parameters": {
