@@ -492,8 +492,8 @@ def test_a_matrix_is_stored_and_read_back_on_either_store(
     root = _project(tmp_path, server.openai_base_url, matrix=matrix, cases=_cases(12))
     result = oloproof.run(root, matrix=True)
     assert backend.count(root, "matrices", "id = ?", (result.matrix_id,)) == 1
-    from oloproof.store.location import locate
     from oloproof.store.db import open_store_readonly
+    from oloproof.store.location import locate
     from oloproof.store.matrices import get_matrix, list_matrices
 
     conn = open_store_readonly(locate(root / "oloproof.yaml"))
@@ -520,3 +520,56 @@ def test_cli_mistakes_are_one_clear_message(tmp_path: Path) -> None:
     for result in (broken, no_matrix, variant_alone):
         assert "Traceback" not in result.err
     assert not (root / ".oloproof" / "store.sqlite").exists()
+
+
+def test_a_base_url_with_credentials_is_stored_without_them(
+    tmp_path: Path, server: FakeServer, key: str
+) -> None:
+    secret_url = server.openai_base_url.replace("http://", "http://user:pa55w0rd-xyz@") + "?t=tok-123"
+    matrix = f"matrix:\n  variants:\n    - {{name: a}}\n    - {{name: b, base_url: '{secret_url}'}}\n"
+    root = _project(tmp_path, secret_url, matrix=matrix, cases=_cases(4))
+    result = oloproof.run(root, matrix=True)
+    # httpx sends the user info as Basic auth, which the fake refuses (401): each variant's
+    # run stops itself, and the matrix goes on to the next variant all the same.
+    assert [v.result.status for v in result.variants] == ["RUN_ERROR", "RUN_ERROR"]
+    assert result.exit_code == 5
+    stored = (root / ".oloproof" / "store.sqlite").read_bytes()
+    assert b"pa55w0rd-xyz" not in stored and b"tok-123" not in stored
+    assert result.variant("b").overrides["base_url"].endswith("/v1?…")
+    assert "user" not in result.variant("b").overrides["base_url"]
+
+
+def test_a_signal_stops_the_matrix_and_what_finished_is_stored(
+    tmp_path: Path, key: str
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    with FakeServer() as srv:
+        srv.configure(None, delay_s=0.2)
+        matrix = "matrix:\n  product:\n    model: [fake-small, fake-large, fake-other]\n"
+        root = _project(tmp_path, srv.openai_base_url, matrix=matrix, cases=_cases(12),
+                        concurrency=2)
+        env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
+        env.update(MODEL_TEST_KEY=KEY, PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "oloproof.cli.main", "run", "--matrix"], cwd=root,
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        assert proc.stderr is not None
+        seen = ""
+        while "variant 2/3" not in seen:  # the second variant has started
+            line = proc.stderr.readline()
+            assert line, seen
+            seen += line
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 5, (out, err)
+    assert "the matrix stopped before 1 variant(s) ran: fake-other" in out, out
+    assert "Traceback" not in err
+    listed = run_cli("runs", "--json", cwd=root)
+    states = sorted(f"{r['status']}/{r['completeness']}" for r in json.loads(listed.out))
+    assert states == ["DECIDED/COMPLETE", "RUN_ERROR/PARTIAL"], states

@@ -162,6 +162,12 @@ def run_matrix(
         if on_variant is not None:
             on_variant(run)
         results.append((run, execute(run, use_cache=use_cache, sinks=sinks, stop=stop)))
+        if stop.reason is not None and stop.count == 0:
+            # The run stopped itself (a 401 or a dead endpoint of this variant, a store
+            # fault): that run is RUN_ERROR/PARTIAL, and the next variant, which may reach
+            # another endpoint with another key, still runs. A signal or a closed output
+            # (stop.count > 0) stops the matrix.
+            stop.reason = None
     return conclude(loaded, results, baseline)
 
 
@@ -209,10 +215,12 @@ def conclude(
     variants: list[VariantResult] = []
     for run, result in results:
         name = str(run.prepared.variant)
-        variants.append(VariantResult(
-            name, dict(matrix_variant(project, name).overrides()), result,
-            baseline=name == baseline,
-        ))
+        overrides = dict(matrix_variant(project, name).overrides())
+        if overrides.get("base_url"):
+            from oloproof.transport.http import shown_url
+
+            overrides["base_url"] = shown_url(overrides["base_url"])  # no user info, no query
+        variants.append(VariantResult(name, overrides, result, baseline=name == baseline))
     conn = open_store(locate(project.config_path))
     try:
         warnings: list[str] = []

@@ -253,7 +253,11 @@ class ModelSystem:
             shown["variant"] = self.variant
         return {
             **shown, "provider": self.provider_name, "model": self.model,
-            "base_url": self.config.get("base_url"), "prompt_file": self.prompt_file,
+            # As messages show it: never the user info or a query string (either may hold
+            # a secret); the identity keeps the whole URL, as a digest.
+            "base_url": shown_url(self.config["base_url"]) if self.config.get("base_url")
+            else None,
+            "prompt_file": self.prompt_file,
             "system_prompt_file": self.system_prompt_file, "output": self.output_mode,
             "parameters": {
                 k: self.config.get(k) for k in (
