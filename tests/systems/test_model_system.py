@@ -573,3 +573,15 @@ def test_a_signal_stops_the_matrix_and_what_finished_is_stored(
     listed = run_cli("runs", "--json", cwd=root)
     states = sorted(f"{r['status']}/{r['completeness']}" for r in json.loads(listed.out))
     assert states == ["DECIDED/COMPLETE", "RUN_ERROR/PARTIAL"], states
+
+
+@pytest.mark.parametrize("tag", ['{% include "other.md" %}', '{% import "m.md" as m %}',
+                                 '{% extends "base.md" %}', '{% from "m.md" import x %}'])
+def test_a_template_cannot_pull_in_another_file(tmp_path: Path, key: str, tag: str) -> None:
+    root = _project(tmp_path, "http://127.0.0.1:9/v1",
+                    prompt=f"Categories: a, b\n{{{{ question }}}}\n{tag}\n")
+    (root / "prompts" / "other.md").write_text("more")
+    with pytest.raises(ConfigError) as caught:
+        oloproof.run(root)
+    assert caught.value.file == "prompts/answer.md" and caught.value.line == 3
+    assert "cannot" in str(caught.value) and "another file" in str(caught.value)

@@ -26,12 +26,12 @@ Nothing here prints.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from oloproof._records import dataclass
 from oloproof.analysis.compare import _outcomes, shared_metrics
-from oloproof.enums import Completeness, ExitCode, MetricKind
+from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
 from oloproof.policy.compare import CaseOutcome, pair_metric, pair_runs
 from oloproof.store.reader import RunRecord, get_run, load_cases
 
@@ -50,6 +50,7 @@ __all__ = [
 ]
 
 BETTER, WORSE, NOT_SEPARATED = "better", "worse", "not separated"
+T = TypeVar("T")
 BOUNDED_PAIRED = "betting interval on paired differences (bounded)"
 
 
@@ -134,7 +135,7 @@ def _verdict(lower: float | None, upper: float | None, direction: str) -> str:
 
 
 def holm_intervals(
-    tests: Sequence[Any], compute: Any, level: float
+    tests: Sequence[T], compute: Callable[[T, float], MatrixComparison], level: float
 ) -> list[MatrixComparison]:
     """Holm's step-down procedure over ``tests`` with intervals (see the module's doc):
     ``compute(test, level)`` gives a :class:`MatrixComparison` at that level. Returned in
@@ -264,9 +265,8 @@ def _ranking(
 # -- plan: how many more cases would separate the top two -------------------------------
 
 
-def _separates(lower: float, upper: float) -> Any:
+def _separates(lower: float, upper: float) -> RuleState | None:
     """A two-sided judge: decided when the interval on the difference excludes 0."""
-    from oloproof.enums import RuleState
 
     if lower > 0:
         return RuleState.PASS

@@ -85,15 +85,24 @@ def _read_template(root: Path, name: str, field: str, file: str | None) -> str:
 
 
 def _compile(env: Any, source: str, name: str, field: str) -> Template:
-    from jinja2 import TemplateSyntaxError
+    from jinja2 import TemplateSyntaxError, nodes
 
     try:
-        return env.from_string(source)  # type: ignore[no-any-return]
+        tree = env.parse(source)
     except TemplateSyntaxError as exc:
         raise ConfigError(
             f"the template does not parse: {exc.message}", file=name, line=exc.lineno,
             field=field, accepted="a Jinja2 template: {{ input.question }}, {% if ... %}",
         ) from None
+    # Another file's text would be part of the prompt but not of the system's identity (a
+    # cached answer would outlive an edit to it), so a template is self-contained.
+    for node in tree.find_all((nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
+        raise ConfigError(
+            f"a prompt template cannot {type(node).__name__.lower()} another file: its text"
+            " would not be part of the system's identity; write it into this file",
+            file=name, line=node.lineno, field=field,
+        )
+    return env.from_string(tree)  # type: ignore[no-any-return]
 
 
 _UNDEFINED = (
