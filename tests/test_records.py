@@ -113,6 +113,22 @@ SHAPES: dict[str, str] = {
             output: Any = None
             type: ClassVar[str] = "case_executed"
     """,
+    # project/config.py: every field keyword-only (the decorator's kw_only), a required
+    # field after one with a default, a field(kw_only=False) kept positional.
+    "kw_only_class": """
+        @dataclass(frozen=True, kw_only=True)
+        class Base:
+            fields_set: frozenset = field(default=frozenset(), repr=False, compare=False)
+            names: ClassVar[dict[str, str]] = {}
+
+        @dataclass(frozen=True, kw_only=True)
+        class C(Base):
+            a: int
+            kind: str = "k"
+            b: str
+            c: tuple = field(default_factory=tuple)
+            d: int = field(default=0, kw_only=False)
+    """,
     "plain_inheritance": """
         @dataclass
         class Base:
@@ -215,6 +231,8 @@ CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
     ((1, 2, [3]), {}),
     ((1,), {"d": 9}),
     ((1,), {"b": 9}),
+    ((), {"a": 1, "b": "x"}),
+    ((5,), {"a": 1, "b": "x", "kind": "j", "fields_set": frozenset({"a"})}),
 ]
 
 
@@ -446,6 +464,44 @@ def test_asdict_recurses_like_dataclasses_and_deep_copies_the_rest() -> None:
     for bad in (1, "x", type(ours), None):
         assert _outcome(_records.asdict, bad) == _outcome(dataclasses.asdict, bad)
         assert _outcome(_records.replace, bad) == _outcome(dataclasses.replace, bad)
+
+
+def test_asdict_keeps_enum_members_without_deep_copying(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An enum member is what copy.deepcopy would return (Enum.__deepcopy__ gives the member
+    itself), so asdict() returns it without importing `copy` (which every run paid for
+    through a rule's state); an enum that copies itself otherwise is still deep-copied."""
+    import enum
+
+    class State(enum.StrEnum):
+        PASS = "PASS"
+
+    class Odd(enum.Enum):
+        A = 1
+
+        def __deepcopy__(self, memo: Any) -> str:
+            return "copied"
+
+    source = """
+        @dataclass(frozen=True)
+        class Decision:
+            state: Any
+            states: list[Any] = field(default_factory=list)
+            odd: Any = None
+    """
+    made = {mod: _make(mod, source) for mod in (dataclasses, _records)}
+    ours = made[_records]["Decision"](State.PASS, [State.PASS], Odd.A)
+    theirs = made[dataclasses]["Decision"](State.PASS, [State.PASS], Odd.A)
+    assert _records.asdict(ours) == dataclasses.asdict(theirs) == {
+        "state": State.PASS, "states": [State.PASS], "odd": "copied"}
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("copy.deepcopy called for an enum member")
+
+    monkeypatch.setattr(copy, "deepcopy", refuse)
+    plain = made[_records]["Decision"](State.PASS, [State.PASS])
+    got = _records.asdict(plain)
+    assert got == {"state": "PASS", "states": ["PASS"], "odd": None}
+    assert got["state"] is State.PASS and got["states"][0] is State.PASS
 
 
 def test_class_definitions_are_refused_alike() -> None:
@@ -682,6 +738,7 @@ def _record_modules() -> list[Path]:
         path for path in SRC.rglob("*.py")
         if "examples" not in path.parts and path.name != "_records.py"
         and "from oloproof._records import" in path.read_text()
+        and "@dataclass" in path.read_text()  # not a module that only calls replace()
     )
 
 

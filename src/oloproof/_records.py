@@ -13,8 +13,9 @@ class's field names, made without compiling anything.
 
 What the decorator does is what ``dataclasses.dataclass`` does with ``eq=True``,
 ``init=True``, ``repr=True``, ``order=False``, ``unsafe_hash=False``, ``match_args=True``,
-``kw_only=False``, ``weakref_slot=False`` (its defaults) and the two arguments Oloproof
-passes, ``frozen`` and ``slots``:
+``weakref_slot=False`` (its defaults) and the three arguments Oloproof passes, ``frozen``,
+``slots`` and ``kw_only`` (every field of the class keyword-only unless its ``field()``
+says otherwise, as in dataclasses):
 
 - ``__init__`` takes the fields in order (inherited ones first), those declared
   ``field(kw_only=True)`` after a ``*``; a default is shared, a ``default_factory`` is
@@ -60,6 +61,7 @@ import marshal
 import os
 import sys
 from _thread import get_ident
+from enum import Enum
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -440,7 +442,7 @@ def _make_frozen(cls: Any, names: frozenset[str]) -> tuple[Callable[..., None], 
     return __setattr__, __delattr__
 
 
-def _process(cls: Any, frozen: bool, slots: bool) -> Any:
+def _process(cls: Any, frozen: bool, slots: bool, kw_only: bool = False) -> Any:
     own = cls.__dict__
     fields: dict[str, Field] = {}
     has_bases = False
@@ -480,7 +482,7 @@ def _process(cls: Any, frozen: bool, slots: bool) -> Any:
             f = Field(value, MISSING, True, True, None, True, MISSING)
         f.name = name
         if f.kw_only is MISSING:
-            f.kw_only = False
+            f.kw_only = kw_only
         if f.default is not MISSING and f.default.__class__.__hash__ is None:
             raise ValueError(
                 f"mutable default {type(f.default)} for field {name} is not allowed:"
@@ -566,22 +568,27 @@ def _process(cls: Any, frozen: bool, slots: bool) -> Any:
     return cls
 
 
-def _dataclass(cls: Any = None, /, *, frozen: bool = False, slots: bool = False) -> Any:
+def _dataclass(
+    cls: Any = None, /, *, frozen: bool = False, slots: bool = False, kw_only: bool = False,
+) -> Any:
     if cls is None:
-        return lambda c: _process(c, frozen, slots)
-    return _process(cls, frozen, slots)
+        return lambda c: _process(c, frozen, slots, kw_only)
+    return _process(cls, frozen, slots, kw_only)
 
 
 def _is_record(obj: object) -> bool:
     return hasattr(type(obj), "__record_fields__")
 
 
-# Values asdict() may return as they are: copy.deepcopy returns these same objects.
+# Values asdict() may return as they are: copy.deepcopy returns these same objects. So it
+# does an enum member (Enum.__deepcopy__ returns it), the one other kind our records hold:
+# without this, the first one imported `copy` on every run's path (a rule's state).
 _ATOMIC = frozenset({type(None), bool, int, float, complex, str, bytes})
+_ENUM_DEEPCOPY = Enum.__deepcopy__
 
 
 def _asdict_inner(obj: Any) -> Any:
-    if type(obj) in _ATOMIC:
+    if type(obj) in _ATOMIC or getattr(type(obj), "__deepcopy__", None) is _ENUM_DEEPCOPY:
         return obj
     if hasattr(type(obj), "__record_fields__"):
         return {f.name: _asdict_inner(getattr(obj, f.name)) for f in obj.__record_fields__}
@@ -655,11 +662,14 @@ if TYPE_CHECKING:
 
     @overload
     def dataclass(
-        cls: None = ..., /, *, frozen: bool = ..., slots: bool = ...,
+        cls: None = ..., /, *, frozen: bool = ..., slots: bool = ..., kw_only: bool = ...,
     ) -> Callable[[type[_T]], type[_T]]: ...
 
-    def dataclass(cls: Any = None, /, *, frozen: bool = False, slots: bool = False) -> Any:
-        return _dataclass(cls, frozen=frozen, slots=slots)
+    def dataclass(
+        cls: Any = None, /, *, frozen: bool = False, slots: bool = False,
+        kw_only: bool = False,
+    ) -> Any:
+        return _dataclass(cls, frozen=frozen, slots=slots, kw_only=kw_only)
 
 else:
     field = _field

@@ -60,6 +60,10 @@ class Completeness(StrEnum):
     COMPLETE = "COMPLETE"
     PARTIAL = "PARTIAL"
     SUBSET = "SUBSET"
+    #: A sequential run (docs/sequential-decisions.md): its cases in a seeded order, decided
+    #: by anytime-valid tests on the prefix of that order it read; it may stop before the
+    #: suite's end once every rule is decided.
+    SEQUENTIAL = "SEQUENTIAL"
 
 
 class CaseStatus(StrEnum):

@@ -338,6 +338,51 @@ class ConcurrencyChanged(Event):
         }
 
 
+@dataclass(slots=True)
+class RuleDecided(Event):
+    """A sequential run decided a rule (only with --sequential): n cases of the run's seeded order read, e_value the test's statistic against its threshold e_threshold (null for an observed_count rule, decided by its count).
+
+    ``n_scope`` counts the cases of the rule's own scope (its group; excluded cases left
+    out) among the ``n``; ``method`` names the test (docs/sequential-decisions.md). The
+    run stops scheduling cases once every rule has its ``rule_decided``.
+    """
+
+    rule: str
+    metric: str
+    state: str
+    n: int
+    n_scope: int
+    cases_total: int
+    e_value: float | None
+    e_threshold: float | None
+    method: str
+    type: ClassVar[str] = "rule_decided"
+    fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
+        "rule": {"type": "string"},
+        "metric": {"type": "string"},
+        "state": _enum(["PASS", "FAIL"]),
+        "n": {"type": "integer", "minimum": 1},
+        "n_scope": {"type": "integer", "minimum": 0},
+        "cases_total": {"type": "integer", "minimum": 1},
+        "e_value": {"type": ["number", "null"], "minimum": 0},
+        "e_threshold": {"type": ["number", "null"], "minimum": 1},
+        "method": {"type": "string"},
+    }
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "metric": self.metric,
+            "state": self.state,
+            "n": self.n,
+            "n_scope": self.n_scope,
+            "cases_total": self.cases_total,
+            "e_value": self.e_value,
+            "e_threshold": self.e_threshold,
+            "method": self.method,
+        }
+
+
 _DECISION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["rule", "metric", "kind", "state", "reason", "detail", "action"],
@@ -394,6 +439,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     CaseJudged,
     ProvisionalMetrics,
     ConcurrencyChanged,
+    RuleDecided,
     RunFinished,
 )
 

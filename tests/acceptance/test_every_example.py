@@ -28,6 +28,7 @@ EXPECTED = {
     "judge": (4, "BLOCK"),  # the validated judge waits for human labels: MANUAL_REVIEW
     "http": (0, "ALLOW"),
     "prompts": (0, "ALLOW"),  # the baseline prompt and model, 59 of 80 against 55%
+    "sequential": (0, "ALLOW"),  # 97% right against 0.80: decided after 57 of 2,000 cases
 }
 
 

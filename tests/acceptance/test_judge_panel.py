@@ -14,7 +14,7 @@ from tests.conftest import run_cli
 from tests.fakes.provider import FakeServer
 
 from oloproof.evaluators.judge import PanelJudge
-from oloproof.project.models import RubricJudgeEvaluator
+from oloproof.project.config import RubricJudgeEvaluator
 
 ENV = {"FAKE_PROVIDER_KEY": "dummy-key-for-the-fake"}
 
@@ -126,7 +126,7 @@ def test_a_missing_verdict_is_never_guessed(rule: str, n: int) -> None:
 
 
 def test_a_panel_member_inherits_what_it_does_not_set() -> None:
-    config = RubricJudgeEvaluator.model_validate({
+    config = RubricJudgeEvaluator.validate({
         "type": "rubric_judge", "criterion": "c", "provider": "anthropic", "model": "m1",
         "rubric_text": "be helpful", "max_tokens": 64, "api_key_env": "K",
         "panel": [{}, {"model": "m2", "provider": "openai", "max_completion_tokens": 9}],
@@ -138,7 +138,7 @@ def test_a_panel_member_inherits_what_it_does_not_set() -> None:
     # Another provider: its own key variable and request parameters, not the panel's.
     assert second.api_key_env is None and second.max_tokens is None
     assert second.rubric == "be helpful"
-    third = RubricJudgeEvaluator.model_validate({
+    third = RubricJudgeEvaluator.validate({
         "type": "rubric_judge", "criterion": "c", "provider": "anthropic", "model": "m1",
         "rubric_text": "r", "max_tokens": 64, "api_key_env": "K",
         "panel": [{}, {"model": "m3"}],

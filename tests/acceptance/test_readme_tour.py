@@ -9,6 +9,7 @@ message that names docs/team-store.md."""
 
 from __future__ import annotations
 
+import http.cookiejar
 import os
 import re
 import shlex
@@ -83,7 +84,11 @@ def _view(cwd: Path, env: dict[str, str]) -> None:
         first = server.stdout.readline()
         match = re.search(r"http://127\.0\.0\.1:\d+/\S*", first)
         assert match, first
-        with urllib.request.urlopen(match.group(0), timeout=30) as page:
+        # The address carries the viewer's token, which it exchanges for a cookie and a
+        # redirect (docs/reports-and-viewer.md): a browser keeps the cookie, and so do we.
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        with opener.open(match.group(0), timeout=30) as page:
             assert page.status == 200 and b"support-bot-example" in page.read()
     finally:
         server.terminate()

@@ -93,7 +93,7 @@ def test_a_judge_answering_off_its_scale_leaves_each_case_missing(
 ) -> None:
     project = _example(tmp_path, srv)
     (project / "release.yaml").write_text(
-        "version: 1\nrules:\n  - id: q\n    metric: quality\n    min: 2\n")
+        "version: 1\nrules:\n  - id: q\n    metric: quality\n    min: 4\n")
     (project / "data" / "labels.jsonl").write_text("")
     srv.configure("/v1/messages", judge_text='{"score": 7, "reason": "superb"}')
     result = run_cli("run", cwd=project, env=ENV)
@@ -102,7 +102,8 @@ def test_a_judge_answering_off_its_scale_leaves_each_case_missing(
     assert "0 observed · 12 missing" in metric
     lower, upper = (float(x) for x in metric.split("[", 1)[1].split("]", 1)[0].split(", "))
     assert lower <= 1 and upper >= 5  # every missing score anywhere on the scale
-    assert result.code == 3, result.text  # INSUFFICIENT_EVIDENCE, never a guessed score
+    # Never a guessed score: every case missing, past max_missing (issue 25): incomplete.
+    assert result.code == 5, result.text
     case = json.loads(run_cli("inspect", "latest", "--case", "q01", "--json", cwd=project).out)
     judged = case["judgments"]["quality"]
     assert judged["status"] == "ERROR" and judged["score"] is None

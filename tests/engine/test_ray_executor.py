@@ -91,7 +91,9 @@ rules:
 
 def _project(root: Path, n: int = 16, *, pause: float = 0.05, system: int = 4) -> Path:
     write_project(root, app=APP, cases=labelled_cases(n), evaluators=EVALUATORS,
-                  release=RELEASE, concurrency=(system, 2),
+                  # A budget the suite can exceed (issue 25 refuses one it cannot).
+                  release=RELEASE.replace("max_failures: 20", f"max_failures: {n // 2}"),
+                  concurrency=(system, 2),
                   extra_files={"checks.py": CHECKS, "log_to": str(root / "logs"),
                                "pause": str(pause)})
     (root / "logs").mkdir()
@@ -230,7 +232,12 @@ def test_a_worker_killed_mid_run_loses_only_its_calls_in_flight(
     rows = dict(conn.execute("SELECT case_id, status || ' ' || coalesce(error, '') FROM run_cases"))
     conn.close()
     lost = {case for case, what in rows.items() if what.startswith("ERROR")}
-    assert lost == {f"q{n:03d}" for n in in_flight}
+    # Lost: the calls the victim had started (its log says so) and, on a loaded machine, a
+    # call the driver had already handed to it that had not yet written its first line.
+    # Never a call that ended anywhere.
+    assert {f"q{n:03d}" for n in in_flight} <= lost
+    ended = {f"q{int(n):03d}" for kind, _, n in calls if kind == "end"}
+    assert not lost & ended, (lost, ended)
     assert all("the Ray worker running this call ended" in rows[c] for c in lost)
     assert all(what.startswith("OK") for case, what in rows.items() if case not in lost)
     # The next run makes only the lost calls; every other case comes from the cache.
@@ -240,7 +247,7 @@ def test_a_worker_killed_mid_run_loses_only_its_calls_in_flight(
     events = [json.loads(line) for line in again.out.splitlines()]
     fresh = {e["scenario_id"] for e in events if e["type"] == "case_executed" and not e["from_cache"]}
     assert fresh == lost
-    assert {int(n) for kind, _, n in _log(root)[before:] if kind == "start"} == in_flight
+    assert {f"q{int(n):03d}" for kind, _, n in _log(root)[before:] if kind == "start"} == lost
     end = events[-1]
     assert end["type"] == "run_finished" and end["completeness"] == "COMPLETE"
 
@@ -321,7 +328,7 @@ def _comm(pid: int) -> str:
 def test_without_ray_installed_the_executor_is_refused_before_anything_runs(
     tmp_path: Path,
 ) -> None:
-    root = _project(tmp_path / "p", n=3)
+    root = _project(tmp_path / "p", n=8)
     hide = (
         "import sys\n"
         "sys.modules['ray'] = None  # as if it were not installed\n"

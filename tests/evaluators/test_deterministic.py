@@ -8,7 +8,7 @@ import pytest
 
 from oloproof.evaluators.base import CaseView
 from oloproof.evaluators.deterministic import AbsoluteError, Contains, ExactMatch, JsonSchema, Regex
-from oloproof.project.models import (
+from oloproof.project.config import (
     AbsoluteErrorEvaluator,
     ContainsEvaluator,
     ExactMatchEvaluator,
@@ -65,7 +65,7 @@ def test_regex(pass_if: str, text: str, passed: bool) -> None:
 
 
 def test_json_schema_reports_where() -> None:
-    ev = JsonSchema(JsonSchemaEvaluator.model_validate(
+    ev = JsonSchema(JsonSchemaEvaluator.validate(
         {"type": "json_schema", "criterion": "f", "schema": {"type": "object", "required": ["label"],
                                                              "properties": {"n": {"type": "integer"}}}}
     ))

@@ -13,7 +13,7 @@ from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.evaluators.base import CaseView, get_field
 from oloproof.evaluators.deterministic import JsonSchema, Regex
 from oloproof.paths import MISSING, lookup
-from oloproof.project.models import JsonSchemaEvaluator, RegexEvaluator
+from oloproof.project.config import JsonSchemaEvaluator, RegexEvaluator
 from oloproof.systems import http as http_system
 
 VALUE: dict[str, Any] = {
@@ -96,10 +96,10 @@ def schema_server() -> Iterator[str]:
 
 
 def test_a_remote_ref_is_never_fetched_even_past_the_load_check(schema_server: str) -> None:
-    # The load-time check refuses the schema; model_construct skips it, to prove
+    # The load-time check refuses the schema; a record made directly skips it, to prove
     # that the validator itself has no way to retrieve anything.
     _Counting.hits = 0
-    config = JsonSchemaEvaluator.model_construct(
+    config = JsonSchemaEvaluator(
         type="json_schema", criterion="s", field=None, schema_={"$ref": schema_server}
     )
     ev = JsonSchema(config)
@@ -110,10 +110,10 @@ def test_a_remote_ref_is_never_fetched_even_past_the_load_check(schema_server: s
 
 
 def test_local_refs_validate() -> None:
-    config = JsonSchemaEvaluator(
-        type="json_schema", criterion="s",
-        schema={"$defs": {"n": {"type": "integer"}}, "type": "array", "items": {"$ref": "#/$defs/n"}},
-    )
+    config = JsonSchemaEvaluator.validate({
+        "type": "json_schema", "criterion": "s",
+        "schema": {"$defs": {"n": {"type": "integer"}}, "type": "array", "items": {"$ref": "#/$defs/n"}},
+    })
     ev = JsonSchema(config)
     view = CaseView("c", None, None, None)
     assert ev.evaluate(view, [1, 2]).passed is True

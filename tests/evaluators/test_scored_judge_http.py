@@ -14,7 +14,7 @@ from oloproof._json import digest
 from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.evaluators.base import CaseView, Outcome
 from oloproof.evaluators.judge import PanelJudge, RubricJudge
-from oloproof.project.models import RubricJudgeEvaluator
+from oloproof.project.config import RubricJudgeEvaluator
 from oloproof.providers.verdict import PROMPT_VERSION
 from oloproof.testing.fake_provider import JudgeRule, score_verdict
 from oloproof.transport.retry import RetryPolicy
@@ -38,7 +38,7 @@ def srv() -> Iterator[FakeServer]:
 
 def _config(srv: FakeServer, provider: str = "anthropic", **extra: Any) -> RubricJudgeEvaluator:
     url = srv.anthropic_base_url if provider == "anthropic" else srv.openai_base_url
-    return RubricJudgeEvaluator.model_validate({
+    return RubricJudgeEvaluator.validate({
         "type": "rubric_judge", "criterion": "quality", "provider": provider,
         "model": "fake-judge-1", "base_url": url, "api_key_env": "FAKE_KEY",
         "rubric_text": "Score how helpful the answer is.", "scale": [1, 5], **extra,

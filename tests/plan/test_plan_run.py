@@ -22,7 +22,7 @@ from tests.stats import _betting_reference as betting_reference
 
 from oloproof.analysis.plan import plan_run
 from oloproof.policy.decide import decide_run
-from oloproof.project.models import ReleasePolicy
+from oloproof.project.config import ReleasePolicy
 from oloproof.render.plan import fmt_duration
 from oloproof.store.reader import CriterionEvidence
 
@@ -224,7 +224,7 @@ def test_sizes_printed_equal_brute_force(tmp_path: Path) -> None:
 
 def _plan_for(k: int, n: int, t: float, direction: str, level: float) -> dict[str, object]:
     rule = {"id": "r", "metric": "m", direction: t}
-    policy = ReleasePolicy.model_validate(
+    policy = ReleasePolicy.validate(
         {"version": 1, "confidence_level": level, "rules": [rule]}
     )
     evidence = {"m": CriterionEvidence("m", "BINARY", None, passed=k, failed=n - k)}

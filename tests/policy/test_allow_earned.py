@@ -25,13 +25,13 @@ from oloproof.enums import GateAction, MetricKind, RuleState
 from oloproof.evidence import CriterionEvidence
 from oloproof.policy.compare import CaseOutcome, decide_comparison, pair_metric
 from oloproof.policy.decide import NO_OBSERVED, decide_run, gate
-from oloproof.project.models import ComparePolicy, ReleasePolicy
+from oloproof.project.config import ComparePolicy, ReleasePolicy
 
 INSUFFICIENT = RuleState.INSUFFICIENT_EVIDENCE
 
 
 def _policy(rules: list[dict[str, Any]], **more: Any) -> ReleasePolicy:
-    return ReleasePolicy.model_validate({"version": 1, "rules": rules, **more})
+    return ReleasePolicy.validate({"version": 1, "rules": rules, **more})
 
 
 def _missing_only(name: str, kind: MetricKind = MetricKind.BINARY, missing: int = 30,
@@ -136,7 +136,7 @@ def test_a_comparison_rule_with_no_pair_is_insufficient() -> None:
     baseline = {c: CaseOutcome("OBSERVED", True) for c in shared}
     pm = pair_metric("m", "BINARY", shared, candidate, baseline, 0.95)
     for kind, margin in (("superiority", 0.0), ("non_inferiority", 0.1), ("equivalence", 0.1)):
-        policy = ComparePolicy.model_validate({
+        policy = ComparePolicy.validate({
             "version": 1, "max_missing": 1.0,
             "rules": [{"id": "r", "kind": kind, "metric": "m", "margin": margin}],
         })
@@ -219,9 +219,11 @@ def test_a_threshold_at_or_beyond_its_edge_is_refused(
 
 
 def test_thresholds_that_the_suite_can_fail_run(project_dir: Path) -> None:
+    # 20 scores all at the top of [0, 30] have a betting interval of [23.62, 30] (issue 33),
+    # all at the bottom [0, 6.38]: a ceiling under 23.6 and a floor over 6.4 can fail.
     release = ("version: 1\nrules:\n  - {id: a, metric: exact_label, min: 0.2}\n"
                "  - {id: b, metric: exact_label, max: 0.8}\n"
-               "  - {id: c, metric: days, max: 29.9}\n  - {id: d, metric: days, min: 0.1}\n")
+               "  - {id: c, metric: days, max: 20}\n  - {id: d, metric: days, min: 10}\n")
     write_project(project_dir, app=APP_OK, cases=_days_cases(20), evaluators=MEAN_EV,
                   release=release)
     assert len(oloproof.run(project_dir).decisions) == 4

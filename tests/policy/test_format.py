@@ -19,7 +19,7 @@ from oloproof.policy.format import (
     value_text,
 )
 from oloproof.policy.rules import decide_threshold
-from oloproof.project.models import IntervalRule
+from oloproof.project.config import IntervalRule
 from oloproof.store.reader import CriterionEvidence
 
 
@@ -62,7 +62,7 @@ def test_binary_decisions_agree_with_their_printed_numbers() -> None:
         t = round(rng.uniform(0.01, 0.99), rng.choice([2, 3, 4, 5]))
         ev = CriterionEvidence("m", "BINARY", None, passed=k, failed=n - k)
         s = summarize(ev, 0.95)
-        rule = IntervalRule.model_validate({"id": "r", "metric": "m", direction: t})
+        rule = IntervalRule.validate({"id": "r", "metric": "m", direction: t})
         d = decide_interval_rule(rule, s, 0.95)
         match = re.search(r"\[([\d.]+)%, ([\d.]+)%\](.*)", d.detail)
         assert match, d.detail

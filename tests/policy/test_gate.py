@@ -11,7 +11,7 @@ from oloproof.policy.decide import (
     decide_run,
     gate,
 )
-from oloproof.project.models import ReleasePolicy
+from oloproof.project.config import ReleasePolicy
 from oloproof.store.reader import CriterionEvidence
 
 
@@ -38,7 +38,7 @@ def test_exit_code_precedence(states: list[str], incomplete: bool, expected: tup
 
 
 def test_warn_on_and_block_on() -> None:
-    policy = ReleasePolicy.model_validate(
+    policy = ReleasePolicy.validate(
         {"version": 1, "block_on": ["FAIL"], "warn_on": ["INSUFFICIENT_EVIDENCE"], "rules": []}
     )
     assert action_for("FAIL", policy) == "BLOCK"
@@ -64,7 +64,7 @@ def test_observed_count(failed: int, missing: int, max_failures: int, state: str
 
 
 def _policy(rule: dict[str, object]) -> ReleasePolicy:
-    return ReleasePolicy.model_validate({"version": 1, "rules": [{"id": "r", "metric": "m", **rule}]},
+    return ReleasePolicy.validate({"version": 1, "rules": [{"id": "r", "metric": "m", **rule}]},
                                         context={"metrics": {"m": "BINARY"}})
 
 

@@ -54,7 +54,9 @@ def test_scores_outside_the_range_are_missing_not_clipped(tmp_path: Path) -> Non
         evaluators="""
         - {type: absolute_error, criterion: err, field: days, expected_field: truth, range: [0, 30]}
         """,
-        release="version: 1\nrules:\n  - {id: err-cap, metric: err, max: 25}\n",
+        # A ceiling 3 cases can fail: all at the top of [0, 30], the betting interval's
+        # lower bound is 7.09 (a ceiling of 25 could not fail, and is refused: issue 25).
+        release="version: 1\nrules:\n  - {id: err-cap, metric: err, max: 5}\n",
     )
     result = run_cli("run", "--json", cwd=project)
     # Clipped to [30, 30] this would be a ceiling's FAIL; missing, every case is: the
@@ -102,7 +104,8 @@ def test_custom_mean_evaluator_out_of_range_is_missing(tmp_path: Path) -> None:
         - {type: custom, criterion: s, function: "scorer:score", kind: mean, range: [0, 1]}
         """,
         # One score of four out of range (25% missing): allowed here, to see the others.
-        release="version: 1\nmax_missing: 0.5\nrules:\n  - {id: s-floor, metric: s, min: 0.1}\n",
+        # A floor 4 cases can fail: all at 0, the betting interval reaches 0.67 (issue 25).
+        release="version: 1\nmax_missing: 0.5\nrules:\n  - {id: s-floor, metric: s, min: 0.7}\n",
         extra_files={"scorer.py": CUSTOM_EVAL},
     )
     result = run_cli("run", "--json", cwd=project)
@@ -129,8 +132,13 @@ def answer(case_input):
 """
 
 
-def test_nine_scores_of_0_2_and_one_missing_do_not_pass_min_0_12(tmp_path: Path) -> None:
-    cases = [{"id": f"c{i}", "input": {"fail": i == 9}, "expected": {"v": 0.0}} for i in range(10)]
+def test_nineteen_scores_of_0_2_and_one_missing_are_bounded_by_the_worst_case(
+    tmp_path: Path,
+) -> None:
+    # 20 cases: a floor of 0.25 can fail (all 0: upper bound 0.21; issue 25 refuses a floor
+    # no outcome could fail, such as 0.12 on 10 cases).
+    cases = [{"id": f"c{i:02d}", "input": {"fail": i == 19}, "expected": {"v": 0.0}}
+             for i in range(20)]
     project = write_project(
         tmp_path / "p",
         app=FLAKY_APP,
@@ -138,7 +146,7 @@ def test_nine_scores_of_0_2_and_one_missing_do_not_pass_min_0_12(tmp_path: Path)
         evaluators="""
         - {type: absolute_error, criterion: e, field: v, expected_field: v, range: [0, 1]}
         """,
-        release="version: 1\nrules:\n  - {id: e-floor, metric: e, min: 0.12}\n",
+        release="version: 1\nrules:\n  - {id: e-floor, metric: e, min: 0.25}\n",
     )
     result = run_cli("run", cwd=project)
     assert result.code == 3, result.text
@@ -147,12 +155,12 @@ def test_nine_scores_of_0_2_and_one_missing_do_not_pass_min_0_12(tmp_path: Path)
     # The betting interval (issue 33), each bound non-decreasing in every score: the worst
     # completion for the lower bound has the missing case at 0, in its place in the
     # canonical order of the case ids.
-    scores: dict[str, float | None] = {f"c{i}": 0.2 for i in range(9)}
-    scores["c9"] = None
+    scores: dict[str, float | None] = {f"c{i:02d}": 0.2 for i in range(19)}
+    scores["c19"] = None
     lower, upper = betting_reference.mean_interval(scores, 0.0, 1.0)
     assert metric["lower"] == pytest.approx(lower, abs=2e-10)
     assert metric["upper"] == pytest.approx(upper, abs=2e-10)
-    assert metric["lower"] < 0.12
+    assert metric["lower"] < 0.25 < metric["upper"]
     assert doc["decisions"][0]["state"] == "INSUFFICIENT_EVIDENCE"
 
 

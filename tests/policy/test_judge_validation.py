@@ -13,8 +13,8 @@ from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evidence import CriterionEvidence, LabelledScores, LabelledVerdicts
 from oloproof.policy.decide import decide_run, gate
+from oloproof.project.config import ReleasePolicy
 from oloproof.project.labels import labels_from_json, load_labels
-from oloproof.project.models import ReleasePolicy
 from oloproof.stats.agreement import labels_to_settle
 from oloproof.stats.ppi import ppi_mean
 
@@ -30,7 +30,7 @@ def _run(verdicts: list[bool | None], labels: dict[int, bool]) -> tuple[
 
 
 def _policy(rule: dict[str, Any], **extra: Any) -> ReleasePolicy:
-    return ReleasePolicy.model_validate(
+    return ReleasePolicy.validate(
         {"version": 1, "rules": [{"id": "r", "metric": "helpful", **rule}], **extra},
         context={"metrics": {"helpful": "BINARY"}, "judges": ["helpful"]},
     )
@@ -118,7 +118,7 @@ def test_min_agreement_is_still_a_floor_on_agreement_beside_the_other_two() -> N
 
 def test_precedence_with_the_other_states() -> None:
     evidence, labelled = _run([True] * 100, {})
-    policy = ReleasePolicy.model_validate(
+    policy = ReleasePolicy.validate(
         {"version": 1, "rules": [
             {"id": "v", "metric": "helpful", **VALIDATED},
             {"id": "f", "metric": "helpful", "max": 0.5},
@@ -170,7 +170,7 @@ def test_judge_settings_on_a_metric_that_is_not_a_judge_are_refused() -> None:
 
     for rule in (VALIDATED, {"min": 0.5, "estimate": "corrected"}):
         with pytest.raises(ValidationError, match="rubric_judge"):
-            ReleasePolicy.model_validate(
+            ReleasePolicy.validate(
                 {"version": 1, "rules": [{"id": "r", "metric": "exact", **rule}]},
                 context={"metrics": {"exact": "BINARY"}, "judges": []})
 
@@ -231,7 +231,7 @@ def _scored(judge: list[float | None], person: dict[int, float]) -> tuple[
 
 
 def _scored_policy(validation: dict[str, Any]) -> ReleasePolicy:
-    return ReleasePolicy.model_validate(
+    return ReleasePolicy.validate(
         {"version": 1, "rules": [{"id": "q", "metric": "quality", "min": 2.0,
                                   "judge_validation": {"min_labels": 30, **validation}}]},
         context=SCORED_CONTEXT,

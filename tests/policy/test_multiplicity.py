@@ -19,7 +19,7 @@ from statsmodels.stats.multitest import multipletests
 from tests.conftest import run_cli, write_project
 
 from oloproof.policy.decide import decide_run
-from oloproof.project.models import ReleasePolicy
+from oloproof.project.config import ReleasePolicy
 from oloproof.store.reader import CriterionEvidence
 
 
@@ -44,7 +44,7 @@ def _decide(rules: list[tuple[int, int, float]], method: str, level: float) -> l
         f"m{i}": CriterionEvidence(f"m{i}", "BINARY", None, passed=k, failed=n - k)
         for i, (k, n, _) in enumerate(rules)
     }
-    policy = ReleasePolicy.model_validate(
+    policy = ReleasePolicy.validate(
         {
             "version": 1,
             "confidence_level": level,
@@ -93,7 +93,7 @@ def test_holm_decides_more_than_bonferroni_and_names_the_level() -> None:
         f"m{i}": CriterionEvidence(f"m{i}", "BINARY", None, passed=k, failed=n - k)
         for i, (k, n, _) in enumerate(rules)
     }
-    policy = ReleasePolicy.model_validate(
+    policy = ReleasePolicy.validate(
         {
             "version": 1,
             "families": {"safety": {"multiplicity": "bonferroni"}},

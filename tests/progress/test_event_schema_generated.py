@@ -20,6 +20,7 @@ from oloproof.events import (
     Event,
     ProvisionalMetric,
     ProvisionalMetrics,
+    RuleDecided,
     RunFinished,
     RunPhaseChanged,
     RunStarted,
@@ -45,6 +46,9 @@ def _examples() -> list[Event]:
                            metrics=[ProvisionalMetric("exact", 1.0, 0.2, 1.0, 1, 0)]),
         ConcurrencyChanged(RUN_ID, limit_name="system", previous=8, limit=4, ceiling=32,
                            reason="rate_limited"),
+        RuleDecided(RUN_ID, rule="floor", metric="exact_label", state="PASS", n=57, n_scope=57,
+                    cases_total=2000, e_value=41.75, e_threshold=40.0,
+                    method="beta-binomial mixture e-process"),
         RunFinished(RUN_ID, status="DECIDED", completeness="COMPLETE", exit_code=0, decisions=[]),
     ]
 

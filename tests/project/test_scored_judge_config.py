@@ -11,7 +11,7 @@ from project_helpers import Writer, check, config_error, line_of, project_yaml
 
 from oloproof.evaluators.judge import PanelJudge
 from oloproof.project import load_project, load_release_policy
-from oloproof.project.models import RubricJudgeEvaluator
+from oloproof.project.config import RubricJudgeEvaluator
 
 JUDGE = """\
 - type: rubric_judge
@@ -193,7 +193,7 @@ def test_a_panel_member_cannot_set_its_own_scale() -> None:
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="scale"):
-        RubricJudgeEvaluator.model_validate({
+        RubricJudgeEvaluator.validate({
             "type": "rubric_judge", "criterion": "q", "provider": "anthropic", "model": "m",
             "rubric_text": "r", "scale": [1, 5], "panel": [{}, {"scale": [0, 10]}],
         })

@@ -1,10 +1,13 @@
 """The configuration snapshot (project/_snapshot.py): what it gives back is what a
-validation gives, and it is never used once a file it was validated from changed."""
+validation gives, as the same classes, and it is never used once a file it was validated
+from changed."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import textwrap
 from importlib import resources
 from pathlib import Path
@@ -12,18 +15,21 @@ from typing import Any
 
 import pytest
 
-from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
+from oloproof._records import replace
+from oloproof.project import config as records
 from oloproof.project._snapshot import (
-    Plain,
+    code_digest,
+    code_modules,
     load_config,
     load_stored_policy,
     save_config,
     save_stored_policy,
 )
+from oloproof.project.config import ConfigRecord, IntervalRule, ObservedCountRule, ProjectConfig
 from oloproof.project.loader import load_project, resolve_release_policy
 from oloproof.runner.build import build_evaluators, build_system, policy_json
 
-EXAMPLES = ["starter", "support_bot", "judge", "http", "code", "compare"]
+EXAMPLES = ["starter", "support_bot", "judge", "http", "code", "compare", "sequential", "prompts"]
 
 RICH_CONFIG = """\
 version: 1
@@ -146,10 +152,10 @@ def _projects(tmp_path: Path) -> list[Path]:
 
 
 def _dumps(obj: Any) -> list[Any]:
-    """Every way Oloproof dumps a model, and what it asks of one."""
+    """Every way Oloproof dumps a record, and what it asks of one."""
     out: list[Any] = [
-        obj.model_dump(), obj.model_dump(mode="json"), obj.model_dump(mode="json", by_alias=True),
-        obj.model_dump(exclude_unset=True), sorted(obj.model_fields_set),
+        obj.dump(), obj.dump(mode="json"), obj.dump(mode="json", by_alias=True),
+        obj.dump(exclude_unset=True), sorted(obj.fields_set),
     ]
     return out
 
@@ -161,8 +167,8 @@ def _answers(config: Any) -> list[Any]:
     ]
     for ev in config.evaluators:
         out += [ev.type, ev.metric_kind, *_dumps(ev), list(ev.group_by)]
-        out.append(ev.model_dump(mode="json", by_alias=True,
-                                 exclude={"timeout_s", "code_paths", "params"}))
+        out.append(ev.dump(mode="json", by_alias=True,
+                           exclude={"timeout_s", "code_paths", "params"}))
         if ev.type == "regex":
             out += [ev.re_flags, ev.compiled.pattern]
         if ev.type == "rubric_judge":
@@ -173,10 +179,31 @@ def _answers(config: Any) -> list[Any]:
 
 
 def _policy_answers(policy: Any) -> list[Any]:
-    rules = [(type(r).__name__, isinstance(r, IntervalRuleShape),
-              isinstance(r, ObservedCountRuleShape), *_dumps(r)) for r in policy.rules]
-    copies = [r.model_copy(update={"metric": "zz"}).model_dump(mode="json") for r in policy.rules]
+    rules = [(type(r).__name__, isinstance(r, IntervalRule),
+              isinstance(r, ObservedCountRule), *_dumps(r)) for r in policy.rules]
+    copies = [replace(r, metric="zz").dump(mode="json") for r in policy.rules]
     return [*_dumps(policy), rules, copies, policy_json(policy)]
+
+
+def _same_records(validated: Any, kept: Any, where: str = "config") -> int:
+    """Walk both trees together: every record of the snapshot is of the very class the
+    validation made, with the same fields (internal ones too); returns how many records."""
+    assert type(kept) is type(validated), where
+    if isinstance(validated, ConfigRecord):
+        count = 1
+        for f in type(validated).__record_fields__:  # type: ignore[attr-defined]
+            count += _same_records(getattr(validated, f.name), getattr(kept, f.name),
+                                   f"{where}.{f.name}")
+        return count
+    if isinstance(validated, (list, tuple)):
+        assert len(kept) == len(validated), where
+        return sum(_same_records(v, k, f"{where}[{i}]")
+                   for i, (v, k) in enumerate(zip(validated, kept, strict=True)))
+    if isinstance(validated, dict):
+        assert list(kept) == list(validated), where
+        return sum(_same_records(v, kept[key], f"{where}.{key}") for key, v in validated.items())
+    assert kept == validated, where
+    return 0
 
 
 def test_a_snapshot_answers_what_the_validation_answers(
@@ -194,7 +221,7 @@ def test_a_snapshot_answers_what_the_validation_answers(
         kept = load_config(config_path, None)
         assert kept is not None, config_path
         plain, plain_resolved = kept
-        assert isinstance(plain.config, Plain)
+        assert type(plain.config) is ProjectConfig
         assert _answers(plain.config) == _answers(project.config), config_path
         assert _policy_answers(plain_resolved.policy) == _policy_answers(resolved.policy)
         assert (plain_resolved.path, plain_resolved.declared_none) == (
@@ -210,7 +237,7 @@ def test_a_snapshot_answers_what_the_validation_answers(
 
 
 def test_the_stored_policy_snapshot_answers_what_the_validation_answers(tmp_path: Path) -> None:
-    from oloproof.project.models import ReleasePolicy
+    from oloproof.project.config import ReleasePolicy
 
     config_path = _rich_project(tmp_path / "rich")
     project = load_project(config_path)
@@ -218,8 +245,10 @@ def test_the_stored_policy_snapshot_answers_what_the_validation_answers(tmp_path
     assert load_stored_policy(project.root, stored) is None
     save_stored_policy(project.root, stored)
     kept = load_stored_policy(project.root, stored)
-    assert kept is not None and isinstance(kept, Plain)
-    assert _policy_answers(kept) == _policy_answers(ReleasePolicy.model_validate(stored))
+    assert kept is not None and type(kept) is ReleasePolicy
+    validated = ReleasePolicy.validate(stored)
+    assert _policy_answers(kept) == _policy_answers(validated)
+    assert _same_records(validated, kept, "policy") > 1
     # Another stored policy is another snapshot.
     other = {**stored, "confidence_level": 0.8}
     assert load_stored_policy(project.root, other) is None
@@ -241,6 +270,7 @@ def _edit(path: Path, text: str) -> None:
     [
         "config comment", "policy comment", "rubric", "dataset removed", "labels removed",
         "code path removed", "snapshot garbled", "snapshot foreign class", "snapshot code",
+        "snapshot extra field", "snapshot missing field", "snapshot record class for another",
     ],
 )
 def test_a_snapshot_is_not_used_once_anything_it_rests_on_changed(
@@ -274,6 +304,18 @@ def test_a_snapshot_is_not_used_once_anything_it_rests_on_changed(
         doc = json.loads(snapshot.read_text())
         doc["code"] = "0" * 64
         snapshot.write_text(json.dumps(doc))
+    elif change == "snapshot extra field":  # a record is made with exactly its fields
+        doc = json.loads(snapshot.read_text())
+        doc["config"]["f"]["system"]["f"]["__class__"] = "x"
+        snapshot.write_text(json.dumps(doc))
+    elif change == "snapshot missing field":
+        doc = json.loads(snapshot.read_text())
+        del doc["config"]["f"]["evaluators"]
+        snapshot.write_text(json.dumps(doc))
+    elif change == "snapshot record class for another":  # the policy where the config goes
+        doc = json.loads(snapshot.read_text())
+        doc["config"] = doc["policy"]
+        snapshot.write_text(json.dumps(doc))
     assert load_config(config_path, None) is None
     # Another --policy is another snapshot.
     assert load_config(config_path, str(root / "release.yaml")) is None
@@ -285,9 +327,9 @@ def test_no_snapshot_for_a_value_json_cannot_hold(tmp_path: Path) -> None:
     from oloproof.project._snapshot import SnapshotUnusable, _encode
 
     with pytest.raises(SnapshotUnusable):
-        _encode({"when": object()}, {})
+        _encode({"when": object()})
     with pytest.raises(SnapshotUnusable):
-        _encode(float("nan"), {})
+        _encode(float("nan"))
     config_path = _rich_project(tmp_path / "rich")
     text = config_path.read_text().replace(
         "schema: {type: object,", "schema: {default: 2020-01-01, type: object,")
@@ -297,3 +339,163 @@ def test_no_snapshot_for_a_value_json_cannot_hold(tmp_path: Path) -> None:
     kept = load_config(config_path, None)
     if kept is not None:  # the timestamp was kept as text: then it must read back the same
         assert _answers(kept[0].config) == _answers(project.config)
+
+
+def test_one_runtime_type_validation_and_snapshot_make_the_same_classes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: the configuration has one runtime type. Every record the snapshot gives
+    back, at every depth (systems, evaluators, a panel's judges, rules, families), is of
+    the class the validation made, and equal to it field by field."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    seen: set[str] = set()
+    for config_path in _projects(tmp_path):
+        project = load_project(config_path)
+        resolved = resolve_release_policy(project, None)
+        save_config(config_path, None, project, resolved)
+        kept = load_config(config_path, None)
+        assert kept is not None, config_path
+        assert _same_records(project.config, kept[0].config) > 1
+        assert _same_records(resolved.policy, kept[1].policy, "policy") >= 1
+        for tree in (project.config, resolved.policy):
+            seen |= _record_names(tree)
+    # The rich project uses every record but compare.yaml's.
+    assert set(records.RECORDS) - seen == {"ComparePolicy", "CompareRule"}
+
+
+def _record_names(value: Any) -> set[str]:
+    if isinstance(value, ConfigRecord):
+        names = {type(value).__name__}
+        for f in type(value).__record_fields__:  # type: ignore[attr-defined]
+            names |= _record_names(getattr(value, f.name))
+        return names
+    if isinstance(value, (list, tuple)):
+        return set().union(*(_record_names(v) for v in value)) if value else set()
+    if isinstance(value, dict):
+        return set().union(*(_record_names(v) for v in value.values())) if value else set()
+    return set()
+
+
+def test_a_new_property_on_a_record_works_after_a_snapshot_round_trip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bug of issue 31: a property added to ProjectConfig passed mypy and the first
+    run, and every later run (read from the snapshot, as other objects) exited 70. A
+    property of a record is a property of what the snapshot gives back."""
+    monkeypatch.setattr(ProjectConfig, "judge_count", property(
+        lambda self: len(self.judge_criteria())), raising=False)
+    monkeypatch.setattr(records.RubricJudgeEvaluator, "panel_size", property(
+        lambda self: len(self.members())), raising=False)
+    monkeypatch.setattr(records.IntervalRule, "bound", property(
+        lambda self: self.min if self.min is not None else self.max), raising=False)
+    config_path = _rich_project(tmp_path / "rich")
+    project = load_project(config_path)
+    resolved = resolve_release_policy(project, None)
+    save_config(config_path, None, project, resolved)
+    kept = load_config(config_path, None)
+    assert kept is not None
+    config, policy = kept[0].config, kept[1].policy
+    assert config.judge_count == project.config.judge_count == 2  # type: ignore[attr-defined]
+    assert [e.panel_size for e in config.evaluators if e.type == "rubric_judge"] == [0, 3]  # type: ignore[union-attr]
+    assert [r.bound for r in policy.rules if r.kind == "interval_threshold"] == [  # type: ignore[union-attr]
+        0.5, 3.5, 0.6, 0.4, 0.4, 0.3]
+
+
+# -- the code digest ---------------------------------------------------------------------
+
+_VALIDATE_EVERYTHING = """\
+import sys
+from oloproof.project._snapshot import code_modules, save_config, load_config
+from oloproof.project.loader import load_project, resolve_release_policy, load_compare_policy
+from oloproof.project.config import ReleasePolicy
+project = load_project(sys.argv[1])
+resolved = resolve_release_policy(project, None)
+[e.members() for e in project.config.evaluators if e.type == "rubric_judge"]
+load_compare_policy(sys.argv[2], project.config.metrics())
+ReleasePolicy.validate({"version": 1})
+save_config(sys.argv[1], None, project, resolved)
+assert load_config(sys.argv[1], None) is not None
+loaded = sorted(m.__file__ for name, m in list(sys.modules.items())
+                if name.split(".")[0] == "oloproof" and getattr(m, "__file__", None))
+missing = sorted(set(loaded) - set(code_modules()))
+print("MISSING", *missing)
+"""
+
+
+def test_the_code_digest_covers_every_module_a_validation_runs(tmp_path: Path) -> None:
+    """Every module of Oloproof that a validation (of a project using every option, a
+    release policy and a compare policy) and a snapshot's writing and reading import, in a
+    fresh interpreter, is among the files the code digest reads: a module that decides
+    what the records hold can never change without the snapshots being written again."""
+    config_path = _rich_project(tmp_path / "rich")
+    compare = tmp_path / "compare.yaml"
+    compare.write_text("version: 1\nrules:\n  - {id: x, kind: non_inferiority, metric: exact,"
+                       " margin: 0.05}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _VALIDATE_EVERYTHING, str(config_path), str(compare)],
+        capture_output=True, text=True, check=False, timeout=120,
+        env={"PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": "sk-ant-test-0123456789abcdef",
+             "OPENAI_API_KEY": "sk-test-0123456789abcdef"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "MISSING", done.stdout
+
+
+def test_the_code_digest_names_the_modules_the_old_list_missed() -> None:
+    """The hand-kept list had models, shapes, loader, snapshot and project: enums.py,
+    _files.py and suite.py (and jsonschema's version) were missed."""
+    names = {Path(p).relative_to(Path(records.__file__).parents[1]).as_posix()
+             for p in code_modules()}
+    assert {"enums.py", "project/_files.py", "project/suite.py", "project/_errors.py",
+            "project/config.py", "project/models.py", "project/loader.py",
+            "project/_snapshot.py", "project/_yaml.py", "_records.py"} <= names
+    # Nothing but the package and what the validation needs: not the engine, not rich.
+    assert not any(n.startswith(("engine/", "runner/", "render/", "cli/")) for n in names)
+
+
+def test_the_code_digest_changes_with_a_library_version(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib.metadata import version
+
+    from oloproof.project import _snapshot
+
+    listed = _snapshot._library_versions()
+    for dist, entry in zip(("pydantic", "pydantic_core", "jsonschema", "pyyaml"), listed,
+                           strict=True):
+        assert entry.lower().startswith(f"{dist}-{version(dist)}".lower()), entry
+    before = code_digest.__wrapped__()  # type: ignore[attr-defined]
+    monkeypatch.setattr(_snapshot, "_library_versions",
+                        lambda: [*listed[:2], "jsonschema-0.0.dist-info", listed[3]])
+    assert code_digest.__wrapped__() != before  # type: ignore[attr-defined]
+
+
+def test_the_import_scanner_reads_every_form_of_import() -> None:
+    from oloproof.project._snapshot import _imports
+
+    source = b"""\
+from __future__ import annotations
+import oloproof.enums
+from oloproof.project import suite, labels as lab
+from oloproof.project._errors import (
+    fail,  # a comment
+    to_config_error,
+)
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from oloproof.runner.build import nothing
+
+def lazy():
+    if True:
+        from oloproof.storeurl import masked
+    return masked
+x = "oloproof.engine is named in a string"
+"""
+    assert _imports(source) == [
+        ("oloproof.enums", []),
+        ("oloproof.project", ["suite", "labels"]),
+        ("oloproof.project._errors", ["fail", "to_config_error"]),
+        ("oloproof.storeurl", ["masked"]),
+    ]

@@ -18,7 +18,7 @@ import pytest
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import CaseView
 from oloproof.evaluators.judge import RubricJudge
-from oloproof.project.models import RubricJudgeEvaluator
+from oloproof.project.config import RubricJudgeEvaluator
 from oloproof.providers.base import refused_parameter
 from oloproof.providers.verdict import build_judge_prompt, read_section
 from oloproof.testing.fake_provider import OfflineProvider
@@ -47,7 +47,7 @@ def offline() -> Iterator[OfflineProvider]:
 
 def _judge(config: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> RubricJudge:
     monkeypatch.setenv("JUDGE_KEY", KEY)
-    model = RubricJudgeEvaluator.model_validate(
+    model = RubricJudgeEvaluator.validate(
         {"type": "rubric_judge", "criterion": "helpful", "model": "fake-judge-1",
          "rubric_text": "Pass when the answer helps.", "api_key_env": "JUDGE_KEY", **config}
     )
@@ -100,7 +100,7 @@ def test_injections_are_judged_on_what_the_output_says(
 
 
 def _body(provider: str, **config: Any) -> dict[str, Any]:
-    model = RubricJudgeEvaluator.model_validate(
+    model = RubricJudgeEvaluator.validate(
         {"type": "rubric_judge", "criterion": "c", "provider": provider, "model": "m",
          "rubric_text": "R", "base_url": "http://127.0.0.1:1/v1", **config}
     )

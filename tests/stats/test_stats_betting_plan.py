@@ -119,7 +119,7 @@ def test_more_trials_of_the_same_cases_are_sized_by_the_same_interval() -> None:
     from oloproof.analysis.plan import RulePlan, _trials_run_rule
     from oloproof.enums import MetricKind, RuleState
     from oloproof.evidence import CriterionEvidence
-    from oloproof.project.models import IntervalRule
+    from oloproof.project.config import IntervalRule
 
     ev = CriterionEvidence("c", MetricKind.BINARY)
     ev.trials = 2

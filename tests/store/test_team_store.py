@@ -21,7 +21,6 @@ from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
 from tests.pgserver import SECRET_PASSWORD
 
 from oloproof.store.location import PostgresLocation
-from oloproof.store.postgres import connect
 
 RELEASE = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
 
@@ -40,8 +39,16 @@ def _env(url: str) -> dict[str, str]:
     return {"OLOPROOF_STORE": url}
 
 
+def _connect(url: str, project: str) -> Any:
+    # psycopg (the postgres extra) is imported by the tests that reach a server only: the
+    # fast tier collects this module on every Python CI runs, without that extra.
+    from oloproof.store.postgres import connect
+
+    return connect(PostgresLocation(url, project))
+
+
 def _sql(url: str, sql: str, params: tuple[Any, ...] = (), project: str = "test-project") -> list[Any]:
-    conn = connect(PostgresLocation(url, project))
+    conn = _connect(url, project)
     try:
         cur = conn.execute(sql, params)
         return [tuple(r) for r in cur.fetchall()] if cur.description else []
@@ -122,7 +129,7 @@ def test_the_password_is_never_shown_nor_stored(
             assert secret not in text
     assert any("olo_secret:***@" in text for text in outputs[-2:])
     # Nothing stored in the database holds it, and no file beside the project either.
-    conn = connect(PostgresLocation(url, "support-bot-example"))
+    conn = _connect(url, "support-bot-example")
     try:
         tables = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]

@@ -209,9 +209,9 @@ def test_from_config_reads_duck_typed_config(srv: FakeServer) -> None:
 
 
 def test_from_config_with_the_project_model(srv: FakeServer) -> None:
-    from oloproof.project import models
+    from oloproof.project.config import SystemConfig
 
-    config = models.SystemConfig.model_validate(
+    config = SystemConfig.validate(
         {
             "name": "support-bot",
             "timeout_s": 7,

@@ -5,6 +5,7 @@ MAX_CODE_PATH_FILES, MAX_CODE_PATH_BYTES)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,8 @@ def _refused(root: Path, field: str, *needles: str) -> None:
     result = cli(root, "run", timeout=60)  # a hang is a failure, not a wait
     no_traceback(result)
     assert result.code == 2, result.text
-    assert f"oloproof.yaml: {field}" in result.err, result.err
+    # The file, the line of the field (issue 30 item 4), the field.
+    assert re.search(rf"oloproof\.yaml:\d+: {re.escape(field)}", result.err), result.err
     for needle in needles:
         assert needle in result.err, result.err
     assert len(result.err.strip().splitlines()) == 1, result.err

@@ -51,7 +51,7 @@ import oloproof
 from oloproof.enums import GateAction, MetricKind, RuleState
 from oloproof.evidence import CriterionEvidence
 from oloproof.policy.decide import decide_run
-from oloproof.project.models import ReleasePolicy
+from oloproof.project.config import ReleasePolicy
 
 pytestmark = pytest.mark.slow
 
@@ -295,7 +295,7 @@ def _could_fail(decision: Any, policy: ReleasePolicy, cases: list[Any], trials: 
     At the level the rule could be decided at: its own under Bonferroni; the policy's under
     Holm (the last step of the procedure decides at the policy's level) or alone."""
     criterion, aggregate, inside = _scope(cases, decision.metric)
-    family = next((r.get("family") for r in policy.model_dump()["rules"]
+    family = next((r.get("family") for r in policy.dump()["rules"]
                    if r["id"] == decision.rule.split("[")[0]), None)
     level = float(policy.confidence_level)
     if family is not None and policy.families[family].multiplicity == "bonferroni":
@@ -333,7 +333,7 @@ def _could_fail(decision: Any, policy: ReleasePolicy, cases: list[Any], trials: 
         else:
             worst.scores = [score] * scope
     rule = {"id": "w", "metric": "w", direction: threshold}
-    one = ReleasePolicy.model_validate({
+    one = ReleasePolicy.validate({
         "version": 1, "confidence_level": level, "max_missing": 1,
         "rules": [rule],
     })
@@ -374,7 +374,7 @@ def check(gen: Generated, result: oloproof.RunResult, tally: Tally) -> None:
 def _policy(gen: Generated) -> ReleasePolicy:
     import yaml
 
-    return ReleasePolicy.model_validate(yaml.safe_load(gen.release))
+    return ReleasePolicy.validate(yaml.safe_load(gen.release))
 
 
 def run_one(gen: Generated, root: Path, tally: Tally) -> None:
@@ -402,7 +402,9 @@ def test_generated_policies_in_process(tmp_path: Path, chunk: int) -> None:
         run_one(generate(seed), tmp_path / f"p{seed}", tally)
     # The generator must reach every kind of outcome, or the checks above prove little.
     assert tally.outcomes["refused"] >= 4, tally
-    assert tally.outcomes["exit 0"] >= 4 and tally.allowed_with_pass >= 2, tally
+    # (Bounded MEAN rules decided by the betting interval, issue 33, allow less often at
+    # the generator's 8-40 cases than Student t did: 2 to 3 of 40 projects per chunk.)
+    assert tally.outcomes["exit 0"] >= 2 and tally.allowed_with_pass >= 2, tally
     assert sum(tally.outcomes[f"exit {c}"] for c in (1, 3, 5)) >= 4, tally
 
 

@@ -77,7 +77,8 @@ def test_a_catastrophic_schema_pattern_ends_at_the_evaluator_time_limit(
     result = run_cli("run", cwd=root, env={"OLOPROOF_TEST_MARK": mark}, timeout=120)
     took = time.monotonic() - started
     no_traceback(result)
-    assert result.code == 3, result.text  # 3 of 9 missing: the floor cannot be decided
+    # 3 of 9 missing, more than max_missing's 20% (issue 25): the evidence is incomplete.
+    assert result.code == 5, result.text
     [run] = runs(root)
     assert (run["status"], run["completeness"]) == ("DECIDED", "COMPLETE")
     cases = {c["id"]: c for c in inspect(root)["cases"]}

@@ -28,9 +28,7 @@ from oloproof.policy.compare import (
     pair_runs,
 )
 from oloproof.policy.decide import Decision, gate, gate_declaration, gate_notes
-from oloproof.project import load_compare_policy
-from oloproof.project.loader import default_compare_policy
-from oloproof.project.models import ComparePolicy
+from oloproof.project.config import ComparePolicy
 from oloproof.store.comparisons import new_comparison_id, write_comparison
 from oloproof.store.dbapi import Connection
 from oloproof.store.reader import CaseRow, RunRecord, get_run, load_cases
@@ -187,7 +185,20 @@ def build_comparison(
         )
     for name in ("candidate", "baseline"):
         run = candidate if name == "candidate" else baseline
-        if run.completeness != Completeness.COMPLETE:
+        if run.completeness == Completeness.SEQUENTIAL and name == "candidate":
+            warnings.append(
+                f"the candidate run {run.id} is sequential: its rules are decided by"
+                " sequential paired tests on the pairs in its order, over the cases its own"
+                " decision read (docs/sequential-decisions.md)"
+            )
+        elif run.completeness == Completeness.SEQUENTIAL:
+            warnings.append(
+                f"the baseline run {run.id} is sequential: it stored only the cases it needed"
+                " to decide its own rules, so the comparison pairs the cases both runs"
+                " stored, and its fixed-n interval is no longer exact over a set of cases"
+                " a sequential test chose (docs/sequential-decisions.md)"
+            )
+        elif run.completeness != Completeness.COMPLETE:
             warnings.append(
                 f"the {name} run {run.id} is {run.state}: a partial run is not decided, and"
                 " neither is a comparison with one"
@@ -220,6 +231,8 @@ def resolve_compare_policy(
     config: str | Path, project_dir: Path, policy_arg: str | None, metrics: dict[str, str]
 ) -> tuple[ComparePolicy, str | None, str | None]:
     """The policy, its path, and (when there is none) why there are no rules."""
+    from oloproof.project.loader import load_compare_policy  # pydantic: only to validate
+
     kinds = kind_names(metrics)
     if policy_arg is not None:
         return load_compare_policy(policy_arg, kinds), policy_arg, None
@@ -229,7 +242,7 @@ def resolve_compare_policy(
         shown = os.path.normpath(os.path.join(os.path.dirname(str(config)), "compare.yaml"))
         return load_compare_policy(default, kinds, display=shown), str(default), None
     return (
-        default_compare_policy(),
+        ComparePolicy(),
         None,
         f"no compare.yaml beside {Path(config).name} and no --policy given",
     )
@@ -324,7 +337,15 @@ def compare_runs(
         )
     level = float(policy.confidence_level)
     cmp = build_comparison(conn, candidate.id, baseline.id, level)
-    decisions = [] if cmp.incomplete else decide_comparison(cmp.metrics, policy)
+    if cmp.incomplete:
+        decisions = []
+    elif candidate.sequential is not None:
+        # Sequential paired tests in the candidate's order (docs/sequential-decisions.md).
+        from oloproof.analysis.sequential import decide_sequential_comparison
+
+        decisions = decide_sequential_comparison(conn, cmp, policy)
+    else:
+        decisions = decide_comparison(cmp.metrics, policy)
     gate_label, code = gate(decisions, incomplete=cmp.incomplete)
     cmp_id = new_comparison_id()
     created_at = utc_timestamp()
@@ -335,7 +356,7 @@ def compare_runs(
     write_comparison(
         conn, cmp_id=cmp_id, project=candidate.project, candidate_run=candidate.id,
         baseline_run=baseline.id, confidence_level=level,
-        policy=policy.model_dump(mode="json"), policy_path=policy_path, gate=gate_label,
+        policy=policy.dump(mode="json"), policy_path=policy_path, gate=gate_label,
         exit_code=code, metrics=list(cmp.metrics.values()),
         decisions=doc["decisions"], document=doc, created_at=created_at,
     )

@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from oloproof._records import replace
 from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evidence import CriterionEvidence, group_name
 from oloproof.store.reader import RunRecord, load_trial_outcomes, stored_json
 
 if TYPE_CHECKING:
-    from oloproof.project.models import ReleasePolicy
+    from oloproof.project.config import ReleasePolicy
     from oloproof.store.dbapi import Connection
 
 __all__ = ["expand_policy", "group_keys", "group_name", "grouped_evidence", "with_groups"]
@@ -133,9 +134,8 @@ def expand_policy(
                 raise _ungrouped(rule.id, rule.metric)
             for name in groups.get(rule.metric, {}):
                 suffix = name[len(rule.metric):]
-                rules.append(rule.model_copy(update={
-                    "id": f"{rule.id}{suffix}", "metric": name, "each_group": False,
-                }))
+                rules.append(replace(rule, id=f"{rule.id}{suffix}", metric=name,
+                                     each_group=False))
             continue
         assert rule.group is not None
         (key, value), = rule.group.items()
@@ -148,8 +148,8 @@ def expand_policy(
                 name, base.kind, base.value_range, trials=base.trials,
                 case_trials={} if base.case_trials is not None else None,
             )
-        rules.append(rule.model_copy(update={"metric": name, "group": None}))
-    return policy.model_copy(update={"rules": rules})
+        rules.append(replace(rule, metric=name, group=None))
+    return replace(policy, rules=rules)
 
 
 def _ungrouped(rule_id: str, metric: str, key: str | None = None) -> ConfigError:

@@ -29,8 +29,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from oloproof._records import dataclass, field
 from oloproof.analysis.compare import build_comparison, kind_names, shared_metrics
 from oloproof.analysis.stored import StoredEvidenceError, stored_policy
@@ -46,8 +44,7 @@ from oloproof.policy.rules import (
     on_comparison_bar,
     threshold_judge,
 )
-from oloproof.project import load_compare_policy, load_release_policy
-from oloproof.project.models import (
+from oloproof.project.config import (
     ComparePolicy,
     CompareRule,
     IntervalRule,
@@ -963,15 +960,19 @@ def plan_stored_run(
     *,
     policy_path: str | Path | None = None,
     assurance: float | None = None,
+    root: Path | None = None,
 ) -> RunPlan:
-    """Plan a stored run under ``policy_path`` or the policy stored with it."""
+    """Plan a stored run under ``policy_path`` or the policy stored with it. ``root``: the
+    project, whose kept form of the run's policy spares validating it (as ``gate`` does)."""
     run = get_run(conn, ref)
     metrics = kind_names({m["criterion"]: m["kind"] for m in run.metrics})
     if policy_path:
+        from oloproof.project.loader import load_release_policy
+
         policy = load_release_policy(policy_path, metrics)
         note = None
     else:
-        policy = stored_policy(run)
+        policy = stored_policy(run, root)
         note = "the policy stored with the run declares none"
     if policy.rules:
         note = None
@@ -981,6 +982,15 @@ def plan_stored_run(
             " to size; run it again (finished cases come from the cache), then plan that run"
         )
     cases = load_cases(conn, run.id)
+    if run.sequential is not None:
+        rules, cases = _plan_sequential(conn, run, policy, cases)
+        return RunPlan(
+            run_id=run.id, project=run.project, observed_cases=len(cases),
+            confidence_level=float(policy.confidence_level),
+            policy=str(policy_path) if policy_path else "stored with the run",
+            policy_note=note, per_case=case_costs(cases), rules=rules, assurance=None,
+            trials=run.trials,
+        )
     from oloproof.analysis.stored import grouped_stored_evidence
 
     # Rules on groups (group:, each_group:) are planned as the per-group rules they
@@ -1003,6 +1013,86 @@ def plan_stored_run(
     )
 
 
+#: The longest suite a sequential plan looks at (the exact stopping distribution costs about
+#: a second per few thousand cases).
+SEQUENTIAL_PLAN_HORIZON = 10_000
+
+
+def _plan_sequential(
+    conn: Connection, run: Any, policy: ReleasePolicy, cases: list[CaseRow]
+) -> tuple[list[RulePlan], list[CaseRow]]:
+    """A sequential run's plan: the cases its decision read, and for each rule it left
+    undecided, how many cases a sequential run needs to decide it if the observed rate
+    holds: the median and mean of its test's stopping time, computed exactly
+    (stats/sequential.py ``stopping_distribution``)."""
+    from oloproof.analysis.sequential import decide_sequential
+    from oloproof.stats.sequential import stopping_distribution
+
+    decisions, _summaries, reading = decide_sequential(conn, run, policy)
+    read = set(_read_ids(run, reading.fed))
+    cases = [c for c in cases if c.case_id in read]
+    costs = case_costs(cases)
+    out: list[RulePlan] = []
+    for rule, d in zip(policy.rules, decisions, strict=True):
+        entry = _base(d)
+        out.append(entry)
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+            _decided(entry, d)
+            continue
+        ev = reading.evidence[d.metric]
+        if isinstance(rule, ObservedCountRule) or ev.kind != MetricKind.BINARY:
+            entry.plan = "not_admitted"
+            entry.message = (
+                "sizing is computed for a sequential BINARY rule only: "
+                + ("an observed_count rule passes only over every case of the suite"
+                   if isinstance(rule, ObservedCountRule) else
+                   "a MEAN rule's stopping time depends on the whole distribution of its"
+                   " scores, not on a rate")
+            )
+            continue
+        if ev.observed == 0:
+            entry.plan = "refused"
+            entry.message = "no case of the run gave evidence for it: there is nothing to size from"
+            continue
+        rate = ev.passed / ev.observed
+        direction, t = _threshold(rule)
+        level = d.confidence_level or float(policy.confidence_level)
+        horizon = max(SEQUENTIAL_PLAN_HORIZON, reading.spec.cases_total)
+        dist = stopping_distribution(t, direction, rate, horizon, level, reading.spec.margin)
+        entry.method = "exact stopping distribution of the beta-binomial mixture e-process"
+        entry.observed = {"observed": ev.observed, "passed": ev.passed, "missing": ev.missing,
+                          "read": reading.fed}
+        if dist.median is None:
+            entry.plan = "beyond_limit"
+            entry.message = (
+                f"at the observed rate {rate:.1%}, a sequential run decides it within"
+                f" {horizon:,} cases {dist.decided_by[-1]:.0%} of the time, less than half"
+            )
+            continue
+        entry.plan = "sized"
+        entry.total = dist.median
+        entry.more = max(0, dist.median - reading.fed)
+        entry.state_at_total = (
+            RuleState.PASS if dist.pass_probability >= dist.fail_probability else RuleState.FAIL
+        )
+        nine = next((n for n, p in enumerate(dist.decided_by) if p >= 0.9), None)
+        entry.assuming = [
+            f"the cases to come pass at the observed rate, {rate:.1%}, and none goes missing",
+            f"a sequential run decides it after a median of {dist.median:,} cases in all"
+            f" (mean {dist.mean_within:,.0f}"
+            + (f"; 90% of runs within {nine:,}" if nine is not None else "")
+            + "); the suite needs at least that many cases",
+            _CONCURRENCY,
+        ]
+        entry.price(costs)
+    return out, cases
+
+
+def _read_ids(run: Any, fed: int) -> list[str]:
+    order = (run.sequential or {}).get("order") or []
+    return [str(c) for c in order[:fed]]
+
+
 def plan_stored_comparison(
     conn: Connection,
     ref: str,
@@ -1017,11 +1107,15 @@ def plan_stored_comparison(
     shared, _ = shared_metrics(candidate, baseline)
     kinds = kind_names(shared)
     if policy_path:
+        from oloproof.project.loader import load_compare_policy
+
         policy = load_compare_policy(policy_path, kinds)
         note = None
     else:
+        from pydantic import ValidationError
+
         try:
-            policy = ComparePolicy.model_validate(record.policy)
+            policy = ComparePolicy.validate(record.policy)
         except ValidationError:
             raise StoredEvidenceError(
                 f"the policy stored with {record.id} cannot be read by this version;"
@@ -1036,8 +1130,30 @@ def plan_stored_comparison(
             f"comparison {record.id} pairs a partial run: it is not decided, so there is"
             " nothing to size; complete the run and compare again"
         )
-    decisions = decide_comparison(cmp.metrics, policy)
     costs = case_costs(cmp.candidate_cases) + case_costs(cmp.baseline_cases)
+    if candidate.sequential is not None:
+        # Decided by sequential paired tests (analysis/sequential.py): a plan states the
+        # decisions, and sizes none (docs/sequential-decisions.md, "Comparisons").
+        from oloproof.analysis.sequential import decide_sequential_comparison
+
+        decisions = decide_sequential_comparison(conn, cmp, policy)
+        rules = []
+        for d in decisions:
+            entry = _base(d)
+            if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+                _decided(entry, d)
+            else:
+                entry.plan = "not_admitted"
+                entry.message = (
+                    "sizing a sequential paired comparison is not computed: the candidate"
+                    " stopped once its own release rules were decided; run it without"
+                    " --sequential (the cases it already ran come from the cache) and"
+                    " compare that run"
+                )
+            rules.append(entry)
+    else:
+        decisions = decide_comparison(cmp.metrics, policy)
+        rules = plan_comparison(cmp.metrics, decisions, policy, costs, assurance=assurance)
     return ComparisonPlan(
         comparison_id=record.id,
         candidate_run=candidate.id,
@@ -1048,6 +1164,6 @@ def plan_stored_comparison(
         policy=str(policy_path) if policy_path else "stored with the comparison",
         policy_note=note,
         per_case=costs,
-        rules=plan_comparison(cmp.metrics, decisions, policy, costs, assurance=assurance),
+        rules=rules,
         assurance=assurance,
     )

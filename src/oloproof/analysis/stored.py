@@ -31,8 +31,8 @@ from oloproof.store.reader import (
 if TYPE_CHECKING:
     from typing import Any
 
+    from oloproof.project.config import ReleasePolicy
     from oloproof.project.labels import Labels
-    from oloproof.project.models import ReleasePolicy
     from oloproof.store.dbapi import Connection
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "grouped_stored_evidence",
     "judge_reports",
     "labelled_verdicts",
+    "sequential_reading",
     "stored_evidence",
     "stored_labels",
     "stored_policy",
@@ -75,10 +76,10 @@ def stored_policy(run: RunRecord, root: Path | None = None) -> ReleasePolicy:
             return kept
     from pydantic import ValidationError
 
-    from oloproof.project.models import ReleasePolicy
+    from oloproof.project.config import ReleasePolicy
 
     try:
-        return ReleasePolicy.model_validate(stored)
+        return ReleasePolicy.validate(stored)
     except ValidationError as exc:
         raise StoredEvidenceError(
             f"the policy stored with {run.id} cannot be read ({exc.error_count()} problem(s),"
@@ -168,9 +169,43 @@ def decide_stored(
     the run stored them plus by ``group_by`` (analysis/groups.py), judges measured against
     ``labels`` (those stored with the run unless others are given)."""
     record = get_run(conn, run_id)
-    evidence, policy = grouped_stored_evidence(conn, record, policy, group_by)
     chosen = stored_labels(conn, record) if labels is STORED else labels
+    if record.sequential is not None:
+        # Its order replayed over what it stored (analysis/sequential.py); group_by adds
+        # no rule, and the metrics are read over the prefix the decision read.
+        from oloproof.analysis.sequential import decide_sequential
+
+        try:
+            decisions, summaries, _reading = decide_sequential(
+                conn, record, policy, labelled_verdicts(conn, record, chosen)
+            )
+        except _UNREADABLE as exc:
+            raise StoredEvidenceError(
+                f"the evidence stored for {record.id} cannot be read"
+                f" ({type(exc).__name__}: {exc})"
+            ) from None
+        return decisions, summaries
+    evidence, policy = grouped_stored_evidence(conn, record, policy, group_by)
     return decide_run(evidence, policy, labelled_verdicts(conn, record, chosen))
+
+
+def sequential_reading(
+    conn: Connection, run_id: str, policy: ReleasePolicy
+) -> tuple[dict[str, Any], str] | None:
+    """A sequential run's reading (analysis/sequential.py) as JSON and as one sentence;
+    None for any other run."""
+    record = get_run(conn, run_id)
+    if record.sequential is None:
+        return None
+    from oloproof.analysis.sequential import read_sequential
+
+    try:
+        reading = read_sequential(conn, record, policy)
+    except _UNREADABLE as exc:
+        raise StoredEvidenceError(
+            f"the evidence stored for {record.id} cannot be read ({type(exc).__name__}: {exc})"
+        ) from None
+    return reading.to_json(), reading.describe()
 
 
 def grouped_stored_evidence(

@@ -131,7 +131,7 @@ def load_matrix(
     loaded: list[PreparedRun] = []
     for name in chosen:
         run = load(config, policy=policy, group_by=group_by, trials=trials, limit=limit,
-                   cases=cases, where=where, variant=name)
+                   cases=cases, where=where, variant=name, sequential=False)
         run.prepared.matrix = {
             "id": matrix_id, "variant": name, "index": names.index(name),
             "baseline": baseline, "variants": len(chosen),
@@ -207,7 +207,7 @@ def conclude(
     level = float(first.policy.confidence_level)
     kinds = {m["criterion"]: m["kind"] for m in first.metrics}
     types = {e.criterion: e.type for e in project.config.evaluators}
-    stored_policy = first.policy.model_dump(mode="json")
+    stored_policy = first.policy.dump(mode="json")
     directions = {
         c: metric_direction(c, k, types.get(c), stored_policy) for c, k in kinds.items()
     }

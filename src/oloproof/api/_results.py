@@ -299,6 +299,11 @@ class RunResult:
     #: block, by declaration``), or None.
     gate_notes: list[str] = field(default_factory=list)
     declaration: str | None = None
+    #: A sequential run (docs/sequential-decisions.md): its seed, margin and size, how many
+    #: cases of its order the decision read, how many were stored; None for any other run.
+    sequential: dict[str, Any] | None = None
+    #: That reading in one sentence (the reports' note).
+    sequential_note: str | None = None
 
     @property
     def allowed(self) -> bool:
@@ -357,6 +362,7 @@ class RunResult:
             "panels": panels_json(self.panels),
             **({"trials": self.trials, "flaky": [f.to_json() for f in self.flaky]}
                if self.trials > 1 else {}),
+            **({"sequential": dict(self.sequential)} if self.sequential is not None else {}),
         }
 
     def summary(self) -> str:
@@ -367,6 +373,8 @@ class RunResult:
         ]
         if self.subset is not None:
             lines.append(f"  subset: {self.subset.describe()}")
+        if self.sequential_note:
+            lines.append(f"  {self.sequential_note}")
         if self.stop_reason:
             lines.append(f"  stopped: {self.stop_reason}")
         lines.extend(f"  {note}" for note in self.gate_notes)

@@ -115,6 +115,7 @@ def load(
     shard: str | tuple[int, int] | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    sequential: bool | None = None,
     variant: str | None = None,
 ) -> PreparedRun:
     """Load and check a project (and choose its subset, or its shard): every configuration
@@ -166,6 +167,18 @@ def load(
         if subset.selected == total and spec.case_ids == () and not spec.where:
             subset = None  # a limit at or above the suite's size is the whole suite
     prepared.subset = subset.to_json() if subset is not None else None
+    if sequential is not None and not isinstance(sequential, bool):
+        raise UsageError(f"sequential must be True or False, got {sequential!r}")
+    if sequential if sequential is not None else prepared.project.config.sequential is not None:
+        if subset is not None:
+            raise UsageError(
+                "--sequential cannot be combined with --shard, --limit, --sample, --case or"
+                " --where: a sequential run chooses how many cases it needs, in an order of"
+                " its own, from the whole suite (docs/sequential-decisions.md)"
+            )
+        from oloproof.runner.sequential import make_sequential
+
+        make_sequential(prepared)
     return PreparedRun(prepared, subset)
 
 
@@ -223,6 +236,8 @@ def execute(
         trials=run.prepared.trials, flaky=_flaky(run.prepared, outcome.run_id),
         gate_notes=gate_notes(outcome.decisions, run.prepared.policy, outcome.run_id),
         declaration=gate_declaration(run.prepared.policy) if outcome.decisions else None,
+        sequential=outcome.sequential[0] if outcome.sequential else None,
+        sequential_note=outcome.sequential[1] if outcome.sequential else None,
     )
 
 
@@ -278,6 +293,7 @@ def run(
     shard: str | tuple[int, int] | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    sequential: bool | None = None,
     matrix: Literal[False] = False,
     variants: Sequence[str] | None = None,
 ) -> RunResult: ...
@@ -301,6 +317,7 @@ def run(
     shard: str | tuple[int, int] | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    sequential: bool | None = None,
     matrix: Literal[True],
     variants: Sequence[str] | None = None,
 ) -> MatrixResult: ...
@@ -323,6 +340,7 @@ def run(
     shard: str | tuple[int, int] | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    sequential: bool | None = None,
     matrix: bool = False,
     variants: Sequence[str] | None = None,
 ) -> RunResult | MatrixResult:
@@ -338,7 +356,10 @@ def run(
     ``oloproof merge`` joins the K shards into one run (docs/scaling.md). ``executor="ray"``
     (or ``executor: ray`` in oloproof.yaml) makes the system's calls and the custom
     evaluators on Ray workers, at ``ray_address`` (else ``RAY_ADDRESS``, else a local Ray
-    instance). Configuration errors raise :class:`oloproof.ConfigError` before
+    instance). ``sequential=True`` (or ``sequential: true`` in oloproof.yaml; ``False``
+    overrides it) decides every rule by an anytime-valid test, case after case in a seeded
+    order, and stops calling once every rule is decided (docs/sequential-decisions.md).
+    Configuration errors raise :class:`oloproof.ConfigError` before
     anything is stored; whatever happens after, the run is stored as DECIDED or
     RUN_ERROR/PARTIAL, never left RUNNING.
 
@@ -356,6 +377,9 @@ def run(
     comparisons (docs/prompts-and-models.md).
     """
     if matrix:
+        if sequential:
+            raise UsageError("matrix=True compares the variants on the same fixed suite: it"
+                             " cannot be combined with sequential=True")
         if shard is not None or sample:
             raise UsageError("matrix=True runs every variant on the same cases: it cannot be"
                              " combined with shard or sample")
@@ -375,7 +399,8 @@ def run(
 
         bar = Progress(mode)
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event,
-                 trials, bar, shard=shard, executor=executor, ray_address=ray_address)
+                 trials, bar, shard=shard, executor=executor, ray_address=ray_address,
+                 sequential=sequential)
     if bar is None and not _loop_running():
         return args.call(StopRequest())
     stop = StopRequest()
@@ -497,6 +522,7 @@ async def run_async(
     shard: str | tuple[int, int] | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    sequential: bool | None = None,
 ) -> RunResult:
     """:func:`run`, awaitable: the run goes on in a thread of its own while the caller's
     loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
@@ -518,7 +544,8 @@ async def run_async(
                 pass
 
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback,
-                 trials, shard=shard, executor=executor, ray_address=ray_address)
+                 trials, shard=shard, executor=executor, ray_address=ray_address,
+                 sequential=sequential)
 
     def settle(value: Any, error: BaseException | None) -> None:
         if future.done():
@@ -570,13 +597,14 @@ class _Args:
     shard: str | tuple[int, int] | None = None
     executor: str | None = None
     ray_address: str | None = None
+    sequential: bool | None = None
 
     def call(self, stop: StopRequest) -> RunResult:
         loaded = load(
             self.project, policy=self.policy, limit=self.limit, sample=self.sample,
             seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
             trials=self.trials, shard=self.shard, executor=self.executor,
-            ray_address=self.ray_address,
+            ray_address=self.ray_address, sequential=self.sequential,
         )
         _warn_stale_cache(loaded)
         sinks: list[EventCallback] = []

@@ -8,11 +8,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oloproof.analysis.stored import STORED, decide_stored, judge_reports, stored_policy
+from oloproof.analysis.stored import (
+    STORED,
+    decide_stored,
+    judge_reports,
+    sequential_reading,
+    stored_policy,
+)
 from oloproof.api._listing import PathLike, _read, config_file, list_comparisons, list_runs
 from oloproof.api._results import ComparisonResult, RunResult, Subset
 from oloproof.enums import Completeness
-from oloproof.errors import UsageError
+from oloproof.errors import ConfigError, UsageError
 from oloproof.policy.decide import gate, gate_declaration, gate_notes
 from oloproof.store.db import open_store, open_store_readonly
 from oloproof.store.location import locate
@@ -71,6 +77,14 @@ def read_run(
         if isinstance(group_by, str):
             group_by = [group_by]
         _check_stored(conn, record, release, policy, list(group_by or ()))
+        sequential = None
+        if record.sequential is not None:
+            from oloproof.policy.sequential import refusal
+
+            why = refusal(release, record.metrics, record.trials)
+            if why is not None:
+                raise ConfigError(f"run {record.id} is sequential, and {why}")
+            sequential = sequential_reading(conn, record.id, release)
         chosen: Any = STORED
         if labels is not None:
             from oloproof.project.labels import load_labels, scales_of_run
@@ -91,7 +105,8 @@ def read_run(
     partial = record.completeness == Completeness.PARTIAL
     if partial:
         decisions = []
-    label, code = gate(decisions, incomplete=record.completeness != Completeness.COMPLETE)
+    whole = record.completeness in (Completeness.COMPLETE, Completeness.SEQUENTIAL)
+    label, code = gate(decisions, incomplete=not whole)
     return RunResult(
         run_id=record.id, status=record.status, completeness=record.completeness, gate=label,
         exit_code=int(code), decisions=decisions, metrics=summaries, project_dir=root,
@@ -102,6 +117,8 @@ def read_run(
         trials=record.trials, flaky=flaky,
         gate_notes=gate_notes(decisions, release, record.id),
         declaration=gate_declaration(release) if decisions else None,
+        sequential=sequential[0] if sequential else None,
+        sequential_note=sequential[1] if sequential else None,
     )
 
 
@@ -199,7 +216,8 @@ def plan(
                 conn, ref, policy_path=policy_path, assurance=assurance
             )
         if ref.startswith("run_") or ref == "latest":
-            return plan_stored_run(conn, ref, policy_path=policy_path, assurance=assurance)
+            return plan_stored_run(conn, ref, policy_path=policy_path, assurance=assurance,
+                                   root=_root(project))
     finally:
         conn.close()
     raise UsageError(

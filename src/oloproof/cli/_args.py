@@ -156,6 +156,10 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
                   " each with the baseline under Holm (docs/prompts-and-models.md)"),
         _arg("--variant", action="append", metavar="NAME",
              help="with --matrix: run only this variant, and the baseline (repeatable)"),
+        _arg("--sequential", action="store_true", default=None,
+             help="decide every rule by an anytime-valid test, case after case in a seeded"
+                  " order, and stop calling once every rule is decided (default: sequential:"
+                  " in oloproof.yaml); see docs/sequential-decisions.md"),
         _arg("--executor", choices=("local", "ray"),
              help="where the system's calls and custom evaluators run (default: executor: in"
                   " oloproof.yaml, else local); ray needs oloproof[ray], see docs/scaling.md"),

@@ -31,7 +31,8 @@ def command(args: argparse.Namespace) -> int:
     if args.json:
         doc = result.to_dict()
         keys = ("run_id", "status", "completeness", "gate", "exit_code", "decisions",
-                "metrics", "judges", "panels", "gate_notes", "declaration")
+                "metrics", "judges", "panels", "gate_notes", "declaration",
+                *(("sequential",) if result.sequential is not None else ()))
         sys.stdout.write(
             dumps(
                 {key: doc[key] for key in keys}
@@ -65,6 +66,8 @@ def command(args: argparse.Namespace) -> int:
 
 def _note(result: RunResult, policy_arg: str | None) -> str | None:
     lines = panel_lines(result.panels)
+    if result.sequential_note:
+        lines.append(result.sequential_note)
     if result.stop_reason:
         lines.append(f"Stopped: {result.stop_reason}")
     elif result.subset is not None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 DESCRIPTIONS = {
     "starter": "a minimal project to fill in: one callable, one criterion, one rule",
     "support_bot": "18 labelled support questions; keyword rules get 13 right",
+    "sequential": "2,000 cases decided sequentially: stops calling once the rule is decided",
     "http": "a tiny local HTTP service and the project that evaluates it",
     "judge": "a rubric judge pointed at a local fake provider, so it runs offline",
     "compare": "a candidate support_bot that fixes some misses, with compare.yaml",

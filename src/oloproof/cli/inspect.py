@@ -7,8 +7,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from oloproof.analysis.cases import case_json, failure_rows, failures, run_json, trial_json
-from oloproof.analysis.stored import decide_stored, judge_reports, stored_policy
-from oloproof.cli._common import read_project_store
+from oloproof.analysis.stored import (
+    decide_stored,
+    judge_reports,
+    sequential_reading,
+    stored_policy,
+)
+from oloproof.cli._common import project_root, read_project_store
 from oloproof.errors import UsageError
 from oloproof.policy.decide import Decision
 from oloproof.render.console import print_to
@@ -27,6 +32,7 @@ from oloproof.textsafe import dumps
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
     from typing import Any
 
     from oloproof.store.dbapi import Connection
@@ -54,8 +60,8 @@ def _case(conn: Connection, run: RunRecord, case_id: str, as_json: bool) -> int:
     return _json(doc)
 
 
-def _judges(conn: Connection, run: RunRecord, as_json: bool) -> int:
-    reports = judge_reports(conn, run.id, float(stored_policy(run).confidence_level))
+def _judges(conn: Connection, run: RunRecord, root: Path, as_json: bool) -> int:
+    reports = judge_reports(conn, run.id, float(stored_policy(run, root).confidence_level))
     if as_json:
         panels = panels_json(panel_splits(conn, run.id))
         return _json({"run_id": run.id, "judges": [r.to_json() for r in reports],
@@ -99,7 +105,7 @@ def command(args: argparse.Namespace) -> int:
     if args.case is not None:
         return _case(conn, run, args.case, args.json)
     if args.judges:
-        return _judges(conn, run, args.json)
+        return _judges(conn, run, project_root(args.config), args.json)
     cases = load_cases(conn, run.id)
     if getattr(args, "flaky", False):
         return _flaky(conn, run, len(cases), args.json)
@@ -110,14 +116,19 @@ def command(args: argparse.Namespace) -> int:
         print_to(sys.stdout, failures_table(run.id, failure_rows(failed), len(failed), len(cases)))
         return 0
     decisions = load_decisions(conn, run.id)
-    policy = stored_policy(run)
+    policy = stored_policy(run, project_root(args.config))
     _, summaries = decide_stored(conn, run.id, policy)  # metrics at the run's own level
+    sequential = sequential_reading(conn, run.id, policy)
     if args.json:
         judges = judge_reports(conn, run.id, float(policy.confidence_level))
-        return _json(run_json(run, cases, decisions, list(summaries.values()), judges))
+        doc = run_json(run, cases, decisions, list(summaries.values()), judges)
+        if sequential is not None:
+            doc["sequential"] = sequential[0]
+        return _json(doc)
     try:
         shown = [Decision(**d) for d in decisions]
     except TypeError as exc:
         raise StoreUnreadable(f"run {run.id}: its stored decisions are damaged ({exc})") from exc
-    print_to(sys.stdout, run_view(run, cases, shown, list(summaries.values())))
+    print_to(sys.stdout, run_view(run, cases, shown, list(summaries.values()),
+                                  sequential[1] if sequential is not None else None))
     return 0

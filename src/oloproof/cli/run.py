@@ -119,6 +119,9 @@ def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
     if args.shard or args.sample:
         raise UsageError("--matrix runs every variant on the same cases: it cannot be combined"
                          " with --shard or --sample")
+    if getattr(args, "sequential", None):
+        raise UsageError("--matrix compares the variants on the same fixed suite: it cannot be"
+                         " combined with --sequential")
     if args.executor == "ray":
         raise UsageError("--matrix runs its variants in this process: it cannot be combined"
                          " with --executor ray")
@@ -183,6 +186,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         args.config, policy=args.policy, limit=args.limit, sample=args.sample, seed=args.seed,
         cases=args.case, where=args.where, group_by=args.group_by, trials=args.trials,
         shard=args.shard, executor=args.executor, ray_address=args.ray_address,
+        sequential=args.sequential,
     )
     stale = prepared.identity_warning
     if stale is not None:
@@ -253,6 +257,8 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 f"Stopped: {result.stop_reason}. Finished cases are stored;"
                 " the next run takes them from the cache."
             )
+        if result.sequential_note:
+            notes.insert(0, result.sequential_note)
         notes.extend(result.gate_notes)
         if (
             prepared.policy_path is None

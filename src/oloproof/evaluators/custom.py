@@ -37,7 +37,7 @@ from oloproof.transport.threads import describe_exception
 if TYPE_CHECKING:
     from typing import Any
 
-    from oloproof.project.models import CustomEvaluator
+    from oloproof.project.config import CustomEvaluator
     from oloproof.transport.processes import ProcessPool
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -78,7 +78,7 @@ class Custom:
         # code_paths enter as the digests of their files, and only when declared,
         # so an evaluator without them keeps the identity it had before they existed.
         identity: dict[str, Any] = {
-            "config": config.model_dump(
+            "config": config.dump(
                 mode="json", by_alias=True,
                 # params enter only when declared, like code_paths below.
                 exclude={"timeout_s", "code_paths", *(() if config.params else ("params",))},

@@ -17,23 +17,22 @@ from oloproof.evaluators.base import MISSING, CaseView, Outcome, as_text, get_fi
 if TYPE_CHECKING:
     from typing import Any
 
-    # The models (pydantic), or their plain mirror from a snapshot (project/_snapshot.py).
-    from oloproof.project.models import (
+    from oloproof.project.config import (
         AbsoluteErrorEvaluator,
+        ConfigRecord,
         ContainsEvaluator,
         ExactMatchEvaluator,
         JsonSchemaEvaluator,
         RegexEvaluator,
         _EvaluatorBase,
-        _Model,
     )
 
 C = TypeVar("C", bound="_EvaluatorBase")
 CC = TypeVar("CC", "ExactMatchEvaluator", "ContainsEvaluator")
 
 
-def _config_identity(config: _Model) -> str:
-    data = config.model_dump(mode="json", by_alias=True)
+def _config_identity(config: ConfigRecord) -> str:
+    data = config.dump(mode="json", by_alias=True)
     return digest(data)
 
 

@@ -61,7 +61,7 @@ from oloproof.transport.retry import (
 from oloproof.usage import Usage
 
 if TYPE_CHECKING:
-    from oloproof.project.models import RubricJudgeEvaluator
+    from oloproof.project.config import RubricJudgeEvaluator
 
 
 class RubricJudge:

@@ -50,14 +50,14 @@ from oloproof.paths import MISSING, lookup
 from oloproof.policy.decide import summarize
 from oloproof.policy.format import interval_text, level_text, value_text
 from oloproof.policy.rules import decide_threshold
-from oloproof.project._shapes import IntervalRuleShape
 from oloproof.project._words import accepted_list, closest, describe
+from oloproof.project.config import IntervalRule
 
 if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.project._project import Project
-    from oloproof.project.models import ComparePolicy, ReleasePolicy
+    from oloproof.project.config import ComparePolicy, ReleasePolicy
 
 __all__ = [
     "CaseFacts",
@@ -441,7 +441,7 @@ def check_release_policy(
         if known is None:
             continue  # an unknown metric is refused by the loader, or by decide_stored
         kind, value_range, keys = known
-        if isinstance(rule, IntervalRuleShape):
+        if isinstance(rule, IntervalRule):
             _check_threshold(rule, index, kind, value_range, source)
         if cases is None:
             continue
@@ -457,7 +457,7 @@ def check_release_policy(
             # Each rule of a Bonferroni family is decided at 1 - alpha/k; under Holm the
             # last step decides at the policy's own level, so a rule could fail there.
             level = 1.0 - (1.0 - level) / bonferroni[family]
-        if isinstance(rule, IntervalRuleShape):
+        if isinstance(rule, IntervalRule):
             if getattr(rule, "each_group", False):
                 for key in dict.fromkeys([*keys, *group_by]):
                     for value, size in _values(cases, key).items():

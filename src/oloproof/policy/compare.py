@@ -55,7 +55,7 @@ from oloproof.policy.rules import comparison_bar, decide_comparison_interval
 
 if TYPE_CHECKING:
     from oloproof.policy.rules import ComparisonKind
-from oloproof.project.models import ComparePolicy, CompareRule
+from oloproof.project.config import ComparePolicy, CompareRule
 from oloproof.stats.paired import paired_mean_difference, paired_proportion_difference
 
 __all__ = [

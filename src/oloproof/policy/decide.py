@@ -8,11 +8,12 @@ or the clock: the same evidence always gets the same answer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from oloproof._records import asdict, dataclass
+from oloproof._records import asdict, dataclass, replace
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
 from oloproof.errors import ConfigError
 from oloproof.evidence import CriterionEvidence, LabelledScores, LabelledVerdicts, aggregate_name
@@ -31,8 +32,8 @@ from oloproof.policy.judges import (
     validate,
 )
 from oloproof.policy.rules import decide_threshold
-from oloproof.project._shapes import IntervalRuleShape, ObservedCountRuleShape
-from oloproof.stats.betting import betting_mean, betting_ranges
+from oloproof.project.config import IntervalRule, ObservedCountRule
+from oloproof.stats.betting import betting_bounds, betting_mean, betting_ranges
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
 from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
 
@@ -40,15 +41,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.policy.rules import Direction
-
-    # The models (pydantic) or their plain mirror from a snapshot: project/_shapes.py.
-    from oloproof.project.models import (
-        ComparePolicy,
-        IntervalRule,
-        ObservedCountRule,
-        ReleasePolicy,
-        ReleaseRule,
-    )
+    from oloproof.project.config import ComparePolicy, ReleasePolicy, ReleaseRule
 
 PASS, FAIL = RuleState.PASS, RuleState.FAIL
 INSUFFICIENT, MANUAL = RuleState.INSUFFICIENT_EVIDENCE, RuleState.MANUAL_REVIEW
@@ -148,8 +141,10 @@ T_APPROXIMATE = "t_approximate"
 CASE_BETTING = "case_means_betting"
 CASE_T_APPROXIMATE = "case_means_t_approximate"
 #: What the interval of each method guarantees (``MetricSummary.guarantee``, docs/statistics.md).
+SEQUENTIAL_CS = "sequential_betting"
 GUARANTEES = {
     "": "exact",  # Clopper–Pearson, one trial per case
+    SEQUENTIAL_CS: "anytime-valid",
     BETTING: "valid at every n",
     CASE_BETTING: "valid at every n",
     T_APPROXIMATE: "approximate",
@@ -467,10 +462,146 @@ def _decide_family(
     return out
 
 
+@dataclass
+class SequentialEvidence:
+    """What decides a sequential run (policy/sequential.py), beside the evidence of the
+    prefix of its order that was read: per rule, its test's result (``RuleResult``); per
+    metric, its values on [0, 1] in the run's order, as (lows, highs) (a missing case at
+    0 and at 1); the suite's size (``horizon``) and how many cases of the order were
+    read (``fed``)."""
+
+    results: Mapping[str, Any]
+    ordered: Mapping[str, tuple[list[float], list[float]]]
+    horizon: int
+    fed: int
+    margin: float = 0.05
+
+
+def summarize_sequence(
+    ev: CriterionEvidence, ordered: tuple[list[float], list[float]] | None, level: float,
+    horizon: int, margin: float = 0.05, known: tuple[float, float] = (0.0, 1.0),
+) -> MetricSummary:
+    """A metric of a sequential run: the estimate over the cases read, and a confidence
+    sequence over them in the run's order, valid at the data-dependent point where the run
+    stopped, where a fixed-n interval is not (docs/sequential-decisions.md): for a rate, the
+    one the rules' e-processes give (stats/sequential.py), so that a rule that passed has
+    its threshold inside what the interval rules out; for a bounded mean, the betting one
+    with its bets fixed by the suite's size. A MEAN without a range keeps its t interval,
+    labelled approximate (its rules are refused in a sequential run)."""
+    if ev.kind == MetricKind.MEAN and ev.value_range is None:
+        return summarize(ev, level)
+    lows, highs = ordered if ordered is not None else ([], [])
+    if ev.kind == MetricKind.BINARY:
+        # Imported here: only a sequential run needs it (`gate` on any other stays as fast).
+        from oloproof.stats.sequential import binary_confidence_sequence
+
+        lower, upper = (binary_confidence_sequence(lows, highs, level, margin, *known)
+                        if lows else (0.0, 1.0))
+        method = (f"beta-binomial mixture confidence sequence {level_text(level)},"
+                  " anytime-valid over the run's order")
+    else:
+        lower, upper = betting_bounds(lows, highs, level, horizon) if lows else (0.0, 1.0)
+        method = (f"betting confidence sequence (Waudby-Smith & Ramdas) {level_text(level)},"
+                  " anytime-valid over the run's order")
+    method += ", missing bounded" if ev.missing else ""
+    if ev.kind == MetricKind.BINARY:
+        n = ev.passed + ev.failed
+        return MetricSummary(
+            ev.criterion, MetricKind.BINARY, ev.passed / n if n else None, lower, upper,
+            n, ev.missing, ev.excluded, passed=ev.passed, method=method,
+            interval_method=SEQUENTIAL_CS,
+        )
+    assert ev.value_range is not None
+    lo, hi = ev.value_range
+    scores = ev.scores
+    mean = math.fsum(scores) / len(scores) if scores else None
+    sd = None
+    if len(scores) >= 2 and mean is not None:
+        sd = math.sqrt(math.fsum((v - mean) ** 2 for v in scores) / (len(scores) - 1))
+    return MetricSummary(
+        ev.criterion, MetricKind.MEAN, mean, lo + lower * (hi - lo), lo + upper * (hi - lo),
+        len(scores), ev.missing, ev.excluded, sd=sd, method=method, value_range=ev.value_range,
+        interval_method=SEQUENTIAL_CS,
+    )
+
+
+def _rejected(seq: SequentialEvidence, metric: str) -> tuple[float, float]:
+    """The rates the decided rules of ``metric`` rejected: a floor (the largest threshold a
+    ``min`` rule passed or a ``max`` rule failed above) and a ceiling."""
+    floor, ceiling = 0.0, 1.0
+    for r in seq.results.values():
+        if r.metric != metric or r.state is None or r.threshold is None:
+            continue
+        above = (r.state == PASS) == (r.direction == "min")
+        if above:
+            floor = max(floor, float(r.threshold))
+        else:
+            ceiling = min(ceiling, float(r.threshold))
+    return floor, ceiling
+
+
+def _decide_sequential(
+    rule: ReleaseRule, seq: SequentialEvidence, s: MetricSummary, ev: CriterionEvidence,
+) -> Decision:
+    """One rule of a sequential run, from its test's result (policy/sequential.py)."""
+    r = seq.results[rule.id]
+    where = f"after {r.position:,} of {seq.horizon:,} cases" if r.state is not None else (
+        f"over {seq.fed:,} of {seq.horizon:,} cases")
+    scope = f" ({r.n:,} in its group)" if r.metric != rule.metric else ""
+    if isinstance(rule, ObservedCountRule):
+        if r.state == FAIL:
+            return Decision(
+                rule=rule.id, metric=r.metric, kind="observed_count", state=FAIL,
+                reason="failures_over_budget",
+                detail=(f"{r.failures} failed > {r.max_failures} allowed, decided {where}{scope}"
+                        " (sequential: a failure over the budget is final)"),
+                threshold=r.max_failures,
+            )
+        if seq.fed >= seq.horizon:
+            return decide_observed_count(rule, ev)
+        return Decision(
+            rule=rule.id, metric=r.metric, kind="observed_count", state=INSUFFICIENT,
+            reason="sequential_cases_not_run",
+            detail=(f"{r.failures} failed, {r.missing} missing {where}: a budget of"
+                    f" {r.max_failures} can pass only over every case of the suite"),
+            threshold=r.max_failures,
+        )
+    direction, t = _threshold_of(rule)
+    bar = 2.0 / (1.0 - r.level)
+    common = {
+        "rule": rule.id, "metric": r.metric, "kind": "interval_threshold", "threshold": t,
+        "direction": direction, "estimate": s.estimate, "lower": s.lower, "upper": s.upper,
+        "confidence_level": r.level,
+    }
+    if s.observed == 0:
+        return Decision(
+            state=INSUFFICIENT, reason=NO_OBSERVED,
+            detail=(f"no observed case: 0 observed, {s.missing} missing, {s.excluded}"
+                    f" excluded {where}"), **common,
+        )
+    method = f"{r.method} at {level_text(r.level)}"
+    if r.state is None:
+        detail = (f"undecided {where}{scope}: the largest e-value, {r.e_value:.3g}, stayed"
+                  f" below {bar:g} ({method}); estimate {estimate_text(s.estimate, s.kind)}")
+        state, reason = INSUFFICIENT, "sequential_undecided"
+    else:
+        state = RuleState(r.state)
+        reason = "sequential_pass" if state == PASS else "sequential_fail"
+        side = "above" if (state == PASS) == (direction == "min") else "below"
+        detail = (f"decided {where}{scope}: e-value {r.e_value:.3g} >= {bar:g} that the"
+                  f" {'rate' if s.kind == MetricKind.BINARY else 'mean'} is {side}"
+                  f" {value_text(t, s.kind)} ({method}); estimate"
+                  f" {estimate_text(s.estimate, s.kind)}")
+    if s.missing:
+        detail += f"; {s.observed} observed, {s.missing} missing"
+    return Decision(state=state, reason=reason, detail=detail, **common)
+
+
 def decide_run(
     evidence: Mapping[str, CriterionEvidence],
     policy: ReleasePolicy,
     labelled: Mapping[str, LabelledVerdicts | LabelledScores] | None = None,
+    sequential: SequentialEvidence | None = None,
 ) -> tuple[list[Decision], dict[str, MetricSummary]]:
     """Every rule of ``policy`` on a run's evidence, in declared order, with its action.
 
@@ -482,15 +613,31 @@ def decide_run(
     ``estimate: corrected`` is decided on the prediction-powered interval; a rule with
     ``judge_validation`` is ``MANUAL_REVIEW`` while the judge is not validated, whatever
     its interval says (an unvalidated judge's PASS or FAIL is not evidence).
+
+    ``sequential``: a sequential run, its rules decided by their anytime-valid tests and
+    its metrics summarised by confidence sequences (``evidence`` then holds the prefix of
+    the run's order that was read; families were split by Bonferroni in the tests).
     """
     level = float(policy.confidence_level)
     evidence, policy = with_aggregates(evidence, policy)
     reports = {c: judge_report(lv, level) for c, lv in (labelled or {}).items()}
-    summaries = {name: summarize(ev, level) for name, ev in evidence.items()}
+    if sequential is not None:
+        summaries = {
+            name: summarize_sequence(ev, sequential.ordered.get(name), level,
+                                     sequential.horizon, sequential.margin,
+                                     _rejected(sequential, name))
+            for name, ev in evidence.items()
+        }
+    else:
+        summaries = {name: summarize(ev, level) for name, ev in evidence.items()}
     adjusted: dict[str, Decision] = {}
     members: dict[str, list[IntervalRule]] = {}
     for rule in policy.rules:
-        if isinstance(rule, IntervalRuleShape) and rule.family is not None:
+        if sequential is not None:
+            adjusted[rule.id] = _decide_sequential(
+                rule, sequential, summaries[rule.metric], evidence[rule.metric]
+            )
+        elif isinstance(rule, IntervalRule) and rule.family is not None:
             members.setdefault(rule.family, []).append(rule)
     for family, rules in members.items():
         method = policy.families[family].multiplicity
@@ -499,7 +646,7 @@ def decide_run(
     decisions: list[Decision] = []
     for rule in policy.rules:
         d = adjusted.get(rule.id) or _decide_one(rule, evidence, summaries, level, reports)
-        if isinstance(rule, IntervalRuleShape) and rule.judge_validation is not None:
+        if isinstance(rule, IntervalRule) and rule.judge_validation is not None:
             unproven = validate(rule.judge_validation, reports.get(rule.metric), level)
             if unproven is not None:
                 alone = f"; the rule alone: {d.state} ({d.detail})"
@@ -588,13 +735,13 @@ def with_aggregates(
         siblings = derived.setdefault(rule.metric, [])
         if all(d.criterion != name for d in siblings):
             siblings.append(base.derive(aggregate))
-        rules[index] = rule.model_copy(update={"metric": name, "aggregate": None})
+        rules[index] = replace(rule, metric=name, aggregate=None)
     merged: dict[str, CriterionEvidence] = {}
     for name, ev in evidence.items():
         merged[name] = ev
         for d in derived.get(name, []):
             merged[d.criterion] = d
-    return merged, policy.model_copy(update={"rules": rules})
+    return merged, replace(policy, rules=rules)
 
 
 def _decide_corrected(
@@ -641,7 +788,7 @@ def _decide_one(
     level: float,
     reports: Mapping[str, AnyJudgeReport] | None = None,
 ) -> Decision:
-    if isinstance(rule, ObservedCountRuleShape):
+    if isinstance(rule, ObservedCountRule):
         return decide_observed_count(rule, evidence[rule.metric])
     if rule.estimate == "corrected":
         return _decide_corrected(rule, summaries[rule.metric], (reports or {}).get(rule.metric),

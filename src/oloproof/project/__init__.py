@@ -1,8 +1,8 @@
 """Project files: oloproof.yaml, release.yaml, compare.yaml and the suite.
 
-Models (pydantic, frozen, unknown keys refused), their plain mirror, and the loaders that turn
-every mistake into one :class:`~oloproof.errors.ConfigError` naming file,
-field, line and what is accepted.
+The configuration's records (project/config.py: what every other module uses), the pydantic
+models that validate into them (project/models.py), and the loaders that turn every mistake
+into one :class:`~oloproof.errors.ConfigError` naming file, field, line and what is accepted.
 """
 
 from __future__ import annotations
@@ -10,20 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from oloproof.enums import MetricKind
     from oloproof.project._project import Project
-    from oloproof.project.loader import (
-        default_compare_policy,
-        default_release_policy,
-        load_compare_policy,
-        load_project,
-        load_release_policy,
-        load_suite,
-    )
-    from oloproof.project.models import (
+    from oloproof.project.config import (
         EVALUATOR_TYPES,
         STATES,
         AbsoluteErrorEvaluator,
-        Case,
         ComparePolicy,
         CompareRule,
         ConcurrencyConfig,
@@ -34,7 +26,6 @@ if TYPE_CHECKING:
         HttpSystemConfig,
         IntervalRule,
         JsonSchemaEvaluator,
-        MetricKind,
         ObservedCountRule,
         ProjectConfig,
         RegexEvaluator,
@@ -43,11 +34,19 @@ if TYPE_CHECKING:
         RetryConfig,
         RubricJudgeEvaluator,
         State,
-        Suite,
         SystemConfig,
     )
+    from oloproof.project.loader import (
+        default_compare_policy,
+        default_release_policy,
+        load_compare_policy,
+        load_project,
+        load_release_policy,
+        load_suite,
+    )
+    from oloproof.project.suite import Case, Suite
 
-# Every name is imported on first use: the models import pydantic, which a run whose
+# Every name is imported on first use: the loader imports pydantic, which a run whose
 # configuration comes from its snapshot (project/_snapshot.py) never needs.
 _LOADER = frozenset({
     "default_compare_policy", "default_release_policy", "load_compare_policy",
@@ -62,8 +61,12 @@ def __getattr__(name: str) -> object:
         module = "oloproof.project._project"
     elif name in _LOADER:
         module = "oloproof.project.loader"
+    elif name in ("Case", "Suite"):
+        module = "oloproof.project.suite"
+    elif name == "MetricKind":
+        module = "oloproof.enums"
     elif name in __all__:
-        module = "oloproof.project.models"
+        module = "oloproof.project.config"
     else:
         raise AttributeError(f"module 'oloproof.project' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

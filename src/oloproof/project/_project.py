@@ -1,8 +1,7 @@
 """A loaded project and the release policy it resolved, without pydantic.
 
-The configuration inside may be the pydantic models (project/models.py) or their plain
-mirror loaded from a snapshot (project/_snapshot.py): both answer the same attributes
-and methods (project/_shapes.py).
+The configuration inside is the records of project/config.py, whether a validation made
+them (project/models.py) or a snapshot kept them (project/_snapshot.py).
 """
 
 from __future__ import annotations
@@ -14,8 +13,8 @@ from typing import TYPE_CHECKING
 from oloproof._records import dataclass
 
 if TYPE_CHECKING:
+    from oloproof.project.config import ProjectConfig, ReleasePolicy
     from oloproof.project.labels import Labels
-    from oloproof.project.models import ProjectConfig, ReleasePolicy
     from oloproof.project.suite import Suite
 
 __all__ = ["DEFAULT_POLICY_FILE", "NO_RULES_NOTE", "Project", "ResolvedPolicy", "beside"]

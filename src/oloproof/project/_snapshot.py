@@ -2,29 +2,34 @@
 
 Validating oloproof.yaml and the release policy with pydantic costs more than the rest of
 an unchanged rerun together: importing pydantic and building the models is about ten
-times the interpreter's own start. So after a validation succeeds, ``run`` writes what it
-produced to ``.oloproof/snapshots/`` as JSON, with everything the validation read:
+times the interpreter's own start. So after a validation succeeds, ``run`` writes the
+records it produced (project/config.py) to ``.oloproof/snapshots/`` as JSON, keyed by
+what the command itself resolved:
 
-- the bytes (SHA-256) of oloproof.yaml, of the release policy file, of every rubric file,
-  and of the modules that define the validation (models, shapes, loader, this module,
-  and pydantic's version file);
-- the answers to the questions it asked the disk: the dataset and the labels file are
-  regular files, each ``code_paths`` entry exists.
+- the bytes (SHA-256) of oloproof.yaml, of the release policy file and of every rubric
+  file, and the answers to the questions the validation asked the disk (the dataset and
+  the labels file are regular files, each ``code_paths`` entry exists): the list is made
+  by the command from the files it resolves (:func:`_dependencies`), never read from the
+  snapshot;
+- the code digest (:func:`code_digest`): the source of every module that builds the
+  records, found by following the imports of the records, the models, the loader and this
+  module (:func:`code_modules`, not a hand-kept list), and the versions of pydantic,
+  pydantic-core, jsonschema and PyYAML.
 
-The next run with the same ``--config`` and ``--policy`` checks every one of those (a
-few reads and hashes, well under a millisecond for a project of usual size) and, when
-all hold, reads the configuration back as plain objects (:class:`Plain`) that answer the
-same fields, properties and methods as the models (project/_shapes.py) and import
-neither pydantic nor PyYAML. When anything differs, or the snapshot cannot be read, the
-files are validated as always: errors (file, field, line) come only from a validation,
-and a snapshot is only written after one succeeded. A snapshot is an optimisation,
-never a source of truth: deleting ``.oloproof/snapshots/`` changes nothing but time.
+The next run with the same ``--config`` and ``--policy`` checks every one of those (a few
+reads and hashes, about a millisecond) and, when all hold, reads the records back as the
+same classes a validation makes, importing neither pydantic nor PyYAML. When anything
+differs, or the snapshot cannot be read, the files are validated as always: errors (file,
+field, line) come only from a validation, and a snapshot is only written after one
+succeeded. A snapshot is an optimisation, never a source of truth: deleting
+``.oloproof/snapshots/`` changes nothing but time.
 
-The same holds for a run's stored policy (``gate``, ``inspect``): ``run`` keeps the
-validated form of the policy it stores, keyed by the digest of that stored JSON.
+The same holds for a run's stored policy (``gate``, ``inspect``, ``plan``, ``report``):
+``run`` keeps the validated form of the policy it stores, keyed by the digest of that
+stored JSON, and it is used only if it dumps back to exactly that JSON.
 
-Reading a snapshot builds only the classes named in :data:`_MODELS`, from JSON: nothing
-in a snapshot is executed, whoever wrote it.
+Reading a snapshot makes only the records of :data:`~oloproof.project.config.RECORDS`,
+with exactly their fields, from JSON: nothing in a snapshot is executed, whoever wrote it.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import functools
 import json
 import math
 import os
+import re
 from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,30 +48,13 @@ from oloproof._json import MAX_JSON_DEPTH, depth_of, loads_bounded
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
 from oloproof.project._project import DEFAULT_POLICY_FILE, Project, ResolvedPolicy, beside
-from oloproof.project._shapes import (
-    AbsoluteErrorShape,
-    ComparePolicyShape,
-    CompareRuleShape,
-    ConcurrencyShape,
-    CustomShape,
-    EvaluatorShape,
-    IntervalRuleShape,
-    JudgeValidationShape,
-    MatrixShape,
-    MatrixVariantShape,
-    ObservedCountRuleShape,
-    ProjectConfigShape,
-    RegexShape,
-    ReleasePolicyShape,
-    RubricJudgeShape,
-)
+from oloproof.project.config import RECORDS, ConfigRecord, ProjectConfig, ReleasePolicy
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from oloproof.project.models import ReleasePolicy
-
-__all__ = ["Plain", "load_config", "load_stored_policy", "save_config", "save_stored_policy"]
+__all__ = ["code_digest", "load_config", "load_stored_policy", "save_config",
+           "save_stored_policy"]
 
 FORMAT = 1
 _DIR = "snapshots"
@@ -75,202 +64,66 @@ _MAX_BYTES = 16 << 20
 #: the open, a link would have another file overwritten.
 _NEW_FILE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
              | getattr(os, "O_NONBLOCK", 0))
-#: The modules whose code decides what a validation produces.
-_CODE = ("models.py", "_shapes.py", "_snapshot.py", "loader.py", "_project.py")
-
-# The models a snapshot may name, and what each answers besides its fields.
-_MODELS: dict[str, type] = {
-    "ProjectConfig": ProjectConfigShape,
-    "SystemConfig": object,
-    "HttpSystemConfig": object,
-    "ModelSystemConfig": object,
-    "MatrixConfig": MatrixShape,
-    "MatrixVariant": MatrixVariantShape,
-    "ConcurrencyConfig": ConcurrencyShape,
-    "AdaptiveConfig": object,
-    "RetryConfig": object,
-    "RayConfig": object,
-    "LimitsConfig": object,
-    "ExactMatchEvaluator": EvaluatorShape,
-    "ContainsEvaluator": EvaluatorShape,
-    "RegexEvaluator": RegexShape,
-    "JsonSchemaEvaluator": EvaluatorShape,
-    "AbsoluteErrorEvaluator": AbsoluteErrorShape,
-    "RubricJudgeEvaluator": RubricJudgeShape,
-    "PanelMember": object,
-    "CustomEvaluator": CustomShape,
-    "ReleasePolicy": ReleasePolicyShape,
-    "RuleFamily": object,
-    "IntervalRule": IntervalRuleShape,
-    "ObservedCountRule": ObservedCountRuleShape,
-    "JudgeValidation": JudgeValidationShape,
-    "ComparePolicy": ComparePolicyShape,
-    "CompareRule": CompareRuleShape,
-}
 
 
 class SnapshotUnusable(Exception):
     """A snapshot that does not hold, or a value a snapshot cannot keep."""
 
 
-# -- the plain mirror ---------------------------------------------------------------
-
-
-class Plain:
-    """A validated model's fields as attributes, without pydantic.
-
-    ``model_fields_set``, ``model_dump`` and ``model_copy`` behave as the model's do for
-    what Oloproof asks of them (a test compares them on every example project).
-    """
-
-    _meta: dict[str, Any]  # per class: {"fields": [...], "alias": {...}, "exclude": [...]}
-    model_fields_set: frozenset[str]
-
-    def __init__(self, values: dict[str, Any], fields_set: frozenset[str]) -> None:
-        self.__dict__.update(values)
-        self.__dict__["model_fields_set"] = fields_set
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if not name.startswith("_"):  # frozen, as the models are; private state is not
-            raise AttributeError(f"{type(self).__name__} is frozen")
-        self.__dict__[name] = value
-
-    def __eq__(self, other: object) -> bool:
-        if type(other).__name__ != type(self).__name__ or not hasattr(other, "model_dump"):
-            return NotImplemented
-        return bool(self.model_dump() == other.model_dump())
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{n}={self.__dict__[n]!r}" for n in self._meta["fields"])
-        return f"{type(self).__name__}({fields})"
-
-    def model_dump(
-        self, *, mode: str = "python", by_alias: bool = False,
-        exclude: set[str] | None = None, exclude_unset: bool = False,
-    ) -> dict[str, Any]:
-        meta = self._meta
-        out: dict[str, Any] = {}
-        for name in meta["fields"]:
-            if name in meta["exclude"] or (exclude and name in exclude):
-                continue
-            if exclude_unset and name not in self.model_fields_set:
-                continue
-            key = meta["alias"].get(name, name) if by_alias else name
-            out[key] = _dump(self.__dict__[name], mode, by_alias, exclude_unset)
-        return out
-
-    def model_copy(self, *, update: dict[str, Any] | None = None) -> Plain:
-        values = {n: self.__dict__[n] for n in self._meta["fields"]}
-        private = {k: v for k, v in self.__dict__.items() if k.startswith("_")}
-        values.update(update or {})
-        copy = type(self)(values, self.model_fields_set | frozenset(update or ()))
-        copy.__dict__.update(private)
-        return copy
-
-
-def _dump(value: Any, mode: str, by_alias: bool, exclude_unset: bool) -> Any:
-    if isinstance(value, Plain):
-        return value.model_dump(mode=mode, by_alias=by_alias, exclude_unset=exclude_unset)
-    if isinstance(value, tuple):
-        items = [_dump(v, mode, by_alias, exclude_unset) for v in value]
-        return items if mode == "json" else tuple(items)
-    if isinstance(value, list):
-        return [_dump(v, mode, by_alias, exclude_unset) for v in value]
-    if isinstance(value, dict):
-        return {k: _dump(v, mode, by_alias, exclude_unset) for k, v in value.items()}
-    return value
-
-
-class _Members:
-    """A rubric judge's ``members()``: its panel as complete configurations, validated
-    when the snapshot was written."""
-
-    def members(self) -> list[Any]:
-        return list(self.__dict__["_members"])
-
-
-_classes: dict[str, type[Plain]] = {}
-
-
-def _plain_class(name: str, meta: dict[str, Any]) -> type[Plain]:
-    shape = _MODELS.get(name)
-    if shape is None:
-        raise SnapshotUnusable(f"unknown model {name!r}")
-    cls = _classes.get(name)
-    if cls is None or cls._meta != meta:
-        bases: tuple[type, ...] = (Plain,) if shape is object else (shape, Plain)
-        if name == "RubricJudgeEvaluator":
-            bases = (_Members, *bases)
-        cls = type(name, bases, {"_meta": meta, "__module__": __name__})
-        _classes[name] = cls
-    return cls
-
-
-# -- encoding (after a validation, with pydantic loaded) ----------------------------
+# -- encoding and decoding the records -------------------------------------------------
 
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _encode(value: Any, classes: dict[str, Any]) -> Any:
-    fields = getattr(type(value), "model_fields", None)
-    if fields is not None:
-        cls = type(value)
-        name = cls.__name__
-        if name not in _MODELS:
-            raise SnapshotUnusable(f"unknown model {name!r}")
-        classes.setdefault(name, {
-            "fields": list(fields),
-            "alias": {n: f.alias for n, f in fields.items() if f.alias and f.alias != n},
-            "exclude": [n for n, f in fields.items() if f.exclude],
-        })
-        node: dict[str, Any] = {
-            "$m": name,
-            "f": {n: _encode(getattr(value, n), classes) for n in fields},
-            "s": sorted(value.model_fields_set),
+def _encode(value: Any) -> Any:
+    """``value`` as JSON: a record is ``{"$m": class name, "f": {field: value}}``, a tuple
+    ``{"$t": [...]}``, a frozenset ``{"$s": [...]}``, a dict ``{"$d": {...}}``."""
+    cls = type(value)
+    if isinstance(value, ConfigRecord):
+        if RECORDS.get(cls.__name__) is not cls:
+            raise SnapshotUnusable(f"unknown record {cls.__name__!r}")
+        return {
+            "$m": cls.__name__,
+            "f": {f.name: _encode(getattr(value, f.name))
+                  for f in cls.__record_fields__},  # type: ignore[attr-defined]
         }
-        private = getattr(value, "__pydantic_private__", None) or {}
-        if private:
-            node["p"] = {k: _encode(v, classes) for k, v in private.items()}
-        if name == "RubricJudgeEvaluator":
-            node["members"] = [_encode(m, classes) for m in value.members()]
-        return node
-    if type(value) in _SCALARS:
-        if isinstance(value, float) and not math.isfinite(value):
+    if cls in _SCALARS:
+        if cls is float and not math.isfinite(value):
             raise SnapshotUnusable("a number JSON cannot hold")
         return value
-    if type(value) is tuple:
-        return {"$t": [_encode(v, classes) for v in value]}
-    if type(value) is list:
-        return [_encode(v, classes) for v in value]
-    if type(value) is dict:
+    if cls is tuple:
+        return {"$t": [_encode(v) for v in value]}
+    if cls is frozenset:
+        return {"$s": sorted(_encode(v) for v in value)}
+    if cls is list:
+        return [_encode(v) for v in value]
+    if cls is dict:
         if not all(type(k) is str for k in value):
             raise SnapshotUnusable("a mapping with keys that are not text")
-        return {"$d": {k: _encode(v, classes) for k, v in value.items()}}
-    raise SnapshotUnusable(f"a value of type {type(value).__name__}")
+        return {"$d": {k: _encode(v) for k, v in value.items()}}
+    raise SnapshotUnusable(f"a value of type {cls.__name__}")
 
 
-def _decode(node: Any, classes: dict[str, Any]) -> Any:
+def _decode(node: Any) -> Any:
+    """What :func:`_encode` wrote, as the same classes: only the records of
+    :data:`~oloproof.project.config.RECORDS` are made, with exactly their fields."""
     if isinstance(node, list):
-        return [_decode(v, classes) for v in node]
+        return [_decode(v) for v in node]
     if isinstance(node, dict):
         if "$d" in node:
-            return {k: _decode(v, classes) for k, v in node["$d"].items()}
+            return {k: _decode(v) for k, v in node["$d"].items()}
         if "$t" in node:
-            return tuple(_decode(v, classes) for v in node["$t"])
-        name = node["$m"]
-        meta = classes[name]
-        cls = _plain_class(name, meta)
-        values = {n: _decode(node["f"][n], classes) for n in meta["fields"]}
-        obj = cls(values, frozenset(node["s"]))
-        for key, value in node.get("p", {}).items():
-            if not key.startswith("_"):
-                raise SnapshotUnusable(f"private attribute {key!r}")
-            obj.__dict__[key] = _decode(value, classes)
-        if "members" in node:
-            obj.__dict__["_members"] = [_decode(m, classes) for m in node["members"]]
-        return obj
+            return tuple(_decode(v) for v in node["$t"])
+        if "$s" in node:
+            return frozenset(_decode(v) for v in node["$s"])
+        cls = RECORDS.get(node["$m"])
+        if cls is None:
+            raise SnapshotUnusable(f"unknown record {node['$m']!r}")
+        values = node["f"]
+        names = [f.name for f in cls.__record_fields__]  # type: ignore[attr-defined]
+        if not isinstance(values, dict) or sorted(values) != sorted(names):
+            raise SnapshotUnusable(f"not the fields of {cls.__name__}")
+        return cls(**{n: _decode(values[n]) for n in names})
     if type(node) in _SCALARS:
         return node
     raise SnapshotUnusable("not a value a snapshot holds")
@@ -297,13 +150,160 @@ def _content(path: Path) -> str | None:
     return None if data is None else _sha(data)
 
 
+#: Where the modules that build the records start: the records, the models that validate
+#: into them, the loader and this module. Every module of Oloproof these import, at the
+#: top or in a function, is followed (:func:`code_modules`).
+_ROOTS = ("oloproof.project.config", "oloproof.project.models", "oloproof.project.loader",
+          "oloproof.project._snapshot")
+#: The libraries whose version decides what a validation produces: (import name, name of
+#: the distribution as its ``.dist-info`` directory spells it).
+_LIBRARIES = (("pydantic", "pydantic"), ("pydantic_core", "pydantic_core"),
+              ("jsonschema", "jsonschema"), ("yaml", "pyyaml"))
+_NAME = re.compile(rb"oloproof(?:\.\w+)*")
+_COMMENT = re.compile(rb"#[^\n]*")
+
+
+def _imports(source: bytes) -> list[tuple[str, list[str]]]:
+    """The ``oloproof`` modules ``source`` imports, each with the names imported from it
+    (``from oloproof.x import a, b``: ``("oloproof.x", ["a", "b"])``). Any import statement
+    counts, at the top or in a function (a lazy import builds records too), except under
+    ``if TYPE_CHECKING:`` (never run); the literal search keeps it fast (every run that
+    uses a snapshot reads these)."""
+    found: list[tuple[str, list[str]]] = []
+    for match in _NAME.finditer(source):
+        before = source[max(0, match.start() - 7):match.start()]
+        if not before.endswith((b"import ", b"from ")):
+            continue  # a name in text (oloproof.yaml, a docstring): most of the matches
+        start = source.rfind(b"\n", 0, match.start()) + 1
+        head = source[start:match.start()]
+        words = head.split()
+        if words not in ([b"import"], [b"from"]) or _type_checking_only(source, start):
+            continue
+        if words == [b"import"]:
+            found.append((match.group().decode(), []))
+        elif words == [b"from"]:
+            rest_start = match.end()
+            end = source.find(b"\n", rest_start)
+            rest = source[rest_start:end if end >= 0 else len(source)]
+            if not rest.lstrip().startswith(b"import"):
+                continue
+            names = rest.lstrip()[len(b"import"):]
+            if names.strip().startswith(b"("):
+                close = source.find(b")", rest_start)
+                names = source[rest_start:close if close >= 0 else len(source)]
+                names = _COMMENT.sub(b"", names[names.find(b"(") + 1:])
+            found.append((match.group().decode(),
+                          [w.split()[0].decode() for w in names.split(b",") if w.split()]))
+    return found
+
+
+def _type_checking_only(source: bytes, start: int) -> bool:
+    """Whether the indented line at ``start`` is in the block of an ``if TYPE_CHECKING:``
+    (the nearest line above it that is indented less)."""
+    line_end = source.find(b"\n", start)
+    line = source[start:line_end if line_end >= 0 else len(source)]
+    indent = len(line) - len(line.lstrip())
+    end = start - 1
+    while indent and end > 0:
+        begin = source.rfind(b"\n", 0, end) + 1
+        above = source[begin:end]
+        stripped = above.lstrip()
+        if stripped and not stripped.startswith(b"#") and len(above) - len(stripped) < indent:
+            return stripped.startswith(b"if TYPE_CHECKING")
+        end = begin - 1
+    return False
+
+
+def code_modules() -> list[str]:
+    """The files of the modules that build the configuration's records: the roots above
+    and every ``oloproof`` module they import, transitively, found by reading their
+    source (no module is imported). A name imported from a package that is one of its
+    modules (``from oloproof.project import suite``) counts as that module, and a package's
+    ``__init__`` counts with any module of it (it runs first)."""
+    return sorted(_code_sources())
+
+
+def _code_sources() -> dict[str, bytes]:
+    """:func:`code_modules`' files and their bytes, each read once."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found: dict[str, bytes] = {}
+    done: set[str] = set()
+    todo = list(_ROOTS)
+    while todo:
+        name = todo.pop()
+        if name in done:
+            continue
+        done.add(name)
+        base = os.path.join(package, *name.split(".")[1:])
+        path = base + ".py"
+        try:
+            with open(path, "rb") as f:
+                source = f.read()
+        except OSError:
+            path = os.path.join(base, "__init__.py")
+            try:
+                with open(path, "rb") as f:
+                    source = f.read()
+            except OSError:
+                continue  # a name imported from a package that is not a module of it
+        found[path] = source
+        todo.append(name.rpartition(".")[0])
+        for module, names in _imports(source):
+            todo.append(module)
+            if names and _is_package(package, module):
+                todo += [f"{module}.{n}" for n in names if n.isidentifier()]
+    return found
+
+
 @functools.cache
-def _code_digest() -> str:
-    """The digest of the validating modules: read once per process (a run asks twice)."""
-    here = Path(__file__).parent
+def _is_package(package: str, module: str) -> bool:
+    return os.path.isfile(os.path.join(package, *module.split(".")[1:], "__init__.py"))
+
+
+def _library_versions() -> list[str]:
+    """``name-version.dist-info`` of each library in :data:`_LIBRARIES`, found without
+    importing it (a run read from its snapshot never imports pydantic): the directory the
+    first one is installed in is listed once, and usually holds them all."""
+    from importlib.machinery import PathFinder
+
+    listed: dict[str, list[str]] = {}
+    out: list[str] = []
+    for top, dist in _LIBRARIES:
+        prefix = f"{dist}-"
+        found: list[str] = []
+        for site, names in listed.items():
+            found = [n for n in names if n.endswith(".dist-info") and n.lower().startswith(prefix)
+                     and os.path.isdir(os.path.join(site, top))]
+            if found:
+                break
+        if not found:
+            spec = PathFinder.find_spec(top)
+            if spec is None or not spec.submodule_search_locations:
+                out.append(f"{dist} (not found)")
+                continue
+            site = os.path.dirname(next(iter(spec.submodule_search_locations)))
+            try:
+                listed[site] = sorted(os.listdir(site))
+            except OSError:
+                listed[site] = []
+            found = [n for n in listed[site]
+                     if n.endswith(".dist-info") and n.lower().startswith(prefix)]
+        out.append(",".join(found) or f"{dist} (no version found)")
+    return out
+
+
+@functools.cache
+def code_digest() -> str:
+    """The digest of what decides what a validation produces: the source of every module in
+    :func:`code_modules` and the versions of pydantic, pydantic-core, jsonschema and
+    PyYAML. Computed once per process (a run asks twice)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sources = _code_sources()
     h = sha256(f"{FORMAT}".encode())
-    for name in _CODE:
-        h.update((here / name).read_bytes())
+    for path in sorted(sources):
+        h.update(os.path.relpath(path, package).encode() + b"\0" + sources[path] + b"\0")
+    for version in _library_versions():
+        h.update(version.encode("utf-8", "surrogateescape") + b"\0")
     return h.hexdigest()
 
 
@@ -377,16 +377,15 @@ def load_config(
     try:
         if doc is None or doc.get("format") != FORMAT or doc.get("key") != key:
             return None
-        if doc.get("code") != _code_digest():
+        if doc.get("code") != code_digest():
             return None
-        classes = doc["classes"]
-        config = _decode(doc["config"], classes)
-        policy = _decode(doc["policy"], classes)
-        if not isinstance(config, ProjectConfigShape) or not isinstance(policy, ReleasePolicyShape):
+        config = _decode(doc["config"])
+        policy = _decode(doc["policy"])
+        if type(config) is not ProjectConfig or type(policy) is not ReleasePolicy:
             return None
         display = str(config_path)
         abspath = Path(os.path.abspath(config_path))
-        project = Project(root=abspath.parent, config_path=abspath, config=config,  # type: ignore[arg-type]
+        project = Project(root=abspath.parent, config_path=abspath, config=config,
                           display=display)
         # What to check is decided here, from the files this command resolves (the
         # --config and --policy it was given, the policy, dataset, labels, code paths
@@ -403,7 +402,7 @@ def load_config(
         shown = {"arg": policy_arg, "declared": None, "default": None, "none": None}[how]
         if how in ("declared", "default") and name is not None:
             shown = beside(project, name)
-        resolved = ResolvedPolicy(policy, shown, declared_none=how == "none")  # type: ignore[arg-type]
+        resolved = ResolvedPolicy(policy, shown, declared_none=how == "none")
     except (KeyError, TypeError, ValueError, AttributeError, SnapshotUnusable, RecursionError):
         return None
     return project, resolved
@@ -421,13 +420,11 @@ def save_config(
             dep[2] = _content(Path(dep[1]))
             if dep[2] is None:
                 return
-    classes: dict[str, Any] = {}
     try:
         doc = {
-            "format": FORMAT, "key": key, "code": _code_digest(), "deps": deps,
+            "format": FORMAT, "key": key, "code": code_digest(), "deps": deps,
             "resolved": [how, name],
-            "config": _encode(config, classes), "policy": _encode(resolved.policy, classes),
-            "classes": classes,
+            "config": _encode(config), "policy": _encode(resolved.policy),
         }
     except (SnapshotUnusable, RecursionError):
         return
@@ -464,19 +461,7 @@ def _dependencies(
     for evaluator in config.evaluators:
         if evaluator.type == "rubric_judge" and evaluator.rubric_file is not None:
             deps.append(["content", str(root / evaluator.rubric_file), None])
-    deps.append(["content", _pydantic_version_file(), None])
     return how, name, deps
-
-
-def _pydantic_version_file() -> str:
-    """pydantic's version file, found without importing pydantic (a run from its snapshot
-    never does)."""
-    from importlib.machinery import PathFinder
-
-    spec = PathFinder.find_spec("pydantic")
-    if spec is None or not spec.submodule_search_locations:
-        return "pydantic/version.py (not found)"
-    return os.path.join(next(iter(spec.submodule_search_locations)), "version.py")
 
 
 # -- a run's stored policy ------------------------------------------------------------------
@@ -489,26 +474,20 @@ def _policy_path(root: Path, stored: Any) -> Path:
     return _folder(root) / f"policy-{key[:40]}.json"
 
 
-def _policy_deps() -> list[list[Any]]:
-    """What a stored policy's snapshot rests on (beside this code): pydantic's version."""
-    version = _pydantic_version_file()
-    return [["content", version, _content(Path(version))]]
-
-
 def _current(doc: dict[str, Any] | None, stored: Any) -> bool:
     """Whether a stored policy's snapshot can be used: written by this code (a snapshot
     of an older Oloproof is written again, not kept forever), for this policy, and every
     file it rests on unchanged (the list decided here, not read from the snapshot)."""
     return (
-        doc is not None and doc.get("format") == FORMAT and doc.get("code") == _code_digest()
-        and doc.get("stored") == stored and doc.get("deps") == _policy_deps()
+        doc is not None and doc.get("format") == FORMAT and doc.get("code") == code_digest()
+        and doc.get("stored") == stored
     )
 
 
 def _as_stored(policy: Any) -> Any:
     """A validated policy as a run stores it (runner/build.py policy_json, which this
     mirrors: the project layer may not import the runner's)."""
-    data = dict(policy.model_dump(mode="json"))
+    data = dict(policy.dump(mode="json"))
     for rule in data.get("rules", []):
         if rule.get("aggregate") is None:
             rule.pop("aggregate", None)
@@ -523,15 +502,15 @@ def load_stored_policy(root: Path, stored: Any) -> ReleasePolicy | None:
         doc = _read(path)
         if doc is None or not _current(doc, stored):
             return None
-        policy = _decode(doc["policy"], doc["classes"])
+        policy = _decode(doc["policy"])
         # The validated form must be the stored policy itself: a snapshot whose rules
         # were edited ("rules": []) would otherwise decide the run in their place.
-        if not isinstance(policy, ReleasePolicyShape) or _as_stored(policy) != stored:
+        if type(policy) is not ReleasePolicy or _as_stored(policy) != stored:
             return None
     except (KeyError, TypeError, ValueError, AttributeError, SnapshotUnusable, RecursionError,
             OSError):
         return None
-    return policy  # type: ignore[return-value]
+    return policy
 
 
 def save_stored_policy(root: Path, stored: Any) -> None:
@@ -540,13 +519,10 @@ def save_stored_policy(root: Path, stored: Any) -> None:
         path = _policy_path(root, stored)
         if _current(_read(path), stored):
             return
-        from oloproof.project.models import ReleasePolicy
-
-        classes: dict[str, Any] = {}
-        policy = ReleasePolicy.model_validate(stored)
+        policy = ReleasePolicy.validate(stored)
         doc = {
-            "format": FORMAT, "code": _code_digest(), "stored": stored,
-            "deps": _policy_deps(), "policy": _encode(policy, classes), "classes": classes,
+            "format": FORMAT, "code": code_digest(), "stored": stored,
+            "policy": _encode(policy),
         }
     except Exception:  # noqa: BLE001 - a snapshot is an optimisation; gate validates then
         return

@@ -109,7 +109,9 @@ def _yaml_error(exc: yaml.MarkedYAMLError, display: str, source: str = "") -> Co
         message += f" ({exc.context} on line {exc.context_mark.line + 1})"
     if mark is not None and _char_at(source, mark.line, mark.column) == "\t":
         message += "; indent with spaces, not tabs"
-    if mark is not None and source:
+    if mark is not None and source and "nesting depth" not in str(exc.problem or ""):
+        # PyYAML's own depth limit (past about 1,000 levels): one line, like the depth
+        # limit of every reader (oloproof._json); indentation is not the matter.
         message += _hint(exc, mark, source)
     return ConfigError(message, file=display, line=mark.line + 1 if mark is not None else None)
 

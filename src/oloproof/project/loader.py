@@ -22,25 +22,34 @@ from __future__ import annotations
 import os.path
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from oloproof.errors import ConfigError
 from oloproof.project._errors import to_config_error
-from oloproof.project._project import DEFAULT_POLICY_FILE, NO_RULES_NOTE, ResolvedPolicy, beside
+from oloproof.project._project import (
+    DEFAULT_POLICY_FILE,
+    NO_RULES_NOTE,
+    Project,
+    ResolvedPolicy,
+    beside,
+)
 from oloproof.project._words import describe
 from oloproof.project._yaml import LineMap, load_yaml
-from oloproof.project.models import (
+from oloproof.project.config import (
     EVALUATOR_TYPES,
     NO_POLICY,
     ComparePolicy,
-    MetricKind,
-    Project,
     ProjectConfig,
     ReleasePolicy,
 )
+from oloproof.project.models import validate
 from oloproof.project.suite import load_suite
+
+if TYPE_CHECKING:
+    from oloproof.enums import MetricKind
+    from oloproof.project.config import ConfigRecord
 
 __all__ = [
     "DEFAULT_POLICY_FILE",
@@ -56,7 +65,7 @@ __all__ = [
 ]
 
 _TAGS = frozenset((*EVALUATOR_TYPES, "interval_threshold", "observed_count"))
-_M = TypeVar("_M", bound=BaseModel)
+_M = TypeVar("_M", bound="ConfigRecord")
 
 
 def load_project(config_path: str | Path) -> Project:
@@ -194,12 +203,12 @@ def load_compare_policy(
 
 def default_release_policy() -> ReleasePolicy:
     """No rules; default confidence level and ``block_on``."""
-    return ReleasePolicy(version=1)
+    return ReleasePolicy()
 
 
 def default_compare_policy() -> ComparePolicy:
     """No rules; default confidence level and ``block_on``."""
-    return ComparePolicy(version=1)
+    return ComparePolicy()
 
 
 def _load_policy(
@@ -260,8 +269,10 @@ def _validate(
             accepted="1",
         )
     try:
-        return model.model_validate(data, context=context)
+        return validate(model, data, context)
     except ValidationError as exc:
+        from oloproof.project.models import model_of
+
         raise to_config_error(
-            exc, data=data, lines=lines, display=display, model=model, tags=_TAGS
+            exc, data=data, lines=lines, display=display, model=model_of(model), tags=_TAGS
         ) from None

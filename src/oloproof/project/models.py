@@ -1,4 +1,9 @@
-"""Models of the project files: oloproof.yaml, release.yaml and compare.yaml.
+"""How the project files are validated: oloproof.yaml, release.yaml and compare.yaml.
+
+These pydantic models are the schema and the checks, nothing more: what a validation
+produced is converted into the records of project/config.py (:func:`to_record`), which is
+what every other module uses; no pydantic model leaves project/. Each model has a record
+of the same name with the same fields (tests/project/test_config_records.py).
 
 Every model forbids unknown keys and is frozen. Checks that need the disk or
 the project's metrics read them from the pydantic validation context, which
@@ -29,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -49,40 +54,26 @@ from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
 from oloproof.project._errors import fail
 from oloproof.project._files import MAX_CONFIG_BYTES, read_bytes
-from oloproof.project._project import Project
-from oloproof.project._shapes import (
+from oloproof.project._words import closest, describe
+from oloproof.project.config import (
+    DEFAULT_MAX_CONSECUTIVE_FAILURES,
+    DEFAULT_MAX_MISSING,
+    EVALUATOR_TYPES,
     MAX_EVALUATOR_CONCURRENCY,
     MAX_SCALE_SPAN,
-    NO_POLICY,
-    AbsoluteErrorShape,
-    ComparePolicyShape,
-    CompareRuleShape,
-    ConcurrencyShape,
-    CustomShape,
-    EvaluatorShape,
-    IntervalRuleShape,
-    JudgeValidationShape,
-    MatrixShape,
-    MatrixVariantShape,
-    ObservedCountRuleShape,
-    ProjectConfigShape,
-    RegexShape,
-    ReleasePolicyShape,
-    RubricJudgeShape,
+    RECORDS,
+    STATES,
+    ConfigRecord,
+    State,
+    regex_flags,
 )
-from oloproof.project._words import closest, describe
-from oloproof.project.suite import Case, Suite
 from oloproof.storeurl import masked, store_setting
 
 __all__ = [
-    "EVALUATOR_TYPES",
     "MAX_JUDGE_CONCURRENCY",
     "MAX_SYSTEM_CONCURRENCY",
-    "NO_POLICY",
-    "STATES",
     "AbsoluteErrorEvaluator",
     "AdaptiveConfig",
-    "Case",
     "ComparePolicy",
     "CompareRule",
     "ConcurrencyConfig",
@@ -96,32 +87,20 @@ __all__ = [
     "JudgeValidation",
     "MatrixConfig",
     "MatrixVariant",
-    "MetricKind",
     "ModelSystemConfig",
     "ObservedCountRule",
-    "Project",
     "ProjectConfig",
     "RegexEvaluator",
     "ReleasePolicy",
     "ReleaseRule",
     "RetryConfig",
     "RubricJudgeEvaluator",
-    "State",
-    "Suite",
     "SystemConfig",
+    "model_of",
+    "to_record",
+    "validate",
 ]
 
-State = Literal["FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW"]
-STATES: tuple[State, ...] = ("FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW")
-EVALUATOR_TYPES = (
-    "exact_match",
-    "contains",
-    "regex",
-    "json_schema",
-    "absolute_error",
-    "rubric_judge",
-    "custom",
-)
 
 _FUNCTION_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 Criterion = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
@@ -249,7 +228,7 @@ class ModelSystemConfig(_Model):
         return self
 
 
-class MatrixVariant(MatrixVariantShape, _Model):
+class MatrixVariant(_Model):
     """One variant of a matrix: a name and what it changes of ``system.model``."""
 
     name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:/+-]+$", max_length=120)]
@@ -330,7 +309,7 @@ def expand_product(product: Any) -> list[dict[str, Any]]:
     return variants
 
 
-class MatrixConfig(MatrixShape, _Model):
+class MatrixConfig(_Model):
     """``matrix:``: the variants of a model system, each run as its own run.
 
     ``product:`` (axes of ``system.model`` fields, every combination) and ``variants:`` (an
@@ -432,12 +411,6 @@ MAX_SYSTEM_CONCURRENCY = 1024
 MAX_JUDGE_CONCURRENCY = 256
 #: Upper bound on ``trials``: each trial is a call per case (and a row per case).
 MAX_TRIALS = 100
-#: ``limits.max_consecutive_failures`` by default: with the default 8 calls in flight,
-#: a dead endpoint stops the run after its first wave of calls (docs/refusals.md).
-DEFAULT_MAX_CONSECUTIVE_FAILURES = 8
-#: ``max_missing`` by default (release.yaml, compare.yaml): the largest share of a rule's
-#: cases that may be missing before its evidence is incomplete (docs/statistics.md).
-DEFAULT_MAX_MISSING = 0.2
 
 
 class AdaptiveConfig(_Model):
@@ -450,7 +423,7 @@ class AdaptiveConfig(_Model):
 ADAPTIVE_ACCEPTED = "true, false, or a mapping such as {system: true, judge: false}"
 
 
-class ConcurrencyConfig(ConcurrencyShape, _Model):
+class ConcurrencyConfig(_Model):
     """How many calls may be in flight at once, to the system and to judges.
 
     Whole numbers only (``strict``: ``system: true`` or ``judge: 1e8`` are
@@ -493,6 +466,19 @@ class RayConfig(_Model):
     workers: int | None = Field(default=None, ge=1, le=1024, strict=True)
 
 
+class SequentialConfig(_Model):
+    """``sequential:`` in oloproof.yaml: ``true`` (or this block) decides every run rule by an
+    anytime-valid test and stops calling once every rule is decided
+    (docs/sequential-decisions.md)."""
+
+    #: Seeds the order the cases run and are tested in. Fixed by default, so that a rerun
+    #: asks for the same cases and the cache answers them.
+    seed: int = Field(default=0, ge=0, le=2**63 - 1, strict=True)
+    #: BINARY rules: the distance from the threshold the test is tuned to detect fastest
+    #: (its design alternative); any rate beyond the threshold is still detected.
+    margin: float = Field(default=0.05, gt=0, lt=0.5)
+
+
 class RetryConfig(_Model):
     """The optional top-level ``retry:`` block."""
 
@@ -523,7 +509,7 @@ class LimitsConfig(_Model):
 GroupKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
 
 
-class _EvaluatorBase(EvaluatorShape, _Model):
+class _EvaluatorBase(_Model):
     criterion: Criterion
     #: Metadata keys to break this metric down by (one group per value of each key).
     #: Never part of an evaluator's identity (excluded from model_dump).
@@ -548,7 +534,7 @@ class ContainsEvaluator(_EvaluatorBase):
     casefold: bool = False
 
 
-class RegexEvaluator(RegexShape, _EvaluatorBase):
+class RegexEvaluator(_EvaluatorBase):
     """``output[field]`` matches (or, with ``pass_if: no_match``, does not match) ``pattern``."""
 
     type: Literal["regex"]
@@ -560,7 +546,7 @@ class RegexEvaluator(RegexShape, _EvaluatorBase):
     @model_validator(mode="after")
     def _compile(self) -> RegexEvaluator:
         try:
-            re.compile(self.pattern, self.re_flags)
+            re.compile(self.pattern, regex_flags(self.flags))
         except re.error as exc:
             where = f" at position {exc.pos}" if exc.pos is not None else ""
             fail(f"not a valid regular expression: {exc.msg}{where}", at=("pattern",))
@@ -613,7 +599,7 @@ class JsonSchemaEvaluator(_EvaluatorBase):
         return value
 
 
-class AbsoluteErrorEvaluator(AbsoluteErrorShape, _EvaluatorBase):
+class AbsoluteErrorEvaluator(_EvaluatorBase):
     """``|output[field] - expected[expected_field or field]|``: a MEAN metric."""
 
     type: Literal["absolute_error"]
@@ -642,7 +628,7 @@ class PanelMember(_Model):
     timeout_s: float | None = Field(default=None, gt=0)
 
 
-class RubricJudgeEvaluator(RubricJudgeShape, _EvaluatorBase):
+class RubricJudgeEvaluator(_EvaluatorBase):
     """An LLM judge answering pass or fail against a rubric.
 
     :attr:`rubric` is the rubric's text: ``rubric_text``, or the content of
@@ -721,6 +707,16 @@ class RubricJudgeEvaluator(RubricJudgeShape, _EvaluatorBase):
         data = {**base, **own, "rubric_text": rubric}
         return RubricJudgeEvaluator.model_validate(data)
 
+    @property
+    def rubric(self) -> str:
+        """The rubric's text (read from ``rubric_file`` if not read at load time)."""
+        if self.rubric_text is not None:
+            return self.rubric_text
+        if self._rubric is None:
+            assert self.rubric_file is not None
+            self._rubric = Path(self.rubric_file).read_text(encoding="utf-8-sig")
+        return self._rubric
+
     def members(self) -> list[RubricJudgeEvaluator]:
         """The panel's judges as complete configs (empty without a panel); checked at load."""
         return [self._member(member, self.rubric) for member in self.panel or ()]
@@ -753,21 +749,6 @@ class RubricJudgeEvaluator(RubricJudgeShape, _EvaluatorBase):
                 at = (*(str(p) for p in error.get("loc", ())),
                       *(str(p) for p in ctx.get("at", ())))
                 fail(message, at=("panel", index, *at))
-        return self
-        if len(self.panel) < 2:
-            fail(f"a panel needs at least 2 judges, got {len(self.panel)}", at=("panel",))
-        if self.rubric_text is None and self.rubric_file is not None and self._rubric is None:
-            return self  # the rubric is read later (no project root yet); members check then
-        for index in range(len(self.panel)):
-            try:
-                self.members()
-            except ValidationError as exc:
-                error = exc.errors()[0]
-                where = tuple(str(p) for p in error.get("loc", ()))
-                ctx = error.get("ctx") or {}
-                message = str(ctx.get("message") or error.get("msg", "invalid"))
-                at = (*where, *(str(p) for p in ctx.get("at", ())))
-                fail(f"panel judge {index + 1}: {message}", at=("panel", index, *at))
         return self
 
     @model_validator(mode="after")
@@ -832,7 +813,7 @@ class RubricJudgeEvaluator(RubricJudgeShape, _EvaluatorBase):
             fail(f"the rubric file {name} is empty", at=where)
         return text
 
-class CustomEvaluator(CustomShape, _EvaluatorBase):
+class CustomEvaluator(_EvaluatorBase):
     """Your own Python function, ``module:function``, imported from the project directory."""
 
     type: Literal["custom"]
@@ -876,7 +857,7 @@ Evaluator = Annotated[
 
 
 
-class ProjectConfig(ProjectConfigShape, _Model):
+class ProjectConfig(_Model):
     """The content of oloproof.yaml."""
 
     version: Literal[1]
@@ -904,6 +885,19 @@ class ProjectConfig(ProjectConfigShape, _Model):
     #: of an identity: changing it invalidates nothing stored.
     executor: Literal["local", "ray"] = "local"
     ray: RayConfig = Field(default_factory=RayConfig)
+    #: Sequential decisions (docs/sequential-decisions.md): ``true``, a block with ``seed``
+    #: and ``margin``, or absent / ``false`` (every case runs; the fixed-n intervals decide).
+    sequential: SequentialConfig | None = None
+
+    @field_validator("sequential", mode="before")
+    @classmethod
+    def _check_sequential(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        if value is False or value is None:
+            return None
+        return value
+
     #: Variants of a model system (docs/prompts-and-models.md): ``oloproof run --matrix``.
     matrix: MatrixConfig | None = None
 
@@ -916,7 +910,8 @@ class ProjectConfig(ProjectConfigShape, _Model):
             fail("a matrix varies a model system: declare system.model (provider, model,"
                  " prompt_file) to vary", at=("matrix",))
         for index, variant in enumerate(self.matrix.variants):
-            merged = {**base.model_dump(exclude_unset=True), **variant.overrides()}
+            own = {k: v for k, v in variant.model_dump(exclude_unset=True).items() if k != "name"}
+            merged = {**base.model_dump(exclude_unset=True), **own}
             try:
                 ModelSystemConfig.model_validate(merged)
             except ValidationError as exc:
@@ -948,7 +943,8 @@ class ProjectConfig(ProjectConfigShape, _Model):
 
     @model_validator(mode="after")
     def _labels_need_a_judge(self) -> ProjectConfig:
-        if self.human_labels is not None and not self.judge_criteria():
+        if self.human_labels is not None and not any(
+                e.type == "rubric_judge" for e in self.evaluators):
             fail("human labels measure a judge, and the project declares no rubric_judge",
                  at=("human_labels",))
         return self
@@ -1019,7 +1015,7 @@ def _metric_kind(metric: str, info: ValidationInfo) -> MetricKind | None:
     return None
 
 
-class JudgeValidation(JudgeValidationShape, _Model):
+class JudgeValidation(_Model):
     """What a rule on a judge's metric asks of the judge's agreement with human labels.
 
     A pass/fail judge: ``min_sensitivity`` and ``min_specificity`` (each the floor of its
@@ -1108,7 +1104,7 @@ def _check_aggregate(rule: Any, info: ValidationInfo, counts: bool) -> None:
              f" aggregate: {aggregate}", at=("aggregate",))
 
 
-class IntervalRule(IntervalRuleShape, _Model):
+class IntervalRule(_Model):
     """``min: t`` (a floor on the interval) or ``max: t`` (a ceiling): exactly one.
 
     On a judge's metric, ``judge_validation`` makes the rule ``MANUAL_REVIEW`` until
@@ -1174,7 +1170,7 @@ class IntervalRule(IntervalRuleShape, _Model):
         return self
 
 
-class ObservedCountRule(ObservedCountRuleShape, _Model):
+class ObservedCountRule(_Model):
     """At most ``max_failures`` failures, counting missing cases as failures."""
 
     id: NonEmpty
@@ -1236,7 +1232,7 @@ class RuleFamily(_Model):
     multiplicity: Multiplicity = "holm"
 
 
-class ReleasePolicy(ReleasePolicyShape, _Model):
+class ReleasePolicy(_Model):
     """The content of release.yaml: rules on one run."""
 
     version: Literal[1]
@@ -1281,7 +1277,7 @@ class ReleasePolicy(ReleasePolicyShape, _Model):
         return self
 
 
-class CompareRule(CompareRuleShape, _Model):
+class CompareRule(_Model):
     """A rule on the paired difference candidate - baseline."""
 
     id: NonEmpty
@@ -1320,7 +1316,7 @@ class CompareRule(CompareRuleShape, _Model):
         return self
 
 
-class ComparePolicy(ComparePolicyShape, _Model):
+class ComparePolicy(_Model):
     """The content of compare.yaml: rules on a candidate against a baseline."""
 
     version: Literal[1]
@@ -1338,3 +1334,64 @@ class ComparePolicy(ComparePolicyShape, _Model):
     def _check_ids(self) -> ComparePolicy:
         _check_unique_ids(self.rules)
         return self
+
+
+# -- into the records the engine uses ----------------------------------------------------
+
+
+def to_record(model: _Model) -> Any:
+    """The record of project/config.py for a validated model: the same fields, in the same
+    order, nested models as records; ``fields_set`` as the model's; a rubric judge's rubric
+    as read and its panel's judges as validated. A field the record lacks is a bug, not a
+    user's error: :class:`TypeError`."""
+    record = RECORDS[type(model).__name__]
+    values: dict[str, Any] = {
+        name: _converted(getattr(model, name)) for name in type(model).model_fields
+    }
+    values["fields_set"] = frozenset(model.model_fields_set)
+    if isinstance(model, RubricJudgeEvaluator):
+        values["rubric_read"] = model._rubric
+        values["panel_judges"] = tuple(to_record(m) for m in model.members())
+    return record(**values)
+
+
+def _converted(value: Any) -> Any:
+    if isinstance(value, _Model):
+        return to_record(value)
+    if type(value) is list:
+        return [_converted(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_converted(v) for v in value)
+    if type(value) is dict:
+        return {k: _converted(v) for k, v in value.items()}
+    return value
+
+
+_R = TypeVar("_R", bound=ConfigRecord)
+
+
+def validate(record: type[_R], data: Any, context: dict[str, Any] | None = None) -> _R:
+    """Validate ``data`` with the model of ``record`` and convert it (see :func:`to_record`);
+    pydantic's :class:`ValidationError` when it is not valid."""
+    converted: _R = to_record(model_of(record).model_validate(data, context=context))
+    return converted
+
+
+def model_of(record: type[ConfigRecord]) -> type[_Model]:
+    """The model that validates into ``record``."""
+    return _MODELS[record.__name__]
+
+
+#: The models by the name of the record each validates into.
+_MODELS: dict[str, type[_Model]] = {
+    cls.__name__: cls
+    for cls in (
+        ProjectConfig, SystemConfig, HttpSystemConfig, ModelSystemConfig, MatrixConfig,
+        MatrixVariant, ConcurrencyConfig, AdaptiveConfig,
+        RetryConfig, RayConfig, SequentialConfig, LimitsConfig, ExactMatchEvaluator,
+        ContainsEvaluator,
+        RegexEvaluator, JsonSchemaEvaluator, AbsoluteErrorEvaluator, RubricJudgeEvaluator,
+        PanelMember, CustomEvaluator, ReleasePolicy, RuleFamily, IntervalRule,
+        ObservedCountRule, JudgeValidation, ComparePolicy, CompareRule,
+    )
+}

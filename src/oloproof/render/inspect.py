@@ -121,7 +121,7 @@ def flaky_view(run: RunRecord, flaky: Sequence[FlakyCase], cases: int) -> Line |
 
 def run_view(
     run: RunRecord, cases: Sequence[CaseRow], decisions: Sequence[Decision],
-    summaries: Sequence[MetricSummary],
+    summaries: Sequence[MetricSummary], sequential: str | None = None,
 ) -> Blocks:
     """``inspect RUN``: what the run was, its decisions, metrics, cache and gate."""
     parts: list[Line | Table] = [
@@ -134,6 +134,8 @@ def run_view(
     ]
     if run.stop_reason:
         parts.append(line(f"  stopped   {run.stop_reason}", "red"))
+    if sequential:
+        parts.append(line(f"  {sequential}"))
     if decisions:
         parts.append(decisions_table(decisions))
     parts.append(metrics_table(summaries))

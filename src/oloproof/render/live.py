@@ -26,6 +26,7 @@ from oloproof.events import (
     CaseJudged,
     ConcurrencyChanged,
     Event,
+    RuleDecided,
     RunFinished,
     RunStarted,
 )
@@ -78,6 +79,8 @@ class LiveView:
         self.errors = 0
         # Adaptive limits as they stand: name -> (limit, ceiling).
         self.limits: dict[str, tuple[int, int]] = {}
+        # A sequential run's rules as they are decided (rule_decided), one line each.
+        self.decided: list[str] = []
         # Counted by the one rule for observed/missing/excluded (oloproof.evidence).
         self.evidence = {m: CriterionEvidence(m, MetricKind.BINARY) for m in binary_metrics}
         rate = min(MAX_REFRESH_PER_SECOND, refresh_per_second)
@@ -109,6 +112,11 @@ class LiveView:
                 ev.add(event.status, event.passed, event.score)
         elif isinstance(event, ConcurrencyChanged):
             self.limits[event.limit_name] = (event.limit, event.ceiling)
+        elif isinstance(event, RuleDecided):
+            self.decided.append(
+                f"{event.rule}: {event.state} after {event.n:,} of {event.cases_total:,} cases"
+                " (sequential; no more cases are started once every rule is decided)"
+            )
         elif isinstance(event, RunStarted):
             self.start()
         elif isinstance(event, RunFinished):
@@ -132,6 +140,8 @@ class LiveView:
         adaptive = limits_line(self.limits)
         if adaptive:
             heading += "\n" + adaptive
+        for decided in self.decided:
+            heading += "\n" + decided
         table = Table(
             title=text(heading),
             caption=text(CAPTION),

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.evaluators.judge import PanelJudge, RubricJudge
-    from oloproof.project.models import ReleasePolicy
+    from oloproof.policy.sequential import SequentialSpec
+    from oloproof.project.config import ReleasePolicy
     from oloproof.project.suite import Suite
 
 
@@ -57,6 +58,8 @@ class Prepared:
     #: Stored with the system's description: ``{"id": "mx_…", "variant", "index",
     #: "baseline"}`` for a run of a matrix (api/_matrix.py).
     matrix: dict[str, Any] | None = None
+    #: A sequential run's seed, margin and size (runner/sequential.py); None: fixed-n.
+    sequential: SequentialSpec | None = None
 
 
 def load_configuration(
@@ -187,7 +190,7 @@ def model_config(project: Project, variant: str | None = None) -> dict[str, Any]
     """``system.model`` as a plain mapping, with matrix variant ``variant``'s overrides."""
     cfg = project.config.system
     assert cfg.model is not None
-    merged = dict(cfg.model.model_dump())
+    merged = dict(cfg.model.dump())
     if variant is not None:
         merged.update(matrix_variant(project, variant).overrides())
     return merged
@@ -398,7 +401,7 @@ def _check_group_rules(
 
 
 def policy_json(policy: ReleasePolicy) -> dict[str, Any]:
-    data = dict(policy.model_dump(mode="json"))
+    data = dict(policy.dump(mode="json"))
     for rule in data.get("rules", []):
         if rule.get("aggregate") is None:
             # A rule without aggregate is stored as every earlier version stored it.

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from oloproof._json import canonical_json
 from oloproof._loop import running_loop
 from oloproof._records import dataclass, field
-from oloproof.analysis.stored import decide_stored, judge_reports
+from oloproof.analysis.stored import decide_stored, judge_reports, sequential_reading
 from oloproof.engine.pipeline import Engine, EngineTotals
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.errors import OloproofError
@@ -50,7 +50,8 @@ from oloproof.transport.threads import describe_exception
 if TYPE_CHECKING:
     from typing import Any
 
-    from oloproof.project.models import ReleasePolicy
+    from oloproof.project.config import ReleasePolicy
+    from oloproof.runner.sequential import SequentialSink
     from oloproof.store.dbapi import Connection
 
 # What a stopped run's summary may meet (store/dbapi.py ERRORS: either backend's).
@@ -86,6 +87,8 @@ class RunResult:
     stop_reason: str | None = None
     notice: str | None = None
     judges: list[AnyJudgeReport] = field(default_factory=list)
+    #: A sequential run's reading (analysis/stored.py ``sequential_reading``): JSON, sentence.
+    sequential: tuple[dict[str, Any], str] | None = None
 
 
 def execute(
@@ -128,7 +131,8 @@ def _execute(
         _drive(prepared, engine, run.writer, stop)
         run.writer.flush()
         done, total = engine.totals.cases_done, len(prepared.cases)
-        if stop.reason is None and done < total:
+        decided_early = run.sequential is not None and run.sequential.decided
+        if stop.reason is None and done < total and not decided_early:
             # Never decide on cases that did not run, whatever ended the engine early.
             stop.internal(f"only {done} of {total} cases finished"
                           " (the run was cancelled from inside)")
@@ -166,6 +170,7 @@ class _Run:
             self.system_description["matrix"] = dict(prepared.matrix)
         self.sinks: list[Callable[[Event], None]] = [self.writer.handle]
         self.engine: Engine | None = None
+        self.sequential: SequentialSink | None = None
         self.reserve = Reserve(None)
         self.finished = False  # the run's end is being stored (or was)
         self.ended = False  # the run's end is stored
@@ -180,7 +185,7 @@ class _Run:
                 system_identity=prepared.system.identity, system=self.system_description,
                 metrics=prepared.metrics, policy=self.stored_policy,
                 policy_path=prepared.policy_path, subset=prepared.subset,
-                trials=prepared.trials,
+                trials=prepared.trials, sequential=_sequential_json(prepared),
             )
             if prepared.labels is not None:
                 self.writer.store_labels(
@@ -207,13 +212,21 @@ class _Run:
     def make_engine(self, use_cache: bool, sinks: list[Callable[[Event], None]]) -> Engine:
         prepared, concurrency = self.prepared, self.prepared.project.config.concurrency
         self.sinks.extend(sinks)
+        until: Callable[[], bool] | None = None
+        if prepared.sequential is not None:
+            from oloproof.runner.sequential import SequentialSink  # a sequential run only
+
+            # Last: a rule_decided follows the case_judged that decided it in every sink.
+            self.sequential = SequentialSink(prepared, self.run_id, self.emit)
+            self.sinks.append(self.sequential.handle)
+            until = _decided(self.sequential)
         self.engine = Engine(
             run_id=self.run_id,
             suite_digest=prepared.suite_digest,
             system=prepared.system,
             inline=prepared.inline,
             judges=prepared.judges,
-            cases=UntilStopped(expand_trials(prepared.cases, prepared.trials), self.stop),
+            cases=UntilStopped(expand_trials(prepared.cases, prepared.trials), self.stop, until),
             trials=prepared.trials,
             cache=Cache(self.conn, enabled=use_cache),
             emit=self.emit,
@@ -252,8 +265,7 @@ class _Run:
         ends the run as RUN_ERROR instead)."""
         self.finished = True
         completeness = (
-            (Completeness.SUBSET if self.prepared.subset is not None else Completeness.COMPLETE)
-            if status == RunStatus.DECIDED else Completeness.PARTIAL
+            _completeness(self.prepared) if status == RunStatus.DECIDED else Completeness.PARTIAL
         )
         if self.writer.fault is not None:
             # The run's end matters more than its pace: wait longer for the lock
@@ -294,10 +306,12 @@ class _Run:
             self.stop.internal(failed)
             return None
         reports = judge_reports(self.conn, self.run_id, float(prepared.policy.confidence_level))
-        completeness = Completeness.SUBSET if subset else Completeness.COMPLETE
+        completeness = _completeness(prepared)
+        sequential = (sequential_reading(self.conn, self.run_id, prepared.policy)
+                      if prepared.sequential is not None else None)
         return RunResult(self.run_id, RunStatus.DECIDED, completeness, code, gate_label,
                          decisions, list(by_metric.values()), engine.totals,
-                         notice=notice, judges=reports)
+                         notice=notice, judges=reports, sequential=sequential)
 
     def stopped(self, notice: str | None) -> RunResult:
         """Store a stopped run's end: RUN_ERROR/PARTIAL, exit 5, with why."""
@@ -370,6 +384,28 @@ def decide_and_gate(
     decisions, by_metric = decide_stored(conn, run_id, policy)
     gate_label, code = gate(decisions, incomplete=incomplete)
     return decisions, by_metric, gate_label, int(code)
+
+
+def _completeness(prepared: Prepared) -> Completeness:
+    """A decided run's completeness: SUBSET, SEQUENTIAL (docs/sequential-decisions.md), or
+    COMPLETE."""
+    if prepared.subset is not None:
+        return Completeness.SUBSET
+    if prepared.sequential is not None:
+        return Completeness.SEQUENTIAL
+    return Completeness.COMPLETE
+
+
+def _decided(sink: SequentialSink) -> Callable[[], bool]:
+    return lambda: sink.decided
+
+
+def _sequential_json(prepared: Prepared) -> dict[str, Any] | None:
+    if prepared.sequential is None:
+        return None
+    from oloproof.runner.sequential import sequential_json  # a sequential run only
+
+    return sequential_json(prepared)
 
 
 def _in_order(cases: list[Any]) -> bool:

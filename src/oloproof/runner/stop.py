@@ -122,12 +122,19 @@ class UntilStopped(list[EngineCase]):
     call it waits on finishing, and that worker would go on through the suite.
     """
 
-    def __init__(self, cases: list[EngineCase], stop: StopRequest) -> None:
+    def __init__(
+        self, cases: list[EngineCase], stop: StopRequest,
+        until: Callable[[], bool] | None = None,
+    ) -> None:
         super().__init__(cases)
         self._stop = stop
+        # A sequential run: no more cases once every rule is decided (runner/sequential.py).
+        self._until = until
 
     def __iter__(self) -> Iterator[EngineCase]:
         for case in super().__iter__():
             if self._stop.reason is not None:
+                return
+            if self._until is not None and self._until():
                 return
             yield case

@@ -343,7 +343,8 @@ def _start(units: Sequence[float], threshold: float, sign: float) -> tuple[float
 
 
 def betting_bounds(
-    lows: Sequence[float], highs: Sequence[float] | None = None, level: float = 0.95
+    lows: Sequence[float], highs: Sequence[float] | None = None, level: float = 0.95,
+    horizon: int | None = None,
 ) -> tuple[float, float]:
     """The betting interval on [0, 1]: the lower bound from the scores ``lows``, the upper
     from ``highs`` (the same scores by default), both in the order given.
@@ -352,7 +353,11 @@ def betting_bounds(
     ``highs`` as b; since each bound is non-decreasing in every score, the interval then
     contains the interval of every value it could have had. No score at all: (0, 1).
     Should the two sides cross (each rejects the other's bound, which happens with
-    probability at most 1 - level), the interval is taken between them."""
+    probability at most 1 - level), the interval is taken between them.
+
+    ``horizon``: the bets are tuned to that many scores instead of ``len(lows)``: fixed
+    before the first score, as a confidence sequence needs them (a sequential run passes
+    its suite's size; stats/sequential.py)."""
     alpha = _check_level(level)
     highs = lows if highs is None else highs
     if len(lows) != len(highs):
@@ -363,7 +368,7 @@ def betting_bounds(
         if not 0.0 <= a <= b <= 1.0:
             raise ValueError(f"scores on [0, 1] with low <= high were expected, got {a!r}, {b!r}")
     threshold = math.log(2.0 / alpha)
-    bets = Bets(len(lows), level)
+    bets = Bets(max(len(lows), horizon or 0), level)
     low_data = _Compressed(lows)
     high_data = low_data if highs is lows else _Compressed(highs)
     lower = _root(lambda m: _excess(low_data, bets, m, +1, threshold), +1,

@@ -102,6 +102,9 @@ class RunRecord:
     subset: dict[str, Any] | None = None
     #: Calls of the system per case (``trials:``); 1 for every run of an older store.
     trials: int = 1
+    #: How a sequential run ordered and tested its cases (policy/sequential.py
+    #: ``SequentialSpec`` plus ``order``, its case ids in order); ``None``: not sequential.
+    sequential: dict[str, Any] | None = None
 
     @property
     def state(self) -> str:
@@ -141,7 +144,11 @@ def _select_runs(conn: Connection) -> str:
         "(SELECT trials FROM run_trials t WHERE t.run_id = runs.id)"
         if has_table(conn, "run_trials") else "NULL"
     )
-    return f"SELECT {_RUN_COLUMNS}, {owner}, {subset}, {trials} FROM runs"
+    sequential = (
+        "(SELECT sequential_json FROM run_sequential q WHERE q.run_id = runs.id)"
+        if has_table(conn, "run_sequential") else "NULL"
+    )
+    return f"SELECT {_RUN_COLUMNS}, {owner}, {subset}, {trials}, {sequential} FROM runs"
 
 
 def stored_json(run_id: str, column: str, text: str | None) -> Any:
@@ -197,6 +204,7 @@ def _record(conn: Connection, row: tuple[Any, ...]) -> RunRecord:
         owner=row[19],
         subset=_json(run_id, "subset", row[20]),
         trials=int(row[21] or 1),
+        sequential=_json(run_id, "sequential order", row[22]),
     )
     if not isinstance(rec.system, dict) or not isinstance(rec.metrics, list):
         raise StoreUnreadable(f"run {run_id}: its stored system or metrics are damaged")

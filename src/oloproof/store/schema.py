@@ -224,6 +224,17 @@ CREATE TABLE IF NOT EXISTS run_subsets (
   subset_json TEXT NOT NULL
 ) WITHOUT ROWID
 """,
+    # run_sequential: how a sequential run (oloproof run --sequential) ordered and tested
+    # its cases: the seed, the design margin, the suite's size and its case ids in the
+    # order fed to the tests (docs/sequential-decisions.md). Absent for any other run. An
+    # older Oloproof cannot read the run's completeness (SEQUENTIAL) and refuses the run,
+    # rather than re-deciding a prefix chosen by a sequential test with a fixed-n interval.
+    "run_sequential": """
+CREATE TABLE IF NOT EXISTS run_sequential (
+  run_id TEXT PRIMARY KEY,
+  sequential_json TEXT NOT NULL
+) WITHOUT ROWID
+""",
     "run_owners": """
 CREATE TABLE IF NOT EXISTS run_owners (
   run_id TEXT PRIMARY KEY,

@@ -215,6 +215,7 @@ class StoreWriter:
         policy_path: str | None,
         subset: dict[str, Any] | None = None,
         trials: int = 1,
+        sequential: dict[str, Any] | None = None,
     ) -> None:
         _execute(
             self.conn,
@@ -242,6 +243,10 @@ class StoreWriter:
         if subset is not None:
             self.conn.execute(
                 "INSERT INTO run_subsets VALUES (?, ?)", (self.run_id, _dump(subset))
+            )
+        if sequential is not None:
+            self.conn.execute(
+                "INSERT INTO run_sequential VALUES (?, ?)", (self.run_id, _dump(sequential))
             )
         if trials > 1:  # one trial per case: no row, the run stored as it always was
             self.conn.execute("INSERT INTO run_trials VALUES (?, ?)", (self.run_id, trials))

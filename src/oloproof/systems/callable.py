@@ -50,7 +50,7 @@ from oloproof.transport.threads import AsyncHost, UserBaseException, Workers
 if TYPE_CHECKING:
     from typing import Any
 
-    from oloproof.project.models import SystemConfig
+    from oloproof.project.config import SystemConfig
 
 
 def _describe(exc: BaseException) -> str:

@@ -68,9 +68,10 @@ def _follow_path(data: Any, path: str) -> Any:
 
 
 def _timeout_of(system: Any, http: Any) -> float:
-    """``http.timeout_s``, unless only ``system.timeout_s`` was written (pydantic models)."""
-    http_set = getattr(http, "model_fields_set", None)
-    system_set = getattr(system, "model_fields_set", None)
+    """``http.timeout_s``, unless only ``system.timeout_s`` was written (the configuration's
+    records know what was written: ``fields_set``)."""
+    http_set = getattr(http, "fields_set", None)
+    system_set = getattr(system, "fields_set", None)
     http_timeout = getattr(http, "timeout_s", None)
     system_timeout = getattr(system, "timeout_s", None) if system is not http else None
     if (

@@ -154,7 +154,9 @@ class RuleOutcome:
         whole = [d for d in run.decisions if d.action == GateAction.BLOCK]
         lines = [f"  {d.rule} ({d.metric}): {d.state} [{d.action}]: {d.detail}"
                  for d in self.decisions if d.action == GateAction.BLOCK]
-        if run.status != RunStatus.DECIDED or run.completeness != Completeness.COMPLETE:
+        if run.status != RunStatus.DECIDED or run.completeness not in (
+            Completeness.COMPLETE, Completeness.SEQUENTIAL
+        ):
             lines.insert(0, "  the run cannot allow a release: "
                          + (run.stop_reason or f"it is {run.status}/{run.completeness}"))
         elif not run.allowed and not whole:

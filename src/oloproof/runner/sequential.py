@@ -1,0 +1,127 @@
+"""A sequential run (``oloproof run --sequential``): its order, and the sink that decides.
+
+:func:`make_sequential` checks that the policy can be decided sequentially and puts the
+cases in the run's seeded order (each keeps its place in the suite, ``index``), so that the
+system workers take them in that order. :class:`SequentialSink` receives every event; it
+holds the outcomes of cases that finished before an earlier case of the order, feeds the
+policy's tests (policy/sequential.py ``Monitor``) in the order only, emits ``rule_decided``,
+and says when every rule is decided: the case iterator then hands out no more cases, the
+calls in flight finish and are stored, and the run is decided from the store
+(analysis/sequential.py), which replays the same order and stops at the same case.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from oloproof.errors import ConfigError
+from oloproof.events import CaseJudged, Event, RuleDecided
+from oloproof.evidence import group_name
+from oloproof.policy.sequential import (
+    Monitor,
+    SequentialSpec,
+    refusal,
+    sequential_order_key,
+)
+
+if TYPE_CHECKING:
+    from oloproof.runner.build import Prepared
+
+__all__ = ["SequentialSink", "make_sequential", "sequential_json"]
+
+
+def make_sequential(prepared: Prepared, seed: int | None = None) -> SequentialSpec:
+    """Check ``prepared`` can run sequentially, order its cases, and return the spec
+    (seed and margin from ``sequential:`` in oloproof.yaml, defaults otherwise; ``seed``
+    overrides)."""
+    where = prepared.policy_path or "the release policy"
+    if not prepared.policy.rules:
+        raise ConfigError(
+            "a sequential run stops once its rules are decided, and the project has no"
+            " release rules (policy: none): run without --sequential",
+            accepted="a release policy with at least one rule",
+        )
+    why = refusal(prepared.policy, prepared.metrics, prepared.trials)
+    if why is not None:
+        raise ConfigError(f"{where}: {why}")
+    config = prepared.project.config.sequential
+    chosen = seed if seed is not None else (config.seed if config is not None else 0)
+    margin = float(config.margin) if config is not None else 0.05
+    spec = SequentialSpec(int(chosen), len(prepared.cases), margin)
+    scope = {}
+    for rule in prepared.policy.rules:
+        group = getattr(rule, "group", None)
+        if group:
+            (key, value), = group.items()
+            name = group_name(rule.metric, key, value)
+            scope[rule.id] = sum(
+                1 for c in prepared.cases
+                if group_name(rule.metric, key, (c.metadata or {}).get(key)) == name
+            )
+    unfailable = Monitor(prepared.policy, prepared.metrics, spec).unfailable(scope)
+    if unfailable is not None:
+        raise ConfigError(f"{where}: {unfailable}")
+    prepared.cases.sort(key=lambda c: sequential_order_key(spec.seed, c.id))
+    prepared.sequential = spec
+    return spec
+
+
+def sequential_json(prepared: Prepared) -> dict[str, Any] | None:
+    """What the store keeps of a sequential run: its spec and its case ids in order."""
+    spec = prepared.sequential
+    if spec is None:
+        return None
+    return {**spec.to_json(), "order": [c.id for c in prepared.cases]}
+
+
+class SequentialSink:
+    """The events of a sequential run in, ``rule_decided`` events out (see the module)."""
+
+    def __init__(self, prepared: Prepared, run_id: str, emit: Callable[[Event], None]) -> None:
+        assert prepared.sequential is not None
+        self.spec = prepared.sequential
+        self.monitor = Monitor(prepared.policy, prepared.metrics, self.spec)
+        self.order = [c.id for c in prepared.cases]
+        self.metadata = {c.id: c.metadata for c in prepared.cases}
+        self.criteria = len(prepared.metrics)
+        self.run_id = run_id
+        self.emit = emit
+        self.waiting: dict[str, dict[str, tuple[str, bool | None, float | None]]] = {}
+        self.next = 0
+
+    @property
+    def decided(self) -> bool:
+        return self.monitor.done
+
+    def handle(self, event: Event) -> None:
+        if not isinstance(event, CaseJudged) or event.trial:
+            return
+        held = self.waiting.setdefault(event.scenario_id, {})
+        held[event.criterion] = (event.status, event.passed, event.score)
+        self._advance()
+
+    def _advance(self) -> None:
+        monitor = self.monitor
+        while not monitor.done and self.next < len(self.order):
+            case_id = self.order[self.next]
+            held = self.waiting.get(case_id)
+            if held is None or len(held) < self.criteria:
+                return  # an earlier case of the order is still running: the others wait
+            del self.waiting[case_id]
+            self.next += 1
+            for result in monitor.feed(self.metadata.get(case_id), held):
+                counted = result.max_failures is not None
+                self.emit(RuleDecided(
+                    self.run_id, rule=result.rule, metric=result.metric,
+                    state=str(result.state), n=result.position, n_scope=result.n,
+                    cases_total=self.spec.cases_total,
+                    e_value=None if counted else _finite(result.e_value),
+                    e_threshold=None if counted else 2.0 / (1.0 - result.level),
+                    method=result.method,
+                ))
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else 1.7976931348623157e308
