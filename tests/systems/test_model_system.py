@@ -585,3 +585,12 @@ def test_a_template_cannot_pull_in_another_file(tmp_path: Path, key: str, tag: s
         oloproof.run(root)
     assert caught.value.file == "prompts/answer.md" and caught.value.line == 3
     assert "cannot" in str(caught.value) and "another file" in str(caught.value)
+
+
+def test_a_matrix_refuses_sequential_decisions(tmp_path: Path, key: str) -> None:
+    root = _project(tmp_path, "http://127.0.0.1:9/v1",
+                    matrix="matrix:\n  variants:\n    - {name: a}\n    - {name: b}\n")
+    with pytest.raises(UsageError, match="sequential"):
+        oloproof.run(root, matrix=True, sequential=True)
+    refused = run_cli("run", "--matrix", "--sequential", cwd=root, env={"MODEL_TEST_KEY": KEY})
+    assert refused.code == 2 and "--sequential" in refused.err, refused.text
