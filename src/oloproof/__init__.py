@@ -35,11 +35,13 @@ if TYPE_CHECKING:
         Decision,
         GateNotAllowed,
         Judgment,
+        MatrixResult,
         MetricSummary,
         RunInfo,
         RunPlan,
         RunResult,
         Subset,
+        VariantResult,
         compare,
         list_runs,
         merge,
@@ -54,7 +56,8 @@ if TYPE_CHECKING:
 # Names served by oloproof.api, imported on first use.
 _API = frozenset({
     "CaseResult", "ComparisonPlan", "ComparisonResult", "Decision", "GateNotAllowed",
-    "Judgment", "MetricSummary", "RunInfo", "RunPlan", "RunResult", "Subset",
+    "Judgment", "MatrixResult", "MetricSummary", "RunInfo", "RunPlan", "RunResult", "Subset",
+    "VariantResult",
     "compare", "list_runs", "merge", "plan", "read_run", "run", "run_async",
 })
 
@@ -110,6 +113,7 @@ __all__ = [
     "Decision",
     "GateNotAllowed",
     "Judgment",
+    "MatrixResult",
     "MetricSummary",
     "OloproofError",
     "RunInfo",
@@ -119,6 +123,7 @@ __all__ = [
     "Subset",
     "TransientError",
     "UsageError",
+    "VariantResult",
     "Verdict",
     "__version__",
     "compare",

@@ -36,6 +36,11 @@ def new_run_id() -> str:
     return "run_" + ulid()
 
 
+def new_matrix_id() -> str:
+    """``mx_`` + a ULID: a matrix of variants (``run --matrix``)."""
+    return "mx_" + ulid()
+
+
 def new_comparison_id() -> str:
     """``cmp_`` + a ULID."""
     return "cmp_" + ulid()

@@ -27,6 +27,7 @@ EXPECTED = {
     "compare": (0, "ALLOW"),  # the candidate, keywords-v2
     "judge": (4, "BLOCK"),  # the validated judge waits for human labels: MANUAL_REVIEW
     "http": (0, "ALLOW"),
+    "prompts": (0, "ALLOW"),  # the baseline prompt and model, 59 of 80 against 55%
     "sequential": (0, "ALLOW"),  # 97% right against 0.80: decided after 57 of 2,000 cases
 }
 
@@ -67,6 +68,9 @@ def test_the_example_runs_end_to_end(name: str, tmp_path: Path, provider: FakeSe
     service = None
     if name == "judge":
         _replace(root / "oloproof.yaml", "http://127.0.0.1:8787", provider.anthropic_base_url)
+        env["FAKE_PROVIDER_KEY"] = "dummy-key-for-the-fake"
+    elif name == "prompts":
+        _replace(root / "oloproof.yaml", "http://127.0.0.1:8787/v1", provider.openai_base_url)
         env["FAKE_PROVIDER_KEY"] = "dummy-key-for-the-fake"
     elif name == "http":
         port = _free_port()

@@ -38,8 +38,9 @@ rules:
 
 PUBLIC = [
     "CaseContext", "CaseResult", "CaseView", "ComparisonPlan", "ComparisonResult",
-    "ConfigError", "Decision", "GateNotAllowed", "Judgment", "MetricSummary", "OloproofError",
-    "RunInfo", "RunPlan", "RunResult", "StaleCacheWarning", "Subset", "TransientError", "UsageError", "Verdict",
+    "ConfigError", "Decision", "GateNotAllowed", "Judgment", "MatrixResult", "MetricSummary",
+    "OloproofError", "RunInfo", "RunPlan", "RunResult", "StaleCacheWarning", "Subset",
+    "TransientError", "UsageError", "VariantResult", "Verdict",
     "__version__", "compare", "current_case", "list_runs", "merge", "plan", "read_run", "run",
     "run_async", "system",
 ]

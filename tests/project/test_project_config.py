@@ -539,7 +539,7 @@ def test_system_both_callable_and_http(write: Writer) -> None:
         file="oloproof.yaml",
         field="system",
         line=line_of(text, "system:"),
-        contains=("either callable or http, not both",),
+        contains=("declare one of callable, http and model, not callable and http",),
     )
 
 

@@ -29,7 +29,7 @@ from oloproof.project.config import ConfigRecord, IntervalRule, ObservedCountRul
 from oloproof.project.loader import load_project, resolve_release_policy
 from oloproof.runner.build import build_evaluators, build_system, policy_json
 
-EXAMPLES = ["starter", "support_bot", "judge", "http", "code", "compare", "sequential"]
+EXAMPLES = ["starter", "support_bot", "judge", "http", "code", "compare", "sequential", "prompts"]
 
 RICH_CONFIG = """\
 version: 1

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from oloproof.analysis.plan import ComparisonPlan, RunPlan
     from oloproof.api._listing import concurrency_history, list_comparisons, list_runs
+    from oloproof.api._matrix import MatrixResult, VariantResult
     from oloproof.api._merge import merge
     from oloproof.api._results import (
         CaseResult,
@@ -49,6 +50,7 @@ _HOMES = {
     ),
     **dict.fromkeys(("compare", "plan", "read_run"), "oloproof.api._stored"),
     "merge": "oloproof.api._merge",
+    **dict.fromkeys(("MatrixResult", "VariantResult"), "oloproof.api._matrix"),
     **dict.fromkeys(("ComparisonPlan", "RunPlan"), "oloproof.analysis.plan"),
     **dict.fromkeys(("Decision", "MetricSummary"), "oloproof.policy.decide"),
 }
@@ -73,6 +75,7 @@ __all__ = [
     "EventCallback",
     "GateNotAllowed",
     "Judgment",
+    "MatrixResult",
     "MetricSummary",
     "PreparedRun",
     "RunInfo",
@@ -80,6 +83,7 @@ __all__ = [
     "RunResult",
     "Subset",
     "TrialResult",
+    "VariantResult",
     "compare",
     "concurrency_history",
     "execute",

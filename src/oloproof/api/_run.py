@@ -30,12 +30,13 @@ from oloproof.runner import execute as _execute_prepared
 __all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"]
 
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 if TYPE_CHECKING:
     import logging
     from typing import Any
 
+    from oloproof.api._matrix import MatrixResult
     from oloproof.render.progress import Progress
 
 
@@ -115,6 +116,7 @@ def load(
     executor: str | None = None,
     ray_address: str | None = None,
     sequential: bool | None = None,
+    variant: str | None = None,
 ) -> PreparedRun:
     """Load and check a project (and choose its subset, or its shard): every configuration
     error is raised here, before anything is stored or called."""
@@ -142,7 +144,7 @@ def load(
         raise UsageError(f"executor must be 'local' or 'ray', got {executor!r}")
     prepared = prepare(
         config_file(project), None if policy is None else str(policy), list(group_by or ()),
-        trials, executor, ray_address,
+        trials, executor, ray_address, variant,
     )
     subset = None
     if slice_ is not None:
@@ -273,6 +275,7 @@ def _panels(prepared: Prepared, run_id: str) -> dict[str, tuple[int, int]]:
         conn.close()
 
 
+@overload
 def run(
     project: str | os.PathLike[str] = ".",
     *,
@@ -291,7 +294,56 @@ def run(
     executor: str | None = None,
     ray_address: str | None = None,
     sequential: bool | None = None,
-) -> RunResult:
+    matrix: Literal[False] = False,
+    variants: Sequence[str] | None = None,
+) -> RunResult: ...
+
+
+@overload
+def run(
+    project: str | os.PathLike[str] = ".",
+    *,
+    policy: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
+    limit: int | None = None,
+    sample: bool = False,
+    seed: int | None = None,
+    cases: Sequence[str] | None = None,
+    where: Sequence[str] | str | None = None,
+    group_by: Sequence[str] | str | None = None,
+    on_event: EventCallback | None = None,
+    trials: int | None = None,
+    progress: bool | None = None,
+    shard: str | tuple[int, int] | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
+    sequential: bool | None = None,
+    matrix: Literal[True],
+    variants: Sequence[str] | None = None,
+) -> MatrixResult: ...
+
+
+def run(
+    project: str | os.PathLike[str] = ".",
+    *,
+    policy: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
+    limit: int | None = None,
+    sample: bool = False,
+    seed: int | None = None,
+    cases: Sequence[str] | None = None,
+    where: Sequence[str] | str | None = None,
+    group_by: Sequence[str] | str | None = None,
+    on_event: EventCallback | None = None,
+    trials: int | None = None,
+    progress: bool | None = None,
+    shard: str | tuple[int, int] | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
+    sequential: bool | None = None,
+    matrix: bool = False,
+    variants: Sequence[str] | None = None,
+) -> RunResult | MatrixResult:
     """Run a project's suite, store every result, decide its release policy.
 
     ``project`` is a project directory or its oloproof.yaml; ``policy`` a release policy
@@ -318,7 +370,26 @@ def run(
     notebook's kernel and nowhere else, and never when the ``CI`` variable is set;
     ``OLOPROOF_PROGRESS=0``/``1`` changes the default; ``True``/``False`` decide
     (render/progress.py, docs/python-api.md).
+
+    ``matrix=True`` runs every variant of ``matrix:`` in oloproof.yaml (``variants``: only
+    those, and the baseline) as its own run, then compares each with the baseline under
+    Holm: a :class:`~oloproof.api.MatrixResult` with one run result per variant and the
+    comparisons (docs/prompts-and-models.md).
     """
+    if matrix:
+        if sequential:
+            raise UsageError("matrix=True compares the variants on the same fixed suite: it"
+                             " cannot be combined with sequential=True")
+        if shard is not None or sample:
+            raise UsageError("matrix=True runs every variant on the same cases: it cannot be"
+                             " combined with shard or sample")
+        return _call_matrix(
+            project, policy=policy, use_cache=use_cache, limit=limit, cases=cases,
+            where=where, group_by=group_by, on_event=on_event, trials=trials,
+            variants=variants,
+        )
+    if variants:
+        raise UsageError("variants chooses variants of a matrix: pass matrix=True too")
     from oloproof.render.progress import progress_mode
 
     mode = progress_mode(progress)
@@ -355,6 +426,52 @@ def run(
     if bar is not None:
         _last_frame(bar, box)
     return _unbox(box)
+
+
+def _call_matrix(
+    project: str | os.PathLike[str], *, policy: str | os.PathLike[str] | None,
+    use_cache: bool, limit: int | None, cases: Sequence[str] | None,
+    where: Sequence[str] | str | None, group_by: Sequence[str] | str | None,
+    on_event: EventCallback | None, trials: int | None, variants: Sequence[str] | None,
+) -> MatrixResult:
+    """``run(matrix=True)``: in this thread, or in a helper thread where a loop runs."""
+    from oloproof.api._matrix import load_matrix, run_matrix
+
+    if isinstance(group_by, str):
+        group_by = [group_by]
+    if isinstance(where, str):
+        where = [where]
+
+    def call(stop: StopRequest) -> MatrixResult:
+        loaded, baseline = load_matrix(
+            project, policy=policy, group_by=group_by, trials=trials, limit=limit,
+            cases=cases, where=where, variants=variants,
+        )
+        sinks = [_guarded(on_event, stop)] if on_event is not None else []
+        return run_matrix(loaded, baseline, use_cache=use_cache, sinks=sinks, stop=stop)
+
+    stop = StopRequest()
+    if not _loop_running():
+        return call(stop)
+    box: list[Any] = []
+
+    def target() -> None:
+        try:
+            box.append(call(stop))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box.append(exc)
+
+    thread = threading.Thread(target=target, name="oloproof-matrix", daemon=True)
+    thread.start()
+    try:
+        thread.join()
+    except KeyboardInterrupt:
+        stop("interrupted (KeyboardInterrupt)")
+        thread.join()
+    value = box[0]
+    if isinstance(value, BaseException):
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 def _wait(thread: threading.Thread, bar: Progress | None) -> None:

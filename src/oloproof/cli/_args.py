@@ -151,6 +151,11 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _arg("--trials", type=_trials, metavar="K",
              help="call the system K times per case (default: trials: in oloproof.yaml, else 1);"
                   " see docs/repeated-trials.md"),
+        _arg("--matrix", action="store_true",
+             help="run every variant of matrix: in oloproof.yaml as its own run, then compare"
+                  " each with the baseline under Holm (docs/prompts-and-models.md)"),
+        _arg("--variant", action="append", metavar="NAME",
+             help="with --matrix: run only this variant, and the baseline (repeatable)"),
         _arg("--sequential", action="store_true", default=None,
              help="decide every rule by an anytime-valid test, case after case in a seeded"
                   " order, and stop calling once every rule is decided (default: sequential:"
@@ -193,7 +198,8 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         *_CI,
     ),
     "inspect": (
-        _arg("run_id", metavar="RUN_ID", help="a run id, a comparison id, or 'latest'"),
+        _arg("run_id", metavar="RUN_ID",
+             help="a run id, a comparison id, a matrix id (mx_…), or 'latest'"),
         _CONFIG,
         _arg("--case", metavar="ID",
              help="show one case: input, expected, output, judgments, attempts, errors"),
@@ -229,7 +235,9 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _CONFIG,
     ),
     "plan": (
-        _arg("ref", metavar="RUN_ID|CMP_ID", help="a run id (with --run) or a comparison id"),
+        _arg("ref", metavar="RUN_ID|CMP_ID|MX_ID",
+             help="a run id (with --run), a comparison id, or a matrix id (mx_…: how many"
+                  " more cases would separate its top two variants)"),
         _arg("--run", action="store_true", help="size the rules of a run (RUN_ID)"),
         _CONFIG,
         _arg("--policy",
@@ -248,7 +256,8 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _arg("--json", action="store_true", help="print the comparison as one JSON document"),
     ),
     "report": (
-        _arg("ref", metavar="RUN_ID|CMP_ID", help="a run id, 'latest', or a comparison id"),
+        _arg("ref", metavar="RUN_ID|CMP_ID|MX_ID",
+             help="a run id, 'latest', a comparison id or a matrix id"),
         _CONFIG,
         _arg("--output", "-o", metavar="FILE",
              help="where to write it (default: oloproof-report-<id>.html; '-' for standard"

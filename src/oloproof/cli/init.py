@@ -21,6 +21,7 @@ DESCRIPTIONS = {
     "judge": "a rubric judge pointed at a local fake provider, so it runs offline",
     "compare": "a candidate support_bot that fixes some misses, with compare.yaml",
     "code": "generated code run against its tests in a limited child process (custom evaluator)",
+    "prompts": "a model as the system (no code): 3 prompts x 2 models, run --matrix, offline",
 }
 
 

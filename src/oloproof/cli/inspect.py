@@ -92,6 +92,15 @@ def command(args: argparse.Namespace) -> int:
         if not has_table(conn, "comparisons"):  # a store older than comparisons, read as it is
             raise UsageError(f"no comparison '{args.run_id}' in this project's store")
         return inspect_comparison(conn, args.run_id, as_json=args.json)
+    if args.run_id.startswith("mx_"):
+        from oloproof.render.matrix import matrix_report
+        from oloproof.store.matrices import get_matrix
+
+        doc = get_matrix(conn, args.run_id).document
+        if args.json:
+            return _json(doc)
+        print_to(sys.stdout, matrix_report(doc, config_arg=args.config))
+        return 0
     run = get_run(conn, args.run_id)
     if args.case is not None:
         return _case(conn, run, args.case, args.json)

@@ -63,6 +63,8 @@ def command(args: argparse.Namespace) -> int:
         cmp_plan = plan(ref, project=args.config, policy=args.policy, assurance=assurance)
         _print(cmp_plan.to_json(), args.json)
         return plan_exit_code(cmp_plan.rules)
+    if ref.startswith("mx_"):
+        return _plan_matrix(args, ref)
     if ref.startswith("run_") or ref == "latest":
         if not args.run:
             raise UsageError(
@@ -73,6 +75,26 @@ def command(args: argparse.Namespace) -> int:
         _print(run_plan.to_json(), args.json)
         return plan_exit_code(run_plan.rules)
     raise UsageError(
-        f"'{ref}' is neither a run id (run_…, with --run; or 'latest' --run) nor a comparison"
-        " id (cmp_…)"
+        f"'{ref}' is neither a run id (run_…, with --run; or 'latest' --run), a comparison"
+        " id (cmp_…) nor a matrix id (mx_…)"
     )
+
+
+def _plan_matrix(args: argparse.Namespace, ref: str) -> int:
+    """``plan MX_ID``: how many more cases would separate the top two variants."""
+    from oloproof.analysis.matrix import plan_matrix, plan_text
+    from oloproof.cli._common import read_project_store
+    from oloproof.store.matrices import get_matrix
+
+    if args.run:
+        raise UsageError(f"'{ref}' is a matrix id: drop --run (oloproof plan {ref})")
+    conn = read_project_store(args.config)
+    try:
+        doc = plan_matrix(conn, get_matrix(conn, ref).document)
+    finally:
+        conn.close()
+    if args.json:
+        sys.stdout.write(dumps(doc) + "\n")
+    else:
+        sys.stdout.write(printable_lines(plan_text(doc)))
+    return 0

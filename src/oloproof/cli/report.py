@@ -100,7 +100,14 @@ def command(args: argparse.Namespace) -> int:
     limit = getattr(args, "cases", 1000)
     root = project_root(args.config)
     try:
-        if args.ref.startswith("cmp_"):
+        if args.ref.startswith("mx_"):
+            from oloproof.render.html import render_matrix
+            from oloproof.store.matrices import get_matrix
+
+            matrix = get_matrix(conn, args.ref).document
+            ident = str(matrix["matrix_id"])
+            html = render_matrix(matrix)
+        elif args.ref.startswith("cmp_"):
             if not has_table(conn, "comparisons"):
                 raise UsageError(f"no comparison '{args.ref}' in this project's store")
             doc = comparison_report_document(conn, args.ref, limit=limit)

@@ -110,7 +110,75 @@ def certain_imports(args: argparse.Namespace) -> None:
         import asyncio  # noqa: F401
 
 
+def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
+    """``run --matrix``: every variant as its own run, then the matrix (api/_matrix.py)."""
+    from oloproof.api._matrix import load_matrix, run_matrix
+    from oloproof.errors import UsageError
+    from oloproof.render.matrix import matrix_report
+
+    if args.shard or args.sample:
+        raise UsageError("--matrix runs every variant on the same cases: it cannot be combined"
+                         " with --shard or --sample")
+    if getattr(args, "sequential", None):
+        raise UsageError("--matrix compares the variants on the same fixed suite: it cannot be"
+                         " combined with --sequential")
+    if args.executor == "ray":
+        raise UsageError("--matrix runs its variants in this process: it cannot be combined"
+                         " with --executor ray")
+    if args.junit_xml or args.github_annotations:
+        raise UsageError("--junit-xml and --github-annotations report one run; with --matrix,"
+                         " read the matrix with `oloproof inspect mx_… --json`")
+    loaded, baseline = load_matrix(
+        args.config, policy=args.policy, group_by=args.group_by, trials=args.trials,
+        limit=args.limit, cases=args.case, where=args.where, variants=args.variant,
+    )
+    table_stream = sys.stderr if args.json else sys.stdout
+    stop = StopRequest()
+    sinks: list[Callable[[Event], None]] = []
+    writer: NdjsonWriter | None = None
+    if args.json:
+        from oloproof.render.ndjson import NdjsonWriter
+
+        writer = NdjsonWriter(events_out, on_closed=stop)
+        sinks.append(writer)
+    total = len(loaded)
+    count = [0]
+
+    def on_variant(run: PreparedRun) -> None:
+        count[0] += 1
+        sys.stderr.write(f"oloproof run --matrix: variant {count[0]}/{total}:"
+                         f" {run.prepared.variant} ({run.cases_total} cases)\n")
+        sys.stderr.flush()
+
+    def hard_stop() -> None:
+        try:
+            os.write(2, f"oloproof run: stopped at once ({stop.reason}, then a second signal);"
+                        " finished cases are stored\n".encode())
+        except OSError:
+            pass
+        os._exit(5)
+
+    stop.on_second = hard_stop
+    with stop.signals(keep_after_stop=True):
+        try:
+            result = run_matrix(loaded, baseline, use_cache=not args.no_cache, sinks=sinks,
+                                stop=stop, on_variant=on_variant)
+        finally:
+            if writer is not None:
+                writer.flush()
+        console_print(table_stream, matrix_report(result.document, config_arg=args.config))
+    if _process.OURS and (threading.active_count() > 1 or stop.count):
+        _process.exit_now(result.exit_code)
+    return result.exit_code
+
+
 def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
+    if getattr(args, "matrix", False):
+        return _matrix_command(args, events_out)
+    if getattr(args, "variant", None):
+        from oloproof.errors import UsageError
+
+        raise UsageError("--variant chooses variants of a matrix: use it with --matrix")
     check_outputs(args)  # a --junit-xml that cannot be written is refused before anything runs
     started = time.monotonic()
     # Loaded inside the redirect: a module that prints at import cannot reach the stream.

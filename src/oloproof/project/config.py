@@ -60,6 +60,9 @@ __all__ = [
     "JsonSchemaEvaluator",
     "JudgeValidation",
     "LimitsConfig",
+    "MatrixConfig",
+    "MatrixVariant",
+    "ModelSystemConfig",
     "ObservedCountRule",
     "PanelMember",
     "ProjectConfig",
@@ -200,8 +203,68 @@ class HttpSystemConfig(ConfigRecord):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelSystemConfig(ConfigRecord):
+    """A model behind a provider's API as the system (``system.model``,
+    docs/prompts-and-models.md)."""
+
+    provider: Literal["anthropic", "openai", "openai_compatible"]
+    model: str
+    base_url: str | None = None
+    prompt_file: str
+    system_prompt_file: str | None = None
+    output: Literal["text", "json"] = "text"
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    extra_body: dict[str, Any] = _field(default_factory=dict)
+    api_key_env: str | None = None
+    timeout_s: float = 60
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatrixVariant(ConfigRecord):
+    """One variant of a matrix: a name and what it changes of ``system.model``."""
+
+    name: str
+    provider: Literal["anthropic", "openai", "openai_compatible"] | None = None
+    model: str | None = None
+    base_url: str | None = None
+    prompt_file: str | None = None
+    system_prompt_file: str | None = None
+    output: Literal["text", "json"] | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    extra_body: dict[str, Any] | None = None
+    api_key_env: str | None = None
+    timeout_s: float | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        """The fields this variant sets (``null`` included: it leaves a parameter out)."""
+        return {k: v for k, v in self.dump(exclude_unset=True).items() if k != "name"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatrixConfig(ConfigRecord):
+    """``matrix:``: the variants of a model system (``run --matrix``)."""
+
+    variants: list[MatrixVariant] = _field(default_factory=list)
+    baseline: str | None = None
+    product: dict[str, Any] | None = None
+
+    EXCLUDED: ClassVar[frozenset[str]] = frozenset({"product"})
+
+    def baseline_name(self) -> str:
+        """The variant the others are compared against: ``baseline:``, else the first."""
+        return self.baseline or str(self.variants[0].name)
+
+    def names(self) -> list[str]:
+        return [str(v.name) for v in self.variants]
+
+
+@dataclass(frozen=True, kw_only=True)
 class SystemConfig(ConfigRecord):
-    """The system under test: exactly one of ``callable`` and ``http``."""
+    """The system under test: exactly one of ``callable``, ``http`` and ``model``."""
 
     name: str
     version: str | None = None
@@ -209,6 +272,7 @@ class SystemConfig(ConfigRecord):
     code_paths: list[str] = _field(default_factory=list)
     timeout_s: float = 30
     http: HttpSystemConfig | None = None
+    model: ModelSystemConfig | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -504,6 +568,7 @@ class ProjectConfig(ConfigRecord):
     executor: Literal["local", "ray"] = "local"
     ray: RayConfig = _field(default_factory=RayConfig)
     sequential: SequentialConfig | None = None
+    matrix: MatrixConfig | None = None
 
     def judge_criteria(self) -> list[str]:
         """The criteria of the project's rubric judges, in declared order."""
@@ -643,7 +708,8 @@ class ComparePolicy(ConfigRecord):
 RECORDS: dict[str, type[ConfigRecord]] = {
     cls.__name__: cls
     for cls in (
-        ProjectConfig, SystemConfig, HttpSystemConfig, ConcurrencyConfig, AdaptiveConfig,
+        ProjectConfig, SystemConfig, HttpSystemConfig, ModelSystemConfig, MatrixConfig,
+        MatrixVariant, ConcurrencyConfig, AdaptiveConfig,
         RetryConfig, RayConfig, SequentialConfig, LimitsConfig, ExactMatchEvaluator,
         ContainsEvaluator,
         RegexEvaluator, JsonSchemaEvaluator, AbsoluteErrorEvaluator, RubricJudgeEvaluator,

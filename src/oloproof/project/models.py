@@ -47,6 +47,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from oloproof._json import DEFAULT_MAX_JSON_DEPTH, MAX_JSON_DEPTH
 from oloproof.enums import MetricKind
@@ -84,6 +85,9 @@ __all__ = [
     "IntervalRule",
     "JsonSchemaEvaluator",
     "JudgeValidation",
+    "MatrixConfig",
+    "MatrixVariant",
+    "ModelSystemConfig",
     "ObservedCountRule",
     "ProjectConfig",
     "RegexEvaluator",
@@ -158,8 +162,207 @@ class HttpSystemConfig(_Model):
         return value
 
 
+#: The request parameters a model system and a matrix variant may set (system.model).
+MODEL_FIELDS = (
+    "provider", "model", "base_url", "prompt_file", "system_prompt_file", "output",
+    "temperature", "max_tokens", "max_completion_tokens", "extra_body", "api_key_env",
+    "timeout_s",
+)
+_OWNED_BODY = {"model", "messages", "system", "temperature", "max_tokens",
+               "max_completion_tokens", "stream"}
+
+
+def _check_model_request(cfg: Any) -> None:
+    """What the providers' APIs refuse, said before anything is called (as for judges)."""
+    if cfg.provider == "anthropic":
+        if cfg.max_tokens is None:
+            fail("the anthropic Messages API requires max_tokens; give a number "
+                 "(for example max_tokens: 1024)", at=("max_tokens",))
+        if cfg.max_completion_tokens is not None:
+            fail("max_completion_tokens is OpenAI's parameter; anthropic uses max_tokens",
+                 at=("max_completion_tokens",))
+    if cfg.max_completion_tokens is not None and cfg.max_tokens is not None:
+        fail("declare max_tokens or max_completion_tokens, not both (current OpenAI "
+             "models take max_completion_tokens)", at=("max_completion_tokens",))
+    if cfg.provider == "openai_compatible" and not cfg.base_url:
+        fail("required for provider openai_compatible (the server's URL, for example "
+             "http://localhost:8000/v1)", at=("base_url",))
+    for key in cfg.extra_body or {}:
+        if key in _OWNED_BODY:
+            own = key in ("temperature", "max_tokens", "max_completion_tokens")
+            hint = f"set {key}: in system.model itself" if own else "Oloproof sets it"
+            fail(f"extra_body may not set '{key}' ({hint})", at=("extra_body", key))
+
+
+class ModelSystemConfig(_Model):
+    """An LLM behind a provider's API as the system under test (``system.model``).
+
+    The prompt is a Jinja2 template (``prompt_file``, relative to the project directory),
+    rendered per case in a sandbox with the case's ``input``; ``output: json`` parses the
+    reply as JSON. The files are read when the system is built (systems/model.py).
+    """
+
+    provider: Literal["anthropic", "openai", "openai_compatible"]
+    model: NonEmpty
+    base_url: str | None = None
+    prompt_file: NonEmpty
+    system_prompt_file: NonEmpty | None = None
+    output: Literal["text", "json"] = "text"
+    temperature: float | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    api_key_env: str | None = None
+    timeout_s: float = Field(default=60, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            fail(f"expected a URL starting with http:// or https://, got '{value}'")
+        return value
+
+    @model_validator(mode="after")
+    def _check_request(self) -> ModelSystemConfig:
+        _check_model_request(self)
+        return self
+
+
+class MatrixVariant(_Model):
+    """One variant of a matrix: a name and what it changes of ``system.model``."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:/+-]+$", max_length=120)]
+    provider: Literal["anthropic", "openai", "openai_compatible"] | None = None
+    model: NonEmpty | None = None
+    base_url: str | None = None
+    prompt_file: NonEmpty | None = None
+    system_prompt_file: NonEmpty | None = None
+    output: Literal["text", "json"] | None = None
+    temperature: float | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    extra_body: dict[str, Any] | None = None
+    api_key_env: str | None = None
+    timeout_s: float | None = Field(default=None, gt=0)
+
+
+#: The most variants a matrix may have: each is a run of the whole suite.
+MAX_MATRIX_VARIANTS = 64
+
+
+def _value_name(axis: str, value: Any) -> str:
+    """A variant name's part for one value of a product axis given as a list."""
+    if isinstance(value, str):
+        text = value
+        if axis.endswith("_file"):
+            text = Path(value).stem
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int | float):
+        text = f"{value:g}"
+    elif value is None:
+        text = "none"
+    else:
+        fail(f"a list of values names each variant by its value; {describe(value)} cannot "
+             f"name one: write {axis}: as a mapping of names to values", at=(axis,))
+    return re.sub(r"[^A-Za-z0-9_.:+-]+", "_", text).strip("_") or "value"
+
+
+def expand_product(product: Any) -> list[dict[str, Any]]:
+    """The variants of ``product:`` (axis -> values), first axis slowest, as dicts.
+
+    An axis is a ``system.model`` field; its values a list (each names itself: a file's
+    stem, a model's id, a number) or a mapping ``name: value``. A variant's name joins
+    its values' names with ``/`` in axis order: ``terse/small``.
+    """
+    if not isinstance(product, dict) or not product:
+        fail("expected a mapping of system.model fields to their values, e.g. "
+             "{prompt_file: [prompts/a.md, prompts/b.md], model: [m1, m2]}")
+    axes: list[list[tuple[str, Any]]] = []
+    for axis, values in product.items():
+        if axis not in MODEL_FIELDS:
+            hint = closest(str(axis), list(MODEL_FIELDS))
+            mean = f"; did you mean '{hint}'?" if hint else ""
+            fail(f"'{axis}' is not a field of system.model{mean}", at=(axis,),
+                 accepted=", ".join(MODEL_FIELDS))
+        if isinstance(values, list):
+            if not values:
+                fail("an axis needs at least one value", at=(axis,))
+            pairs = [(_value_name(axis, v), v) for v in values]
+        elif isinstance(values, dict) and values:
+            pairs = [(str(k), v) for k, v in values.items()]
+        else:
+            fail(f"expected a list of values or a mapping of names to values, got "
+                 f"{describe(values)}", at=(axis,))
+        names = [n for n, _ in pairs]
+        for i, n in enumerate(names):
+            if names.index(n) != i:
+                fail(f"two values of {axis} give the variant name part '{n}': write {axis}: "
+                     "as a mapping of names to values", at=(axis,))
+        axes.append([(n, (axis, v)) for n, v in pairs])
+    variants: list[dict[str, Any]] = [{"name": ""}]
+    for axis_values in axes:
+        variants = [
+            {**v, "name": f"{v['name']}/{n}" if v["name"] else n, a: value}
+            for v in variants for n, (a, value) in axis_values
+        ]
+    return variants
+
+
+class MatrixConfig(_Model):
+    """``matrix:``: the variants of a model system, each run as its own run.
+
+    ``product:`` (axes of ``system.model`` fields, every combination) and ``variants:`` (an
+    explicit list, each a name and its overrides) may be combined: the product's variants
+    come first. ``baseline`` names the variant the others are compared against (default:
+    the first).
+    """
+
+    variants: list[MatrixVariant] = Field(default_factory=list)
+    baseline: NonEmpty | None = None
+    #: The product as written (its variants are in ``variants``, expanded at load).
+    product: dict[str, Any] | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("product") is None:
+            return data
+        try:
+            expanded = expand_product(data["product"])
+        except PydanticCustomError as exc:
+            ctx = dict(exc.context or {})
+            ctx["at"] = ("product", *ctx.get("at", ()))
+            raise PydanticCustomError(exc.type, exc.message_template, ctx) from None
+        explicit = data.get("variants") or []
+        if not isinstance(explicit, list):
+            return data
+        return {**data, "variants": [*expanded, *explicit]}
+
+    @model_validator(mode="after")
+    def _check(self) -> MatrixConfig:
+        if len(self.variants) < 2:
+            fail(f"a matrix needs at least 2 variants, got {len(self.variants)}",
+                 at=("variants",))
+        if len(self.variants) > MAX_MATRIX_VARIANTS:
+            fail(f"a matrix has at most {MAX_MATRIX_VARIANTS} variants (each runs the whole"
+                 f" suite), got {len(self.variants)}", at=("variants",))
+        first: dict[str, int] = {}
+        for index, variant in enumerate(self.variants):
+            seen = first.setdefault(variant.name, index)
+            if seen != index:
+                fail(f"duplicate variant name '{variant.name}' (also variants[{seen}])",
+                     at=("variants", index, "name"))
+        if self.baseline is not None and self.baseline not in first:
+            hint = closest(self.baseline, list(first))
+            mean = f"; did you mean '{hint}'?" if hint else ""
+            fail(f"no variant is named '{self.baseline}'{mean}", at=("baseline",),
+                 accepted=", ".join(first))
+        return self
+
+
 class SystemConfig(_Model):
-    """The system under test: exactly one of ``callable`` and ``http``."""
+    """The system under test: exactly one of ``callable``, ``http`` and ``model``."""
 
     name: NonEmpty
     version: NonEmpty | None = None
@@ -167,6 +370,7 @@ class SystemConfig(_Model):
     code_paths: list[str] = Field(default_factory=list)
     timeout_s: float = Field(default=30, gt=0)
     http: HttpSystemConfig | None = None
+    model: ModelSystemConfig | None = None
 
     @field_validator("callable")
     @classmethod
@@ -175,12 +379,14 @@ class SystemConfig(_Model):
 
     @model_validator(mode="after")
     def _check_kind(self, info: ValidationInfo) -> SystemConfig:
-        if self.callable is not None and self.http is not None:
-            fail("declare either callable or http, not both")
-        if self.callable is None and self.http is None:
+        kinds = [k for k in ("callable", "http", "model") if getattr(self, k) is not None]
+        if len(kinds) > 1:
+            fail(f"declare one of callable, http and model, not {' and '.join(kinds)}")
+        if not kinds:
             fail(
                 "declare how to reach the system: callable: module:function, "
-                "or an http: block with url and version"
+                "an http: block with url and version, or a model: block (provider, model,"
+                " prompt_file)"
             )
         if self.callable is not None and self.version is None:
             fail(
@@ -692,6 +898,32 @@ class ProjectConfig(_Model):
             return None
         return value
 
+    #: Variants of a model system (docs/prompts-and-models.md): ``oloproof run --matrix``.
+    matrix: MatrixConfig | None = None
+
+    @model_validator(mode="after")
+    def _check_matrix(self) -> ProjectConfig:
+        if self.matrix is None:
+            return self
+        base = self.system.model
+        if base is None:
+            fail("a matrix varies a model system: declare system.model (provider, model,"
+                 " prompt_file) to vary", at=("matrix",))
+        for index, variant in enumerate(self.matrix.variants):
+            own = {k: v for k, v in variant.model_dump(exclude_unset=True).items() if k != "name"}
+            merged = {**base.model_dump(exclude_unset=True), **own}
+            try:
+                ModelSystemConfig.model_validate(merged)
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                ctx = error.get("ctx") or {}
+                message = str(ctx.get("message") or error.get("msg", "invalid"))
+                at = (*(str(p) for p in error.get("loc", ())),
+                      *(str(p) for p in ctx.get("at", ())))
+                fail(f"variant '{variant.name}': {message}",
+                     at=("matrix", "variants", index, *at))
+        return self
+
     @field_validator("store", mode="before")
     @classmethod
     def _check_store(cls, value: Any) -> str | None:
@@ -1154,7 +1386,8 @@ def model_of(record: type[ConfigRecord]) -> type[_Model]:
 _MODELS: dict[str, type[_Model]] = {
     cls.__name__: cls
     for cls in (
-        ProjectConfig, SystemConfig, HttpSystemConfig, ConcurrencyConfig, AdaptiveConfig,
+        ProjectConfig, SystemConfig, HttpSystemConfig, ModelSystemConfig, MatrixConfig,
+        MatrixVariant, ConcurrencyConfig, AdaptiveConfig,
         RetryConfig, RayConfig, SequentialConfig, LimitsConfig, ExactMatchEvaluator,
         ContainsEvaluator,
         RegexEvaluator, JsonSchemaEvaluator, AbsoluteErrorEvaluator, RubricJudgeEvaluator,

@@ -48,6 +48,7 @@ class AnthropicProvider:
         client: httpx.AsyncClient,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         extra_body: dict[str, Any] | None = None,
+        what: str | None = None,
     ) -> None:
         self.model = model
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -59,7 +60,7 @@ class AnthropicProvider:
         self._client = client
         self.max_response_bytes = max_response_bytes
         self._api_key = api_key
-        self._what = f"anthropic judge ({model})"
+        self._what = what or f"anthropic judge ({model})"
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r}, url={self.url!r})"
@@ -69,7 +70,8 @@ class AnthropicProvider:
         if self.temperature is not None:
             body["temperature"] = self.temperature
         body.update(self.extra_body)
-        body["system"] = system_prompt
+        if system_prompt:  # a model system without a system prompt sends none
+            body["system"] = system_prompt
         body["messages"] = [{"role": "user", "content": user_prompt}]
         return body
 

@@ -89,6 +89,7 @@ def resolve_api_key(
     environ: Mapping[str, str] | None = None,
     *,
     field: str = "evaluators.api_key_env",
+    who: str = "judge",
 ) -> str | None:
     """Read the judge's API key from the environment, before the run starts.
 
@@ -103,7 +104,7 @@ def resolve_api_key(
     value = env.get(name)
     if not value:
         raise ConfigError(
-            f"environment variable {name} is not set: the {provider} judge needs an API key",
+            f"environment variable {name} is not set: the {provider} {who} needs an API key",
             field=field,
             accepted=f"export {name}=... before the run, or name another variable",
         )

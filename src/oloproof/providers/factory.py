@@ -29,6 +29,7 @@ def make_provider(
     *,
     max_completion_tokens: int | None = None,
     extra_body: dict[str, Any] | None = None,
+    what: str | None = None,
 ) -> Provider:
     """The provider for ``provider`` (``anthropic``, ``openai``, ``openai_compatible``).
 
@@ -69,6 +70,7 @@ def make_provider(
             client=client,
             max_response_bytes=max_response_bytes,
             extra_body=extra_body,
+            what=what,
         )
     if provider in ("openai", "openai_compatible"):
         if provider == "openai" and not api_key:
@@ -91,6 +93,7 @@ def make_provider(
             name=provider,
             max_completion_tokens=max_completion_tokens,
             extra_body=extra_body,
+            what=what,
         )
     raise ConfigError(
         f"unknown provider {provider!r}",

@@ -48,6 +48,7 @@ class OpenAIProvider:
         name: str = "openai",
         max_completion_tokens: int | None = None,
         extra_body: dict[str, Any] | None = None,
+        what: str | None = None,
     ) -> None:
         self.name = name
         self.model = model
@@ -61,7 +62,7 @@ class OpenAIProvider:
         self._client = client
         self.max_response_bytes = max_response_bytes
         self._api_key = api_key
-        self._what = f"{name} judge ({model})"
+        self._what = what or f"{name} judge ({model})"
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(name={self.name!r}, model={self.model!r}, url={self.url!r})"
@@ -76,8 +77,9 @@ class OpenAIProvider:
             if value is not None:
                 body[name] = value
         body.update(self.extra_body)
+        # A model system without a system prompt sends the user's message alone.
         body["messages"] = [
-            {"role": "system", "content": system_prompt},
+            *([{"role": "system", "content": system_prompt}] if system_prompt else []),
             {"role": "user", "content": user_prompt},
         ]
         return body

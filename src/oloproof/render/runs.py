@@ -33,7 +33,9 @@ def runs_table(runs: Sequence[RunInfo], *, title: str = "Runs") -> Table:
         *(["Stopped because"] if stopped else [])))
     for r in runs:
         gate = f"{r.gate} (exit {r.exit_code})" if r.gate else ""
-        system = f"{r.system.get('name', '')} {r.system.get('version', '')}".strip()
+        system = f"{r.system.get('name', '')} {r.system.get('version') or ''}".strip()
+        if r.system.get("variant"):
+            system += f" [{r.system['variant']}]"  # a variant of a matrix (run --matrix)
         cells = [r.run_id, _time(r.created_at), r.state, gate, str(r.cases_total), system]
         table.add_row(*map(line, [*cells, *([r.stop_reason] if stopped else [])]))
     return table

@@ -53,6 +53,11 @@ class Prepared:
     #: Keeps the validated configuration once the store exists (project/_snapshot.py);
     #: None when it came from its snapshot.
     keep: Callable[[], None] | None = None
+    #: The matrix variant this run is (``run --matrix``), or None.
+    variant: str | None = None
+    #: Stored with the system's description: ``{"id": "mx_…", "variant", "index",
+    #: "baseline"}`` for a run of a matrix (api/_matrix.py).
+    matrix: dict[str, Any] | None = None
     #: A sequential run's seed, margin and size (runner/sequential.py); None: fixed-n.
     sequential: SequentialSpec | None = None
 
@@ -181,10 +186,52 @@ def _guard_schema(evaluator: InlineEvaluator, timeout_s: float) -> None:
         evaluator.thread_timeout_s = timeout_s + SCHEMA_START_S  # type: ignore[attr-defined]
 
 
-def build_system(project: Project) -> SystemRunner:
+def model_config(project: Project, variant: str | None = None) -> dict[str, Any]:
+    """``system.model`` as a plain mapping, with matrix variant ``variant``'s overrides."""
+    cfg = project.config.system
+    assert cfg.model is not None
+    merged = dict(cfg.model.dump())
+    if variant is not None:
+        merged.update(matrix_variant(project, variant).overrides())
+    return merged
+
+
+def matrix_variant(project: Project, name: str) -> Any:
+    """The matrix variant called ``name``, or a usage error listing the variants."""
+    from oloproof.errors import UsageError
+
+    matrix = project.config.matrix
+    if matrix is None:
+        raise UsageError(
+            f"{project.display} declares no matrix: there is no variant '{name}'"
+            " (docs/prompts-and-models.md)"
+        )
+    for variant in matrix.variants:
+        if variant.name == name:
+            return variant
+    raise UsageError(
+        f"no variant '{name}' in the matrix of {project.display}"
+        f" (variants: {', '.join(matrix.names())})"
+    )
+
+
+def build_system(project: Project, variant: str | None = None) -> SystemRunner:
     cfg = project.config.system
     conc = project.config.concurrency.system
     limits = project.config.limits
+    if cfg.model is not None:
+        from oloproof.systems.model import ModelSystem  # a project without one never needs it
+
+        index = None if variant is None else project.config.matrix.names().index(variant)  # type: ignore[union-attr]
+        return ModelSystem(
+            name=cfg.name, config=model_config(project, variant), root=project.root,
+            version=cfg.version, variant=variant, concurrency=conc,
+            file=project.config_path.name,
+            field="system.model" if index is None else f"matrix.variants[{index}]",
+            max_response_bytes=limits.max_response_bytes, max_json_depth=limits.max_json_depth,
+        )
+    if variant is not None:
+        matrix_variant(project, variant)  # the usage error: no matrix without a model
     if cfg.http is not None:
         from oloproof.systems.http import HttpSystem
 
@@ -203,6 +250,9 @@ def build_system(project: Project) -> SystemRunner:
 def describe_system(project: Project, system: SystemRunner) -> dict[str, Any]:
     """What ``runs`` and ``inspect`` show of a system: kind, name, version, target."""
     cfg = project.config.system
+    describe = getattr(system, "describe", None)
+    if cfg.model is not None and callable(describe):
+        return dict(describe())
     if cfg.http is not None:
         return {"kind": "http", "name": cfg.name, "version": cfg.http.version,
                 "url": cfg.http.url, "method": cfg.http.method}
@@ -213,6 +263,7 @@ def describe_system(project: Project, system: SystemRunner) -> dict[str, Any]:
 def prepare(
     config_path: str | Path, policy_arg: str | None, group_by: Sequence[str] = (),
     trials: int | None = None, executor: str | None = None, ray_address: str | None = None,
+    variant: str | None = None,
 ) -> Prepared:
     """Load, check and build a run; raises ConfigError before anything is stored.
 
@@ -223,7 +274,7 @@ def prepare(
     project, policy, policy_path, keep = load_configuration(config_path, policy_arg)
     suite = project.load_suite()
     try:
-        system = build_system(project)
+        system = build_system(project, variant)
         inline, judges = build_evaluators(project)
         if (executor or project.config.executor) == "ray":
             from oloproof.runner.ray_executor import use_ray  # Ray only when chosen
@@ -272,7 +323,7 @@ def prepare(
     check_can_fail(project, policy, policy_path, suite, metrics, chosen, group_by)
     return Prepared(
         project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry,
-        labels, trials=chosen, keep=keep,
+        labels, trials=chosen, keep=keep, variant=variant,
     )
 
 

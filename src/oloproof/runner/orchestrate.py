@@ -166,6 +166,8 @@ class _Run:
                               else {c.index: c for c in prepared.cases})
         self.stored_policy = policy_json(prepared.policy)
         self.system_description = describe_system(prepared.project, prepared.system)
+        if prepared.matrix is not None:
+            self.system_description["matrix"] = dict(prepared.matrix)
         self.sinks: list[Callable[[Event], None]] = [self.writer.handle]
         self.engine: Engine | None = None
         self.sequential: SequentialSink | None = None

@@ -249,6 +249,18 @@ CREATE TABLE IF NOT EXISTS run_merges (
   shards_json TEXT NOT NULL
 ) WITHOUT ROWID
 """,
+    # matrices: a matrix of variants (`run --matrix`, api/_matrix.py): its variants' run
+    # ids and the whole matrix document (table, comparisons under Holm). Each variant is a
+    # run of its own; the document is what the matrix concluded from them.
+    "matrices": """
+CREATE TABLE IF NOT EXISTS matrices (
+  id TEXT PRIMARY KEY,
+  project TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  baseline_run TEXT,
+  document_json TEXT NOT NULL
+) WITHOUT ROWID
+""",
     # run_labels: the human labels a run was measured against (human_labels in
     # oloproof.yaml), with their digest: part of what the run stored, so gate and
     # inspect re-decide it the same way. Absent for a run without labels.

@@ -51,6 +51,29 @@ scale's low for an empty output or one containing ``FAIL`` (with
 low), and otherwise one point above the low for every
 :data:`WORDS_PER_POINT` words of the output, up to the scale's high.
 
+The model's rule
+----------------
+A chat request (either format) whose user message is not a judge's prompt (it has no
+framed output part and asks for no score) and whose prompt has a ``Categories:`` line is
+answered as a *model* would, so that a model can be the system under test
+(``system.model``, docs/prompts-and-models.md); any other prompt gets the judge's answer
+(a failing verdict: no output part). The answer is deterministic, and depends on the
+model's name and on the prompt (:func:`model_answer`):
+
+- the prompt (system and user message together) names its labels on a line
+  ``Categories: a, b, c``; the right label is the first of them that appears as a word
+  in the prompt's other lines (lines starting with ``Example`` aside), else ``unknown``;
+- the model makes a mistake (answers the next label of the list instead) when a number
+  drawn from the SHA-256 of the model's name and the whole prompt falls below its error
+  rate: :data:`MODEL_ERROR_RATES` by the name (``small`` 0.3, ``large`` 0.12, any other
+  0.2), halved when the prompt says ``step by step``, and halved again when it has a line
+  starting with ``Example``;
+- the reply is the label alone, or ``{"label": ...}`` when the prompt mentions ``JSON``;
+  a prompt that mentions ``code fence`` gets that JSON in a fenced code block.
+
+:func:`model_answer` called without a ``Categories:`` line says ``I cannot tell.`` (a
+model that was not told what to answer). Usage counts words, as for the judge.
+
 Capacity
 --------
 With ``--capacity N`` (:class:`Capacity`), the server works on at most N
@@ -99,6 +122,8 @@ __all__ = [
     "capacity_reply",
     "json_reply",
     "main",
+    "model_answer",
+    "model_error_rate",
     "score_verdict",
 ]
 
@@ -168,6 +193,58 @@ def score_verdict(output: str | None, scale: tuple[int, int], rule: JudgeRule) -
     words = _words(output)
     score = min(high, low + words // WORDS_PER_POINT)
     return {"score": score, "reason": f"{words} words: {score} on a scale of {low} to {high}"}
+
+
+# -- a model as the system under test ------------------------------------------------
+
+#: The share of cases a fake model gets wrong, by a word of its name (first match).
+MODEL_ERROR_RATES: tuple[tuple[str, float], ...] = (("small", 0.3), ("large", 0.12))
+DEFAULT_MODEL_ERROR_RATE = 0.2
+_CATEGORIES = re.compile(r"^\s*categories\s*:\s*(?P<names>.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+def model_error_rate(model: str, prompt: str) -> float:
+    """The fake model's error rate for this model name and prompt (see the module's doc)."""
+    rate = next((r for word, r in MODEL_ERROR_RATES if word in model.lower()),
+                DEFAULT_MODEL_ERROR_RATE)
+    if "step by step" in prompt.lower():
+        rate /= 2
+    if any(line.lstrip().lower().startswith("example") for line in prompt.splitlines()):
+        rate /= 2
+    return rate
+
+
+def model_answer(model: str, system: str, user: str) -> str:
+    """The fake model's reply to a prompt that is not a judge's (see the module's doc)."""
+    prompt = f"{system}\n{user}" if system else user
+    found = _CATEGORIES.search(prompt)
+    if found is None:
+        return "I cannot tell."
+    labels = [w.strip().lower() for w in re.split(r"[,|/]", found.group("names")) if w.strip()]
+    rest = [
+        line for line in prompt.splitlines()
+        if not _CATEGORIES.match(line) and not line.lstrip().lower().startswith("example")
+    ]
+    words = re.findall(r"[a-z0-9_]+", "\n".join(rest).lower())
+    label = next((w for w in words if w in labels), "unknown")
+    draw = int.from_bytes(hashlib.sha256(f"{model}\0{prompt}".encode()).digest()[:8], "big")
+    if label in labels and draw / 2**64 < model_error_rate(model, prompt):
+        label = labels[(labels.index(label) + 1) % len(labels)]
+    if "JSON" not in prompt:
+        return label
+    text = json.dumps({"label": label})
+    return f"```json\n{text}\n```" if "code fence" in prompt.lower() else text
+
+
+def _is_judge_prompt(user_prompt: str) -> bool:
+    return _judged_output(user_prompt) is not None or _scale_asked(user_prompt) is not None
+
+
+def _reply_text(model: str, system: str, user: str, rule: JudgeRule) -> str:
+    prompt = f"{system}\n{user}"
+    if _is_judge_prompt(user) or _CATEGORIES.search(prompt) is None:
+        return _verdict_text(user, rule)
+    return model_answer(model, system, user)
 
 
 def _verdict_text(user_prompt: str, rule: JudgeRule) -> str:
@@ -253,7 +330,7 @@ def _anthropic(headers: Any, body: Any, rule: JudgeRule, text: str | None) -> Re
         if isinstance(m, dict) and m.get("role") == "user"
     )
     system = _block_text(body.get("system"))
-    reply_text = text if text is not None else _verdict_text(user, rule)
+    reply_text = text if text is not None else _reply_text(body["model"], system, user, rule)
     return json_reply(
         200,
         {
@@ -305,7 +382,7 @@ def _openai(headers: Any, body: Any, rule: JudgeRule, text: str | None) -> Reply
         for m in messages
         if isinstance(m, dict) and m.get("role") == "system"
     )
-    reply_text = text if text is not None else _verdict_text(user, rule)
+    reply_text = text if text is not None else _reply_text(body["model"], system, user, rule)
     prompt_tokens = _words(system) + _words(user)
     return json_reply(
         200,

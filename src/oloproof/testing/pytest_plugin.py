@@ -68,9 +68,14 @@ def oloproof_run(request: pytest.FixtureRequest) -> Callable[..., RunResult]:
     base = Path(str(request.path)).parent
 
     def run(project: str | os.PathLike[str] = ".", **kwargs: Any) -> RunResult:
+        from oloproof.api import RunResult as Result
         from oloproof.api import run as api_run
 
-        return api_run(_rebase(base, project), **kwargs)
+        result = api_run(_rebase(base, project), **kwargs)
+        if not isinstance(result, Result):  # matrix=True: a MatrixResult
+            raise TypeError("oloproof_run runs one project; for a matrix call"
+                            " oloproof.run(..., matrix=True) directly")
+        return result
 
     return run
 

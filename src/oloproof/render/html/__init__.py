@@ -24,7 +24,7 @@ from markupsafe import Markup
 
 from oloproof.enums import MetricKind
 from oloproof.policy.compare import fmt_difference, fmt_difference_interval
-from oloproof.policy.format import estimate_text, level_text
+from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.render.html.plots import comparison_plot, rule_plot
 from oloproof.textsafe import json_safe
 
@@ -36,6 +36,7 @@ __all__ = [
     "render_case_page",
     "render_comparison",
     "render_index",
+    "render_matrix",
     "render_run",
     "script_json",
     "shown_path",
@@ -136,6 +137,7 @@ def environment() -> Environment:
         usage=_usage_text,
         ms=_ms,
         estimate=estimate_text,
+        interval=interval_text,
         difference=fmt_difference,
         difference_interval=fmt_difference_interval,
         level=level_text,
@@ -158,7 +160,7 @@ def environment() -> Environment:
 
 def warm_templates() -> None:
     """Compile every page's template now (the viewer does at start, not on a request)."""
-    for name in ("run.html", "comparison.html", "case_page.html", "index.html"):
+    for name in ("run.html", "comparison.html", "case_page.html", "index.html", "matrix.html"):
         environment().get_template(name)
 
 
@@ -181,12 +183,21 @@ def render_comparison(
                    policy_shown=shown_path(doc["comparison"].get("policy_path"), project_root))
 
 
+def render_matrix(doc: dict[str, Any], *, mode: str = "report") -> str:
+    """A matrix's page (the document stored with it: store/matrices.py): the report file
+    (``mode="report"``) or the viewer's matrix page."""
+    return _render("matrix.html", doc=doc, mode=mode)
+
+
 def render_case_page(doc: dict[str, Any]) -> str:
     """The viewer's page for one case of a run (:func:`~oloproof.analysis.report.case_page_document`)."""
     return _render("case_page.html", doc=doc, case=doc["case"], mode="viewer")
 
 
-def render_index(project: str, runs: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:
-    """The viewer's first page: the runs and comparisons of the project's store."""
+def render_index(
+    project: str, runs: list[dict[str, Any]], comparisons: list[dict[str, Any]],
+    matrices: list[dict[str, Any]] | None = None,
+) -> str:
+    """The viewer's first page: the runs, comparisons and matrices of the project's store."""
     return _render("index.html", project=project, runs=runs, comparisons=comparisons,
-                   mode="viewer")
+                   matrices=matrices or [], mode="viewer")

@@ -69,6 +69,7 @@ from oloproof.render.html import (
     render_case_page,
     render_comparison,
     render_index,
+    render_matrix,
     render_run,
     warm_templates,
 )
@@ -321,7 +322,15 @@ def create_app(
                  "baseline_run": c.baseline_run, "gate": c.gate, "exit_code": c.exit_code}
                 for c in (list_comparisons(conn, 200) if has_table(conn, "comparisons") else [])
             ]
-            return render_index(project, runs, comparisons)
+            from oloproof.store.matrices import list_matrices
+
+            matrices = [
+                {"id": x.id, "created_at": x.created_at,
+                 "variants": len(x.document.get("variants", [])),
+                 "baseline": x.document.get("baseline"), "exit_code": x.document.get("exit_code")}
+                for x in list_matrices(conn, 200)
+            ]
+            return render_index(project, runs, comparisons, matrices)
 
         return _html(read(load))
 
@@ -361,6 +370,13 @@ def create_app(
             project_root=project_root,
         )))
 
+    def matrix_page(request: Request) -> Response:
+        from oloproof.store.matrices import get_matrix
+
+        mx_id = request.path_params["mx_id"]
+        return _html(read(lambda conn: render_matrix(
+            get_matrix(conn, mx_id).document, mode="viewer")))
+
     async def events(request: Request) -> Response:
         run_id = read(lambda conn: get_run(conn, request.path_params["run_id"]).id)
         return _EventStream(followers, run_id)
@@ -378,6 +394,7 @@ def create_app(
             # (a browser cannot follow it for ids such as "." or "..").
             Route("/runs/{run_id}/cases/{case_id:path}", case_page),
             Route("/comparisons/{cmp_id}", comparison_page),
+            Route("/matrices/{mx_id}", matrix_page),
         ],
         # Before any route: the Host, the token, and the headers of every answer.
         middleware=[Middleware(_Guard, access=access)],

@@ -1,0 +1,358 @@
+"""A matrix of variants, concluded from their stored runs: the table and the comparisons.
+
+Each variant of ``run --matrix`` is a run of its own, decided under the release policy as
+any run is. What the matrix adds (:func:`conclude_matrix`):
+
+- the table: every variant's metrics (estimate, interval at the policy's level) and gate;
+- the comparisons that decide something: every other variant against the baseline, on
+  every metric, paired by case id. The interval on the difference (variant - baseline) is
+  Newcombe's hybrid score interval for a BINARY metric, for a MEAN metric with a declared
+  range the betting interval on the paired differences (valid at every n for bounded
+  differences: stats/betting.py), and otherwise a paired Student t interval (labelled
+  approximate);
+- family-wise control: the comparisons are one family under Holm's step-down procedure
+  (Holm 1979), so that the chance of any false "better" or "worse" in the whole table is at
+  most 1 - confidence_level. With R the comparisons not yet decided, each is computed at
+  1 - alpha/|R|; those that exclude 0 are decided there (``better`` or ``worse``), and the
+  step repeats with the rest until a step decides nothing. An interval method whose
+  intervals are nested in their level makes this Holm's procedure on the p-values that
+  the intervals invert (the same argument as policy/decide.py's rule families).
+
+"Better" follows the metric's direction: higher for a rate and for a MEAN metric, lower
+for an ``absolute_error`` metric and for a metric whose release rules are all ``max``.
+Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from oloproof._records import dataclass
+from oloproof.analysis.compare import _outcomes, shared_metrics
+from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
+from oloproof.policy.compare import CaseOutcome, pair_metric, pair_runs
+from oloproof.store.reader import RunRecord, get_run, load_cases
+
+if TYPE_CHECKING:
+    from oloproof.store.dbapi import Connection
+
+__all__ = [
+    "BETTER",
+    "NOT_SEPARATED",
+    "WORSE",
+    "MatrixComparison",
+    "conclude_matrix",
+    "holm_intervals",
+    "matrix_exit_code",
+    "metric_direction",
+]
+
+BETTER, WORSE, NOT_SEPARATED = "better", "worse", "not separated"
+T = TypeVar("T")
+BOUNDED_PAIRED = "betting interval on paired differences (bounded)"
+
+
+@dataclass
+class MatrixComparison:
+    """One variant against the baseline on one metric, as Holm left it."""
+
+    variant: str
+    metric: str
+    kind: str
+    method: str
+    pairs: int
+    dropped: int
+    estimate: float | None
+    lower: float | None
+    upper: float | None
+    level: float
+    verdict: str
+    direction: str = "higher"
+    candidate: float | None = None
+    baseline: float | None = None
+    step: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant, "metric": self.metric, "kind": self.kind,
+            "method": self.method, "pairs": self.pairs, "dropped": self.dropped,
+            "candidate": self.candidate, "baseline": self.baseline,
+            "difference": self.estimate, "lower": self.lower, "upper": self.upper,
+            "confidence_level": self.level, "verdict": self.verdict,
+            "better_is": self.direction, "holm_step": self.step,
+        }
+
+
+# -- the paired intervals ---------------------------------------------------------------
+
+
+@dataclass
+class _Test:
+    """What one comparison needs to be computed again at another level."""
+
+    variant: str
+    metric: str
+    kind: str
+    value_range: tuple[float, float] | None
+    shared: list[str]
+    candidate: Mapping[str, CaseOutcome]
+    baseline: Mapping[str, CaseOutcome]
+    direction: str = "higher"
+
+
+def _interval(test: _Test, level: float) -> MatrixComparison:
+    pm = pair_metric(test.metric, test.kind, test.shared, test.candidate, test.baseline, level)
+    method, lower, upper, estimate = pm.method, pm.lower, pm.upper, pm.estimate
+    if test.kind != MetricKind.BINARY and test.value_range is not None and pm.pairs:
+        from oloproof.stats.betting import betting_mean
+
+        lo, hi = test.value_range
+        width = float(hi) - float(lo)
+        diffs = [c - b for c, b in zip(pm.cand_scores, pm.base_scores, strict=True)]
+        summary = betting_mean(diffs, (-width, width), level)
+        method = BOUNDED_PAIRED
+        estimate = summary.mean
+        lower, upper = ((summary.interval.lower, summary.interval.upper)
+                        if summary.interval is not None else (None, None))
+    return MatrixComparison(
+        test.variant, test.metric, test.kind, method, pm.pairs,
+        pm.dropped_missing + pm.dropped_excluded, estimate, lower, upper, level,
+        _verdict(lower, upper, test.direction), test.direction,
+        pm.candidate_value, pm.baseline_value,
+    )
+
+
+def _verdict(lower: float | None, upper: float | None, direction: str) -> str:
+    if lower is None or upper is None:
+        return NOT_SEPARATED
+    if lower > 0:
+        return BETTER if direction == "higher" else WORSE
+    if upper < 0:
+        return WORSE if direction == "higher" else BETTER
+    return NOT_SEPARATED
+
+
+def holm_intervals(
+    tests: Sequence[T], compute: Callable[[T, float], MatrixComparison], level: float
+) -> list[MatrixComparison]:
+    """Holm's step-down procedure over ``tests`` with intervals (see the module's doc):
+    ``compute(test, level)`` gives a :class:`MatrixComparison` at that level. Returned in
+    the order of ``tests``, each at the level that decided it (or, undecided, at the level
+    of the last step)."""
+    alpha = 1.0 - level
+    out: dict[int, MatrixComparison] = {}
+    remaining = list(range(len(tests)))
+    step = 0
+    while remaining:
+        step += 1
+        adjusted = 1.0 - alpha / len(remaining)
+        found = {i: compute(tests[i], adjusted) for i in remaining}
+        decided = [i for i in remaining if found[i].verdict != NOT_SEPARATED]
+        if not decided:
+            for i in remaining:
+                out[i] = found[i]
+            break
+        for i in decided:
+            found[i].step = step
+            out[i] = found[i]
+        remaining = [i for i in remaining if i not in out]
+    return [out[i] for i in range(len(tests))]
+
+
+# -- the matrix -------------------------------------------------------------------------
+
+
+def metric_direction(
+    criterion: str, kind: str, evaluator_type: str | None, policy: Mapping[str, Any] | None
+) -> str:
+    """Which way is better for a metric: ``higher`` or ``lower`` (see the module's doc)."""
+    if kind == MetricKind.BINARY:
+        return "higher"
+    if evaluator_type == "absolute_error":
+        return "lower"
+    rules = [r for r in (policy or {}).get("rules", []) if r.get("metric") == criterion]
+    if rules and all(r.get("max") is not None for r in rules):
+        return "lower"
+    return "higher"
+
+
+def matrix_exit_code(baseline: RunRecord | None, others: Sequence[RunRecord]) -> int:
+    """The matrix's exit code: the baseline's gate (what runs in production today must hold),
+    except that a variant run that did not finish (RUN_ERROR/PARTIAL) makes the matrix
+    incomplete (5) unless the baseline FAILs: its comparisons are not decided."""
+    if baseline is None or baseline.exit_code is None:
+        return int(ExitCode.INCOMPLETE)
+    code = int(baseline.exit_code)
+    if code == int(ExitCode.FAIL):
+        return code
+    if any(r.completeness == Completeness.PARTIAL for r in others):
+        return int(ExitCode.INCOMPLETE)
+    return code
+
+
+def conclude_matrix(
+    conn: Connection,
+    variants: Sequence[tuple[str, str]],
+    baseline: str,
+    level: float,
+    directions: Mapping[str, str],
+    estimates: Mapping[str, Mapping[str, float | None]],
+) -> tuple[list[MatrixComparison], list[str], dict[str, list[dict[str, Any]]]]:
+    """The comparisons of every variant against ``baseline`` under Holm, the warnings, and
+    per metric the variants ranked by their estimate (best first).
+
+    ``variants``: (name, run id) in the matrix's order; ``directions``: metric -> which
+    way is better (:func:`metric_direction`); ``estimates``: variant -> metric -> its
+    estimate (the run's own, from its decided summaries)."""
+    records = {name: get_run(conn, run_id) for name, run_id in variants}
+    base = records[baseline]
+    base_cases = load_cases(conn, base.id)
+    warnings: list[str] = []
+    tests: list[_Test] = []
+    ranges = {m["criterion"]: m.get("range") for m in base.metrics}
+    for name, _ in variants:
+        if name == baseline:
+            continue
+        record = records[name]
+        if record.completeness == Completeness.PARTIAL:
+            warnings.append(
+                f"variant {name} ({record.id}) is {record.state}: it is not compared"
+            )
+            continue
+        cases = load_cases(conn, record.id)
+        pairing = pair_runs([c.case_id for c in cases], [c.case_id for c in base_cases])
+        metrics, notes = shared_metrics(record, base)
+        warnings += [f"variant {name}: {n}" for n in notes]
+        cand_out = _outcomes(cases, metrics)
+        base_out = _outcomes(base_cases, metrics)
+        for metric, kind in metrics.items():
+            value_range = ranges.get(metric)
+            tests.append(_Test(
+                name, metric, kind,
+                (float(value_range[0]), float(value_range[1])) if value_range else None,
+                pairing.shared, cand_out[metric], base_out[metric],
+                directions.get(metric, "higher"),
+            ))
+        if record.trials > 1 or base.trials > 1:
+            warnings.append(f"variant {name}: the comparison pairs trial 0 of each case only")
+    if base.completeness == Completeness.PARTIAL:
+        warnings.append(f"the baseline run {base.id} is {base.state}: nothing is compared")
+        tests = []
+    comparisons = holm_intervals(tests, _interval, level)
+    return comparisons, warnings, _ranking([n for n, _ in variants], directions, estimates)
+
+
+def _ranking(
+    names: Sequence[str], directions: Mapping[str, str],
+    estimates: Mapping[str, Mapping[str, float | None]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Per metric, the variants by their estimate, best first (ties: matrix order)."""
+    ranking: dict[str, list[dict[str, Any]]] = {}
+    for metric, direction in directions.items():
+        rows = []
+        for order, name in enumerate(names):
+            estimate = estimates.get(name, {}).get(metric)
+            if estimate is not None and math.isfinite(estimate):
+                rows.append((order, name, float(estimate)))
+        sign = -1.0 if direction == "higher" else 1.0
+        rows.sort(key=lambda r: (sign * r[2], r[0]))
+        ranking[metric] = [{"variant": n, "estimate": e} for _, n, e in rows]
+    return ranking
+
+
+# -- plan: how many more cases would separate the top two -------------------------------
+
+
+def _separates(lower: float, upper: float) -> RuleState | None:
+    """A two-sided judge: decided when the interval on the difference excludes 0."""
+
+    if lower > 0:
+        return RuleState.PASS
+    if upper < 0:
+        return RuleState.FAIL
+    return None
+
+
+def plan_matrix(conn: Connection, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Per metric, how many more cases would separate the matrix's top two variants: the
+    smallest total N of pairs at which the interval on their paired difference (the
+    comparison's own method, at the matrix's confidence level, both sides) excludes 0, if
+    the cases to come resemble those already paired. A plan, not a decision: the top two
+    are chosen after looking, so a later test of them is one more comparison to count."""
+    from oloproof.analysis.compare import build_comparison
+    from oloproof.stats.sample_size import paired_binary_rule_size, paired_mean_rule_size
+
+    level = float(doc["confidence_level"])
+    runs = {v["name"]: v["run_id"] for v in doc["variants"]}
+    out: list[dict[str, Any]] = []
+    for metric, ranked in (doc.get("ranking") or {}).items():
+        entry: dict[str, Any] = {"metric": metric}
+        out.append(entry)
+        if len(ranked) < 2:
+            entry.update(status="not_computable", reason="fewer than two variants have an"
+                         " estimate on this metric")
+            continue
+        top, second = ranked[0]["variant"], ranked[1]["variant"]
+        entry.update(top=top, second=second)
+        cmp = build_comparison(conn, runs[top], runs[second], level)
+        pm = cmp.metrics.get(metric)
+        if pm is None or pm.pairs == 0:
+            entry.update(status="not_computable", reason="no case was observed in both runs")
+            continue
+        entry.update(pairs=pm.pairs, difference=pm.estimate, lower=pm.lower, upper=pm.upper,
+                     kind=pm.kind)
+        if pm.kind == MetricKind.BINARY:
+            cells = (int(pm.both_pass or 0), int(pm.cand_only or 0), int(pm.base_only or 0),
+                     int(pm.both_fail or 0))
+            entry["observed"] = dict(zip(
+                ("both_pass", "top_only", "second_only", "both_fail"), cells, strict=True))
+            size = paired_binary_rule_size(*cells, _separates, pm.estimate == 0, level)
+        else:
+            mean = pm.estimate or 0.0
+            size = paired_mean_rule_size(mean, pm.sd, pm.pairs, _separates, mean == 0, level)
+            entry["observed"] = {"mean_difference": pm.estimate, "sd": pm.sd}
+        entry.update(status=size.status, total=size.total, more=size.more,
+                     method=size.method, approximate=size.approximate, reason=size.reason)
+    return {"matrix_id": doc["matrix_id"], "confidence_level": level, "metrics": out}
+
+
+def plan_text(plan: Mapping[str, Any]) -> str:
+    """The plan of a matrix as the ``plan`` command prints it."""
+    from oloproof.policy.format import difference_interval_text, difference_text, level_text
+
+    lines = [f"Matrix {plan['matrix_id']}"]
+    for m in plan["metrics"]:
+        if "top" not in m:
+            lines.append(f"{m['metric']}: {m.get('reason', 'nothing to size')}")
+            continue
+        head = f"{m['metric']}: top two {m['top']} and {m['second']}"
+        if m["status"] == "not_computable":
+            lines.append(f"{head}: {m['reason']}")
+            continue
+        kind = m["kind"]
+        observed = (f"{difference_text(m['difference'], kind)}"
+                    f" {difference_interval_text(m['lower'], m['upper'], kind)}"
+                    f" over {m['pairs']} pairs")
+        status = m["status"]
+        if status == "sized":
+            said = (f"about {m['more']} more cases would separate them, if the observed"
+                    f" difference holds ({m['total']} in total)")
+        elif status == "already_decided":
+            said = "already separated by the cases run"
+        elif status == "on_the_bar":
+            said = ("no number of cases separates them: their observed difference is 0"
+                    " (they are as good as each other on these cases)")
+        elif status == "beyond_limit":
+            said = f"no size within reach separates them ({m['reason']})"
+        else:
+            said = m.get("reason") or status
+        lines.append(f"{head}: {said}")
+        lines.append(f"  observed  {observed}")
+        lines.append(f"  method    {m.get('method', '')} (both sides, at"
+                     f" {level_text(float(plan['confidence_level']))})"
+                     + (", approximate" if m.get("approximate") else ""))
+        lines.append("  assuming  the cases to come resemble those already paired; the top two"
+                     " were chosen after looking, so testing them is one more comparison")
+    return "\n".join(lines) + "\n"
