@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 # What each shipped example's first run exits with (its README says why), and the
 # environment it needs. judge and http also need a server: started below.
 EXPECTED = {"code": 3, "compare": 0, "http": 0, "judge": 4, "starter": 3, "support_bot": 3,
-            "sequential": 0}
+            "sequential": 0, "prompts": 0}
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +106,7 @@ def _run_example(name: str, project: Path, python: str, oloproof: str) -> tuple[
     env = _env()
     server: subprocess.Popen[str] | None = None
     try:
-        if name == "judge":
+        if name in ("judge", "prompts"):
             # The fake provider that ships in the wheel, as the example's README says.
             server = subprocess.Popen([python, "-m", "oloproof.testing.fake_provider"],
                                       cwd=project, env=env, stdout=subprocess.PIPE, text=True)

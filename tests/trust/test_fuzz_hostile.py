@@ -276,7 +276,9 @@ def _check(project: Copy, what: str) -> None:
         assert "Traceback" not in inspected.text
         doc = json.loads(inspected.out)
         for args in (["inspect", "latest", "--failures"],
-                     *(["inspect", "latest", "--case", c["id"]] for c in doc["cases"][:1])):
+                     # (a NUL cannot be passed in a command line's argument)
+                     *(["inspect", "latest", "--case", c["id"]]
+                       for c in [c for c in doc["cases"] if "\x00" not in c["id"]][:1])):
             shown = run_cli(*args, cwd=project.root)
             assert shown.code in {0, 1, 3, 4, 5}, (what, args, shown.text[-2000:])
             assert "Traceback" not in shown.text, (what, args)
