@@ -62,7 +62,7 @@ test-suite: $(VENV)/.installed-test
 # through a fixture, and take no more than about a second; tests/conftest.py marks the
 # others `slow` (and a test that is slow for another reason says so itself).
 test-fast: $(VENV)/.installed-test
-	$(PY) -m pytest -q -m "not slow" -p no:cacheprovider
+	$(PY) -m pytest -q -m "not slow" -p no:cacheprovider -n 2
 
 # Every other Python the package claims (requires-python >= 3.11): the fast tier and every
 # example end to end (tests/acceptance/test_every_example.py), each in a venv of its own

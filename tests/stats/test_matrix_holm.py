@@ -35,7 +35,10 @@ def _t_compute(diffs: list[float], level: float) -> MatrixComparison:
                             lower, upper, level, verdict)
 
 
-@pytest.mark.parametrize("seed", range(40))
+# Eight setups in the fast tier, all forty in the slow one (0.4 s each).
+@pytest.mark.parametrize(
+    "seed", [*range(8), *(pytest.param(s, marks=pytest.mark.slow) for s in range(8, 40))]
+)
 def test_holm_on_intervals_rejects_what_statsmodels_holm_rejects(seed: int) -> None:
     rng = random.Random(seed)
     k = rng.randint(2, 7)
