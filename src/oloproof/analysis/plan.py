@@ -318,7 +318,8 @@ def _decided(entry: RulePlan, d: Decision) -> None:
         )
 
 
-def _assurance_json(result: AssuranceResult, rate: float) -> dict[str, Any]:
+def _assurance_json(result: Any, assumption: str) -> dict[str, Any]:
+    """An assurance sizing as plan's JSON shows it (rates, paired tables, bounded means)."""
     return {
         "target": result.target,
         "status": result.status,
@@ -327,7 +328,7 @@ def _assurance_json(result: AssuranceResult, rate: float) -> dict[str, Any]:
         "probability": result.probability,
         "method": result.method,
         "reason": result.reason or None,
-        "assumption": f"the true pass rate equals the observed {estimate_text(rate, 'BINARY')}",
+        "assumption": assumption,
     }
 
 
@@ -341,19 +342,11 @@ def _paired_assurance_json(
             cells, ("both pass", "candidate only", "baseline only", "both fail"), strict=True
         )
     )
-    return {
-        "target": result.target,
-        "status": result.status,
-        "more": result.more,
-        "total": result.total,
-        "probability": result.probability,
-        "method": result.method,
-        "reason": result.reason or None,
-        "assumption": (
-            "each pair falls in the four cells of the paired table with the observed shares"
-            f" ({shares})"
-        ),
-    }
+    return _assurance_json(
+        result,
+        "each pair falls in the four cells of the paired table with the observed shares"
+        f" ({shares})",
+    )
 
 
 def _plural(n: int, word: str) -> str:
@@ -392,7 +385,9 @@ def _binary_run_rule(
         )
     if assurance is not None and n and entry.plan == "sized":
         result = binary_assurance_size(k, n, t, judge, assurance, level, missing=m)
-        entry.assurance = _assurance_json(result, k / n)
+        entry.assurance = _assurance_json(
+            result, f"the true pass rate equals the observed {estimate_text(k / n, 'BINARY')}"
+        )
 
 
 _MAX_PLAN_CASES = 1_000_000
@@ -659,19 +654,11 @@ def _betting_run_rule(
         )
     if assurance is not None and entry.plan == "sized":
         result = betting_assurance_size(scores, missing, value_range, t, assurance, level)
-        entry.assurance = {
-            "target": result.target,
-            "status": result.status,
-            "more": result.more,
-            "total": result.total,
-            "probability": result.probability,
-            "method": result.method,
-            "reason": result.reason or None,
-            "assumption": (
-                f"the scores to come are drawn from the {_plural(len(scores), 'observed score')}"
-                f" (mean {mean:.4g})"
-            ),
-        }
+        entry.assurance = _assurance_json(
+            result,
+            f"the scores to come are drawn from the {_plural(len(scores), 'observed score')}"
+            f" (mean {mean:.4g})",
+        )
 
 
 def plan_run(
