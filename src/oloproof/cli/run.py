@@ -173,6 +173,11 @@ def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
 
 
 def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
+    if getattr(args, "matrix", False) and (args.baseline or args.compare_policy):
+        from oloproof.errors import UsageError
+
+        raise UsageError("--matrix compares its variants with its own baseline variant:"
+                         " --baseline and --compare-policy compare one run with a stored run")
     if getattr(args, "matrix", False):
         return _matrix_command(args, events_out)
     if getattr(args, "variant", None):
@@ -186,7 +191,8 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         args.config, policy=args.policy, limit=args.limit, sample=args.sample, seed=args.seed,
         cases=args.case, where=args.where, group_by=args.group_by, trials=args.trials,
         shard=args.shard, executor=args.executor, ray_address=args.ray_address,
-        sequential=args.sequential,
+        sequential=args.sequential, baseline=args.baseline,
+        compare_policy=args.compare_policy,
     )
     stale = prepared.identity_warning
     if stale is not None:
