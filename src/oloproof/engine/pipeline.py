@@ -459,6 +459,8 @@ class Engine:
             pools = {id(p): p for e in self._slow
                      if (p := getattr(e, "process_pool", None)) is not None}
             if pools:
+                for pool in pools.values():
+                    pool.warm()  # started while the system's first calls are in flight
                 # Custom evaluators in worker processes (concurrency.evaluator_processes):
                 # a thread per process waits on its pipe, at most the pool's size at once.
                 # The pool times each call out itself once its process is up (a process
