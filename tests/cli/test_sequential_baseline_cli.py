@@ -111,6 +111,10 @@ def test_a_sequential_candidate_stops_once_its_comparison_rule_is_decided(
     assert doc["sequential"]["baseline"] == baseline
     text = run_cli("gate", "latest", cwd=root)
     assert f"comparisons with baseline {baseline} included" in text.out
+    # compare, asked afterwards with the same policy, reads the same pairs to the same end.
+    compared = json.loads(run_cli("compare", "latest", baseline, "--json", cwd=root).out)
+    assert compared["decisions"][0]["state"] == "PASS"
+    assert f"after {better_n} pairs in the candidate's order" in compared["decisions"][0]["detail"]
 
     # The same decision from another concurrency, calling everything afresh.
     config = root / "oloproof.yaml"
@@ -132,11 +136,12 @@ def test_a_worse_candidate_fails_its_comparison_early(tmp_path: Path) -> None:
     baseline = oloproof.run(root)
     assert baseline.exit_code == 0
     (root / "app.py").write_text(WEAK.replace('"weak"', '"weak-2"'))
-    (root / "compare.yaml").write_text(
+    (root / "no-worse.yaml").write_text(  # not compare.yaml: named by compare_policy=
         "version: 1\nrules:\n  - id: no-worse\n    kind: non_inferiority\n"
         "    metric: exact_label\n    margin: 0.05\n"
     )
-    result = oloproof.run(root, sequential=True, baseline=baseline.run_id)
+    result = oloproof.run(root, sequential=True, baseline=baseline.run_id,
+                          compare_policy=root / "no-worse.yaml")
     assert result.exit_code == 1
     by_rule = {d.rule: d for d in result.decisions}
     assert by_rule["no-worse"].state == "FAIL"
