@@ -165,6 +165,9 @@ def test_a_worse_candidate_fails_its_comparison_early(tmp_path: Path) -> None:
      ("--sequential", "--baseline", "BASE"), "has the id of a release rule"),
     (COMPARE, ("--sequential", "--compare-policy", "compare.yaml"), "--baseline RUN"),
     (COMPARE, ("--matrix", "--baseline", "BASE"), "--matrix compares its variants"),
+    # A policy under which a FAIL would not block is refused, as compare refuses it.
+    ("version: 1\nblock_on: [INSUFFICIENT_EVIDENCE]\n" + COMPARE.split("\n", 1)[1],
+     ("--sequential", "--baseline", "BASE"), "FAIL is not in block_on"),
 ])
 def test_what_cannot_be_compared_while_running_is_refused_with_one_line(
     stored_baseline: tuple[Path, str], compare: str | None, args: tuple[str, ...],

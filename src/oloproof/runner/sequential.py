@@ -102,6 +102,13 @@ def attach_baseline(
             + ": write one (docs/compare-a-change.md), or pass --compare-policy FILE",
             accepted="a comparison policy with at least one rule",
         )
+    from oloproof.policy.can_fail import PolicySource, check_compare_policy
+
+    # As `compare` refuses it: a policy that cannot block, a margin that cannot fail.
+    check_compare_policy(policy, PolicySource.file(path), {
+        str(m["criterion"]): {"kind": m["kind"], "range": m.get("range")}
+        for m in prepared.metrics
+    })
     clash = [r.id for r in policy.rules if r.id in {q.id for q in prepared.policy.rules}]
     if clash:
         raise ConfigError(f"{path}: comparison rule {clash[0]} has the id of a release rule;"
