@@ -194,3 +194,19 @@ def stored_baseline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
     baseline = _baseline(root)
     (root / "app.py").write_text(STRONG)
     return root, baseline
+
+
+def test_a_baseline_whose_cases_say_something_else_is_refused(tmp_path: Path) -> None:
+    """A case id the baseline ran with another input would pair two different questions:
+    refused before anything is called."""
+    root = _project(tmp_path / "p", WEAK)
+    baseline = _baseline(root)
+    (root / "app.py").write_text(STRONG)
+    (root / "compare.yaml").write_text(COMPARE)
+    data = root / "data" / "cases.jsonl"
+    data.write_text(data.read_text().replace('{"n": 7}', '{"n": 8}'))
+    done = run_cli("run", "--sequential", "--baseline", baseline, cwd=root)
+    assert done.code == 2, done.text
+    assert "1 case(s) of this suite have another input" in done.err
+    assert "first: q007" in done.err and "Traceback" not in done.err
+    assert len(json.loads(run_cli("runs", "--json", cwd=root).out)) == 1

@@ -262,12 +262,15 @@ def comparison_decisions(reading: SequentialReading) -> list[Decision]:
 
 def load_baseline(
     conn: Connection, ref: str, metrics: Sequence[Mapping[str, Any]], policy: Any,
+    suite: Mapping[str, Any] | None = None,
 ) -> Baseline:
     """The stored run ``ref`` as the baseline of a sequential run whose metrics are
     ``metrics``, under the comparison policy ``policy``: every rule's metric must be one
     both runs hold with the same kind, and a MEAN needs a declared range (the paired test
-    bets on bounded differences). A :class:`~oloproof.errors.ConfigError` says what is
-    wrong (exit 2)."""
+    bets on bounded differences). ``suite`` (case id to its (input, expected), when the
+    run starts): a case the baseline holds with other content is refused, since its pair
+    would compare two different questions. A :class:`~oloproof.errors.ConfigError` says
+    what is wrong (exit 2)."""
     from oloproof.analysis.compare import _outcomes
     from oloproof.enums import Completeness
     from oloproof.errors import ConfigError
@@ -305,7 +308,18 @@ def load_baseline(
                 " range, and the sequential paired test bets on bounded differences; declare"
                 " range: [LOW, HIGH] on its evaluator"
             )
-    outcomes = _outcomes(load_cases(conn, base.id), kinds) if kinds else {}
+    cases = load_cases(conn, base.id)
+    if suite is not None:
+        differing = [c.case_id for c in cases
+                     if c.case_id in suite and suite[c.case_id] != (c.input, c.expected)]
+        if differing:
+            raise ConfigError(
+                f"{len(differing)} case(s) of this suite have another input or expected value"
+                f" in baseline {base.id} (first: {differing[0]}): their pairs would compare"
+                " different questions; name a baseline run of this suite (`oloproof compare`"
+                " pairs such runs afterwards, with a warning)"
+            )
+    outcomes = _outcomes(cases, kinds) if kinds else {}
     return Baseline(base.id, policy, outcomes, widths)
 
 

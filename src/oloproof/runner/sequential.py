@@ -115,7 +115,8 @@ def attach_baseline(
                           " a sequential run decides both, so their ids must differ")
     conn = open_store(locate(project.config_path), create=False)
     try:
-        found = load_baseline(conn, ref, prepared.metrics, policy)
+        found = load_baseline(conn, ref, prepared.metrics, policy,
+                              {c.id: (c.input, c.expected) for c in prepared.cases})
     finally:
         conn.close()
     suite = {c.id for c in prepared.cases}
