@@ -111,6 +111,10 @@ def test_a_sequential_candidate_stops_once_its_comparison_rule_is_decided(
     assert doc["sequential"]["baseline"] == baseline
     text = run_cli("gate", "latest", cwd=root)
     assert f"comparisons with baseline {baseline} included" in text.out
+    # plan lists the comparison rule as decided, beside the release rule.
+    planned = json.loads(run_cli("plan", "latest", "--run", "--json", cwd=root).out)
+    assert [(r["rule"], r["plan"]) for r in planned["rules"]] == [
+        ("label-floor", "decided"), ("label-better", "decided")]
     # compare, asked afterwards with the same policy, reads the same pairs to the same end.
     compared = json.loads(run_cli("compare", "latest", baseline, "--json", cwd=root).out)
     assert compared["decisions"][0]["state"] == "PASS"
