@@ -74,9 +74,14 @@ def command(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{run_id}  {what}\n")
     matrices_said = (f" and {mx_copied} matri{'x' if mx_copied == 1 else 'ces'}"
                      if pushed else "")
+    mx_present = sum(1 for _, what in pushed if what == PRESENT)
+    there = f"{present} already there"
+    if mx_present:
+        there = (f"{present} run{'' if present == 1 else 's'} and {mx_present}"
+                 f" matri{'x' if mx_present == 1 else 'ces'} already there")
     sys.stdout.write(printable(
         f"Pushed {copied} run{'' if copied == 1 else 's'}{matrices_said} of project"
         f" {team.project!r} to {team.display}"
-        + (f" ({present} already there)" if present else "") + "\n"
+        + (f" ({there})" if present or mx_present else "") + "\n"
     ))
     return 0

@@ -159,6 +159,9 @@ def junit_xml_matrix(
     CI view should show in red, not green."""
     import xml.etree.ElementTree as ET
 
+    from oloproof.policy.compare import fmt_difference, fmt_difference_interval
+    from oloproof.policy.format import level_text
+
     total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     suites = []
     for name, run in variants:
@@ -179,11 +182,14 @@ def junit_xml_matrix(
             name=_text(f"{c['variant']} vs {baseline}: {c['metric']}"),
         )
         counts["tests"] += 1
+        kind = str(c["kind"])
+        step = c.get("holm_step")
         detail = _text(
-            f"{c['verdict']}: difference {_number(c.get('difference'))} in"
-            f" [{_number(c.get('lower'))}, {_number(c.get('upper'))}] at"
-            f" {float(c['confidence_level']):.4g} over {c['pairs']} pairs ({c['method']};"
-            f" Holm step {c.get('holm_step') or '-'}; {c.get('better_is', 'higher')} is better)"
+            f"{c['verdict']}: {fmt_difference(c.get('difference'), kind)}"
+            f" {fmt_difference_interval(c.get('lower'), c.get('upper'), kind)} at"
+            f" {level_text(float(c['confidence_level']))} over {c['pairs']} pairs"
+            f" ({c['method']}; {f'decided at Holm step {step}' if step else 'undecided'};"
+            f" {c.get('better_is', 'higher')} is better)"
         )
         if c["verdict"] == "worse":
             ET.SubElement(case, "failure", type="WORSE", message=detail).text = detail
@@ -197,10 +203,6 @@ def junit_xml_matrix(
     for key in total:
         total[key] += counts[key]
     return _document(suites, total, duration_s)
-
-
-def _number(value: object) -> str:
-    return "-" if value is None else f"{float(value):.4g}"  # type: ignore[arg-type]
 
 
 def _md(value: object) -> str:
