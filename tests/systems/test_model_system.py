@@ -615,6 +615,11 @@ def test_a_sequential_matrix_decides_each_variant_early_in_one_order(tmp_path: P
     assert cmp["method"].startswith("betting confidence sequence"), cmp
     both = min(r["decided_after"] for r in readings.values())
     assert cmp["pairs"] + cmp["dropped"] == both, (cmp, readings)
+    # The report's matrix page says it too.
+    assert run_cli("report", matrix_id, "-o", "m.html", cwd=root).code == 0
+    page = (root / "m.html").read_text()
+    for reading in readings.values():
+        assert f"decided after {reading['decided_after']} of 300 cases" in page
     # Each variant's run is decided again from the store, identically, by gate.
     for v in doc["variants"]:
         again = run_cli("gate", v["run_id"], "--json", cwd=root)
