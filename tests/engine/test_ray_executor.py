@@ -257,13 +257,21 @@ def test_ctrl_c_stores_what_finished(tmp_path: Path, cluster: RayCluster) -> Non
     root = _project(tmp_path / "p", n=20, pause=1.0, system=2)
     (root / "app.py").write_text(APP.replace("n % 7 == 3", "False").replace(
         "n % 5 == 1 and", "False and"))
+    # PYTHONFAULTHANDLER: a run that does not end is made to print where each of its
+    # threads is (SIGABRT), so that a hang says where it hung.
     proc = subprocess.Popen([*OLOPROOF, "run", "--executor", "ray", "--ray-address",
-                             cluster.address], cwd=root, env={**os.environ, **_env(cluster)},
+                             cluster.address], cwd=root,
+                            env={**os.environ, **_env(cluster), "PYTHONFAULTHANDLER": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(lambda: len([c for c in _log(root) if c[0] == "end"]) >= 4)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=300)
+        try:
+            out, err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate(timeout=60)
+            pytest.fail(f"the run did not end within 300 s of SIGINT; its threads:\n{err[-12000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()

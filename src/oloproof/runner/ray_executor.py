@@ -424,10 +424,16 @@ class RaySystem:
 
 class RayCustom:
     """A custom evaluator whose calls Ray workers make: to the engine, an ``async def``
-    evaluator (awaited on its async host, under its ``timeout_s``)."""
+    evaluator, awaited on the run's loop under its ``timeout_s``."""
 
     is_async = True
     is_judge = False
+    #: Awaited on the run's own loop, not on the host loop of ``async def`` user code, so
+    #: that every Ray call of the driver is made from one thread, the one that makes the
+    #: system's calls (and one thread hop fewer per evaluation). Ray calls from two threads
+    #: at once are our suspect for a driver that hung, silent, after Ctrl-C in two CI runs
+    #: and never here (docs/scaling.md).
+    on_run_loop = True
 
     def __init__(self, executor: RayExecutor, local: Custom) -> None:
         self.executor = executor
