@@ -423,3 +423,34 @@ def test_a_matrix_runs_each_variant_on_ray_workers_with_one_ray_start(tmp_path: 
     assert evidence(there) == evidence(here)
     assert [c["verdict"] for c in there["comparisons"]] == [
         c["verdict"] for c in here["comparisons"]]
+
+
+@pytest.mark.slow  # a Ray cluster
+def test_a_matrix_joins_a_ray_cluster_once(tmp_path: Path, cluster: RayCluster) -> None:
+    """On a running cluster: one Ray job for the whole matrix, each variant's workers spread
+    over both nodes. The model's key is read where the call is made, so its variable must be
+    set on the nodes: here RAY_AUTH_TOKEN, which the cluster's nodes and the driver both
+    have (the fake provider takes any key)."""
+    from tests.fakes.provider import FakeServer
+    from tests.systems.test_model_system import _cases
+    from tests.systems.test_model_system import _project as model_project
+
+    matrix = "matrix:\n  product:\n    model: {small: fake-small, large: fake-large}\n"
+    with FakeServer() as srv:
+        root = model_project(tmp_path / "p", srv.openai_base_url, matrix=matrix,
+                             cases=_cases(12))
+        config = root / "oloproof.yaml"
+        config.write_text(config.read_text().replace("api_key_env: MODEL_TEST_KEY",
+                                                     "api_key_env: RAY_AUTH_TOKEN"))
+        done = run_cli("run", "--matrix", "--executor", "ray", "--ray-address",
+                       cluster.address, cwd=root, env=_env(cluster), timeout=600)
+        calls = srv.total_calls("/v1/chat/completions")
+    assert done.code == 0, done.text
+    assert calls == 2 * 12
+    matrix_id = next(w for w in done.out.split() if w.startswith("mx_"))
+    doc = json.loads(run_cli("inspect", matrix_id, "--json", cwd=root).out)
+    assert doc["ray_starts"] == 1
+    assert len({v["ran_on"]["ray_job"] for v in doc["variants"]}) == 1
+    for v in doc["variants"]:
+        assert f"{v['name']}: Ran on the Ray cluster at {cluster.address}: 2 workers on 2 nodes" \
+            in done.out, done.out
