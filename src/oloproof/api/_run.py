@@ -395,16 +395,14 @@ def run(
         raise UsageError("matrix=True compares its variants with its own baseline variant:"
                          " baseline= and compare_policy= compare one run with a stored run")
     if matrix:
-        if sequential:
-            raise UsageError("matrix=True compares the variants on the same fixed suite: it"
-                             " cannot be combined with sequential=True")
         if shard is not None or sample:
             raise UsageError("matrix=True runs every variant on the same cases: it cannot be"
                              " combined with shard or sample")
         return _call_matrix(
             project, policy=policy, use_cache=use_cache, limit=limit, cases=cases,
             where=where, group_by=group_by, on_event=on_event, trials=trials,
-            variants=variants,
+            variants=variants, sequential=sequential, executor=executor,
+            ray_address=ray_address,
         )
     if variants:
         raise UsageError("variants chooses variants of a matrix: pass matrix=True too")
@@ -451,6 +449,8 @@ def _call_matrix(
     use_cache: bool, limit: int | None, cases: Sequence[str] | None,
     where: Sequence[str] | str | None, group_by: Sequence[str] | str | None,
     on_event: EventCallback | None, trials: int | None, variants: Sequence[str] | None,
+    sequential: bool | None = None, executor: str | None = None,
+    ray_address: str | None = None,
 ) -> MatrixResult:
     """``run(matrix=True)``: in this thread, or in a helper thread where a loop runs."""
     from oloproof.api._matrix import load_matrix, run_matrix
@@ -463,7 +463,8 @@ def _call_matrix(
     def call(stop: StopRequest) -> MatrixResult:
         loaded, baseline = load_matrix(
             project, policy=policy, group_by=group_by, trials=trials, limit=limit,
-            cases=cases, where=where, variants=variants,
+            cases=cases, where=where, variants=variants, sequential=sequential,
+            executor=executor, ray_address=ray_address,
         )
         sinks = [_guarded(on_event, stop)] if on_event is not None else []
         return run_matrix(loaded, baseline, use_cache=use_cache, sinks=sinks, stop=stop)

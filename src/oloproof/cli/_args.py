@@ -287,7 +287,9 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
              help="push: copy runs of .oloproof/ to the team store (store: or OLOPROOF_STORE);"
                   " a run already there is left as it is"),
         _arg("runs", nargs="*", metavar="RUN",
-             help="run ids, unique prefixes or latest (default: every run of the local store)"),
+             help="run ids, unique prefixes, latest, or matrix ids (mx_…: the matrix and its"
+                  " variants' runs; default: every run of the local store, then every"
+                  " matrix)"),
         _CONFIG,
         _arg("--json", action="store_true", help="print what was pushed as JSON"),
     ),

@@ -284,7 +284,8 @@ def prepare(
             from oloproof.runner.ray_executor import use_ray  # Ray only when chosen
 
             system, inline = use_ray(project, system, inline, policy_arg=policy_arg,
-                                     address=ray_address, from_flag=executor == "ray")
+                                     address=ray_address, from_flag=executor == "ray",
+                                     variant=variant)
     except ConfigError as exc:
         raise _located(exc, project.config_path, project.display,
                        (project.config_path.name, project.display)) from exc.__cause__
