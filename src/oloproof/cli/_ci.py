@@ -21,7 +21,7 @@ from oloproof.errors import UsageError
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
     from oloproof.render.ci import CiRun
@@ -42,6 +42,34 @@ def check_outputs(args: argparse.Namespace) -> None:
         raise UsageError(f"--junit-xml {target}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise UsageError(f"--junit-xml {target}: the folder {parent} is not writable")
+
+
+def _write_junit(target: str, text: str, command: str) -> bool:
+    """Write the JUnit report whole; ``False`` (said on stderr) when it cannot be."""
+    try:
+        _write_whole(Path(target), text)
+    except OSError as exc:
+        sys.stderr.write(
+            f"oloproof {command}: error: cannot write the JUnit report {target}:"
+            f" {exc.strerror or exc}\n"
+        )
+        return False
+    return True
+
+
+def _append_summary(texts: Iterable[str], command: str) -> None:
+    """Append to the file GITHUB_STEP_SUMMARY names, when it names one (a warning if not)."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not summary:
+        return
+    try:
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.writelines(texts)
+    except OSError as exc:
+        sys.stderr.write(
+            f"oloproof {command}: warning: cannot append to GITHUB_STEP_SUMMARY"
+            f" ({summary}): {exc.strerror or exc}\n"
+        )
 
 
 def _write_whole(path: Path, text: str) -> None:
@@ -71,30 +99,17 @@ def write_outputs(run: CiRun, args: argparse.Namespace, command: str) -> int:
 
     code = run.exit_code
     target = getattr(args, "junit_xml", None)
-    if target is not None:
-        try:
-            _write_whole(Path(target), junit_xml(run, undecided=args.junit_undecided))
-        except OSError as exc:
-            sys.stderr.write(
-                f"oloproof {command}: error: cannot write the JUnit report {target}:"
-                f" {exc.strerror or exc}\n"
-            )
-            code = code or 2
+    if target is not None and not _write_junit(
+        target, junit_xml(run, undecided=args.junit_undecided), command
+    ):
+        code = code or 2
     if getattr(args, "github_annotations", False):
         stream = sys.stderr if getattr(args, "json", False) else sys.stdout
         for line in github_annotations(run):
             stream.write(line + "\n")
         stream.flush()
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        try:
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(github_summary(run))
-        except OSError as exc:
-            sys.stderr.write(
-                f"oloproof {command}: warning: cannot append to GITHUB_STEP_SUMMARY"
-                f" ({summary}): {exc.strerror or exc}\n"
-            )
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        _append_summary([github_summary(run)], command)
     return code
 
 
@@ -116,13 +131,7 @@ def write_matrix_outputs(
             project=str(doc["project"]), baseline=str(doc["baseline"]),
             undecided=args.junit_undecided, duration_s=duration_s,
         )
-        try:
-            _write_whole(Path(target), text)
-        except OSError as exc:
-            sys.stderr.write(
-                f"oloproof run: error: cannot write the JUnit report {target}:"
-                f" {exc.strerror or exc}\n"
-            )
+        if not _write_junit(target, text, "run"):
             code = code or 2
     if getattr(args, "github_annotations", False):
         stream = sys.stderr if getattr(args, "json", False) else sys.stdout
@@ -130,15 +139,6 @@ def write_matrix_outputs(
             for line in github_annotations(run, variant=name):
                 stream.write(line + "\n")
         stream.flush()
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        try:
-            with open(summary, "a", encoding="utf-8") as fh:
-                for name, run in variants:
-                    fh.write(github_summary(run, variant=name))
-        except OSError as exc:
-            sys.stderr.write(
-                f"oloproof run: warning: cannot append to GITHUB_STEP_SUMMARY"
-                f" ({summary}): {exc.strerror or exc}\n"
-            )
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        _append_summary((github_summary(run, variant=name) for name, run in variants), "run")
     return code
