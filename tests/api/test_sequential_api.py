@@ -4,6 +4,7 @@ with a fixed run of the same project."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,37 @@ def test_a_sequential_run_on_each_store_backend(tmp_path: Path, backend: Backend
     assert result.sequential is not None
     assert backend.count(root, "run_sequential") == 1
     assert backend.count(root, "run_cases") == result.sequential["stored"]
+    again = oloproof.read_run(result.run_id, root)
+    assert [(d.rule, d.state, d.detail) for d in again.decisions] == [
+        (d.rule, d.state, d.detail) for d in result.decisions
+    ]
+
+
+def test_a_sequential_run_with_a_baseline_on_each_store_backend(
+    tmp_path: Path, backend: Backend
+) -> None:
+    """``baseline=``: the comparison rule is decided against the stored baseline on either
+    store, the run stops short of the suite, and read_run decides it again the same way."""
+    root = _project(tmp_path / "p")
+    base = oloproof.run(root)
+    assert base.completeness == Completeness.COMPLETE
+    (root / "app.py").write_text(APP.replace('version="1"', 'version="2"').replace(
+        '"ok" if n % 10 else "no"', '"ok"'))
+    (root / "compare.yaml").write_text(
+        "version: 1\nrules:\n  - id: label-better\n    kind: superiority\n"
+        "    metric: exact_label\n")
+    result = oloproof.run(root, sequential=True, baseline=base.run_id)
+    assert result.exit_code == 0
+    assert result.sequential is not None and result.sequential["baseline"] == base.run_id
+    assert result.sequential["read"] < TOTAL
+    better = next(d for d in result.decisions if d.rule == "label-better")
+    assert better.state == "PASS" and better.reason == "sequential_pass"
+    # decided at a case of the order no later than the last rule's, with its pairs counted
+    assert re.search(rf"decided after (\d+) of {TOTAL} cases \(\1 pairs with baseline", better.detail)
+    at = int(better.detail.split("decided after ")[1].split(" ")[0])
+    assert at <= result.sequential["read"]
+    assert backend.count(root, "run_cases", "run_id = ?", (result.run_id,)) == (
+        result.sequential["stored"])
     again = oloproof.read_run(result.run_id, root)
     assert [(d.rule, d.state, d.detail) for d in again.decisions] == [
         (d.rule, d.state, d.detail) for d in result.decisions

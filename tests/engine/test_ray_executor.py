@@ -257,13 +257,21 @@ def test_ctrl_c_stores_what_finished(tmp_path: Path, cluster: RayCluster) -> Non
     root = _project(tmp_path / "p", n=20, pause=1.0, system=2)
     (root / "app.py").write_text(APP.replace("n % 7 == 3", "False").replace(
         "n % 5 == 1 and", "False and"))
+    # PYTHONFAULTHANDLER: a run that does not end is made to print where each of its
+    # threads is (SIGABRT), so that a hang says where it hung.
     proc = subprocess.Popen([*OLOPROOF, "run", "--executor", "ray", "--ray-address",
-                             cluster.address], cwd=root, env={**os.environ, **_env(cluster)},
+                             cluster.address], cwd=root,
+                            env={**os.environ, **_env(cluster), "PYTHONFAULTHANDLER": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(lambda: len([c for c in _log(root) if c[0] == "end"]) >= 4)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=300)
+        try:
+            out, err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate(timeout=60)
+            pytest.fail(f"the run did not end within 300 s of SIGINT; its threads:\n{err[-12000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -352,3 +360,97 @@ def test_without_ray_installed_the_executor_is_refused_before_anything_runs(
         " here: pip install 'oloproof[ray]' (accepted: local, ray)"
     )
     assert not (root / ".oloproof" / "store.sqlite").exists()
+
+
+@pytest.mark.slow  # starts a local Ray instance
+def test_a_matrix_runs_each_variant_on_ray_workers_with_one_ray_start(tmp_path: Path) -> None:
+    """``run --matrix --executor ray`` (refused, exit 2, by the old code): each variant's
+    calls on Ray workers of its own that built that variant's system, one local Ray instance
+    for the whole matrix, stopped with it, and the same evidence and decisions as the matrix
+    run locally. (A local instance: its workers inherit the run's environment, where the
+    model's key is; a cluster's workers need it set on their nodes, as for an HTTP system's
+    header variables: docs/prompts-and-models.md.)"""
+    from tests.fakes.provider import FakeServer
+    from tests.systems.test_model_system import KEY, _cases
+    from tests.systems.test_model_system import _project as model_project
+
+    matrix = "matrix:\n  product:\n    model: {small: fake-small, large: fake-large}\n"
+    release = "version: 1\nrules:\n  - id: floor\n    metric: correct\n    min: 0.4\n"
+    with FakeServer() as srv:
+        local_root = model_project(tmp_path / "local", srv.openai_base_url, matrix=matrix,
+                                   cases=_cases(24), release=release)
+        root = model_project(tmp_path / "ray", srv.openai_base_url, matrix=matrix,
+                             cases=_cases(24), release=release)
+        local = run_cli("run", "--matrix", cwd=local_root, env={"MODEL_TEST_KEY": KEY})
+        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "OLOPROOF_DEBUG")}
+        proc = subprocess.Popen([*OLOPROOF, "run", "--matrix", "--executor", "ray"], cwd=root,
+                                env={**env, "MODEL_TEST_KEY": KEY}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=900)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        calls = srv.total_calls("/v1/chat/completions")
+    assert local.code == 0, local.text
+    assert proc.returncode == local.code, out + err
+    assert calls == 2 * 2 * 24  # each matrix called each variant once per case
+    # Ray stopped with the matrix: no process of the instance is left.
+    assert _wait_for(lambda: not session_pids(proc.pid), timeout_s=120, every_s=0.5)
+    here, there = (
+        json.loads(run_cli("inspect", next(w for w in text.split() if w.startswith("mx_")),
+                           "--json", cwd=where).out)
+        for where, text in ((local_root, local.out), (root, out))
+    )
+    assert there["ray_starts"] == 1 and "Ray was started once" in out, out
+    jobs = set()
+    pids: list[set[int]] = []
+    for v in there["variants"]:
+        ran_on = v["ran_on"]
+        assert ran_on is not None and ran_on["executor"] == "ray", v
+        assert f"{v['name']}: Ran on a local Ray instance: 2 workers on 1 node" in out, out
+        jobs.add(ran_on["ray_job"])
+        pids.append({int(w[0]) for w in ran_on["workers"]})
+    assert len(jobs) == 1  # one Ray start (one job) for both variants
+    assert not pids[0] & pids[1]  # each variant had workers of its own
+    assert proc.pid not in pids[0] | pids[1]
+    assert all(v["ran_on"] is None for v in here["variants"])
+
+    def evidence(doc: dict[str, Any]) -> list[Any]:
+        return [(v["name"], v["metrics"], [d["state"] for d in v["decisions"]])
+                for v in doc["variants"]]
+
+    assert evidence(there) == evidence(here)
+    assert [c["verdict"] for c in there["comparisons"]] == [
+        c["verdict"] for c in here["comparisons"]]
+
+
+@pytest.mark.slow  # a Ray cluster
+def test_a_matrix_joins_a_ray_cluster_once(tmp_path: Path, cluster: RayCluster) -> None:
+    """On a running cluster: one Ray job for the whole matrix, each variant's workers spread
+    over both nodes. The model's key is read where the call is made, so its variable must be
+    set on the nodes: here RAY_AUTH_TOKEN, which the cluster's nodes and the driver both
+    have (the fake provider takes any key)."""
+    from tests.fakes.provider import FakeServer
+    from tests.systems.test_model_system import _cases
+    from tests.systems.test_model_system import _project as model_project
+
+    matrix = "matrix:\n  product:\n    model: {small: fake-small, large: fake-large}\n"
+    with FakeServer() as srv:
+        root = model_project(tmp_path / "p", srv.openai_base_url, matrix=matrix,
+                             cases=_cases(12))
+        config = root / "oloproof.yaml"
+        config.write_text(config.read_text().replace("api_key_env: MODEL_TEST_KEY",
+                                                     "api_key_env: RAY_AUTH_TOKEN"))
+        done = run_cli("run", "--matrix", "--executor", "ray", "--ray-address",
+                       cluster.address, cwd=root, env=_env(cluster), timeout=600)
+        calls = srv.total_calls("/v1/chat/completions")
+    assert done.code == 0, done.text
+    assert calls == 2 * 12
+    matrix_id = next(w for w in done.out.split() if w.startswith("mx_"))
+    doc = json.loads(run_cli("inspect", matrix_id, "--json", cwd=root).out)
+    assert doc["ray_starts"] == 1
+    assert len({v["ran_on"]["ray_job"] for v in doc["variants"]}) == 1
+    for v in doc["variants"]:
+        assert f"{v['name']}: Ran on the Ray cluster at {cluster.address}: 2 workers on 2 nodes" \
+            in done.out, done.out

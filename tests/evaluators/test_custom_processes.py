@@ -334,3 +334,35 @@ def test_a_verdict_whose_reason_is_not_text_is_stored_as_its_text(project_dir: P
     result = oloproof.run(project_dir)
     assert result.status == "DECIDED"
     assert _reasons(result, "raises")["q004"] == ("OK", "<class 'object'>")
+
+
+def test_warm_children_serve_the_first_calls_and_no_call_starts_one_more() -> None:
+    """warm() starts the pool's children in the background; calls made while they are
+    still starting wait for them instead of starting children of their own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from oloproof.transport.processes import ProcessPool
+
+    pool = ProcessPool(2, ("operator", "itemgetter", (0,)))
+    try:
+        pool.warm()
+        pool.warm()  # twice: still two
+        # At once, while the two children are starting: calls from two threads (the
+        # engine's limit: at most the pool's size at once).
+        with ThreadPoolExecutor(2) as threads:
+            replies = list(threads.map(lambda i: pool.call((i, "x"), 60.0), range(40)))
+        assert replies == list(range(40))
+        assert len(pool.started) == 2, pool.started
+    finally:
+        pool.close()
+
+
+def test_a_closed_pool_warms_nothing_and_its_calls_are_refused() -> None:
+    from oloproof.transport.processes import ProcessEnded, ProcessPool
+
+    pool = ProcessPool(2, ("operator", "itemgetter", (0,)))
+    pool.close()
+    pool.warm()
+    assert pool.started == []
+    with pytest.raises(ProcessEnded):
+        pool.call((1,), 5.0)

@@ -89,3 +89,36 @@ def test_the_matrix_page_fits_and_says_what_the_matrix_decided(
     assert first_run in page.locator("h1").inner_text()
     assert seen.errors == []
     context.close()
+
+
+def test_a_sequential_matrix_page_says_when_each_variant_was_decided(
+    tmp_path: Any, browser: Any
+) -> None:
+    """``run --matrix --sequential``: each variant's row says after how many of the suite's
+    cases its decision was made, and the page still fits a phone's width."""
+    root = tmp_path / "prompts"
+    with FakeServer() as provider:
+        assert run_cli("init", str(root), "--example", "prompts", cwd=tmp_path).code == 0
+        config = root / "oloproof.yaml"
+        config.write_text(config.read_text().replace(
+            "http://127.0.0.1:8787/v1", provider.openai_base_url))
+        done = run_cli("run", "--matrix", "--sequential", cwd=root,
+                       env={"FAKE_PROVIDER_KEY": "k-fake"})
+    assert done.code in (0, 3), done.text
+    matrix_id = next(w for w in done.out.split() if w.startswith("mx_"))
+    assert run_cli("report", matrix_id, "-o", "matrix.html", cwd=root).code == 0
+    doc = json.loads(run_cli("inspect", matrix_id, "--json", cwd=root).out)
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto((root / "matrix.html").as_uri())
+    rows = page.locator("#variants-table tbody tr")
+    assert rows.count() == 6
+    for i, v in enumerate(doc["variants"]):
+        reading = v["sequential"]
+        said = (f"decided after {reading['decided_after']} of 80 cases" if reading["decided"]
+                else f"undecided after {reading['read']} of 80 cases")
+        assert said in rows.nth(i).locator(".sequential").inner_text(), (i, reading)
+    width_seen, inner = page.evaluate(
+        "() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert width_seen <= inner
+    context.close()

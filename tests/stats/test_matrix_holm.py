@@ -12,6 +12,7 @@ from oloproof.analysis.matrix import (
     BETTER,
     BOUNDED_PAIRED,
     NOT_SEPARATED,
+    SEQUENTIAL_PAIRED,
     WORSE,
     MatrixComparison,
     _interval,
@@ -89,3 +90,81 @@ def test_the_bounded_paired_interval_covers_at_its_level() -> None:
     # At 90% the miss rate is at most 10%; the binomial's 99.9% bound over 300 draws is
     # about 0.165, so a valid interval fails this with probability under 0.1%.
     assert misses / reps <= 0.165, misses
+
+
+# -- a sequential matrix: the comparisons read at the runs' stopping times ---------------
+
+
+def _sequential_test(cand: list[bool], base: list[bool], horizon: int,
+                     family_level: float = 0.95) -> _Test:
+    ids = [f"c{i}" for i in range(len(cand))]
+    return _Test(
+        "v", "correct", MetricKind.BINARY, None, ids,
+        {i: CaseOutcome(OBSERVED, passed=x) for i, x in zip(ids, cand, strict=True)},
+        {i: CaseOutcome(OBSERVED, passed=x) for i, x in zip(ids, base, strict=True)},
+        ordered=ids, horizon=horizon, family_level=family_level,
+    )
+
+
+def test_sequential_comparison_intervals_are_nested_in_the_level() -> None:
+    """Holm's procedure with intervals needs an interval at a higher level to contain the
+    one at a lower level: the bets are tuned at the family's level, only the threshold
+    follows the step's level."""
+    rng = random.Random(5)
+    for _ in range(6):  # six setups (about 0.1 s each): the fast tier stays fast
+        n = rng.randint(10, 120)
+        cand = [rng.random() < 0.8 for _ in range(n)]
+        base = [rng.random() < 0.6 for _ in range(n)]
+        test = _sequential_test(cand, base, 200)
+        found = [_interval(test, 1 - 0.05 / k) for k in (1, 2, 3, 5)]
+        assert all(f.method == SEQUENTIAL_PAIRED for f in found)
+        for wider, narrower in zip(found[1:], found, strict=False):
+            assert wider.lower is not None and narrower.lower is not None
+            assert wider.upper is not None and narrower.upper is not None
+            assert wider.lower <= narrower.lower + 1e-12
+            assert wider.upper >= narrower.upper - 1e-12
+
+
+def test_a_missing_pair_counts_at_its_worst_in_a_sequential_comparison() -> None:
+    cand = [True] * 40
+    base = [False] * 40
+    clean = _interval(_sequential_test(cand, base, 40), 0.95)
+    test = _sequential_test(cand, base, 40)
+    test.candidate["c0"] = CaseOutcome("MISSING")
+    holed = _interval(test, 0.95)
+    assert holed.pairs == 39 and holed.dropped == 1
+    assert clean.lower is not None and holed.lower is not None and holed.lower < clean.lower
+
+
+@pytest.mark.slow
+def test_a_sequential_comparison_read_at_a_data_dependent_time_keeps_its_level() -> None:
+    """Two variants of the same rate, looked at after every 20 pairs and stopped at the
+    first look that separates them (the worst stopping a run could make): the confidence
+    sequence says 'better' or 'worse' at most about 10% of the time at level 90%, where
+    Newcombe's fixed-n interval, looked at the same way, errs far more often (why a
+    sequential matrix does not use it)."""
+    from oloproof.stats.paired import paired_proportion_difference
+
+    rng = random.Random(2024)
+    reps, horizon, level = 150, 200, 0.90
+    ours = fixed = 0
+    for _ in range(reps):
+        cand = [rng.random() < 0.7 for _ in range(horizon)]
+        base = [rng.random() < 0.7 for _ in range(horizon)]
+        looks = range(20, horizon + 1, 20)
+        ours += any(
+            _interval(_sequential_test(cand[:n], base[:n], horizon, level), level).verdict
+            != NOT_SEPARATED for n in looks)
+        hit = False
+        for n in looks:
+            cells = [0, 0, 0, 0]
+            for c, b in zip(cand[:n], base[:n], strict=True):
+                cells[(0 if c else 2) + (0 if b else 1)] += 1
+            d = paired_proportion_difference(cells[0], cells[1], cells[2], cells[3], level)
+            if d.interval is not None and (d.interval.lower > 0 or d.interval.upper < 0):
+                hit = True
+                break
+        fixed += hit
+    # A valid procedure errs at most 10%; Binomial(150, 0.1)'s 99.9% quantile is 26.
+    assert ours <= 26, ours
+    assert fixed > ours, (fixed, ours)

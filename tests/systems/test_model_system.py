@@ -475,16 +475,6 @@ def test_a_ranged_mean_is_compared_with_the_bounded_interval_and_trials_and_grou
     assert any("trial 0" in w for w in result.warnings)
 
 
-def test_a_matrix_refuses_the_ray_executor_before_anything_runs(tmp_path: Path, key: str) -> None:
-    root = _project(tmp_path, "http://127.0.0.1:9/v1",
-                    matrix="matrix:\n  variants:\n    - {name: a}\n    - {name: b}\n")
-    config = root / "oloproof.yaml"
-    config.write_text(config.read_text() + "executor: ray\n")
-    with pytest.raises(UsageError, match="executor: ray"):
-        oloproof.run(root, matrix=True)
-    assert not (root / ".oloproof" / "store.sqlite").exists()
-
-
 def test_a_matrix_is_stored_and_read_back_on_either_store(
     tmp_path: Path, server: FakeServer, key: str, backend: Any
 ) -> None:
@@ -587,10 +577,183 @@ def test_a_template_cannot_pull_in_another_file(tmp_path: Path, key: str, tag: s
     assert "cannot" in str(caught.value) and "another file" in str(caught.value)
 
 
-def test_a_matrix_refuses_sequential_decisions(tmp_path: Path, key: str) -> None:
-    root = _project(tmp_path, "http://127.0.0.1:9/v1",
-                    matrix="matrix:\n  variants:\n    - {name: a}\n    - {name: b}\n")
-    with pytest.raises(UsageError, match="sequential"):
-        oloproof.run(root, matrix=True, sequential=True)
-    refused = run_cli("run", "--matrix", "--sequential", cwd=root, env={"MODEL_TEST_KEY": KEY})
-    assert refused.code == 2 and "--sequential" in refused.err, refused.text
+def test_a_sequential_matrix_decides_each_variant_early_in_one_order(tmp_path: Path) -> None:
+    """``run --matrix --sequential``: each variant decided sequentially, its cases in the same
+    seeded order, and stopped once its rules are decided; the table says after how many cases;
+    the comparisons are read on the cases both runs read, with an anytime-valid interval.
+    (The old code refused --matrix with --sequential, exit 2.)"""
+    matrix = "matrix:\n  product:\n    model: [fake-small, fake-large]\n"
+    release = "version: 1\nrules:\n  - id: floor\n    metric: correct\n    min: 0.5\n"
+    with FakeServer() as srv:
+        root = _project(tmp_path, srv.openai_base_url, matrix=matrix, cases=_cases(300),
+                        release=release, concurrency=2)
+        done = run_cli("run", "--matrix", "--sequential", cwd=root,
+                       env={"MODEL_TEST_KEY": KEY}, timeout=300)
+        calls = srv.total_calls("/v1/chat/completions")
+    assert done.code == 0, done.text
+    assert "Sequential" in done.out and "decided after" in done.out, done.out
+    matrix_id = next(w for w in done.out.split() if w.startswith("mx_"))
+    doc = json.loads(run_cli("inspect", matrix_id, "--json", cwd=root).out)
+    readings = {v["name"]: v["sequential"] for v in doc["variants"]}
+    for name, reading in readings.items():
+        assert reading is not None and reading["decided"], (name, reading)
+        assert reading["cases_total"] == 300 and reading["decided_after"] < 300, reading
+        assert f"decided after {reading['decided_after']} of 300" in done.out
+    # Fewer calls than the two full suites: each variant stopped calling once decided (a
+    # few calls in flight at the decision finish and are stored, read by nothing).
+    assert calls < 2 * 300 - 100, calls
+    assert calls == sum(r["stored"] for r in readings.values())
+    # Both runs took their cases in one order: the stored orders are the same.
+    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
+    try:
+        orders = [json.loads(r[0])["order"] for r in conn.execute(
+            "SELECT sequential_json FROM run_sequential")]
+    finally:
+        conn.close()
+    assert len(orders) == 2 and orders[0] == orders[1]
+    (cmp,) = doc["comparisons"]
+    assert cmp["method"].startswith("betting confidence sequence"), cmp
+    both = min(r["decided_after"] for r in readings.values())
+    assert cmp["pairs"] + cmp["dropped"] == both, (cmp, readings)
+    # The report's matrix page says it too.
+    assert run_cli("report", matrix_id, "-o", "m.html", cwd=root).code == 0
+    page = (root / "m.html").read_text()
+    for reading in readings.values():
+        assert f"decided after {reading['decided_after']} of 300 cases" in page
+    # Each variant's run is decided again from the store, identically, by gate.
+    for v in doc["variants"]:
+        again = run_cli("gate", v["run_id"], "--json", cwd=root)
+        assert again.code == v["exit_code"], again.text
+        assert [d["state"] for d in json.loads(again.out)["decisions"]] == [
+            d["state"] for d in v["decisions"]]
+
+
+def test_a_sequential_matrix_from_python_names_each_reading(
+    tmp_path: Path, server: FakeServer, key: str
+) -> None:
+    matrix = "matrix:\n  variants:\n    - {name: a}\n    - {name: b, model: fake-large}\n"
+    release = "version: 1\nrules:\n  - id: floor\n    metric: correct\n    min: 0.5\n"
+    root = _project(tmp_path, server.openai_base_url, matrix=matrix, cases=_cases(200),
+                    release=release)
+    result = oloproof.run(root, matrix=True, sequential=True)
+    for v in result.variants:
+        assert v.result.sequential is not None and v.result.sequential["decided"]
+        assert str(v.result.completeness) == "SEQUENTIAL"
+    assert result.comparisons[0].method.startswith("betting confidence sequence")
+    # A sequential matrix still refuses a subset of cases (the run picks its own).
+    with pytest.raises(UsageError, match="--sequential cannot be combined"):
+        oloproof.run(root, matrix=True, sequential=True, limit=10)
+
+
+def test_a_matrix_writes_one_junit_suite_per_variant_and_annotations_by_variant(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    """``run --matrix --junit-xml --github-annotations`` (refused, exit 2, by the old code):
+    a suite per variant, one of the comparisons, valid against the JUnit schema; each
+    annotation's title names its variant; the exit code is the matrix's."""
+    import xml.etree.ElementTree as ET
+
+    import xmlschema
+
+    matrix = "matrix:\n  product:\n    model: {small: fake-small, large: fake-large}\n"
+    release = "version: 1\nrules:\n  - id: floor\n    metric: correct\n    min: 0.85\n"
+    root = _project(tmp_path, server.openai_base_url, matrix=matrix, cases=_cases(80),
+                    release=release)
+    summary = tmp_path / "summary.md"
+    refused = run_cli("run", "--matrix", "--junit-xml", "nowhere/report.xml", cwd=root,
+                      env={"MODEL_TEST_KEY": KEY})
+    assert refused.code == 2 and "does not exist" in refused.err, refused.text
+    (root / "out").mkdir()
+    done = run_cli("run", "--matrix", "--junit-xml", "out/report.xml", "--github-annotations",
+                   cwd=root, env={"MODEL_TEST_KEY": KEY, "GITHUB_STEP_SUMMARY": str(summary)})
+    matrix_id = next(w for w in done.out.split() if w.startswith("mx_"))
+    doc = json.loads(run_cli("inspect", matrix_id, "--json", cwd=root).out)
+    assert done.code == doc["exit_code"] and done.code != 0, done.text
+    text = (root / "out" / "report.xml").read_text()
+    schema = xmlschema.XMLSchema(str(Path(__file__).resolve().parents[1] / "fixtures"
+                                     / "junit-10.xsd"))
+    assert not [str(e.reason) for e in schema.iter_errors(text)]
+    suites = ET.fromstring(text).findall("testsuite")
+    assert [s.get("name") for s in suites] == [
+        "oloproof models-test [small]", "oloproof models-test [large]",
+        "oloproof models-test matrix comparisons"]
+    for suite, v in zip(suites, doc["variants"], strict=False):
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        assert props["run_id"] == v["run_id"] and props["gate"] == v["gate"]
+        (case,) = suite.findall("testcase")
+        state = v["decisions"][0]["state"]
+        assert (case.find("failure") is not None) == (state != "PASS"), (state, v)
+    (cmp,) = doc["comparisons"]
+    (case,) = suites[2].findall("testcase")
+    assert case.get("name") == "large vs small: correct"
+    expected = {"better": None, "worse": "failure", "not separated": "skipped"}[cmp["verdict"]]
+    assert [c.tag for c in case if c.tag != "system-out"] == ([expected] if expected else [])
+    assert cmp["verdict"] in case.findtext("system-out", "")
+    # Annotations: one per blocking rule, its title naming the variant.
+    notes = [ln for ln in done.out.splitlines() if ln.startswith("::")]
+    blocking = [v["name"] for v in doc["variants"] if v["gate"] == "BLOCK"]
+    assert [n.split("::")[1] for n in notes] == [
+        f"error title=Oloproof [{name}] rule floor" for name in blocking], notes
+    shown = summary.read_text()
+    assert "Oloproof gate [small]" in shown and "Oloproof gate [large]" in shown
+
+
+def test_store_push_copies_a_matrix_that_the_team_store_then_shows(
+    tmp_path: Path, server: FakeServer, pg_url: str
+) -> None:
+    """``oloproof store push`` copies the matrix document with its variants' runs (the old
+    code copied the runs only, and ``inspect``/``report``/``view`` on the team store did not
+    know the matrix); pushing again writes nothing new."""
+    import os
+    import re
+    import subprocess
+    import urllib.request
+
+    from tests.conftest import OLOPROOF
+
+    matrix = "matrix:\n  product:\n    model: {small: fake-small, large: fake-large}\n"
+    root = _project(tmp_path, server.openai_base_url, matrix=matrix, cases=_cases(16))
+    local_env = {"MODEL_TEST_KEY": KEY, "OLOPROOF_STORE": ""}
+    done = run_cli("run", "--matrix", cwd=root, env=local_env)
+    assert done.code == 0, done.text
+    matrix_id = next(w for w in done.out.split() if w.startswith("mx_"))
+    local = json.loads(run_cli("inspect", matrix_id, "--json", cwd=root, env=local_env).out)
+    team = {"OLOPROOF_STORE": pg_url}
+    pushed = run_cli("store", "push", "--json", cwd=root, env=team)
+    assert pushed.code == 0, pushed.text
+    said = json.loads(pushed.out)
+    assert said["matrices"] == [{"id": matrix_id, "result": "copied"}], said
+    assert sorted(r["id"] for r in said["runs"]) == sorted(v["run_id"] for v in local["variants"])
+    # On the team store: inspect, plan and report read the matrix as the local store did.
+    there = run_cli("inspect", matrix_id, "--json", cwd=root, env=team)
+    assert there.code == 0 and json.loads(there.out) == local, there.text
+    assert run_cli("plan", matrix_id, "--json", cwd=root, env=team).code == 0
+    report = run_cli("report", matrix_id, "-o", "matrix.html", cwd=root, env=team)
+    assert report.code == 0, report.text
+    html = (root / "matrix.html").read_text()
+    assert matrix_id in html and "small" in html and "large" in html
+    # A second push, and a push of the matrix by its id, write nothing new.
+    again = json.loads(run_cli("store", "push", "--json", cwd=root, env=team).out)
+    assert again["matrices"] == [{"id": matrix_id, "result": "already there"}]
+    assert again["copied"] == 0
+    by_id = run_cli("store", "push", matrix_id, cwd=root, env=team)
+    assert by_id.code == 0 and f"{matrix_id}  already there" in by_id.out, by_id.text
+    # The viewer on the team store lists the matrix and shows its page.
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"} | team
+    view = subprocess.Popen([*OLOPROOF, "view", "--no-open", "--port", "0"], cwd=root,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert view.stdout is not None
+        line = view.stdout.readline()
+        address = re.search(r"(http://127\.0\.0\.1:\d+/\S*)", line)
+        assert address, line
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        index = opener.open(address.group(1), timeout=60).read().decode()
+        assert matrix_id in index
+        base = address.group(1).split("?")[0].rstrip("/")
+        page = opener.open(f"{base}/matrices/{matrix_id}", timeout=60).read().decode()
+        assert "small" in page and "large" in page and local["variants"][1]["run_id"] in page
+    finally:
+        view.terminate()
+        view.wait(timeout=30)

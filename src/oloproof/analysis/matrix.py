@@ -18,6 +18,20 @@ any run is. What the matrix adds (:func:`conclude_matrix`):
   intervals are nested in their level makes this Holm's procedure on the p-values that
   the intervals invert (the same argument as policy/decide.py's rule families).
 
+A matrix of **sequential** runs (``run --matrix --sequential``): every variant is decided
+sequentially on its own, its cases taken in the same seeded order (the order depends on the
+seed and the case ids only), and each stops calling once its own rules are decided. The pairs
+of a comparison are then the cases both runs read before their decisions: the first
+min(N_variant, N_baseline) cases of that order, a stopping time of the pairs' own sequence.
+A fixed-n interval read at such a time is not valid (it was looked at because the runs
+stopped there), so each comparison's interval is the betting confidence sequence on the
+paired differences (stats/betting.py, its bets fixed before the first case for the suite's
+size), valid at any stopping time; a pair missing in either run enters it at its worst
+(both ends). A MEAN metric without a declared range has no such interval and is not
+separated. Holm's procedure runs over these intervals as over the fixed-n ones; their bets
+are tuned at the family's level and only the threshold follows each step's level, so they
+are nested in the level.
+
 "Better" follows the metric's direction: higher for a rate and for a MEAN metric, lower
 for an ``absolute_error`` metric and for a metric whose release rules are all ``max``.
 Nothing here prints.
@@ -52,6 +66,8 @@ __all__ = [
 BETTER, WORSE, NOT_SEPARATED = "better", "worse", "not separated"
 T = TypeVar("T")
 BOUNDED_PAIRED = "betting interval on paired differences (bounded)"
+SEQUENTIAL_PAIRED = "betting confidence sequence on paired differences (anytime-valid)"
+UNRANGED_SEQUENTIAL = "none: a sequential comparison needs a declared range"
 
 
 @dataclass
@@ -100,9 +116,71 @@ class _Test:
     candidate: Mapping[str, CaseOutcome]
     baseline: Mapping[str, CaseOutcome]
     direction: str = "higher"
+    #: A sequential matrix: the case ids both runs read, in their seeded order; the suite's
+    #: size (the horizon the bets were fixed for); the family's level (what they are tuned
+    #: at). None: a fixed-n matrix.
+    ordered: list[str] | None = None
+    horizon: int = 0
+    family_level: float = 0.95
+
+
+def _sequential_interval(test: _Test, level: float) -> MatrixComparison:
+    """The comparison of a sequential matrix (see the module's doc)."""
+    from oloproof.evidence import Outcome
+    from oloproof.stats.betting import betting_bounds
+
+    assert test.ordered is not None
+    if test.kind == MetricKind.BINARY:
+        width = 1.0
+    elif test.value_range is not None:
+        width = float(test.value_range[1]) - float(test.value_range[0])
+    else:
+        width = 0.0
+    lows: list[float] = []
+    highs: list[float] = []
+    diffs: list[float] = []
+    cand_values: list[float] = []
+    base_values: list[float] = []
+    missing = excluded = 0
+    for case_id in test.ordered:
+        c, b = test.candidate.get(case_id), test.baseline.get(case_id)
+        if c is None or b is None or Outcome.EXCLUDED in (c.status, b.status):
+            excluded += 1
+            continue
+        if c.status != Outcome.OBSERVED or b.status != Outcome.OBSERVED:
+            missing += 1
+            lows.append(0.0)
+            highs.append(1.0)
+            continue
+        if test.kind == MetricKind.BINARY:
+            cv, bv = float(bool(c.passed)), float(bool(b.passed))
+        else:
+            cv, bv = float(c.score or 0.0), float(b.score or 0.0)
+        cand_values.append(cv)
+        base_values.append(bv)
+        diffs.append(cv - bv)
+        if width > 0:
+            unit = min(1.0, max(0.0, (cv - bv + width) / (2.0 * width)))
+            lows.append(unit)
+            highs.append(unit)
+    estimate = sum(diffs) / len(diffs) if diffs else None
+    lower = upper = None
+    method = SEQUENTIAL_PAIRED if width > 0 else UNRANGED_SEQUENTIAL
+    if width > 0 and diffs:
+        a, z = betting_bounds(lows, highs, level, max(test.horizon, len(lows)),
+                              tune_level=test.family_level)
+        lower, upper = -width + 2.0 * width * a, -width + 2.0 * width * z
+    return MatrixComparison(
+        test.variant, test.metric, test.kind, method, len(diffs), missing + excluded,
+        estimate, lower, upper, level, _verdict(lower, upper, test.direction), test.direction,
+        sum(cand_values) / len(cand_values) if cand_values else None,
+        sum(base_values) / len(base_values) if base_values else None,
+    )
 
 
 def _interval(test: _Test, level: float) -> MatrixComparison:
+    if test.ordered is not None:
+        return _sequential_interval(test, level)
     pm = pair_metric(test.metric, test.kind, test.shared, test.candidate, test.baseline, level)
     method, lower, upper, estimate = pm.method, pm.lower, pm.upper, pm.estimate
     if test.kind != MetricKind.BINARY and test.value_range is not None and pm.pairs:
@@ -212,6 +290,7 @@ def conclude_matrix(
     warnings: list[str] = []
     tests: list[_Test] = []
     ranges = {m["criterion"]: m.get("range") for m in base.metrics}
+    base_read = _read_prefix(conn, base)
     for name, _ in variants:
         if name == baseline:
             continue
@@ -227,13 +306,26 @@ def conclude_matrix(
         warnings += [f"variant {name}: {n}" for n in notes]
         cand_out = _outcomes(cases, metrics)
         base_out = _outcomes(base_cases, metrics)
+        read = _read_prefix(conn, record)
+        ordered: list[str] | None = None
+        if (read is None) != (base_read is None):
+            warnings.append(f"variant {name}: one of it and the baseline is a sequential run"
+                            " and the other is not: it is not compared")
+            continue
+        if read is not None and base_read is not None:
+            if read[0][:len(base_read[0])] != base_read[0][:len(read[0])]:
+                warnings.append(f"variant {name}: its sequential order is not the baseline's"
+                                " (another seed or suite): it is not compared")
+                continue
+            ordered = read[0][:min(read[1], base_read[1])]
         for metric, kind in metrics.items():
             value_range = ranges.get(metric)
             tests.append(_Test(
                 name, metric, kind,
                 (float(value_range[0]), float(value_range[1])) if value_range else None,
                 pairing.shared, cand_out[metric], base_out[metric],
-                directions.get(metric, "higher"),
+                directions.get(metric, "higher"), ordered,
+                len(read[0]) if read is not None else 0, level,
             ))
         if record.trials > 1 or base.trials > 1:
             warnings.append(f"variant {name}: the comparison pairs trial 0 of each case only")
@@ -242,6 +334,18 @@ def conclude_matrix(
         tests = []
     comparisons = holm_intervals(tests, _interval, level)
     return comparisons, warnings, _ranking([n for n, _ in variants], directions, estimates)
+
+
+def _read_prefix(conn: Connection, record: RunRecord) -> tuple[list[str], int] | None:
+    """A sequential run's case ids in its seeded order, and how many of them its decision
+    read (analysis/sequential.py); None for a fixed-n run."""
+    if not record.sequential:
+        return None
+    from oloproof.analysis.sequential import read_sequential
+    from oloproof.analysis.stored import stored_policy
+
+    reading = read_sequential(conn, record, stored_policy(record))
+    return [str(c) for c in record.sequential.get("order") or []], reading.fed
 
 
 def _ranking(

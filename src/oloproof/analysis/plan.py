@@ -970,6 +970,12 @@ def plan_stored_run(
         )
     cases = load_cases(conn, run.id)
     if run.sequential is not None:
+        from oloproof.errors import ConfigError
+        from oloproof.policy.sequential import refusal
+
+        why = refusal(policy, run.metrics, run.trials)
+        if why is not None:  # as read_run refuses it: the sequential tests cannot decide it
+            raise ConfigError(f"run {run.id} is sequential, and {why}")
         rules, cases = _plan_sequential(conn, run, policy, cases)
         return RunPlan(
             run_id=run.id, project=run.project, observed_cases=len(cases),
@@ -1003,76 +1009,170 @@ def plan_stored_run(
 #: The longest suite a sequential plan looks at (the exact stopping distribution costs about
 #: a second per few thousand cases).
 SEQUENTIAL_PLAN_HORIZON = 10_000
+#: A MEAN rule's stopping time is simulated: this many runs, from this seed (the same plan
+#: every time), each of at most this many cases (the suite's size if larger).
+SEQUENTIAL_PLAN_RUNS = 400
+SEQUENTIAL_PLAN_SEED = 0
+SEQUENTIAL_MEAN_PLAN_HORIZON = 5_000
 
 
 def _plan_sequential(
     conn: Connection, run: Any, policy: ReleasePolicy, cases: list[CaseRow]
 ) -> tuple[list[RulePlan], list[CaseRow]]:
     """A sequential run's plan: the cases its decision read, and for each rule it left
-    undecided, how many cases a sequential run needs to decide it if the observed rate
-    holds: the median and mean of its test's stopping time, computed exactly
-    (stats/sequential.py ``stopping_distribution``)."""
+    undecided, how many cases a sequential run needs to decide it if what was observed
+    holds: the median and mean of its test's stopping time (stats/sequential.py: exact for
+    a rate and a failure budget, simulated with a fixed seed for a bounded mean)."""
     from oloproof.analysis.sequential import decide_sequential
-    from oloproof.stats.sequential import stopping_distribution
 
     decisions, _summaries, reading = decide_sequential(conn, run, policy)
     read = set(_read_ids(run, reading.fed))
     cases = [c for c in cases if c.case_id in read]
     costs = case_costs(cases)
     out: list[RulePlan] = []
-    for rule, d in zip(policy.rules, decisions, strict=True):
+    released = len(policy.rules)
+    for rule, d in zip(policy.rules, decisions[:released], strict=True):
         entry = _base(d)
         out.append(entry)
         if d.state != RuleState.INSUFFICIENT_EVIDENCE:
             _decided(entry, d)
             continue
         ev = reading.evidence[d.metric]
-        if isinstance(rule, ObservedCountRule) or ev.kind != MetricKind.BINARY:
-            entry.plan = "not_admitted"
-            entry.message = (
-                "sizing is computed for a sequential BINARY rule only: "
-                + ("an observed_count rule passes only over every case of the suite"
-                   if isinstance(rule, ObservedCountRule) else
-                   "a MEAN rule's stopping time depends on the whole distribution of its"
-                   " scores, not on a rate")
-            )
-            continue
         if ev.observed == 0:
             entry.plan = "refused"
             entry.message = "no case of the run gave evidence for it: there is nothing to size from"
             continue
-        rate = ev.passed / ev.observed
-        direction, t = _threshold(rule)
         level = d.confidence_level or float(policy.confidence_level)
-        horizon = max(SEQUENTIAL_PLAN_HORIZON, reading.spec.cases_total)
-        dist = stopping_distribution(t, direction, rate, horizon, level, reading.spec.margin)
-        entry.method = "exact stopping distribution of the beta-binomial mixture e-process"
-        entry.observed = {"observed": ev.observed, "passed": ev.passed, "missing": ev.missing,
-                          "read": reading.fed}
-        if dist.median is None:
-            entry.plan = "beyond_limit"
-            entry.message = (
-                f"at the observed rate {rate:.1%}, a sequential run decides it within"
-                f" {horizon:,} cases {dist.decided_by[-1]:.0%} of the time, less than half"
-            )
-            continue
-        entry.plan = "sized"
-        entry.total = dist.median
-        entry.more = max(0, dist.median - reading.fed)
-        entry.state_at_total = (
-            RuleState.PASS if dist.pass_probability >= dist.fail_probability else RuleState.FAIL
-        )
-        nine = next((n for n, p in enumerate(dist.decided_by) if p >= 0.9), None)
-        entry.assuming = [
-            f"the cases to come pass at the observed rate, {rate:.1%}, and none goes missing",
-            f"a sequential run decides it after a median of {dist.median:,} cases in all"
-            f" (mean {dist.mean_within:,.0f}"
-            + (f"; 90% of runs within {nine:,}" if nine is not None else "")
-            + "); the suite needs at least that many cases",
-            _CONCURRENCY,
-        ]
-        entry.price(costs)
+        if isinstance(rule, ObservedCountRule):
+            _size_sequential_count(entry, rule, ev, reading)
+        elif ev.kind != MetricKind.BINARY:
+            _size_sequential_mean(entry, rule, ev, reading, level)
+        else:
+            _size_sequential_rate(entry, rule, ev, reading, level)
+        if entry.plan == "sized":
+            entry.price(costs)
+    for d in decisions[released:]:  # comparison rules against the run's baseline
+        entry = _base(d)
+        out.append(entry)
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+            _decided(entry, d)
+        else:
+            entry.plan = "not_admitted"
+            entry.message = ("sizing a sequential paired comparison is not computed: its pairs"
+                             " depend on the baseline's outcomes as well as this run's")
     return out, cases
+
+
+def _size_sequential_rate(
+    entry: RulePlan, rule: Any, ev: CriterionEvidence, reading: Any, level: float
+) -> None:
+    """A BINARY rule: the exact stopping distribution at the observed rate."""
+    from oloproof.stats.sequential import stopping_distribution
+
+    rate = ev.passed / ev.observed
+    direction, t = _threshold(rule)
+    horizon = max(SEQUENTIAL_PLAN_HORIZON, reading.spec.cases_total)
+    dist = stopping_distribution(t, direction, rate, horizon, level, reading.spec.margin)
+    entry.method = "exact stopping distribution of the beta-binomial mixture e-process"
+    entry.observed = {"observed": ev.observed, "passed": ev.passed, "missing": ev.missing,
+                      "read": reading.fed}
+    if dist.median is None:
+        entry.plan = "beyond_limit"
+        entry.message = (
+            f"at the observed rate {rate:.1%}, a sequential run decides it within"
+            f" {horizon:,} cases {dist.decided_by[-1]:.0%} of the time, less than half"
+        )
+        return
+    entry.plan = "sized"
+    entry.total = dist.median
+    entry.more = max(0, dist.median - reading.fed)
+    entry.state_at_total = (
+        RuleState.PASS if dist.pass_probability >= dist.fail_probability else RuleState.FAIL
+    )
+    entry.observed["expected_cases"] = dist.mean_within
+    nine = next((n for n, p in enumerate(dist.decided_by) if p >= 0.9), None)
+    entry.assuming = [
+        f"the cases to come pass at the observed rate, {rate:.1%}, and none goes missing",
+        f"a sequential run decides it after a median of {dist.median:,} cases in all"
+        f" (mean {dist.mean_within:,.0f}"
+        + (f"; 90% of runs within {nine:,}" if nine is not None else "")
+        + "); the suite needs at least that many cases",
+        _CONCURRENCY,
+    ]
+
+
+def _size_sequential_mean(
+    entry: RulePlan, rule: Any, ev: CriterionEvidence, reading: Any, level: float
+) -> None:
+    """A MEAN rule with a range: its betting test's stopping time, simulated (seeded) with
+    the scores to come drawn from those observed."""
+    from oloproof.stats.sequential import mean_stopping
+
+    direction, t = _threshold(rule)
+    assert ev.value_range is not None  # a MEAN without a range is refused sequentially
+    horizon = max(SEQUENTIAL_MEAN_PLAN_HORIZON, reading.spec.cases_total)
+    found = mean_stopping(t, direction, ev.value_range, ev.scores, level,
+                          reading.spec.cases_total, horizon,
+                          runs=SEQUENTIAL_PLAN_RUNS, seed=SEQUENTIAL_PLAN_SEED)
+    mean = math.fsum(ev.scores) / len(ev.scores)
+    entry.method = f"betting confidence sequence's stopping time, {found.method}"
+    entry.approximate = True
+    entry.observed = {"observed": ev.observed, "mean": mean, "missing": ev.missing,
+                      "interval": "betting",
+                      "read": reading.fed, "expected_cases": found.mean,
+                      "decided_share": found.decided}
+    _sized_by(entry, found, reading, horizon, [
+        (f"the scores to come are drawn from the {ev.observed:,} observed (mean"
+         f" {value_text(mean, MetricKind.MEAN)}), and none goes missing"),
+    ])
+
+
+def _size_sequential_count(
+    entry: RulePlan, rule: Any, ev: CriterionEvidence, reading: Any
+) -> None:
+    """An observed_count rule: it FAILs at the failure over its budget and PASSes only at
+    the suite's last case; the count of cases to either, exact, at the observed failure
+    rate."""
+    from oloproof.stats.sequential import count_stopping
+
+    horizon = reading.spec.cases_total
+    if reading.fed >= horizon:
+        entry.plan = "not_admitted"
+        entry.message = (f"every case of the suite was read, and {ev.missing} missing cases"
+                         " leave it undecided: no more cases decide it; run the missing ones"
+                         " again (the others come from the cache)")
+        return
+    rate = ev.failed / ev.observed
+    found = count_stopping(int(rule.max_failures), rate, horizon)
+    entry.method = f"observed count's stopping time, {found.method}"
+    entry.observed = {"observed": ev.observed, "failed": ev.failed, "missing": ev.missing,
+                      "read": reading.fed, "expected_cases": found.mean}
+    _sized_by(entry, found, reading, horizon, [
+        (f"the cases to come fail at the observed rate, {rate:.1%}, and none goes missing;"
+         f" a PASS needs all {horizon:,} cases of the suite, a FAIL comes at failure"
+         f" {int(rule.max_failures) + 1}"),
+    ])
+
+
+def _sized_by(entry: RulePlan, found: Any, reading: Any, horizon: int,
+              assuming: list[str]) -> None:
+    if found.median is None:
+        entry.plan = "beyond_limit"
+        entry.message = (f"a sequential run decides it within {horizon:,} cases"
+                         f" {found.decided:.0%} of the time, less than half ({found.method})")
+        return
+    entry.plan = "sized"
+    entry.total = found.median
+    entry.more = max(0, found.median - reading.fed)
+    entry.state_at_total = RuleState.PASS if found.pass_share >= 0.5 else RuleState.FAIL
+    entry.assuming = [
+        *assuming,
+        f"a sequential run decides it after a median of {found.median:,} cases in all"
+        f" (expected {found.mean:,.0f}"
+        + (f"; 90% of runs within {found.q90:,}" if found.q90 is not None else "")
+        + f"; {found.method}); the suite needs at least that many cases",
+        _CONCURRENCY,
+    ]
 
 
 def _read_ids(run: Any, fed: int) -> list[str]:

@@ -27,7 +27,12 @@ from typing import Any
 from oloproof._json import compact_json
 from oloproof._records import dataclass
 from oloproof.analysis.compare import shared_metrics
-from oloproof.analysis.stored import StoredEvidenceError, decide_stored, stored_policy
+from oloproof.analysis.stored import (
+    StoredEvidenceError,
+    decide_stored,
+    sequential_report,
+    stored_policy,
+)
 from oloproof.analysis.trials import flaky_cases
 from oloproof.enums import CaseStatus, MetricKind
 from oloproof.evidence import Outcome, classify_outcome
@@ -396,6 +401,9 @@ class RunSummary:
     decisions: list[dict[str, Any]]
     level: float
     flaky: list[Any]
+    #: A sequential run: what its decision read (analysis/sequential.py
+    #: ``SequentialReading.report``); None for any other run.
+    sequential: dict[str, Any] | None = None
 
     @property
     def finished(self) -> bool:
@@ -426,11 +434,14 @@ def summarize_run(conn: Connection, ref: str, root: Path | None = None) -> RunSu
         m["cases_text"] = s.cases_text()
         metrics.append(m)
     decisions = load_decisions(conn, run.id)
+    sequential = sequential_report(conn, run, policy)
     for d in decisions:
         d["metric_kind"] = kinds.get(d.get("metric", ""), MetricKind.BINARY)
+        if sequential is not None:
+            d["method"] = sequential["methods"].get(d.get("rule", ""))
     flaky = flaky_cases(conn, run) if run.trials > 1 else []
     return RunSummary(run, kinds, index, metrics, decisions,
-                      float(policy.confidence_level), flaky)
+                      float(policy.confidence_level), flaky, sequential)
 
 
 def run_document(
@@ -470,6 +481,12 @@ def run_document(
         for doc in case_docs:
             doc["trials"] = [_trial_document(t, kinds) for t in others.get(doc["id"], [])]
 
+    if summary.sequential is not None and summary.sequential["beyond"]:
+        # The cases that finished after a sequential decision: stored, never read by it.
+        order = (run.sequential or {}).get("order") or []
+        read = set(order[:summary.sequential["read"]])
+        for doc in case_docs:
+            doc["not_read"] = doc["id"] not in read
     counts = {k: 0 for k in ("passed", "failed", "missing", "excluded")}
     for outcome in index.outcomes:
         counts[outcome] = counts.get(outcome, 0) + 1
@@ -486,6 +503,7 @@ def run_document(
         "run": _run_header(run, len(index.ids), index.errored),
         "level_text": level_text(summary.level),
         "decisions": summary.decisions,
+        "sequential": summary.sequential,
         "metrics": summary.metrics,
         "criteria": list(kinds),
         "criterion_kinds": kinds,

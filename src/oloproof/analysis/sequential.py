@@ -17,7 +17,14 @@ from oloproof._records import dataclass, replace
 from oloproof.enums import MetricKind, RuleState
 from oloproof.evidence import CriterionEvidence, Outcome, classify_outcome, group_name
 from oloproof.policy.decide import Decision, MetricSummary, SequentialEvidence, decide_run
-from oloproof.policy.sequential import Monitor, RuleResult, SequentialSpec
+from oloproof.policy.sequential import (
+    SEQUENTIAL_PAIRED,
+    Baseline,
+    Monitor,
+    PairedTest,
+    RuleResult,
+    SequentialSpec,
+)
 from oloproof.store.reader import RunRecord, stored_json
 
 if TYPE_CHECKING:
@@ -27,9 +34,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SequentialReading",
+    "comparison_decisions",
     "decide_sequential",
     "decide_sequential_comparison",
+    "load_baseline",
+    "paired_decision",
     "read_sequential",
+    "stored_baseline",
 ]
 
 
@@ -57,18 +68,47 @@ class SequentialReading:
     def to_json(self) -> dict[str, Any]:
         """What ``run``, ``gate`` and ``inspect`` say of the reading (RunResult.sequential)."""
         done = self.monitor.done
-        return {
+        data: dict[str, Any] = {
             "seed": self.spec.seed, "margin": self.spec.margin,
             "cases_total": self.spec.cases_total, "read": self.fed, "stored": self.stored,
             "beyond": self.beyond, "decided": done,
             "decided_after": self.fed if done else None,
         }
+        if self.monitor.baseline is not None:
+            data["baseline"] = self.monitor.baseline.run_id
+        return data
+
+    def report(self) -> dict[str, Any]:
+        """What the HTML report says of the reading: the figures, the sentences, and each
+        rule's method (the comparison rules' too)."""
+        total, fed, seed = self.spec.cases_total, self.fed, self.spec.seed
+        if self.monitor.done:
+            head = (f"Decided after {fed:,} of {total:,} cases, read one by one in the"
+                    f" seeded order stored with the run (seed {seed}).")
+        else:
+            head = (f"Not every rule was decided: {fed:,} of {total:,} cases were read, one by"
+                    f" one in the seeded order stored with the run (seed {seed}).")
+        if self.beyond:
+            were = "case that" if self.beyond == 1 else f"{self.beyond:,} cases that"
+            one = self.beyond == 1
+            tail = (f"The {were} finished after the decision (calls already in flight when it"
+                    f" was reached) {'is' if one else 'are'} stored and listed below, but the"
+                    f" decision did not read {'it' if one else 'them'}.")
+        else:
+            tail = "Every stored case was read by the decision."
+        methods = {rule: r.method for rule, r in self.results.items()}
+        methods.update({rule: p.result.method for rule, p in self.monitor.paired.items()})
+        baseline = self.monitor.baseline
+        return {**self.to_json(), "headline": head, "beyond_text": tail, "methods": methods,
+                "baseline": baseline.run_id if baseline is not None else None}
 
     def describe(self) -> str:
         """One sentence on what the decision read (the report's note)."""
         total = self.spec.cases_total
+        against = ("" if self.monitor.baseline is None else
+                   f", the comparisons with baseline {self.monitor.baseline.run_id} included,")
         if self.monitor.done:
-            head = (f"Sequential run (seed {self.spec.seed}): every rule decided after"
+            head = (f"Sequential run (seed {self.spec.seed}): every rule{against} decided after"
                     f" {self.fed:,} of {total:,} cases, read in the run's seeded order")
         else:
             head = (f"Sequential run (seed {self.spec.seed}): {self.fed:,} of {total:,} cases"
@@ -107,7 +147,11 @@ def read_sequential(
     data = record.sequential or {}
     spec = SequentialSpec.from_json(data)
     order = [str(c) for c in data.get("order") or []]
-    monitor = Monitor(policy, record.metrics, spec)
+    compared = data.get("baseline")
+    baseline = None
+    if compared is not None:  # compared with a stored baseline while it ran
+        baseline = stored_baseline(conn, record, compared)
+    monitor = Monitor(policy, record.metrics, spec, baseline)
     metadata: dict[str, Any] = {}
     for case_id, text in conn.execute(
         "SELECT case_id, metadata_json FROM run_cases WHERE run_id = ?", (record.id,)
@@ -163,7 +207,7 @@ def read_sequential(
         if judgments is None or len(judgments) < expected:
             break  # the first case of the order that is not stored ends what can be read
         meta = metadata.get(case_id)
-        monitor.feed(meta, judgments)
+        monitor.feed(meta, judgments, case_id)
         for criterion, m in metrics.items():
             judgment = judgments.get(criterion, ("MISSING", None, None))
             add(criterion, m, case_id, judgment)
@@ -184,7 +228,118 @@ def decide_sequential(
     seq = SequentialEvidence(reading.results, reading.ordered, reading.spec.cases_total,
                              reading.fed, reading.spec.margin)
     decisions, summaries = decide_run(reading.evidence, expanded, labelled, seq)
+    decisions += comparison_decisions(reading)
     return decisions, summaries, reading
+
+
+def comparison_decisions(reading: SequentialReading) -> list[Decision]:
+    """The comparison rules a sequential run decided against its baseline while it ran
+    (``run --sequential --baseline RUN``), after the decisions of its release rules; none
+    for a run without a baseline."""
+    monitor = reading.monitor
+    if monitor.baseline is None:
+        return []
+    policy = monitor.baseline.policy
+    total = reading.spec.cases_total
+    out = []
+    for rule in policy.rules:
+        pair = monitor.paired[rule.id]
+        r = pair.result
+        observed = [d for d in pair.diffs if d is not None]
+        common: dict[str, Any] = {
+            "rule": rule.id, "metric": rule.metric, "kind": rule.kind,
+            "threshold": float(rule.margin or 0.0), "direction": None,
+            "estimate": math.fsum(observed) / len(observed) if observed else None,
+            "confidence_level": r.level,
+        }
+        against = f"{r.n:,} pairs with baseline {monitor.baseline.run_id}"
+        where = (f"after {r.position:,} of {total:,} cases ({against})" if r.state is not None
+                 else f"over {reading.fed:,} of {total:,} cases ({against})")
+        out.append(paired_decision(common, pair.diffs, pair.test, pair.test.width, where,
+                                   policy))
+    return out
+
+
+def load_baseline(
+    conn: Connection, ref: str, metrics: Sequence[Mapping[str, Any]], policy: Any,
+    suite: Mapping[str, Any] | None = None,
+) -> Baseline:
+    """The stored run ``ref`` as the baseline of a sequential run whose metrics are
+    ``metrics``, under the comparison policy ``policy``: every rule's metric must be one
+    both runs hold with the same kind, and a MEAN needs a declared range (the paired test
+    bets on bounded differences). ``suite`` (case id to its (input, expected), when the
+    run starts): a case the baseline holds with other content is refused, since its pair
+    would compare two different questions. A :class:`~oloproof.errors.ConfigError` says
+    what is wrong (exit 2)."""
+    from oloproof.analysis.compare import _outcomes
+    from oloproof.enums import Completeness
+    from oloproof.errors import ConfigError
+    from oloproof.store.reader import get_run, load_cases
+
+    base = get_run(conn, ref)
+    if base.completeness == Completeness.PARTIAL or base.sequential is not None:
+        why = ("it is partial: a stopped run is not decided" if base.completeness ==
+               Completeness.PARTIAL else "it is itself sequential: its cases are the few its own"
+               " rules needed, not a baseline to pair against")
+        raise ConfigError(f"baseline {base.id} cannot be compared with while running: {why};"
+                          " name a run that ran its whole suite")
+    mine = {str(m["criterion"]): m for m in metrics}
+    theirs = {str(m["criterion"]): m for m in base.metrics}
+    kinds: dict[str, str] = {}
+    widths: dict[str, float] = {}
+    for rule in policy.rules:
+        m, b = mine.get(rule.metric), theirs.get(rule.metric)
+        if m is None or b is None or m["kind"] != b["kind"]:
+            raise ConfigError(
+                f"comparison rule {rule.id} is on metric {rule.metric}, which this run and"
+                f" baseline {base.id} do not both hold with the same kind (shared: "
+                + (", ".join(c for c in mine if c in theirs
+                             and theirs[c]["kind"] == mine[c]["kind"]) or "none") + ")"
+            )
+        kinds[rule.metric] = str(m["kind"])
+        if m["kind"] == MetricKind.BINARY:
+            widths[rule.metric] = 1.0
+        elif m.get("range"):
+            lo, hi = m["range"]
+            widths[rule.metric] = float(hi) - float(lo)
+        else:
+            raise ConfigError(
+                f"comparison rule {rule.id}: metric {rule.metric} is a MEAN without a declared"
+                " range, and the sequential paired test bets on bounded differences; declare"
+                " range: [LOW, HIGH] on its evaluator"
+            )
+    cases = load_cases(conn, base.id)
+    if suite is not None:
+        differing = [c.case_id for c in cases
+                     if c.case_id in suite and suite[c.case_id] != (c.input, c.expected)]
+        if differing:
+            raise ConfigError(
+                f"{len(differing)} case(s) of this suite have another input or expected value"
+                f" in baseline {base.id} (first: {differing[0]}): their pairs would compare"
+                " different questions; name a baseline run of this suite (`oloproof compare`"
+                " pairs such runs afterwards, with a warning)"
+            )
+    outcomes = _outcomes(cases, kinds) if kinds else {}
+    return Baseline(base.id, policy, outcomes, widths)
+
+
+def stored_baseline(conn: Connection, record: RunRecord, compared: Any) -> Baseline:
+    """The baseline a stored sequential run was compared with while it ran, as it stored
+    it (its id and the comparison policy); :class:`StoredEvidenceError` (exit 5) when it
+    cannot be read or is no longer in the store."""
+    from oloproof.analysis.stored import StoredEvidenceError
+    from oloproof.errors import OloproofError
+    from oloproof.project.config import ComparePolicy
+
+    try:
+        policy = ComparePolicy.validate(compared["policy"])
+        return load_baseline(conn, str(compared["run_id"]), record.metrics, policy)
+    except (OloproofError, KeyError, TypeError, ValueError) as exc:
+        raise StoredEvidenceError(
+            f"run {record.id} was decided against baseline"
+            f" {compared.get('run_id') if isinstance(compared, Mapping) else '?'}, which cannot"
+            f" be read again: {exc}"
+        ) from None
 
 
 def _expand(policy: ReleasePolicy, evidence: dict[str, CriterionEvidence]) -> ReleasePolicy:
@@ -217,10 +372,7 @@ def decide_sequential_comparison(
     order, at which these tests are valid too."""
     from oloproof.analysis.compare import _outcomes
     from oloproof.analysis.stored import stored_policy
-    from oloproof.policy.decide import INSUFFICIENT, NO_OBSERVED, action_for, hold_missing
-    from oloproof.policy.format import level_text
-    from oloproof.policy.sequential import PairedTest
-    from oloproof.stats.betting import betting_bounds
+    from oloproof.policy.decide import INSUFFICIENT, action_for
 
     candidate = cmp.candidate
     reading = read_sequential(conn, candidate, stored_policy(candidate))
@@ -231,14 +383,14 @@ def decide_sequential_comparison(
     base = _outcomes(cmp.baseline_cases, kinds)
     ranges = {str(m["criterion"]): m.get("range") for m in candidate.metrics}
     level = float(policy.confidence_level)
-    max_missing = getattr(policy, "max_missing", None)
     decisions: list[Decision] = []
     for rule in policy.rules:
         pm = cmp.metrics[rule.metric]
         margin = float(rule.margin or 0.0)
-        common = {"rule": rule.id, "metric": rule.metric, "kind": rule.kind,
-                  "threshold": margin, "direction": None, "estimate": pm.estimate,
-                  "confidence_level": level}
+        common: dict[str, Any] = {
+            "rule": rule.id, "metric": rule.metric, "kind": rule.kind, "threshold": margin,
+            "direction": None, "estimate": pm.estimate, "confidence_level": level,
+        }
         if pm.kind == MetricKind.BINARY:
             width = 1.0
         elif ranges.get(rule.metric):
@@ -253,9 +405,7 @@ def decide_sequential_comparison(
             decisions.append(d)
             continue
         test = PairedTest(str(rule.kind), margin, width, level, horizon)
-        lows: list[float] = []
-        highs: list[float] = []
-        observed = missing = position = 0
+        diffs: list[float | None] = []
         for case_id in order:
             c = cand[rule.metric].get(case_id)
             b = base[rule.metric].get(case_id)
@@ -263,46 +413,67 @@ def decide_sequential_comparison(
                 continue  # not in the baseline: no pair
             if Outcome.EXCLUDED in (c.status, b.status):
                 continue
-            position += 1
+            diff: float | None = None
             if c.status == Outcome.OBSERVED and b.status == Outcome.OBSERVED:
                 if pm.kind == MetricKind.BINARY:
                     diff = float(bool(c.passed)) - float(bool(b.passed))
                 else:
                     diff = float(c.score or 0.0) - float(b.score or 0.0)
-                observed += 1
-                unit = min(1.0, max(0.0, (diff + width) / (2.0 * width)))
-                lows.append(unit)
-                highs.append(unit)
-                test.add(diff)
-            else:
-                missing += 1
-                lows.append(0.0)
-                highs.append(1.0)
-                test.add(None)
-            if test.state is not None:
+            diffs.append(diff)
+            if test.add(diff) is not None:
                 break
-        a, z = betting_bounds(lows, highs, level, horizon) if lows else (0.0, 1.0)
-        common["lower"], common["upper"] = -width + 2 * width * a, -width + 2 * width * z
-        bar = 2.0 / (1.0 - level)
-        e_value = math.exp(min(test.log_e, 700.0))
-        method = f"sequential paired betting test at {level_text(level)}"
-        if observed == 0:
-            state, reason = INSUFFICIENT, NO_OBSERVED
-            detail = f"no pair observed in both runs over {position} pairs of the candidate's order"
-        elif test.state is None:
-            state, reason = INSUFFICIENT, "sequential_undecided"
-            detail = (f"undecided over {position} pairs in the candidate's order: the largest"
-                      f" e-value, {e_value:.3g}, stayed below {bar:g} ({method})")
-        else:
-            state = RuleState(test.state)
-            reason = "sequential_pass" if state == RuleState.PASS else "sequential_fail"
-            detail = (f"decided after {position} pairs in the candidate's order: e-value"
-                      f" {e_value:.3g} >= {bar:g} ({method})")
-        if missing:
-            detail += f"; {observed} pairs observed, {missing} missing in a run (at their worst)"
-        d = Decision(state=state, reason=reason, detail=detail, **common)
-        d.action = action_for(d.state, policy, d.reason)
-        hold_missing(d, observed, missing, 0.2 if max_missing is None else float(max_missing),
-                     "pairs")
-        decisions.append(d)
+        where = (f"after {len(diffs)} pairs in the candidate's order" if test.state is not None
+                 else f"over {len(diffs)} pairs in the candidate's order")
+        decisions.append(paired_decision(common, diffs, test, width, where, policy))
     return decisions
+
+
+def paired_decision(
+    common: dict[str, Any], diffs: Sequence[float | None], test: PairedTest, width: float,
+    where: str, policy: Any,
+) -> Decision:
+    """A comparison rule decided by its sequential paired test (policy/sequential.py
+    ``PairedTest``) from the differences it was fed in order (None: a pair missing in a
+    run, taken at its worst), with the betting confidence sequence over them as its
+    interval; ``where`` says how far the order was read ("after 44 pairs ...")."""
+    from oloproof.policy.decide import INSUFFICIENT, NO_OBSERVED, action_for, hold_missing
+    from oloproof.policy.format import level_text
+    from oloproof.stats.betting import betting_bounds
+
+    level = float(common["confidence_level"])
+    lows: list[float] = []
+    highs: list[float] = []
+    for diff in diffs:
+        if diff is None:
+            lows.append(0.0)
+            highs.append(1.0)
+        else:
+            unit = min(1.0, max(0.0, (diff + width) / (2.0 * width)))
+            lows.append(unit)
+            highs.append(unit)
+    observed = sum(1 for d in diffs if d is not None)
+    missing = len(diffs) - observed
+    a, z = betting_bounds(lows, highs, level, test.horizon) if lows else (0.0, 1.0)
+    common = {**common, "lower": -width + 2 * width * a, "upper": -width + 2 * width * z}
+    bar = 2.0 / (1.0 - level)
+    e_value = math.exp(min(test.log_e, 700.0))
+    method = f"{SEQUENTIAL_PAIRED} at {level_text(level)}"
+    if observed == 0:
+        state, reason = INSUFFICIENT, NO_OBSERVED
+        detail = f"no pair observed in both runs {where}"
+    elif test.state is None:
+        state, reason = INSUFFICIENT, "sequential_undecided"
+        detail = (f"undecided {where}: the largest e-value, {e_value:.3g}, stayed below"
+                  f" {bar:g} ({method})")
+    else:
+        state = RuleState(test.state)
+        reason = "sequential_pass" if state == RuleState.PASS else "sequential_fail"
+        detail = f"decided {where}: e-value {e_value:.3g} >= {bar:g} ({method})"
+    if missing:
+        detail += f"; {observed} pairs observed, {missing} missing in a run (at their worst)"
+    d = Decision(state=state, reason=reason, detail=detail, **common)
+    d.action = action_for(d.state, policy, d.reason)
+    max_missing = getattr(policy, "max_missing", None)
+    hold_missing(d, observed, missing, 0.2 if max_missing is None else float(max_missing),
+                 "pairs")
+    return d

@@ -43,6 +43,7 @@ __all__ = [
     "judge_reports",
     "labelled_verdicts",
     "sequential_reading",
+    "sequential_report",
     "stored_evidence",
     "stored_labels",
     "stored_policy",
@@ -206,6 +207,23 @@ def sequential_reading(
             f"the evidence stored for {record.id} cannot be read ({type(exc).__name__}: {exc})"
         ) from None
     return reading.to_json(), reading.describe()
+
+
+def sequential_report(
+    conn: Connection, record: RunRecord, policy: ReleasePolicy
+) -> dict[str, Any] | None:
+    """What the HTML report says of a sequential run's reading (analysis/sequential.py
+    ``SequentialReading.report``); None for any other run."""
+    if record.sequential is None:
+        return None
+    from oloproof.analysis.sequential import read_sequential
+
+    try:
+        return read_sequential(conn, record, policy).report()
+    except _UNREADABLE as exc:
+        raise StoredEvidenceError(
+            f"the evidence stored for {record.id} cannot be read ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def grouped_stored_evidence(

@@ -93,9 +93,17 @@ def load_matrix(
     cases: Sequence[str] | None = None,
     where: Sequence[str] | str | None = None,
     variants: Sequence[str] | None = None,
+    sequential: bool | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
 ) -> tuple[list[PreparedRun], str]:
     """Every variant loaded, built and checked (nothing stored or called), and the
-    baseline's name. ``variants`` runs only those (the baseline is always among them)."""
+    baseline's name. ``variants`` runs only those (the baseline is always among them).
+    ``sequential`` (else ``sequential:`` in oloproof.yaml): each variant is decided
+    sequentially, its cases in the same seeded order (analysis/matrix.py). ``executor="ray"``
+    (else ``executor:`` in oloproof.yaml): each variant's calls run on Ray workers that
+    built that variant's system, Ray started once for the whole matrix
+    (runner/ray_executor.py ``RayShare``)."""
     from oloproof.api._listing import config_file
     from oloproof.api._run import load
     from oloproof.errors import UsageError
@@ -110,12 +118,6 @@ def load_matrix(
             f"{project_.display} declares no matrix: add a matrix: block (product: or"
             " variants:) to run --matrix (docs/prompts-and-models.md)"
         )
-    if project_.config.executor == "ray":
-        raise UsageError(
-            f"{project_.display} says executor: ray; run --matrix runs its variants in this"
-            " process (the Ray workers build the project's own system, not a variant's):"
-            " run the matrix with executor: local"
-        )
     names = matrix.names()
     baseline = matrix.baseline_name()
     chosen = names
@@ -129,9 +131,18 @@ def load_matrix(
         chosen = [n for n in names if n in variants or n == baseline]
     matrix_id = new_matrix_id()
     loaded: list[PreparedRun] = []
+    share = None
     for name in chosen:
         run = load(config, policy=policy, group_by=group_by, trials=trials, limit=limit,
-                   cases=cases, where=where, variant=name, sequential=False)
+                   cases=cases, where=where, variant=name, sequential=sequential,
+                   executor=executor, ray_address=ray_address)
+        ray = getattr(run.prepared.system, "executor", None)
+        if ray is not None and hasattr(ray, "share"):  # the Ray executor: one start for all
+            if share is None:
+                from oloproof.runner.ray_executor import RayShare
+
+                share = RayShare()
+            ray.share = share
         run.prepared.matrix = {
             "id": matrix_id, "variant": name, "index": names.index(name),
             "baseline": baseline, "variants": len(chosen),
@@ -156,19 +167,43 @@ def run_matrix(
 
     stop = stop or StopRequest()
     results: list[tuple[PreparedRun, RunResult]] = []
-    for run in loaded:
-        if stop.reason is not None:
-            break
-        if on_variant is not None:
-            on_variant(run)
-        results.append((run, execute(run, use_cache=use_cache, sinks=sinks, stop=stop)))
-        if stop.reason is not None and stop.count == 0:
-            # The run stopped itself (a 401 or a dead endpoint of this variant, a store
-            # fault): that run is RUN_ERROR/PARTIAL, and the next variant, which may reach
-            # another endpoint with another key, still runs. A signal or a closed output
-            # (stop.count > 0) stops the matrix.
-            stop.reason = None
+    share = _ray_share(loaded)
+    try:
+        for run in loaded:
+            if stop.reason is not None:
+                break
+            if on_variant is not None:
+                on_variant(run)
+            results.append((run, execute(run, use_cache=use_cache, sinks=sinks, stop=stop)))
+            if stop.reason is not None and stop.count == 0:
+                # The run stopped itself (a 401 or a dead endpoint of this variant, a store
+                # fault): that run is RUN_ERROR/PARTIAL, and the next variant, which may
+                # reach another endpoint with another key, still runs. A signal or a closed
+                # output (stop.count > 0) stops the matrix.
+                stop.reason = None
+    finally:
+        if share is not None:
+            share.close()  # Ray, started once for the matrix, stops with it
     return conclude(loaded, results, baseline)
+
+
+def _ray_share(loaded: Sequence[PreparedRun]) -> Any:
+    """The Ray start the variants share (runner/ray_executor.py ``RayShare``), or None."""
+    for run in loaded:
+        share = getattr(getattr(run.prepared.system, "executor", None), "share", None)
+        if share is not None:
+            return share
+    return None
+
+
+def _ran_on(run: PreparedRun) -> dict[str, Any] | None:
+    """Where a variant's calls ran, when Ray workers made them (None: in this process, or
+    every result came from the cache and Ray was never needed)."""
+    executor = getattr(run.prepared.system, "executor", None)
+    if executor is None or not getattr(executor, "workers", None):
+        return None
+    return {"executor": "ray", "ray_job": executor.job, "said": executor.describe(),
+            "workers": [list(w) for w in executor.workers]}
 
 
 def _estimates(result: RunResult) -> dict[str, float | None]:
@@ -254,6 +289,7 @@ def conclude(
             "family": {"method": "holm", "size": len(comparisons),
                        "family_wise_level": level},
             "exit_rule": "the baseline's gate; 5 when a variant's run did not finish",
+            "ray_starts": getattr(_ray_share(loaded), "starts", None),
             "exit_code": exit_code,
             "metrics": [{"metric": c, "kind": str(k), "better_is": directions[c]}
                         for c, k in kinds.items()],
@@ -266,6 +302,8 @@ def conclude(
                     "gate": str(v.result.gate), "exit_code": v.result.exit_code,
                     "metrics": [_metric_json(s) for s in v.result.metrics.values()],
                     "decisions": [d.to_json() for d in v.result.decisions],
+                    "sequential": v.result.sequential,
+                    "ran_on": _ran_on(r),
                 }
                 for v, (r, _) in zip(variants, results, strict=True)
             ],

@@ -116,6 +116,8 @@ def load(
     executor: str | None = None,
     ray_address: str | None = None,
     sequential: bool | None = None,
+    baseline: str | None = None,
+    compare_policy: str | os.PathLike[str] | None = None,
     variant: str | None = None,
 ) -> PreparedRun:
     """Load and check a project (and choose its subset, or its shard): every configuration
@@ -178,7 +180,14 @@ def load(
             )
         from oloproof.runner.sequential import make_sequential
 
-        make_sequential(prepared)
+        make_sequential(prepared, baseline=baseline,
+                        compare_policy=None if compare_policy is None else str(compare_policy))
+    elif baseline is not None or compare_policy is not None:
+        raise UsageError(
+            "--baseline (and --compare-policy) decide comparison rules while a sequential run"
+            " goes, to stop it sooner: add --sequential; to compare two finished runs, use"
+            " `oloproof compare CANDIDATE BASELINE`"
+        )
     return PreparedRun(prepared, subset)
 
 
@@ -294,6 +303,8 @@ def run(
     executor: str | None = None,
     ray_address: str | None = None,
     sequential: bool | None = None,
+    baseline: str | None = None,
+    compare_policy: str | os.PathLike[str] | None = None,
     matrix: Literal[False] = False,
     variants: Sequence[str] | None = None,
 ) -> RunResult: ...
@@ -318,6 +329,8 @@ def run(
     executor: str | None = None,
     ray_address: str | None = None,
     sequential: bool | None = None,
+    baseline: str | None = None,
+    compare_policy: str | os.PathLike[str] | None = None,
     matrix: Literal[True],
     variants: Sequence[str] | None = None,
 ) -> MatrixResult: ...
@@ -341,6 +354,8 @@ def run(
     executor: str | None = None,
     ray_address: str | None = None,
     sequential: bool | None = None,
+    baseline: str | None = None,
+    compare_policy: str | os.PathLike[str] | None = None,
     matrix: bool = False,
     variants: Sequence[str] | None = None,
 ) -> RunResult | MatrixResult:
@@ -376,17 +391,18 @@ def run(
     Holm: a :class:`~oloproof.api.MatrixResult` with one run result per variant and the
     comparisons (docs/prompts-and-models.md).
     """
+    if matrix and (baseline is not None or compare_policy is not None):
+        raise UsageError("matrix=True compares its variants with its own baseline variant:"
+                         " baseline= and compare_policy= compare one run with a stored run")
     if matrix:
-        if sequential:
-            raise UsageError("matrix=True compares the variants on the same fixed suite: it"
-                             " cannot be combined with sequential=True")
         if shard is not None or sample:
             raise UsageError("matrix=True runs every variant on the same cases: it cannot be"
                              " combined with shard or sample")
         return _call_matrix(
             project, policy=policy, use_cache=use_cache, limit=limit, cases=cases,
             where=where, group_by=group_by, on_event=on_event, trials=trials,
-            variants=variants,
+            variants=variants, sequential=sequential, executor=executor,
+            ray_address=ray_address,
         )
     if variants:
         raise UsageError("variants chooses variants of a matrix: pass matrix=True too")
@@ -400,7 +416,7 @@ def run(
         bar = Progress(mode)
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, on_event,
                  trials, bar, shard=shard, executor=executor, ray_address=ray_address,
-                 sequential=sequential)
+                 sequential=sequential, baseline=baseline, compare_policy=compare_policy)
     if bar is None and not _loop_running():
         return args.call(StopRequest())
     stop = StopRequest()
@@ -433,6 +449,8 @@ def _call_matrix(
     use_cache: bool, limit: int | None, cases: Sequence[str] | None,
     where: Sequence[str] | str | None, group_by: Sequence[str] | str | None,
     on_event: EventCallback | None, trials: int | None, variants: Sequence[str] | None,
+    sequential: bool | None = None, executor: str | None = None,
+    ray_address: str | None = None,
 ) -> MatrixResult:
     """``run(matrix=True)``: in this thread, or in a helper thread where a loop runs."""
     from oloproof.api._matrix import load_matrix, run_matrix
@@ -445,7 +463,8 @@ def _call_matrix(
     def call(stop: StopRequest) -> MatrixResult:
         loaded, baseline = load_matrix(
             project, policy=policy, group_by=group_by, trials=trials, limit=limit,
-            cases=cases, where=where, variants=variants,
+            cases=cases, where=where, variants=variants, sequential=sequential,
+            executor=executor, ray_address=ray_address,
         )
         sinks = [_guarded(on_event, stop)] if on_event is not None else []
         return run_matrix(loaded, baseline, use_cache=use_cache, sinks=sinks, stop=stop)
@@ -523,6 +542,8 @@ async def run_async(
     executor: str | None = None,
     ray_address: str | None = None,
     sequential: bool | None = None,
+    baseline: str | None = None,
+    compare_policy: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """:func:`run`, awaitable: the run goes on in a thread of its own while the caller's
     loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
@@ -545,7 +566,7 @@ async def run_async(
 
     args = _Args(project, policy, use_cache, limit, sample, seed, cases, where, group_by, callback,
                  trials, shard=shard, executor=executor, ray_address=ray_address,
-                 sequential=sequential)
+                 sequential=sequential, baseline=baseline, compare_policy=compare_policy)
 
     def settle(value: Any, error: BaseException | None) -> None:
         if future.done():
@@ -598,6 +619,8 @@ class _Args:
     executor: str | None = None
     ray_address: str | None = None
     sequential: bool | None = None
+    baseline: str | None = None
+    compare_policy: str | os.PathLike[str] | None = None
 
     def call(self, stop: StopRequest) -> RunResult:
         loaded = load(
@@ -605,6 +628,7 @@ class _Args:
             seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
             trials=self.trials, shard=self.shard, executor=self.executor,
             ray_address=self.ray_address, sequential=self.sequential,
+            baseline=self.baseline, compare_policy=self.compare_policy,
         )
         _warn_stale_cache(loaded)
         sinks: list[EventCallback] = []

@@ -160,6 +160,13 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
              help="decide every rule by an anytime-valid test, case after case in a seeded"
                   " order, and stop calling once every rule is decided (default: sequential:"
                   " in oloproof.yaml); see docs/sequential-decisions.md"),
+        _arg("--baseline", metavar="RUN",
+             help="with --sequential: a stored run to compare with case by case while the run"
+                  " goes; the rules of compare.yaml are decided by sequential paired tests in"
+                  " the same order, and the run stops once they are decided too"),
+        _arg("--compare-policy", metavar="FILE",
+             help="with --baseline: the comparison policy (default: compare.yaml beside"
+                  " oloproof.yaml)"),
         _arg("--executor", choices=("local", "ray"),
              help="where the system's calls and custom evaluators run (default: executor: in"
                   " oloproof.yaml, else local); ray needs oloproof[ray], see docs/scaling.md"),
@@ -280,7 +287,9 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
              help="push: copy runs of .oloproof/ to the team store (store: or OLOPROOF_STORE);"
                   " a run already there is left as it is"),
         _arg("runs", nargs="*", metavar="RUN",
-             help="run ids, unique prefixes or latest (default: every run of the local store)"),
+             help="run ids, unique prefixes, latest, or matrix ids (mx_…: the matrix and its"
+                  " variants' runs; default: every run of the local store, then every"
+                  " matrix)"),
         _CONFIG,
         _arg("--json", action="store_true", help="print what was pushed as JSON"),
     ),

@@ -21,10 +21,12 @@ from oloproof.errors import UsageError
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
     from oloproof.render.ci import CiRun
 
-__all__ = ["check_outputs", "write_outputs"]
+__all__ = ["check_outputs", "write_matrix_outputs", "write_outputs"]
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -91,6 +93,52 @@ def write_outputs(run: CiRun, args: argparse.Namespace, command: str) -> int:
         except OSError as exc:
             sys.stderr.write(
                 f"oloproof {command}: warning: cannot append to GITHUB_STEP_SUMMARY"
+                f" ({summary}): {exc.strerror or exc}\n"
+            )
+    return code
+
+
+def write_matrix_outputs(
+    variants: Sequence[tuple[str, CiRun]], doc: Mapping[str, Any], args: argparse.Namespace,
+    duration_s: float | None,
+) -> int:
+    """``run --matrix``'s CI outputs: one JUnit suite per variant and one of the comparisons
+    (render/ci.py ``junit_xml_matrix``), each variant's annotations with the variant in
+    their title, and each variant's step summary. The exit code: the matrix's, unless a
+    requested report could not be written (as :func:`write_outputs`)."""
+    from oloproof.render.ci import github_annotations, github_summary, junit_xml_matrix
+
+    code = int(doc["exit_code"])
+    target = getattr(args, "junit_xml", None)
+    if target is not None:
+        text = junit_xml_matrix(
+            variants, doc["comparisons"], matrix_id=str(doc["matrix_id"]),
+            project=str(doc["project"]), baseline=str(doc["baseline"]),
+            undecided=args.junit_undecided, duration_s=duration_s,
+        )
+        try:
+            _write_whole(Path(target), text)
+        except OSError as exc:
+            sys.stderr.write(
+                f"oloproof run: error: cannot write the JUnit report {target}:"
+                f" {exc.strerror or exc}\n"
+            )
+            code = code or 2
+    if getattr(args, "github_annotations", False):
+        stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+        for name, run in variants:
+            for line in github_annotations(run, variant=name):
+                stream.write(line + "\n")
+        stream.flush()
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as fh:
+                for name, run in variants:
+                    fh.write(github_summary(run, variant=name))
+        except OSError as exc:
+            sys.stderr.write(
+                f"oloproof run: warning: cannot append to GITHUB_STEP_SUMMARY"
                 f" ({summary}): {exc.strerror or exc}\n"
             )
     return code

@@ -119,18 +119,12 @@ def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
     if args.shard or args.sample:
         raise UsageError("--matrix runs every variant on the same cases: it cannot be combined"
                          " with --shard or --sample")
-    if getattr(args, "sequential", None):
-        raise UsageError("--matrix compares the variants on the same fixed suite: it cannot be"
-                         " combined with --sequential")
-    if args.executor == "ray":
-        raise UsageError("--matrix runs its variants in this process: it cannot be combined"
-                         " with --executor ray")
-    if args.junit_xml or args.github_annotations:
-        raise UsageError("--junit-xml and --github-annotations report one run; with --matrix,"
-                         " read the matrix with `oloproof inspect mx_… --json`")
+    check_outputs(args)  # a --junit-xml that cannot be written is refused before anything runs
+    started = time.monotonic()
     loaded, baseline = load_matrix(
         args.config, policy=args.policy, group_by=args.group_by, trials=args.trials,
         limit=args.limit, cases=args.case, where=args.where, variants=args.variant,
+        sequential=args.sequential, executor=args.executor, ray_address=args.ray_address,
     )
     table_stream = sys.stderr if args.json else sys.stdout
     stop = StopRequest()
@@ -167,12 +161,32 @@ def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
             if writer is not None:
                 writer.flush()
         console_print(table_stream, matrix_report(result.document, config_arg=args.config))
+        exit_code = result.exit_code
+        if wants_outputs(args):
+            from oloproof.cli._ci import write_matrix_outputs
+            from oloproof.render.ci import CiRun
+
+            exit_code = write_matrix_outputs(
+                [(v.name, CiRun(
+                    run_id=v.run_id, project=v.result.project, status=v.result.status,
+                    completeness=v.result.completeness, gate=v.result.gate,
+                    exit_code=v.result.exit_code, decisions=v.result.decisions,
+                    summaries=list(v.result.metrics.values()), rule_ids=v.result.rule_ids,
+                    stop_reason=v.result.stop_reason,
+                )) for v in result.variants],
+                result.document, args, time.monotonic() - started,
+            )
     if _process.OURS and (threading.active_count() > 1 or stop.count):
-        _process.exit_now(result.exit_code)
-    return result.exit_code
+        _process.exit_now(exit_code)
+    return exit_code
 
 
 def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
+    if getattr(args, "matrix", False) and (args.baseline or args.compare_policy):
+        from oloproof.errors import UsageError
+
+        raise UsageError("--matrix compares its variants with its own baseline variant:"
+                         " --baseline and --compare-policy compare one run with a stored run")
     if getattr(args, "matrix", False):
         return _matrix_command(args, events_out)
     if getattr(args, "variant", None):
@@ -186,7 +200,8 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         args.config, policy=args.policy, limit=args.limit, sample=args.sample, seed=args.seed,
         cases=args.case, where=args.where, group_by=args.group_by, trials=args.trials,
         shard=args.shard, executor=args.executor, ray_address=args.ray_address,
-        sequential=args.sequential,
+        sequential=args.sequential, baseline=args.baseline,
+        compare_policy=args.compare_policy,
     )
     stale = prepared.identity_warning
     if stale is not None:

@@ -3,7 +3,8 @@ to its team store (``store:`` in oloproof.yaml, or ``OLOPROOF_STORE``).
 
 Each run is copied whole, in one transaction, or not at all (store/transfer.py); a run the
 team store already holds is left as it is, so pushing again writes nothing new. Without
-``RUN``, every run of the local store is pushed, oldest first.
+``RUN``, every run of the local store is pushed, oldest first, then every matrix. A matrix
+id (``mx_…``) pushes the matrix: its variants' runs, then its document.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ __all__ = ["command"]
 
 
 def command(args: argparse.Namespace) -> int:
-    from oloproof.store.transfer import COPIED, PRESENT, copy_run, run_ids
+    from oloproof.store.transfer import COPIED, PRESENT, copy_matrix, copy_run, matrix_ids, run_ids
 
     root = project_root(args.config)
     team = locate(args.config)
@@ -38,27 +39,49 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError(f"no local store at {local}: nothing to push")
     src = open_store_readonly(local)
     try:
-        refs = list(args.runs) or run_ids(src)
+        refs = list(args.runs)
+        matrices = [r for r in refs if r.startswith("mx_")]
+        if not refs:
+            refs, matrices = run_ids(src), matrix_ids(src)
+        done: list[tuple[str, str]] = []
+        pushed: list[tuple[str, str]] = []
         dst = open_store(team)
         try:
-            done = [copy_run(src, dst, ref) for ref in refs]
+            for ref in refs:
+                if not ref.startswith("mx_"):
+                    done.append(copy_run(src, dst, ref))
+            for ref in matrices:
+                matrix_id, what, runs = copy_matrix(src, dst, ref)
+                done += [r for r in runs if r[0] not in {d[0] for d in done}]
+                pushed.append((matrix_id, what))
         finally:
             dst.close()
     finally:
         src.close()
     copied = sum(1 for _, what in done if what == COPIED)
     present = sum(1 for _, what in done if what == PRESENT)
+    mx_copied = sum(1 for _, what in pushed if what == COPIED)
     if args.json:
         sys.stdout.write(dumps({
             "store": team.display, "project": team.project,
             "runs": [{"id": run_id, "result": what} for run_id, what in done],
             "copied": copied, "already_there": present,
+            "matrices": [{"id": mx, "result": what} for mx, what in pushed],
+            "matrices_copied": mx_copied,
         }) + "\n")
         return 0
-    for run_id, what in done:
+    for run_id, what in (*done, *pushed):
         sys.stdout.write(f"{run_id}  {what}\n")
+    matrices_said = (f" and {mx_copied} matri{'x' if mx_copied == 1 else 'ces'}"
+                     if pushed else "")
+    mx_present = sum(1 for _, what in pushed if what == PRESENT)
+    there = f"{present} already there"
+    if mx_present:
+        there = (f"{present} run{'' if present == 1 else 's'} and {mx_present}"
+                 f" matri{'x' if mx_present == 1 else 'ces'} already there")
     sys.stdout.write(printable(
-        f"Pushed {copied} run{'' if copied == 1 else 's'} of project {team.project!r} to"
-        f" {team.display}" + (f" ({present} already there)" if present else "") + "\n"
+        f"Pushed {copied} run{'' if copied == 1 else 's'}{matrices_said} of project"
+        f" {team.project!r} to {team.display}"
+        + (f" ({there})" if present or mx_present else "") + "\n"
     ))
     return 0

@@ -445,7 +445,9 @@ class Engine:
         evaluator_calls = 0
         if self._slow:
             if any(getattr(e, "is_async", False) for e in self._slow):
-                self._async_host = AsyncHost(name="oloproof-async-evaluator")
+                if not all(getattr(e, "on_run_loop", False)
+                           for e in self._slow if getattr(e, "is_async", False)):
+                    self._async_host = AsyncHost(name="oloproof-async-evaluator")
                 ahead = 1
             # At most concurrency.evaluator calls at once; a thread whose call timed out
             # is replaced (Workers' spare threads), so it cannot starve the calls after it.
@@ -457,6 +459,8 @@ class Engine:
             pools = {id(p): p for e in self._slow
                      if (p := getattr(e, "process_pool", None)) is not None}
             if pools:
+                for pool in pools.values():
+                    pool.warm()  # started while the system's first calls are in flight
                 # Custom evaluators in worker processes (concurrency.evaluator_processes):
                 # a thread per process waits on its pipe, at most the pool's size at once.
                 # The pool times each call out itself once its process is up (a process
@@ -740,7 +744,14 @@ class Engine:
             if timeout_s is None or self._evaluator_workers is None:
                 return evaluator.evaluate(view, output)
             host = self._async_host
-            if host is not None and getattr(evaluator, "is_async", False):
+            if getattr(evaluator, "on_run_loop", False):
+                # Our own coroutine, never user code (a Ray evaluator: runner/ray_executor.py):
+                # awaited on this loop, so that every Ray call is made from one thread.
+                result = await asyncio.wait_for(
+                    evaluator.evaluate_async(view, output),  # type: ignore[attr-defined]
+                    float(timeout_s),
+                )
+            elif host is not None and getattr(evaluator, "is_async", False):
                 result = await asyncio.wait_for(
                     host.run(lambda: evaluator.evaluate_async(view, output)),  # type: ignore[attr-defined]
                     float(timeout_s),

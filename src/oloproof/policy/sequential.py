@@ -53,13 +53,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SEED",
+    "SEQUENTIAL_PAIRED",
+    "Baseline",
     "Monitor",
+    "PairedTest",
     "RuleResult",
     "SequentialSpec",
     "refusal",
     "sequential_order",
     "sequential_order_key",
 ]
+
+#: The name a sequential comparison rule's method goes by (its detail, ``rule_decided``).
+SEQUENTIAL_PAIRED = "sequential paired betting test"
 
 #: The seed a sequential run shuffles with unless one is given: fixed, so that a rerun asks
 #: for the same cases in the same order and the cache answers them.
@@ -152,6 +158,32 @@ class RuleResult:
 
 
 @dataclass
+class Baseline:
+    """A stored run a sequential candidate is compared with while it runs (``run
+    --sequential --baseline RUN``): its id, the comparison policy (compare.yaml) whose
+    rules the candidate's tests decide, and per metric, per case id, the baseline's outcome
+    (``status`` OBSERVED, MISSING or EXCLUDED, with ``passed`` or ``score``: policy/compare.py
+    ``CaseOutcome``). ``widths``: per compared metric, the half-width w of its differences
+    (1 for a rate, the declared range's width for a bounded mean)."""
+
+    run_id: str
+    policy: Any
+    outcomes: Mapping[str, Mapping[str, Any]]
+    widths: Mapping[str, float]
+
+
+@dataclass
+class _Pair:
+    """One comparison rule of a sequential run against its baseline: its test and the
+    differences it was fed (None: a pair missing in a run), in the run's order."""
+
+    result: RuleResult
+    kind: MetricKind
+    test: PairedTest
+    diffs: list[float | None] = field(default_factory=list)
+
+
+@dataclass
 class _Tracked:
     result: RuleResult
     criterion: str
@@ -168,10 +200,13 @@ class Monitor:
     policy: Any
     metrics: Sequence[Mapping[str, Any]]
     spec: SequentialSpec
+    baseline: Baseline | None = None
     position: int = 0
     tracked: list[_Tracked] = field(default_factory=list)
+    pairs: list[_Pair] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._track_comparisons()
         level = float(self.policy.confidence_level)
         alpha = 1.0 - level
         sizes: dict[str, int] = {}
@@ -212,6 +247,39 @@ class Monitor:
                                 direction=direction)
             self.tracked.append(_Tracked(result, rule.metric, group, kind, test))
 
+    def _track_comparisons(self) -> None:
+        """A comparison rule per rule of the baseline's policy, each a paired test at the
+        comparison policy's level, its bets fixed by the suite's size."""
+        if self.baseline is None:
+            return
+        cmp_policy = self.baseline.policy
+        level = float(cmp_policy.confidence_level)
+        kinds = {str(m.get("criterion")): m for m in self.metrics}
+        for rule in cmp_policy.rules:
+            test = PairedTest(str(rule.kind), float(rule.margin or 0.0),
+                              float(self.baseline.widths[rule.metric]), level,
+                              self.spec.cases_total)
+            result = RuleResult(rule.id, rule.metric, SEQUENTIAL_PAIRED, level,
+                                threshold=float(rule.margin or 0.0))
+            kind = MetricKind(kinds[rule.metric]["kind"])
+            self.pairs.append(_Pair(result, kind, test))
+
+    def unfailable_comparison(self, pairs: int) -> str | None:
+        """Why a comparison rule could never FAIL within ``pairs`` pairs (the cases the
+        suite and the baseline share), had every pair gone the candidate's worst way: one
+        line, or None (ALLOW is earned, as for the release rules)."""
+        for pair in self.pairs:
+            probe = PairedTest(pair.test.kind, float(pair.result.threshold or 0.0),
+                               pair.test.width, pair.result.level, self.spec.cases_total)
+            worst = -pair.test.width  # every pair lost: below any bar, so a FAIL
+            if not any(probe.add(worst) == RuleState.FAIL for _ in range(pairs)):
+                return (f"comparison rule {pair.result.rule}: the sequential paired test could"
+                        f" not FAIL it within the {pairs} cases the suite and the baseline"
+                        " share even if the candidate lost every pair, so it could only pass"
+                        " or stay undecided: add cases, or run without --sequential and"
+                        " compare the runs")
+        return None
+
     def unfailable(self, scope: Mapping[str, int]) -> str | None:
         """Why a rule could never FAIL over the cases of its scope (``scope``: rule id to
         the cases the suite holds for it), had every one of them failed, or scored at its
@@ -246,19 +314,28 @@ class Monitor:
 
     @property
     def done(self) -> bool:
-        return all(t.result.state is not None for t in self.tracked)
+        return (all(t.result.state is not None for t in self.tracked)
+                and all(p.result.state is not None for p in self.pairs))
 
     @property
     def results(self) -> dict[str, RuleResult]:
+        """The release rules' results (the comparison rules' are in :attr:`paired`)."""
         return {t.result.rule: t.result for t in self.tracked}
 
+    @property
+    def paired(self) -> dict[str, _Pair]:
+        """Each comparison rule's test, result and the differences it was fed."""
+        return {p.result.rule: p for p in self.pairs}
+
     def feed(
-        self, metadata: Any, judgments: Mapping[str, tuple[str, bool | None, float | None]]
+        self, metadata: Any, judgments: Mapping[str, tuple[str, bool | None, float | None]],
+        case_id: str | None = None,
     ) -> list[RuleResult]:
         """The next case of the order: its metadata and, per criterion, its stored
-        ``(status, passed, score)``. Returns the rules this case decided."""
+        ``(status, passed, score)`` (``case_id`` pairs it with the baseline's). Returns the
+        rules this case decided."""
         self.position += 1
-        decided = []
+        decided = self._feed_pairs(case_id, judgments)
         for tracked in self.tracked:
             result = tracked.result
             if result.state is not None:
@@ -294,6 +371,41 @@ class Monitor:
                 decided.append(result)
         return decided
 
+    def _feed_pairs(
+        self, case_id: str | None,
+        judgments: Mapping[str, tuple[str, bool | None, float | None]],
+    ) -> list[RuleResult]:
+        decided: list[RuleResult] = []
+        if self.baseline is None or case_id is None:
+            return decided
+        for pair in self.pairs:
+            result = pair.result
+            if result.state is not None:
+                continue
+            base = self.baseline.outcomes.get(result.metric, {}).get(case_id)
+            if base is None:
+                continue  # a case the baseline did not store: no pair
+            status, passed, score = judgments.get(result.metric, ("MISSING", None, None))
+            mine = classify_outcome(pair.kind, status, passed, score)
+            if Outcome.EXCLUDED in (mine, base.status):
+                continue
+            result.n += 1
+            diff: float | None = None
+            if mine is Outcome.OBSERVED and base.status == Outcome.OBSERVED:
+                if pair.kind == MetricKind.BINARY:
+                    diff = float(bool(passed)) - float(bool(base.passed))
+                else:
+                    diff = float(score or 0.0) - float(base.score or 0.0)
+            else:
+                result.missing += 1
+            pair.diffs.append(diff)
+            result.state = pair.test.add(diff)
+            result.log_e = pair.test.log_e
+            if result.state is not None:
+                result.position = self.position
+                decided.append(result)
+        return decided
+
 
 # -- comparisons ------------------------------------------------------------------------
 
@@ -315,6 +427,7 @@ class PairedTest:
                  horizon: int) -> None:
         self.kind = kind
         self.width = width
+        self.horizon = horizon
         rng = (-width, width)
         if kind == "equivalence":
             self.tests = [MeanTest(-margin, "min", rng, level, horizon),

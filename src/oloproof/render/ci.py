@@ -5,7 +5,8 @@ writes them where they go. Every piece of user or model text (rule ids, details,
 stop reasons) is escaped for the format it lands in: XML by ElementTree, Markdown
 by :func:`_md`, workflow commands by :func:`_command_data`.
 
-JUnit mapping (one ``<testsuite>`` per run, one ``<testcase>`` per rule):
+JUnit mapping (one ``<testsuite>`` per run, one ``<testcase>`` per rule; a matrix has one
+suite per variant and one of its comparisons: :func:`junit_xml_matrix`):
 
 - ``PASS``: a passing test case;
 - ``FAIL``: ``<failure type="FAIL">``;
@@ -19,8 +20,8 @@ JUnit mapping (one ``<testsuite>`` per run, one ``<testcase>`` per rule):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from oloproof._records import dataclass, field
 from oloproof.enums import GateAction, RuleState
@@ -34,6 +35,7 @@ __all__ = [
     "github_annotations",
     "github_summary",
     "junit_xml",
+    "junit_xml_matrix",
 ]
 
 UndecidedAs = Literal["auto", "skipped", "failure"]
@@ -67,18 +69,20 @@ def _text(value: object) -> str:
     return printable("" if value is None else str(value))
 
 
-def junit_xml(run: CiRun, *, undecided: UndecidedAs = "auto") -> str:
-    """The run as a JUnit XML document (one test suite, one test case per rule)."""
+def _suite(
+    run: CiRun, undecided: UndecidedAs, name: str, classname: str
+) -> tuple[Any, dict[str, int]]:
+    """One run's ``<testsuite>`` (one test case per rule) and its counts."""
     import xml.etree.ElementTree as ET  # only when a JUnit report is asked for
 
-    suite = ET.Element("testsuite", name=_text(f"oloproof {run.project}"))
+    suite = ET.Element("testsuite", name=_text(name))
     props = ET.SubElement(suite, "properties")
-    for name, value in (
+    for prop, value in (
         ("run_id", run.run_id), ("status", run.status), ("completeness", run.completeness),
         ("gate", run.gate), ("exit_code", run.exit_code),
     ):
-        ET.SubElement(props, "property", name=name, value=_text(value))
-    classname = _text(f"oloproof.{run.project}")
+        ET.SubElement(props, "property", name=prop, value=_text(value))
+    classname = _text(classname)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     if not run.decided:
         reason = run.stop_reason or "the run did not finish"
@@ -110,21 +114,95 @@ def junit_xml(run: CiRun, *, undecided: UndecidedAs = "auto") -> str:
         ET.SubElement(case, "system-out").text = _text(
             f"metric {d.metric}; {d.state} ({d.reason}); action {d.action}; {d.detail}"
         )
-    for key, value in counts.items():
-        suite.set(key, str(value))
-    if run.duration_s is not None:
-        suite.set("time", f"{run.duration_s:.3f}")
+    _count(suite, counts, run.duration_s)
+    return suite, counts
+
+
+def _count(element: Any, counts: dict[str, int], duration_s: float | None,
+           keys: Sequence[str] = ("tests", "failures", "errors", "skipped")) -> None:
+    for key in keys:
+        element.set(key, str(counts[key]))
+    if duration_s is not None:
+        element.set("time", f"{duration_s:.3f}")
+
+
+def _document(suites: Sequence[Any], counts: dict[str, int], duration_s: float | None) -> str:
+    import xml.etree.ElementTree as ET
+
     # The totals again on <testsuites>, but not "skipped": the JUnit schema (the Jenkins
     # junit-10.xsd that pytest validates its own reports against) allows it on
     # <testsuite> only, and strict readers refuse the whole file for it.
     root = ET.Element("testsuites", name="oloproof")
-    for key in ("tests", "failures", "errors"):
-        root.set(key, str(counts[key]))
-    if run.duration_s is not None:
-        root.set("time", f"{run.duration_s:.3f}")
-    root.append(suite)
+    _count(root, counts, duration_s, ("tests", "failures", "errors"))
+    for suite in suites:
+        root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def junit_xml(run: CiRun, *, undecided: UndecidedAs = "auto") -> str:
+    """The run as a JUnit XML document (one test suite, one test case per rule)."""
+    suite, counts = _suite(run, undecided, f"oloproof {run.project}", f"oloproof.{run.project}")
+    return _document([suite], counts, run.duration_s)
+
+
+def junit_xml_matrix(
+    variants: Sequence[tuple[str, CiRun]], comparisons: Sequence[Mapping[str, Any]], *,
+    matrix_id: str, project: str, baseline: str, undecided: UndecidedAs = "auto",
+    duration_s: float | None = None,
+) -> str:
+    """A matrix as a JUnit XML document: one test suite per variant (its run, as
+    :func:`junit_xml` has it, named ``oloproof PROJECT [VARIANT]``), and one suite of the
+    comparisons with the baseline, one test case per variant and metric: ``better`` passes,
+    ``not separated`` is skipped, ``worse`` is a failure of type ``WORSE``. The comparisons
+    never change the exit code (the baseline's gate); a variant that is worse is a finding a
+    CI view should show in red, not green."""
+    import xml.etree.ElementTree as ET
+
+    from oloproof.policy.compare import fmt_difference, fmt_difference_interval
+    from oloproof.policy.format import level_text
+
+    total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    suites = []
+    for name, run in variants:
+        suite, counts = _suite(run, undecided, f"oloproof {project} [{name}]",
+                               f"oloproof.{project}.{name}")
+        suites.append(suite)
+        for key in total:
+            total[key] += counts[key]
+    suite = ET.Element("testsuite", name=_text(f"oloproof {project} matrix comparisons"))
+    props = ET.SubElement(suite, "properties")
+    for prop, value in (("matrix_id", matrix_id), ("baseline", baseline)):
+        ET.SubElement(props, "property", name=prop, value=_text(value))
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    classname = _text(f"oloproof.{project}.matrix")
+    for c in comparisons:
+        case = ET.SubElement(
+            suite, "testcase", classname=classname,
+            name=_text(f"{c['variant']} vs {baseline}: {c['metric']}"),
+        )
+        counts["tests"] += 1
+        kind = str(c["kind"])
+        step = c.get("holm_step")
+        detail = _text(
+            f"{c['verdict']}: {fmt_difference(c.get('difference'), kind)}"
+            f" {fmt_difference_interval(c.get('lower'), c.get('upper'), kind)} at"
+            f" {level_text(float(c['confidence_level']))} over {c['pairs']} pairs"
+            f" ({c['method']}; {f'decided at Holm step {step}' if step else 'undecided'};"
+            f" {c.get('better_is', 'higher')} is better)"
+        )
+        if c["verdict"] == "worse":
+            ET.SubElement(case, "failure", type="WORSE", message=detail).text = detail
+            counts["failures"] += 1
+        elif c["verdict"] != "better":
+            ET.SubElement(case, "skipped", message=detail)
+            counts["skipped"] += 1
+        ET.SubElement(case, "system-out").text = detail
+    _count(suite, counts, None)
+    suites.append(suite)
+    for key in total:
+        total[key] += counts[key]
+    return _document(suites, total, duration_s)
 
 
 def _md(value: object) -> str:
@@ -141,11 +219,13 @@ def _code(value: object) -> str:
     return _text(value).replace("`", "'").replace("\n", " ")
 
 
-def github_summary(run: CiRun) -> str:
-    """A Markdown section for ``$GITHUB_STEP_SUMMARY``: the gate, the decisions, the metrics."""
+def github_summary(run: CiRun, variant: str | None = None) -> str:
+    """A Markdown section for ``$GITHUB_STEP_SUMMARY``: the gate, the decisions, the metrics
+    (of the matrix ``variant`` the run is, if any)."""
     icon = {"ALLOW": "✅", "WARN": "⚠️"}.get(run.gate, "❌")
+    of = "" if variant is None else f" [{_md(variant)}]"
     lines = [
-        f"### {icon} Oloproof gate: {run.gate} (exit code {run.exit_code})",
+        f"### {icon} Oloproof gate{of}: {run.gate} (exit code {run.exit_code})",
         "",
         (f"Run `{_code(run.run_id)}` of project **{_md(run.project)}**:"
         f" {run.status}/{run.completeness}."),
@@ -188,12 +268,14 @@ def _command_property(text: str) -> str:
     return _command_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_annotations(run: CiRun) -> list[str]:
-    """``::error`` lines for rules that block, ``::warning`` for rules that warn."""
+def github_annotations(run: CiRun, variant: str | None = None) -> list[str]:
+    """``::error`` lines for rules that block, ``::warning`` for rules that warn; each
+    title names the matrix ``variant`` the run is, if any (``Oloproof [VARIANT] rule …``)."""
     lines = []
+    head = "Oloproof" if variant is None else f"Oloproof [{variant}]"
     if not run.decided:
         reason = run.stop_reason or "the run did not finish"
-        title = _command_property(f"Oloproof run {run.run_id}")
+        title = _command_property(_text(f"{head} run {run.run_id}"))
         lines.append(f"::error title={title}::{_command_data(_text(f'not decided: {reason}'))}")
         return lines
     for d in run.decisions:
@@ -203,6 +285,6 @@ def github_annotations(run: CiRun) -> list[str]:
             level = "warning"
         else:
             continue
-        title = _command_property(_text(f"Oloproof rule {d.rule}"))
+        title = _command_property(_text(f"{head} rule {d.rule}"))
         lines.append(f"::{level} title={title}::{_command_data(_text(f'{d.state}: {d.detail}'))}")
     return lines

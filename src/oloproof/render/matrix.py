@@ -27,12 +27,25 @@ def _metric_cell(m: dict[str, Any]) -> str:
     return f"{head} {interval}".strip() + (" approximate (t)" if approximate and interval else "")
 
 
+def sequential_text(reading: dict[str, Any] | None) -> str:
+    """What a sequential variant's decision read: ``decided after N of M``."""
+    if not reading:
+        return ""
+    total = int(reading.get("cases_total") or 0)
+    if reading.get("decided"):
+        return f"decided after {int(reading['decided_after']):,} of {total:,}"
+    return f"undecided after {int(reading.get('read') or 0):,} of {total:,}"
+
+
 def variants_table(doc: dict[str, Any]) -> Table:
-    """One row per variant: each metric's estimate and interval, its gate and run id."""
+    """One row per variant: each metric's estimate and interval, its gate and run id (and,
+    for a sequential matrix, how many cases each decision read)."""
     metrics = [m["metric"] for m in doc["metrics"]]
+    sequential = any(v.get("sequential") for v in doc["variants"])
+    columns = ("Variant", *metrics, *(("Sequential",) if sequential else ()), "Gate", "Run")
     table = Table(
         line(f"Variants × metrics (intervals at {level_text(float(doc['confidence_level']))})"),
-        tuple(Column(c, no_wrap=True) for c in ("Variant", *metrics, "Gate", "Run")),
+        tuple(Column(c, no_wrap=True) for c in columns),
     )
     for v in doc["variants"]:
         by_metric = {m["metric"]: m for m in v["metrics"]}
@@ -41,6 +54,8 @@ def variants_table(doc: dict[str, Any]) -> Table:
         gate = f"{v['gate']} (exit {v['exit_code']})"
         if v["state"] != "DECIDED/COMPLETE":
             gate += f" {v['state']}"
+        if sequential:
+            cells.append(sequential_text(v.get("sequential")))
         table.add_row(line(name), *map(line, cells), line(gate), line(v["run_id"]))
     return table
 
@@ -72,8 +87,11 @@ def _methods(doc: dict[str, Any]) -> Line:
         f"Holm's step-down procedure over all {doc['family']['size']} comparisons: the chance"
         f" of any wrong 'better' or 'worse' in this table is at most {_complement(level)}"
         f" (family-wise {level}). Each interval is at the level of the step that decided it"
-        f" (or the last step). Methods: {'; '.join(methods) or 'none'}. Only cases observed"
-        " in both runs are paired."
+        f" (or the last step). Methods: {'; '.join(methods) or 'none'}. "
+        + ("Sequential: the pairs are the cases both runs read before their decisions, in"
+           " the runs' seeded order; a pair missing in either run counts at its worst."
+           if any(v.get("sequential") for v in doc["variants"])
+           else "Only cases observed in both runs are paired.")
     )
 
 
@@ -95,6 +113,14 @@ def matrix_report(doc: dict[str, Any], *, config_arg: str | None = None) -> Bloc
     if doc["comparisons"]:
         parts.append(comparisons_table(doc))
         parts.append(_methods(doc))
+    for v in doc["variants"]:
+        ran_on = v.get("ran_on")
+        if ran_on:
+            parts.append(line(f"{v['name']}: {ran_on['said']}"))
+    if doc.get("ray_starts"):
+        starts = int(doc["ray_starts"])
+        parts.append(line(f"Ray was started {'once' if starts == 1 else f'{starts} times'}"
+                          " for the whole matrix; each variant had workers of its own."))
     for warning in doc.get("warnings", []):
         parts.append(line(f"warning: {warning}", "yellow"))
     better = list(dict.fromkeys(

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.evaluators.judge import PanelJudge, RubricJudge
-    from oloproof.policy.sequential import SequentialSpec
+    from oloproof.policy.sequential import Baseline, SequentialSpec
     from oloproof.project.config import ReleasePolicy
     from oloproof.project.suite import Suite
 
@@ -60,6 +60,10 @@ class Prepared:
     matrix: dict[str, Any] | None = None
     #: A sequential run's seed, margin and size (runner/sequential.py); None: fixed-n.
     sequential: SequentialSpec | None = None
+    #: The stored run a sequential run decides its comparison rules against (``run
+    #: --sequential --baseline RUN``), and the file those rules came from; None: none.
+    baseline: Baseline | None = None
+    compare_policy_path: str | None = None
 
 
 def load_configuration(
@@ -280,7 +284,8 @@ def prepare(
             from oloproof.runner.ray_executor import use_ray  # Ray only when chosen
 
             system, inline = use_ray(project, system, inline, policy_arg=policy_arg,
-                                     address=ray_address, from_flag=executor == "ray")
+                                     address=ray_address, from_flag=executor == "ray",
+                                     variant=variant)
     except ConfigError as exc:
         raise _located(exc, project.config_path, project.display,
                        (project.config_path.name, project.display)) from exc.__cause__

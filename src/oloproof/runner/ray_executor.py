@@ -37,6 +37,13 @@ long-lived daemon thread (:class:`_RayHost`), which also keeps the event loop fr
 Ray starts (tens of seconds on a busy machine): a signal still stops the run at once.
 When the run's process dies, that thread dies with it, and so does the local instance.
 
+**A matrix** (``run --matrix --executor ray``): each variant is a run of its own, with
+workers of its own that built that variant's system (``matrix:`` overrides applied; the
+identity check holds for the variant). Ray itself is started, or the cluster joined, once
+for the whole matrix: the variants' executors share one :class:`RayShare` (the host thread
+and the Ray session), each variant's workers are stopped when its run ends, and Ray when
+the matrix ends.
+
 Ray is imported here only, when this executor is chosen (bench/imports.py checks that
 ``--help``, ``runs``, ``gate`` and a local run never import it).
 """
@@ -64,7 +71,7 @@ if TYPE_CHECKING:
     from oloproof.project._project import Project
     from oloproof.systems.base import SystemRunner
 
-__all__ = ["ExecutorError", "RayExecutor", "use_ray"]
+__all__ = ["ExecutorError", "RayExecutor", "RayShare", "use_ray"]
 
 #: How long the workers may take to start (Ray, the actors, the project's imports).
 START_TIMEOUT_S = 180.0
@@ -81,7 +88,7 @@ class ExecutorError(OloproofError):
 
 def use_ray(
     project: Project, system: SystemRunner, inline: list[Any], *, policy_arg: str | None,
-    address: str | None, from_flag: bool = False,
+    address: str | None, from_flag: bool = False, variant: str | None = None,
 ) -> tuple[SystemRunner, list[Any]]:
     """The system and the custom evaluators, wrapped to run on Ray workers; the other
     evaluators as they are. Nothing is started yet (a rerun from the cache starts nothing);
@@ -103,6 +110,7 @@ def use_ray(
     executor = RayExecutor(
         project, system, customs, policy_arg=policy_arg,
         address=address if address is not None else (os.environ.get("RAY_ADDRESS") or None),
+        variant=variant,
     )
     wrapped = [RayCustom(executor, e) if isinstance(e, Custom) else e for e in inline]
     return RaySystem(executor, system), wrapped
@@ -145,14 +153,47 @@ class _RayHost:
         self._jobs.put(None)
 
 
+class RayShare:
+    """One Ray start for several runs (the variants of a matrix): the host thread that
+    started Ray, and whether it did. Closed once, when the last run has ended."""
+
+    def __init__(self) -> None:
+        self.host: _RayHost | None = None
+        self.initialized = False
+        self.starts = 0  # how many times Ray was started or joined (1 for a matrix)
+
+    def close(self) -> None:
+        host = self.host
+        if host is None:
+            return
+        self.host = None
+
+        def stop() -> None:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+
+        try:
+            host.submit(stop).result(timeout=60.0)
+        except Exception:  # noqa: BLE001, S110 - the process's end stops Ray
+            pass
+        host.close()
+
+
 class RayExecutor:
     """The Ray workers of one run, and the way calls reach them."""
 
     def __init__(
         self, project: Project, system: SystemRunner, customs: list[Custom], *,
-        policy_arg: str | None, address: str | None,
+        policy_arg: str | None, address: str | None, variant: str | None = None,
     ) -> None:
         self.project = project
+        self.variant = variant
+        #: Set by a matrix (api/_matrix.py): Ray started once for all its variants.
+        self.share: RayShare | None = None
+        #: The Ray job this run's workers belong to (one per Ray start).
+        self.job: str | None = None
         self.identity = system.identity
         self.customs = customs
         self.policy_arg = policy_arg
@@ -176,7 +217,13 @@ class RayExecutor:
 
         if self._host is not None:
             return
-        self._host = _RayHost()
+        share = self.share
+        if share is not None and share.host is not None:
+            self._host = share.host
+        else:
+            self._host = _RayHost()
+            if share is not None:
+                share.host = self._host
         try:
             await asyncio.wait_for(asyncio.wrap_future(self._host.submit(self._start)),
                                    START_TIMEOUT_S)
@@ -196,6 +243,16 @@ class RayExecutor:
             "configure_logging": True,
         }
         where = self.address
+        share = self.share
+        if share is None or not share.initialized:
+            self._init_ray(ray, where, kwargs)
+            if share is not None:
+                share.initialized = True
+                share.starts += 1
+        self.job = str(ray.get_runtime_context().get_job_id())
+        self._make_workers(ray)
+
+    def _init_ray(self, ray: Any, where: str | None, kwargs: dict[str, Any]) -> None:
         if where:
             _probe(where)  # Ray itself would wait for ever for an address nobody answers
         try:
@@ -216,7 +273,9 @@ class RayExecutor:
                 f"Ray could not be {'reached at ' + where if where else 'started'}:"
                 f" {type(exc).__name__}: {_first_line(exc)}"
             ) from None
-        cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
+
+    def _make_workers(self, ray: Any) -> None:
+        cpus = ray.cluster_resources().get("CPU", 1)
         count = self.workers_wanted or max(1, int(cpus))
         worker = ray.remote(_Worker).options(
             num_cpus=1, max_concurrency=self.per_worker, max_restarts=0, max_task_retries=0,
@@ -227,7 +286,8 @@ class RayExecutor:
         criteria = [c.criterion for c in self.customs]
         try:
             self._actors = [
-                worker.remote(root, config_name, self.policy_arg, self.identity, criteria)
+                worker.remote(root, config_name, self.policy_arg, self.identity, criteria,
+                              self.variant)
                 for _ in range(count)
             ]
             self.workers = ray.get([a.ready.remote() for a in self._actors],
@@ -257,7 +317,8 @@ class RayExecutor:
             await asyncio.wait_for(asyncio.wrap_future(host.submit(self._stop)), 60.0)
         except (TimeoutError, Exception):  # noqa: BLE001, S110 - the process's end stops Ray
             pass
-        host.close()
+        if self.share is None:
+            host.close()  # a matrix's host stops Ray when the matrix ends (RayShare.close)
 
     def _stop(self) -> None:
         import ray
@@ -268,7 +329,7 @@ class RayExecutor:
             except Exception:  # noqa: BLE001, S110 - already gone
                 pass
         self._actors = []
-        if ray.is_initialized():
+        if self.share is None and ray.is_initialized():
             ray.shutdown()
 
     def describe(self) -> str:
@@ -355,13 +416,24 @@ class RaySystem:
     async def aclose(self) -> None:
         await self.executor.close()
 
+    def describe(self) -> dict[str, Any]:
+        """The system's own description (a model system's provider, model, prompt…)."""
+        describe = getattr(self.local, "describe", None)
+        return dict(describe()) if callable(describe) else {}
+
 
 class RayCustom:
     """A custom evaluator whose calls Ray workers make: to the engine, an ``async def``
-    evaluator (awaited on its async host, under its ``timeout_s``)."""
+    evaluator, awaited on the run's loop under its ``timeout_s``."""
 
     is_async = True
     is_judge = False
+    #: Awaited on the run's own loop, not on the host loop of ``async def`` user code, so
+    #: that every Ray call of the driver is made from one thread, the one that makes the
+    #: system's calls (and one thread hop fewer per evaluation). Ray calls from two threads
+    #: at once are our suspect for a driver that hung, silent, after Ctrl-C in two CI runs
+    #: and never here (docs/scaling.md).
+    on_run_loop = True
 
     def __init__(self, executor: RayExecutor, local: Custom) -> None:
         self.executor = executor
@@ -430,7 +502,7 @@ class _Worker:
     process, then called (made a Ray actor by :meth:`RayExecutor._start`)."""
 
     def __init__(self, root: str, config_name: str, policy_arg: str | None, identity: str,
-                 criteria: list[str]) -> None:
+                 criteria: list[str], variant: str | None = None) -> None:
         here = Path(root)
         if not (here / config_name).is_file():
             here = Path.cwd()  # the project shipped as the working directory (a cluster)
@@ -446,7 +518,7 @@ class _Worker:
             project = load_project(config)
         from oloproof.runner.build import build_system
 
-        self.system = build_system(project)
+        self.system = build_system(project, variant)
         if self.system.identity != identity:
             raise ExecutorError(
                 f"this worker (pid {os.getpid()}) sees other code for the system than the"

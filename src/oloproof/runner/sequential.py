@@ -32,10 +32,14 @@ if TYPE_CHECKING:
 __all__ = ["SequentialSink", "make_sequential", "sequential_json"]
 
 
-def make_sequential(prepared: Prepared, seed: int | None = None) -> SequentialSpec:
+def make_sequential(
+    prepared: Prepared, seed: int | None = None, *, baseline: str | None = None,
+    compare_policy: str | None = None,
+) -> SequentialSpec:
     """Check ``prepared`` can run sequentially, order its cases, and return the spec
     (seed and margin from ``sequential:`` in oloproof.yaml, defaults otherwise; ``seed``
-    overrides)."""
+    overrides). ``baseline``: a stored run whose comparison rules (compare.yaml, or
+    ``compare_policy``) the run decides too, and stops for (:func:`attach_baseline`)."""
     where = prepared.policy_path or "the release policy"
     if not prepared.policy.rules:
         raise ConfigError(
@@ -63,9 +67,65 @@ def make_sequential(prepared: Prepared, seed: int | None = None) -> SequentialSp
     unfailable = Monitor(prepared.policy, prepared.metrics, spec).unfailable(scope)
     if unfailable is not None:
         raise ConfigError(f"{where}: {unfailable}")
+    if baseline is not None:
+        attach_baseline(prepared, spec, baseline, compare_policy)
+    elif compare_policy is not None:
+        raise ConfigError("--compare-policy names the comparison rules a sequential run decides"
+                          " against a stored run: give that run with --baseline RUN")
     prepared.cases.sort(key=lambda c: sequential_order_key(spec.seed, c.id))
     prepared.sequential = spec
     return spec
+
+
+def attach_baseline(
+    prepared: Prepared, spec: SequentialSpec, ref: str, policy_arg: str | None
+) -> None:
+    """Load the stored run ``ref`` and the comparison policy (``policy_arg``, else
+    compare.yaml beside oloproof.yaml) onto ``prepared.baseline``: the run then feeds its
+    paired tests too, in the same order, and stops once they are decided as well
+    (docs/sequential-decisions.md, "Comparisons")."""
+    from oloproof.analysis.compare import resolve_compare_policy, run_ref
+    from oloproof.analysis.sequential import load_baseline
+    from oloproof.store.db import open_store
+    from oloproof.store.location import locate
+
+    run_ref(ref, "--baseline")
+    project = prepared.project
+    kinds = {str(m["criterion"]): str(m["kind"]) for m in prepared.metrics}
+    policy, path, _note = resolve_compare_policy(
+        project.config_path, project.root, policy_arg, kinds)
+    if path is None or not policy.rules:
+        raise ConfigError(
+            "--baseline decides the comparison rules of compare.yaml while the run goes,"
+            + (" and there is no compare.yaml beside oloproof.yaml" if path is None else
+               f" and {path} declares none")
+            + ": write one (docs/compare-a-change.md), or pass --compare-policy FILE",
+            accepted="a comparison policy with at least one rule",
+        )
+    from oloproof.policy.can_fail import PolicySource, check_compare_policy
+
+    # As `compare` refuses it: a policy that cannot block, a margin that cannot fail.
+    check_compare_policy(policy, PolicySource.file(path), {
+        str(m["criterion"]): {"kind": m["kind"], "range": m.get("range")}
+        for m in prepared.metrics
+    })
+    clash = [r.id for r in policy.rules if r.id in {q.id for q in prepared.policy.rules}]
+    if clash:
+        raise ConfigError(f"{path}: comparison rule {clash[0]} has the id of a release rule;"
+                          " a sequential run decides both, so their ids must differ")
+    conn = open_store(locate(project.config_path), create=False)
+    try:
+        found = load_baseline(conn, ref, prepared.metrics, policy,
+                              {c.id: (c.input, c.expected) for c in prepared.cases})
+    finally:
+        conn.close()
+    suite = {c.id for c in prepared.cases}
+    shared = sum(1 for c in found.outcomes.get(policy.rules[0].metric, {}) if c in suite)
+    why = Monitor(prepared.policy, prepared.metrics, spec, found).unfailable_comparison(shared)
+    if why is not None:
+        raise ConfigError(f"{path}: {why}")
+    prepared.baseline = found
+    prepared.compare_policy_path = path
 
 
 def sequential_json(prepared: Prepared) -> dict[str, Any] | None:
@@ -73,7 +133,12 @@ def sequential_json(prepared: Prepared) -> dict[str, Any] | None:
     spec = prepared.sequential
     if spec is None:
         return None
-    return {**spec.to_json(), "order": [c.id for c in prepared.cases]}
+    data = {**spec.to_json(), "order": [c.id for c in prepared.cases]}
+    if prepared.baseline is not None:
+        data["baseline"] = {"run_id": prepared.baseline.run_id,
+                            "policy": prepared.baseline.policy.dump(mode="json"),
+                            "policy_path": prepared.compare_policy_path}
+    return data
 
 
 class SequentialSink:
@@ -82,7 +147,7 @@ class SequentialSink:
     def __init__(self, prepared: Prepared, run_id: str, emit: Callable[[Event], None]) -> None:
         assert prepared.sequential is not None
         self.spec = prepared.sequential
-        self.monitor = Monitor(prepared.policy, prepared.metrics, self.spec)
+        self.monitor = Monitor(prepared.policy, prepared.metrics, self.spec, prepared.baseline)
         self.order = [c.id for c in prepared.cases]
         self.metadata = {c.id: c.metadata for c in prepared.cases}
         self.criteria = len(prepared.metrics)
@@ -111,7 +176,7 @@ class SequentialSink:
                 return  # an earlier case of the order is still running: the others wait
             del self.waiting[case_id]
             self.next += 1
-            for result in monitor.feed(self.metadata.get(case_id), held):
+            for result in monitor.feed(self.metadata.get(case_id), held, case_id):
                 counted = result.max_failures is not None
                 self.emit(RuleDecided(
                     self.run_id, rule=result.rule, metric=result.metric,

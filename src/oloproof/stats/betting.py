@@ -344,7 +344,7 @@ def _start(units: Sequence[float], threshold: float, sign: float) -> tuple[float
 
 def betting_bounds(
     lows: Sequence[float], highs: Sequence[float] | None = None, level: float = 0.95,
-    horizon: int | None = None,
+    horizon: int | None = None, tune_level: float | None = None,
 ) -> tuple[float, float]:
     """The betting interval on [0, 1]: the lower bound from the scores ``lows``, the upper
     from ``highs`` (the same scores by default), both in the order given.
@@ -357,7 +357,12 @@ def betting_bounds(
 
     ``horizon``: the bets are tuned to that many scores instead of ``len(lows)``: fixed
     before the first score, as a confidence sequence needs them (a sequential run passes
-    its suite's size; stats/sequential.py)."""
+    its suite's size; stats/sequential.py).
+
+    ``tune_level``: the bets are tuned to that level instead of ``level`` (only the
+    threshold then follows ``level``): the capital is the same at every level, so the
+    intervals are nested in the level, as Holm's procedure with intervals needs
+    (analysis/matrix.py)."""
     alpha = _check_level(level)
     highs = lows if highs is None else highs
     if len(lows) != len(highs):
@@ -368,7 +373,7 @@ def betting_bounds(
         if not 0.0 <= a <= b <= 1.0:
             raise ValueError(f"scores on [0, 1] with low <= high were expected, got {a!r}, {b!r}")
     threshold = math.log(2.0 / alpha)
-    bets = Bets(max(len(lows), horizon or 0), level)
+    bets = Bets(max(len(lows), horizon or 0), level if tune_level is None else tune_level)
     low_data = _Compressed(lows)
     high_data = low_data if highs is lows else _Compressed(highs)
     lower = _root(lambda m: _excess(low_data, bets, m, +1, threshold), +1,

@@ -69,8 +69,10 @@ __all__ = [
     "binary_confidence_sequence",
     "binary_cuts",
     "binary_prior",
+    "count_stopping",
     "design_size",
     "log_evalue",
+    "mean_stopping",
     "stopping_distribution",
 ]
 
@@ -402,3 +404,91 @@ def stopping_distribution(
         mean = math.fsum((decided[n] - decided[n - 1]) * n for n in range(1, len(decided)))
         mean /= total
     return StoppingDistribution(decided, passed, failed, median, mean)
+
+
+@dataclass(frozen=True)
+class StoppingSummary:
+    """When a sequential test decides, in cases: the median, the mean (each run's count
+    capped at ``horizon``), the 90th percentile (None beyond the horizon), the share of
+    runs decided within the horizon, and the share that PASS. ``method`` says how it was
+    computed (exact, or simulated with its number of runs and seed)."""
+
+    median: int | None
+    mean: float
+    q90: int | None
+    decided: float
+    pass_share: float
+    method: str
+
+
+def mean_stopping(
+    t: float, direction: str, value_range: tuple[float, float], scores: Sequence[float],
+    level: float, bets_horizon: int, horizon: int, runs: int = 400, seed: int = 0,
+) -> StoppingSummary:
+    """Simulated: the number of cases a MEAN rule's betting test (:class:`MeanTest`, its
+    bets fixed by ``bets_horizon``) needs when each case's score is drawn with replacement
+    from ``scores`` (the observed scores: the alternative "the scores to come resemble
+    those seen"), over ``runs`` runs of at most ``horizon`` cases, from a
+    ``random.Random(seed)``: the same answer every time it is asked."""
+    import random
+
+    if not scores:
+        raise ValueError("no observed score to draw from")
+    rng = random.Random(seed)
+    pool = [float(s) for s in scores]
+    counts: list[int] = []
+    passes = 0
+    for _ in range(runs):
+        test = MeanTest(t, direction, value_range, level, bets_horizon)
+        n = horizon + 1  # undecided within the horizon
+        for i in range(1, horizon + 1):
+            if test.add(pool[rng.randrange(len(pool))]) is not None:
+                n = i
+                passes += test.state == "PASS"
+                break
+        counts.append(n)
+    return _summary(counts, horizon, passes,
+                    f"simulated: {runs} runs drawing the observed scores with replacement"
+                    f" (seed {seed})")
+
+
+def count_stopping(max_failures: int, failure_rate: float, horizon: int) -> StoppingSummary:
+    """Exact (no simulation): the number of cases an ``observed_count`` rule of a
+    sequential run needs when each case fails with probability ``failure_rate``
+    independently, in a suite of ``horizon`` cases: it FAILs at failure ``max_failures +
+    1``, and PASSes only at the suite's last case, so the count is min(T, horizon) with T
+    negative binomial; P(count > n) = P(Binomial(n, rate) <= max_failures) for n < horizon,
+    summed by dynamic programming over the failures so far."""
+    if not 0.0 <= failure_rate <= 1.0:
+        raise ValueError(f"a rate in [0, 1] is needed, got {failure_rate!r}")
+    q = failure_rate
+    alive = [1.0] + [0.0] * max_failures  # alive[j]: j failures so far, not yet failed
+    survive = [1.0]  # survive[n] = P(count > n), n = 0 .. horizon - 1
+    failed = 0.0
+    for _n in range(1, horizon):
+        failed += alive[max_failures] * q
+        for j in range(max_failures, 0, -1):
+            alive[j] = alive[j] * (1.0 - q) + alive[j - 1] * q
+        alive[0] *= 1.0 - q
+        survive.append(math.fsum(alive))
+    failed += alive[max_failures] * q  # the suite's last case may still FAIL it
+    mean = math.fsum(survive)
+    median = next((n for n, s in enumerate(survive) if 1.0 - s >= 0.5), horizon)
+    q90 = next((n for n, s in enumerate(survive) if 1.0 - s >= 0.9), horizon)
+    return StoppingSummary(median, mean, q90, 1.0, 1.0 - failed,
+                           "exact: the negative binomial time of the failure over the budget,"
+                           " capped at the suite's size")
+
+
+def _summary(counts: list[int], horizon: int, passes: int, method: str) -> StoppingSummary:
+    ordered = sorted(counts)
+    runs = len(ordered)
+
+    def quantile(p: float) -> int | None:
+        n = ordered[min(runs - 1, math.ceil(p * runs) - 1)]
+        return n if n <= horizon else None
+
+    decided = sum(1 for n in ordered if n <= horizon)
+    mean = math.fsum(min(n, horizon) for n in ordered) / runs
+    return StoppingSummary(quantile(0.5), mean, quantile(0.9), decided / runs,
+                           passes / runs, method)

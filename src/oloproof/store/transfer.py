@@ -16,6 +16,11 @@ A run is copied as the source reads it: a ``RUNNING`` run whose process is gone 
 as ``RUN_ERROR/PARTIAL`` with the reason; a run still running is not copied (push it
 when it has ended). Its project is the destination's project key (store/location.py),
 so that the project's ``runs`` lists it there.
+
+A matrix (``run --matrix``, store/matrices.py) is copied by :func:`copy_matrix`: its
+variants' runs first, each as above, then its row and document, under the destination's
+project key, so that ``inspect``, ``plan``, ``report`` and ``view`` read it on the team
+store as they did on the local one. Pushing it again writes nothing new.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ if TYPE_CHECKING:
 
     from oloproof.store.dbapi import Connection
 
-__all__ = ["COPIED", "PRESENT", "RUNNING", "copy_run"]
+__all__ = ["COPIED", "PRESENT", "RUNNING", "copy_matrix", "copy_run", "matrix_ids", "run_ids"]
 
 COPIED = "copied"
 PRESENT = "already there"
@@ -151,3 +156,42 @@ def run_ids(src: Connection) -> list[str]:
     return [str(r[0]) for r in src.execute(
         f"SELECT id FROM runs WHERE {where} ORDER BY created_at, id", scope
     ).fetchall()]
+
+
+def copy_matrix(src: Connection, dst: Connection, ref: str) -> tuple[str, str, list[tuple[str, str]]]:
+    """Copy the matrix ``ref`` names in ``src`` (``mx_…`` or ``latest``) to ``dst``, its
+    variants' runs first (:func:`copy_run`); ``(matrix id, what happened, [(run id, what
+    happened)])``. A matrix one of whose runs is still running is not copied (:data:`RUNNING`)."""
+    import json
+
+    from oloproof.store.matrices import get_matrix
+
+    record = get_matrix(src, ref)
+    runs = [copy_run(src, dst, str(v["run_id"])) for v in record.document.get("variants", [])]
+    if any(what == RUNNING for _, what in runs):
+        return record.id, RUNNING, runs
+    project = getattr(dst, "project", None) or record.project
+    dst.execute("BEGIN IMMEDIATE")
+    try:
+        if dst.execute("SELECT 1 FROM matrices WHERE id = ?", (record.id,)).fetchone():
+            dst.execute("ROLLBACK")
+            return record.id, PRESENT, runs
+        dst.execute(
+            "INSERT INTO matrices(id, project, created_at, baseline_run, document_json)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (record.id, project, record.created_at, record.baseline_run,
+             json.dumps(record.document, separators=(",", ":"), ensure_ascii=False)),
+        )
+        dst.execute("COMMIT")
+    except BaseException:
+        if dst.in_transaction:
+            dst.execute("ROLLBACK")
+        raise
+    return record.id, COPIED, runs
+
+
+def matrix_ids(src: Connection) -> list[str]:
+    """Every matrix of ``src``'s project, oldest first (the order they are pushed in)."""
+    from oloproof.store.matrices import list_matrices
+
+    return [m.id for m in reversed(list_matrices(src))]

@@ -115,8 +115,9 @@ class ProcessPool:
     ``setup`` is ``(module, function, args)``: the child imports ``module`` and calls
     ``function(*args)``, which returns the handler every call's message is given to (its
     return value is the reply). Children start on the first call (a run whose results are
-    all cached starts none), and a child whose call timed out or who died is replaced on
-    the next call.
+    all cached starts none), or in the background once :meth:`warm` is called (the engine
+    does when it starts calling the system, so that starting them overlaps the first
+    calls); a child whose call timed out or who died is replaced on the next call.
     """
 
     def __init__(self, size: int, setup: tuple[str, str, tuple[Any, ...]],
@@ -128,6 +129,9 @@ class ProcessPool:
         self._idle: list[_Child] = []
         self._all: set[_Child] = set()
         self._closed = False
+        #: Children :meth:`warm` is starting; a call waits for one rather than start more.
+        self._starting = 0
+        self._ready = threading.Condition(self._lock)
         #: PIDs of every child started, in order (tests and benchmarks read them).
         self.started: list[int] = []
 
@@ -162,22 +166,51 @@ class ProcessPool:
             raise ReplyError(reply.text)
         return reply
 
+    def warm(self) -> None:
+        """Start the children still missing now, each from a thread of its own, without
+        waiting for them: they are ready (or being started) when the first calls come."""
+        with self._lock:
+            missing = 0 if self._closed else self.size - len(self._all) - self._starting
+            self._starting += max(0, missing)
+        for _ in range(missing):
+            threading.Thread(target=self._warm_one, name=f"{self._name}-start",
+                             daemon=True).start()
+
+    def _warm_one(self) -> None:
+        try:
+            child: _Child | None = self._start()
+        except ProcessEnded:
+            child = None  # a call starts its own and reports why it could not
+        with self._lock:
+            self._starting -= 1
+            if child is not None and not self._closed:
+                self._idle.append(child)
+                child = None
+            self._ready.notify_all()
+        if child is not None:
+            child.kill()
+
     def _checkout(self) -> _Child:
         with self._lock:
-            if self._closed:
-                raise ProcessEnded("the run stopped its evaluator processes")
-            while self._idle:
-                child = self._idle.pop()
-                if child.proc.poll() is None:
-                    return child
-                self._all.discard(child)
-                child.conn.close()
+            while True:
+                if self._closed:
+                    raise ProcessEnded("the run stopped its evaluator processes")
+                while self._idle:
+                    child = self._idle.pop()
+                    if child.proc.poll() is None:
+                        return child
+                    self._all.discard(child)
+                    child.conn.close()
+                if not self._starting:
+                    break
+                self._ready.wait(1.0)  # a child warm() started is on its way
         return self._start()
 
     def _checkin(self, child: _Child) -> None:
         with self._lock:
             if not self._closed:
                 self._idle.append(child)
+                self._ready.notify()
                 return
         child.kill()
 
@@ -240,6 +273,7 @@ class ProcessPool:
         with self._lock:
             self._closed = True
             children, self._all, self._idle = list(self._all), set(), []
+            self._ready.notify_all()
         for child in children:
             child.kill()
 
