@@ -259,6 +259,11 @@ def resolve_run_id(conn: Connection, ref: str) -> str:
         ).fetchall()
         if len(rows) == 1:
             return str(rows[0][0])
+        if rows:  # two runs started within the same second share their first 12 characters
+            raise UsageError(
+                f"'{ref}' is the start of more than one run's id in this project's store;"
+                " give more of it (`oloproof runs` lists them)"
+            )
         raise UsageError(f"no run '{ref}' in this project's store (`oloproof runs` lists them)")
     return str(row[0])
 
