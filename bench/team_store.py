@@ -9,6 +9,8 @@ neighbour slows both alike:
 
 1. 10,000 cases of 20 ms at ``system: 200``, fresh (``--no-cache``). Target: PostgreSQL
    within 1.3× of SQLite.
+   The same on PostgreSQL with the writer's committer thread switched off (bench/_off,
+   ``pg-committer``): what the thread buys.
 2. ``gate latest`` on the stored run of (1). Target: within 2× of SQLite.
 3. An unchanged rerun of the same 10,000 cases (all cache), for the record.
 """
@@ -16,6 +18,7 @@ neighbour slows both alike:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -38,6 +41,8 @@ from _common import (
 )
 from tests import pgserver
 
+OFF = Path(__file__).resolve().parent / "_off"
+
 SYNC_20MS = """import time
 from oloproof import system
 
@@ -48,14 +53,18 @@ def answer(case_input):
 """
 
 
+def _alternate(args: list[str], root: Path, envs: list[dict[str, str]], n: int) -> list[list[float]]:
+    """``n`` runs of ``args`` in each environment, alternating; wall times (s)."""
+    times: list[list[float]] = [[] for _ in envs]
+    for _ in range(n):
+        for env, out in zip(envs, times, strict=True):
+            out.append(measure(args, root, env).wall)
+    return times
+
+
 def _pair(args: list[str], root: Path, env_pg: dict[str, str], n: int) -> tuple[list[float], list[float]]:
     """``n`` runs of ``args`` on each store, alternating; wall times (s)."""
-    sqlite_env = {"OLOPROOF_STORE": "sqlite"}
-    a: list[float] = []
-    b: list[float] = []
-    for _ in range(n):
-        a.append(measure(args, root, sqlite_env).wall)
-        b.append(measure(args, root, env_pg).wall)
+    a, b = _alternate(args, root, [{"OLOPROOF_STORE": "sqlite"}, env_pg], n)
     return a, b
 
 
@@ -74,7 +83,16 @@ def main() -> None:
             fresh = [*OLOPROOF, "run", "--no-cache"]
             for env in ({"OLOPROOF_STORE": "sqlite"}, env_pg):  # the stores, and a warm cache
                 measure(fresh, root, env)
-            run_sqlite, run_pg = _pair(fresh, root, env_pg, args.repeat)
+            # The third: the writer's commits on the event loop's own thread (bench/_off),
+            # to say what the committer thread buys.
+            env_off = env_pg | {
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(OFF), os.environ.get("PYTHONPATH")])),
+                "OLOPROOF_BENCH_OFF": "pg-committer",
+            }
+            load_before = load_average()
+            run_sqlite, run_pg, run_off = _alternate(
+                fresh, root, [{"OLOPROOF_STORE": "sqlite"}, env_pg, env_off], args.repeat
+            )
             gate = [*OLOPROOF, "gate", "latest"]
             gate_sqlite, gate_pg = _pair(gate, root, env_pg, args.gate_repeat)
             rerun = [*OLOPROOF, "run"]
@@ -85,6 +103,8 @@ def main() -> None:
     figures = []
     for label, sq, pg, target in (
         ("10,000 × 20 ms at `system: 200`, fresh (`--no-cache`)", run_sqlite, run_pg, 1.3),
+        ("the same, the writer committing on the event loop's thread (no committer thread)",
+         run_sqlite, run_off, None),
         ("`gate latest` on that run", gate_sqlite, gate_pg, 2.0),
         ("unchanged rerun of the 10,000 cases (all cache)", rerun_sqlite, rerun_pg, None),
     ):
@@ -111,7 +131,7 @@ def main() -> None:
         "|---|---:|---:|---:|---|---|---|",
         *rows,
         "",
-        f"Load average after the runs: {load_average()}.",
+        f"Load average before the runs: {load_before}; after them: {load_average()}.",
     ]
     body = "\n".join(lines)
     print(body)

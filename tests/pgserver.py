@@ -10,6 +10,16 @@ the user can use it.
 ``OLOPROOF_TEST_POSTGRES=required`` (set by .ci/run) makes a server that cannot be
 started a failure of every PostgreSQL test; without it, those tests are skipped with the
 reason.
+
+A server never outlives the process that started it. pg_ctl's server is a daemon of its
+own, which a killed pytest (SIGKILL, a CI job's timeout) used to leave running with its
+data directory; so each server has a *watchdog*: a small Python process, in a session of
+its own (a signal to pytest's process group does not reach it), that holds the read end of
+a pipe whose only write end is this process's. When this process ends, however it ends,
+the kernel closes that end, the watchdog's read returns, and it stops the server
+(``pg_ctl stop -m immediate``) and removes its directory. :meth:`Server.stop` stops the
+server itself, then closes its end, and the watchdog finds nothing left to do. (A child
+forked without exec inherits the write end and keeps the server up until it ends too.)
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -65,12 +76,34 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# The watchdog's program: argv = lifeline fd, pg_ctl, data directory, directory to remove,
+# user to run pg_ctl as ('' for its own). Blocks until the lifeline's write end is closed.
+_WATCHDOG = r"""
+import os, shutil, subprocess, sys
+fd, pg_ctl, data, base, user = int(sys.argv[1]), *sys.argv[2:6]
+try:
+    while os.read(fd, 64):
+        pass
+except OSError:
+    pass
+if os.path.exists(os.path.join(data, "postmaster.pid")):
+    subprocess.run([pg_ctl, "-D", data, "-m", "immediate", "-w", "-t", "60", "stop"],
+                   user=user or None, cwd="/", stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+shutil.rmtree(base, ignore_errors=True)
+"""
+
+
 @dataclass
 class Server:
     directory: Path
     port: int
     bin: Path
     user: str | None  # the system user it runs as (None: this process's own)
+    # The watchdog that stops the server if this process dies first, and the write end of
+    # its lifeline (module docstring).
+    watchdog: subprocess.Popen[bytes] | None = None
+    lifeline: int | None = None
 
     @property
     def socket_dir(self) -> str:
@@ -114,6 +147,34 @@ class Server:
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.directory / "data"), "-m",
                   "immediate", "stop", timeout=60)
         shutil.rmtree(self.directory, ignore_errors=True)
+        self._release_watchdog()
+
+    def guard(self) -> None:
+        """Start the watchdog that stops this server when this process ends without
+        calling :meth:`stop` (module docstring)."""
+        read_end, write_end = os.pipe()  # neither end is inherited by other children
+        try:
+            self.watchdog = subprocess.Popen(
+                [sys.executable, "-c", _WATCHDOG, str(read_end), str(self.bin / "pg_ctl"),
+                 str(self.directory / "data"), str(self.directory), self.user or ""],
+                pass_fds=(read_end,), start_new_session=True, cwd="/",
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+        except BaseException:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        self.lifeline = write_end
+
+    def _release_watchdog(self) -> None:
+        if self.lifeline is not None:
+            os.close(self.lifeline)
+            self.lifeline = None
+        if self.watchdog is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.watchdog.wait(timeout=60)
+            self.watchdog = None
 
 
 def _usable_by(user: str, directory: Path) -> None:
@@ -151,12 +212,15 @@ def start(*, durable: bool = False) -> Server:
         base.chmod(0o700)
         _usable_by(user, base)
     server = Server(base, _free_port(), bindir, user)
+    # Before anything that a killed process could leave behind: from here on, the watchdog
+    # removes the directory and stops whatever server runs in it.
+    server.guard()
     init = server._run(
         str(bindir / "initdb"), "-D", str(base / "data"), "-U", "postgres", "-E", "UTF8",
         "--locale=C.UTF-8", "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync",
     )
     if init.returncode != 0:
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()
         raise Unavailable(f"initdb failed: {(init.stderr or init.stdout).strip()[-800:]}")
     settings = [f"-p {server.port}", f"-k {base}", "-c listen_addresses=127.0.0.1",
                 "-c max_connections=200"]
@@ -172,7 +236,7 @@ def start(*, durable: bool = False) -> Server:
     if started.returncode != 0:
         log = (base / "server.log").read_text(errors="replace")[-800:] if (
             base / "server.log").exists() else ""
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()
         raise Unavailable(f"pg_ctl start failed: {started.stderr.strip()} {log}".strip())
     deadline = time.monotonic() + 30
     while True:

@@ -98,6 +98,12 @@ def _no_cached_loop(module):  # type: ignore[no-untyped-def]
     module.Engine.all_cached = all_cached
 
 
+def _no_committer(module):  # type: ignore[no-untyped-def]
+    """A team store's writer commits on the event loop's thread (bench/team_store.py)."""
+    _seen()
+    module.COMMITTER_THREAD = False
+
+
 PATCHES = {
     # mechanism: (module, what to do once it is imported)
     "snapshot": ("oloproof.project._snapshot", _no_snapshot),
@@ -108,6 +114,7 @@ PATCHES = {
     "fast-args": ("oloproof.cli._fast", _no_fast_args),
     "help-text": ("oloproof.cli._help", _no_help_text),
     "cached-loop": ("oloproof.engine.pipeline", _no_cached_loop),
+    "pg-committer": ("oloproof.store.writer", _no_committer),
 }
 
 

@@ -257,7 +257,9 @@ def test_store_push_copies_runs_once(tmp_path: Path, pg_url: str) -> None:
     assert again.code == 0, again.text
     assert "Pushed 0 runs" in again.out and "(2 already there)" in again.out
     assert _counts(pg_url) == counts  # nothing new written
-    one = run_cli("store", "push", local_runs[0]["id"][:12], cwd=root, env=_env(pg_url))
+    # A prefix of the id (not its first 12 characters: two runs started within the same
+    # second share those, and such a prefix names no one run).
+    one = run_cli("store", "push", local_runs[0]["id"][:-3], cwd=root, env=_env(pg_url))
     assert one.code == 0 and "already there" in one.out
     assert _counts(pg_url) == counts
 

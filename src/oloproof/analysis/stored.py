@@ -154,7 +154,7 @@ def labelled_verdicts(
 
 
 def judge_reports(
-    conn: Connection, run_id: str, level: float, labels: Any = STORED
+    conn: Connection, run_id: str | RunRecord, level: float, labels: Any = STORED
 ) -> list[AnyJudgeReport]:
     """Agreement and corrected estimates of a stored run's judges at ``level``."""
     record = get_run(conn, run_id)
@@ -163,7 +163,7 @@ def judge_reports(
 
 
 def decide_stored(
-    conn: Connection, run_id: str, policy: ReleasePolicy, labels: Any = STORED, *,
+    conn: Connection, run_id: str | RunRecord, policy: ReleasePolicy, labels: Any = STORED, *,
     group_by: Sequence[str] = (),
 ) -> tuple[list[Decision], dict[str, MetricSummary]]:
     """Decide a stored run under ``policy`` from what its store holds: metrics grouped as
@@ -191,7 +191,7 @@ def decide_stored(
 
 
 def sequential_reading(
-    conn: Connection, run_id: str, policy: ReleasePolicy
+    conn: Connection, run_id: str | RunRecord, policy: ReleasePolicy
 ) -> tuple[dict[str, Any], str] | None:
     """A sequential run's reading (analysis/sequential.py) as JSON and as one sentence;
     None for any other run."""

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof.analysis.stored import (
-    STORED,
     decide_stored,
     judge_reports,
     sequential_reading,
+    stored_labels,
     stored_policy,
 )
 from oloproof.api._listing import PathLike, _read, config_file, list_comparisons, list_runs
@@ -84,16 +84,20 @@ def read_run(
             why = refusal(release, record.metrics, record.trials)
             if why is not None:
                 raise ConfigError(f"run {record.id} is sequential, and {why}")
-            sequential = sequential_reading(conn, record.id, release)
-        chosen: Any = STORED
+            sequential = sequential_reading(conn, record, release)
+        chosen: Any
         if labels is not None:
             from oloproof.project.labels import load_labels, scales_of_run
 
             chosen = load_labels(Path(labels), str(labels), scales_of_run(record.metrics))
+        else:
+            chosen = stored_labels(conn, record)
+        # The record and the labels read once, for every step below (each read is a round
+        # trip on a team store).
         decisions, summaries = decide_stored(
-            conn, record.id, release, chosen, group_by=list(group_by or ())
+            conn, record, release, chosen, group_by=list(group_by or ())
         )
-        reports = judge_reports(conn, record.id, float(release.confidence_level), chosen)
+        reports = judge_reports(conn, record, float(release.confidence_level), chosen)
         panels = panel_splits(conn, record.id)
         flaky = []
         if record.trials > 1:  # only repeated trials can disagree

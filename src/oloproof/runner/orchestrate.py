@@ -371,6 +371,7 @@ class _Run:
 
     def close(self) -> None:
         self.reserve.release()
+        self.writer.close()  # a team store's committer thread and its connection
         self.conn.close()
         _close_guards(self.prepared)
 

@@ -259,13 +259,37 @@ def resolve_run_id(conn: Connection, ref: str) -> str:
         ).fetchall()
         if len(rows) == 1:
             return str(rows[0][0])
+        if rows:  # two runs started within the same second share their first 12 characters
+            raise UsageError(
+                f"'{ref}' is the start of more than one run's id in this project's store;"
+                " give more of it (`oloproof runs` lists them)"
+            )
         raise UsageError(f"no run '{ref}' in this project's store (`oloproof runs` lists them)")
     return str(row[0])
 
 
-def get_run(conn: Connection, ref: str) -> RunRecord:
-    """The stored run ``ref`` names (see :func:`resolve_run_id`)."""
-    run_id = resolve_run_id(conn, ref)
+def get_run(conn: Connection, ref: str | RunRecord) -> RunRecord:
+    """The stored run ``ref`` names (see :func:`resolve_run_id`); a record already read
+    (by the same command, on the same connection) is returned as it is.
+
+    ``latest`` and a full run id are read in one query (a round trip on a team store);
+    a prefix is resolved first."""
+    if isinstance(ref, RunRecord):
+        return ref
+    if has_table(conn, "runs") and (ref == "latest" or ref.startswith("run_")):
+        where, scope = project_scope(conn)
+        if ref == "latest":
+            row = conn.execute(
+                f"{_select_runs(conn)} WHERE {where} ORDER BY created_at DESC, id DESC LIMIT 1",
+                scope,
+            ).fetchone()
+        else:
+            row = conn.execute(
+                f"{_select_runs(conn)} WHERE id = ? AND {where}", (ref, *scope)
+            ).fetchone()
+        if row is not None:
+            return _record(conn, row)
+    run_id = resolve_run_id(conn, ref)  # says why nothing was found, or finds a prefix
     row = conn.execute(f"{_select_runs(conn)} WHERE id = ?", (run_id,)).fetchone()
     return _record(conn, row)
 

@@ -27,6 +27,19 @@ it around every system call; the two threads then hand the GIL back and forth
 tens of thousands of times a run, which costs the loop more than the commits
 themselves (docs/performance.md).
 
+On PostgreSQL (the team store) the sums differ, and so does the answer. A commit is one
+round trip to a server process (store/postgres.py ``write_batch``: ``BEGIN``, one
+multi-row upsert per table, ``COMMIT``, pipelined), and the server does its share of the
+work on its own CPU; the loop's thread waiting for that answer is time the calls'
+results wait too. So on an event loop the commits go to a thread of their own
+(:class:`_Committer`), on a connection of their own: the loop hands each batch over and
+goes on, the thread waits for the server with the GIL released, and batches that arrive
+while a commit is on its way go together in the next one. What a killed run loses is
+still its calls in flight and what finished in the last few milliseconds (the batches
+handed over and not yet committed: at most ``_Committer.MAX_WAITING``); :meth:`flush`
+returns once everything handed over is committed, as it does on SQLite.
+(docs/performance.md has what the thread buys, measured.)
+
 Without an event loop (``bind`` not called), every event is committed at once.
 
 Two faults are handled here, at the one boundary between text and SQLite:
@@ -43,6 +56,7 @@ Two faults are handled here, at the one boundary between text and SQLite:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,6 +65,7 @@ from typing import TYPE_CHECKING
 from oloproof._json import compact_json as _dump
 from oloproof._json import storable
 from oloproof.enums import CaseStatus, JudgmentStatus
+from oloproof.errors import StoreError
 from oloproof.events import (
     CaseExecuted,
     CaseJudged,
@@ -80,27 +95,38 @@ MAX_COMMIT_INTERVAL_S = 0.02
 _RETRIES = 5
 
 
-def _replace(table: str, key: str, columns: str, width: int) -> str:
+# What the writer inserts: (table, columns per row, key columns, what follows VALUES). The
+# key is the first columns of a row; on SQLite each spec is one single-row statement run
+# with executemany, on PostgreSQL a multi-row upsert (store/postgres.py ``Upsert``).
+_Spec = tuple[str, int, int, str]
+
+
+def _replace(table: str, key: str, columns: str, width: int) -> _Spec:
     """``INSERT OR REPLACE`` in the SQL both backends speak: an insert that updates the row
     already there under ``key`` with every other column."""
     sets = ", ".join(f"{c} = excluded.{c}" for c in columns.split(", "))
-    marks = ", ".join("?" * width)
-    return f"INSERT INTO {table} VALUES ({marks}) ON CONFLICT({key}) DO UPDATE SET {sets}"
+    return table, width, key.count(",") + 1, f" ON CONFLICT({key}) DO UPDATE SET {sets}"
+
+
+def _single(spec: _Spec) -> str:
+    table, width, _key, tail = spec
+    return f"INSERT INTO {table} VALUES ({', '.join('?' * width)}){tail}"
 
 
 # A cache entry already there (a --no-cache run) is updated in place: the same
 # row as INSERT OR REPLACE leaves, for a third of the work (no delete, no insert).
-_INSERTS = (
+_SPECS: tuple[_Spec, ...] = (
     _replace(
         "run_cases", "run_id, case_id",
         "idx, input_json, expected_json, metadata_json, status, output_json, error, attempts,"
         " latency_ms, usage_json, from_cache, exec_key, finished_at", 15,
     ),
     (
-        "INSERT INTO exec_cache VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
+        "exec_cache", 6, 1,
+        (" ON CONFLICT(key) DO UPDATE SET"
         " output_json = excluded.output_json, latency_ms = excluded.latency_ms,"
         " usage_json = excluded.usage_json, attempts = excluded.attempts,"
-        " created_at = excluded.created_at"
+        " created_at = excluded.created_at"),
     ),
     _replace(
         "run_judgments", "run_id, case_id, criterion",
@@ -108,11 +134,12 @@ _INSERTS = (
         12,
     ),
     (
-        "INSERT INTO judge_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE"
+        "judge_cache", 9, 1,
+        (" ON CONFLICT(key) DO UPDATE"
         " SET status = excluded.status, passed = excluded.passed, score = excluded.score,"
         " reason = excluded.reason, latency_ms = excluded.latency_ms,"
         " attempts = excluded.attempts, usage_json = excluded.usage_json,"
-        " created_at = excluded.created_at"
+        " created_at = excluded.created_at"),
     ),
     # Trials 1 .. k - 1 of a run with repeated trials (store/schema.py, version 3).
     _replace(
@@ -125,15 +152,32 @@ _INSERTS = (
         "status, passed, score, reason, from_cache, judge_key, latency_ms, attempts, usage_json",
         13,
     ),
+    _replace(
+        "run_concurrency", "run_id, seq",
+        "at, limit_name, previous, limit_value, ceiling, reason", 8,
+    ),
 )
+_SQLITE_INSERTS = tuple(_single(spec) for spec in _SPECS)
 # The caches are the rows two runs may both write (the same keys): on PostgreSQL each
 # transaction updates them in key order, so that two never wait on each other in a cycle.
 _CACHES = (1, 3)
+# What opening the committer's own connection may raise (store/postgres.py connect).
+_OPEN_ERRORS: tuple[type[Exception], ...] = (StoreError, *ERRORS)
+# The specs as PostgreSQL's multi-row upserts, made on a team store's first commit.
+_PG_UPSERTS: list[Any] = []
 
-_CONCURRENCY_INSERT = _replace(
-    "run_concurrency", "run_id, seq",
-    "at, limit_name, previous, limit_value, ceiling, reason", 8,
-)
+
+def _pg_upserts() -> list[Any]:
+    if not _PG_UPSERTS:
+        from oloproof.store.postgres import Upsert
+
+        _PG_UPSERTS.extend(Upsert(*spec) for spec in _SPECS)
+    return _PG_UPSERTS
+
+
+#: PostgreSQL on an event loop: commit on a thread of its own (:class:`_Committer`).
+#: bench/team_store.py switches it off (bench/_off) to measure what it buys.
+COMMITTER_THREAD = True
 
 
 def _first(row: tuple[Any, ...]) -> Any:
@@ -199,6 +243,9 @@ class StoreWriter:
         self._last_commit = 0.0
         self._interval = MIN_COMMIT_INTERVAL_S  # until the next commit (see the docstring)
         self._sqlite = is_sqlite(conn)
+        # PostgreSQL on an event loop: the thread that commits (bind()), and the loop.
+        self._committer: _Committer | None = None
+        self._loop: Any = None
 
     # -- the run's row -------------------------------------------------
     def create_run(
@@ -275,6 +322,7 @@ class StoreWriter:
         decisions: list[dict[str, Any]],
         stop_reason: str | None = None,
     ) -> None:
+        self.close()  # every row committed first, and the committer thread stopped
         self.flush()
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -317,7 +365,15 @@ class StoreWriter:
         if schedule_later is None:
             import asyncio
 
-            schedule_later = asyncio.get_running_loop().call_later
+            self._loop = asyncio.get_running_loop()
+            schedule_later = self._loop.call_later
+            if not self._sqlite and self._committer is None and COMMITTER_THREAD:
+                try:
+                    twin = self.conn.twin()  # type: ignore[attr-defined]
+                except _OPEN_ERRORS:
+                    twin = None  # the loop's own thread commits, as without a committer
+                if twin is not None:
+                    self._committer = _Committer(twin, self._write, self._thread_fault)
         self._schedule = schedule
         self._schedule_later = schedule_later
 
@@ -421,8 +477,13 @@ class StoreWriter:
             len(self._cases) + len(self._judgments) + len(self._trial_cases)
             + len(self._trial_judgments)
         )
-        if self._schedule is None or pending >= _FLUSH_ROWS:
+        if self._schedule is None:
             self.flush()
+        elif pending >= _FLUSH_ROWS:
+            if self._committer is not None:
+                self._hand_over()
+            else:
+                self.flush()
         elif not self._scheduled:
             self._scheduled = True
             self._schedule(self._due)
@@ -430,40 +491,48 @@ class StoreWriter:
     def _due(self) -> None:
         """End of a loop turn with new rows: commit now, or when the interval ends."""
         wait = self._last_commit + self._interval - time.monotonic()
+        commit = self.flush if self._committer is None else self._hand_over
         if wait > 0 and self._schedule_later is not None:
-            self._schedule_later(wait, self.flush)
+            self._schedule_later(wait, commit)
         else:
-            self.flush()
+            commit()
+
+    def _pending(self) -> bool:
+        return bool(
+            self._cases or self._judgments or self._trial_cases or self._trial_judgments
+            or self._concurrency
+        )
+
+    def _take(self) -> tuple[_Rows, ...]:
+        """Every row handed to the writer so far, by table (as ``_SPECS``), and none left."""
+        rows = (
+            self._cases, self._exec_cache, self._judgments, self._judge_cache,
+            self._trial_cases, self._trial_judgments, self._concurrency,
+        )
+        self._cases, self._exec_cache, self._judgments, self._judge_cache = [], [], [], []
+        self._concurrency = []
+        self._trial_cases, self._trial_judgments = [], []
+        return rows
 
     def flush(self) -> None:
-        """Commit every row handed to the writer so far.
+        """Commit every row handed to the writer so far (on PostgreSQL's committer thread,
+        if one runs: it returns once they are committed).
 
         Never raises for the store's own faults: it records the first one in
         :attr:`fault`, drops the rows it could not commit, and calls ``on_fault``.
         """
         self._scheduled = False
-        if self.fault is not None or not (
-            self._cases or self._judgments or self._trial_cases or self._trial_judgments
-            or self._concurrency
-        ):
+        if self._committer is not None:
+            self._hand_over()
+            self._committer.drain()
             return
-        rows = (
-            self._cases, self._exec_cache, self._judgments, self._judge_cache,
-            self._trial_cases, self._trial_judgments,
-        )
+        if self.fault is not None or not self._pending():
+            return
+        rows = self._take()
         started = time.monotonic()
-        if not self._sqlite:
-            rows = tuple(  # type: ignore[assignment]
-                sorted(r, key=_first) if i in _CACHES else r for i, r in enumerate(rows)
-            )
-        try:
-            try:
-                self._commit_retrying(rows)
-            except UnicodeEncodeError:
-                # Rare: a lone surrogate somewhere. Clean every row, try once more.
-                self._commit_retrying(tuple(_storable_rows(r) for r in rows))
-        except ERRORS as exc:
-            self._fail(f"the store could not be written ({exc})")
+        error = self._write(self.conn, rows)
+        if error is not None:
+            self._fail(error)
         self._last_commit = time.monotonic()
         self._interval = MIN_COMMIT_INTERVAL_S
         if sum(map(len, rows)) < SMALL_COMMIT_ROWS:
@@ -471,14 +540,36 @@ class StoreWriter:
             self._interval = min(
                 MAX_COMMIT_INTERVAL_S, max(MIN_COMMIT_INTERVAL_S, COMMIT_COST_FACTOR * spent)
             )
-        self._cases, self._exec_cache, self._judgments, self._judge_cache = [], [], [], []
-        self._concurrency = []
-        self._trial_cases, self._trial_judgments = [], []
 
-    def _commit_retrying(self, rows: tuple[_Rows, ...]) -> None:
+    def _hand_over(self) -> None:
+        """PostgreSQL on a loop: hand the rows to the committer thread, and return."""
+        self._scheduled = False
+        if self.fault is not None or not self._pending() or self._committer is None:
+            return
+        self._committer.hand(self._take())
+        self._last_commit = time.monotonic()
+
+    def _write(self, conn: Connection, rows: tuple[_Rows, ...]) -> str | None:
+        """Commit ``rows`` on ``conn``; the store's fault as one line, or None."""
+        if not is_sqlite(conn):
+            rows = tuple(sorted(r, key=_first) if i in _CACHES else r for i, r in enumerate(rows))
+        try:
+            try:
+                self._commit_retrying(conn, rows)
+            except UnicodeEncodeError:
+                # Rare: a lone surrogate somewhere. Clean every row, try once more.
+                self._commit_retrying(conn, tuple(_storable_rows(r) for r in rows))
+        except ERRORS as exc:
+            return f"the store could not be written ({exc})"
+        return None
+
+    def _commit_retrying(self, conn: Connection, rows: tuple[_Rows, ...]) -> None:
         for attempt in range(_RETRIES):
             try:
-                self._commit(rows)
+                if conn is self.conn:
+                    self._commit(rows)
+                else:  # the committer thread's own connection
+                    _commit(conn, rows)
                 return
             except RetryableError:  # PostgreSQL only: another transaction was let through
                 if attempt == _RETRIES - 1:
@@ -486,18 +577,27 @@ class StoreWriter:
                 time.sleep(0.005 * (attempt + 1))
 
     def _commit(self, rows: tuple[_Rows, ...]) -> None:
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for sql, table_rows in zip(_INSERTS, rows, strict=True):
-                if table_rows:
-                    conn.executemany(sql, table_rows)
-            if self._concurrency:
-                conn.executemany(_CONCURRENCY_INSERT, self._concurrency)
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
+        _commit(self.conn, rows)
+
+    def close(self) -> None:
+        """Commit what is left and stop the committer thread, if one runs (the writer then
+        commits on its own connection, as without a loop)."""
+        committer, self._committer = self._committer, None
+        if committer is not None:
+            self._scheduled = False
+            if self.fault is None and self._pending():
+                committer.hand(self._take())
+            committer.close()
+
+    def _thread_fault(self, reason: str) -> None:
+        """The committer thread's store fault: recorded at once (no more rows are taken),
+        reported to ``on_fault`` on the loop's thread."""
+        if self.fault is not None:
+            return
+        self.fault = reason
+        if self.on_fault is not None and self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing to stop
+                self._loop.call_soon_threadsafe(self.on_fault, reason)
 
     def _fail(self, reason: str) -> None:
         if self.fault is not None:
@@ -505,6 +605,104 @@ class StoreWriter:
         self.fault = reason
         if self.on_fault is not None:
             self.on_fault(reason)
+
+
+def _commit(conn: Connection, rows: tuple[_Rows, ...]) -> None:
+    """One transaction of every row of ``rows`` (by table, as ``_SPECS``)."""
+    if not is_sqlite(conn):
+        # One round trip for the whole transaction (store/postgres.py write_batch).
+        conn.write_batch(  # type: ignore[attr-defined]
+            [(upsert, table_rows) for upsert, table_rows in zip(_pg_upserts(), rows, strict=True)
+             if table_rows]
+        )
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, table_rows in zip(_SQLITE_INSERTS, rows, strict=True):
+            if table_rows:
+                conn.executemany(sql, table_rows)
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
+class _Committer:
+    """PostgreSQL on an event loop: the writer's commits, on a thread and a connection of
+    their own, so that the loop never waits for the server (module docstring).
+
+    Batches are committed in the order they were handed over; those that arrive while a
+    commit is on its way are merged into the next one. At most ``MAX_WAITING`` batches
+    wait: a loop that produces rows faster than the server takes them then waits for it
+    (bounded memory, and a killed run loses no more than those)."""
+
+    MAX_WAITING = 8
+
+    def __init__(self, conn: Connection, write: Callable[[Connection, tuple[_Rows, ...]], str | None],
+                 on_fault: Callable[[str], None]) -> None:
+        import queue
+        import threading
+
+        self.conn = conn
+        self._write = write
+        self._on_fault = on_fault
+        self._empty = queue.Empty
+        self._queue: queue.SimpleQueue[tuple[_Rows, ...] | None] = queue.SimpleQueue()
+        self._cond = threading.Condition()
+        self._handed = 0
+        self._done = 0
+        self._thread = threading.Thread(
+            target=self._work, name="oloproof-store-committer", daemon=True
+        )
+        self._thread.start()
+
+    def hand(self, rows: tuple[_Rows, ...]) -> None:
+        with self._cond:
+            while self._handed - self._done >= self.MAX_WAITING and self._thread.is_alive():
+                self._cond.wait(1.0)
+            self._handed += 1
+        self._queue.put(rows)
+
+    def drain(self) -> None:
+        """Return once every batch handed over is committed (or failed)."""
+        with self._cond:
+            while self._done < self._handed and self._thread.is_alive():
+                self._cond.wait(1.0)
+
+    def close(self) -> None:
+        self.drain()
+        self._queue.put(None)
+        self._thread.join()
+        self.conn.close()
+
+    def _work(self) -> None:
+        stop = False
+        while not stop:
+            first = self._queue.get()
+            if first is None:
+                return
+            batches = [first]
+            while True:
+                try:
+                    more = self._queue.get_nowait()
+                except self._empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batches.append(more)
+            rows = first if len(batches) == 1 else tuple(
+                [row for batch in batches for row in batch[i]] for i in range(len(first))
+            )
+            try:
+                error = self._write(self.conn, rows)
+            except BaseException as exc:  # noqa: BLE001 - reported, never lost with the thread
+                error = f"the store could not be written ({type(exc).__name__}: {exc})"
+            if error is not None:
+                self._on_fault(error)
+            with self._cond:
+                self._done += len(batches)
+                self._cond.notify_all()
 
 
 def _rollback(conn: Connection) -> None:
