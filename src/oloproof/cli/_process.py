@@ -21,3 +21,27 @@ def exit_now(code: int) -> None:
         except (OSError, ValueError):
             pass
     os._exit(code)
+
+
+#: How long the end of a run waits for its other threads to end on their own.
+LINGER_S = 0.5
+
+
+def threads_left(wait_s: float = LINGER_S) -> bool:
+    """Whether a thread other than this one is still running after waiting up to ``wait_s``
+    for all of them to end.
+
+    The run's own threads (the worker threads' timer, a closing pool's, the async host's) end
+    just after the run does; on a loaded machine, a moment after. Only a thread still there
+    then (a call stuck in user code) makes the command end with :func:`exit_now`, which skips
+    the interpreter's teardown: the user's ``atexit`` handlers and finalizers with it.
+    """
+    import threading  # not on the short commands' path: only a run ends this way
+    import time
+
+    end = time.monotonic() + wait_s
+    me = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not me:
+            thread.join(max(0.0, end - time.monotonic()))
+    return threading.active_count() > 1

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -176,7 +175,7 @@ def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 )) for v in result.variants],
                 result.document, args, time.monotonic() - started,
             )
-    if _process.OURS and (threading.active_count() > 1 or stop.count):
+    if _process.OURS and (stop.count or _process.threads_left()):
         _process.exit_now(exit_code)
     return exit_code
 
@@ -316,7 +315,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 args,
                 "run",
             )
-    if _process.OURS and (threading.active_count() > 1 or stop.count):
+    if _process.OURS and (stop.count or _process.threads_left()):
         # A call that was cancelled or timed out may still run in a worker
         # thread (a sync system stuck in time.sleep): it must not hold the
         # process open, and the interpreter would wait for it at exit. Only
