@@ -126,14 +126,7 @@ def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
         sequential=args.sequential, executor=args.executor, ray_address=args.ray_address,
     )
     table_stream = sys.stderr if args.json else sys.stdout
-    stop = StopRequest()
-    sinks: list[Callable[[Event], None]] = []
-    writer: NdjsonWriter | None = None
-    if args.json:
-        from oloproof.render.ndjson import NdjsonWriter
-
-        writer = NdjsonWriter(events_out, on_closed=stop)
-        sinks.append(writer)
+    stop, sinks, writer = _stop_and_sinks(args.json, events_out)
     total = len(loaded)
     count = [0]
 
@@ -143,15 +136,7 @@ def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
                          f" {run.prepared.variant} ({run.cases_total} cases)\n")
         sys.stderr.flush()
 
-    def hard_stop() -> None:
-        try:
-            os.write(2, f"oloproof run: stopped at once ({stop.reason}, then a second signal);"
-                        " finished cases are stored\n".encode())
-        except OSError:
-            pass
-        os._exit(5)
-
-    stop.on_second = hard_stop
+    stop.on_second = _hard_stop(stop)
     with stop.signals(keep_after_stop=True):
         try:
             result = run_matrix(loaded, baseline, use_cache=not args.no_cache, sinks=sinks,
@@ -212,35 +197,12 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         # rich draws the final report in a terminal: it loads while the first calls are in
         # flight. Elsewhere render/plain.py writes the report without importing rich.
         preload()
-    stop = StopRequest()
-    sinks: list[Callable[[Event], None]] = []
-    writer: NdjsonWriter | None = None
-    if args.json:
-        from oloproof.render.ndjson import NdjsonWriter
-
-        writer = NdjsonWriter(events_out, on_closed=stop)
-        sinks.append(writer)
+    stop, sinks, writer = _stop_and_sinks(args.json, events_out)
     live = _live_view(prepared, json_mode=args.json, events_out=events_out)
     if live is not None:
         sinks.append(live)
 
-    def hard_stop() -> None:
-        # A second signal: exit at once, from the signal handler. Only raw
-        # writes here: the interrupted code may hold a stream's or rich's lock.
-        # What finished is already committed (SPEC §3).
-        message = (
-            f"oloproof run: stopped at once ({stop.reason}, then a second signal);"
-            " finished cases are stored\n"
-        ).encode()
-        if live is not None and live.started:
-            message = _SHOW_CURSOR + b"\n" + message
-        try:
-            os.write(2, message)
-        except OSError:
-            pass
-        os._exit(5)
-
-    stop.on_second = hard_stop
+    stop.on_second = _hard_stop(stop, live)
     with stop.signals(keep_after_stop=True):
         try:
             result = execute(prepared, use_cache=not args.no_cache, sinks=sinks, stop=stop)
@@ -327,3 +289,40 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         # process by SIGINT instead of exiting 5.
         _process.exit_now(exit_code)
     return exit_code
+
+
+def _stop_and_sinks(
+    json_mode: bool, events_out: IO[str],
+) -> tuple[StopRequest, list[Callable[[Event], None]], NdjsonWriter | None]:
+    """The run's stop request and its event sinks: with ``--json``, the NDJSON writer (a
+    closed pipe stops the run)."""
+    stop = StopRequest()
+    sinks: list[Callable[[Event], None]] = []
+    writer: NdjsonWriter | None = None
+    if json_mode:
+        from oloproof.render.ndjson import NdjsonWriter
+
+        writer = NdjsonWriter(events_out, on_closed=stop)
+        sinks.append(writer)
+    return stop, sinks, writer
+
+
+def _hard_stop(stop: StopRequest, live: LiveView | None = None) -> Callable[[], None]:
+    """What a second signal does: exit 5 at once, from the signal handler. Only raw writes
+    there: the interrupted code may hold a stream's or rich's lock. What finished is
+    already committed (SPEC §3)."""
+
+    def hard_stop() -> None:
+        message = (
+            f"oloproof run: stopped at once ({stop.reason}, then a second signal);"
+            " finished cases are stored\n"
+        ).encode()
+        if live is not None and live.started:
+            message = _SHOW_CURSOR + b"\n" + message
+        try:
+            os.write(2, message)
+        except OSError:
+            pass
+        os._exit(5)
+
+    return hard_stop
