@@ -23,8 +23,10 @@ import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import OLOPROOF, PY, bench_env, machine, record, write_section
 
@@ -55,6 +57,11 @@ _LOCAL_RUN = "oloproof run --no-cache (local executor)"
 _INSPECT = "oloproof inspect latest"
 _PLAN = "oloproof plan latest --run"
 _REPORT = "oloproof report latest"
+# The same reading commands on a team store (a PostgreSQL server this script starts): they
+# read through the wire client (store/pgwire.py), never psycopg, nor the event loop it
+# imports.
+_TEAM_RUNS = "oloproof runs (team store)"
+_TEAM_GATE = "oloproof gate latest (team store)"
 ABSENT = {
     # typing (with re and enum behind it) would double --help's time: the two modules it
     # imports write TYPE_CHECKING = False (docs/performance.md).
@@ -72,6 +79,10 @@ ABSENT = {
     _INSPECT: (*_VALIDATION, *_TEAM_STORE, *_RAY, "httpx", "asyncio", "jsonschema"),
     _PLAN: (*_VALIDATION, *_TEAM_STORE, *_RAY, "httpx", "asyncio", "jsonschema"),
     _REPORT: (*_VALIDATION, *_TEAM_STORE, *_RAY, "httpx", "asyncio", "jsonschema"),
+    _TEAM_RUNS: (*_VALIDATION, *_PARSING, *_TEAM_STORE, *_RAY, "asyncio", "httpx",
+                 "jsonschema", "ssl"),
+    _TEAM_GATE: (*_VALIDATION, *_PARSING, *_TEAM_STORE, *_RAY, "asyncio", "httpx",
+                 "jsonschema", "ssl"),
 }
 # Milliseconds of self time for all of a command's imports together (--help's is nearly all
 # the interpreter's own start: encodings, site, collections, functools).
@@ -81,7 +92,7 @@ TOTAL_MS = {
 }
 # Commands held to ABSENT only (no budget per package or in all): a run that calls, and the
 # reading commands that draw tables or pages (inspect, plan, report).
-_UNBUDGETED = frozenset({_LOCAL_RUN, _INSPECT, _PLAN, _REPORT})
+_UNBUDGETED = frozenset({_LOCAL_RUN, _INSPECT, _PLAN, _REPORT, _TEAM_RUNS, _TEAM_GATE})
 
 
 def _package(module: str) -> str:
@@ -91,11 +102,11 @@ def _package(module: str) -> str:
     return parts[0]
 
 
-def importtime(args: list[str], cwd: Path) -> dict[str, float]:
+def importtime(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[str, float]:
     """Self import time per package, in ms, of one process running ``args``."""
     done = subprocess.run(
         [PY, "-X", "importtime", *args], cwd=cwd, capture_output=True, text=True,
-        env=bench_env(), check=False,
+        env=bench_env(env), check=False,
     )
     per: dict[str, float] = defaultdict(float)
     for line in done.stderr.splitlines():
@@ -106,10 +117,28 @@ def importtime(args: list[str], cwd: Path) -> dict[str, float]:
     return dict(per)
 
 
-def measure(args: list[str], cwd: Path, repeat: int) -> dict[str, float]:
-    runs = [importtime(args, cwd) for _ in range(repeat)]
+def measure(args: list[str], cwd: Path, repeat: int,
+            env: dict[str, str] | None = None) -> dict[str, float]:
+    runs = [importtime(args, cwd, env) for _ in range(repeat)]
     names = set().union(*runs)
     return {n: min(r.get(n, 0.0) for r in runs) for n in names}
+
+
+def _team_store(project: Path) -> tuple[Any, dict[str, str]] | None:
+    """A PostgreSQL server of this script's own holding the project's two runs, and the
+    environment that names it; ``None`` where no server can be started here."""
+    from tests import pgserver
+
+    try:
+        server = pgserver.start()
+    except pgserver.Unavailable as exc:
+        print(f"team store: not measured ({exc})")
+        return None
+    env = {"OLOPROOF_STORE": server.url(server.create_database())}
+    for _ in range(2):
+        subprocess.run([*OLOPROOF, "run"], cwd=project, capture_output=True, check=False,
+                       env=bench_env(env))
+    return server, env
 
 
 def main() -> int:
@@ -139,8 +168,12 @@ def main() -> int:
                     (_LOCAL_RUN, ["run", "--no-cache"]), (_INSPECT, ["inspect", "latest"]),
                     (_PLAN, ["plan", "latest", "--run"]),
                     (_REPORT, ["report", "latest", "-o", str(Path(tmp) / "report.html")]))
+        team = _team_store(project)
+        if team is not None:
+            commands += ((_TEAM_RUNS, ["runs"]), (_TEAM_GATE, ["gate", "latest"]))
         for label, args in commands:
-            per = measure([*main_module, *args], project, opts.repeat)
+            env = team[1] if team is not None and label in (_TEAM_RUNS, _TEAM_GATE) else None
+            per = measure([*main_module, *args], project, opts.repeat, env)
             total = sum(per.values())
             top = sorted(per.items(), key=lambda kv: -kv[1])[:15]
             budgeted = label not in _UNBUDGETED
@@ -176,6 +209,11 @@ def main() -> int:
             ]))
             figures.append({"name": f"import time, {label}", "value": total / 1000.0,
                             "unit": "s"})
+        if team is not None:
+            team[0].stop()
+        else:
+            sections.append("The team-store commands were not measured: no PostgreSQL server"
+                            " could be started here (tests/pgserver.py).")
             print(f"{label}: {total:.0f} ms;", ", ".join(f"{n} {ms:.0f}" for n, ms in top[:8]),
                   *(["OVER: " + " ".join(verdict)] if verdict else []))
     body = "\n".join([

@@ -11,7 +11,9 @@ neighbour slows both alike:
    within 1.3× of SQLite.
    The same on PostgreSQL with the writer's committer thread switched off (bench/_off,
    ``pg-committer``): what the thread buys.
-2. ``gate latest`` on the stored run of (1). Target: within 2× of SQLite.
+2. ``gate latest`` on the stored run of (1). Target: within 2× of SQLite. Read through the
+   wire client (store/pgwire.py), and through psycopg (``OLOPROOF_PG_DRIVER=psycopg``) for
+   the record of what it buys; ``runs`` too.
 3. An unchanged rerun of the same 10,000 cases (all cache), for the record.
 """
 
@@ -94,7 +96,14 @@ def main() -> None:
                 fresh, root, [{"OLOPROOF_STORE": "sqlite"}, env_pg, env_off], args.repeat
             )
             gate = [*OLOPROOF, "gate", "latest"]
-            gate_sqlite, gate_pg = _pair(gate, root, env_pg, args.gate_repeat)
+            # The reading commands read through the wire client (store/pgwire.py); the
+            # third series reads through psycopg, what they did before (and the way out).
+            gate_sqlite, gate_pg, gate_psycopg = _alternate(
+                gate, root, [{"OLOPROOF_STORE": "sqlite"}, env_pg,
+                             env_pg | {"OLOPROOF_PG_DRIVER": "psycopg"}], args.gate_repeat
+            )
+            runs = [*OLOPROOF, "runs"]
+            runs_sqlite, runs_pg = _pair(runs, root, env_pg, args.gate_repeat)
             rerun = [*OLOPROOF, "run"]
             rerun_sqlite, rerun_pg = _pair(rerun, root, env_pg, args.repeat)
     finally:
@@ -106,6 +115,9 @@ def main() -> None:
         ("the same, the writer committing on the event loop's thread (no committer thread)",
          run_sqlite, run_off, None),
         ("`gate latest` on that run", gate_sqlite, gate_pg, 2.0),
+        ("the same through psycopg (`OLOPROOF_PG_DRIVER=psycopg`)", gate_sqlite, gate_psycopg,
+         None),
+        ("`runs`", runs_sqlite, runs_pg, None),
         ("unchanged rerun of the 10,000 cases (all cache)", rerun_sqlite, rerun_pg, None),
     ):
         ratio = median(pg) / median(sq)

@@ -168,7 +168,7 @@ def _read_only(path: Path) -> str | None:
 def open_store(path: StoreLocation, *, create: bool = True) -> Any:
     """Open the store at ``path`` for writing, creating and migrating it if needed.
 
-    A :class:`PostgresLocation` is opened by store/postgres.py. For the SQLite file,
+    A :class:`PostgresLocation` is opened by store/postgres.py (psycopg). For the SQLite file,
     guarantees: a foreign SQLite file, a non-SQLite file or a store from a newer
     Oloproof raises :class:`StoreError` and is left byte for byte as it was; a
     new store's directory is 0700 and its files 0600.
@@ -342,7 +342,8 @@ def _snapshot(path: Path, wal: Path) -> sqlite3.Connection:
 
 def open_store_readonly(path: StoreLocation) -> Any:
     """Open the store at ``path`` for reading only (a :class:`PostgresLocation`: by
-    store/postgres.py, with the same guarantees).
+    store/pgshared.py, through the wire client of store/pgwire.py or psycopg, with the
+    same guarantees).
 
     Guarantees: nothing is created, migrated or written (the journal mode is not
     touched); a missing store raises :class:`StoreError` (exit 2); a file that is
@@ -351,9 +352,9 @@ def open_store_readonly(path: StoreLocation) -> Any:
     A store at an older schema version is read as it is.
     """
     if isinstance(path, PostgresLocation):
-        from oloproof.store import postgres
+        from oloproof.store import pgshared
 
-        return postgres.open_store_readonly(path)
+        return pgshared.open_store_readonly(path)
     if not path.exists():
         raise StoreError(
             f"no store at {path}: nothing has been run in this project yet"
@@ -386,9 +387,9 @@ def has_table(conn: Connection, name: str) -> bool:
 
 def schema_version(conn: Connection) -> int:
     if not is_sqlite(conn):
-        from oloproof.store import postgres
+        from oloproof.store import pgshared
 
-        return max(0, postgres.schema_version(conn))  # type: ignore[arg-type]
+        return max(0, pgshared.schema_version(conn))  # type: ignore[arg-type]
     if not has_table(conn, "meta"):
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()

@@ -62,7 +62,10 @@ class Connection(Protocol):
 
 class DatabaseError(Exception):
     """A PostgreSQL store's error (what ``sqlite3.DatabaseError`` is for SQLite); its message
-    never holds the store's password."""
+    never holds the store's password. ``sqlstate``: the server's SQLSTATE, when the server
+    answered with one (``42P01``: no such table)."""
+
+    sqlstate: str | None = None
 
 
 class OperationalError(DatabaseError):

@@ -1,8 +1,11 @@
 """The team store on PostgreSQL (``pip install 'oloproof[postgres]'``): psycopg 3 behind the
 connection of store/dbapi.py.
 
-Imported only when a PostgreSQL store is configured (store/location.py), never on the
-SQLite path. What it maps, so that the store's code above it is the same for both:
+Imported only when a PostgreSQL store is written (store/location.py), never on the SQLite
+path; the reading commands read through the wire client of store/pgwire.py, and through
+this module only where that client leaves the connection to psycopg (store/pgshared.py,
+which also holds what both connections share). What it maps, so that the store's code
+above it is the same for both:
 
 * **SQL**: the store's statements are written in the SQL both databases share, with
   ``?`` placeholders; :func:`translate` turns ``?`` into psycopg's ``%s`` (and a literal
@@ -37,7 +40,6 @@ SQLite path. What it maps, so that the store's code above it is the same for bot
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -47,6 +49,17 @@ from psycopg.pq import TransactionStatus
 
 from oloproof.errors import StoreError
 from oloproof.store.dbapi import DatabaseError, OperationalError, RetryableError
+from oloproof.store.pgshared import (
+    CONNECT_TIMEOUT_S,
+    LOCK_NAMESPACE,
+    MIGRATION_LOCK,
+    PgBase,
+    check_identity,
+    run_lock_key,
+    schema_version,
+    store_params,
+    store_tables,
+)
 from oloproof.storeurl import scrub
 
 if TYPE_CHECKING:
@@ -55,14 +68,9 @@ if TYPE_CHECKING:
     from oloproof.store.location import PostgresLocation
 
 __all__ = [
-    "PgConnection", "Upsert", "column_types", "connect", "ddl", "store_tables", "translate",
+    "PgConnection", "Upsert", "check_identity", "column_types", "connect", "ddl",
+    "run_lock_key", "schema_version", "store_tables", "translate",
 ]
-
-CONNECT_TIMEOUT_S = 15
-# The advisory locks of runs: (namespace, 32 bits of the run id's CRC), PostgreSQL's
-# two-key form, so that they do not collide with another application's one-key locks.
-LOCK_NAMESPACE = 0x4F4C4F50  # "OLOP"
-MIGRATION_LOCK = 0  # the second key while a store is created or migrated
 
 _SQL: dict[str, str] = {}
 
@@ -107,18 +115,6 @@ def ddl(statement: str) -> str:
     for pattern, replacement in _TYPES:
         statement = pattern.sub(replacement, statement)
     return statement
-
-
-def _value(v: Any) -> Any:
-    if v is True or v is False:
-        return int(v)
-    if type(v) is str and "\x00" in v:
-        return v.replace("\x00", "\ufffd")
-    return v
-
-
-def _params(params: Sequence[Any]) -> Sequence[Any]:
-    return [_value(v) for v in params]
 
 
 def _text(v: Any) -> Any:
@@ -197,69 +193,46 @@ class Upsert:
         return [[make(r[i]) for r in rows] for i, make in enumerate(self.columns)]
 
 
-_STORE_TABLES: list[str] = []
+class PgConnection(PgBase):
+    """A psycopg connection that answers the store's calls (store/dbapi.py's Connection;
+    what does not depend on the driver is :class:`~oloproof.store.pgshared.PgBase`'s)."""
 
-
-def store_tables() -> list[str]:
-    """The names of every table of the store's schema (store/schema.py)."""
-    if not _STORE_TABLES:
-        from oloproof.store.schema import MIGRATIONS, OPTIONAL_TABLES
-
-        found = re.findall(
-            r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)",
-            "\n".join([*MIGRATIONS.values(), *OPTIONAL_TABLES.values()]),
-        )
-        _STORE_TABLES.extend(dict.fromkeys(found))
-    return _STORE_TABLES
-
-
-def run_lock_key(run_id: str) -> int:
-    """The second key of a run's advisory lock (a signed 32-bit int, as PostgreSQL takes)."""
-    key = zlib.crc32(run_id.encode("utf-8"))
-    return key - (1 << 32) if key >= (1 << 31) else key
-
-
-class PgConnection:
-    """A psycopg connection that answers the store's calls (store/dbapi.py's Connection).
-
-    ``project`` is the project key the store is read and written for: every run a reader
-    lists or resolves is one of that project's (store/reader.py)."""
-
-    backend = "postgresql"
+    #: Why a reading command reads through psycopg and not the wire client (None: a
+    #: connection that writes; store/pgshared.py ``connect_readonly``).
+    fallback_reason: str | None = None
 
     def __init__(self, raw: psycopg.Connection[Any], location: PostgresLocation) -> None:
+        super().__init__(location)
         self.raw = raw
-        self.location = location
-        self.project = location.project
-        self._tables: set[str] = set()
-        # The session's settings (connect()), and those not yet sent: the next statement
-        # sets them.
-        self.settings: list[tuple[str, str]] = []
-        self.pending: list[tuple[str, str]] = []
 
     # -- errors --------------------------------------------------------------
     def _error(self, exc: Exception) -> DatabaseError:
         text = scrub(" ".join(str(exc).split()) or type(exc).__name__, self.location.url)
+        error: DatabaseError
         if isinstance(exc, (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)):
-            return RetryableError(text)
-        if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
-            return OperationalError(text)
-        return DatabaseError(text)
+            error = RetryableError(text)
+        elif isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+            error = OperationalError(text)
+        else:
+            error = DatabaseError(text)
+        error.sqlstate = getattr(exc, "sqlstate", None)
+        return error
+
+    def _row(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...]:
+        try:
+            row = self.raw.execute(translate(sql), store_params(params)).fetchone()
+        except psycopg.Error as exc:
+            raise self._error(exc) from None
+        assert row is not None  # a SELECT without FROM: one row
+        return tuple(row)
 
     # -- the DB-API calls --------------------------------------------------------
-    def _settle(self) -> None:
-        """Send the pending session settings on their own (what survey() would have
-        folded into its query)."""
-        settings, self.pending = self.pending, []
-        for name, value in settings:
-            self.execute("SELECT set_config(?, ?, false)", (name, value))
-
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
         if self.pending:
             self._settle()
         try:
             # Always a list, even empty: psycopg then reads '%%' in the statement as '%'.
-            return self.raw.execute(translate(sql), _params(parameters))
+            return self.raw.execute(translate(sql), store_params(parameters))
         except psycopg.Error as exc:
             raise self._error(exc) from None
 
@@ -268,7 +241,7 @@ class PgConnection:
             self._settle()
         cur = self.raw.cursor()
         try:
-            cur.executemany(translate(sql), [_params(p) for p in parameters])
+            cur.executemany(translate(sql), [store_params(p) for p in parameters])
         except psycopg.Error as exc:
             raise self._error(exc) from None
         return cur
@@ -282,57 +255,6 @@ class PgConnection:
             self.raw.close()
         except psycopg.Error:
             pass
-
-    # -- what the store asks of PostgreSQL alone -----------------------------------
-    def has_table(self, name: str) -> bool:
-        if name in self._tables:
-            return True
-        row = self.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()
-        if row[0]:
-            self._tables.add(name)
-        return bool(row[0])
-
-    def survey(self) -> int:
-        """The schema version (0: no ``meta`` table; -1: one without a version, or with one
-        that is not a number), and which of the store's tables exist (remembered for
-        :meth:`has_table`), with the pending session settings set by the same statement:
-        one round trip where the store exists (the common case), two where it does not, or
-        inside a transaction (where a failed statement would abort it, so ``meta`` is
-        looked for before it is read)."""
-        names = list(store_tables())
-        settings, self.pending = self.pending, []
-        head = "".join("set_config(%s, %s, false), " for _ in settings)
-        head_params: list[Any] = [v for pair in settings for v in pair]
-        tables = "ARRAY(SELECT n FROM unnest(%s::text[]) AS n WHERE to_regclass(n) IS NOT NULL)"
-        version_sql = "(SELECT value FROM meta WHERE key = 'schema_version')"
-        def one(sql: str, params: list[Any]) -> tuple[Any, ...]:
-            row = self.raw.execute(sql, params).fetchone()
-            assert row is not None  # a SELECT without FROM: one row
-            return tuple(row)
-
-        try:
-            if self.in_transaction:
-                present = one(f"SELECT {head}{tables}", [*head_params, names])[-1]
-                value = None
-                if "meta" in present:
-                    value = one(f"SELECT {version_sql}", [])[0]
-            else:
-                try:
-                    *_, value, present = one(
-                        f"SELECT {head}{version_sql}, {tables}", [*head_params, names]
-                    )
-                except pg_errors.UndefinedTable:  # no meta table (the settings undone too)
-                    value = None
-                    present = one(f"SELECT {head}{tables}", [*head_params, names])[-1]
-        except psycopg.Error as exc:
-            raise self._error(exc) from None
-        self._tables = set(present)
-        if "meta" not in self._tables:
-            return 0
-        try:
-            return -1 if value is None else int(value)
-        except ValueError:
-            return -1
 
     def write_batch(self, statements: Sequence[tuple[Upsert, Sequence[Sequence[Any]]]]) -> None:
         """One transaction in one round trip: ``BEGIN``, one :class:`Upsert` statement per
@@ -388,22 +310,6 @@ class PgConnection:
         self.execute("SELECT pg_advisory_lock(?::int, ?::int)", (LOCK_NAMESPACE, key))
         return f"pg-lock:{key}"
 
-    def run_alive(self, owner: str | None) -> bool:
-        """Whether some session holds the lock of the run whose owner token is ``owner``."""
-        if not owner or not owner.startswith("pg-lock:"):
-            return False
-        try:
-            key = int(owner.split(":", 1)[1])
-        except ValueError:
-            return False
-        row = self.execute(
-            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
-            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-            " AND classid = ?::bigint::oid AND objid = ?::bigint::oid AND objsubid = 2 LIMIT 1",
-            (LOCK_NAMESPACE, key & 0xFFFFFFFF),
-        ).fetchone()
-        return row is not None
-
 
 def connect(
     location: PostgresLocation, *, readonly: bool = False,
@@ -432,8 +338,7 @@ def connect(
         why = scrub(str(exc), location.url)
         raise StoreError(f"{location.display}: not a store URL psycopg accepts ({why})") from None
     conn = PgConnection(raw, location)
-    conn.settings = list(settings)
-    conn.pending = list(settings)
+    conn.use_settings(settings)
     return conn
 
 
@@ -445,32 +350,6 @@ EXTRA: dict[int, tuple[str, ...]] = {
     1: ("CREATE INDEX IF NOT EXISTS runs_project ON runs(project, created_at)",),
     2: ("CREATE INDEX IF NOT EXISTS comparisons_project ON comparisons(project, created_at)",),
 }
-
-
-def schema_version(conn: PgConnection) -> int:
-    return conn.survey()
-
-
-def check_identity(conn: PgConnection) -> int:
-    """The store's schema version (0: none yet); refuses a newer store, or a database whose
-    tables of our names are not an Oloproof store's."""
-    from oloproof.store.schema import SCHEMA_VERSION
-
-    where = conn.location.display
-    current = schema_version(conn)
-    if current > SCHEMA_VERSION:
-        raise StoreError(
-            f"{where}: this store was written by a newer Oloproof (schema {current};"
-            f" this version reads up to {SCHEMA_VERSION}). Upgrade oloproof to use it;"
-            " the store was left untouched."
-        )
-    if current < 0 or (current == 0 and conn.has_table("runs")):
-        raise StoreError(
-            f"{where}: this database has tables named as Oloproof's (meta, runs) that are"
-            " not an Oloproof store; it was left untouched (give Oloproof a database or"
-            " schema of its own: docs/team-store.md)"
-        )
-    return current
 
 
 def migrate(conn: PgConnection) -> None:
@@ -529,27 +408,6 @@ def open_store(location: PostgresLocation, *, create: bool = True) -> PgConnecti
     except OperationalError as exc:
         conn.close()
         raise StoreUnavailable(f"{location.display}: the store cannot be written ({exc})") from None
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def open_store_readonly(location: PostgresLocation) -> PgConnection:
-    """The team store for reading: never created or migrated; an older schema is read as
-    it is, a newer one refused."""
-    from oloproof.store.db import StoreUnreadable
-
-    conn = connect(location, readonly=True)
-    try:
-        if check_identity(conn) == 0:
-            raise StoreError(
-                f"no runs in the team store {location.display} yet"
-                " (run `oloproof run` first)"
-            )
-    except DatabaseError as exc:
-        conn.close()
-        raise StoreUnreadable(f"{location.display}: the store cannot be read ({exc})") from None
     except BaseException:
         conn.close()
         raise

@@ -1,0 +1,284 @@
+"""The team store's side of PostgreSQL that does not depend on the driver.
+
+Two clients speak to a team store: psycopg 3 (store/postgres.py) for every connection that
+writes, and for reading where the fast path cannot be sure to connect as libpq would; and
+the read-only client of store/pgwire.py, standard library only, for the reading commands
+(``gate``, ``runs``, ``inspect``, ``plan``, ``compare``, ``report``, ``view``), which would
+otherwise pay psycopg's import (about 0.18 s of wall time, more than SQLite's whole ``gate``).
+What both connections answer the same way lives here, once: the survey of the schema and
+the session's settings in one round trip, which tables exist, whether a run's process
+still holds its lock, the identity check of a store, and :func:`open_store_readonly`,
+which chooses the client (docs/team-store.md, "Which client reads").
+
+A driver's connection subclasses :class:`PgBase` and provides ``execute``,
+``in_transaction``, ``close`` and :meth:`PgBase._row` (one row of a statement in the
+store's SQL, with ``?`` placeholders, sent as it is); its errors are
+:class:`~oloproof.store.dbapi.DatabaseError` and its subclasses, with the server's
+SQLSTATE in ``sqlstate``.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from typing import TYPE_CHECKING
+
+from oloproof.errors import ConfigError, StoreError
+from oloproof.store.dbapi import DatabaseError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from oloproof.store.location import PostgresLocation
+
+__all__ = [
+    "DRIVER_ENV", "LOCK_NAMESPACE", "MIGRATION_LOCK", "PgBase", "check_identity",
+    "open_store_readonly", "run_lock_key", "schema_version", "store_params", "store_tables",
+    "store_value",
+]
+
+#: Which client reads a team store: ``auto`` (the default: the wire client where it can be
+#: sure to connect as libpq would, else psycopg), ``psycopg`` (always psycopg), ``wire``
+#: (the wire client or an error saying why not: for tests and diagnosis).
+DRIVER_ENV = "OLOPROOF_PG_DRIVER"
+DRIVERS = ("auto", "psycopg", "wire")
+
+CONNECT_TIMEOUT_S = 15
+# The advisory locks of runs: (namespace, 32 bits of the run id's CRC), PostgreSQL's
+# two-key form, so that they do not collide with another application's one-key locks.
+LOCK_NAMESPACE = 0x4F4C4F50  # "OLOP"
+MIGRATION_LOCK = 0  # the second key while a store is created or migrated
+
+UNDEFINED_TABLE = "42P01"
+
+
+def store_value(v: Any) -> Any:
+    """A parameter as the store sends it: ``True``/``False`` as ``1``/``0`` (SQLite's
+    integers), a NUL character (which PostgreSQL's text cannot hold) as U+FFFD."""
+    if v is True or v is False:
+        return int(v)
+    if type(v) is str and "\x00" in v:
+        return v.replace("\x00", "\ufffd")
+    return v
+
+
+def store_params(params: Sequence[Any]) -> list[Any]:
+    return [store_value(v) for v in params]
+
+
+_STORE_TABLES: list[str] = []
+
+
+def store_tables() -> list[str]:
+    """The names of every table of the store's schema (store/schema.py)."""
+    if not _STORE_TABLES:
+        import re
+
+        from oloproof.store.schema import MIGRATIONS, OPTIONAL_TABLES
+
+        found = re.findall(
+            r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)",
+            "\n".join([*MIGRATIONS.values(), *OPTIONAL_TABLES.values()]),
+        )
+        _STORE_TABLES.extend(dict.fromkeys(found))
+    return _STORE_TABLES
+
+
+def run_lock_key(run_id: str) -> int:
+    """The second key of a run's advisory lock (a signed 32-bit int, as PostgreSQL takes)."""
+    key = zlib.crc32(run_id.encode("utf-8"))
+    return key - (1 << 32) if key >= (1 << 31) else key
+
+
+class PgBase:
+    """What a connection to a team store answers whatever its driver (store/dbapi.py's
+    Connection, plus the PostgreSQL-only calls of store/db.py).
+
+    ``project`` is the project key the store is read and written for: every run a reader
+    lists or resolves is one of that project's (store/reader.py)."""
+
+    backend = "postgresql"
+
+    def __init__(self, location: PostgresLocation) -> None:
+        self.location = location
+        self.project = location.project
+        self._tables: set[str] = set()
+        # The session's settings, and those not yet sent: the next statement sets them.
+        self.settings: list[tuple[str, str]] = []
+        self.pending: list[tuple[str, str]] = []
+
+    # -- what each driver provides ------------------------------------------------------
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
+        raise NotImplementedError
+
+    @property
+    def in_transaction(self) -> bool:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _row(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...]:
+        """The one row of ``sql`` (the store's SQL, ``?`` placeholders), without the pending
+        settings; a :class:`DatabaseError` with the server's SQLSTATE when it fails."""
+        raise NotImplementedError
+
+    # -- shared ------------------------------------------------------------------------
+    def use_settings(self, settings: Sequence[tuple[str, str]]) -> None:
+        """The session's settings (name, value), set with the next statement (no round
+        trip of their own: see :meth:`survey`)."""
+        self.settings = list(settings)
+        self.pending = list(settings)
+
+    def _settle(self) -> None:
+        """Send the pending session settings on their own (what survey() would have
+        folded into its query)."""
+        settings, self.pending = self.pending, []
+        for name, value in settings:
+            self.execute("SELECT set_config(?, ?, false)", (name, value))
+
+    def has_table(self, name: str) -> bool:
+        if name in self._tables:
+            return True
+        row = self.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()
+        if row[0]:
+            self._tables.add(name)
+        return bool(row[0])
+
+    def survey(self) -> int:
+        """The schema version (0: no ``meta`` table; -1: one without a version, or with one
+        that is not a number), and which of the store's tables exist (remembered for
+        :meth:`has_table`), with the pending session settings set by the same statement:
+        one round trip where the store exists (the common case), two where it does not, or
+        inside a transaction (where a failed statement would abort it, so ``meta`` is
+        looked for before it is read)."""
+        names = list(store_tables())
+        settings, self.pending = self.pending, []
+        head = "".join("set_config(?, ?, false), " for _ in settings)
+        head_params: list[Any] = [v for pair in settings for v in pair]
+        tables = "ARRAY(SELECT n FROM unnest(?::text[]) AS n WHERE to_regclass(n) IS NOT NULL)"
+        version_sql = "(SELECT value FROM meta WHERE key = 'schema_version')"
+        if self.in_transaction:
+            present = self._row(f"SELECT {head}{tables}", [*head_params, names])[-1]
+            value = None
+            if "meta" in present:
+                value = self._row(f"SELECT {version_sql}", [])[0]
+        else:
+            try:
+                *_, value, present = self._row(
+                    f"SELECT {head}{version_sql}, {tables}", [*head_params, names]
+                )
+            except DatabaseError as exc:  # no meta table (the settings undone too)
+                if exc.sqlstate != UNDEFINED_TABLE:
+                    raise
+                value = None
+                present = self._row(f"SELECT {head}{tables}", [*head_params, names])[-1]
+        self._tables = set(present)
+        if "meta" not in self._tables:
+            return 0
+        try:
+            return -1 if value is None else int(value)
+        except ValueError:
+            return -1
+
+    def run_alive(self, owner: str | None) -> bool:
+        """Whether some session holds the lock of the run whose owner token is ``owner``."""
+        if not owner or not owner.startswith("pg-lock:"):
+            return False
+        try:
+            key = int(owner.split(":", 1)[1])
+        except ValueError:
+            return False
+        row = self.execute(
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " AND classid = ?::bigint::oid AND objid = ?::bigint::oid AND objsubid = 2 LIMIT 1",
+            (LOCK_NAMESPACE, key & 0xFFFFFFFF),
+        ).fetchone()
+        return row is not None
+
+
+def schema_version(conn: PgBase) -> int:
+    return conn.survey()
+
+
+def check_identity(conn: PgBase) -> int:
+    """The store's schema version (0: none yet); refuses a newer store, or a database whose
+    tables of our names are not an Oloproof store's."""
+    from oloproof.store.schema import SCHEMA_VERSION
+
+    where = conn.location.display
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"{where}: this store was written by a newer Oloproof (schema {current};"
+            f" this version reads up to {SCHEMA_VERSION}). Upgrade oloproof to use it;"
+            " the store was left untouched."
+        )
+    if current < 0 or (current == 0 and conn.has_table("runs")):
+        raise StoreError(
+            f"{where}: this database has tables named as Oloproof's (meta, runs) that are"
+            " not an Oloproof store; it was left untouched (give Oloproof a database or"
+            " schema of its own: docs/team-store.md)"
+        )
+    return current
+
+
+def driver() -> str:
+    """The reading client :data:`DRIVER_ENV` asks for (``auto`` when unset)."""
+    value = os.environ.get(DRIVER_ENV, "").strip().lower() or "auto"
+    if value not in DRIVERS:
+        raise ConfigError(
+            f"'{value}' is not a client Oloproof reads a team store with", file=DRIVER_ENV,
+            accepted=", ".join(DRIVERS),
+        )
+    return value
+
+
+def connect_readonly(location: PostgresLocation) -> PgBase:
+    """A read-only connection (``default_transaction_read_only``, set with the first
+    statement): the wire client's where it can be sure to connect as libpq would (and
+    :data:`DRIVER_ENV` does not ask for psycopg), else psycopg's."""
+    chosen = driver()
+    reason = f"{DRIVER_ENV}=psycopg"
+    if chosen != "psycopg":
+        from oloproof.store import pgwire
+
+        try:
+            wire = pgwire.connect(location, readonly=True)
+        except pgwire.Unsupported as exc:
+            if chosen == "wire":
+                raise StoreError(
+                    f"{location.display}: the wire client cannot read this store"
+                    f" ({exc}); {DRIVER_ENV}=wire asks for it alone"
+                ) from None
+            reason = str(exc)
+        else:
+            return wire
+    from oloproof.store import postgres
+
+    conn = postgres.connect(location, readonly=True)
+    conn.fallback_reason = reason
+    return conn
+
+
+def open_store_readonly(location: PostgresLocation) -> PgBase:
+    """The team store for reading: never created or migrated; an older schema is read as
+    it is, a newer one refused."""
+    from oloproof.store.db import StoreUnreadable
+
+    conn = connect_readonly(location)
+    try:
+        if check_identity(conn) == 0:
+            raise StoreError(
+                f"no runs in the team store {location.display} yet"
+                " (run `oloproof run` first)"
+            )
+    except DatabaseError as exc:
+        conn.close()
+        raise StoreUnreadable(f"{location.display}: the store cannot be read ({exc})") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
