@@ -305,6 +305,26 @@ def pair() -> Any:
     b.close()
 
 
+def test_many_rows_across_reads(pair: Any) -> None:
+    """Rows that arrive in pieces (a row cut between two reads) are read whole."""
+    import threading
+
+    conn, server = pair
+    answer = HEAD + _description(("i", 23), ("t", 25)) + b"".join(
+        _data(str(i).encode(), ("x" * (i % 50)).encode()) for i in range(5000)
+    ) + _msg(b"C", b"SELECT 5000\x00") + READY
+
+    def send() -> None:
+        for start in range(0, len(answer), 777):
+            server.sendall(answer[start:start + 777])
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    rows = conn.execute("SELECT i, t FROM t").fetchall()
+    sender.join()
+    assert rows == [(i, "x" * (i % 50)) for i in range(5000)]
+
+
 def test_rows_are_converted_by_type(pair: Any) -> None:
     conn, server = pair
     server.sendall(HEAD + _description(
@@ -363,6 +383,12 @@ def test_server_errors_keep_their_sqlstate(pair: Any, code: str, kind: type[Exce
     HEAD + _msg(b"T", struct.pack("!h", 1) + b"name-without-end"),
     HEAD + _msg(b"Q", b""),                                            # not a message of a query
     HEAD + _msg(b"Z", b"II"),
+    # The same faults in a row after the first (read by the loop over the buffer).
+    HEAD + _description(("a", 23)) + _data(b"1") + _data(b"1", b"2"),
+    HEAD + _description(("a", 23)) + _data(b"1") + _msg(b"D", struct.pack("!hi", 1, 50) + b"12"),
+    HEAD + _description(("a", 23), ("b", 25)) + _data(b"1", b"x") + _data(b"2", b"y")
+    + _msg(b"D", struct.pack("!hi", 2, 1) + b"3"),  # the second column's length is missing
+    HEAD + _description(("a", 23)) + _data(b"1") + _msg(b"D", struct.pack("!hi", 1, 1) + b"12"),
 ])
 def test_a_malformed_answer_closes_the_connection(pair: Any, answer: bytes) -> None:
     conn, server = pair
@@ -383,10 +409,11 @@ def test_a_server_that_hangs_up_mid_answer(pair: Any) -> None:
     assert conn.closed
 
 
-def test_a_value_that_does_not_read_as_its_type(pair: Any) -> None:
+@pytest.mark.parametrize("rows", [[b"x1"], [b"1", b"2", b"x3", b"4"]])
+def test_a_value_that_does_not_read_as_its_type(pair: Any, rows: list[bytes]) -> None:
     conn, server = pair
-    server.sendall(HEAD + _description(("a", 23)) + _data(b"x1") + _msg(b"C", b"SELECT 1\x00")
-                   + READY)
+    server.sendall(HEAD + _description(("a", 23)) + b"".join(_data(r) for r in rows)
+                   + _msg(b"C", b"SELECT 1\x00") + READY)
     with pytest.raises(DatabaseError, match="cannot read"):
         conn.execute("SELECT 1")
     assert not conn.closed  # the answer was read to its end: the connection goes on
