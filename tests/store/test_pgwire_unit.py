@@ -409,6 +409,15 @@ def test_a_server_that_hangs_up_mid_answer(pair: Any) -> None:
     assert conn.closed
 
 
+def test_a_server_that_says_why_before_it_hangs_up(pair: Any) -> None:
+    conn, server = pair
+    server.sendall(HEAD + _error("57P01", "terminating connection due to administrator command"))
+    server.shutdown(socket.SHUT_WR)
+    with pytest.raises(OperationalError, match="administrator command") as caught:
+        conn.execute("SELECT 1")
+    assert caught.value.sqlstate == "57P01" and conn.closed
+
+
 @pytest.mark.parametrize("rows", [[b"x1"], [b"1", b"2", b"x3", b"4"]])
 def test_a_value_that_does_not_read_as_its_type(pair: Any, rows: list[bytes]) -> None:
     conn, server = pair

@@ -408,7 +408,8 @@ class _Stream:
         parts = [self.buf[self.pos:]]
         while have < need:
             try:
-                chunk = self.sock.recv(max(262144, need - have))
+                # At most 4 MiB a call: recv allocates what it is asked for.
+                chunk = self.sock.recv(min(max(262144, need - have), 1 << 22))
             except TimeoutError:
                 raise OperationalError("the server did not answer in time") from None
             except OSError as exc:
@@ -801,7 +802,13 @@ class WireConnection(PgBase):
         error: DatabaseError | None = None
         rowcount = -1
         while True:
-            kind, buf, pos, end = stream.message()
+            try:
+                kind, buf, pos, end = stream.message()
+            except OperationalError:
+                if error is not None and error.sqlstate is not None:
+                    # The server said why before it hung up (it was shut down, say).
+                    raise self._broken(error) from None
+                raise
             if kind == 68:  # 'D' DataRow, and those after it already in the buffer
                 if error is None:
                     try:
