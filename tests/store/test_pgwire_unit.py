@@ -95,6 +95,10 @@ def test_the_environment_fills_what_the_url_leaves_out() -> None:
     ("postgresql://h/db?sslmode=allow", {}, "sslmode=allow"),
     ("postgresql://h/db", {"PGSSLMODE": "verify-full"}, "sslmode=verify-full"),
     ("postgresql://h:99999/db", {}, "port"),
+    ("postgresql:///db", {"PGHOST": "/a,/b"}, "several values of host"),
+    ("postgresql://u@/db?host=/a,/b", {}, "several values of host"),
+    ("postgresql://h/db", {"PGPORT": "5432,5433"}, "several values of port"),
+    ("postgresql://h/a%3Db", {}, "connection string"),
     ("postgresql://h/db?sslmode=disable", {"KRB5CCNAME": "FILE:/tmp/x"}, "Kerberos"),
 ])
 def test_the_fallback_decision(url: str, env: dict[str, str], why: str) -> None:

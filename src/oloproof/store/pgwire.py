@@ -259,6 +259,11 @@ def resolve(url: str, environ: Mapping[str, str] | None = None) -> Params:
         if env.get(var):
             values[key] = env[var]
     values.update({k: v for k, v in given.items() if v})
+    for key in ("host", "port"):
+        if "," in values.get(key, ""):
+            raise Unsupported(f"several values of {key} (libpq tries each in turn)")
+    if "=" in values.get("dbname", ""):
+        raise Unsupported("a database name that may be read as a connection string")
     host = values.get("host", "")
     if not host:
         raise Unsupported("no host (libpq's default socket directory depends on its build)")
