@@ -100,6 +100,7 @@ def test_the_environment_fills_what_the_url_leaves_out() -> None:
     ("postgresql://h/db", {"PGPORT": "5432,5433"}, "several values of port"),
     ("postgresql://h/a%3Db", {}, "connection string"),
     ("postgresql://h/db?sslmode=disable", {"KRB5CCNAME": "FILE:/tmp/x"}, "Kerberos"),
+    ("postgresql://h/db?sslmode=disable", {"KRB5_CLIENT_KTNAME": "/k"}, "Kerberos"),
 ])
 def test_the_fallback_decision(url: str, env: dict[str, str], why: str) -> None:
     with pytest.raises(Unsupported, match=why):

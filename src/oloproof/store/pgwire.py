@@ -286,8 +286,8 @@ def resolve(url: str, environ: Mapping[str, str] | None = None) -> Params:
             if os.path.exists(os.path.join(home, ".postgresql", name)):
                 raise Unsupported(f"~/.postgresql/{name} (libpq would use it)")
     if not unix:
-        ccache = env.get("KRB5CCNAME") or f"/tmp/krb5cc_{os.geteuid()}"
-        if "KRB5CCNAME" in env or os.path.exists(ccache):
+        # libpq tries GSSAPI encryption first where it finds Kerberos credentials.
+        if any(k.startswith("KRB5") for k in env) or os.path.exists(f"/tmp/krb5cc_{os.geteuid()}"):
             raise Unsupported("a Kerberos credential cache (libpq would try GSSAPI)")
     user = values.get("user") or _os_user()
     return Params(
