@@ -285,10 +285,11 @@ def resolve(url: str, environ: Mapping[str, str] | None = None) -> Params:
         for name in ("postgresql.crt", "root.crt", "root.crl"):
             if os.path.exists(os.path.join(home, ".postgresql", name)):
                 raise Unsupported(f"~/.postgresql/{name} (libpq would use it)")
-    if not unix:
-        # libpq tries GSSAPI encryption first where it finds Kerberos credentials.
-        if any(k.startswith("KRB5") for k in env) or os.path.exists(f"/tmp/krb5cc_{os.geteuid()}"):
-            raise Unsupported("a Kerberos credential cache (libpq would try GSSAPI)")
+    # libpq tries GSSAPI encryption first where it finds Kerberos credentials.
+    kerberos = any(k.startswith("KRB5") for k in env) or os.path.exists(
+        f"/tmp/krb5cc_{os.geteuid()}")
+    if not unix and kerberos:
+        raise Unsupported("a Kerberos credential cache (libpq would try GSSAPI)")
     user = values.get("user") or _os_user()
     return Params(
         host=host, port=port, user=user, dbname=values.get("dbname") or user,
