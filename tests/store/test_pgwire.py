@@ -172,9 +172,15 @@ def auth_server(pg_server: Any) -> Iterator[AuthServer]:
         data = server.directory / "data"
         hba = data / "pg_hba.conf"
         lines = [f"host all {user} 127.0.0.1/32 {method}" for user, (method, _) in USERS.items()]
-        hba.write_text("\n".join(lines) + "\n" + hba.read_text())
         tls = False
         openssl = shutil.which("openssl")
+        if openssl:
+            # A role that may only connect over TLS.
+            server.sql("SET password_encryption = 'md5'; CREATE ROLE olo_tls LOGIN PASSWORD"
+                       f" '{USERS['olo_md5'][1]}'")
+            lines += ["hostssl all olo_tls 127.0.0.1/32 md5",
+                      "hostnossl all olo_tls 127.0.0.1/32 reject"]
+        hba.write_text("\n".join(lines) + "\n" + hba.read_text())
         if openssl:
             subprocess.run(
                 [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
@@ -193,7 +199,7 @@ def auth_server(pg_server: Any) -> Iterator[AuthServer]:
         from oloproof.store.postgres import open_store
 
         open_store(PostgresLocation(server.url(database), "p")).close()
-        for user in USERS:
+        for user in [*USERS, *(["olo_tls"] if tls else [])]:
             server.sql(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {user}", database)
         server.sql(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {pgserver.SECRET_USER}",
                    database)
@@ -338,7 +344,7 @@ def test_tls_as_libpqs_prefer_and_require(
     monkeypatch.delenv("OLOPROOF_PG_DRIVER", raising=False)
     password = USERS["olo_md5"][1]
     for query, tls in (("sslmode=require", True), ("sslmode=prefer", True), ("", True),
-                       ("sslmode=disable", False)):
+                       ("sslmode=disable", False), ("sslmode=allow", False)):
         conn = _read(auth_server.url("olo_md5", password, query))
         try:
             assert isinstance(conn, WireConnection), query
@@ -352,6 +358,20 @@ def test_tls_as_libpqs_prefer_and_require(
     try:
         assert isinstance(conn, PgConnection) and "channel" in str(conn.fallback_reason)
         assert _who(conn) == (SECRET_USER, True)
+    finally:
+        conn.close()
+    # allow begins without TLS; a server that refuses that sends the connection to psycopg,
+    # whose libpq tries again with TLS (and is let in).
+    conn = _read(auth_server.url("olo_tls", password, "sslmode=allow"))
+    try:
+        assert isinstance(conn, PgConnection)
+        assert "without TLS" in str(conn.fallback_reason)
+        assert _who(conn) == ("olo_tls", True)
+    finally:
+        conn.close()
+    conn = _read(auth_server.url("olo_tls", password, "sslmode=require"))
+    try:
+        assert isinstance(conn, WireConnection) and _who(conn) == ("olo_tls", True)
     finally:
         conn.close()
     # require, from a server without TLS: refused as libpq refuses it.

@@ -92,7 +92,6 @@ def test_the_environment_fills_what_the_url_leaves_out() -> None:
     ("postgresql://h/db", {"PGCLIENTENCODING": "LATIN1"}, "PGCLIENTENCODING"),
     ("postgresql://h/db?sslmode=verify-full", {}, "sslmode=verify-full"),
     ("postgresql://h/db?sslmode=verify-ca", {}, "sslmode=verify-ca"),
-    ("postgresql://h/db?sslmode=allow", {}, "sslmode=allow"),
     ("postgresql://h/db", {"PGSSLMODE": "verify-full"}, "sslmode=verify-full"),
     ("postgresql://h:99999/db", {}, "port"),
     ("postgresql:///db", {"PGHOST": "/a,/b"}, "several values of host"),
@@ -115,13 +114,16 @@ def test_a_root_certificate_in_the_home_directory_goes_to_psycopg(
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(pgwire, "_passwd_home", lambda: str(tmp_path))
     assert resolve("postgresql://h/db?sslmode=require", {}).sslmode == "require"
+    assert resolve("postgresql://h/db?sslmode=allow", {}).sslmode == "allow"
     (tmp_path / ".postgresql").mkdir()
     for name in ("root.crt", "postgresql.crt"):
         (tmp_path / ".postgresql" / name).write_text("x")
         with pytest.raises(Unsupported, match=name):
             resolve("postgresql://h/db?sslmode=require", {})
-        # A Unix socket never uses TLS, and sslmode=disable does not either.
+        # A Unix socket never uses TLS, sslmode=disable does not either, and allow does not
+        # begin with it.
         resolve("postgresql://h/db?sslmode=disable", {})
+        resolve("postgresql://h/db?sslmode=allow", {})
         resolve("postgresql:///db?host=/sock", {})
         (tmp_path / ".postgresql" / name).unlink()
     # $HOME elsewhere than the user's home: libpq's versions differ on which they read.

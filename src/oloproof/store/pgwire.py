@@ -23,9 +23,10 @@ What it does (docs/team-store.md, "Which client reads"):
   password is refused). Anything else (GSSAPI, SSPI, a server that offers only
   SCRAM-SHA-256-PLUS, or offers it over TLS, where libpq would bind the channel): the
   connection is closed and psycopg connects instead.
-* **TLS**: ``sslmode`` ``disable`` (plain), ``prefer`` (libpq's default: TLS if the server
-  offers it, without checking its certificate, as libpq), ``require`` (TLS or nothing).
-  ``allow`` goes to psycopg. A Unix socket never uses TLS, as libpq.
+* **TLS**: ``sslmode`` ``disable`` (plain), ``allow`` (plain; a server that refuses it sends
+  the connection to psycopg, whose libpq tries again with TLS), ``prefer`` (libpq's default:
+  TLS if the server offers it, without checking its certificate, as libpq), ``require`` (TLS
+  or nothing). A Unix socket never uses TLS, as libpq.
 * **Queries**: the extended protocol (Parse, Bind, Describe, Execute, Sync; the unnamed
   statement), parameters in text format with the types psycopg would give them, the store's
   ``?`` placeholders as ``$1..$n``: a value is never written into the statement's text.
@@ -273,10 +274,10 @@ def resolve(url: str, environ: Mapping[str, str] | None = None) -> Params:
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise Unsupported(f"the port {port!r}")
     sslmode = values.get("sslmode", "prefer")
-    if sslmode not in ("disable", "prefer", "require"):
+    if sslmode not in ("disable", "allow", "prefer", "require"):
         raise Unsupported(f"sslmode={sslmode}")
     unix = host.startswith("/")
-    if not unix and sslmode != "disable":
+    if not unix and sslmode in ("prefer", "require"):
         home = _home()
         if home is None:
             raise Unsupported("$HOME is not this user's home directory")
@@ -1083,7 +1084,7 @@ def _start(sock: socket.socket, params: Params, location: PostgresLocation) -> W
 
     deadline = time.monotonic() + params.timeout
     tls = False
-    if not params.unix and params.sslmode != "disable":
+    if not params.unix and params.sslmode in ("prefer", "require"):
         sock, tls = _tls(sock, params)
     startup = b"".join(
         k.encode() + b"\x00" + v.encode("utf-8") + b"\x00" for k, v in (
@@ -1101,6 +1102,9 @@ def _start(sock: socket.socket, params: Params, location: PostgresLocation) -> W
             # libpq tries again without TLS when the server refuses a TLS session under
             # prefer: psycopg does exactly that.
             raise Unsupported("the server refused the TLS session") from None
+        if exc.sqlstate is not None and not params.unix and params.sslmode == "allow":
+            # Under allow, libpq tries again with TLS when the server refuses a plain one.
+            raise Unsupported("the server refused a session without TLS") from None
         raise _Refused(f"{params.where()}: {exc}") from None
     except OSError as exc:
         conn._shut()
