@@ -1016,6 +1016,22 @@ def test_a_damaged_or_foreign_file_is_ignored_and_replaced(
     assert len(_records._read_inits(str(inits_file))) >= 1
 
 
+@pytest.mark.parametrize("kept", [b"garbage", __import__("marshal").dumps(42), b""])
+def test_a_kept_entry_that_is_not_code_is_compiled_anew(
+    inits_file: Path, monkeypatch: pytest.MonkeyPatch, kept: bytes
+) -> None:
+    import marshal
+
+    assert _make_point()(1).y == 2
+    _records._write_inits()
+    entries = _records._read_inits(str(inits_file))
+    assert entries and all(type(v) is bytes for v in entries.values())  # unread until used
+    inits_file.write_bytes(_records._INITS_HEADER + marshal.dumps(dict.fromkeys(entries, kept)))
+    monkeypatch.setattr(_records, "_inits", None)  # as a new process starts
+    point = _make_point()
+    assert point(3, 4).y == 4 and point(3).y == 2
+
+
 def test_nothing_is_written_when_python_writes_no_bytecode(
     inits_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -303,10 +303,14 @@ class _LazyInit:
 # (``-B``, ``PYTHONDONTWRITEBYTECODE``, ``sys.pycache_prefix``); a file that cannot be
 # read, is not ours or comes from another Python is ignored and compiled anew. It is
 # trusted as the ``.pyc`` files beside it are: whoever can write one can write the other.
-_INITS_HEADER = b"oloproof-inits/2 " + repr(sys.version_info[:3]).encode() + b"\n"
+# Each code object is kept as its own marshal bytes, unmarshalled when first used: a
+# command uses a third of them or fewer, and unmarshalling them all on the first record
+# was about a millisecond of every short command (docs/performance.md).
+_INITS_HEADER = b"oloproof-inits/3 " + repr(sys.version_info[:3]).encode() + b"\n"
 _INITS_MAX_BYTES = 8 << 20
 _INITS_MAX = 4096  # more (records edited again and again): keep only those used
-_inits: dict[str, Any] | None = None
+_CODE = type(_check_order.__code__)
+_inits: dict[str, Any] | None = None  # key: code object, or its marshal bytes (unread)
 _inits_used: set[str] = set()
 _inits_new = False
 
@@ -329,10 +333,9 @@ def _read_inits(path: str | None) -> dict[str, Any]:
         kept = marshal.loads(data[len(_INITS_HEADER):])
     except (OSError, ValueError, EOFError, TypeError):
         return {}
-    code_type = type(_read_inits.__code__)
     if type(kept) is not dict:
         return {}
-    return {k: v for k, v in kept.items() if type(k) is str and type(v) is code_type}
+    return {k: v for k, v in kept.items() if type(k) is str and type(v) is bytes}
 
 
 def _write_inits() -> None:
@@ -340,7 +343,9 @@ def _write_inits() -> None:
     path = _inits_path()
     if path is None or sys.dont_write_bytecode or _inits is None:
         return
-    merged = {**_read_inits(path), **_inits}
+    merged = {**_read_inits(path)}
+    for key, value in _inits.items():
+        merged[key] = value if type(value) is bytes else marshal.dumps(value)
     if len(merged) > _INITS_MAX:
         merged = {k: v for k, v in merged.items() if k in _inits_used}
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -365,6 +370,13 @@ def _compiled(filename: str, source: str) -> Any:
     key = f"{filename}\n{source}"
     _inits_used.add(key)
     code = _inits.get(key)
+    if type(code) is bytes:
+        try:
+            code = marshal.loads(code)
+        except (ValueError, EOFError, TypeError):
+            code = None
+        if type(code) is not _CODE:
+            code = None
     if code is None:
         code = _inits[key] = compile(source, filename, "exec")
         if not _inits_new:
