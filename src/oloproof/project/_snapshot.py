@@ -486,7 +486,9 @@ def load_config(
         if doc["deps"] != deps or doc["resolved"] != [how, name]:
             return None
         if not stamped:  # the same code, with files touched: stamped again for the next run
-            _write(path, {**doc, "stamp": code_stamp()})
+            fresh = code_stamp()
+            if fresh != doc.get("stamp"):
+                _write(path, {**doc, "stamp": fresh})
         shown = {"arg": policy_arg, "declared": None, "default": None, "none": None}[how]
         if how in ("declared", "default") and name is not None:
             shown = beside(project, name)
@@ -612,7 +614,11 @@ def save_stored_policy(root: Path, stored: Any) -> None:
     try:
         path = _policy_path(root, stored)
         doc = _read(path)
-        if _current(doc, stored) and _stamp_holds(doc and doc.get("stamp")):
+        if doc is not None and _current(doc, stored):
+            if not _stamp_holds(doc.get("stamp")):  # the same code, files touched
+                fresh = code_stamp()
+                if fresh != doc.get("stamp"):
+                    _write(path, {**doc, "stamp": fresh})
             return
         policy = ReleasePolicy.validate(stored)
         doc = {
