@@ -56,6 +56,8 @@ MECHANISMS = {
     "records": ("oloproof._records instead of dataclasses", ["rerun", "gate"]),
     "cached-loop": ("an all-cached run without an event loop (no asyncio)", ["rerun"]),
     "inits": ("the records' compiled __init__ kept between processes", ["rerun", "gate"]),
+    "lazy-init": ("a record's __init__ made when first needed", ["rerun", "gate"]),
+    "code-stamp": ("a snapshot's code digest skipped while its stamp holds", ["rerun", "gate"]),
     "fast-args": ("the usual command line read without argparse", ["gate", "rerun"]),
     "freeze": ("no cyclic collection during imports, then gc.freeze()", ["rerun", "gate"]),
     "help-text": ("--help printed from cli/_help.py, without argparse", ["help"]),

@@ -877,6 +877,39 @@ def test_runs_and_gate_import_neither_dataclasses_nor_inspect(tmp_path: Path) ->
 # --- the compiled __init__ functions kept between processes --------------------------
 
 
+def test_an_init_is_made_when_first_needed_and_only_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[str] = []
+    real = _records._init_source
+
+    def counting(*args: Any, **kwargs: Any) -> str:
+        made.append("made")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_records, "_init_source", counting)
+    point = _make_point()
+    assert made == []  # defining the class generates nothing
+    assert point(1).y == 2 and point(4, 5).y == 5
+    assert made == ["made"]
+    assert inspect.signature(point).parameters.keys() == {"x", "y", "tags"}
+    assert "__init__" in point.__dict__ and point.__dict__["__init__"] is point.__init__
+    assert made == ["made"]
+
+    class Sub(point):  # type: ignore[misc,valid-type]  # a plain subclass uses the record's
+        pass
+
+    other = _make_point()
+    assert Sub(7).x == 7 and made == ["made"]
+    assert other.__init__ is not point.__init__ and made == ["made", "made"]
+
+
+def test_an_order_error_is_still_raised_when_the_class_is_made() -> None:
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+        @_records.dataclass
+        class Wrong:
+            a: int = 1
+            b: int  # type: ignore[misc]
+
+
 @pytest.fixture
 def inits_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The records' code cache pointed at a file of this test's own, and emptied."""
@@ -924,7 +957,7 @@ def test_a_kept_init_is_used_by_the_next_process_without_compiling(
 
 
 def test_a_kept_init_still_shows_its_source(inits_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _make_traced()
+    assert _make_traced().__init__  # made (and compiled) when first asked for
     _records._write_inits()
     monkeypatch.setattr(_records, "_inits", None)  # as a new process starts
     linecache.clearcache()  # as a new process starts
@@ -944,10 +977,10 @@ def test_what_two_processes_compiled_is_merged(inits_file: Path, monkeypatch: py
 
     # Two processes start before either has written: each compiles its own record.
     monkeypatch.setattr(_records, "_inits", {})
-    _make_point()
+    assert _make_point()(1).x == 1
     first = _records._inits
     monkeypatch.setattr(_records, "_inits", {})
-    make_other()
+    assert make_other()("a").name == "a"
     second = _records._inits
     for kept in (first, second):  # each writes at its exit, the second after the first
         monkeypatch.setattr(_records, "_inits", kept)
@@ -981,6 +1014,22 @@ def test_a_damaged_or_foreign_file_is_ignored_and_replaced(
     _records._write_inits()
     assert inits_file.read_bytes().startswith(_records._INITS_HEADER)
     assert len(_records._read_inits(str(inits_file))) >= 1
+
+
+@pytest.mark.parametrize("kept", [b"garbage", __import__("marshal").dumps(42), b""])
+def test_a_kept_entry_that_is_not_code_is_compiled_anew(
+    inits_file: Path, monkeypatch: pytest.MonkeyPatch, kept: bytes
+) -> None:
+    import marshal
+
+    assert _make_point()(1).y == 2
+    _records._write_inits()
+    entries = _records._read_inits(str(inits_file))
+    assert entries and all(type(v) is bytes for v in entries.values())  # unread until used
+    inits_file.write_bytes(_records._INITS_HEADER + marshal.dumps(dict.fromkeys(entries, kept)))
+    monkeypatch.setattr(_records, "_inits", None)  # as a new process starts
+    point = _make_point()
+    assert point(3, 4).y == 4 and point(3).y == 2
 
 
 def test_nothing_is_written_when_python_writes_no_bytecode(

@@ -78,6 +78,28 @@ def _no_inits(module):  # type: ignore[no-untyped-def]
     module._inits_path = no_path
 
 
+def _no_code_stamp(module):  # type: ignore[no-untyped-def]
+    """A snapshot's stamp never holds: its code digest is computed, as before the stamp."""
+    def never(stamp):  # type: ignore[no-untyped-def]
+        _seen()
+        return False
+
+    module._stamp_holds = never
+    # Nor stamped again: the next command "with" the stamp must find the snapshots as
+    # they were (bench/mechanisms.py alternates the two in one project).
+    module._write = lambda path, doc: None
+
+
+def _eager_init(module):  # type: ignore[no-untyped-def]
+    """Every record's __init__ made when its class is made, as before they were lazy: what
+    _process puts on the class is the function itself, not the descriptor."""
+    def made_now(owner, make):  # type: ignore[no-untyped-def]
+        _seen()
+        return make()
+
+    module._LazyInit = made_now
+
+
 def _no_fast_args(module):  # type: ignore[no-untyped-def]
     def fast_parse(words):  # type: ignore[no-untyped-def]
         _seen()
@@ -109,6 +131,8 @@ PATCHES = {
     "snapshot": ("oloproof.project._snapshot", _no_snapshot),
     "records": ("oloproof._records", _records),
     "inits": ("oloproof._records", _no_inits),
+    "lazy-init": ("oloproof._records", _eager_init),
+    "code-stamp": ("oloproof.project._snapshot", _no_code_stamp),
     "plain": ("oloproof.render.console",
               lambda m: setattr(m, "_plain_text", _rich_plain_text)),
     "fast-args": ("oloproof.cli._fast", _no_fast_args),

@@ -202,35 +202,40 @@ def _dataclass_setstate(self: Any, state: list[Any]) -> None:
         object.__setattr__(self, f.name, value)
 
 
+def _check_order(fields: list[Field]) -> None:
+    """Refuse, as dataclasses does when the class is made, a parameter without a default
+    after one with a default."""
+    seen_default: str | None = None
+    for f in fields:
+        if not f.init or f.kw_only:
+            continue
+        if f.default_factory is not MISSING or f.default is not MISSING:
+            seen_default = f.name
+        elif seen_default is not None:
+            after = f" {seen_default!r}" if _PY313 else ""
+            raise TypeError(f"non-default argument {f.name!r} follows default argument{after}")
+
+
 def _init_source(
     fields: list[Field], frozen: bool, slots: bool, post_init: bool, ns: dict[str, Any],
 ) -> str:
-    """The source of ``__init__``; fills ``ns`` with the defaults and factories it names."""
+    """The source of ``__init__``; fills ``ns`` with the defaults and factories it names
+    (the order of the parameters was checked when the class was made: _check_order)."""
     self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
     std: list[str] = []
     kw: list[str] = []
     body: list[str] = []
-    seen_default: str | None = None
     for f in fields:
         name = f.name
         default_name = f"__dataclass_dflt_{name}__"
         if f.init:
-            has_default = True
             if f.default_factory is not MISSING:
                 param = f"{name}=__dataclass_HAS_DEFAULT_FACTORY__"
             elif f.default is not MISSING:
                 param = f"{name}={default_name}"
             else:
-                param, has_default = name, False
-            if f.kw_only:
-                kw.append(param)
-            else:
-                if has_default:
-                    seen_default = name
-                elif seen_default is not None:
-                    after = f" {seen_default!r}" if _PY313 else ""
-                    raise TypeError(f"non-default argument {name!r} follows default argument{after}")
-                std.append(param)
+                param = name
+            (kw if f.kw_only else std).append(param)
         if f.default_factory is not MISSING:
             ns[default_name] = f.default_factory
             value = (f"{default_name}() if {name} is __dataclass_HAS_DEFAULT_FACTORY__ "
@@ -254,6 +259,40 @@ def _init_source(
     return f"def __init__({params}):\n" + ("\n".join(body) or "  pass") + "\n"
 
 
+class _LazyInit:
+    """A record's ``__init__`` until it is first needed: the class's first instance, or
+    anything that reads ``cls.__init__`` (``inspect.signature``, a subclass calling it).
+    Then the function is generated, compiled (or taken from the kept code objects) and put
+    on the class in this descriptor's place, where it stays; the call goes on to it.
+
+    Most record classes of a short command are never instantiated (a rerun makes 39 of its
+    100, ``gate`` 10 of 98): generating and registering their ``__init__`` at import was a
+    third of the records' import time (docs/performance.md)."""
+
+    __slots__ = ("make", "owner")
+
+    def __init__(self, owner: type, make: Callable[[], Callable[..., None]]) -> None:
+        self.owner = owner
+        self.make: Callable[[], Callable[..., None]] | None = make
+
+    def function(self) -> Callable[..., None]:
+        owner = self.owner
+        current: Any = owner.__dict__.get("__init__")
+        if current is not self:  # made meanwhile (another thread), or replaced
+            made: Callable[..., None] = current
+            return made
+        make = self.make
+        assert make is not None
+        fn: Callable[..., None] = make()
+        type.__setattr__(owner, "__init__", fn)
+        self.make = None
+        return fn
+
+    def __get__(self, obj: Any, cls: type | None = None) -> Any:
+        fn = self.function()
+        return fn if obj is None else fn.__get__(obj, cls)
+
+
 # Compiled __init__ functions, kept between processes. Compiling one costs about 75 µs, and
 # an unchanged rerun makes some 60 records: a twelfth of its start-up. So the code objects
 # are kept, keyed by their source, in one marshal file beside this module's own bytecode
@@ -264,10 +303,14 @@ def _init_source(
 # (``-B``, ``PYTHONDONTWRITEBYTECODE``, ``sys.pycache_prefix``); a file that cannot be
 # read, is not ours or comes from another Python is ignored and compiled anew. It is
 # trusted as the ``.pyc`` files beside it are: whoever can write one can write the other.
-_INITS_HEADER = b"oloproof-inits/2 " + repr(sys.version_info[:3]).encode() + b"\n"
+# Each code object is kept as its own marshal bytes, unmarshalled when first used: a
+# command uses a third of them or fewer, and unmarshalling them all on the first record
+# was about a millisecond of every short command (docs/performance.md).
+_INITS_HEADER = b"oloproof-inits/3 " + repr(sys.version_info[:3]).encode() + b"\n"
 _INITS_MAX_BYTES = 8 << 20
 _INITS_MAX = 4096  # more (records edited again and again): keep only those used
-_inits: dict[str, Any] | None = None
+_CODE = type(_check_order.__code__)
+_inits: dict[str, Any] | None = None  # key: code object, or its marshal bytes (unread)
 _inits_used: set[str] = set()
 _inits_new = False
 
@@ -290,10 +333,9 @@ def _read_inits(path: str | None) -> dict[str, Any]:
         kept = marshal.loads(data[len(_INITS_HEADER):])
     except (OSError, ValueError, EOFError, TypeError):
         return {}
-    code_type = type(_read_inits.__code__)
     if type(kept) is not dict:
         return {}
-    return {k: v for k, v in kept.items() if type(k) is str and type(v) is code_type}
+    return {k: v for k, v in kept.items() if type(k) is str and type(v) is bytes}
 
 
 def _write_inits() -> None:
@@ -301,7 +343,9 @@ def _write_inits() -> None:
     path = _inits_path()
     if path is None or sys.dont_write_bytecode or _inits is None:
         return
-    merged = {**_read_inits(path), **_inits}
+    merged = {**_read_inits(path)}
+    for key, value in _inits.items():
+        merged[key] = value if type(value) is bytes else marshal.dumps(value)
     if len(merged) > _INITS_MAX:
         merged = {k: v for k, v in merged.items() if k in _inits_used}
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -326,6 +370,13 @@ def _compiled(filename: str, source: str) -> Any:
     key = f"{filename}\n{source}"
     _inits_used.add(key)
     code = _inits.get(key)
+    if type(code) is bytes:
+        try:
+            code = marshal.loads(code)
+        except (ValueError, EOFError, TypeError):
+            code = None
+        if type(code) is not _CODE:
+            code = None
     if code is None:
         code = _inits[key] = compile(source, filename, "exec")
         if not _inits_new:
@@ -542,10 +593,20 @@ def _process(cls: Any, frozen: bool, slots: bool, kw_only: bool = False) -> Any:
     qualname = cls.__qualname__
     methods: dict[str, Callable[..., Any]] = {}
     if "__init__" not in own:
-        source = _init_source(all_fields, frozen, slots, hasattr(cls, "__post_init__"), ns)
-        filename = _source_file(f"{cls.__module__}.{qualname}", source)
-        exec(_compiled(filename, source), ns)  # noqa: S102
-        methods["__init__"] = ns["__init__"]
+        _check_order(all_fields)
+        post_init = hasattr(cls, "__post_init__")
+        owner = cls
+
+        def make_init() -> Callable[..., None]:
+            source = _init_source(all_fields, frozen, slots, post_init, ns)
+            filename = _source_file(f"{owner.__module__}.{qualname}", source)
+            exec(_compiled(filename, source), ns)  # noqa: S102
+            fn: Callable[..., None] = ns["__init__"]
+            fn.__qualname__ = f"{qualname}.__init__"
+            fn.__module__ = owner.__module__
+            return fn
+
+        type.__setattr__(cls, "__init__", _LazyInit(cls, make_init))
     if "__repr__" not in own:
         methods["__repr__"] = _make_repr([f.name for f in all_fields if f.repr])
     compared = [f.name for f in all_fields if f.compare]

@@ -255,7 +255,10 @@ def test_the_stored_policy_snapshot_answers_what_the_validation_answers(tmp_path
     # A snapshot written by another version of the code is written again by the next run
     # (not left stale, which would have every later `gate` validate with pydantic).
     (path,) = (project.root / ".oloproof" / "snapshots").glob("policy-*.json")
-    path.write_text(path.read_text().replace('"code":"', '"code":"older', 1))
+    older = json.loads(path.read_text())
+    older["code"] = "older" + older["code"]
+    older["stamp"]["env"][0] = "another Python"
+    path.write_text(json.dumps(older))
     assert load_stored_policy(project.root, stored) is None
     save_stored_policy(project.root, stored)
     assert load_stored_policy(project.root, stored) is not None
@@ -300,9 +303,10 @@ def test_a_snapshot_is_not_used_once_anything_it_rests_on_changed(
         doc = json.loads(snapshot.read_text())
         doc["config"]["$m"] = "os.system"
         snapshot.write_text(json.dumps(doc))
-    elif change == "snapshot code":
+    elif change == "snapshot code":  # written by another version: its digest and stamp
         doc = json.loads(snapshot.read_text())
         doc["code"] = "0" * 64
+        doc["stamp"]["files"][0][2] += 1
         snapshot.write_text(json.dumps(doc))
     elif change == "snapshot extra field":  # a record is made with exactly its fields
         doc = json.loads(snapshot.read_text())
@@ -469,6 +473,86 @@ def test_the_code_digest_changes_with_a_library_version(
     monkeypatch.setattr(_snapshot, "_library_versions",
                         lambda: [*listed[:2], "jsonschema-0.0.dist-info", listed[3]])
     assert code_digest.__wrapped__() != before  # type: ignore[attr-defined]
+
+
+def _stamped(tmp_path: Path) -> tuple[Path, Any]:
+    """A project whose configuration snapshot is written, and that snapshot's document."""
+    config_path = _rich_project(tmp_path / "stamped")
+    project = load_project(config_path)
+    save_config(config_path, None, project, resolve_release_policy(project, None))
+    (snapshot,) = (project.root / ".oloproof" / "snapshots").glob("config-*.json")
+    return snapshot, json.loads(snapshot.read_text())
+
+
+def test_the_code_stamp_describes_the_modules_and_libraries_of_the_digest(tmp_path: Path) -> None:
+    from oloproof.project import _snapshot
+
+    _snapshot_path, doc = _stamped(tmp_path)
+    stamp = doc["stamp"]
+    assert doc["code"] == code_digest()
+    package = Path(_snapshot.__file__).parent.parent
+    assert sorted(str(package / rel) for rel, _size, _mtime in stamp["files"]) == code_modules()
+    for rel, size, mtime in stamp["files"]:
+        st = (package / rel).stat()
+        assert (size, mtime) == (st.st_size, st.st_mtime_ns)
+    assert stamp["dirs"] and all(Path(d).is_dir() for d, _s, _m in stamp["dirs"])
+    assert _snapshot._stamp_holds(stamp)
+
+
+def test_a_snapshot_whose_stamp_holds_is_used_without_computing_the_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oloproof.project import _snapshot
+
+    snapshot, _doc = _stamped(tmp_path)
+    config_path = snapshot.parent.parent.parent / "oloproof.yaml"
+
+    def refuse() -> str:
+        raise AssertionError("the digest was computed although the stamp holds")
+
+    monkeypatch.setattr(_snapshot, "code_digest", refuse)
+    assert load_config(config_path, None) is not None
+
+
+@pytest.mark.parametrize("change", ["a module touched", "a library directory changed",
+                                    "no roots listed", "a path outside the package",
+                                    "another interpreter", "not a stamp"])
+def test_a_stamp_that_does_not_hold_falls_back_to_the_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    from oloproof.project import _snapshot
+
+    snapshot, doc = _stamped(tmp_path)
+    config_path = snapshot.parent.parent.parent / "oloproof.yaml"
+    stamp = doc["stamp"]
+    if change == "a module touched":  # as a checkout does: same bytes, a new time
+        stamp["files"][0][2] -= 1
+    elif change == "a library directory changed":  # an install beside pydantic
+        stamp["dirs"][0][2] -= 1
+    elif change == "no roots listed":  # nothing to stat would always hold
+        stamp["files"] = []
+    elif change == "a path outside the package":
+        stamp["files"].append(["../../etc/passwd.py", 1, 1])
+    elif change == "another interpreter":
+        stamp["env"][0] = "3.99.0"
+    else:
+        doc["stamp"] = "holds"
+    snapshot.write_text(json.dumps(doc))
+    assert not _snapshot._stamp_holds(doc["stamp"])
+    asked: list[str] = []
+    real = _snapshot.code_digest
+
+    def counted() -> str:
+        asked.append("digest")
+        return real()
+
+    monkeypatch.setattr(_snapshot, "code_digest", counted)
+    assert load_config(config_path, None) is not None  # the code is the same: still used
+    assert asked == ["digest"]
+    # ...and the digest, when it differs, still refuses the snapshot.
+    doc["code"] = "0" * 64
+    snapshot.write_text(json.dumps(doc))
+    assert load_config(config_path, None) is None
 
 
 def test_the_import_scanner_reads_every_form_of_import() -> None:

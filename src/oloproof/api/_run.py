@@ -17,10 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from oloproof._records import dataclass
-from oloproof.analysis.trials import FlakyCase, flaky_cases
 from oloproof.api._listing import config_file
 from oloproof.api._results import RunResult, Subset
-from oloproof.api._subset import SubsetSpec, parse_shard, shard_of
 from oloproof.enums import Completeness, GateAction, MetricKind, RunStatus
 from oloproof.errors import UsageError
 from oloproof.events import CaseExecuted, CaseJudged, Event, ProvisionalMetrics, RunFinished
@@ -36,7 +34,9 @@ if TYPE_CHECKING:
     import logging
     from typing import Any
 
+    from oloproof.analysis.trials import FlakyCase
     from oloproof.api._matrix import MatrixResult
+    from oloproof.api._subset import SubsetSpec
     from oloproof.render.progress import Progress
 
 
@@ -133,15 +133,20 @@ def load(
         import random
 
         seed = random.SystemRandom().randrange(2**31)
-    spec = SubsetSpec(
-        limit=limit, sample=sample, seed=seed, case_ids=tuple(cases or ()),
-        where=tuple(where or ()),
-    )
+    spec = None
+    if limit is not None or sample or cases or where or shard is not None:
+        # The subset options' module, imported where they are handled (docs/design-notes.md).
+        from oloproof.api._subset import SubsetSpec
+
+        spec = SubsetSpec(
+            limit=limit, sample=sample, seed=seed, case_ids=tuple(cases or ()),
+            where=tuple(where or ()),
+        )
     if trials is not None and (
         isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 100
     ):
         raise UsageError(f"trials must be a whole number from 1 to 100, got {trials!r}")
-    slice_ = _shard(shard, spec)
+    slice_ = None if spec is None else _shard(shard, spec)
     if executor not in (None, "local", "ray"):
         raise UsageError(f"executor must be 'local' or 'ray', got {executor!r}")
     prepared = prepare(
@@ -152,11 +157,13 @@ def load(
     if slice_ is not None:
         # A shard keeps every case's place in the suite (its index): the shards' rows are
         # then the whole suite's, and `oloproof merge` joins them as they are.
+        from oloproof.api._subset import shard_of
+
         index, count = slice_
         total = len(prepared.cases)
         prepared.cases = [c for c in prepared.cases if shard_of(c.id, count) == index]
         subset = Subset(suite_cases=total, selected=len(prepared.cases), shard=slice_)
-    elif not spec.is_whole:
+    elif spec is not None and not spec.is_whole:
         total = len(prepared.cases)
         chosen = spec.select(prepared.cases)
         prepared.cases = [prepared.cases[i] for i in chosen]
@@ -193,6 +200,8 @@ def load(
 
 def _shard(shard: str | tuple[int, int] | None, spec: SubsetSpec) -> tuple[int, int] | None:
     """``--shard I/K`` checked: refused with the options that choose cases otherwise."""
+    from oloproof.api._subset import parse_shard
+
     if shard is None:
         return None
     if not spec.is_whole or spec.sample:
@@ -254,6 +263,7 @@ def _flaky(prepared: Prepared, run_id: str) -> list[FlakyCase]:
     """The cases whose trials disagree, read back from the store (none with one trial)."""
     if prepared.trials < 2:
         return []
+    from oloproof.analysis.trials import flaky_cases
     from oloproof.store.db import open_store_readonly
     from oloproof.store.location import locate
     from oloproof.store.reader import get_run

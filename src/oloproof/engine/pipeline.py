@@ -53,7 +53,6 @@ from oloproof.evidence import CriterionEvidence
 from oloproof.stats.intervals import wilson
 from oloproof.store.cache import Cache
 from oloproof.systems.base import CallResult, SystemRunner
-from oloproof.transport.limiter import AdaptiveLimiter, AimdSettings, LimitChange
 from oloproof.transport.retry import (
     AttemptFailure,
     RetryableFailure,
@@ -65,6 +64,8 @@ from oloproof.transport.threads import AsyncHost, Workers, describe_exception
 if TYPE_CHECKING:
     import asyncio
     from typing import Any, TypeVar
+
+    from oloproof.transport.limiter import AdaptiveLimiter, AimdSettings, LimitChange
 
     _E = TypeVar("_E", InlineEvaluator, JudgeEvaluator)
 
@@ -268,13 +269,16 @@ class Engine:
         # after its retries; the run stops through on_fatal (limits.max_consecutive_failures).
         self.max_consecutive_failures = max_consecutive_failures
         self._outage: str | None = None
-        # Adaptive limits (None: the ceiling is the limit, as without adaptive).
-        self.system_limiter = (
+        # Adaptive limits (None: the ceiling is the limit, as without adaptive). The
+        # limiter's module is imported only for the option (docs/design-notes.md).
+        if system_adaptive or (judge_adaptive and judges):
+            from oloproof.transport.limiter import AdaptiveLimiter
+        self.system_limiter: AdaptiveLimiter | None = (
             AdaptiveLimiter("system", system_concurrency, settings=aimd,
                             on_change=self._limit_changed)
             if system_adaptive else None
         )
-        self.judge_limiter = (
+        self.judge_limiter: AdaptiveLimiter | None = (
             AdaptiveLimiter("judge", judge_concurrency, settings=aimd,
                             on_change=self._limit_changed)
             if judge_adaptive and judges else None

@@ -14,7 +14,10 @@ what the command itself resolved:
 - the code digest (:func:`code_digest`): the source of every module that builds the
   records, found by following the imports of the records, the models, the loader and this
   module (:func:`code_modules`, not a hand-kept list), and the versions of pydantic,
-  pydantic-core, jsonschema and PyYAML.
+  pydantic-core, jsonschema and PyYAML; with it, the stamp of those inputs (each module
+  file's size and modification time, the modification time of the directories the
+  versions were read in, the interpreter and environment), which lets the next command
+  skip recomputing the digest while none of them changed (:func:`code_stamp`).
 
 The next run with the same ``--config`` and ``--policy`` checks every one of those (a few
 reads and hashes, about a millisecond) and, when all hold, reads the records back as the
@@ -40,7 +43,7 @@ import json
 import math
 import os
 import re
-from hashlib import sha256
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -133,6 +136,8 @@ def _decode(node: Any) -> Any:
 
 
 def _sha(data: bytes) -> str:
+    from hashlib import sha256  # OpenSSL's: not imported by `gate` (see _policy_path)
+
     return sha256(data).hexdigest()
 
 
@@ -262,8 +267,20 @@ def _is_package(package: str, module: str) -> bool:
 
 def _library_versions() -> list[str]:
     """``name-version.dist-info`` of each library in :data:`_LIBRARIES`, found without
-    importing it (a run read from its snapshot never imports pydantic): the directory the
-    first one is installed in is listed once, and usually holds them all."""
+    importing it (a run read from its snapshot never imports pydantic)."""
+    return _libraries()[0]
+
+
+def _library_dirs() -> list[str]:
+    """The directories :func:`_library_versions` listed."""
+    return _libraries()[1]
+
+
+@functools.cache
+def _libraries() -> tuple[list[str], list[str]]:
+    """What :func:`_library_versions` returns, and the directories it listed: the
+    directory the first library is installed in is listed once, and usually holds them
+    all."""
     from importlib.machinery import PathFinder
 
     listed: dict[str, list[str]] = {}
@@ -289,7 +306,7 @@ def _library_versions() -> list[str]:
             found = [n for n in listed[site]
                      if n.endswith(".dist-info") and n.lower().startswith(prefix)]
         out.append(",".join(found) or f"{dist} (no version found)")
-    return out
+    return out, sorted(listed)
 
 
 @functools.cache
@@ -297,6 +314,8 @@ def code_digest() -> str:
     """The digest of what decides what a validation produces: the source of every module in
     :func:`code_modules` and the versions of pydantic, pydantic-core, jsonschema and
     PyYAML. Computed once per process (a run asks twice)."""
+    from hashlib import sha256
+
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sources = _code_sources()
     h = sha256(f"{FORMAT}".encode())
@@ -305,6 +324,72 @@ def code_digest() -> str:
     for version in _library_versions():
         h.update(version.encode("utf-8", "surrogateescape") + b"\0")
     return h.hexdigest()
+
+
+# The code stamp: what a snapshot's code digest was computed from, as the file system
+# describes it (size and modification time of each module file, as Python checks a .pyc
+# against its source; the modification time of each directory a library's version was
+# read in, which an install or removal there changes), with the interpreter and the
+# environment. When every one of them still holds, the modules and libraries are the
+# ones the digest was made of, and it is not computed again: reading and following 19
+# modules' imports and listing site-packages cost about 3 ms of each command that reads
+# a snapshot (docs/performance.md). The list comes from the snapshot, so it is checked
+# to hold the roots (the graph of imports is a function of the files it starts from:
+# none of them changed, so neither did the graph).
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _environment() -> list[str]:
+    return [sys.version, sys.prefix, str(FORMAT)]
+
+
+def code_stamp() -> dict[str, Any]:
+    """The stamp of :func:`code_digest`'s inputs (written with a snapshot)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files = [[os.path.relpath(path, package), *(_stat(path) or [-1, -1])]
+             for path in sorted(_code_sources())]
+    return {"env": _environment(), "files": files,
+            "dirs": [[d, *(_stat(d) or [-1, -1])] for d in _library_dirs()]}
+
+
+def _stamp_holds(stamp: Any) -> bool:
+    """Whether the code a snapshot's stamp describes is the code here (see above)."""
+    if type(stamp) is not dict or stamp.get("env") != _environment():
+        return False
+    files, dirs = stamp.get("files"), stamp.get("dirs")
+    if type(files) is not list or type(dirs) is not list or not dirs:
+        return False
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    roots = {os.path.join(*name.split(".")[1:]) + ".py" for name in _ROOTS}
+    seen: set[str] = set()
+    for entry in files:
+        if type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str:
+            return False
+        rel = entry[0]
+        if os.path.isabs(rel) or ".." in rel.split(os.sep) or not rel.endswith(".py"):
+            return False
+        if _stat(os.path.join(package, rel)) != entry[1:]:
+            return False
+        seen.add(rel)
+    for entry in dirs:
+        if type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str:
+            return False
+        if _stat(entry[0]) != entry[1:]:
+            return False
+    return roots <= seen
+
+
+def _code_current(doc: dict[str, Any]) -> bool:
+    """Whether a snapshot was made by this code: its stamp holds, or (the files were
+    touched, a library installed beside) its digest is still this code's."""
+    return _stamp_holds(doc.get("stamp")) or doc.get("code") == code_digest()
 
 
 def _check(dep: list[Any]) -> bool:
@@ -377,7 +462,8 @@ def load_config(
     try:
         if doc is None or doc.get("format") != FORMAT or doc.get("key") != key:
             return None
-        if doc.get("code") != code_digest():
+        stamped = _stamp_holds(doc.get("stamp"))
+        if not stamped and doc.get("code") != code_digest():
             return None
         config = _decode(doc["config"])
         policy = _decode(doc["policy"])
@@ -399,6 +485,10 @@ def load_config(
                 return None
         if doc["deps"] != deps or doc["resolved"] != [how, name]:
             return None
+        if not stamped:  # the same code, with files touched: stamped again for the next run
+            fresh = code_stamp()
+            if fresh != doc.get("stamp"):
+                _write(path, {**doc, "stamp": fresh})
         shown = {"arg": policy_arg, "declared": None, "default": None, "none": None}[how]
         if how in ("declared", "default") and name is not None:
             shown = beside(project, name)
@@ -422,7 +512,8 @@ def save_config(
                 return
     try:
         doc = {
-            "format": FORMAT, "key": key, "code": code_digest(), "deps": deps,
+            "format": FORMAT, "key": key, "code": code_digest(), "stamp": code_stamp(),
+            "deps": deps,
             "resolved": [how, name],
             "config": _encode(config), "policy": _encode(resolved.policy),
         }
@@ -468,10 +559,15 @@ def _dependencies(
 
 
 def _policy_path(root: Path, stored: Any) -> Path:
+    from binascii import crc32
+
     from oloproof._json import canonical_json
 
-    key = _sha(canonical_json(stored).encode("utf-8", "surrogatepass"))
-    return _folder(root) / f"policy-{key[:40]}.json"
+    # Not SHA-256: `gate` hashes nothing else, and OpenSSL's hashlib costs it 2-3 ms to
+    # import. A name shared by two policies only makes one miss (the snapshot holds the
+    # whole stored policy, compared by _current).
+    data = canonical_json(stored).encode("utf-8", "surrogatepass")
+    return _folder(root) / f"policy-{crc32(data):08x}-{len(data)}.json"
 
 
 def _current(doc: dict[str, Any] | None, stored: Any) -> bool:
@@ -479,8 +575,8 @@ def _current(doc: dict[str, Any] | None, stored: Any) -> bool:
     of an older Oloproof is written again, not kept forever), for this policy, and every
     file it rests on unchanged (the list decided here, not read from the snapshot)."""
     return (
-        doc is not None and doc.get("format") == FORMAT and doc.get("code") == code_digest()
-        and doc.get("stored") == stored
+        doc is not None and doc.get("format") == FORMAT and doc.get("stored") == stored
+        and _code_current(doc)
     )
 
 
@@ -517,11 +613,16 @@ def save_stored_policy(root: Path, stored: Any) -> None:
     """Validate a policy as it is stored with a run, and keep the result for ``gate``."""
     try:
         path = _policy_path(root, stored)
-        if _current(_read(path), stored):
+        doc = _read(path)
+        if doc is not None and _current(doc, stored):
+            if not _stamp_holds(doc.get("stamp")):  # the same code, files touched
+                fresh = code_stamp()
+                if fresh != doc.get("stamp"):
+                    _write(path, {**doc, "stamp": fresh})
             return
         policy = ReleasePolicy.validate(stored)
         doc = {
-            "format": FORMAT, "code": code_digest(), "stored": stored,
+            "format": FORMAT, "code": code_digest(), "stamp": code_stamp(), "stored": stored,
             "policy": _encode(policy),
         }
     except Exception:  # noqa: BLE001 - a snapshot is an optimisation; gate validates then

@@ -18,7 +18,6 @@ from oloproof.engine.pipeline import EngineCase
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import Evaluator, InlineEvaluator
 from oloproof.project._project import Project
-from oloproof.project.labels import Labels
 from oloproof.systems.base import SystemRunner
 from oloproof.transport.retry import RetryPolicy
 
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from oloproof.evaluators.judge import PanelJudge, RubricJudge
     from oloproof.policy.sequential import Baseline, SequentialSpec
     from oloproof.project.config import ReleasePolicy
+    from oloproof.project.labels import Labels
     from oloproof.project.suite import Suite
 
 

@@ -43,7 +43,6 @@ from oloproof.systems.loading import (
     module_source,
     source_file,
 )
-from oloproof.transport.ratelimit import exception_rate_signal
 from oloproof.transport.retry import PermanentFailure, RetryableFailure
 from oloproof.transport.threads import AsyncHost, UserBaseException, Workers
 
@@ -166,7 +165,11 @@ class CallableSystem:
                 raise  # our own stop
             raise PermanentFailure("CancelledError (raised by the system)") from None
         except Exception as exc:  # noqa: BLE001 - no system error ever stops the run
-            rate = exception_rate_signal(exc) if self.rate_limits else None
+            rate = None
+            if self.rate_limits:  # concurrency.adaptive: its module only for the option
+                from oloproof.transport.ratelimit import exception_rate_signal
+
+                rate = exception_rate_signal(exc)
             if rate is not None:
                 raise RetryableFailure(
                     _describe(exc), retry_after_s=rate.wait_s, rate=rate
