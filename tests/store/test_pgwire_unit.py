@@ -512,3 +512,28 @@ def test_a_server_that_cannot_prove_it_knows_the_password_is_refused(final: str,
     message = str(caught.value)
     assert why in message and "Hunter2-secret" not in message
     assert message.startswith("postgresql://ana:***@127.0.0.1")
+
+
+def test_without_psycopg_what_needs_it_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reading commands need no psycopg where the wire client connects; where they
+    would fall back to it, and for every writer, a missing `postgres` extra is one line
+    saying what to install (it was a traceback)."""
+    import sys
+
+    import oloproof.store
+    from oloproof.errors import StoreError
+    from oloproof.store import pgshared
+    from oloproof.store.db import open_store
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as where the extra is not installed
+    monkeypatch.delitem(sys.modules, "oloproof.store.postgres", raising=False)
+    monkeypatch.delattr(oloproof.store, "postgres", raising=False)
+    location = PostgresLocation("postgresql://ana:Hunter2-secret@db.example/evals"
+                                "?options=-cx%3Dy", "p")
+    with pytest.raises(StoreError) as caught:
+        pgshared.connect_readonly(location)
+    message = str(caught.value)
+    assert "the URL parameter 'options'" in message and "Hunter2" not in message
+    assert "pip install 'oloproof[postgres]'" in message
+    with pytest.raises(StoreError, match="writing a team store needs psycopg"):
+        open_store(location)

@@ -174,9 +174,9 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
     new store's directory is 0700 and its files 0600.
     """
     if isinstance(path, PostgresLocation):
-        from oloproof.store import postgres
+        from oloproof.store.pgshared import psycopg_store
 
-        return postgres.open_store(path, create=create)
+        return psycopg_store(path, "writing a team store").open_store(path, create=create)
     check_store_files(path)
     with _private_umask():
         if not path.exists():
@@ -501,9 +501,9 @@ def connect_quickly(location: StoreLocation, timeout_s: float) -> Connection:
     """A connection of its own that waits at most ``timeout_s`` for a lock (the record of a
     hard stop, from a signal handler)."""
     if isinstance(location, PostgresLocation):
-        from oloproof.store import postgres
+        from oloproof.store.pgshared import psycopg_store
 
-        conn = postgres.connect(location)
+        conn = psycopg_store(location, "writing a team store").connect(location)
         conn.set_lock_timeout(timeout_s)
-        return conn
+        return conn  # type: ignore[no-any-return]
     return sqlite3.connect(str(location), timeout=timeout_s, isolation_level=None)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DRIVER_ENV", "LOCK_NAMESPACE", "MIGRATION_LOCK", "PgBase", "check_identity",
-    "open_store_readonly", "run_lock_key", "schema_version", "store_params", "store_tables",
+    "open_store_readonly", "psycopg_store", "run_lock_key", "schema_version", "store_params", "store_tables",
     "store_value",
 ]
 
@@ -99,6 +99,9 @@ class PgBase:
     lists or resolves is one of that project's (store/reader.py)."""
 
     backend = "postgresql"
+    #: Why a reading command reads through psycopg and not the wire client (``None``: the
+    #: wire client's connection, or one that writes; :func:`connect_readonly`).
+    fallback_reason: str | None = None
 
     def __init__(self, location: PostgresLocation) -> None:
         self.location = location
@@ -256,11 +259,26 @@ def connect_readonly(location: PostgresLocation) -> PgBase:
             reason = str(exc)
         else:
             return wire
-    from oloproof.store import postgres
-
-    conn = postgres.connect(location, readonly=True)
+    postgres = psycopg_store(
+        location, f"reading this store ({reason}: Oloproof's own client leaves it to psycopg)")
+    conn: PgBase = postgres.connect(location, readonly=True)
     conn.fallback_reason = reason
     return conn
+
+
+def psycopg_store(location: PostgresLocation, what: str) -> Any:
+    """store/postgres.py, or a :class:`StoreError` saying that ``what`` needs psycopg
+    where it is not installed (the ``postgres`` extra)."""
+    try:
+        from oloproof.store import postgres
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("psycopg", "psycopg_binary", "psycopg_c"):
+            raise
+        raise StoreError(
+            f"{location.display}: {what} needs psycopg, which is not installed here"
+            " (pip install 'oloproof[postgres]')"
+        ) from None
+    return postgres
 
 
 def open_store_readonly(location: PostgresLocation) -> PgBase:

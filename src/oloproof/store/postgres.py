@@ -197,10 +197,6 @@ class PgConnection(PgBase):
     """A psycopg connection that answers the store's calls (store/dbapi.py's Connection;
     what does not depend on the driver is :class:`~oloproof.store.pgshared.PgBase`'s)."""
 
-    #: Why a reading command reads through psycopg and not the wire client (None: a
-    #: connection that writes; store/pgshared.py ``connect_readonly``).
-    fallback_reason: str | None = None
-
     def __init__(self, raw: psycopg.Connection[Any], location: PostgresLocation) -> None:
         super().__init__(location)
         self.raw = raw
