@@ -1,5 +1,6 @@
 """The wire client of the team store (store/pgwire.py) against real PostgreSQL servers
-(tests/pgserver.py): every reading command answers the same through it as through psycopg;
+(tests/pgserver.py): every reading command (and every page of the viewer) answers the same
+through it as through psycopg;
 it authenticates by SCRAM-SHA-256, MD5 and password (from the URL, PGPASSWORD, a .pgpass
 file) and refuses a wrong password in one line; it speaks TLS as libpq's ``prefer`` and
 ``require`` do; and what it does not speak goes to psycopg."""
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 from tests.conftest import OLOPROOF, run_cli, write_project
+from tests.report._viewer import routes, running_viewer
 
 from oloproof.errors import StoreError
 from oloproof.store.location import PostgresLocation
@@ -118,6 +121,23 @@ def test_every_reading_command_answers_the_same_through_either_client(
         assert _steady(wire.err) == _steady(psy.err), args
         assert _steady(report_wire) == _steady(report_psy), args
         assert wire.code != 2 or args[1] in ("run_nosuchrun", "latest"), (args, wire.text)
+
+    # The viewer's pages, route by route.
+    pages = {}
+    for driver in ("wire", "psycopg"):
+        with running_viewer(root, env={**env, "OLOPROOF_PG_DRIVER": driver}) as viewer:
+            got = {}
+            for path in routes(ids[1], cmp_id.group(0), "c04"):
+                if path.endswith("/events"):
+                    continue  # a stream that follows a live run
+                answer = httpx.get(viewer.base + path.lstrip("/"), headers=viewer.auth(),
+                                   timeout=60)
+                got[path] = (answer.status_code, _steady(
+                    answer.text.replace(viewer.token, "TOKEN").replace(str(viewer.port), "PORT")))
+            pages[driver] = got
+    assert pages["wire"] == pages["psycopg"]
+    assert pages["wire"][f"/runs/{ids[1]}"][0] == 200 and pages["wire"]["/"][0] == 200
+    assert ids[1] in pages["wire"]["/"][1] and "c04" in pages["wire"][f"/runs/{ids[1]}/cases/c04"][1]
 
     # The reading commands on a team store import neither psycopg nor asyncio.
     for args in (["gate", "latest"], ["runs"]):
