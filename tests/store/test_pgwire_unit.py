@@ -267,6 +267,8 @@ def test_scram_refuses_a_server_nonce_that_does_not_extend_ours() -> None:
         scram.final(b"r=abc,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
     with pytest.raises(OperationalError, match="malformed"):
         scram.final(b"garbage")
+    with pytest.raises(OperationalError, match="extension"):
+        scram.final(b"m=ext,r=abcdef,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
     with pytest.raises(Unsupported):
         pgwire._Scram("pässword")
 

@@ -1241,6 +1241,8 @@ class _Scram:
             nonce, salt, iterations = parts["r"], base64.b64decode(parts["s"]), int(parts["i"])
         except (UnicodeDecodeError, ValueError, KeyError) as exc:
             raise OperationalError(f"a malformed SCRAM challenge ({type(exc).__name__})") from None
+        if "m" in parts:  # a mandatory extension (RFC 5802 5.1): none is known here
+            raise OperationalError("the server asks for a SCRAM extension; refused")
         if not nonce.startswith(self.nonce) or len(nonce) <= len(self.nonce):
             raise OperationalError("the server's SCRAM nonce does not extend ours; refused")
         if not 0 < iterations <= 10_000_000:
