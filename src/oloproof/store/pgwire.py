@@ -50,7 +50,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from oloproof.store.dbapi import DatabaseError, OperationalError, RetryableError
-from oloproof.store.pgshared import CONNECT_TIMEOUT_S, PgBase, store_params
+from oloproof.store.pgshared import CONNECT_TIMEOUT_S, DRIVER_ENV, PgBase, store_params
 from oloproof.storeurl import POSTGRES_SCHEMES, scrub
 
 if TYPE_CHECKING:
@@ -391,7 +391,6 @@ def pgpass_password(params: Params) -> str | None:
 _I = struct.Struct("!i")
 _H = struct.Struct("!h")
 _II = struct.Struct("!ii")
-_IH = struct.Struct("!ih")
 
 
 def _malformed(what: str) -> DatabaseError:
@@ -831,7 +830,7 @@ class WireConnection(PgBase):
                 if unknown and error is None:
                     error = DatabaseError(
                         f"the server returned a column of type OID {unknown}, which this"
-                        f" client does not read (set {_driver_env()}=psycopg to read"
+                        f" client does not read (set {DRIVER_ENV}=psycopg to read"
                         " through psycopg)")
             elif kind == 67:  # 'C' CommandComplete
                 tag, _ = _cstring(buf, pos, end)
@@ -862,12 +861,6 @@ class _Protocol(DatabaseError):
     def __init__(self, what: str) -> None:
         super().__init__(f"the server sent a malformed message ({what}); the connection was"
                          " closed")
-
-
-def _driver_env() -> str:
-    from oloproof.store.pgshared import DRIVER_ENV
-
-    return DRIVER_ENV
 
 
 def _row_description(
