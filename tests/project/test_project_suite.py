@@ -167,6 +167,24 @@ def test_not_utf8(project_dir: Path) -> None:
     check(err, file=SUITE, field=None, line=2, contains=("not valid UTF-8",))
 
 
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["no BOM", "BOM"])
+def test_not_utf8_points_at_the_byte_with_or_without_a_byte_order_mark(
+    project_dir: Path, bom: bytes
+) -> None:
+    (project_dir / SUITE).parent.mkdir(exist_ok=True)
+    # Line 2, and the bad byte is its 9th: the byte order mark does not move either.
+    (project_dir / SUITE).write_bytes(bom + b'{"id": "a", "input": 1}\n{"id": "\xff", "input": 1}\n')
+    err = config_error(lambda: load_suite(Path(SUITE)))
+    check(err, file=SUITE, field=None, line=2, contains=("byte 9 of the line",))
+
+
+def test_a_byte_order_mark_is_read_as_utf_8_sig_reads_it(project_dir: Path) -> None:
+    (project_dir / SUITE).parent.mkdir(exist_ok=True)
+    (project_dir / SUITE).write_bytes(b'\xef\xbb\xbf{"id": "\xc3\xa9", "input": 1}\n')
+    (case,) = load_suite(Path(SUITE)).cases
+    assert case.id == "\u00e9"
+
+
 @pytest.mark.slow  # measured: 5.4 s in-process on the shared machine (issue 31 tiers)
 def test_a_100k_case_suite_loads(project_dir: Path) -> None:
     path = project_dir / "big.jsonl"
@@ -186,3 +204,14 @@ def test_a_100k_case_suite_loads(project_dir: Path) -> None:
     assert len(suite.cases) == 100_000
     assert suite.cases[-1].id == "case_099999" and suite.cases[-1].line == 100_000
     assert suite.digest.startswith("sha256:") and len(suite.digest) == 7 + 64
+
+
+def test_a_config_file_not_utf8_after_a_byte_order_mark_names_its_line(tmp_path: Path) -> None:
+    from oloproof.errors import ConfigError
+    from oloproof.project._files import read_text
+
+    path = tmp_path / "oloproof.yaml"
+    path.write_bytes(b"\xef\xbb\xbfversion: 1\nproject: \xff\n")
+    with pytest.raises(ConfigError) as got:
+        read_text(path, "oloproof.yaml")
+    assert got.value.line == 2 and "byte 24" in str(got.value)  # of the file, mark included

@@ -79,9 +79,16 @@ def read_text(
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        at = exc.start + utf8_bom(data)  # the codec counts from after the mark
+        line = data.count(b"\n", 0, at) + 1
         raise ConfigError(
-            f"not valid UTF-8 text (byte {exc.start + 1}); save the file as UTF-8",
+            f"not valid UTF-8 text (byte {at + 1}); save the file as UTF-8",
             file=display,
             line=line,
         ) from None
+
+
+def utf8_bom(data: bytes) -> int:
+    """The length of the UTF-8 byte order mark ``data`` starts with (3), or 0: what the
+    "utf-8-sig" codec skips before it counts the positions of its errors."""
+    return 3 if data.startswith(b"\xef\xbb\xbf") else 0

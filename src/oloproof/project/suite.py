@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, canonical_json, check_depth
 from oloproof._records import dataclass
 from oloproof.errors import ConfigError
-from oloproof.project._files import read_bytes
+from oloproof.project._files import read_bytes, utf8_bom
 from oloproof.project._words import accepted_list
 
 if TYPE_CHECKING:
@@ -189,10 +189,11 @@ def _decode(data: bytes, shown: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        start = data.rfind(b"\n", 0, exc.start) + 1
+        at = exc.start + utf8_bom(data)  # the codec counts from after the mark
+        line = data.count(b"\n", 0, at) + 1
+        start = data.rfind(b"\n", 0, at) + 1
         raise ConfigError(
-            f"not valid UTF-8 text (byte {exc.start - start + 1} of the line); "
+            f"not valid UTF-8 text (byte {at - start + 1} of the line); "
             "save the file as UTF-8",
             file=shown,
             line=line,
