@@ -386,6 +386,15 @@ def _stamp_holds(stamp: Any) -> bool:
     return roots <= seen
 
 
+def _stamp_again(path: Path, doc: dict[str, Any]) -> None:
+    """A current snapshot whose stamp did not hold (the same code, its files touched):
+    written again with the stamp of now, so that the next command need not compute the
+    digest; nothing written when the stamp would not change."""
+    fresh = code_stamp()
+    if fresh != doc.get("stamp"):
+        _write(path, {**doc, "stamp": fresh})
+
+
 def _code_current(doc: dict[str, Any]) -> bool:
     """Whether a snapshot was made by this code: its stamp holds, or (the files were
     touched, a library installed beside) its digest is still this code's."""
@@ -485,10 +494,8 @@ def load_config(
                 return None
         if doc["deps"] != deps or doc["resolved"] != [how, name]:
             return None
-        if not stamped:  # the same code, with files touched: stamped again for the next run
-            fresh = code_stamp()
-            if fresh != doc.get("stamp"):
-                _write(path, {**doc, "stamp": fresh})
+        if not stamped:
+            _stamp_again(path, doc)
         shown = {"arg": policy_arg, "declared": None, "default": None, "none": None}[how]
         if how in ("declared", "default") and name is not None:
             shown = beside(project, name)
@@ -615,10 +622,8 @@ def save_stored_policy(root: Path, stored: Any) -> None:
         path = _policy_path(root, stored)
         doc = _read(path)
         if doc is not None and _current(doc, stored):
-            if not _stamp_holds(doc.get("stamp")):  # the same code, files touched
-                fresh = code_stamp()
-                if fresh != doc.get("stamp"):
-                    _write(path, {**doc, "stamp": fresh})
+            if not _stamp_holds(doc.get("stamp")):
+                _stamp_again(path, doc)
             return
         policy = ReleasePolicy.validate(stored)
         doc = {
