@@ -352,9 +352,14 @@ class Engine:
         keys: dict[tuple[Any, ...], str] = {}
         self._keys = keys  # the keys computed here, for run_cached
         evaluators = [*self.inline, *self.judges]
-        if cache.bulk:
-            self._preload(evaluators)
-        for case in self.cases:
+        cases = self.cases
+        # In bulk (store/cache.py); on SQLite only once the first case is found, so that a
+        # run with nothing cached does not look every key up before its first call.
+        if cases and not cache.bulk and cache.execution(self._exec_key(cases[0])) is None:
+            self._forget()
+            return False
+        self._preload(evaluators)
+        for case in cases:
             key = self._exec_key(case)
             hit = cache.execution(key)
             if hit is None:
