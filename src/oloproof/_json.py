@@ -56,7 +56,7 @@ __all__ = [
 MAX_JSON_DEPTH = 100
 #: The default for an HTTP body (``limits.max_json_depth``, at most MAX_JSON_DEPTH).
 DEFAULT_MAX_JSON_DEPTH = 64
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"  # compiled (by `re`) when a text holds one
 
 
 def _encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[Any], str]:
@@ -136,7 +136,7 @@ def storable(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
+        return re.sub(_SURROGATE, "\ufffd", text)
     return text
 
 

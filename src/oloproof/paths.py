@@ -46,7 +46,7 @@ class _Missing:
 #: which is JSON's ``null`` and may well be the value found).
 MISSING: Final = _Missing()
 
-_INDEX = re.compile(r"-?[0-9]+")
+_INDEX = r"-?[0-9]+"
 
 
 def lookup(value: Any, dotted_path: str | None) -> Any:
@@ -59,7 +59,7 @@ def lookup(value: Any, dotted_path: str | None) -> Any:
             if part not in current:
                 return MISSING
             current = current[part]
-        elif isinstance(current, list) and _INDEX.fullmatch(part):
+        elif isinstance(current, list) and re.fullmatch(_INDEX, part):
             index = int(part)
             if not -len(current) <= index < len(current):
                 return MISSING

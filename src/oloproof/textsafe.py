@@ -32,9 +32,11 @@ __all__ = ["dumps", "json_safe", "printable"]
 
 REPLACEMENT = "\ufffd"
 
-_SURROGATES = re.compile("[\ud800-\udfff]")
+# Patterns, compiled by `re` (and kept in its cache) on first use: compiling the second
+# takes 0.3 ms, and most text never needs it (the ASCII paths below).
+_SURROGATES = "[\ud800-\udfff]"
 # Newline and tab are kept: they lay text out and cannot drive a terminal.
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNPRINTABLE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -53,11 +55,15 @@ def printable(text: str) -> str:
     Only characters that would act (or could not be encoded) change; all other
     text, any script, comes back as it was.
     """
-    return _UNPRINTABLE.sub(_escape, text)
+    if text.isascii() and text.isprintable():
+        return text  # no control character, no surrogate, no override: nothing acts
+    return re.sub(_UNPRINTABLE, _escape, text)
 
 
 def _safe_str(text: str) -> str:
-    return _SURROGATES.sub(REPLACEMENT, text)
+    if text.isascii():
+        return text
+    return re.sub(_SURROGATES, REPLACEMENT, text)
 
 
 def json_safe(value: Any) -> Any:

@@ -31,6 +31,27 @@ def test_printable_over_every_code_point() -> None:
     assert printable("\x1b[31m\u202e\udcff") == "\\x1b[31m\\u202e\ufffd"
 
 
+def _reference(text: str) -> str:
+    """What printable() promises, by the one pattern and nothing else (no shortcut)."""
+
+    def escape(m: re.Match[str]) -> str:
+        code = ord(m.group())
+        if 0xD800 <= code <= 0xDFFF:
+            return "\ufffd"
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+    return ACTING.sub(escape, text)
+
+
+def test_printable_agrees_with_its_pattern_one_character_at_a_time() -> None:
+    # One character at a time, and inside ASCII text: printable() skips its pattern for
+    # ASCII text with nothing to escape, and must give the same as the pattern there.
+    for code in [*range(0x3000), *range(0xD7F0, 0xE010), *range(0x10FFF0, 0x110000)]:
+        ch = chr(code)
+        for text in (ch, f"id-{ch}-7", f"a\n{ch}"):
+            assert printable(text) == _reference(text), repr(text)
+
+
 def test_json_safe_is_strict_json() -> None:
     value = {"a\udcff": [float("nan"), float("inf"), -float("inf"), 1.5, "x\ud800"], "b": None}
     text_out = dumps(value)

@@ -164,8 +164,9 @@ _ROOTS = ("oloproof.project.config", "oloproof.project.models", "oloproof.projec
 #: the distribution as its ``.dist-info`` directory spells it).
 _LIBRARIES = (("pydantic", "pydantic"), ("pydantic_core", "pydantic_core"),
               ("jsonschema", "jsonschema"), ("yaml", "pyyaml"))
-_NAME = re.compile(rb"oloproof(?:\.\w+)*")
-_COMMENT = re.compile(rb"#[^\n]*")
+# Compiled by `re` when a digest is computed (the stamp missed), not at every import.
+_NAME = rb"oloproof(?:\.\w+)*"
+_COMMENT = rb"#[^\n]*"
 
 
 def _imports(source: bytes) -> list[tuple[str, list[str]]]:
@@ -175,7 +176,7 @@ def _imports(source: bytes) -> list[tuple[str, list[str]]]:
     ``if TYPE_CHECKING:`` (never run); the literal search keeps it fast (every run that
     uses a snapshot reads these)."""
     found: list[tuple[str, list[str]]] = []
-    for match in _NAME.finditer(source):
+    for match in re.finditer(_NAME, source):
         before = source[max(0, match.start() - 7):match.start()]
         if not before.endswith((b"import ", b"from ")):
             continue  # a name in text (oloproof.yaml, a docstring): most of the matches
@@ -196,7 +197,7 @@ def _imports(source: bytes) -> list[tuple[str, list[str]]]:
             if names.strip().startswith(b"("):
                 close = source.find(b")", rest_start)
                 names = source[rest_start:close if close >= 0 else len(source)]
-                names = _COMMENT.sub(b"", names[names.find(b"(") + 1:])
+                names = re.sub(_COMMENT, b"", names[names.find(b"(") + 1:])
             found.append((match.group().decode(),
                           [w.split()[0].decode() for w in names.split(b",") if w.split()]))
     return found
