@@ -132,7 +132,11 @@ def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     gated = _modules_after(["gate", "latest"], tmp_path)
     assert "oloproof.policy.decide" in gated
     assert not {"oloproof.analysis.plan", "oloproof.analysis.compare", "httpx", "jsonschema",
-                "asyncio"} & gated
+                "asyncio", "threading"} & gated
+    # A run from the cache makes no call: no event loop, no thread, nor their modules.
+    rerun = _modules_after(["run"], tmp_path)
+    assert "oloproof.engine.pipeline" in rerun
+    assert not {"threading", "asyncio", "pydantic", "yaml", "httpx", "jsonschema"} & rerun
 
 
 def test_main_in_someone_elses_process_returns_whatever_threads_remain(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import labelled_cases, write_project
 
 import oloproof
-import oloproof.store.db as db
+from oloproof.store import db
 
 APP = """
 def answer(case_input):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 if TYPE_CHECKING:
     import logging
+    import threading
     from typing import Any
 
     from oloproof.analysis.trials import FlakyCase
@@ -440,6 +440,8 @@ def run(
 
     # The run goes on in a helper thread: where a loop runs already (a notebook), and
     # whenever a progress bar is shown, which this thread (the notebook cell's) redraws.
+    import threading  # only for a run in a helper thread (docs/design-notes.md)
+
     thread = threading.Thread(target=target, name="oloproof-run", daemon=True)
     thread.start()
     try:
@@ -489,6 +491,8 @@ def _call_matrix(
             box.append(call(stop))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
             box.append(exc)
+
+    import threading
 
     thread = threading.Thread(target=target, name="oloproof-matrix", daemon=True)
     thread.start()
@@ -597,6 +601,8 @@ async def run_async(
             loop.call_soon_threadsafe(settle, *outcome)
         except RuntimeError:
             pass
+
+    import threading
 
     threading.Thread(target=target, name="oloproof-run", daemon=True).start()
     try:

@@ -36,7 +36,11 @@ def threads_left(wait_s: float = LINGER_S) -> bool:
     then (a call stuck in user code) makes the command end with :func:`exit_now`, which skips
     the interpreter's teardown: the user's ``atexit`` handlers and finalizers with it.
     """
-    import threading  # not on the short commands' path: only a run ends this way
+    if "threading" not in sys.modules:
+        # Never imported, so no thread was started through it: importing it now would
+        # only list this one (a run from the cache starts none).
+        return False
+    import threading
     import time
 
     end = time.monotonic() + wait_s

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -97,15 +96,20 @@ class StopRequest:
         KeyboardInterrupt in whatever runs then (exit 130) or, once the command returned,
         end the process by SIGINT: a double Ctrl-C 40-110 ms apart did so 8 times in 12.
         """
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
         reasons = dict(SIGNALS)
 
         def handler(signum: int, _frame: object) -> None:
             self(reasons[signal.Signals(signum)])
 
-        previous = {sig: signal.signal(sig, handler) for sig in reasons}
+        try:
+            previous = {sig: signal.signal(sig, handler) for sig in reasons}
+        except ValueError:
+            # Not the main thread (of the main interpreter): only that thread receives
+            # signals, and Python lets only it set their handlers; the first one failed.
+            previous = None
+        if previous is None:
+            yield
+            return
         try:
             yield
         finally:

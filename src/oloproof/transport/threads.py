@@ -16,7 +16,6 @@ that is most of the cost of a call.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import asyncio
+    import threading
     from typing import Any
 
 __all__ = ["AsyncHost", "UserBaseException", "Workers", "describe_exception"]
@@ -106,6 +106,7 @@ class Workers:
     ) -> None:
 
         import queue
+        import threading  # a run from the cache makes no call (docs/design-notes.md)
 
         self._loop = loop
         self._name = name
@@ -154,6 +155,8 @@ class Workers:
 
     def _start_threads(self) -> None:
         # Calls waiting or running that no live thread has taken yet need a thread.
+        import threading
+
         waiting = len(self._pending) - self._stuck
         while (
             waiting > self._live and self._live < self._limit
@@ -335,6 +338,7 @@ class AsyncHost:
 
     def __init__(self, name: str = "oloproof-async-system") -> None:
         import asyncio
+        import threading
 
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
