@@ -264,6 +264,29 @@ def test_the_stored_policy_snapshot_answers_what_the_validation_answers(tmp_path
     assert load_stored_policy(project.root, stored) is not None
 
 
+def test_a_stored_policy_snapshot_of_this_code_with_a_stale_stamp_is_stamped_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oloproof.project import _snapshot
+
+    project = load_project(_rich_project(tmp_path / "rich"))
+    stored = json.loads(json.dumps(policy_json(resolve_release_policy(project, None).policy)))
+    save_stored_policy(project.root, stored)
+    (path,) = (project.root / ".oloproof" / "snapshots").glob("policy-*.json")
+    doc = json.loads(path.read_text())
+    doc["stamp"]["files"][0][2] -= 1  # a module touched (a checkout): same code, new time
+    path.write_text(json.dumps(doc))
+    validated: list[object] = []
+    monkeypatch.setattr(_snapshot.ReleasePolicy, "validate",
+                        lambda data: validated.append(data))
+    save_stored_policy(project.root, stored)
+    again = json.loads(path.read_text())
+    assert validated == []  # kept, not validated again
+    assert again["stamp"] == _snapshot.code_stamp() and _snapshot._stamp_holds(again["stamp"])
+    assert {k: v for k, v in again.items() if k != "stamp"} == {
+        k: v for k, v in doc.items() if k != "stamp"}
+
+
 def _edit(path: Path, text: str) -> None:
     path.write_text(path.read_text() + text)
 

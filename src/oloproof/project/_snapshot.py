@@ -396,10 +396,17 @@ def _stamp_again(path: Path, doc: dict[str, Any]) -> None:
         _write(path, {**doc, "stamp": fresh})
 
 
-def _code_current(doc: dict[str, Any]) -> bool:
+def _code_current(doc: dict[str, Any], restamp: Path | None = None) -> bool:
     """Whether a snapshot was made by this code: its stamp holds, or (the files were
-    touched, a library installed beside) its digest is still this code's."""
-    return _stamp_holds(doc.get("stamp")) or doc.get("code") == code_digest()
+    touched, a library installed beside) its digest is still this code's; in that case,
+    with ``restamp``, the snapshot there is written again with the stamp of now."""
+    if _stamp_holds(doc.get("stamp")):
+        return True
+    if doc.get("code") != code_digest():
+        return False
+    if restamp is not None:
+        _stamp_again(restamp, doc)
+    return True
 
 
 def _check(dep: list[Any]) -> bool:
@@ -578,13 +585,14 @@ def _policy_path(root: Path, stored: Any) -> Path:
     return _folder(root) / f"policy-{crc32(data):08x}-{len(data)}.json"
 
 
-def _current(doc: dict[str, Any] | None, stored: Any) -> bool:
+def _current(doc: dict[str, Any] | None, stored: Any, restamp: Path | None = None) -> bool:
     """Whether a stored policy's snapshot can be used: written by this code (a snapshot
     of an older Oloproof is written again, not kept forever), for this policy, and every
-    file it rests on unchanged (the list decided here, not read from the snapshot)."""
+    file it rests on unchanged (the list decided here, not read from the snapshot).
+    ``restamp``: as for :func:`_code_current`."""
     return (
         doc is not None and doc.get("format") == FORMAT and doc.get("stored") == stored
-        and _code_current(doc)
+        and _code_current(doc, restamp)
     )
 
 
@@ -621,10 +629,7 @@ def save_stored_policy(root: Path, stored: Any) -> None:
     """Validate a policy as it is stored with a run, and keep the result for ``gate``."""
     try:
         path = _policy_path(root, stored)
-        doc = _read(path)
-        if doc is not None and _current(doc, stored):
-            if not _stamp_holds(doc.get("stamp")):
-                _stamp_again(path, doc)
+        if _current(_read(path), stored, restamp=path):
             return
         policy = ReleasePolicy.validate(stored)
         doc = {

@@ -13,8 +13,8 @@ query per turn of the event loop (:meth:`Cache.load_judgments`).
 
 The check before a run that every result is cached (engine/pipeline.py ``all_cached``)
 preloads on SQLite too: one query per 500 keys instead of one read transaction per key
-(each takes and drops SQLite's shared lock) saves about 1.5 ms on an unchanged rerun of
-120 cases. What it found is dropped again when the check ends (:meth:`Cache.remember`).
+(each takes and drops SQLite's shared lock) takes the check from 2.6–2.9 to 2.3 ms on an
+unchanged rerun of 120 cases. What it found is dropped again when the check ends (:meth:`Cache.remember`).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class Cache:
             self._found.clear()
             self._looked.clear()
 
-    # -- bulk look-ups (PostgreSQL) ------------------------------------------------------
+    # -- bulk look-ups (PostgreSQL; on SQLite, the all-cached check) ---------------------
     def _load(self, table: str, keys: Iterable[str]) -> None:
         todo = [k for k in dict.fromkeys(keys) if k not in self._looked]
         columns, make = (
