@@ -12,12 +12,15 @@ source makes with ``dataclasses``, and the short commands are checked not to imp
 from __future__ import annotations
 
 import ast
+import binascii
 import collections
 import copy
 import dataclasses
 import inspect
 import io
 import linecache
+import marshal
+import os
 import pdb  # noqa: T100 - the debugger is what one test drives
 import pickle
 import subprocess
@@ -639,21 +642,61 @@ def _make_traced() -> type:
 _FACTORY_LINE = "self.b=__dataclass_dflt_b__() if b is __dataclass_HAS_DEFAULT_FACTORY__ else b"
 
 
-def test_a_generated_init_shows_its_source_to_tracebacks_pdb_and_inspect() -> None:
+@pytest.fixture(params=["file", "linecache"])
+def shown_from(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Where a generated ``__init__`` shows its source from: a file beside the kept code
+    (Python keeps bytecode), or linecache (it keeps none: ``-B``)."""
+    monkeypatch.setattr(_records, "_inits_path", lambda: str(tmp_path / "__pycache__" / "x.inits"))
+    monkeypatch.setattr(_records, "_inits", None)
+    monkeypatch.setattr(_records, "_inits_new", False)
+    monkeypatch.setattr(_records, "_inits_used", set())
+    monkeypatch.setattr(sys, "dont_write_bytecode", request.param == "linecache")
+    where: str = request.param
+    return where
+
+
+def test_a_generated_init_shows_its_source_to_tracebacks_pdb_and_inspect(
+    shown_from: str, tmp_path: Path
+) -> None:
     traced = _make_traced()
     with pytest.raises(RuntimeError) as got:
         traced(1)
+    filename = traced.__init__.__code__.co_filename
+    if shown_from == "file":
+        assert filename == str(tmp_path / "__pycache__" / "x.inits.d" / (
+            f"{__name__}._make_traced._locals_.Traced-{filename[-11:-3]}.py"))
+    else:
+        assert filename == f"<generated __init__ of {__name__}._make_traced.<locals>.Traced>"
     shown = "".join(traceback.format_exception(got.value))
-    assert f"<generated __init__ of {__name__}." in shown and _FACTORY_LINE in shown, shown
+    assert f'File "{filename}", line 3, in __init__' in shown and _FACTORY_LINE in shown, shown
     source = inspect.getsource(traced.__init__)
     assert source.startswith("def __init__(self,a,b=") and _FACTORY_LINE in source
-    assert "".join(linecache.getlines(traced.__init__.__code__.co_filename)) == source
+    assert "".join(linecache.getlines(filename)) == source
+    if shown_from == "file":
+        assert Path(filename).read_text(encoding="utf-8") == source
     # A debugger stepping into the constructor sees the line it stops at.
     out = io.StringIO()
     debugger = pdb.Pdb(stdin=io.StringIO("step\nstep\ncontinue\n"), stdout=out)
     debugger.use_rawinput = False
     debugger.runcall(traced, 1, [2])
     assert "-> self.a=a" in out.getvalue() and "-> " + _FACTORY_LINE in out.getvalue()
+
+
+def test_pythons_own_traceback_printer_shows_a_kept_init(tmp_path: Path) -> None:
+    """An exception nobody catches is printed by the interpreter (in C up to Python 3.12),
+    which reads the file and never linecache: with the source kept as a file, it shows
+    the line too."""
+    script = tmp_path / "fails.py"
+    script.write_text(
+        "from oloproof._records import dataclass, field\n"
+        "def fail():\n    raise RuntimeError('the factory failed')\n"
+        "@dataclass\nclass Traced:\n    a: int\n    b: list = field(default_factory=fail)\n"
+        "Traced(1)\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         check=False, env=env, timeout=60)
+    assert out.returncode == 1 and "RuntimeError: the factory failed" in out.stderr
+    assert "__main__.Traced-" in out.stderr and _FACTORY_LINE in out.stderr, out.stderr
 
 
 def _make_again(with_factory: bool) -> type:
@@ -665,17 +708,35 @@ def _make_again(with_factory: bool) -> type:
         "__annotations__": {"a": "int", "z": "int"}, "z": 0}))
 
 
-def test_a_class_made_again_with_another_source_keeps_the_lines_of_each() -> None:
+def test_a_class_made_again_with_another_source_keeps_the_lines_of_each(shown_from: str) -> None:
     first, second = _make_again(True), _make_again(False)
     assert (first.__module__, first.__qualname__) == (second.__module__, second.__qualname__)
     files = [cls.__init__.__code__.co_filename for cls in (first, second)]
-    assert files[1] == files[0][:-1] + "-2>"
+    if shown_from == "linecache":
+        assert files[1] == files[0][:-1] + "-2>"
+    else:  # each source its own file
+        assert files[0] != files[1] and files[0].rsplit("-", 1)[0] == files[1].rsplit("-", 1)[0]
     for cls in (first, second):
         assert "".join(linecache.getlines(cls.__init__.__code__.co_filename)) == (
             inspect.getsource(cls.__init__))
     assert _FACTORY_LINE in inspect.getsource(first.__init__)
     assert "self.z=z" in inspect.getsource(second.__init__)
     assert _make_again(False).__init__.__code__.co_filename == files[1]  # the same source
+
+
+def test_two_sources_with_one_checksum_get_a_file_each(
+    inits_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(binascii, "crc32", lambda data: 7)
+    first, second = _make_again(True), _make_again(False)
+    files = [cls.__init__.__code__.co_filename for cls in (first, second)]
+    assert files[0].endswith("-00000007.py") and files[1].endswith("-00000007-2.py")
+    assert _FACTORY_LINE in inspect.getsource(first.__init__)
+    assert "self.z=z" in inspect.getsource(second.__init__)
+    # Taken again from what is kept, each still names its own file.
+    monkeypatch.setattr(_records, "_inits", {k: marshal.dumps(v) if type(v) is not bytes else v
+                                             for k, v in (_records._inits or {}).items()})
+    assert _make_again(False).__init__.__code__.co_filename == files[1]
 
 
 def test_zero_argument_super_works_in_slotted_records() -> None:
@@ -1036,9 +1097,10 @@ def test_nothing_is_written_when_python_writes_no_bytecode(
     inits_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    _make_point()
+    made = _make_point()
+    assert made(1).x == 1 and made.__init__.__code__.co_filename.startswith("<generated")
     _records._write_inits()
-    assert not inits_file.exists()
+    assert not inits_file.exists() and not inits_file.parent.exists()
 
 
 def test_an_unwritable_place_costs_nothing_but_the_compiling(
@@ -1049,6 +1111,8 @@ def test_an_unwritable_place_costs_nothing_but_the_compiling(
     monkeypatch.setattr(_records, "_inits_path", lambda: str(blocker / "__pycache__" / "x.inits"))
     monkeypatch.setattr(_records, "_inits", None)
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    assert _make_point()(4).x == 4
+    made = _make_point()
+    assert made(4).x == 4
+    assert made.__init__.__code__.co_filename.startswith("<generated")  # shown by linecache
     _records._write_inits()  # no error
     assert list(tmp_path.iterdir()) == [blocker]

@@ -6,7 +6,8 @@ same names of :mod:`dataclasses` as Oloproof uses them (issue 16, start-up). Imp
 brings ``ast``, ``dis``, ``tokenize``, ``linecache``...), and it compiles every method of
 every class with an ``exec`` of its own. This module imports neither ``dataclasses`` nor
 ``inspect`` (``copy`` only when :func:`asdict` meets a value it must copy; ``linecache``
-when it makes its first class), and compiles one function per class, its ``__init__``
+only where Python keeps no bytecode: see ``_init_code``), and compiles one function per
+class, its ``__init__``
 (kept between processes: see ``_compiled``): ``__repr__``, ``__eq__``,
 ``__hash__`` and a frozen class's ``__setattr__``/``__delattr__`` are closures over the
 class's field names, made without compiling anything.
@@ -39,9 +40,11 @@ says otherwise, as in dataclasses):
   string ``from __future__ import annotations`` makes) are class attributes, not fields.
 
 Where it does more than dataclasses (as attrs does): the source of each generated
-``__init__`` is registered with :mod:`linecache` (``<generated __init__ of module.Class>``), so
-tracebacks, pdb and ``inspect.getsource`` show the line that ran; and zero-argument
-``super()`` works in the methods of a slotted record (dataclasses fixed this in 3.14).
+``__init__`` can be read, so tracebacks, pdb and ``inspect.getsource`` show the line that
+ran: it is a file beside the kept bytecode (``module.Class-<checksum>.py``), or, where
+Python keeps no bytecode, registered with :mod:`linecache` (``<generated __init__ of
+module.Class>``); and zero-argument ``super()`` works in the methods of a slotted record
+(dataclasses fixed this in 3.14).
 
 What it leaves out (nothing in Oloproof uses them): ``InitVar``, ``KW_ONLY``, ``order``,
 ``unsafe_hash``, ``field(metadata=...)``, the annotations of the generated ``__init__``,
@@ -174,6 +177,8 @@ def _field(
 def _is_classvar(annotation: object) -> bool:
     """``ClassVar[...]`` as a string (postponed annotations) or as the typing object."""
     if isinstance(annotation, str):
+        if "ClassVar" not in annotation:  # nearly every field: one scan, nothing made
+            return False
         text = annotation.lstrip().removeprefix("typing.")
         return text.startswith("ClassVar") and text[8:9] in ("", "[", " ")
     typing = sys.modules.get("typing")  # a typing object means typing is imported already
@@ -387,13 +392,87 @@ def _compiled(filename: str, source: str) -> Any:
     return code
 
 
+def _init_code(name: str, source: str) -> Any:
+    """The code object of a generated ``__init__`` of the class ``name``, compiled under a
+    file name that shows its source to tracebacks (Python's own printer included), pdb and
+    ``inspect.getsource``, as attrs does for its generated methods.
+
+    Where Python keeps bytecode, the source is a file beside the kept code objects
+    (:func:`_source_path`), written when the function is first compiled: a process that
+    takes the code from the cache touches no file and imports nothing for it (importing
+    :mod:`linecache`, with :mod:`tokenize`, was about 4.9 million instructions of every
+    short command; docs/performance.md). Where it keeps none, or the file cannot be
+    written, the source is registered with :mod:`linecache` instead (:func:`_source_file`)."""
+    base = _source_base(name, source)
+    if base is not None:
+        for n in range(1, 10):
+            path = f"{base}.py" if n == 1 else f"{base}-{n}.py"
+            if _is_kept(path, source):
+                return _compiled(path, source)
+            written = _write_source(path, source)
+            if written is None:  # cannot be written
+                break
+            if written:
+                return _compiled(path, source)
+            # Another source has this name (the same class, its checksum shared): the next.
+    return _compiled(_source_file(name, source), source)
+
+
+def _source_base(name: str, source: str) -> str | None:
+    """Where the source of a generated ``__init__`` is kept, without ``.py``: in a folder
+    beside the kept code (``__pycache__/_records.cpython-311.inits.d/``), named after the
+    class and a checksum of the source. ``None`` when no bytecode is kept."""
+    kept = _inits_path()
+    if kept is None or sys.dont_write_bytecode:
+        return None
+    if not name.replace(".", "").replace("_", "").isalnum():  # <locals>, say
+        name = "".join(c if c.isalnum() or c in "._" else "_" for c in name)
+    from binascii import crc32
+
+    return os.path.join(f"{kept}.d", f"{name}-{crc32(source.encode()):08x}")
+
+
+def _is_kept(path: str, source: str) -> bool:
+    global _inits
+    if _inits is None:
+        _inits = _read_inits(_inits_path())
+    return f"{path}\n{source}" in _inits
+
+
+def _write_source(path: str, source: str) -> bool | None:
+    """Make ``path`` hold ``source``: True when it does, False when it holds another
+    source, None when it cannot be read or written. Written whole to a temporary file and
+    renamed, as the kept code is."""
+    data = source.encode()
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(data) + 1) == data
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return None
+    return True
+
+
 def _source_file(name: str, source: str) -> str:
-    """The file name a generated ``__init__`` of the class ``name`` is compiled as, with its
-    source registered in :mod:`linecache` (as attrs registers its generated methods), so that
-    tracebacks, pdb and ``inspect.getsource`` show the line that ran. The name is in angle
-    brackets, as ``<string>``: nothing looks for it on the disk. A class made again with
-    another source (a class defined in a function) gets ``-2``, ``-3``... rather than
-    showing the lines of the other."""
+    """The file name a generated ``__init__`` of the class ``name`` is compiled as when its
+    source is not kept on the disk, with its source registered in :mod:`linecache`, so that
+    tracebacks printed by :mod:`traceback`, pdb and ``inspect.getsource`` show the line
+    that ran. The name is in angle brackets, as ``<string>``: nothing looks for it on the
+    disk. A class made again with another source (a class defined in a function) gets
+    ``-2``, ``-3``... rather than showing the lines of the other."""
     import linecache
 
     lines = source.splitlines(keepends=True)
@@ -529,11 +608,11 @@ def _process(cls: Any, frozen: bool, slots: bool, kw_only: bool = False) -> Any:
                 del_attrs.append(name)
             else:
                 set_attrs[name] = f.default
+            if f.kw_only is MISSING:
+                f.kw_only = kw_only
         else:
-            f = Field(value, MISSING, True, True, None, True, MISSING)
+            f = Field(value, MISSING, True, True, None, True, kw_only)
         f.name = name
-        if f.kw_only is MISSING:
-            f.kw_only = kw_only
         if f.default is not MISSING and f.default.__class__.__hash__ is None:
             raise ValueError(
                 f"mutable default {type(f.default)} for field {name} is not allowed:"
@@ -545,7 +624,24 @@ def _process(cls: Any, frozen: bool, slots: bool, kw_only: bool = False) -> Any:
             raise TypeError(f"{name!r} is a field but has no type annotation")
 
     all_fields = list(fields.values())
-    names = [f.name for f in all_fields]
+    # The names each generated method uses, in one pass (a comprehension per list was a
+    # tenth of a record's making, which is most of a short command's records' cost).
+    names: list[str] = []
+    shown: list[str] = []  # __repr__
+    compared: list[str] = []  # __eq__
+    hashed: list[str] = []  # __hash__
+    positional: list[str] = []  # __match_args__
+    for f in all_fields:
+        name = f.name
+        names.append(name)
+        if f.repr:
+            shown.append(name)
+        if f.compare:
+            compared.append(name)
+        if f.compare if f.hash is None else f.hash:
+            hashed.append(name)
+        if f.init and not f.kw_only:
+            positional.append(name)
 
     class_hash = own.get("__hash__", MISSING)
     explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in own))
@@ -599,8 +695,7 @@ def _process(cls: Any, frozen: bool, slots: bool, kw_only: bool = False) -> Any:
 
         def make_init() -> Callable[..., None]:
             source = _init_source(all_fields, frozen, slots, post_init, ns)
-            filename = _source_file(f"{owner.__module__}.{qualname}", source)
-            exec(_compiled(filename, source), ns)  # noqa: S102
+            exec(_init_code(f"{owner.__module__}.{qualname}", source), ns)  # noqa: S102
             fn: Callable[..., None] = ns["__init__"]
             fn.__qualname__ = f"{qualname}.__init__"
             fn.__module__ = owner.__module__
@@ -608,14 +703,12 @@ def _process(cls: Any, frozen: bool, slots: bool, kw_only: bool = False) -> Any:
 
         type.__setattr__(cls, "__init__", _LazyInit(cls, make_init))
     if "__repr__" not in own:
-        methods["__repr__"] = _make_repr([f.name for f in all_fields if f.repr])
-    compared = [f.name for f in all_fields if f.compare]
+        methods["__repr__"] = _make_repr(shown)
     if "__eq__" not in own:
         methods["__eq__"] = _make_eq(compared)
     if frozen:
         methods["__setattr__"], methods["__delattr__"] = _make_frozen(cls, frozenset(names))
     if not explicit_hash and frozen:
-        hashed = [f.name for f in all_fields if (f.compare if f.hash is None else f.hash)]
         methods["__hash__"] = _make_hash(hashed)
     for name, fn in methods.items():
         fn.__qualname__ = f"{qualname}.{name}"
@@ -624,8 +717,7 @@ def _process(cls: Any, frozen: bool, slots: bool, kw_only: bool = False) -> Any:
     if not explicit_hash and not frozen:
         cls.__hash__ = None
     if "__match_args__" not in own:
-        positional = tuple([f.name for f in all_fields if f.init and not f.kw_only])
-        cls.__match_args__ = positional  # type: ignore[misc]  # (mypy: a class attribute)
+        cls.__match_args__ = tuple(positional)  # type: ignore[misc]  # (mypy: a class attribute)
     return cls
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import subprocess
 import sys
@@ -137,6 +138,45 @@ def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     rerun = _modules_after(["run"], tmp_path)
     assert "oloproof.engine.pipeline" in rerun
     assert not {"threading", "asyncio", "pydantic", "yaml", "httpx", "jsonschema"} & rerun
+
+
+# Bytecode written, as a user's Python does (an empty value unsets it).
+_BYTECODE = {"PYTHONDONTWRITEBYTECODE": ""}
+
+
+def _strings_compiled(args: list[str], cwd: Path) -> list[str]:
+    """What a command gave the built-in ``compile()`` that was not a file's source (a
+    file's is compiled only when its bytecode is missing)."""
+    probe = (
+        "import builtins, sys\n"
+        "seen = []\n"
+        "real = builtins.compile\n"
+        "def compile(source, filename, *a, **k):\n"
+        "    if not str(filename).endswith('.py'):\n"
+        "        seen.append(repr(source)[:80])\n"
+        "    return real(source, filename, *a, **k)\n"
+        "builtins.compile = compile\n"
+        "from oloproof.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('\\nCOMPILED ' + repr(seen) + '\\n')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, *args], cwd=cwd, capture_output=True,
+                         check=False, text=True, timeout=120, env={**os.environ, **_BYTECODE})
+    seen: list[str] = ast.literal_eval(out.stderr.rsplit("COMPILED ", 1)[1])
+    return seen
+
+
+def test_short_commands_call_no_compile(tmp_path: Path) -> None:
+    """The first ``compile()`` of a process builds Python's AST classes (a tenth of
+    ``gate``'s instructions on top of the interpreter's): typing calls it for an annotation
+    given as a string (a NamedTuple's field, a TypeVar's bound), and so would a record's
+    ``__init__`` that is not kept yet. A reading command and an unchanged rerun call it
+    for nothing (docs/performance.md)."""
+    write_project(tmp_path, app=APP, cases=labelled_cases(6), release=RELEASE)
+    assert run_cli("run", cwd=tmp_path, env=_BYTECODE).code in (0, 3)
+    assert run_cli("run", cwd=tmp_path, env=_BYTECODE).code in (0, 3)  # __init__s kept
+    assert _strings_compiled(["run"], tmp_path) == []
+    assert _strings_compiled(["gate", "latest"], tmp_path) == []
 
 
 def test_main_in_someone_elses_process_returns_whatever_threads_remain(tmp_path: Path) -> None:
