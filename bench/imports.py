@@ -62,18 +62,22 @@ _REPORT = "oloproof report latest"
 # imports.
 _TEAM_RUNS = "oloproof runs (team store)"
 _TEAM_GATE = "oloproof gate latest (team store)"
+# A record's generated __init__ shows its source from a file kept beside its code: no
+# linecache (with tokenize) where Python keeps bytecode (_records.py, _init_code).
+_SOURCE_LOOKUP = ("linecache", "tokenize")
 ABSENT = {
     # typing (with re and enum behind it) would double --help's time: the two modules it
     # imports write TYPE_CHECKING = False (docs/performance.md).
     "oloproof --help": (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY, "sqlite3",
                         "typing", "hashlib"),
     # Listing runs makes no digest: OpenSSL (hashlib) is loaded where one is made.
-    "oloproof runs": (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY, "hashlib"),
+    "oloproof runs": (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY, *_SOURCE_LOOKUP,
+                      "hashlib"),
     "oloproof gate latest": (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY,
-                             "threading"),
+                             *_SOURCE_LOOKUP, "threading"),
     # (threading stays: support_bot's regex evaluator builds its guard, which holds a lock.
     # A rerun with no regex imports none: tests/api/test_api_cli.py.)
-    _RERUN: (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY),
+    _RERUN: (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY, *_SOURCE_LOOKUP),
     # A project that chose Ray, with nothing to call: Ray is not even imported.
     _RERUN_RAY: (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY),
     # A run that calls everything afresh in this process: the event loop and the rest are

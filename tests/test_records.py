@@ -803,20 +803,38 @@ def _record_modules() -> list[Path]:
     )
 
 
-def _twin_module(path: Path) -> types.ModuleType:
-    """The module at ``path`` run again under another name, with dataclasses' decorator."""
+def _twin_module(path: Path, made: dict[str, types.ModuleType] | None = None) -> types.ModuleType:
+    """The module at ``path`` run again under another name, with dataclasses' decorator;
+    what it imports from another module of records (a base class: project/config.py's
+    from project/policies.py) comes from that module's twin."""
+    made = {} if made is None else made
     name = "_records_twin_" + "_".join(path.relative_to(SRC).with_suffix("").parts)
     source = path.read_text().replace("from oloproof._records import", "from dataclasses import")
+    tree = ast.parse(source)
+    bases = {b.id for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+             for b in node.bases if isinstance(b, ast.Name)}
+    inherited_from = {node.module for node in tree.body if isinstance(node, ast.ImportFrom)
+                      and node.module and {a.name for a in node.names} & bases}
+    for other in _record_modules():
+        dotted = "oloproof." + ".".join(other.relative_to(SRC).with_suffix("").parts)
+        if other != path and dotted in inherited_from:
+            twin = made.get(dotted) or _twin_module(other, made)
+            made[dotted] = twin
+            source = source.replace(f"from {dotted} import", f"from {twin.__name__} import")
     module = types.ModuleType(name)
     module.__file__ = str(path)
     # The module imports typing's ClassVar for the type checker only (typing is not imported
     # at run time); dataclasses resolves a string ClassVar through the class's module.
     module.ClassVar = typing.ClassVar  # type: ignore[attr-defined]
+    twins = {twin.__name__: twin for twin in made.values()}
+    sys.modules.update(twins)
     sys.modules[name] = module  # dataclasses resolves ClassVar through the class's module
     try:
         exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)  # noqa: S102
     finally:
         del sys.modules[name]
+        for twin_name in twins:
+            sys.modules.pop(twin_name, None)
     return module
 
 

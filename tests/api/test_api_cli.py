@@ -134,6 +134,8 @@ def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     assert "oloproof.policy.decide" in gated
     assert not {"oloproof.analysis.plan", "oloproof.analysis.compare", "httpx", "jsonschema",
                 "asyncio", "threading"} & gated
+    # The stored policy's records only: not the project's (project/policies.py).
+    assert "oloproof.project.policies" in gated and "oloproof.project.config" not in gated
     # A run from the cache makes no call: no event loop, no thread, nor their modules.
     rerun = _modules_after(["run"], tmp_path)
     assert "oloproof.engine.pipeline" in rerun

@@ -354,9 +354,9 @@ def test_no_snapshot_for_a_value_json_cannot_hold(tmp_path: Path) -> None:
     from oloproof.project._snapshot import SnapshotUnusable, _encode
 
     with pytest.raises(SnapshotUnusable):
-        _encode({"when": object()})
+        _encode({"when": object()}, records.RECORDS)
     with pytest.raises(SnapshotUnusable):
-        _encode(float("nan"))
+        _encode(float("nan"), records.RECORDS)
     config_path = _rich_project(tmp_path / "rich")
     text = config_path.read_text().replace(
         "schema: {type: object,", "schema: {default: 2020-01-01, type: object,")

@@ -31,8 +31,8 @@ from oloproof.store.reader import (
 if TYPE_CHECKING:
     from typing import Any
 
-    from oloproof.project.config import ReleasePolicy
     from oloproof.project.labels import Labels
+    from oloproof.project.policies import ReleasePolicy
     from oloproof.store.dbapi import Connection
 
 __all__ = [
@@ -77,7 +77,7 @@ def stored_policy(run: RunRecord, root: Path | None = None) -> ReleasePolicy:
             return kept
     from pydantic import ValidationError
 
-    from oloproof.project.config import ReleasePolicy
+    from oloproof.project.policies import ReleasePolicy
 
     try:
         return ReleasePolicy.validate(stored)

@@ -51,13 +51,13 @@ from oloproof.policy.decide import summarize
 from oloproof.policy.format import interval_text, level_text, value_text
 from oloproof.policy.rules import decide_threshold
 from oloproof.project._words import accepted_list, closest, describe
-from oloproof.project.config import IntervalRule
+from oloproof.project.policies import IntervalRule
 
 if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.project._project import Project
-    from oloproof.project.config import ComparePolicy, ReleasePolicy
+    from oloproof.project.policies import ComparePolicy, ReleasePolicy
 
 __all__ = [
     "CaseFacts",

@@ -32,7 +32,7 @@ from oloproof.policy.judges import (
     validate,
 )
 from oloproof.policy.rules import decide_threshold
-from oloproof.project.config import IntervalRule, ObservedCountRule
+from oloproof.project.policies import IntervalRule, ObservedCountRule
 from oloproof.stats.betting import betting_bounds, betting_mean, betting_ranges
 from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
 from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from oloproof.policy.rules import Direction
-    from oloproof.project.config import ComparePolicy, ReleasePolicy, ReleaseRule
+    from oloproof.project.policies import ComparePolicy, ReleasePolicy, ReleaseRule
 
 PASS, FAIL = RuleState.PASS, RuleState.FAIL
 INSUFFICIENT, MANUAL = RuleState.INSUFFICIENT_EVIDENCE, RuleState.MANUAL_REVIEW

@@ -29,7 +29,7 @@ from oloproof.stats.intervals import Interval
 if TYPE_CHECKING:
     from typing import Any
 
-    from oloproof.project.config import JudgeValidation
+    from oloproof.project.policies import JudgeValidation
     from oloproof.stats.agreement import Agreement, Proportion, ScoreAgreement
 
 __all__ = ["CORRECTED_METHOD", "AnyJudgeReport", "Corrected", "JudgeReport",

@@ -31,8 +31,9 @@ The same holds for a run's stored policy (``gate``, ``inspect``, ``plan``, ``rep
 ``run`` keeps the validated form of the policy it stores, keyed by the digest of that
 stored JSON, and it is used only if it dumps back to exactly that JSON.
 
-Reading a snapshot makes only the records of :data:`~oloproof.project.config.RECORDS`,
-with exactly their fields, from JSON: nothing in a snapshot is executed, whoever wrote it.
+Reading a snapshot makes only the records of :data:`~oloproof.project.config.RECORDS`
+(a stored policy's: :data:`~oloproof.project.policies.POLICY_RECORDS`), with exactly
+their fields, from JSON: nothing in a snapshot is executed, whoever wrote it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from oloproof._json import MAX_JSON_DEPTH, depth_of, loads_bounded
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
 from oloproof.project._project import DEFAULT_POLICY_FILE, Project, ResolvedPolicy, beside
-from oloproof.project.config import RECORDS, ConfigRecord, ProjectConfig, ReleasePolicy
+from oloproof.project.policies import POLICY_RECORDS, ConfigRecord, ReleasePolicy
 
 if TYPE_CHECKING:
     from typing import Any
@@ -78,16 +79,16 @@ class SnapshotUnusable(Exception):
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _encode(value: Any) -> Any:
+def _encode(value: Any, records: dict[str, type[ConfigRecord]]) -> Any:
     """``value`` as JSON: a record is ``{"$m": class name, "f": {field: value}}``, a tuple
     ``{"$t": [...]}``, a frozenset ``{"$s": [...]}``, a dict ``{"$d": {...}}``."""
     cls = type(value)
     if isinstance(value, ConfigRecord):
-        if RECORDS.get(cls.__name__) is not cls:
+        if records.get(cls.__name__) is not cls:
             raise SnapshotUnusable(f"unknown record {cls.__name__!r}")
         return {
             "$m": cls.__name__,
-            "f": {f.name: _encode(getattr(value, f.name))
+            "f": {f.name: _encode(getattr(value, f.name), records)
                   for f in cls.__record_fields__},  # type: ignore[attr-defined]
         }
     if cls in _SCALARS:
@@ -95,38 +96,38 @@ def _encode(value: Any) -> Any:
             raise SnapshotUnusable("a number JSON cannot hold")
         return value
     if cls is tuple:
-        return {"$t": [_encode(v) for v in value]}
+        return {"$t": [_encode(v, records) for v in value]}
     if cls is frozenset:
-        return {"$s": sorted(_encode(v) for v in value)}
+        return {"$s": sorted(_encode(v, records) for v in value)}
     if cls is list:
-        return [_encode(v) for v in value]
+        return [_encode(v, records) for v in value]
     if cls is dict:
         if not all(type(k) is str for k in value):
             raise SnapshotUnusable("a mapping with keys that are not text")
-        return {"$d": {k: _encode(v) for k, v in value.items()}}
+        return {"$d": {k: _encode(v, records) for k, v in value.items()}}
     raise SnapshotUnusable(f"a value of type {cls.__name__}")
 
 
-def _decode(node: Any) -> Any:
-    """What :func:`_encode` wrote, as the same classes: only the records of
-    :data:`~oloproof.project.config.RECORDS` are made, with exactly their fields."""
+def _decode(node: Any, records: dict[str, type[ConfigRecord]]) -> Any:
+    """What :func:`_encode` wrote, as the same classes: only the records of ``records``
+    are made, with exactly their fields."""
     if isinstance(node, list):
-        return [_decode(v) for v in node]
+        return [_decode(v, records) for v in node]
     if isinstance(node, dict):
         if "$d" in node:
-            return {k: _decode(v) for k, v in node["$d"].items()}
+            return {k: _decode(v, records) for k, v in node["$d"].items()}
         if "$t" in node:
-            return tuple(_decode(v) for v in node["$t"])
+            return tuple(_decode(v, records) for v in node["$t"])
         if "$s" in node:
-            return frozenset(_decode(v) for v in node["$s"])
-        cls = RECORDS.get(node["$m"])
+            return frozenset(_decode(v, records) for v in node["$s"])
+        cls = records.get(node["$m"])
         if cls is None:
             raise SnapshotUnusable(f"unknown record {node['$m']!r}")
         values = node["f"]
         names = [f.name for f in cls.__record_fields__]  # type: ignore[attr-defined]
         if not isinstance(values, dict) or sorted(values) != sorted(names):
             raise SnapshotUnusable(f"not the fields of {cls.__name__}")
-        return cls(**{n: _decode(values[n]) for n in names})
+        return cls(**{n: _decode(values[n], records) for n in names})
     if type(node) in _SCALARS:
         return node
     raise SnapshotUnusable("not a value a snapshot holds")
@@ -474,6 +475,9 @@ def load_config(
 ) -> tuple[Project, ResolvedPolicy] | None:
     """The project and its release policy from the snapshot, if every file it was
     validated from is unchanged; ``None`` otherwise (then validate)."""
+    # The project's records: not made by the commands that read a stored policy only.
+    from oloproof.project.config import RECORDS, ProjectConfig
+
     path, key = _request(config_path, policy_arg)
     doc = _read(path)
     try:
@@ -482,8 +486,8 @@ def load_config(
         stamped = _stamp_holds(doc.get("stamp"))
         if not stamped and doc.get("code") != code_digest():
             return None
-        config = _decode(doc["config"])
-        policy = _decode(doc["policy"])
+        config = _decode(doc["config"], RECORDS)
+        policy = _decode(doc["policy"], POLICY_RECORDS)
         if type(config) is not ProjectConfig or type(policy) is not ReleasePolicy:
             return None
         display = str(config_path)
@@ -517,6 +521,8 @@ def save_config(
     config_path: str | Path, policy_arg: str | None, project: Project, resolved: ResolvedPolicy
 ) -> None:
     """Keep what a successful validation produced (see the module's docstring)."""
+    from oloproof.project.config import RECORDS
+
     path, key = _request(config_path, policy_arg)
     config = project.config
     how, name, deps = _dependencies(project, policy_arg)
@@ -530,7 +536,8 @@ def save_config(
             "format": FORMAT, "key": key, "code": code_digest(), "stamp": code_stamp(),
             "deps": deps,
             "resolved": [how, name],
-            "config": _encode(config), "policy": _encode(resolved.policy),
+            "config": _encode(config, RECORDS),
+            "policy": _encode(resolved.policy, POLICY_RECORDS),
         }
     except (SnapshotUnusable, RecursionError):
         return
@@ -614,7 +621,7 @@ def load_stored_policy(root: Path, stored: Any) -> ReleasePolicy | None:
         doc = _read(path)
         if doc is None or not _current(doc, stored):
             return None
-        policy = _decode(doc["policy"])
+        policy = _decode(doc["policy"], POLICY_RECORDS)
         # The validated form must be the stored policy itself: a snapshot whose rules
         # were edited ("rules": []) would otherwise decide the run in their place.
         if type(policy) is not ReleasePolicy or _as_stored(policy) != stored:
@@ -634,7 +641,7 @@ def save_stored_policy(root: Path, stored: Any) -> None:
         policy = ReleasePolicy.validate(stored)
         doc = {
             "format": FORMAT, "code": code_digest(), "stamp": code_stamp(), "stored": stored,
-            "policy": _encode(policy),
+            "policy": _encode(policy, POLICY_RECORDS),
         }
     except Exception:  # noqa: BLE001 - a snapshot is an optimisation; gate validates then
         return
