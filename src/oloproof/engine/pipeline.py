@@ -361,11 +361,13 @@ class Engine:
         self._preload(evaluators)
         for case in cases:
             key = self._exec_key(case)
-            hit = cache.execution(key)
-            if hit is None:
-                self._forget()
-                return False
-            output_json = keys[("output", key)] = canonical_json(hit.output)
+            output_json = keys.get(("output", key))  # the output's JSON, made by _preload
+            if output_json is None:
+                hit = cache.execution(key)
+                if hit is None:
+                    self._forget()
+                    return False
+                output_json = keys[("output", key)] = canonical_json(hit.output)
             for evaluator in evaluators:
                 if cache.judgment(self._judge_key(evaluator.identity, case, output_json)) is None:
                     self._forget()
@@ -393,24 +395,28 @@ class Engine:
         self.cache.remember(False)
         self._keys = None
 
-    def _remembered(self, slot: tuple[Any, ...], make: Callable[[], str]) -> str:
-        """``make()``, kept under ``slot`` while all_cached's keys are (until run_cached ends)."""
-        keys = self._keys
-        if keys is None:
-            return make()
-        found = keys.get(slot)
-        if found is None:
-            found = keys[slot] = make()
-        return found
+    # The keys are kept while all_cached's keys are (until run_cached ends): each is a
+    # digest, and a case's are asked for several times (the check, the preload, the run).
 
     def _exec_key(self, case: EngineCase) -> str:
-        return self._remembered((case.index, case.trial), lambda: self.exec_key(case))
+        keys = self._keys
+        if keys is None:
+            return self.exec_key(case)
+        slot = (case.index, case.trial)
+        found = keys.get(slot)
+        if found is None:
+            found = keys[slot] = self.exec_key(case)
+        return found
 
     def _judge_key(self, identity: str, case: EngineCase, output_json: str) -> str:
-        return self._remembered(
-            (identity, case.index, case.trial),
-            lambda: self.judge_key(identity, case, output_json),
-        )
+        keys = self._keys
+        if keys is None:
+            return self.judge_key(identity, case, output_json)
+        slot = (identity, case.index, case.trial)
+        found = keys.get(slot)
+        if found is None:
+            found = keys[slot] = self.judge_key(identity, case, output_json)
+        return found
 
     def run_cached(self, after_case: Callable[[], None] | None = None) -> EngineTotals:
         """The run when :meth:`all_cached` said every result is in the cache: the same
