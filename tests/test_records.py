@@ -1035,6 +1035,34 @@ def test_a_kept_init_is_used_by_the_next_process_without_compiling(
     assert again(3).tags is not again(3).tags  # the factory still runs per instance
 
 
+def test_too_much_kept_keeps_what_this_process_used_and_its_sources(
+    inits_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records edited again and again: past _INITS_MAX entries, the file keeps only the
+    code this process used, and the folder of sources only their files (and any file
+    written in the last hour: another process may not have merged its code yet)."""
+    monkeypatch.setattr(_records, "_INITS_MAX", 2)
+    point, traced = _make_point(), _make_traced()
+    with pytest.raises(RuntimeError):
+        traced(1)
+    assert point(1).x == 1
+    _records._write_inits()
+    sources = inits_file.parent / f"{inits_file.name}.d"
+    kept_files = sorted(sources.iterdir())
+    assert len(kept_files) == 2
+    old, fresh = sources / "gone.Old-00000001.py", sources / "new.Fresh-00000002.py"
+    for stale in (old, fresh):
+        stale.write_text("def __init__(self):\n  pass\n", encoding="utf-8")
+    os.utime(old, (1, 1))  # written long ago
+    _records._inits = {**(_records._inits or {}), f"{old}\nx": marshal.dumps(compile("", "x", "exec"))}
+    _records._write_inits()
+    assert sorted(sources.iterdir()) == sorted([*kept_files, fresh])
+    kept = _records._read_inits(str(inits_file))
+    assert len(kept) == 2 and not any(key.startswith(str(old)) for key in kept)
+    assert _FACTORY_LINE in "".join(traceback.format_exception(
+        pytest.raises(RuntimeError, traced, 1).value))
+
+
 def test_a_kept_init_still_shows_its_source(inits_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _make_traced().__init__  # made (and compiled) when first asked for
     _records._write_inits()

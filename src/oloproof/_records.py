@@ -353,17 +353,46 @@ def _write_inits() -> None:
         merged[key] = value if type(value) is bytes else marshal.dumps(value)
     if len(merged) > _INITS_MAX:
         merged = {k: v for k, v in merged.items() if k in _inits_used}
+        _prune_sources(f"{path}.d", {key.partition("\n")[0] for key in merged})
+    _write_whole(path, _INITS_HEADER + marshal.dumps(merged))
+
+
+def _prune_sources(folder: str, kept: set[str]) -> None:
+    """Remove the source files (``_init_code``) of the code no longer kept, but those
+    written in the last hour: another process may have compiled them and not yet merged
+    its code into the file."""
+    import time
+
+    recent = time.time() - 3600
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            if path not in kept and os.stat(path).st_mtime < recent:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def _write_whole(path: str, data: bytes) -> bool:
+    """Write ``data`` to a temporary file beside ``path`` and rename it there, so that a
+    reader never sees half of it; False when that failed (nothing is left behind)."""
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(tmp, "wb") as f:
-            f.write(_INITS_HEADER + marshal.dumps(merged))
+            f.write(data)
         os.replace(tmp, path)
     except OSError:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        return False
+    return True
 
 
 def _compiled(filename: str, source: str) -> Any:
@@ -441,8 +470,7 @@ def _is_kept(path: str, source: str) -> bool:
 
 def _write_source(path: str, source: str) -> bool | None:
     """Make ``path`` hold ``source``: True when it does, False when it holds another
-    source, None when it cannot be read or written. Written whole to a temporary file and
-    renamed, as the kept code is."""
+    source, None when it cannot be read or written (written as the kept code is)."""
     data = source.encode()
     try:
         with open(path, "rb") as f:
@@ -451,19 +479,7 @@ def _write_source(path: str, source: str) -> bool | None:
         pass
     except OSError:
         return None
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        return None
-    return True
+    return True if _write_whole(path, data) else None
 
 
 def _source_file(name: str, source: str) -> str:
