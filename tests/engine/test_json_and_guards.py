@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 
 import pytest
 
 from oloproof._json import JsonLimitError, depth_of, digest, loads_strict, output_json, storable
+from oloproof.transport import regex_guard
 from oloproof.transport.regex_guard import GuardedPattern, RegexTimeout
 
 
@@ -69,3 +71,35 @@ def test_guarded_pattern_matches_like_re_and_times_out() -> None:
         assert slow.search("aaa") is not None  # a fresh child after the kill
     finally:
         slow.close()
+
+
+class _SlowToStart(GuardedPattern):
+    """A guard whose child takes ``delay`` seconds to start, as on a loaded machine."""
+
+    delay = 1.0
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        code = f"import time\ntime.sleep({self.delay})\n" + regex_guard._CHILD
+        return self._started(code, b"", "the regular expression's process")
+
+
+def test_a_childs_start_is_not_part_of_a_cases_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search that matches at once is not a timeout because the child took longer than
+    the limit to start (a CI run on a loaded machine timed out its quick cases); the
+    start has its own bound, START_S, and a child that never gets ready is an error."""
+    slow_start = _SlowToStart(r"b+", 0, timeout_s=0.2)
+    try:
+        found = slow_start.search("abbc")
+        assert found is not None and found.group(0) == "bb"
+    finally:
+        slow_start.close()
+    monkeypatch.setattr(regex_guard, "START_S", 0.3)
+    never = _SlowToStart(r"b+", 0, timeout_s=0.2)
+    never.delay = 30.0
+    try:
+        started = time.monotonic()
+        with pytest.raises(OSError, match="could not start"):
+            never.search("abbc")
+        assert time.monotonic() - started < 5
+    finally:
+        never.close()

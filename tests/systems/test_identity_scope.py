@@ -6,6 +6,7 @@ StaleCacheWarning, which pytest lists in its summary)."""
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -117,3 +118,27 @@ def test_the_command_line_warns_in_one_line(tmp_path: Path) -> None:
         " pkg/__init__.py, pkg/_private.py, pkg/tools.py]), or run without the cache after"
         " such an edit (--no-cache; use_cache=False)"
     )]
+
+
+def test_an_edit_within_the_second_is_imported_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python checks a kept .pyc against its source's size and modification time in whole
+    seconds: an app.py and a helper edited in the second they were compiled in, to the same
+    size, were imported again as they were, while the identity followed the file."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # as a user's Python does
+    app = APP.replace('from helpers import label_of', 'from helpers import label_of, V')
+    files = {**FILES, "helpers.py": FILES["helpers.py"] + "V = '1'\n"}
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(5), extra_files=files)
+    fn, module = _load(root)
+    assert module.__cached__ and Path(module.__cached__).is_file()  # type: ignore[attr-defined]
+    stamp = (root / "app.py").stat().st_mtime_ns
+    for edit in ("2", "3"):  # the same size, the same second as the kept bytecode
+        (root / "app.py").write_text(app.replace('version="1"', f'version="{edit}"'))
+        (root / "helpers.py").write_text(files["helpers.py"].replace("'1'", f"'{edit}'"))
+        for name in ("app.py", "helpers.py"):
+            os.utime(root / name, ns=(stamp, stamp))
+        fn, module = import_callable("app:answer", root, file="oloproof.yaml",
+                                     field="system.callable")
+        assert fn.__oloproof_system__["version"] == edit  # type: ignore[attr-defined]
+        assert module.V == edit  # type: ignore[attr-defined]

@@ -161,7 +161,8 @@ def _guard_regex(evaluator: InlineEvaluator, timeout_s: float) -> None:
     bounded in a thread (transport/regex_guard.py). The evaluator keeps its own
     logic; only its compiled pattern is swapped for the guarded one.
     """
-    from oloproof.transport.regex_guard import GuardedPattern  # a project with a regex only
+    # A project with a regex only:
+    from oloproof.transport.regex_guard import START_S, GuardedPattern
 
     compiled = getattr(evaluator, "pattern", None)
     if isinstance(compiled, re.Pattern):
@@ -169,6 +170,8 @@ def _guard_regex(evaluator: InlineEvaluator, timeout_s: float) -> None:
             compiled.pattern, compiled.flags, timeout_s
         )
         evaluator.timeout_s = timeout_s  # type: ignore[attr-defined]
+        # The limit counts from when the child is ready: the thread may wait for its start.
+        evaluator.thread_timeout_s = timeout_s + START_S  # type: ignore[attr-defined]
 
 
 def _guard_schema(evaluator: InlineEvaluator, timeout_s: float) -> None:
@@ -182,12 +185,12 @@ def _guard_schema(evaluator: InlineEvaluator, timeout_s: float) -> None:
     the thread waiting on it may also wait for the child to start.
     """
     evaluator.timeout_s = timeout_s  # type: ignore[attr-defined]
-    from oloproof.transport.regex_guard import SCHEMA_START_S, GuardedSchema, has_patterns
+    from oloproof.transport.regex_guard import START_S, GuardedSchema, has_patterns
 
     schema = evaluator.config.schema_  # type: ignore[attr-defined]
     if has_patterns(schema):
         evaluator.guard = GuardedSchema(schema, timeout_s)  # type: ignore[attr-defined]
-        evaluator.thread_timeout_s = timeout_s + SCHEMA_START_S  # type: ignore[attr-defined]
+        evaluator.thread_timeout_s = timeout_s + START_S  # type: ignore[attr-defined]
 
 
 def model_config(project: Project, variant: str | None = None) -> dict[str, Any]:

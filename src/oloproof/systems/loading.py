@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import re
@@ -91,18 +92,34 @@ def _forget_if_stale(module_name: str, root: Path) -> None:
             stale = file.read_bytes() != getattr(loaded, "__oloproof_source__", None)
         except OSError:
             stale = True
-    if not stale and file.is_relative_to(root):
-        # The module is unchanged; a project module it uses may not be (a helper edited
-        # in a notebook, between two runs of a test session). Its objects are bound in
-        # the module, so the whole chain is imported afresh.
-        stale = any(_edited(m, path) for m, path in project_modules(loaded, root))
         if stale:
+            _drop_bytecode(loaded)
+    if file.is_relative_to(root):
+        # A project module it uses may have changed too, or alone (a helper edited in a
+        # notebook, between two runs of a test session). Its objects are bound in the
+        # module, so the whole chain is imported afresh.
+        edited = [m for m, path in project_modules(loaded, root) if _edited(m, path)]
+        if edited:
+            stale = True
+            for used in edited:
+                _drop_bytecode(used)
             for used, _ in project_modules(loaded, root):
                 sys.modules.pop(used.__name__, None)
     if stale and (file.is_relative_to(root) or _shadowed(module_name, root)):
         for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
             del sys.modules[name]
         importlib.invalidate_caches()
+
+
+def _drop_bytecode(module: ModuleType) -> None:
+    """Remove the bytecode Python kept for ``module``, whose source changed since it was
+    imported: Python checks a ``.pyc`` against its source's size and modification time in
+    whole seconds, so a file edited within the second it was compiled in, to the same
+    size (``version="1"`` to ``"2"``), would be imported again as it was."""
+    cached = getattr(module, "__cached__", None)
+    if isinstance(cached, str):
+        with contextlib.suppress(OSError):
+            os.unlink(cached)
 
 
 def _edited(module: ModuleType, path: Path) -> bool:

@@ -37,6 +37,8 @@ __all__ = ["GuardedPattern", "GuardedSchema", "RegexTimeout", "has_patterns"]
 # The child: read one JSON request per line, answer one JSON line.
 _CHILD = r"""
 import json, re, sys
+sys.stdout.write("ready\n")
+sys.stdout.flush()
 cache = {}
 for line in sys.stdin:
     req = json.loads(line)
@@ -113,14 +115,35 @@ class GuardedPattern:
         self._busy: set[subprocess.Popen[bytes]] = set()
 
     def _start(self) -> subprocess.Popen[bytes]:
+        return self._started(_CHILD, b"", "the regular expression's process")
+
+    def _started(self, code: str, setup: bytes, what: str) -> subprocess.Popen[bytes]:
+        """A child running ``code``, once it said it is ready (``setup`` sent first).
+
+        Starting a Python is not part of any case's time: the case's limit starts once
+        the child is ready. On a loaded machine a start took longer than a 0.5 s limit,
+        and searches that match at once timed out (START_S bounds the start itself)."""
         # -I: isolated (no user site, no PYTHON* variables); -S: no site import.
         import subprocess  # the first search starts the child (a run from the cache makes none)
 
-        return subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _CHILD],
+        child = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", code],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             close_fds=True,
         )
+        assert child.stdin is not None
+        try:
+            if setup:
+                child.stdin.write(setup)
+                child.stdin.flush()
+            ready = self._read_line(child, time.monotonic() + START_S)
+        except (OSError, RegexTimeout):
+            _kill(child)
+            raise OSError(f"{what} could not start") from None
+        if ready != b"ready\n":
+            _kill(child)
+            raise OSError(f"{what} could not start")
+        return child
 
     def search(self, text: str) -> Found | None:
         request = (
@@ -207,8 +230,9 @@ def has_patterns(schema: Any) -> bool:
     return False
 
 
-#: The longest a schema's child may take to start (import jsonschema, build the validator).
-SCHEMA_START_S = 60.0
+#: The longest a child may take to start (a Python; for a schema, importing jsonschema and
+#: building the validator): not counted in any case's limit.
+START_S = 60.0
 
 
 class GuardedSchema(GuardedPattern):
@@ -221,27 +245,7 @@ class GuardedSchema(GuardedPattern):
         self._setup = (json.dumps({"path": sys.path, "schema": schema}) + "\n").encode("utf-8")
 
     def _start(self) -> subprocess.Popen[bytes]:
-        import subprocess
-
-        child = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _SCHEMA_CHILD],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            close_fds=True,
-        )
-        assert child.stdin is not None
-        try:
-            child.stdin.write(self._setup)
-            child.stdin.flush()
-            # Importing jsonschema is not part of any case's time: the case's limit
-            # starts once the child is ready.
-            ready = self._read_line(child, time.monotonic() + SCHEMA_START_S)
-        except (OSError, RegexTimeout):
-            _kill(child)
-            raise OSError("the schema's process could not start") from None
-        if ready != b"ready\n":
-            _kill(child)
-            raise OSError("the schema's process could not start")
-        return child
+        return self._started(_SCHEMA_CHILD, self._setup, "the schema's process")
 
     def validate(self, instance: Any) -> str | None:
         reply = json.loads(self._ask((json.dumps(instance) + "\n").encode("utf-8")))
