@@ -142,3 +142,42 @@ def test_an_edit_within_the_second_is_imported_afresh(
                                      field="system.callable")
         assert fn.__oloproof_system__["version"] == edit  # type: ignore[attr-defined]
         assert module.V == edit  # type: ignore[attr-defined]
+
+
+def test_bytecode_as_old_as_its_sources_second_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new process (here: the modules forgotten) whose app.py and helper were edited to
+    the same size in the second their kept bytecode was written in: Python would import
+    that bytecode, the code before the edit, while the identity follows the files."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # as a user's Python does
+    app = APP.replace('from helpers import label_of', 'from helpers import label_of, V')
+    files = {**FILES, "helpers.py": FILES["helpers.py"] + "V = '1'\n"}
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(5), extra_files=files)
+    _, module = _load(root)
+    kept = {name: Path(sys.modules[name].__cached__) for name in ("app", "helpers")}
+    assert all(path.is_file() for path in kept.values()) and module.V == "1"  # type: ignore[attr-defined]
+    second = int((root / "app.py").stat().st_mtime)
+    (root / "app.py").write_text(app.replace('version="1"', 'version="2"'))
+    (root / "helpers.py").write_text(files["helpers.py"].replace("'1'", "'2'"))
+    for path in (root / "app.py", root / "helpers.py", *kept.values()):
+        os.utime(path, ns=(second * 10**9 + 1, second * 10**9 + 1))  # all in one second
+    fn, module = _load(root)  # a new process: nothing imported yet
+    assert fn.__oloproof_system__["version"] == "2"  # type: ignore[attr-defined]
+    assert module.V == "2"  # type: ignore[attr-defined]
+    # Bytecode written after its source's second is trusted: imported, not compiled again.
+    later = (second + 5) * 10**9
+    for name in ("app", "helpers"):
+        os.utime(sys.modules[name].__cached__, ns=(later, later))
+    _forget()
+    compiled: list[str] = []
+    real = compile
+
+    def counting(source: object, filename: object, *args: object, **kwargs: object) -> object:
+        compiled.append(str(filename))
+        return real(source, filename, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr("builtins.compile", counting)
+    fn, _ = _load(root)
+    assert fn.__oloproof_system__["version"] == "2"  # type: ignore[attr-defined]
+    assert not [f for f in compiled if f.endswith(("app.py", "helpers.py"))], compiled

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import re
 import sys
@@ -34,8 +35,20 @@ def import_callable(
         sys.path.remove(root_s)
     sys.path.insert(0, root_s)  # first: this project's module, not another's of that name
     _forget_if_stale(module_name, Path(root_s))
+    _drop_racy_bytecode(Path(root_s).joinpath(*module_name.split(".")))
     try:
         module = importlib.import_module(module_name)
+        racy = [m for m, _ in project_modules(module, Path(root_s)) if _racy(m)]
+        if racy:  # a helper's bytecode may be older than its source: from the sources
+            for used in racy:
+                _drop_bytecode(used)
+            for used, _ in project_modules(module, Path(root_s)):
+                sys.modules.pop(used.__name__, None)
+            for name in [n for n in sys.modules
+                         if n == module_name or n.startswith(module_name + ".")]:
+                del sys.modules[name]
+            importlib.invalidate_caches()
+            module = importlib.import_module(module_name)
     except BaseException as exc:
         import traceback
 
@@ -120,6 +133,43 @@ def _drop_bytecode(module: ModuleType) -> None:
     if isinstance(cached, str):
         with contextlib.suppress(OSError):
             os.unlink(cached)
+
+
+def _racy(module: ModuleType) -> bool:
+    """Whether ``module``'s kept bytecode may be older than its source. Python trusts a
+    ``.pyc`` whose recorded size and whole-second modification time match its source's,
+    so one written within the second its source last changed in cannot tell an edit made
+    later in that second (to the same size): the race git calls a racy index entry. A
+    ``.pyc`` written after that second is trusted: any later edit changes the second."""
+    cached, origin = getattr(module, "__cached__", None), getattr(module, "__file__", None)
+    if not isinstance(cached, str) or not isinstance(origin, str):
+        return False
+    return _racy_file(Path(origin), Path(cached))
+
+
+def _racy_file(source: Path, cached: Path) -> bool:
+    try:
+        with open(cached, "rb") as f:
+            flags = f.read(8)[4:8]
+        written = os.stat(cached).st_mtime
+        changed = os.stat(source).st_mtime
+    except OSError:
+        return False
+    # A hash-based .pyc (PEP 552) is checked against the source's content: never racy.
+    return flags == b"\0\0\0\0" and written < int(changed) + 1
+
+
+def _drop_racy_bytecode(base: Path) -> None:
+    """Before the system's module is imported (``base``: its path without ``.py``), drop
+    its bytecode if it is racy (:func:`_racy`): the module's code must be its file's."""
+    for source in (base.with_suffix(".py"), base / "__init__.py"):
+        try:
+            cached = Path(importlib.util.cache_from_source(str(source)))
+        except (NotImplementedError, ValueError):
+            return
+        if _racy_file(source, cached):
+            with contextlib.suppress(OSError):
+                os.unlink(cached)
 
 
 def _edited(module: ModuleType, path: Path) -> bool:
