@@ -365,7 +365,15 @@ def open_store_readonly(path: StoreLocation) -> Any:
         header = _read_header(path)
     except OSError as exc:
         raise StoreUnreadable(f"{path}: the store cannot be read ({exc.strerror or exc})") from exc
-    if header and not header.startswith(_SQLITE_MAGIC):
+    if not header:
+        # An empty file: a store that a run is making this moment (open_store creates the
+        # file, then SQLite writes its first page). It holds no run yet: read as an empty
+        # store, in memory, since a connection to the file could meet that first page
+        # half-way ("file is not a database", seen with readers racing a run).
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.text_factory = _lenient_text
+        return conn
+    if not header.startswith(_SQLITE_MAGIC):
         raise StoreUnreadable(
             f"{path}: the store cannot be read (it is not an SQLite database, or it is damaged)"
         )
