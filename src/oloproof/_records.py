@@ -398,12 +398,11 @@ def _write_whole(path: str, data: bytes) -> bool:
 def _compiled(filename: str, source: str) -> Any:
     """The code object of ``source`` (a generated ``__init__``) compiled as ``filename``,
     kept or compiled."""
-    global _inits, _inits_new
-    if _inits is None:
-        _inits = _read_inits(_inits_path())
+    global _inits_new
+    inits = _kept()
     key = f"{filename}\n{source}"
     _inits_used.add(key)
-    code = _inits.get(key)
+    code = inits.get(key)
     if type(code) is bytes:
         try:
             code = marshal.loads(code)
@@ -412,7 +411,7 @@ def _compiled(filename: str, source: str) -> Any:
         if type(code) is not _CODE:
             code = None
     if code is None:
-        code = _inits[key] = compile(source, filename, "exec")
+        code = inits[key] = compile(source, filename, "exec")
         if not _inits_new:
             _inits_new = True
             import atexit
@@ -427,7 +426,7 @@ def _init_code(name: str, source: str) -> Any:
     ``inspect.getsource``, as attrs does for its generated methods.
 
     Where Python keeps bytecode, the source is a file beside the kept code objects
-    (:func:`_source_path`), written when the function is first compiled: a process that
+    (:func:`_source_base`), written when the function is first compiled: a process that
     takes the code from the cache touches no file and imports nothing for it (importing
     :mod:`linecache`, with :mod:`tokenize`, was about 4.9 million instructions of every
     short command; docs/performance.md). Where it keeps none, or the file cannot be
@@ -462,10 +461,15 @@ def _source_base(name: str, source: str) -> str | None:
 
 
 def _is_kept(path: str, source: str) -> bool:
+    return f"{path}\n{source}" in _kept()
+
+
+def _kept() -> dict[str, Any]:
+    """The kept code objects, read from their file on first use."""
     global _inits
     if _inits is None:
         _inits = _read_inits(_inits_path())
-    return f"{path}\n{source}" in _inits
+    return _inits
 
 
 def _write_source(path: str, source: str) -> bool | None:

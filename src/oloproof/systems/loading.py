@@ -38,16 +38,12 @@ def import_callable(
     _drop_racy_bytecode(Path(root_s).joinpath(*module_name.split(".")))
     try:
         module = importlib.import_module(module_name)
-        racy = [m for m, _ in project_modules(module, Path(root_s)) if _racy(m)]
+        uses = [m for m, _ in project_modules(module, Path(root_s))]
+        racy = [m for m in uses if _racy(m)]
         if racy:  # a helper's bytecode may be older than its source: from the sources
             for used in racy:
                 _drop_bytecode(used)
-            for used, _ in project_modules(module, Path(root_s)):
-                sys.modules.pop(used.__name__, None)
-            for name in [n for n in sys.modules
-                         if n == module_name or n.startswith(module_name + ".")]:
-                del sys.modules[name]
-            importlib.invalidate_caches()
+            _forget(module_name, uses)
             module = importlib.import_module(module_name)
     except BaseException as exc:
         import traceback
@@ -111,17 +107,26 @@ def _forget_if_stale(module_name: str, root: Path) -> None:
         # A project module it uses may have changed too, or alone (a helper edited in a
         # notebook, between two runs of a test session). Its objects are bound in the
         # module, so the whole chain is imported afresh.
-        edited = [m for m, path in project_modules(loaded, root) if _edited(m, path)]
+        uses = project_modules(loaded, root)
+        edited = [m for m, path in uses if _edited(m, path)]
         if edited:
             stale = True
             for used in edited:
                 _drop_bytecode(used)
-            for used, _ in project_modules(loaded, root):
-                sys.modules.pop(used.__name__, None)
+            _forget(None, [m for m, _ in uses])
     if stale and (file.is_relative_to(root) or _shadowed(module_name, root)):
+        _forget(module_name, [])
+
+
+def _forget(module_name: str | None, uses: list[ModuleType]) -> None:
+    """Drop the modules ``uses`` and ``module_name`` with its submodules from
+    ``sys.modules``: the next import reads them from their files again."""
+    for used in uses:
+        sys.modules.pop(used.__name__, None)
+    if module_name is not None:
         for name in [n for n in sys.modules if n == module_name or n.startswith(module_name + ".")]:
             del sys.modules[name]
-        importlib.invalidate_caches()
+    importlib.invalidate_caches()
 
 
 def _drop_bytecode(module: ModuleType) -> None:
@@ -131,8 +136,12 @@ def _drop_bytecode(module: ModuleType) -> None:
     size (``version="1"`` to ``"2"``), would be imported again as it was."""
     cached = getattr(module, "__cached__", None)
     if isinstance(cached, str):
-        with contextlib.suppress(OSError):
-            os.unlink(cached)
+        _remove(cached)
+
+
+def _remove(path: str | Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _racy(module: ModuleType) -> bool:
@@ -168,8 +177,7 @@ def _drop_racy_bytecode(base: Path) -> None:
         except (NotImplementedError, ValueError):
             return
         if _racy_file(source, cached):
-            with contextlib.suppress(OSError):
-                os.unlink(cached)
+            _remove(cached)
 
 
 def _edited(module: ModuleType, path: Path) -> bool:
