@@ -252,3 +252,81 @@ def test_closing_the_async_host_ends_a_cancelled_call_without_a_destroyed_task(
     with caplog.at_level("ERROR", logger="asyncio"):
         gc.collect()
     assert "Task was destroyed" not in caplog.text
+
+
+# -- calls started before the loop (Workers.start_early, the run's head start) ---------
+
+
+def test_calls_started_before_the_loop_run_at_once_and_each_reaches_its_adopter() -> None:
+    """Started with no loop, the calls run at once; adopted on the loop, one that finished
+    meanwhile and one still running each give their own result, and a failure its error."""
+    gauge = Gauge()
+    workers = Workers(None, 4, 10.0)
+    quick = workers.start_early(lambda: gauge.call(0.0, "quick"))
+    slow = workers.start_early(lambda: gauge.call(0.4, "slow"))
+
+    def boom() -> object:
+        raise ValueError("no answer")
+
+    failed = workers.start_early(boom)
+    began = time.monotonic()
+    time.sleep(0.15)  # the loop's start: the quick call and the failure end meanwhile
+
+    async def main() -> tuple[object, object, BaseException | None, float]:
+        workers.bind(asyncio.get_running_loop())
+        try:
+            values = await asyncio.gather(workers.adopt(quick), workers.adopt(slow))
+            try:
+                await workers.adopt(failed)
+            except ValueError as exc:
+                error: BaseException | None = exc
+            else:
+                error = None
+            return values[0], values[1], error, time.monotonic() - began
+        finally:
+            workers.close()
+
+    first, second, error, took = asyncio.run(main())
+    assert (first, second) == ("quick", "slow")
+    assert isinstance(error, ValueError) and str(error) == "no answer"
+    # The slow call ran from the start, not from its adoption: 0.4 s in all, not 0.55.
+    assert 0.39 <= took < 0.53
+    assert gauge.peak == 2  # the quick and the slow call overlapped
+
+
+def test_a_call_started_before_the_loop_times_out_counted_from_its_start() -> None:
+    workers = Workers(None, 2, 0.3, spare=1)
+    stuck = workers.start_early(lambda: time.sleep(1.0))
+    began = time.monotonic()
+    time.sleep(0.2)
+
+    async def main() -> float:
+        workers.bind(asyncio.get_running_loop())
+        try:
+            with pytest.raises(TimeoutError):
+                await workers.adopt(stuck)
+            return time.monotonic() - began
+        finally:
+            workers.close()
+
+    # 0.3 s after the call began, not 0.3 s after it was adopted (0.5 s).
+    assert 0.29 <= asyncio.run(main()) < 0.45
+
+
+def test_close_leaves_a_call_started_before_the_loop_and_never_adopted() -> None:
+    """A run stopped before its loop adopts a call: closing the pool raises nothing, and
+    a call not yet begun is dropped."""
+    gate = threading.Event()
+    ran: list[int] = []
+    workers = Workers(None, 1, 10.0)
+    workers.start_early(lambda: gate.wait(5.0))
+    workers.start_early(lambda: ran.append(1))  # waits for the only thread
+
+    async def main() -> None:
+        workers.bind(asyncio.get_running_loop())
+        workers.close()
+
+    asyncio.run(main())
+    gate.set()
+    time.sleep(0.1)
+    assert ran == []

@@ -1,7 +1,7 @@
 """How a run on the SQLite store looks its cache up (store/cache.py): the check that every
 result is cached reads the keys in bulk, one statement per table for a small suite, but
-only once the first case is found; a run with nothing cached asks for one key and goes
-on to call. Counted on the store's own connection, with SQLite's statement trace."""
+only once the first case is found; a run with nothing cached asks for one key, then for
+its first wave's, and goes on to call. Counted on the store's own connection, with SQLite's statement trace."""
 
 from __future__ import annotations
 
@@ -62,10 +62,13 @@ def test_a_first_run_asks_for_one_key_before_it_calls(tmp_path: Path, traced: li
     root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(40))
     oloproof.run(root)
     lookups = _lookups(traced)
-    # Nothing in bulk: the first case's key alone before the run, then each case's own
-    # as it runs (a local file: a few microseconds each), and its judgment's.
+    # Nothing in bulk: the first case's key alone before the run; the keys of the first
+    # wave (concurrency.system: 8), whose calls start before the loop if they are not
+    # cached (Engine.start_early); then each case's own as it runs (a local file: a few
+    # microseconds each), and its judgment's.
     assert not any(" IN (" in s for s in lookups["exec_cache"] + lookups["judge_cache"])
-    assert len(lookups["exec_cache"]) == 41
+    assert len(lookups["exec_cache"]) == 1 + 8 + 40
+    assert lookups["exec_cache"][1:9] == lookups["exec_cache"][9:17]  # the same 8 keys
     assert len(lookups["judge_cache"]) == 40
 
 

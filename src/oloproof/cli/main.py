@@ -86,10 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         module = importlib.import_module(args._module)
         if _process.OURS:
-            # What the command will import for sure, imported now: the freeze covers it.
-            certain = getattr(module, "certain_imports", None)
-            if certain is not None:
-                certain(args)
             _after_imports()
         code: int = module.command(args)
     except OloproofError as exc:

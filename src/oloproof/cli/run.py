@@ -101,14 +101,6 @@ def command(args: argparse.Namespace) -> int:
         os.close(saved)
 
 
-def certain_imports(args: argparse.Namespace) -> None:
-    """Imported with the command, before start-up's freeze (cli/main.py): a run that
-    calls everything afresh surely runs its calls on an event loop. A run that may
-    find everything in the cache imports asyncio only if it has to call."""
-    if args.no_cache:
-        import asyncio  # noqa: F401
-
-
 def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
     """``run --matrix``: every variant as its own run, then the matrix (api/_matrix.py)."""
     from oloproof.api._matrix import load_matrix, run_matrix

@@ -418,6 +418,21 @@ class Engine:
             found = keys[slot] = self.judge_key(identity, case, output_json)
         return found
 
+    def start_early(self) -> None:
+        """Start the system's first calls before the event loop exists: a run that calls
+        a sync function has its first ``concurrency.system`` calls under way while it
+        imports asyncio and starts the loop (tens of milliseconds: docs/performance.md).
+        Only the first attempts of cases the cache does not hold; :meth:`run` then
+        meets each call as if it had made it (``CallableSystem.start_early``). Not with
+        an adaptive limit, which decides how many calls may start."""
+        start = getattr(self.system, "start_early", None)
+        if start is None or self.system_limiter is not None:
+            return
+        first = self.cases[: self.system_concurrency]
+        if self.cache.enabled:
+            first = [c for c in first if self.cache.execution(self._exec_key(c)) is None]
+        start([(case.id, case.input) for case in first])
+
     def run_cached(self, after_case: Callable[[], None] | None = None) -> EngineTotals:
         """The run when :meth:`all_cached` said every result is in the cache: the same
         events as :meth:`run`, in case order, without an event loop, a call or a thread;
@@ -496,9 +511,19 @@ class Engine:
                 asyncio.create_task(self._evaluator_worker())
                 for _ in range(ahead * evaluator_calls)
             ] if self._slow else []
+            # A sync function's calls are handed to its worker threads one ahead of each
+            # thread: a thread that finishes a call starts the next at once, instead of
+            # waiting for the loop to record the result and hand it the next (about 2 ms
+            # for each wave of calls; the threads still run concurrency.system calls at
+            # most). Not under an adaptive limit, which decides when a call may start, nor
+            # in a sequential run, which hands out no case once its rules are decided.
+            calls_ahead = 2 if (
+                getattr(self.system, "queues_calls", False) and self.system_limiter is None
+                and not getattr(self.cases, "stops_when_decided", False)
+            ) else 1
             system_workers = [
                 asyncio.create_task(self._system_worker(queue))
-                for _ in range(min(self.system_concurrency, max(1, len(self.cases))))
+                for _ in range(min(calls_ahead * self.system_concurrency, max(1, len(self.cases))))
             ]
             try:
                 await asyncio.gather(*system_workers)
@@ -660,10 +685,20 @@ class Engine:
 
         async def call(n: int) -> CallResult:
             started = time.perf_counter()
+            # The system's own measure when it has one: from when the call really began
+            # (a call that waited in a queue, or began before the loop: CallResult).
+            reported: float | None = None
             try:
-                return await system.call(case.id, case.input, n)
+                result = await system.call(case.id, case.input, n)
+                reported = result.latency_ms
+                return result
+            except AttemptFailure as failure:
+                reported = failure.latency_ms
+                raise
             finally:
-                last_latency[0] = (time.perf_counter() - started) * 1000.0
+                last_latency[0] = (
+                    (time.perf_counter() - started) * 1000.0 if reported is None else reported
+                )
 
         async def attempt(n: int) -> CallResult:
             if limiter is None:

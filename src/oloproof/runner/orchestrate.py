@@ -445,6 +445,8 @@ def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRe
         if engine.all_cached():
             _run_cached(engine, writer)
         else:
+            if stop.reason is None:
+                engine.start_early()
             _run_on_a_loop(prepared, engine, writer, stop)
     except KeyboardInterrupt:
         stop("interrupted (Ctrl-C)")

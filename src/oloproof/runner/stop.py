@@ -135,6 +135,12 @@ class UntilStopped(list[EngineCase]):
         # A sequential run: no more cases once every rule is decided (runner/sequential.py).
         self._until = until
 
+    @property
+    def stops_when_decided(self) -> bool:
+        """Whether the cases stop once a sequential run's rules are decided: the engine
+        then hands out no case ahead of a free call (engine/pipeline.py)."""
+        return self._until is not None
+
     def __iter__(self) -> Iterator[EngineCase]:
         for case in super().__iter__():
             if self._stop.reason is not None:

@@ -18,6 +18,10 @@ class CallResult:
     # The output's canonical JSON (systems/identity.py), when the system made it
     # already; the engine makes it otherwise.
     output_json: str | None = None
+    # The call's own time, when the system measured it from when the call really began
+    # (its worker thread took it): the engine's own measure would count a wait in the
+    # queue, or miss the part before it awaited a call started early.
+    latency_ms: float | None = None
 
 
 class SystemRunner(Protocol):

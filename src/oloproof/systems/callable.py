@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,13 +44,15 @@ from oloproof.systems.loading import (
     module_source,
     source_file,
 )
-from oloproof.transport.retry import PermanentFailure, RetryableFailure
+from oloproof.transport.retry import AttemptFailure, PermanentFailure, RetryableFailure
 from oloproof.transport.threads import AsyncHost, UserBaseException, Workers
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
     from oloproof.project.config import SystemConfig
+    from oloproof.transport.threads import Job
 
 
 def _describe(exc: BaseException) -> str:
@@ -63,6 +66,11 @@ def _describe(exc: BaseException) -> str:
     if tail:
         text += "\n" + "\n".join(tail)
     return text
+
+
+def _since(began: list[float]) -> float | None:
+    """Milliseconds since the call began, if it was noted (a sync call's worker thread)."""
+    return (time.perf_counter() - began[0]) * 1000.0 if began else None
 
 
 class CallableSystem:
@@ -113,12 +121,51 @@ class CallableSystem:
         self._is_async: bool | None = None
         self._workers: Workers | None = None
         self._host: AsyncHost | None = None
+        # Calls started before the loop (start_early), by case: the job, the case's
+        # context, and when the call began (perf_counter, once its thread took it).
+        self._early: dict[str, list[tuple[Job, CaseContext, list[float]]]] = {}
+
+    @property
+    def queues_calls(self) -> bool:
+        """Whether calls may be handed over ahead of a free thread (a sync function): they
+        wait in the workers' queue, and each call's latency counts from its start."""
+        return not self.is_async
+
+    def start_early(self, calls: Iterable[tuple[str, Any]]) -> None:
+        """Make the first attempts of these calls now, before the run's event loop exists:
+        the first calls are under way while the run imports asyncio and starts its loop
+        (engine/pipeline.py, ``Engine.start_early``). A sync function only; each call is
+        then awaited by :meth:`call` as if it had started there."""
+        if self.is_async or self._workers is not None:
+            return
+        workers = self._workers = Workers(
+            None, self.concurrency, self.timeout_s, name="oloproof-system"
+        )
+        for case_id, case_input in calls:
+            ctx = CaseContext(case_id=case_id, input=json.loads(canonical_json(case_input)),
+                              attempt=1)
+            began: list[float] = []
+            job = workers.start_early(self._timed(ctx, began))
+            self._early.setdefault(case_id, []).append((job, ctx, began))
+
+    def _timed(self, ctx: CaseContext, began: list[float]) -> Callable[[], Any]:
+        """The sync call of ``ctx``, in a copy of the current context, noting in ``began``
+        when a worker thread took it."""
+        context = contextvars.copy_context()
+
+        def call() -> Any:
+            began.append(time.perf_counter())
+            return context.run(self._call_sync, ctx)
+
+        return call
 
     async def start(self) -> None:
         import asyncio
 
         if self.is_async:
             self._host = AsyncHost()
+        elif self._workers is not None:  # made by start_early
+            self._workers.bind(asyncio.get_running_loop())
         else:
             # A thread whose call timed out is replaced (Workers' spare threads).
             self._workers = Workers(
@@ -135,22 +182,40 @@ class CallableSystem:
             self._host = None
 
     async def call(self, case_id: str, case_input: Any, attempt: int) -> CallResult:
-        # A copy of its own: a function that mutates its input must not change
-        # what is stored or the keys the case's judgments are cached under.
+        waiting = self._early.get(case_id) if attempt == 1 else None
+        if waiting:  # started before the loop (start_early)
+            job, ctx, began = waiting.pop(0)
+            if not waiting:
+                del self._early[case_id]
+        else:
+            # A copy of its own: a function that mutates its input must not change
+            # what is stored or the keys the case's judgments are cached under.
+            fresh = json.loads(canonical_json(case_input))
+            job, ctx, began = None, CaseContext(case_id=case_id, input=fresh, attempt=attempt), []
+        try:
+            result = await self._call(ctx, job, began)
+        except AttemptFailure as failure:
+            failure.latency_ms = _since(began)
+            raise
+        result.latency_ms = _since(began)
+        return result
+
+    async def _call(self, ctx: CaseContext, job: Job | None, began: list[float]) -> CallResult:
+        """One attempt; ``began`` is filled with a sync call's start by its worker thread."""
         import asyncio
 
-        fresh = json.loads(canonical_json(case_input))
-        ctx = CaseContext(case_id=case_id, input=fresh, attempt=attempt)
         try:
-            if self.is_async:
+            if job is not None:
+                assert self._workers is not None, "CallableSystem.start() was not awaited"
+                output = await self._workers.adopt(job)
+            elif self.is_async:
                 assert self._host is not None, "CallableSystem.start() was not awaited"
                 async with asyncio.timeout(self.timeout_s):
                     output = await self._host.run(lambda: self._call_async(ctx))
             else:
                 assert self._workers is not None, "CallableSystem.start() was not awaited"
-                context = contextvars.copy_context()
-                # The workers enforce timeout_s (TimeoutError).
-                output = await self._workers.submit(lambda: context.run(self._call_sync, ctx))
+                # The workers enforce timeout_s (TimeoutError), counted from the start.
+                output = await self._workers.submit(self._timed(ctx, began))
         except TimeoutError:
             raise PermanentFailure(
                 f"no answer within timeout_s = {self.timeout_s:g}s", kind="TIMEOUT"

@@ -47,6 +47,8 @@ class AttemptFailure(Exception):
         # What the failure says about a rate limit (transport/ratelimit.py): read by
         # the adaptive limiter, never by the retry policy.
         self.rate: RateSignal | None = None
+        # The failed call's own time, when the system measured it (CallResult.latency_ms).
+        self.latency_ms: float | None = None
 
 
 class RetryableFailure(AttemptFailure):

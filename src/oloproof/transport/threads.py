@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import threading
     from typing import Any
 
-__all__ = ["AsyncHost", "UserBaseException", "Workers", "describe_exception"]
+__all__ = ["AsyncHost", "Job", "UserBaseException", "Workers", "describe_exception"]
 
 #: How long a closing :class:`AsyncHost` lets its cancelled calls end before it leaves
 #: them running (a coroutine that swallows its cancellation never ends).
@@ -96,7 +96,7 @@ class Workers:
 
     def __init__(
         self,
-        loop: asyncio.AbstractEventLoop,
+        loop: asyncio.AbstractEventLoop | None,
         limit: int,
         timeout_s: float,
         *,
@@ -114,22 +114,26 @@ class Workers:
         self._spare = max(0, spare)
         self._timeout_s = timeout_s
         # Every call submitted and not yet delivered, by its future (loop side only).
-        self._pending: dict[asyncio.Future[Any], _Job] = {}
+        self._pending: dict[asyncio.Future[Any], Job] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         # Counted on the loop: threads taking calls (at most ``limit``), and threads
         # whose call timed out and still runs (at most ``spare``).
         self._live = 0
         self._stuck = 0
         # Results wait here for the loop; ``_wake`` says a delivery is scheduled.
-        self._done: deque[tuple[_Job, Any, BaseException | None]] = deque()
+        self._done: deque[tuple[Job, Any, BaseException | None]] = deque()
         self._wake = False
         self._batch_s = batch_s
         self._tick: asyncio.TimerHandle | None = None
         # Set by hold(): threads start no more calls.
         self._holding = False
+        # Calls started before the loop (start_early), not yet adopted, and the results
+        # of those that finished before they were adopted.
+        self._unadopted: set[Job] = set()
+        self._finished_early: dict[Job, tuple[Any, BaseException | None]] = {}
         # Guards a thread's current call against the loop retiring it (rare: a timeout).
         self._lock = threading.Lock()
 
@@ -141,23 +145,66 @@ class Workers:
         The future fails with :class:`TimeoutError` when the call has not
         returned ``timeout_s`` (the pool's own when ``None``) after it started."""
 
-        future: asyncio.Future[Any] = self._loop.create_future()
+        future: asyncio.Future[Any] = self._bound.create_future()
         timeout = self._timeout_s if timeout_s is None else timeout_s
-        job = _Job(future, fn, timeout)
+        job = Job(future, fn, timeout)
         self._pending[future] = job
         self._jobs.put(job)
         # The earliest it can time out: had it started now.
         self._check_at(time.monotonic() + timeout)
         self._start_threads()
         if self._batch_s is not None and self._tick is None:
-            self._tick = self._loop.call_later(self._batch_s, self._on_tick)
+            self._tick = self._bound.call_later(self._batch_s, self._on_tick)
+        return future
+
+    @property
+    def _bound(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        assert loop is not None, "Workers.bind() was not called"
+        return loop
+
+    def start_early(self, fn: Callable[[], Any]) -> Job:
+        """Start ``fn()`` now, before the loop exists (a pool made with ``loop=None``):
+        the run's first calls are under way while the run imports and starts its loop.
+        The caller :meth:`adopt` s the job on the loop; its timeout counts from when it
+        started, as every call's does."""
+        job = Job(None, fn, self._timeout_s)
+        self._unadopted.add(job)
+        self._jobs.put(job)
+        self._start_threads()
+        return job
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop that receives the results, for a pool made before it (``loop=None``)."""
+        self._loop = loop
+        if self._done and not self._wake:
+            self._wake = True
+            loop.call_soon(self._deliver)
+
+    def adopt(self, job: Job) -> asyncio.Future[Any]:
+        """The future of a call :meth:`start_early` started: from here on it is a call
+        like those :meth:`submit` makes."""
+        future: asyncio.Future[Any] = self._bound.create_future()
+        self._unadopted.discard(job)
+        finished = self._finished_early.pop(job, None)
+        if finished is not None:
+            value, exc = finished
+            if exc is None:
+                future.set_result(value)
+            else:
+                future.set_exception(exc)
+            return future
+        job.future = future
+        self._pending[future] = job
+        started = job.started
+        self._check_at((time.monotonic() if started is None else started) + job.timeout)
         return future
 
     def _start_threads(self) -> None:
         # Calls waiting or running that no live thread has taken yet need a thread.
         import threading
 
-        waiting = len(self._pending) - self._stuck
+        waiting = len(self._pending) + len(self._unadopted) - self._stuck
         while (
             waiting > self._live and self._live < self._limit
             and self._live + self._stuck < self._limit + self._spare
@@ -184,7 +231,9 @@ class Workers:
             job.started = time.monotonic()
             future, fn = job.future, job.fn
             job.fn = None
-            if fn is None or future.cancelled():  # the run stopped before the call began
+            # (No future yet: a call started before the loop, not adopted yet.)
+            if fn is None or (future is not None and future.cancelled()):
+                # The run stopped before the call began.
                 done.append((job, None, None))
             else:
                 try:
@@ -195,10 +244,13 @@ class Workers:
             with lock:
                 me.job = None
                 retired = me.retired
-            if not self._wake and (retired or not batched or jobs.qsize() < limit):
+            loop = self._loop
+            if loop is not None and not self._wake and (
+                retired or not batched or jobs.qsize() < limit
+            ):
                 self._wake = True
                 try:
-                    self._loop.call_soon_threadsafe(self._deliver)
+                    loop.call_soon_threadsafe(self._deliver)
                 except RuntimeError:  # the loop is closed: nobody waits any more
                     pass
             if retired:  # its call timed out and another thread took its place
@@ -212,6 +264,9 @@ class Workers:
         while done:
             job, value, exc = done.popleft()
             future = job.future
+            if future is None:  # started before the loop: kept until it is adopted
+                self._finished_early[job] = (value, exc)
+                continue
             pending.pop(future, None)
             if job.timed_out:
                 self._stuck -= 1
@@ -228,7 +283,7 @@ class Workers:
         if self._done:
             self._deliver()
         if self._pending and self._batch_s is not None:
-            self._tick = self._loop.call_later(self._batch_s, self._on_tick)
+            self._tick = self._bound.call_later(self._batch_s, self._on_tick)
 
     def hold(self) -> None:
         """Start no more calls: those queued stay pending (their callers cancel them)."""
@@ -248,14 +303,14 @@ class Workers:
                 return
             self._timer.cancel()
         self._timer_at = when
-        self._timer = self._loop.call_later(max(0.0, when - time.monotonic()), self._expire)
+        self._timer = self._bound.call_later(max(0.0, when - time.monotonic()), self._expire)
 
     def _expire(self) -> None:
         self._timer = None
         now = time.monotonic()
         earliest = None
-        for job in list(self._pending.values()):
-            if job.timed_out or job.future.done():
+        for future, job in list(self._pending.items()):
+            if job.timed_out or future.done():
                 continue
             started = job.started
             deadline = (now if started is None else started) + job.timeout
@@ -273,7 +328,7 @@ class Workers:
                 job.timed_out = True
                 self._stuck += 1
                 self._live -= 1
-            job.future.set_exception(TimeoutError())
+            future.set_exception(TimeoutError())
         if earliest is not None:
             self._check_at(earliest)
         self._start_threads()
@@ -291,20 +346,26 @@ class Workers:
                 job = self._jobs.get_nowait()
             except queue.Empty:
                 break
-            if job is not None:
+            if job is None:
+                continue
+            if job.future is None:  # started before the loop and never adopted
+                self._unadopted.discard(job)
+            else:
                 job.future.cancel()
                 self._pending.pop(job.future, None)
         for _ in self._threads:
             self._jobs.put(None)
 
 
-class _Job:
+class Job:
     """One call submitted to :class:`Workers`; ``started`` and ``thread`` are set by the
     thread that takes it, ``timed_out`` by the loop."""
 
     __slots__ = ("fn", "future", "started", "thread", "timed_out", "timeout")
 
-    def __init__(self, future: asyncio.Future[Any], fn: Callable[[], Any], timeout: float) -> None:
+    def __init__(
+        self, future: asyncio.Future[Any] | None, fn: Callable[[], Any], timeout: float
+    ) -> None:
         self.future = future
         self.fn: Callable[[], Any] | None = fn
         self.timeout = timeout
@@ -320,7 +381,7 @@ class _Thread:
     __slots__ = ("job", "retired")
 
     def __init__(self) -> None:
-        self.job: _Job | None = None
+        self.job: Job | None = None
         self.retired = False
 
 
