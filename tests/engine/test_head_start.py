@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sqlite3
+import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import labelled_cases, run_cli, write_project
+from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
 
 from oloproof.project.config import SystemConfig
 from oloproof.systems.callable import CallableSystem
@@ -144,3 +147,37 @@ def test_a_call_that_waited_for_a_free_thread_is_timed_from_its_start(project_di
     latencies = sorted(latency for _, latency, _ in _stored(project_dir).values())
     assert len(latencies) == 4
     assert 250 <= latencies[0] and latencies[-1] < 450, latencies
+
+
+STARTED_APP = """
+import time
+from pathlib import Path
+from oloproof import system
+
+@system(name="slow", version="1")
+def answer(case_input):
+    (Path(__file__).parent / "started").touch()
+    time.sleep(3.0)
+    return {"label": "ok"}
+"""
+
+
+def test_a_stop_as_the_first_calls_begin_is_a_partial_run(project_dir: Path) -> None:
+    """SIGTERM as soon as the first call has begun, which is before the event loop is up on
+    most runs: the run stops at once, stored as RUN_ERROR/PARTIAL, exit 5, no traceback."""
+    write_project(project_dir, app=STARTED_APP, cases=labelled_cases(8), concurrency=(4, 2))
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
+    proc = subprocess.Popen([*OLOPROOF, "run", "--no-cache"], cwd=project_dir, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (project_dir / "started").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGTERM)
+    signalled = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - signalled < 2.5  # not after the 3 s calls
+    assert proc.returncode == 5, out + err
+    assert "RUN_ERROR/PARTIAL" in out and "terminated (SIGTERM)" in out, out
+    assert "Traceback" not in err
