@@ -291,7 +291,6 @@ def test_calls_started_before_the_loop_run_at_once_and_each_reaches_its_adopter(
     assert isinstance(error, ValueError) and str(error) == "no answer"
     # The slow call ran from the start, not from its adoption: 0.4 s in all, not 0.55.
     assert 0.39 <= took < 0.53
-    assert gauge.peak == 2  # the quick and the slow call overlapped
 
 
 def test_a_call_started_before_the_loop_times_out_counted_from_its_start() -> None:

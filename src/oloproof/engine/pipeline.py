@@ -526,23 +526,31 @@ class Engine:
                 for _ in range(min(calls_ahead * self.system_concurrency, max(1, len(self.cases))))
             ]
             try:
-                await asyncio.gather(*system_workers)
+                # Not gather: a stop that cancels this task must not cancel the system's
+                # workers before the calls that finished meanwhile are recorded (below).
+                done, _ = await asyncio.wait(system_workers, return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    task.result()  # a worker's own failure, raised here as gather would
                 for _ in eval_workers:
                     await self._eval_queue.put(None)
                 for _ in judge_workers:
                     await self._judge_queue.put(None)
                 await asyncio.gather(*eval_workers, *judge_workers)
             finally:
-                flushed = False
+                # A stop: start no queued call or check, and record those that finished
+                # before the tasks are cancelled, whether their results are still in the
+                # threads' hands or already handed over to a task not yet resumed: a sync
+                # system's thread may have finished a call and taken the next (calls_ahead),
+                # and a run loses only the calls in flight.
+                hold = getattr(self.system, "hold", None)
+                if hold is not None:
+                    hold()
                 for evaluators in (self._evaluator_workers, self._process_workers):
                     if evaluators is not None:
-                        # A stop: start no queued check, and record those that finished
-                        # (in a batch not yet handed over) before their tasks are cancelled.
                         evaluators.hold()
-                        flushed = evaluators.flush() or flushed
-                if flushed:
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await asyncio.sleep(0)
+                        evaluators.flush()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.sleep(0)
                 workers = (*system_workers, *eval_workers, *judge_workers)
                 for task in workers:
                     task.cancel()

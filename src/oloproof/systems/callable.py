@@ -173,6 +173,13 @@ class CallableSystem:
                 name="oloproof-system",
             )
 
+    def hold(self) -> None:
+        """A stop: start no call that waits for a thread, and hand the results of those that
+        finished to their callers now (Workers.hold, flush)."""
+        if self._workers is not None:
+            self._workers.hold()
+            self._workers.flush()
+
     async def aclose(self) -> None:
         if self._workers is not None:
             self._workers.close()
