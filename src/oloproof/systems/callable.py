@@ -68,6 +68,14 @@ def _describe(exc: BaseException) -> str:
     return text
 
 
+def _context(case_id: str, case_input: Any, attempt: int) -> CaseContext:
+    """The context of one call, with a copy of the input of its own: a function that
+    mutates its input must not change what is stored or the keys the case's judgments
+    are cached under."""
+    return CaseContext(case_id=case_id, input=json.loads(canonical_json(case_input)),
+                       attempt=attempt)
+
+
 def _since(began: list[float]) -> float | None:
     """Milliseconds since the call began, if it was noted (a sync call's worker thread)."""
     return (time.perf_counter() - began[0]) * 1000.0 if began else None
@@ -142,8 +150,7 @@ class CallableSystem:
             None, self.concurrency, self.timeout_s, name="oloproof-system"
         )
         for case_id, case_input in calls:
-            ctx = CaseContext(case_id=case_id, input=json.loads(canonical_json(case_input)),
-                              attempt=1)
+            ctx = _context(case_id, case_input, 1)
             began: list[float] = []
             job = workers.start_early(self._timed(ctx, began))
             self._early.setdefault(case_id, []).append((job, ctx, began))
@@ -195,10 +202,7 @@ class CallableSystem:
             if not waiting:
                 del self._early[case_id]
         else:
-            # A copy of its own: a function that mutates its input must not change
-            # what is stored or the keys the case's judgments are cached under.
-            fresh = json.loads(canonical_json(case_input))
-            job, ctx, began = None, CaseContext(case_id=case_id, input=fresh, attempt=attempt), []
+            job, ctx, began = None, _context(case_id, case_input, attempt), []
         try:
             result = await self._call(ctx, job, began)
         except AttemptFailure as failure:

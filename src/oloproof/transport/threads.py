@@ -188,11 +188,7 @@ class Workers:
         self._unadopted.discard(job)
         finished = self._finished_early.pop(job, None)
         if finished is not None:
-            value, exc = finished
-            if exc is None:
-                future.set_result(value)
-            else:
-                future.set_exception(exc)
+            _settle(future, *finished)
             return future
         job.future = future
         self._pending[future] = job
@@ -272,10 +268,7 @@ class Workers:
                 self._stuck -= 1
             if future.done():  # cancelled: the call timed out or the run stopped
                 continue
-            if exc is None:
-                future.set_result(value)
-            else:
-                future.set_exception(exc)
+            _settle(future, value, exc)
         self._start_threads()
 
     def _on_tick(self) -> None:
@@ -355,6 +348,13 @@ class Workers:
                 self._pending.pop(job.future, None)
         for _ in self._threads:
             self._jobs.put(None)
+
+
+def _settle(future: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
+    if exc is None:
+        future.set_result(value)
+    else:
+        future.set_exception(exc)
 
 
 class Job:
