@@ -29,16 +29,19 @@ pytestmark = pytest.mark.slow
 
 TOKEN = "live-test-token-0123456789abcdef"
 CASES = 40
-# Past its first 10 cases, the run waits for the test to let it go on (the file named by
-# OLOPROOF_TEST_GATE): every client has joined by then, however loaded the machine.
+# Past its first 10 cases (or OLOPROOF_TEST_HOLD_FROM), the run waits for the test to let it
+# go on (the file named by OLOPROOF_TEST_GATE): every client has joined by then, however
+# loaded the machine.
 APP = """
 import os
 import time
 from oloproof import system
 
+HOLD_FROM = int(os.environ.get("OLOPROOF_TEST_HOLD_FROM", "10"))
+
 @system(name="slow", version="1")
 def answer(case_input):
-    while case_input["n"] >= 10 and not os.path.exists(os.environ["OLOPROOF_TEST_GATE"]):
+    while case_input["n"] >= HOLD_FROM and not os.path.exists(os.environ["OLOPROOF_TEST_GATE"]):
         time.sleep(0.02)
     time.sleep(0.02)
     if case_input["n"] % 13 == 5:
@@ -180,3 +183,41 @@ def test_one_poller_per_run_shared_by_its_clients(
     rereads = [s for s in row_reads if "count(*)" not in s and "finished_at >=" not in s
                and "case_id IN" not in s]
     assert len(rereads) <= 1, rereads  # the first look's read of the judgments so far
+
+
+def test_a_stream_opened_before_any_case_finished_starts_with_the_figures(
+    served: tuple[Path, Any, str, list[str], Path],
+) -> None:
+    root, app, base, _, gate = served
+    env = {**os.environ, "OLOPROOF_TEST_GATE": str(gate), "OLOPROOF_TEST_HOLD_FROM": "0"}
+    run = subprocess.Popen([*OLOPROOF, "run", "--no-cache"], cwd=root, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    bodies = [""]
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            latest = json.loads(run_cli("runs", "--json", cwd=root).out)[0]
+            if latest["status"] == "RUNNING":
+                break
+            assert time.monotonic() < deadline and run.poll() is None
+            time.sleep(0.05)
+        client = threading.Thread(
+            target=_follow, args=(f"{base}/runs/{latest['id']}/events", bodies, 0))
+        client.start()
+        followers = app.state.followers
+        while not (followers.running and next(iter(followers.running.values())).polls >= 1):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        gate.touch()
+        client.join(timeout=120)
+        assert run.wait(timeout=60) == 0
+    finally:
+        if run.poll() is None:
+            run.kill()
+    events = _events(bodies[0])
+    assert [e["type"] for e in events[:2]] == ["progress", "provisional_metrics"]
+    assert events[0]["cases_done"] == 0 and events[0]["cases_total"] == CASES
+    (metric,) = events[1]["metrics"]
+    assert metric["estimate"] is None and metric["n_observed"] == 0
+    assert events[-1]["type"] == "run_finished"
+    assert len([e for e in events if e["type"] == "case_executed"]) == CASES

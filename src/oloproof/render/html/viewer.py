@@ -611,7 +611,8 @@ class _RunState:
                     from_cache=bool(from_cache),
                 ).to_json()))
         snapshot = b""
-        if (self.first or new_cases or new_judgments) and self.cases:
+        # Every stream starts with the figures, even before a case has finished (0 done).
+        if self.first or new_cases or new_judgments:
             snapshot = self._figures(run)
             out.append(snapshot)
         done = run.status != RunStatus.RUNNING
