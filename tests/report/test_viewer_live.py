@@ -105,6 +105,16 @@ def _follow(url: str, bodies: list[str], index: int) -> None:
         bodies[index] = "".join(response.iter_text())
 
 
+def _running(root: Path, run: subprocess.Popen[bytes], deadline: float) -> dict[str, Any]:
+    """The run ``run`` is making, once the store says it is RUNNING."""
+    while True:
+        latest: dict[str, Any] = json.loads(run_cli("runs", "--json", cwd=root).out)[0]
+        if latest["status"] == "RUNNING":
+            return latest
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.05)
+
+
 def test_one_poller_per_run_shared_by_its_clients(
     served: tuple[Path, Any, str, list[str], Path],
 ) -> None:
@@ -114,12 +124,7 @@ def test_one_poller_per_run_shared_by_its_clients(
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while True:
-            latest = json.loads(run_cli("runs", "--json", cwd=root).out)[0]
-            if latest["status"] == "RUNNING":
-                break
-            assert time.monotonic() < deadline and run.poll() is None
-            time.sleep(0.05)
+        latest = _running(root, run, deadline)
         url = f"{base}/runs/{latest['id']}/events"
         bodies = [""] * 6
         threads = [threading.Thread(target=_follow, args=(url, bodies, i)) for i in range(5)]
@@ -195,12 +200,7 @@ def test_a_stream_opened_before_any_case_finished_starts_with_the_figures(
     bodies = [""]
     try:
         deadline = time.monotonic() + 60
-        while True:
-            latest = json.loads(run_cli("runs", "--json", cwd=root).out)[0]
-            if latest["status"] == "RUNNING":
-                break
-            assert time.monotonic() < deadline and run.poll() is None
-            time.sleep(0.05)
+        latest = _running(root, run, deadline)
         client = threading.Thread(
             target=_follow, args=(f"{base}/runs/{latest['id']}/events", bodies, 0))
         client.start()
