@@ -14,11 +14,10 @@ import pytest
 from oloproof.testing.fake_provider import OfflineProvider
 from oloproof.testing.fake_stream import pieces
 
-# Two large client libraries to import: out of the fast tier.
+# Two large client libraries to import: out of the fast tier. They are imported by the tests
+# that use them, not at collection (every `make test-fast` worker collects this module: the
+# import of `anthropic` alone took about 2 s of each one's collection).
 pytestmark = pytest.mark.slow
-
-openai = pytest.importorskip("openai")
-anthropic = pytest.importorskip("anthropic")
 
 # Not a judge prompt of Oloproof's (no framed output section): the fake answers with its
 # verdict on that, a JSON object of a dozen words, which is enough to stream in pieces.
@@ -32,6 +31,7 @@ def server() -> Iterator[OfflineProvider]:
 
 
 def test_openai_stream_gives_the_reply_in_chunks(server: OfflineProvider) -> None:
+    openai = pytest.importorskip("openai")
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="k-1", max_retries=0)
     messages = [{"role": "system", "content": "You judge."}, {"role": "user", "content": PROMPT}]
     whole = client.chat.completions.create(model="fake-judge", messages=messages)
@@ -53,6 +53,7 @@ def test_openai_stream_gives_the_reply_in_chunks(server: OfflineProvider) -> Non
 
 
 def test_anthropic_stream_gives_the_reply_and_its_usage(server: OfflineProvider) -> None:
+    anthropic = pytest.importorskip("anthropic")
     client = anthropic.Anthropic(base_url=server.url, api_key="k-1", max_retries=0)
     kwargs = {"model": "fake-judge", "max_tokens": 256,
               "messages": [{"role": "user", "content": PROMPT}]}
