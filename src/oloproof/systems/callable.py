@@ -30,6 +30,7 @@ import contextvars
 import json
 import time
 from pathlib import Path
+from types import FunctionType
 from typing import TYPE_CHECKING
 
 from oloproof._context import CaseContext, reset_current_case, set_current_case
@@ -53,6 +54,26 @@ if TYPE_CHECKING:
 
     from oloproof.project.config import SystemConfig
     from oloproof.transport.threads import Job
+
+
+# ``inspect.CO_COROUTINE``, the code flag of an ``async def`` (the same on every Python since
+# 3.5; tests/systems/test_callable_system.py compares it with inspect's on each we test).
+_CO_COROUTINE = 0x80
+
+
+def is_coroutine_function(fn: object) -> bool:
+    """``inspect.iscoroutinefunction(fn)``, without importing :mod:`inspect` for a plain
+    function, the usual system: importing it (with ``ast``, ``dis`` and ``tokenize``) was
+    9-14 ms before a fresh run's first call (docs/performance.md). For a plain function
+    inspect answers from the code's flags, or from a mark set by
+    ``inspect.markcoroutinefunction`` (Python 3.12 and later); a function with a mark, and
+    anything that is not a plain function (a method, a ``functools.partial``, an object
+    with ``__call__``), is asked of inspect itself."""
+    if type(fn) is FunctionType and not hasattr(fn, "_is_coroutine_marker"):
+        return bool(fn.__code__.co_flags & _CO_COROUTINE)
+    import inspect
+
+    return inspect.iscoroutinefunction(fn)
 
 
 def _describe(exc: BaseException) -> str:
@@ -261,13 +282,11 @@ class CallableSystem:
 
     @property
     def is_async(self) -> bool:
-        """Whether the callable is an ``async def`` (asked when it is first called: a run
-        from the cache never imports inspect)."""
+        """Whether the callable is an ``async def`` (asked when it is first called)."""
         if self._is_async is None:
-            import inspect
-
-            self._is_async = inspect.iscoroutinefunction(self.fn)
+            self._is_async = is_coroutine_function(self.fn)
         return self._is_async
+
     def _call_sync(self, ctx: CaseContext) -> Any:
         token = set_current_case(ctx)
         try:
