@@ -33,9 +33,12 @@ from oloproof.policy.judges import (
 )
 from oloproof.policy.rules import decide_threshold
 from oloproof.project.policies import IntervalRule, ObservedCountRule
-from oloproof.stats.betting import betting_bounds, betting_mean, betting_ranges
-from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean_bounded
-from oloproof.stats.trials import KORN_GRAUBARD, clustered_rate_bounded
+from oloproof.stats.intervals import (
+    CASE_EXACT,
+    KORN_GRAUBARD,
+    clopper_pearson_bounded,
+    student_t_mean_bounded,
+)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -150,7 +153,7 @@ GUARANTEES = {
     T_APPROXIMATE: "approximate",
     CASE_T_APPROXIMATE: "approximate",
     KORN_GRAUBARD: "approximate",
-    "case_exact": "approximate",
+    CASE_EXACT: "approximate",
 }
 
 
@@ -165,6 +168,10 @@ def _mean_method(level: float, ranged: bool, missing: bool, over: str = "") -> s
 
 def _summarize_trials(ev: CriterionEvidence, level: float) -> MetricSummary:
     """A metric over repeated trials: cases are clusters (docs/repeated-trials.md)."""
+    # The option's own modules, imported where it is handled (docs/design-notes.md).
+    from oloproof.stats.betting import betting_ranges
+    from oloproof.stats.trials import clustered_rate_bounded
+
     lv = level_text(level)
     if ev.kind == MetricKind.BINARY:
         # Decided by the betting interval on the cases' pass fractions (each in [0, 1]; a
@@ -231,6 +238,9 @@ def summarize(ev: CriterionEvidence, level: float) -> MetricSummary:
         # A score outside its declared range is refused when it is judged; one stored by an
         # older version counts as missing here, never clipped.
         ordered = [s if s is None or lo <= s <= hi else None for s in ev.ordered_scores()]
+        # A MEAN metric with a declared range only: a run of rates never imports it.
+        from oloproof.stats.betting import betting_mean
+
         ms = betting_mean(ordered, ev.value_range, level)
         missing = ms.missing
         return MetricSummary(
@@ -365,7 +375,7 @@ def _short_method(s: MetricSummary) -> str:
     case approximate (t)."""
     return {
         KORN_GRAUBARD: "KG",
-        "case_exact": "case CP",
+        CASE_EXACT: "case CP",
         BETTING: "betting",
         T_APPROXIMATE: "approximate (t)",
         CASE_BETTING: "case betting",
@@ -500,6 +510,8 @@ def summarize_sequence(
         method = (f"beta-binomial mixture confidence sequence {level_text(level)},"
                   " anytime-valid over the run's order")
     else:
+        from oloproof.stats.betting import betting_bounds
+
         lower, upper = betting_bounds(lows, highs, level, horizon) if lows else (0.0, 1.0)
         method = (f"betting confidence sequence (Waudby-Smith & Ramdas) {level_text(level)},"
                   " anytime-valid over the run's order")

@@ -20,7 +20,9 @@ from oloproof.stats._special import _beta_quantile, beta_ppf, t_isf, t_ppf
 from oloproof.stats.normal import Z95
 
 __all__ = [
+    "CASE_EXACT",
     "CLOPPER_PEARSON",
+    "KORN_GRAUBARD",
     "STUDENT_T",
     "WILSON",
     "Interval",
@@ -38,6 +40,11 @@ __all__ = [
 CLOPPER_PEARSON = "Clopper-Pearson exact, 1934"
 STUDENT_T = "Student t, 1908"
 WILSON = "Wilson score, 1927"
+#: How a rate over repeated trials got its interval (``MetricSummary.interval_method``):
+#: Korn–Graubard on the effective cases, or exact on the case level (stats/trials.py).
+#: Here, not in stats/trials.py, so that naming one does not import the other.
+KORN_GRAUBARD = "korn_graubard"
+CASE_EXACT = "case_exact"
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from collections.abc import Sequence
 
 from oloproof._records import dataclass
 from oloproof.stats._special import beta_ppf, t_isf
-from oloproof.stats.intervals import Interval
+from oloproof.stats.intervals import CASE_EXACT, KORN_GRAUBARD, Interval
 
 __all__ = [
     "CASE_EXACT",
@@ -64,8 +64,6 @@ __all__ = [
     "normal_isf",
 ]
 
-KORN_GRAUBARD = "korn_graubard"
-CASE_EXACT = "case_exact"
 #: Below this many cases on the minority side (cases with a failed trial, or with a passed
 #: one), the cluster variance is not trusted and the case-level exact interval is used.
 MIN_INFORMATIVE_CASES = 10
