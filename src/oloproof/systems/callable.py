@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 
 # ``inspect.CO_COROUTINE``, the code flag of an ``async def`` (the same on every Python since
-# 3.5; tests/systems/test_callable_system.py compares it with inspect's on each we test).
+# 3.5; tests/systems/test_coroutine_check.py compares it with inspect's on each we test).
 _CO_COROUTINE = 0x80
 
 
