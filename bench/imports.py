@@ -49,6 +49,9 @@ _PARSING = ("argparse", "gettext", "locale")
 _TEAM_STORE = ("psycopg", "psycopg_binary")
 # Ray: only for `executor: ray` once a call is to be made (runner/ray_executor.py).
 _RAY = ("ray",)
+# pathlib, with urllib.parse and ipaddress behind it (before Python 3.13): the command paths
+# handle paths as strings, with os.path (docs/design-notes.md).
+_PATHLIB = ("pathlib", "urllib", "ipaddress")
 _RERUN = "oloproof run (unchanged rerun, all cache)"
 _RERUN_RAY = "oloproof run (unchanged rerun, all cache, executor: ray)"
 _LOCAL_RUN = "oloproof run --no-cache (local executor)"
@@ -72,12 +75,12 @@ ABSENT = {
                         "typing", "hashlib"),
     # Listing runs makes no digest: OpenSSL (hashlib) is loaded where one is made.
     "oloproof runs": (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY, *_SOURCE_LOOKUP,
-                      "hashlib"),
+                      *_PATHLIB, "hashlib"),
     "oloproof gate latest": (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY,
-                             *_SOURCE_LOOKUP, "threading"),
+                             *_SOURCE_LOOKUP, *_PATHLIB, "threading"),
     # (threading stays: support_bot's regex evaluator builds its guard, which holds a lock.
     # A rerun with no regex imports none: tests/api/test_api_cli.py.)
-    _RERUN: (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY, *_SOURCE_LOOKUP),
+    _RERUN: (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY, *_SOURCE_LOOKUP, *_PATHLIB),
     # A project that chose Ray, with nothing to call: Ray is not even imported.
     _RERUN_RAY: (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY),
     # A run that calls everything afresh in this process: the event loop and the rest are

@@ -113,6 +113,11 @@ def _modules_after(args: list[str], cwd: Path, env: dict[str, str] | None = None
     return set(out.stderr.rsplit("MODULES ", 1)[1].split())
 
 
+# pathlib imports urllib.parse and ipaddress (before Python 3.13): a tenth of `gate`'s
+# instructions. The command paths handle paths as strings (docs/design-notes.md).
+_PATHLIB = ("pathlib", "urllib.parse", "ipaddress")
+
+
 def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     """Start-up (issue 16): --help needs the standard library and the package's errors;
     listing runs needs the store, not the configuration's models, the statistics or rich."""
@@ -129,17 +134,18 @@ def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     assert "oloproof.store.reader" in listed  # it did read the store
     # Nor OpenSSL: listing runs makes no digest (hashlib is imported where one is made).
     assert not {"pydantic", "yaml", "rich", "oloproof.project", "oloproof.policy.decide",
-                "oloproof.stats.intervals", "asyncio", "hashlib"} & listed
+                "oloproof.stats.intervals", "asyncio", "hashlib", *_PATHLIB} & listed
     gated = _modules_after(["gate", "latest"], tmp_path)
     assert "oloproof.policy.decide" in gated
     assert not {"oloproof.analysis.plan", "oloproof.analysis.compare", "httpx", "jsonschema",
-                "asyncio", "threading"} & gated
+                "asyncio", "threading", *_PATHLIB} & gated
     # The stored policy's records only: not the project's (project/policies.py).
     assert "oloproof.project.policies" in gated and "oloproof.project.config" not in gated
     # A run from the cache makes no call: no event loop, no thread, nor their modules.
     rerun = _modules_after(["run"], tmp_path)
     assert "oloproof.engine.pipeline" in rerun
-    assert not {"threading", "asyncio", "pydantic", "yaml", "httpx", "jsonschema"} & rerun
+    assert not {"threading", "asyncio", "pydantic", "yaml", "httpx", "jsonschema",
+                *_PATHLIB} & rerun
 
 
 # Bytecode written, as a user's Python does (an empty value unsets it).

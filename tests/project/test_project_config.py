@@ -94,8 +94,8 @@ def test_spec_example_loads(write: Writer, project_dir: Path) -> None:
     _spec_project(write)
     project = load_project("oloproof.yaml")
     config = project.config
-    assert project.root == project_dir
-    assert project.config_path == project_dir / "oloproof.yaml"
+    assert project.root == str(project_dir)
+    assert project.config_path == str(project_dir / "oloproof.yaml")
     assert config.project == "support-bot-example"
     assert config.system.callable == "app:answer"
     assert config.system.version == "slice-a-example"

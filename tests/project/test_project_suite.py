@@ -29,7 +29,7 @@ def test_cases_in_file_order(write: Writer) -> None:
         "   \n",
     )
     suite = load_suite(Path(SUITE))
-    assert suite.path == Path(SUITE)
+    assert suite.path == str(SUITE)
     assert len(suite) == 2
     first, second = suite.cases
     assert first == Case("b", {"q": "x"}, {"label": "l"}, {"lang": "en"}, 1)

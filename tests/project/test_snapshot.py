@@ -254,7 +254,7 @@ def test_the_stored_policy_snapshot_answers_what_the_validation_answers(tmp_path
     assert load_stored_policy(project.root, other) is None
     # A snapshot written by another version of the code is written again by the next run
     # (not left stale, which would have every later `gate` validate with pydantic).
-    (path,) = (project.root / ".oloproof" / "snapshots").glob("policy-*.json")
+    (path,) = (Path(project.root) / ".oloproof" / "snapshots").glob("policy-*.json")
     older = json.loads(path.read_text())
     older["code"] = "older" + older["code"]
     older["stamp"]["env"][0] = "another Python"
@@ -272,7 +272,7 @@ def test_a_stored_policy_snapshot_of_this_code_with_a_stale_stamp_is_stamped_aga
     project = load_project(_rich_project(tmp_path / "rich"))
     stored = json.loads(json.dumps(policy_json(resolve_release_policy(project, None).policy)))
     save_stored_policy(project.root, stored)
-    (path,) = (project.root / ".oloproof" / "snapshots").glob("policy-*.json")
+    (path,) = (Path(project.root) / ".oloproof" / "snapshots").glob("policy-*.json")
     doc = json.loads(path.read_text())
     doc["stamp"]["files"][0][2] -= 1  # a module touched (a checkout): same code, new time
     path.write_text(json.dumps(doc))
@@ -503,7 +503,7 @@ def _stamped(tmp_path: Path) -> tuple[Path, Any]:
     config_path = _rich_project(tmp_path / "stamped")
     project = load_project(config_path)
     save_config(config_path, None, project, resolve_release_policy(project, None))
-    (snapshot,) = (project.root / ".oloproof" / "snapshots").glob("config-*.json")
+    (snapshot,) = (Path(project.root) / ".oloproof" / "snapshots").glob("config-*.json")
     return snapshot, json.loads(snapshot.read_text())
 
 

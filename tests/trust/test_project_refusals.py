@@ -64,7 +64,7 @@ def _refused(result: Result, *needles: str) -> None:
 
 
 def _integrity(root: Path) -> None:
-    assert store_path(root).is_file()
+    assert os.path.isfile(store_path(root))
     conn = sqlite3.connect(f"file:{store_path(root)}?mode=ro", uri=True)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -228,7 +228,7 @@ def kind_names(metrics: dict[str, str]) -> dict[str, MetricKind]:
 
 
 def resolve_compare_policy(
-    config: str | Path, project_dir: Path, policy_arg: str | None, metrics: dict[str, str]
+    config: str | Path, project_dir: str | Path, policy_arg: str | None, metrics: dict[str, str]
 ) -> tuple[ComparePolicy, str | None, str | None]:
     """The policy, its path, and (when there is none) why there are no rules."""
     from oloproof.project.loader import load_compare_policy  # pydantic: only to validate
@@ -236,7 +236,7 @@ def resolve_compare_policy(
     kinds = kind_names(metrics)
     if policy_arg is not None:
         return load_compare_policy(policy_arg, kinds), policy_arg, None
-    default = project_dir / "compare.yaml"
+    default = Path(project_dir, "compare.yaml")
     if default.exists():
         # Named in errors as the user can open it, beside oloproof.yaml as they named it.
         shown = os.path.normpath(os.path.join(os.path.dirname(str(config)), "compare.yaml"))
@@ -318,7 +318,7 @@ def compare_runs(
     baseline_ref: str,
     *,
     config: str | Path,
-    project_dir: Path,
+    project_dir: str | Path,
     policy_arg: str | None,
 ) -> ComparisonOutcome:
     """Pair two stored runs, decide them under the comparison policy, store the result."""

@@ -947,7 +947,7 @@ def plan_stored_run(
     *,
     policy_path: str | Path | None = None,
     assurance: float | None = None,
-    root: Path | None = None,
+    root: str | None = None,
 ) -> RunPlan:
     """Plan a stored run under ``policy_path`` or the policy stored with it. ``root``: the
     project, whose kept form of the run's policy spares validating it (as ``gate`` does)."""

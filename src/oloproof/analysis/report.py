@@ -21,7 +21,6 @@ most ``limit``, the failing ones first), or one case (:func:`case_page_document`
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from oloproof._json import compact_json
@@ -415,7 +414,7 @@ class RunSummary:
             other.id, other.status, other.finished_at)
 
 
-def summarize_run(conn: Connection, ref: str, root: Path | None = None) -> RunSummary:
+def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSummary:
     """The run ``ref`` names, decided from its store as ``gate`` decides it, with every
     case's outcome. ``root``: the project, whose kept form of the run's policy spares
     validating it again (as ``gate`` does)."""
@@ -446,7 +445,7 @@ def summarize_run(conn: Connection, ref: str, root: Path | None = None) -> RunSu
 
 def run_document(
     conn: Connection, ref: str, *, page: CasePage | None = None,
-    limit: int | None = None, summary: RunSummary | None = None, root: Path | None = None,
+    limit: int | None = None, summary: RunSummary | None = None, root: str | None = None,
 ) -> dict[str, Any]:
     """A stored run: header, gate, decisions, metrics, and its cases (in suite order).
 

@@ -9,7 +9,6 @@ one line, and the command exits 5 (evidence unreadable), never with a traceback.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof.enums import ExitCode, MetricKind
@@ -60,7 +59,7 @@ class StoredEvidenceError(OloproofError):
     exit_code = int(ExitCode.INCOMPLETE)
 
 
-def stored_policy(run: RunRecord, root: Path | None = None) -> ReleasePolicy:
+def stored_policy(run: RunRecord, root: str | None = None) -> ReleasePolicy:
     """The release policy ``run`` was decided under, as stored with it (the default policy
     when none was stored). With ``root`` (the project directory), the validated form the
     run kept of it is used when there is one (project/_snapshot.py): no pydantic then."""

@@ -8,7 +8,6 @@ configuration's models or the statistics.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof.api._results import RunInfo
@@ -25,12 +24,12 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 
 
-def config_file(project: str | os.PathLike[str]) -> Path:
+def config_file(project: str | os.PathLike[str]) -> str:
     """``project`` as the path of its oloproof.yaml: a directory, or the file itself."""
-    path = Path(project)
-    if path.is_dir():
-        path = path / "oloproof.yaml"
-    if not path.exists():
+    path = os.fspath(project)
+    if os.path.isdir(path):
+        path = os.path.join(path, "oloproof.yaml")
+    if not os.path.exists(path):
         raise UsageError(
             f"{path}: no such file; pass a project directory or its oloproof.yaml"
             " (`oloproof init` creates a project)"

@@ -7,8 +7,8 @@ cases are read from the store only when asked (:meth:`RunResult.cases`), so a re
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof._records import asdict, dataclass, field
@@ -277,7 +277,7 @@ class RunResult:
     exit_code: int
     decisions: list[Decision]
     metrics: dict[str, MetricSummary]
-    project_dir: Path
+    project_dir: str
     cache: dict[str, int] | None = None
     stop_reason: str | None = None
     notice: str | None = None
@@ -316,7 +316,7 @@ class RunResult:
         from oloproof.store.location import locate
         from oloproof.store.reader import load_cases, load_trial_cases
 
-        conn = open_store_readonly(locate(self.project_dir / "oloproof.yaml"))
+        conn = open_store_readonly(locate(os.path.join(self.project_dir, "oloproof.yaml")))
         try:
             rows = load_cases(conn, self.run_id)
             trials = load_trial_cases(conn, self.run_id) if self.trials > 1 else {}

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from oloproof._records import dataclass
 from oloproof.api._listing import config_file
@@ -71,7 +70,7 @@ class PreparedRun:
         return self.prepared.policy_path
 
     @property
-    def project_dir(self) -> Path:
+    def project_dir(self) -> str:
         return self.prepared.project.root
 
     @property

@@ -4,8 +4,8 @@ writes (the comparison it makes, with a ``cmp_`` id)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof.analysis.stored import (
@@ -45,8 +45,8 @@ def _id(value: object, name: str, function: str, accepted: str) -> str:
 _RUN = "a run id (run_… or 'latest') or a RunResult"
 
 
-def _root(project: PathLike) -> Path:
-    return config_file(project).resolve().parent
+def _root(project: PathLike) -> str:
+    return os.path.dirname(os.path.realpath(config_file(project)))
 
 
 def read_run(
@@ -89,7 +89,7 @@ def read_run(
         if labels is not None:
             from oloproof.project.labels import load_labels, scales_of_run
 
-            chosen = load_labels(Path(labels), str(labels), scales_of_run(record.metrics))
+            chosen = load_labels(os.fspath(labels), str(labels), scales_of_run(record.metrics))
         else:
             chosen = stored_labels(conn, record)
         # The record and the labels read once, for every step below (each read is a round
@@ -174,7 +174,8 @@ def compare(
     conn = open_store(locate(config), create=False)
     try:
         outcome = compare_runs(
-            conn, cand, base, config=config, project_dir=config.resolve().parent,
+            conn, cand, base, config=config,
+            project_dir=os.path.dirname(os.path.realpath(config)),
             policy_arg=None if policy is None else str(policy),
         )
     finally:

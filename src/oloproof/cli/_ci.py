@@ -12,9 +12,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof.errors import UsageError
@@ -34,11 +34,10 @@ def check_outputs(args: argparse.Namespace) -> None:
     target = getattr(args, "junit_xml", None)
     if target is None:
         return
-    path = Path(target)
-    if path.is_dir():
+    if os.path.isdir(target):
         raise UsageError(f"--junit-xml {target}: is a folder; give a file name such as report.xml")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
+    parent = os.path.dirname(target) or "."
+    if not os.path.isdir(parent):
         raise UsageError(f"--junit-xml {target}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise UsageError(f"--junit-xml {target}: the folder {parent} is not writable")
@@ -47,7 +46,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 def _write_junit(target: str, text: str, command: str) -> bool:
     """Write the JUnit report whole; ``False`` (said on stderr) when it cannot be."""
     try:
-        _write_whole(Path(target), text)
+        _write_whole(target, text)
     except OSError as exc:
         sys.stderr.write(
             f"oloproof {command}: error: cannot write the JUnit report {target}:"
@@ -72,16 +71,19 @@ def _append_summary(texts: Iterable[str], command: str) -> None:
         )
 
 
-def _write_whole(path: Path, text: str) -> None:
+def _write_whole(path: str, text: str) -> None:
     import tempfile
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(path) or "."
+    )
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
 
 

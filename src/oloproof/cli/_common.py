@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import TYPE_CHECKING
 
 from oloproof.errors import UsageError
@@ -13,14 +13,13 @@ if TYPE_CHECKING:
     from oloproof.store.dbapi import Connection
 
 
-def project_root(config: str) -> Path:
-    path = Path(config)
-    if not path.exists():
+def project_root(config: str) -> str:
+    if not os.path.exists(config):
         raise UsageError(
             f"{config}: no such file; run this in a project directory or pass --config"
             " (`oloproof init` creates a project)"
         )
-    return path.resolve().parent
+    return os.path.dirname(os.path.realpath(config))
 
 
 def open_project_store(config: str) -> Connection:

@@ -32,7 +32,6 @@ from oloproof.textsafe import dumps
 
 if TYPE_CHECKING:
     import argparse
-    from pathlib import Path
     from typing import Any
 
     from oloproof.store.dbapi import Connection
@@ -60,7 +59,7 @@ def _case(conn: Connection, run: RunRecord, case_id: str, as_json: bool) -> int:
     return _json(doc)
 
 
-def _judges(conn: Connection, run: RunRecord, root: Path, as_json: bool) -> int:
+def _judges(conn: Connection, run: RunRecord, root: str, as_json: bool) -> int:
     reports = judge_reports(conn, run.id, float(stored_policy(run, root).confidence_level))
     if as_json:
         panels = panels_json(panel_splits(conn, run.id))

@@ -58,7 +58,7 @@ def _labels_path(args: argparse.Namespace) -> tuple[Path, str, bool]:
             " then measure the judge against it), or pass --output FILE"
         )
     shown = os.path.normpath(os.path.join(os.path.dirname(args.config), name))
-    return project.root / name, shown, True
+    return Path(project.root, name), shown, True
 
 
 def _show(value: object) -> str:

@@ -30,7 +30,7 @@ from oloproof.cli._common import project_root, read_project_store
 from oloproof.errors import UsageError
 from oloproof.render.html import render_comparison, render_run
 from oloproof.store.db import has_table
-from oloproof.store.location import StoreLocation, locate
+from oloproof.store.location import PostgresLocation, StoreLocation, locate
 from oloproof.textsafe import printable
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def report_mode(store: StoreLocation) -> int:
     umask = os.umask(0)
     os.umask(umask)
     try:
-        if not isinstance(store, Path):
+        if isinstance(store, PostgresLocation):
             raise FileNotFoundError(store)
         bits = stat.S_IMODE(os.stat(store).st_mode) & 0o666
     except OSError:

@@ -9,6 +9,7 @@ id (``mx_…``) pushes the matrix: its variants' runs, then its document.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -35,7 +36,7 @@ def command(args: argparse.Namespace) -> int:
             " store: postgresql://... in oloproof.yaml, or OLOPROOF_STORE (docs/team-store.md)"
         )
     local = store_path(root)
-    if not local.exists():
+    if not os.path.exists(local):
         raise UsageError(f"no local store at {local}: nothing to push")
     src = open_store_readonly(local)
     try:

@@ -113,7 +113,7 @@ def command(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     root = project_root(args.config)
-    name = project[0] if project else root.name
+    name = project[0] if project else os.path.basename(root)
     sock = _bind(args.port)
     port = sock.getsockname()[1]
     base = f"http://{HOST}:{port}/"

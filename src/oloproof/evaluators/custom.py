@@ -22,9 +22,9 @@ cached verdicts.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof._json import digest, digest_bytes
@@ -49,7 +49,7 @@ class Custom:
     def __init__(
         self,
         config: CustomEvaluator,
-        root: Path,
+        root: str,
         *,
         file: str,
         field: str,
@@ -110,9 +110,9 @@ class Custom:
     #: Read by the engine: run under ``concurrency.evaluator_processes``, not in threads.
     in_process = False
 
-    def process_spec(self, root: Path) -> tuple[str, str, dict[str, Any], int, str]:
+    def process_spec(self, root: str) -> tuple[str, str, dict[str, Any], int, str]:
         """What a worker process needs to call this evaluator as this process does."""
-        return (str(root.resolve()), self.config.function, self.params, self._arity,
+        return (os.path.realpath(root), self.config.function, self.params, self._arity,
                 str(self.metric_kind))
 
     def use_processes(self, pool: ProcessPool, index: int) -> None:
@@ -246,7 +246,7 @@ def process_handler(
     :meth:`Custom._outcome`), so that any reply can be sent back."""
     evaluators = []
     for root, function, params, arity, kind in specs:
-        fn, _module = import_callable(function, Path(root), file="oloproof.yaml",
+        fn, _module = import_callable(function, root, file="oloproof.yaml",
                                       field="evaluators.function")
         evaluators.append(Custom._in_child(fn, params, arity, kind))
 

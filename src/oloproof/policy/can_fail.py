@@ -38,8 +38,8 @@ refusal.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
@@ -82,12 +82,12 @@ class PolicySource:
     was stored with, when it was not read from a file."""
 
     display: str | None
-    path: Path | None = None
+    path: str | None = None
     stored_run: str | None = None
 
     @classmethod
-    def file(cls, display: str, path: str | Path | None = None) -> PolicySource:
-        return cls(display, Path(display if path is None else path))
+    def file(cls, display: str, path: str | os.PathLike[str] | None = None) -> PolicySource:
+        return cls(display, os.fspath(display if path is None else path))
 
     @classmethod
     def stored(cls, run_id: str, original: str | None) -> PolicySource:
@@ -114,7 +114,7 @@ class CaseFacts:
 # -- raising, with the line -------------------------------------------------------------
 
 
-def _line(path: Path | None, display: str | None, at: tuple[str | int, ...]) -> int | None:
+def _line(path: str | None, display: str | None, at: tuple[str | int, ...]) -> int | None:
     """The line of ``at`` in the YAML file at ``path`` (read again, only for a refusal)."""
     if path is None:
         return None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from oloproof.errors import ConfigError
 
@@ -18,7 +17,7 @@ __all__ = ["MAX_CONFIG_BYTES", "read_bytes", "read_text"]
 MAX_CONFIG_BYTES = 1 << 20
 
 
-def read_bytes(path: Path, display: str, limit: int, what: str = "file") -> bytes:
+def read_bytes(path: str | os.PathLike[str], display: str, limit: int, what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes, or a ConfigError.
 
     The file is opened without blocking and checked with ``fstat`` before a
@@ -72,7 +71,7 @@ def _size(n: int) -> str:
 
 
 def read_text(
-    path: Path, display: str, limit: int = MAX_CONFIG_BYTES, what: str = "file"
+    path: str | os.PathLike[str], display: str, limit: int = MAX_CONFIG_BYTES, what: str = "file"
 ) -> str:
     """Read a UTF-8 text file (see :func:`read_bytes`), every failure a ConfigError."""
     data = read_bytes(path, display, limit, what)

@@ -7,7 +7,6 @@ them (project/models.py) or a snapshot kept them (project/_snapshot.py).
 from __future__ import annotations
 
 import os.path
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
@@ -63,14 +62,14 @@ class Project:
     ``display`` is the config path as the user gave it, for messages.
     """
 
-    root: Path
-    config_path: Path
+    root: str
+    config_path: str
     config: ProjectConfig
     display: str = "oloproof.yaml"
 
     @property
-    def dataset_path(self) -> Path:
-        return self.root / self.config.dataset
+    def dataset_path(self) -> str:
+        return os.path.join(self.root, self.config.dataset)
 
     @property
     def dataset_display(self) -> str:
@@ -92,7 +91,7 @@ class Project:
         shown = os.path.normpath(os.path.join(parent, name))
         from oloproof.project.labels import load_labels
 
-        return load_labels(self.root / name, shown, self.config.judge_scales())
+        return load_labels(os.path.join(self.root, name), shown, self.config.judge_scales())
 
 
 def beside(project: Project, name: str) -> str:

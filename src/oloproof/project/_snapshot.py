@@ -45,7 +45,6 @@ import math
 import os
 import re
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof._json import MAX_JSON_DEPTH, depth_of, loads_bounded
@@ -142,16 +141,16 @@ def _sha(data: bytes) -> str:
     return sha256(data).hexdigest()
 
 
-def _bytes(path: Path) -> bytes | None:
+def _bytes(path: str) -> bytes | None:
     """The file's bytes, or ``None``: missing, too large, or not a regular file (a FIFO put
     where a checked file was must not hang the run; the validation then names it)."""
     try:
-        return read_bytes(path, str(path), _MAX_BYTES)
+        return read_bytes(path, path, _MAX_BYTES)
     except ConfigError:
         return None
 
 
-def _content(path: Path) -> str | None:
+def _content(path: str) -> str | None:
     data = _bytes(path)
     return None if data is None else _sha(data)
 
@@ -388,7 +387,7 @@ def _stamp_holds(stamp: Any) -> bool:
     return roots <= seen
 
 
-def _stamp_again(path: Path, doc: dict[str, Any]) -> None:
+def _stamp_again(path: str, doc: dict[str, Any]) -> None:
     """A current snapshot whose stamp did not hold (the same code, its files touched):
     written again with the stamp of now, so that the next command need not compute the
     digest; nothing written when the stamp would not change."""
@@ -397,7 +396,7 @@ def _stamp_again(path: Path, doc: dict[str, Any]) -> None:
         _write(path, {**doc, "stamp": fresh})
 
 
-def _code_current(doc: dict[str, Any], restamp: Path | None = None) -> bool:
+def _code_current(doc: dict[str, Any], restamp: str | None = None) -> bool:
     """Whether a snapshot was made by this code: its stamp holds, or (the files were
     touched, a library installed beside) its digest is still this code's; in that case,
     with ``restamp``, the snapshot there is written again with the stamp of now."""
@@ -412,28 +411,27 @@ def _code_current(doc: dict[str, Any], restamp: Path | None = None) -> bool:
 
 def _check(dep: list[Any]) -> bool:
     kind, path, expected = dep
-    p = Path(path)
     if kind == "content":
-        return bool(_content(p) == expected)
+        return bool(_content(path) == expected)
     if kind == "isfile":
-        return bool(p.is_file() == expected)
+        return bool(os.path.isfile(path) == expected)
     if kind == "exists":
-        return bool(p.exists() == expected)
+        return bool(os.path.exists(path) == expected)
     return False
 
 
-def _folder(root: Path) -> Path:
-    return root / ".oloproof" / _DIR
+def _folder(root: str) -> str:
+    return os.path.join(root, ".oloproof", _DIR)
 
 
-def _request(config_path: str | Path, policy_arg: str | None) -> tuple[Path, str]:
-    config = Path(os.path.abspath(config_path))
+def _request(config_path: str | os.PathLike[str], policy_arg: str | None) -> tuple[str, str]:
+    config = os.path.abspath(config_path)
     policy = None if policy_arg is None else os.path.abspath(policy_arg)
-    key = _sha(json.dumps([str(config), policy]).encode("utf-8", "surrogatepass"))
-    return _folder(config.parent) / f"config-{key[:40]}.json", key
+    key = _sha(json.dumps([config, policy]).encode("utf-8", "surrogatepass"))
+    return os.path.join(_folder(os.path.dirname(config)), f"config-{key[:40]}.json"), key
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+def _read(path: str) -> dict[str, Any] | None:
     data = _bytes(path)
     if data is None:
         return None
@@ -444,16 +442,18 @@ def _read(path: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _write(path: Path, doc: dict[str, Any]) -> None:
+def _write(path: str, doc: dict[str, Any]) -> None:
     """Write ``doc`` to ``path`` atomically, readable by the owner only; a snapshot that
     cannot be written is simply not there next time."""
-    if not path.parent.parent.is_dir():  # no store yet: the run creates it
+    folder = os.path.dirname(path)
+    if not os.path.isdir(os.path.dirname(folder)):  # no store yet: the run creates it
         return
     if depth_of(doc) > MAX_JSON_DEPTH:
         return  # it could not be read back (_read)
     try:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+        tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)  # a leftover, or whatever was put there: never written through
         fd = os.open(tmp, _NEW_FILE, 0o600)
@@ -471,7 +471,7 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
 
 
 def load_config(
-    config_path: str | Path, policy_arg: str | None
+    config_path: str | os.PathLike[str], policy_arg: str | None
 ) -> tuple[Project, ResolvedPolicy] | None:
     """The project and its release policy from the snapshot, if every file it was
     validated from is unchanged; ``None`` otherwise (then validate)."""
@@ -490,9 +490,9 @@ def load_config(
         policy = _decode(doc["policy"], POLICY_RECORDS)
         if type(config) is not ProjectConfig or type(policy) is not ReleasePolicy:
             return None
-        display = str(config_path)
-        abspath = Path(os.path.abspath(config_path))
-        project = Project(root=abspath.parent, config_path=abspath, config=config,
+        display = os.fspath(config_path)
+        abspath = os.path.abspath(config_path)
+        project = Project(root=os.path.dirname(abspath), config_path=abspath, config=config,
                           display=display)
         # What to check is decided here, from the files this command resolves (the
         # --config and --policy it was given, the policy, dataset, labels, code paths
@@ -501,7 +501,7 @@ def load_config(
         how, name, deps = _dependencies(project, policy_arg)
         for dep in deps:
             if dep[0] == "content":
-                dep[2] = _content(Path(dep[1]))
+                dep[2] = _content(dep[1])
             elif not _check(dep):
                 return None
         if doc["deps"] != deps or doc["resolved"] != [how, name]:
@@ -518,7 +518,8 @@ def load_config(
 
 
 def save_config(
-    config_path: str | Path, policy_arg: str | None, project: Project, resolved: ResolvedPolicy
+    config_path: str | os.PathLike[str], policy_arg: str | None, project: Project,
+    resolved: ResolvedPolicy,
 ) -> None:
     """Keep what a successful validation produced (see the module's docstring)."""
     from oloproof.project.config import RECORDS
@@ -528,7 +529,7 @@ def save_config(
     how, name, deps = _dependencies(project, policy_arg)
     for dep in deps:
         if dep[0] == "content":
-            dep[2] = _content(Path(dep[1]))
+            dep[2] = _content(dep[1])
             if dep[2] is None:
                 return
     try:
@@ -553,7 +554,7 @@ def _dependencies(
     True]``. Written by :func:`save_config` and recomputed by :func:`load_config`."""
     root = project.root
     config = project.config
-    deps: list[list[Any]] = [["content", str(project.config_path), None]]
+    deps: list[list[Any]] = [["content", project.config_path, None]]
     how: str
     name: str | None
     if policy_arg is not None:
@@ -563,24 +564,24 @@ def _dependencies(
         how, name = "none", None
     elif config.policy is not None:
         how, name = "declared", config.policy
-        deps.append(["content", str(root / config.policy), None])
+        deps.append(["content", os.path.join(root, config.policy), None])
     else:
         how, name = "default", DEFAULT_POLICY_FILE
-        deps.append(["content", str(root / DEFAULT_POLICY_FILE), None])
-    deps.append(["isfile", str(root / config.dataset), True])
+        deps.append(["content", os.path.join(root, DEFAULT_POLICY_FILE), None])
+    deps.append(["isfile", os.path.join(root, config.dataset), True])
     if config.human_labels is not None:
-        deps.append(["isfile", str(root / config.human_labels), True])
-    deps += [["exists", str(root / entry), True] for entry in config.system.code_paths]
+        deps.append(["isfile", os.path.join(root, config.human_labels), True])
+    deps += [["exists", os.path.join(root, entry), True] for entry in config.system.code_paths]
     for evaluator in config.evaluators:
         if evaluator.type == "rubric_judge" and evaluator.rubric_file is not None:
-            deps.append(["content", str(root / evaluator.rubric_file), None])
+            deps.append(["content", os.path.join(root, evaluator.rubric_file), None])
     return how, name, deps
 
 
 # -- a run's stored policy ------------------------------------------------------------------
 
 
-def _policy_path(root: Path, stored: Any) -> Path:
+def _policy_path(root: str, stored: Any) -> str:
     from binascii import crc32
 
     from oloproof._json import canonical_json
@@ -589,10 +590,10 @@ def _policy_path(root: Path, stored: Any) -> Path:
     # import. A name shared by two policies only makes one miss (the snapshot holds the
     # whole stored policy, compared by _current).
     data = canonical_json(stored).encode("utf-8", "surrogatepass")
-    return _folder(root) / f"policy-{crc32(data):08x}-{len(data)}.json"
+    return os.path.join(_folder(root), f"policy-{crc32(data):08x}-{len(data)}.json")
 
 
-def _current(doc: dict[str, Any] | None, stored: Any, restamp: Path | None = None) -> bool:
+def _current(doc: dict[str, Any] | None, stored: Any, restamp: str | None = None) -> bool:
     """Whether a stored policy's snapshot can be used: written by this code (a snapshot
     of an older Oloproof is written again, not kept forever), for this policy, and every
     file it rests on unchanged (the list decided here, not read from the snapshot).
@@ -613,7 +614,7 @@ def _as_stored(policy: Any) -> Any:
     return data
 
 
-def load_stored_policy(root: Path, stored: Any) -> ReleasePolicy | None:
+def load_stored_policy(root: str, stored: Any) -> ReleasePolicy | None:
     """The validated form of a run's stored policy (the JSON in its row), when a run kept
     it; ``None`` otherwise (then validate)."""
     try:
@@ -632,7 +633,7 @@ def load_stored_policy(root: Path, stored: Any) -> ReleasePolicy | None:
     return policy
 
 
-def save_stored_policy(root: Path, stored: Any) -> None:
+def save_stored_policy(root: str, stored: Any) -> None:
     """Validate a policy as it is stored with a run, and keep the result for ``gate``."""
     try:
         path = _policy_path(root, stored)

@@ -22,8 +22,8 @@ Choices that differ from ``yaml.safe_load``:
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -72,7 +72,7 @@ class LineMap:
         return None
 
 
-def load_yaml(path: Path, display: str) -> tuple[Any, LineMap]:
+def load_yaml(path: str | os.PathLike[str], display: str) -> tuple[Any, LineMap]:
     """Load one YAML document from ``path``; return its data and line map.
 
     ``display`` is the file name used in error messages (as the user gave it).
@@ -287,7 +287,7 @@ def field_path(field: str) -> PathKey:
     )
 
 
-def with_line(exc: ConfigError, path: Path, display: str) -> ConfigError:
+def with_line(exc: ConfigError, path: str | os.PathLike[str], display: str) -> ConfigError:
     """``exc`` (raised after validation, knowing its field but not its line) with the line
     of that field in the YAML file at ``path``, shown as ``display``. The file is read
     again only here, on the way to an error: a run from the configuration's snapshot never

@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from oloproof._json import DEFAULT_MAX_JSON_DEPTH
@@ -459,7 +458,8 @@ class RubricJudgeEvaluator(_EvaluatorBase):
             return self.rubric_text
         if self.rubric_read is None:
             assert self.rubric_file is not None
-            text = Path(self.rubric_file).read_text(encoding="utf-8-sig")
+            with open(self.rubric_file, encoding="utf-8-sig") as f:
+                text = f.read()
             object.__setattr__(self, "rubric_read", text)  # a cache, as a frozen record may
             return text
         return self.rubric_read

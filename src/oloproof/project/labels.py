@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Collection, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, digest, loads_strict
@@ -166,7 +166,7 @@ def _score_of(value: Any, scale: tuple[int, int]) -> str | int:
     return int(value)
 
 
-def load_labels(path: Path, display: str, judges: Collection[str] | Scales) -> Labels:
+def load_labels(path: str | os.PathLike[str], display: str, judges: Collection[str] | Scales) -> Labels:
     """Read and check a labels file. ``judges``: the project's judge criteria, each with
     its scale (a mapping; None for a pass/fail judge), or only their names (every judge
     pass/fail)."""

@@ -68,7 +68,7 @@ _TAGS = frozenset((*EVALUATOR_TYPES, "interval_threshold", "observed_count"))
 _M = TypeVar("_M", bound="ConfigRecord")
 
 
-def load_project(config_path: str | Path) -> Project:
+def load_project(config_path: str | os.PathLike[str]) -> Project:
     """Load and check oloproof.yaml (the rubric files are read here too).
 
     The dataset must exist, but the suite itself is read by
@@ -82,7 +82,7 @@ def load_project(config_path: str | Path) -> Project:
         ProjectConfig, data, lines, display, context={"root": root}, example="project: my-bot"
     )
     return Project(
-        root=root, config_path=Path(os.path.abspath(path)), config=config, display=display
+        root=str(root), config_path=os.path.abspath(path), config=config, display=display
     )
 
 
@@ -124,7 +124,7 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
     if declared is not None:
         if project.config.declares_no_policy:
             return ResolvedPolicy(default_release_policy(), None, declared_none=True)
-        path = project.root / declared
+        path = Path(project.root, declared)
         shown = beside(project, declared)
         if not path.exists():
             raise ConfigError(
@@ -137,7 +137,7 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
         return ResolvedPolicy(
             load_release_policy(path, metrics, judges=judges, display=shown), shown
         )
-    path = project.root / DEFAULT_POLICY_FILE
+    path = Path(project.root, DEFAULT_POLICY_FILE)
     shown = beside(project, DEFAULT_POLICY_FILE)
     if path.exists():
         return ResolvedPolicy(

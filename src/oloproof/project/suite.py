@@ -47,7 +47,6 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from hashlib import sha256
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, canonical_json, check_depth
@@ -122,7 +121,7 @@ class Case(_CaseFields):
 class Suite:
     """The cases of one suite file, in file order, and their digest."""
 
-    path: Path
+    path: str
     cases: list[Case]
     digest: str
 
@@ -167,12 +166,12 @@ def _kind(value: object) -> str:
     return type(value).__name__  # pragma: no cover - json yields nothing else
 
 
-def load_suite(path: Path | str, display: str | None = None) -> Suite:
+def load_suite(path: str | os.PathLike[str], display: str | None = None) -> Suite:
     """Read and check a JSON Lines suite; see the module docstring.
 
     ``display`` names the file in error messages (default: ``path`` as given).
     """
-    path = Path(path)
+    path = os.fspath(path)
     shown = display if display is not None else str(path)
     limit = max_suite_bytes()
     data = read_bytes(path, shown, limit, what=f"suite (set {SUITE_BYTES_ENV} to raise it)")

@@ -8,9 +8,9 @@ not exist. Each is a :class:`~oloproof.errors.ConfigError` (exit 2).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from oloproof._records import dataclass
@@ -67,7 +67,7 @@ class Prepared:
 
 
 def load_configuration(
-    config_path: str | Path, policy_arg: str | None
+    config_path: str | os.PathLike[str], policy_arg: str | None
 ) -> tuple[Project, ReleasePolicy, str | None, Callable[[], None] | None]:
     """oloproof.yaml and the release policy, validated; from their snapshot when no file
     they were validated from changed since (project/_snapshot.py), which imports neither
@@ -95,7 +95,7 @@ def build_evaluators(
     limits = project.config.limits
     inline: list[InlineEvaluator] = []
     judges: list[RubricJudge | PanelJudge] = []
-    file = project.config_path.name
+    file = os.path.basename(project.config_path)
     for i, ev in enumerate(project.config.evaluators):
         if ev.type in INLINE:
             built = cast("InlineEvaluator", INLINE[ev.type](ev))
@@ -135,7 +135,7 @@ def build_evaluators(
     return inline, judges
 
 
-def _use_processes(inline: list[InlineEvaluator], size: int, root: Path) -> None:
+def _use_processes(inline: list[InlineEvaluator], size: int, root: str) -> None:
     """Sync custom evaluators run in a pool of ``size`` worker processes
     (``concurrency.evaluator_processes``): one pool for all of them, started on the first
     call and closed with the run (orchestrate.py ``_close_guards``)."""
@@ -233,7 +233,7 @@ def build_system(project: Project, variant: str | None = None) -> SystemRunner:
         return ModelSystem(
             name=cfg.name, config=model_config(project, variant), root=project.root,
             version=cfg.version, variant=variant, concurrency=conc,
-            file=project.config_path.name,
+            file=os.path.basename(project.config_path),
             field="system.model" if index is None else f"matrix.variants[{index}]",
             max_response_bytes=limits.max_response_bytes, max_json_depth=limits.max_json_depth,
         )
@@ -243,13 +243,13 @@ def build_system(project: Project, variant: str | None = None) -> SystemRunner:
         from oloproof.systems.http import HttpSystem
 
         return HttpSystem.from_config(
-            cfg, concurrency=conc, file=project.config_path.name,
+            cfg, concurrency=conc, file=os.path.basename(project.config_path),
             max_response_bytes=limits.max_response_bytes, max_json_depth=limits.max_json_depth,
         )
     from oloproof.systems.callable import CallableSystem
 
     return CallableSystem(
-        cfg, project.root, concurrency=conc, file=project.config_path.name,
+        cfg, project.root, concurrency=conc, file=os.path.basename(project.config_path),
         rate_limits=project.config.concurrency.adaptive.system,
     )
 
@@ -268,7 +268,7 @@ def describe_system(project: Project, system: SystemRunner) -> dict[str, Any]:
 
 
 def prepare(
-    config_path: str | Path, policy_arg: str | None, group_by: Sequence[str] = (),
+    config_path: str | os.PathLike[str], policy_arg: str | None, group_by: Sequence[str] = (),
     trials: int | None = None, executor: str | None = None, ray_address: str | None = None,
     variant: str | None = None,
 ) -> Prepared:
@@ -291,7 +291,7 @@ def prepare(
                                      variant=variant)
     except ConfigError as exc:
         raise _located(exc, project.config_path, project.display,
-                       (project.config_path.name, project.display)) from exc.__cause__
+                       (os.path.basename(project.config_path), project.display)) from exc.__cause__
     evaluators: list[Evaluator] = [*inline, *judges]
     metrics: list[dict[str, Any]] = [
         {
@@ -321,7 +321,7 @@ def prepare(
             raise
         # policy_path is the policy as the user can open it (--policy as given, or
         # relative to where the command runs): its line is looked up there.
-        raise _located(exc, Path(policy_path), policy_path, (policy_path,)) from None
+        raise _located(exc, policy_path, policy_path, (policy_path,)) from None
     cases = [
         EngineCase(c.id, c.input, c.expected, c.metadata, i) for i, c in enumerate(suite.cases)
     ]
@@ -354,7 +354,7 @@ def identity_warning(prepared: Prepared) -> str | None:
 
 
 def _located(
-    exc: ConfigError, path: Path, display: str, names: tuple[str, ...]
+    exc: ConfigError, path: str, display: str, names: tuple[str, ...]
 ) -> ConfigError:
     """An error found after validation (a callable that cannot be imported, a rule on
     groups the metric does not have), given the line of its field in ``path`` and the file

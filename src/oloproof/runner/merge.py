@@ -161,7 +161,7 @@ def _sources(config: Path, local: StoreLocation, given: list[str]) -> list[tuple
             elif (path / ".oloproof" / "store.sqlite").is_file():
                 out.append((text, store_path(path)))
             elif (path / "store.sqlite").is_file():
-                out.append((text, path / "store.sqlite"))
+                out.append((text, str(path / "store.sqlite")))
             else:
                 raise UsageError(
                     f"{text}: a directory with neither an oloproof.yaml nor a store"
@@ -169,7 +169,7 @@ def _sources(config: Path, local: StoreLocation, given: list[str]) -> list[tuple
                     " .oloproof/store.sqlite, or a postgresql:// URL)"
                 )
         elif path.is_file():
-            out.append((text, path))
+            out.append((text, str(path)))
         else:
             raise UsageError(
                 f"{text}: no such file or directory (accepted: a project directory, a store"

@@ -19,6 +19,7 @@ What :func:`execute` guarantees, whatever user code does:
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -247,7 +248,7 @@ class _Run:
         server has no file beside it to set room aside in."""
         if isinstance(self.location, PostgresLocation):
             return
-        store_dir = self.location.parent
+        store_dir = os.path.dirname(self.location)
         sweep(store_dir, lambda other: _still_running(self.conn, other))
         self.reserve = Reserve.make(store_dir, self.run_id, row_bytes=len(canonical_json(
             [self.system_description, self.prepared.metrics, self.stored_policy]

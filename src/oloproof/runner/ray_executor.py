@@ -101,7 +101,7 @@ def use_ray(
         if from_flag:
             raise UsageError(f"--executor ray {missing} (or run with --executor local)")
         raise ConfigError(
-            f"ray {missing}", file=project.config_path.name, field="executor",
+            f"ray {missing}", file=os.path.basename(project.config_path), field="executor",
             accepted="local, ray",
         )
     from oloproof.evaluators.custom import Custom
@@ -282,7 +282,7 @@ class RayExecutor:
             scheduling_strategy="SPREAD",
         )
         root = str(self.project.root)
-        config_name = self.project.config_path.name
+        config_name = os.path.basename(self.project.config_path)
         criteria = [c.criterion for c in self.customs]
         try:
             self._actors = [

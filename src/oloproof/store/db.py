@@ -28,7 +28,6 @@ import os
 import sqlite3
 import stat
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof.errors import StoreError
@@ -71,7 +70,7 @@ class StoreUnavailable(StoreError):
     exit_code = 5
 
 
-def _fault(path: Path, exc: OSError | sqlite3.OperationalError) -> StoreUnavailable:
+def _fault(path: str, exc: OSError | sqlite3.OperationalError) -> StoreUnavailable:
     why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return StoreUnavailable(f"{path}: the store cannot be written ({why}); nothing was run")
 
@@ -88,35 +87,36 @@ def _private_umask() -> Iterator[None]:
         os.umask(old)
 
 
-def _private_dir(directory: Path) -> None:
-    directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    gitignore = directory / ".gitignore"
-    if not gitignore.exists():
-        gitignore.write_text("*\n")
+def _private_dir(directory: str) -> None:
+    os.makedirs(directory, mode=DIR_MODE, exist_ok=True)
+    gitignore = os.path.join(directory, ".gitignore")
+    if not os.path.exists(gitignore):
+        with open(gitignore, "w") as f:
+            f.write("*\n")
 
 
-def local_folder(project_root: Path) -> None:
+def local_folder(project_root: str) -> None:
     """Make ``.oloproof/`` (0700, git-ignored) for what a project keeps beside a team store:
     the validated configuration's snapshots (project/_snapshot.py), never a store. Best
     effort: without it, the next command validates again."""
     with _private_umask(), contextlib.suppress(OSError):
-        _private_dir(project_root / STORE_DIR)
+        _private_dir(os.path.join(project_root, STORE_DIR))
 
 
-def _tighten(path: Path) -> None:
+def _tighten(path: str) -> None:
     """Take the group's and others' bits off ``path`` if it is ours (a store made by an
     older version, or opened up by hand). Only ever removes bits: a store its owner made
     read-only stays read-only."""
     try:
-        st = path.stat()
+        st = os.stat(path)
         current = stat.S_IMODE(st.st_mode)
         if st.st_uid == os.geteuid() and current & 0o077:
-            path.chmod(current & ~0o077)
+            os.chmod(path, current & ~0o077)
     except OSError:
         pass
 
 
-def _not_regular(path: Path, mode: int) -> StoreError:
+def _not_regular(path: str, mode: int) -> StoreError:
     kind = "a directory" if stat.S_ISDIR(mode) else "a pipe, a device or a socket"
     return StoreError(
         f"{path}: is not a regular file ({kind}); the store and the files SQLite keeps"
@@ -124,11 +124,12 @@ def _not_regular(path: Path, mode: int) -> StoreError:
     )
 
 
-def check_store_files(path: Path) -> None:
+def check_store_files(path: str | os.PathLike[str]) -> None:
     """Refuse a store whose file, or a file SQLite would open beside it (``-wal``,
     ``-shm``, ``-journal``), is not a regular file: SQLite would block for ever reading
     a named pipe, or fail on a device half-way. Checked without opening anything."""
-    for candidate in (path, *(Path(f"{path}{side}") for side in SIDE_FILES)):
+    path = os.fspath(path)
+    for candidate in (path, *(f"{path}{side}" for side in SIDE_FILES)):
         try:
             mode = os.stat(candidate).st_mode
         except OSError:
@@ -137,7 +138,7 @@ def check_store_files(path: Path) -> None:
             raise _not_regular(candidate, mode)
 
 
-def _read_header(path: Path) -> bytes:
+def _read_header(path: str) -> bytes:
     """The first 100 bytes of the store file, opened without blocking: a FIFO or a device
     put there between :func:`check_store_files` and this open is refused, not waited on."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -150,17 +151,18 @@ def _read_header(path: Path) -> bytes:
         os.close(fd)
 
 
-def _read_only(path: Path) -> str | None:
+def _read_only(path: str) -> str | None:
     """Why the store must not be written, or ``None``: its owner took the write bit off
     the file or its directory. Root may write whatever the bits say, so they are read
     here instead of being left to the open."""
-    for p in (path, path.parent):
+    parent = os.path.dirname(path)
+    for p in (path, parent):
         try:
-            st = p.stat()
+            st = os.stat(p)
         except OSError:
             continue
         if st.st_uid == os.geteuid() and not st.st_mode & stat.S_IWUSR:
-            what = "directory" if p == path.parent else "file"
+            what = "directory" if p == parent else "file"
             return f"its {what} is read-only (mode {stat.S_IMODE(st.st_mode):04o})"
     return None
 
@@ -177,16 +179,17 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
         from oloproof.store.pgshared import psycopg_store
 
         return psycopg_store(path, "writing a team store").open_store(path, create=create)
+    path = os.fspath(path)
     check_store_files(path)
     with _private_umask():
-        if not path.exists():
+        if not os.path.exists(path):
             if not create:
                 raise StoreError(
                     f"no store at {path}: nothing has been run in this project yet"
                     " (run `oloproof run` first)"
                 )
             try:
-                _private_dir(path.parent)
+                _private_dir(os.path.dirname(path))
                 with contextlib.suppress(FileExistsError):  # another run made it first
                     os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
             except OSError as exc:
@@ -199,7 +202,7 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
                 " Give it back its write permission (chmod u+w) to run here"
             )
         # Only a file known to be a store (or a new one) is ours to make private.
-        _tighten(path.parent)
+        _tighten(os.path.dirname(path))
         _tighten(path)
         try:
             conn = connect(path)
@@ -216,7 +219,7 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
     return conn
 
 
-def _identify(path: Path) -> None:
+def _identify(path: str) -> None:
     """Refuse, before writing anything, a file that is not a store we may migrate."""
     try:
         header = _read_header(path)
@@ -235,7 +238,7 @@ def _identify(path: Path) -> None:
     conn.close()
 
 
-def _identified(path: Path, header: bytes) -> sqlite3.Connection:
+def _identified(path: str, header: bytes) -> sqlite3.Connection:
     """A read-only connection to the store at ``path``, its identity checked."""
     conn = _connect_readonly(path, header)
     try:
@@ -246,10 +249,10 @@ def _identified(path: Path, header: bytes) -> sqlite3.Connection:
     return conn
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
     """A connection to the store file at ``path``, set up as every writing connection is:
     autocommit (transactions are explicit), WAL, a busy timeout."""
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    conn = sqlite3.connect(os.fspath(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -265,10 +268,24 @@ def _lenient_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _uri_connect(path: Path, query: str) -> sqlite3.Connection:
+# The bytes of a path that its ``file:`` URI keeps as they are: those ``Path.as_uri()``
+# keeps (``urllib.parse.quote``'s, with ``/``); every other byte is written ``%HH``.
+_URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
+
+
+def file_uri(path: str) -> str:
+    """The ``file:`` URI of ``path`` made absolute and resolved: the text
+    ``Path(path).resolve().as_uri()`` gives, without ``pathlib``, which would bring
+    ``urllib.parse`` and ``ipaddress`` to every ``gate`` (docs/design-notes.md, "What a
+    short command must not import"). Bytes that are not UTF-8 are written ``%HH``, as
+    there."""
+    raw = os.fsencode(os.path.realpath(path))
+    return "file://" + "".join(chr(b) if b in _URI_SAFE else f"%{b:02X}" for b in raw)
+
+
+def _uri_connect(path: str, query: str) -> sqlite3.Connection:
     conn = sqlite3.connect(
-        f"{path.resolve().as_uri()}?{query}", uri=True, timeout=BUSY_TIMEOUT_S,
-        isolation_level=None,
+        f"{file_uri(path)}?{query}", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
     )
     conn.text_factory = _lenient_text
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -276,14 +293,14 @@ def _uri_connect(path: Path, query: str) -> sqlite3.Connection:
     return conn
 
 
-def _nonempty(path: Path) -> bool:
+def _nonempty(path: str) -> bool:
     try:
-        return path.stat().st_size > 0
+        return os.stat(path).st_size > 0
     except OSError:
         return False
 
 
-def _connect_readonly(path: Path, header: bytes) -> sqlite3.Connection:
+def _connect_readonly(path: str, header: bytes) -> sqlite3.Connection:
     """A read-only connection that writes nothing, to the file or beside it.
 
     A file in WAL mode (byte 18 of its header is 2) with no log beside it has no
@@ -299,8 +316,8 @@ def _connect_readonly(path: Path, header: bytes) -> sqlite3.Connection:
       copied to a private temporary directory and read there, so that what the
       log holds is not silently missed.
     """
-    wal = Path(f"{path}-wal")
-    if header[18:19] == b"\x02" and not wal.exists():
+    wal = f"{path}-wal"
+    if header[18:19] == b"\x02" and not os.path.exists(wal):
         try:
             return _uri_connect(path, "immutable=1")
         except sqlite3.OperationalError:
@@ -318,23 +335,24 @@ def _connect_readonly(path: Path, header: bytes) -> sqlite3.Connection:
         return _snapshot(path, wal)
 
 
-def _snapshot(path: Path, wal: Path) -> sqlite3.Connection:
+def _snapshot(path: str, wal: str) -> sqlite3.Connection:
     import shutil
     import tempfile
 
-    tmp = Path(tempfile.mkdtemp(prefix="oloproof-store-"))
+    tmp = tempfile.mkdtemp(prefix="oloproof-store-")
+    copy = os.path.join(tmp, STORE_FILE)
     try:
         with _private_umask():
-            shutil.copyfile(path, tmp / STORE_FILE)
-            shutil.copyfile(wal, tmp / f"{STORE_FILE}-wal")
+            shutil.copyfile(path, copy)
+            shutil.copyfile(wal, f"{copy}-wal")
         # A read-write open of the copy replays the log into it; in rollback mode
         # the read-only connection then needs no side files at all.
-        replay = sqlite3.connect(str(tmp / STORE_FILE), isolation_level=None)
+        replay = sqlite3.connect(copy, isolation_level=None)
         try:
             replay.execute("PRAGMA journal_mode = DELETE")
         finally:
             replay.close()
-        return _uri_connect(tmp / STORE_FILE, "mode=ro")
+        return _uri_connect(copy, "mode=ro")
     finally:
         # On Linux an open file survives its directory's removal.
         shutil.rmtree(tmp, ignore_errors=True)
@@ -355,7 +373,8 @@ def open_store_readonly(path: StoreLocation) -> Any:
         from oloproof.store import pgshared
 
         return pgshared.open_store_readonly(path)
-    if not path.exists():
+    path = os.fspath(path)
+    if not os.path.exists(path):
         raise StoreError(
             f"no store at {path}: nothing has been run in this project yet"
             " (run `oloproof run` first)"
@@ -404,7 +423,7 @@ def schema_version(conn: Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def _check_identity(conn: sqlite3.Connection, path: Path) -> int:
+def _check_identity(conn: sqlite3.Connection, path: str) -> int:
     """The store's schema version; refuses a foreign file or a newer store.
 
     Its reads are one read transaction: each statement of an autocommit connection sees
@@ -421,7 +440,7 @@ def _check_identity(conn: sqlite3.Connection, path: Path) -> int:
             conn.execute("COMMIT")
 
 
-def _identity(conn: sqlite3.Connection, path: Path) -> int:
+def _identity(conn: sqlite3.Connection, path: str) -> int:
     current = schema_version(conn)
     if current > SCHEMA_VERSION:
         raise StoreError(
@@ -440,7 +459,7 @@ def _identity(conn: sqlite3.Connection, path: Path) -> int:
     return current
 
 
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
     current = _check_identity(conn, path)
     if current != SCHEMA_VERSION:
         _step_up(conn)

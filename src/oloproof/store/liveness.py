@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from functools import cache
-from pathlib import Path
 
 __all__ = ["owner_token", "run_owner_alive"]
 
@@ -30,7 +29,8 @@ _START_SLACK_S = 2.0
 @cache
 def _boot_id() -> str | None:
     try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
     except OSError:
         return None
 
@@ -38,7 +38,9 @@ def _boot_id() -> str | None:
 @cache
 def _boot_time() -> float | None:
     try:
-        for line in Path("/proc/stat").read_text().splitlines():
+        with open("/proc/stat") as f:
+            text = f.read()
+        for line in text.splitlines():
             if line.startswith("btime "):
                 return float(line.split()[1])
     except (OSError, ValueError):
@@ -49,7 +51,8 @@ def _boot_time() -> float | None:
 def _start_ticks(pid: int) -> int | None:
     """Field 22 of ``/proc/<pid>/stat``: when the process started, in ticks since boot."""
     try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may itself hold spaces

@@ -17,7 +17,6 @@ and what happens when two projects share a name).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from oloproof.errors import ConfigError
 from oloproof.storeurl import masked, store_setting
@@ -62,11 +61,11 @@ class PostgresLocation:
 
 
 #: A store's place: the path of the SQLite file, or a PostgreSQL store.
-StoreLocation = Path | PostgresLocation
+StoreLocation = str | PostgresLocation
 
 
-def store_path(project_root: Path) -> Path:
-    return project_root / STORE_DIR / STORE_FILE
+def store_path(project_root: str | os.PathLike[str]) -> str:
+    return os.path.join(project_root, STORE_DIR, STORE_FILE)
 
 
 def describe(location: StoreLocation) -> str:
@@ -74,7 +73,7 @@ def describe(location: StoreLocation) -> str:
     return str(location)
 
 
-def _yaml(config: Path, data: bytes) -> object:
+def _yaml(config: str, data: bytes) -> object:
     import yaml
 
     try:
@@ -122,7 +121,7 @@ def _plain(data: bytes, key: str) -> str | None:
     return value
 
 
-def _project_key(config: Path, doc: object) -> str:
+def _project_key(config: str, doc: object) -> str:
     name = doc.get("project") if isinstance(doc, dict) else None
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(
@@ -132,26 +131,31 @@ def _project_key(config: Path, doc: object) -> str:
     return name
 
 
-def project_key(config: Path | str) -> str:
+def project_key(config: str | os.PathLike[str]) -> str:
     """The ``project:`` name of oloproof.yaml (a team store keeps each project's runs under
     it), read as :func:`locate` reads it."""
-    config = Path(config)
+    config = os.fspath(config)
     try:
-        data = config.read_bytes()
+        data = _read(config)
     except OSError:
         raise ConfigError("cannot be read to find the project's name", file=str(config)) from None
     name = _plain(data, "project")
     return name if name is not None else _project_key(config, _yaml(config, data))
 
 
-def locate(config: Path | str) -> StoreLocation:
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def locate(config: str | os.PathLike[str]) -> StoreLocation:
     """The store of the project whose oloproof.yaml is ``config``."""
-    config = Path(config)
-    root = config.resolve().parent
+    config = os.fspath(config)
+    root = os.path.dirname(os.path.realpath(config))
     env = os.environ.get(ENV)
     data: bytes | None
     try:
-        data = config.read_bytes()
+        data = _read(config)
     except OSError:
         data = None  # the command that needs the file says so
     doc: object = None

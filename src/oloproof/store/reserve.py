@@ -26,7 +26,6 @@ import contextlib
 import errno
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 __all__ = ["RESERVE_MIN_BYTES", "Reserve", "reserve_path", "sweep"]
 
@@ -36,18 +35,18 @@ _NEW_FILE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
              | getattr(os, "O_NONBLOCK", 0))
 
 
-def reserve_path(store_dir: Path, run_id: str) -> Path:
-    return store_dir / f"{_PREFIX}{run_id}"
+def reserve_path(store_dir: str | os.PathLike[str], run_id: str) -> str:
+    return os.path.join(store_dir, f"{_PREFIX}{run_id}")
 
 
 class Reserve:
     """The reserve of one run; :meth:`release` deletes it (at most once, never raises)."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: str | None) -> None:
         self.path = path
 
     @classmethod
-    def make(cls, store_dir: Path, run_id: str, row_bytes: int = 0) -> Reserve:
+    def make(cls, store_dir: str | os.PathLike[str], run_id: str, row_bytes: int = 0) -> Reserve:
         """Allocate the run's reserve; an empty :class:`Reserve` when the disk has no room."""
         path = reserve_path(store_dir, run_id)
         size = RESERVE_MIN_BYTES + 2 * max(0, row_bytes)
@@ -91,7 +90,7 @@ def _allocate(fd: int, size: int) -> None:
         left -= os.write(fd, block[: min(left, len(block))])
 
 
-def sweep(store_dir: Path, running: Callable[[str], bool]) -> int:
+def sweep(store_dir: str | os.PathLike[str], running: Callable[[str], bool]) -> int:
     """Delete the reserves of runs that are not running any more (``running(run_id)``
     false: ended, killed, or unknown); how many were deleted. Best effort."""
     deleted = 0
@@ -109,7 +108,7 @@ def sweep(store_dir: Path, running: Callable[[str], bool]) -> int:
             continue
         if not alive:
             with contextlib.suppress(OSError):
-                os.unlink(store_dir / name)
+                os.unlink(os.path.join(store_dir, name))
                 deleted += 1
     return deleted
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
 import time
-from pathlib import Path
 from types import FunctionType
 from typing import TYPE_CHECKING
 
@@ -106,7 +106,7 @@ class CallableSystem:
     kind = "callable"
 
     def __init__(
-        self, config: SystemConfig, root: Path, *, concurrency: int, file: str = "oloproof.yaml",
+        self, config: SystemConfig, root: str, *, concurrency: int, file: str = "oloproof.yaml",
         rate_limits: bool = False,
     ) -> None:
         self.name: str = config.name
@@ -146,7 +146,7 @@ class CallableSystem:
         self.outside_identity: list[str] = imports_outside_identity(
             module, root, list(config.code_paths or [])
         )
-        self.module_file: str = Path(source_file(module) or config.callable).name
+        self.module_file: str = os.path.basename(source_file(module) or config.callable)
         self._is_async: bool | None = None
         self._workers: Workers | None = None
         self._host: AsyncHost | None = None

@@ -9,7 +9,6 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def import_callable(
-    spec: str, root: Path, *, file: str, field: str, line: int | None = None
+    spec: str, root: str, *, file: str, field: str, line: int | None = None
 ) -> tuple[Callable[..., Any], ModuleType]:
     """Import ``module:function`` with the project directory first on ``sys.path``."""
     module_name, sep, attr = spec.partition(":")
@@ -30,15 +29,15 @@ def import_callable(
             f"'{spec}' is not of the form module:function",
             file=file, field=field, line=line, accepted="module:function, e.g. app:answer",
         )
-    root_s = str(root.resolve())
+    root_s = os.path.realpath(root)
     if root_s in sys.path:
         sys.path.remove(root_s)
     sys.path.insert(0, root_s)  # first: this project's module, not another's of that name
-    _forget_if_stale(module_name, Path(root_s))
-    _drop_racy_bytecode(Path(root_s).joinpath(*module_name.split(".")))
+    _forget_if_stale(module_name, root_s)
+    _drop_racy_bytecode(os.path.join(root_s, *module_name.split(".")))
     try:
         module = importlib.import_module(module_name)
-        uses = [m for m, _ in project_modules(module, Path(root_s))]
+        uses = [m for m, _ in project_modules(module, root_s)]
         racy = [m for m in uses if _racy(m)]
         if racy:  # a helper's bytecode may be older than its source: from the sources
             for used in racy:
@@ -49,13 +48,13 @@ def import_callable(
         import traceback
 
         last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-        where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
+        where = f" ({os.path.basename(last[0].filename)}:{last[0].lineno})" if last else ""
         raise ConfigError(
             f"cannot import module '{module_name}': {type(exc).__name__}: {exc}{where}",
             file=file, field=field, line=line,
             accepted="a module importable from the project directory",
         ) from exc
-    for loaded in (module, *(m for m, _ in project_modules(module, Path(root_s)))):
+    for loaded in (module, *(m for m, _ in project_modules(module, root_s))):
         if not hasattr(loaded, "__oloproof_source__"):
             try:
                 loaded.__oloproof_source__ = module_source(loaded)  # type: ignore[attr-defined]
@@ -80,7 +79,7 @@ def import_callable(
     return fn, module
 
 
-def _forget_if_stale(module_name: str, root: Path) -> None:
+def _forget_if_stale(module_name: str, root: str) -> None:
     """Drop an imported ``module_name`` that is not this project's current file.
 
     Several runs in one process (a notebook, ``oloproof.run`` twice, the pytest plugin)
@@ -94,16 +93,16 @@ def _forget_if_stale(module_name: str, root: Path) -> None:
     path = source_file(loaded)
     if not path:
         return  # a built-in or namespace module: nothing of the project's
-    file = Path(path).resolve()
-    stale = not file.is_relative_to(root)
+    file = os.path.realpath(path)
+    stale = not _within(file, root)
     if not stale:
         try:
-            stale = file.read_bytes() != getattr(loaded, "__oloproof_source__", None)
+            stale = _read(file) != getattr(loaded, "__oloproof_source__", None)
         except OSError:
             stale = True
         if stale:
             _drop_bytecode(loaded)
-    if file.is_relative_to(root):
+    if _within(file, root):
         # A project module it uses may have changed too, or alone (a helper edited in a
         # notebook, between two runs of a test session). Its objects are bound in the
         # module, so the whole chain is imported afresh.
@@ -114,7 +113,7 @@ def _forget_if_stale(module_name: str, root: Path) -> None:
             for used in edited:
                 _drop_bytecode(used)
             _forget(None, [m for m, _ in uses])
-    if stale and (file.is_relative_to(root) or _shadowed(module_name, root)):
+    if stale and (_within(file, root) or _shadowed(module_name, root)):
         _forget(module_name, [])
 
 
@@ -139,7 +138,17 @@ def _drop_bytecode(module: ModuleType) -> None:
         _remove(cached)
 
 
-def _remove(path: str | Path) -> None:
+def _within(path: str, base: str) -> bool:
+    """Whether ``path`` is ``base`` or lies under it (both absolute and resolved)."""
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _remove(path: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
 
@@ -153,10 +162,10 @@ def _racy(module: ModuleType) -> bool:
     cached, origin = getattr(module, "__cached__", None), getattr(module, "__file__", None)
     if not isinstance(cached, str) or not isinstance(origin, str):
         return False
-    return _racy_file(Path(origin), Path(cached))
+    return _racy_file(origin, cached)
 
 
-def _racy_file(source: Path, cached: Path) -> bool:
+def _racy_file(source: str, cached: str) -> bool:
     try:
         with open(cached, "rb") as f:
             flags = f.read(8)[4:8]
@@ -168,33 +177,33 @@ def _racy_file(source: Path, cached: Path) -> bool:
     return flags == b"\0\0\0\0" and written < int(changed) + 1
 
 
-def _drop_racy_bytecode(base: Path) -> None:
+def _drop_racy_bytecode(base: str) -> None:
     """Before the system's module is imported (``base``: its path without ``.py``), drop
     its bytecode if it is racy (:func:`_racy`): the module's code must be its file's."""
-    for source in (base.with_suffix(".py"), base / "__init__.py"):
+    for source in (base + ".py", os.path.join(base, "__init__.py")):
         try:
-            cached = Path(importlib.util.cache_from_source(str(source)))
+            cached = importlib.util.cache_from_source(source)
         except (NotImplementedError, ValueError):
             return
         if _racy_file(source, cached):
             _remove(cached)
 
 
-def _edited(module: ModuleType, path: Path) -> bool:
+def _edited(module: ModuleType, path: str) -> bool:
     """Whether ``module``'s file changed since it was imported (as far as we recorded)."""
     recorded = getattr(module, "__oloproof_source__", None)
     if recorded is None:
         return False  # imported before Oloproof saw it: nothing to compare with
     try:
-        return bool(path.read_bytes() != recorded)
+        return bool(_read(path) != recorded)
     except OSError:
         return True
 
 
-def _shadowed(module_name: str, root: Path) -> bool:
+def _shadowed(module_name: str, root: str) -> bool:
     """Whether ``root`` holds its own ``module_name`` (so the loaded one is another's)."""
-    top = root / module_name.split(".")[0]
-    return top.with_suffix(".py").exists() or (top / "__init__.py").exists()
+    top = os.path.join(root, module_name.split(".")[0])
+    return os.path.exists(top + ".py") or os.path.exists(os.path.join(top, "__init__.py"))
 
 
 def source_file(module: ModuleType) -> str | None:
@@ -227,7 +236,7 @@ def module_source(module: ModuleType) -> bytes:
     if not path:
         return b""
     try:
-        return Path(path).read_bytes()
+        return _read(path)
     except OSError:
         return b""
 
@@ -246,7 +255,7 @@ class _CodePathError(Exception):
     """Why one ``code_paths`` entry cannot be hashed (a ConfigError once it names the entry)."""
 
 
-def _code_files(path: Path, found: list[tuple[Path, int]], budget: list[int]) -> None:
+def _code_files(path: str, found: list[tuple[str, int]], budget: list[int]) -> None:
     """Append the regular files under ``path`` (a directory) and their sizes, in a stable
     order; ``budget`` is [files left, bytes left]. Entries that are neither files nor
     directories (a socket, a named pipe) are not code and are passed over; a directory
@@ -267,12 +276,12 @@ def _code_files(path: Path, found: list[tuple[Path, int]], budget: list[int]) ->
             raise _CodePathError(f"{entry.path} cannot be read ({exc.strerror or exc})") from None
         if stat.S_ISDIR(st.st_mode):
             if not is_link_dir:  # a link to a directory is not followed (no loops)
-                _code_files(Path(entry.path), found, budget)
+                _code_files(entry.path, found, budget)
         elif stat.S_ISREG(st.st_mode):
-            _count(Path(entry.path), st.st_size, found, budget)
+            _count(entry.path, st.st_size, found, budget)
 
 
-def _count(path: Path, size: int, found: list[tuple[Path, int]], budget: list[int]) -> None:
+def _count(path: str, size: int, found: list[tuple[str, int]], budget: list[int]) -> None:
     budget[0] -= 1
     budget[1] -= size
     if budget[0] < 0 or budget[1] < 0:
@@ -286,7 +295,7 @@ def _count(path: Path, size: int, found: list[tuple[Path, int]], budget: list[in
 
 
 def code_paths_digest(
-    root: Path, code_paths: list[str], *, file: str, field: str
+    root: str, code_paths: list[str], *, file: str, field: str
 ) -> dict[str, str]:
     """Digest of every file under ``code_paths`` (relative to ``root``), by relative path.
 
@@ -299,7 +308,7 @@ def code_paths_digest(
     import stat
 
     files: dict[str, str] = {}
-    project = root.resolve()
+    project = os.path.realpath(root)
     budget = [MAX_CODE_PATH_FILES, MAX_CODE_PATH_BYTES]
     for i, entry in enumerate(code_paths):
 
@@ -307,19 +316,19 @@ def code_paths_digest(
             return ConfigError(message, file=file, field=f"{field}[{i}]",
                                accepted=_CODE_PATHS_ACCEPTED)
 
-        path = (root / entry).resolve()
+        path = os.path.realpath(os.path.join(root, entry))
         try:
-            st = path.stat()
+            st = os.stat(path)
         except FileNotFoundError:
             raise refuse(f"'{entry}' does not exist (looked for {path})") from None
         except OSError as exc:
             raise refuse(f"'{entry}' cannot be read ({exc.strerror or exc})") from None
-        if project.is_relative_to(path):
+        if _within(project, path):
             raise refuse(
                 f"'{entry}' holds the whole project directory ({project}), its store included,"
                 " which changes with every run; list the files or directories the code is in"
             )
-        found: list[tuple[Path, int]] = []
+        found: list[tuple[str, int]] = []
         try:
             if stat.S_ISDIR(st.st_mode):
                 _code_files(path, found, budget)
@@ -330,7 +339,7 @@ def code_paths_digest(
                     "is not a regular file or a directory (a device, a pipe or a socket)"
                 )
             for p, size in found:
-                rel = p.relative_to(project).as_posix() if p.is_relative_to(project) else p.as_posix()
+                rel = os.path.relpath(p, project) if _within(p, project) else p
                 files[rel] = digest_bytes(_read_code(p, size))
         except _CodePathError as exc:
             raise refuse(f"'{entry}': {exc}") from None
@@ -338,7 +347,7 @@ def code_paths_digest(
 
 
 def imports_outside_identity(
-    module: ModuleType, root: Path, code_paths: list[str]
+    module: ModuleType, root: str, code_paths: list[str]
 ) -> list[str]:
     """Project files the system's module uses that are not part of its identity.
 
@@ -354,22 +363,22 @@ def imports_outside_identity(
     anything at or under a ``code_paths`` entry. It does not depend on what was imported
     before, or in which order (a notebook, a test session).
     """
-    base = root.resolve()
-    covered = [(base / entry).resolve() for entry in code_paths]
+    base = os.path.realpath(root)
+    covered = [os.path.realpath(os.path.join(base, entry)) for entry in code_paths]
     own = source_file(module)
-    own_path = Path(own).resolve() if own else None
+    own_path = os.path.realpath(own) if own else None
     found = {
         path for _, path in project_modules(module, base)
-        if path != own_path and not any(path == c or path.is_relative_to(c) for c in covered)
+        if path != own_path and not any(_within(path, c) for c in covered)
     }
-    return sorted(p.relative_to(base).as_posix() for p in found)
+    return sorted(os.path.relpath(p, base) for p in found)
 
 
-def project_modules(module: ModuleType, base: Path) -> list[tuple[ModuleType, Path]]:
+def project_modules(module: ModuleType, base: str) -> list[tuple[ModuleType, str]]:
     """Every project module ``module`` uses, directly or through other project modules
     (see :func:`imports_outside_identity`), with its resolved source file."""
     seen: set[str] = {module.__name__}
-    reached: list[tuple[ModuleType, Path]] = []
+    reached: list[tuple[ModuleType, str]] = []
     todo = [module]
     while todo:
         current = todo.pop()
@@ -391,12 +400,16 @@ _IMPORT = re.compile(
 )
 
 
-def _uses(module: ModuleType, base: Path) -> list[ModuleType]:
+def _uses(module: ModuleType, base: str) -> list[ModuleType]:
     """The loaded modules ``module`` names in its imports or holds in its globals."""
     names: list[str] = []
     path = source_file(module)
     try:
-        source = Path(path).read_text(encoding="utf-8", errors="replace") if path else ""
+        if path:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                source = f.read()
+        else:
+            source = ""
     except OSError:
         source = ""
     package = module.__package__ or ""
@@ -442,21 +455,21 @@ def _module_of(value: object) -> ModuleType | None:
     return sys.modules.get(name) if isinstance(name, str) else None
 
 
-def _project_file(module: ModuleType, base: Path) -> Path | None:
+def _project_file(module: ModuleType, base: str) -> str | None:
     """The module's source file when it is project code (see above), else None."""
     path = source_file(module)
     if not path:
         return None
-    file = Path(path).resolve()
-    if not file.is_relative_to(base):
+    file = os.path.realpath(path)
+    if not _within(file, base) or file == base:
         return None
-    parts = file.relative_to(base).parts
+    parts = os.path.relpath(file, base).split(os.sep)
     if any(p.startswith(".") or p in ("site-packages", "dist-packages") for p in parts[:-1]):
         return None
     return file
 
 
-def _read_code(path: Path, size: int) -> bytes:
+def _read_code(path: str, size: int) -> bytes:
     """The bytes of one code file, at most a little more than ``stat`` said it holds (a
     file that grows while it is read is not read for ever), opened without blocking."""
     try:

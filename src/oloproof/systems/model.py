@@ -63,10 +63,10 @@ def _environment() -> Any:
     )
 
 
-def _read_template(root: Path, name: str, field: str, file: str | None) -> str:
+def _read_template(root: str | Path, name: str, field: str, file: str | None) -> str:
     from oloproof.project._files import read_bytes
 
-    path = root / name
+    path = Path(root, name)
     if not path.is_file():
         raise ConfigError(
             f"file not found: {name} (relative to the project directory)", file=file,
@@ -164,7 +164,7 @@ class ModelSystem:
         *,
         name: str,
         config: Mapping[str, Any],
-        root: Path,
+        root: str | Path,
         version: str | None = None,
         variant: str | None = None,
         concurrency: int = 8,

@@ -99,7 +99,7 @@ def page_url(run_id: str, paging: dict[str, Any], page: int) -> str:
     return f"/runs/{quote(run_id, safe='')}?{urlencode(params)}#cases"
 
 
-def shown_path(path: str | None, root: Path | None) -> str:
+def shown_path(path: str | None, root: str | None) -> str:
     """A stored file path as a page shows it: relative to the project when it lies inside
     it, else its name alone (a temporary directory's path says nothing to a reader)."""
     if not path:
@@ -109,7 +109,7 @@ def shown_path(path: str | None, root: Path | None) -> str:
         return path
     if root is not None:
         try:
-            return str(p.resolve().relative_to(root.resolve()))
+            return str(p.resolve().relative_to(Path(root).resolve()))
         except (OSError, ValueError):
             pass
     return p.name
@@ -169,7 +169,7 @@ def _render(name: str, **context: Any) -> str:
 
 
 def render_run(
-    doc: dict[str, Any], *, mode: str = "report", project_root: Path | None = None,
+    doc: dict[str, Any], *, mode: str = "report", project_root: str | None = None,
 ) -> str:
     """A run's page: the whole report file (``mode="report"``) or the viewer's run page."""
     return _render("run.html", doc=doc, mode=mode,
@@ -177,7 +177,7 @@ def render_run(
 
 
 def render_comparison(
-    doc: dict[str, Any], *, mode: str = "report", project_root: Path | None = None,
+    doc: dict[str, Any], *, mode: str = "report", project_root: str | None = None,
 ) -> str:
     return _render("comparison.html", doc=doc, mode=mode,
                    policy_shown=shown_path(doc["comparison"].get("policy_path"), project_root))

@@ -35,7 +35,6 @@ import html
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote_to_bytes
 
@@ -254,7 +253,7 @@ class _Summaries:
 
     KEEP = 4
 
-    def __init__(self, root: Path | None) -> None:
+    def __init__(self, root: str | None) -> None:
         self.root = root
         self._kept: OrderedDict[str, RunSummary] = OrderedDict()
         self._lock = threading.Lock()
@@ -293,7 +292,7 @@ def _case_page_query(request: Request, criteria: list[str]) -> CasePage:
 
 def create_app(
     store: StoreLocation, project: str, access: ViewerAccess, *,
-    project_root: Path | None = None,
+    project_root: str | None = None,
 ) -> Starlette:
     """The viewer of the store at ``store`` (``.oloproof/store.sqlite``, or a team store:
     then the runs of the project its location names), for whoever holds ``access``'s
