@@ -1,11 +1,18 @@
 """StopRequest.signals (runner/stop.py): SIGINT and SIGTERM are routed to the request on
 the main thread, and left alone on any other thread (where Python refuses to set them),
-without importing threading to find out which thread it is."""
+without importing threading to find out which thread it is. StopRequest.attached: while a
+run's loop waits, a signal the kernel delivers to another thread still wakes it."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import threading
+import time
+from pathlib import Path
+
+import pytest
+from tests.conftest import labelled_cases, run_cli, write_project
 
 from oloproof.runner import StopRequest
 
@@ -54,3 +61,85 @@ def test_an_error_in_the_block_off_the_main_thread_is_not_chained_to_the_refusal
     worker.join(10)
     assert len(seen) == 1
     assert seen[0].__context__ is None  # not "during handling of ValueError"
+
+
+
+def _signal_from_a_thread_of_its_own(sig: signal.Signals, after_s: float) -> None:
+    """Deliver ``sig`` to a new thread, not the main one (as the kernel may do with a
+    signal sent to the process), once the main thread is surely waiting."""
+    def send() -> None:
+        time.sleep(after_s)
+        signal.pthread_kill(threading.get_ident(), sig)
+
+    threading.Thread(target=send, daemon=True).start()
+
+
+def test_a_signal_that_lands_on_another_thread_wakes_the_waiting_loop() -> None:
+    stop = StopRequest()
+    wakeup: list[int] = []
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        with stop.attached(task):
+            during = signal.set_wakeup_fd(-1)
+            signal.set_wakeup_fd(during, warn_on_full_buffer=False)  # as it was
+            wakeup.append(during)
+            _signal_from_a_thread_of_its_own(signal.SIGTERM, after_s=0.3)
+            # Nothing else is scheduled: without the wakeup the loop sleeps out the 30 s.
+            await asyncio.sleep(30)
+
+    began = time.monotonic()
+    with stop.signals(), pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+    took = time.monotonic() - began
+    assert stop.reason == "terminated (SIGTERM)"
+    assert took < 10, f"the stop waited {took:.1f} s for the loop to wake"
+    assert wakeup[0] != -1
+    assert signal.set_wakeup_fd(-1) == -1  # restored when the block ended
+
+
+def test_attached_off_the_main_thread_leaves_the_wakeup_descriptor_alone() -> None:
+    seen: list[object] = []
+
+    async def main(stop: StopRequest) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        with stop.attached(task):
+            seen.append("ran")
+
+    worker = threading.Thread(target=lambda: asyncio.run(main(StopRequest())))
+    worker.start()
+    worker.join(10)
+    assert seen == ["ran"]
+    assert signal.set_wakeup_fd(-1) == -1
+
+
+APP_SIGNALLED = """
+import signal, threading, time
+
+_sent = []
+
+
+def answer(case_input):
+    # The kernel may hand a signal sent to the process to any thread: here the call's own
+    # thread gets the Ctrl-C, then the call goes on for a long time.
+    if not _sent:
+        _sent.append(True)
+        time.sleep(0.5)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    time.sleep(60)
+    return {"label": "ok"}
+"""
+
+
+def test_ctrl_c_delivered_to_a_call_thread_stops_the_run_at_once(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", app=APP_SIGNALLED, cases=labelled_cases(4),
+                         concurrency=(2, 1))
+    began = time.monotonic()
+    result = run_cli("run", "--no-cache", cwd=root, timeout=180)
+    took = time.monotonic() - began
+    assert result.code == 5, result.out + result.err
+    assert "RUN_ERROR/PARTIAL" in result.out and "interrupted" in result.out
+    # The calls take a minute: the stop did not wait for them to end.
+    assert took < 15, f"the run took {took:.0f} s to stop"

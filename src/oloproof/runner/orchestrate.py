@@ -495,17 +495,18 @@ def _run_on_a_loop(
         writer.bind(loop.call_soon)
         task = asyncio.current_task()
         assert task is not None
-        stop.attach(task)
-        for judge in prepared.judges:
-            judge.bind_limits(
-                prepared.project.config.concurrency.judge, prepared.retry, engine.judge_limiter
-            )
-            await judge.start()
-        try:
-            await engine.run()
-        finally:
+        with stop.attached(task):
             for judge in prepared.judges:
-                await judge.aclose()
+                judge.bind_limits(
+                    prepared.project.config.concurrency.judge, prepared.retry,
+                    engine.judge_limiter,
+                )
+                await judge.start()
+            try:
+                await engine.run()
+            finally:
+                for judge in prepared.judges:
+                    await judge.aclose()
 
     asyncio.run(main())
 

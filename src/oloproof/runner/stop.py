@@ -52,6 +52,28 @@ class StopRequest:
         if self.reason is not None:  # asked to stop before the run began
             self._cancel()
 
+    @contextlib.contextmanager
+    def attached(self, task: asyncio.Task[Any]) -> Iterator[None]:
+        """:meth:`attach` for the block; meanwhile a signal wakes the task's loop on
+        whichever thread the kernel delivers it.
+
+        A signal sent to the process (Ctrl-C, ``kill``) goes to any one of its threads
+        that does not block it, not always the main thread. Python runs the handler on
+        the main thread only, when it next runs bytecode: a signal that landed on a call's
+        thread while the loop waited (every call in flight in threads, in Ray's workers or
+        on the network) stopped the run only when something else woke the loop, the next
+        call's end: 16 s later when the calls took 20 s. So the C-level handler also
+        writes to a socket the loop reads (``signal.set_wakeup_fd``, as asyncio's own
+        ``add_signal_handler`` does); the handlers stay plain ``signal.signal`` ones, so a
+        second signal still works while the loop is blocked. Only on the main thread,
+        which alone may set the wakeup descriptor; elsewhere the block just runs."""
+        self.attach(task)
+        undo = _wake_on_signals(task.get_loop())
+        try:
+            yield
+        finally:
+            undo()
+
     def before_second(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` on a second request, before ``on_second``."""
         self._before_second.append(hook)
@@ -116,6 +138,39 @@ class StopRequest:
             if not (keep_after_stop and self.count):
                 for sig, old in previous.items():
                     signal.signal(sig, signal.SIG_DFL if old is None else old)
+
+
+def _wake_on_signals(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+    """Have every signal wake ``loop`` (see :meth:`StopRequest.attached`); what undoes it."""
+    import socket
+
+    try:
+        reader, writer = socket.socketpair()
+    except OSError:
+        return lambda: None
+    reader.setblocking(False)
+    writer.setblocking(False)
+    try:
+        previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except ValueError:  # not the main thread (of the main interpreter)
+        reader.close()
+        writer.close()
+        return lambda: None
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):  # BlockingIOError once it is empty
+            while reader.recv(512):
+                pass
+
+    loop.add_reader(reader.fileno(), drain)
+
+    def undo() -> None:
+        signal.set_wakeup_fd(previous)
+        loop.remove_reader(reader.fileno())
+        reader.close()
+        writer.close()
+
+    return undo
 
 
 class UntilStopped(list[EngineCase]):
