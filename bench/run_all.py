@@ -25,7 +25,8 @@ from _common import PY, load_average, machine, write_section
 BENCH = Path(__file__).resolve().parent
 # In the order the summary lists them. json_overhead.py belongs to the event stream's owner.
 SCRIPTS = [
-    "seed_table", "scale", "judging", "startup", "mechanisms", "json_overhead", "encoders",
+    "seed_table", "scale", "judging", "startup", "startup_parts", "mechanisms", "json_overhead",
+    "encoders",
     "humaneval", "imports", "trials", "adaptive", "team_store", "stats_speed", "viewer",
     "evaluator_processes", "ray_executor", "sequential",
 ]
