@@ -272,11 +272,13 @@ def test_ctrl_c_stores_what_finished(tmp_path: Path, cluster: RayCluster) -> Non
     root = _project(tmp_path / "p", n=20, pause=1.0, system=2)
     (root / "app.py").write_text(APP.replace("n % 7 == 3", "False").replace(
         "n % 5 == 1 and", "False and"))
-    # PYTHONFAULTHANDLER: a run that does not end is made to print where each of its
-    # threads is (SIGABRT), so that a hang says where it hung.
+    # A run that does not end is made to say where it waits: OLOPROOF_DEBUG=1 has SIGUSR1
+    # print its loop's tasks and its threads, PYTHONFAULTHANDLER has SIGABRT print the
+    # threads once more as it dies.
     proc = subprocess.Popen([*OLOPROOF, "run", "--executor", "ray", "--ray-address",
                              cluster.address], cwd=root,
-                            env={**os.environ, **_env(cluster), "PYTHONFAULTHANDLER": "1"},
+                            env={**os.environ, **_env(cluster), "PYTHONFAULTHANDLER": "1",
+                                 "OLOPROOF_DEBUG": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # Four cases stored (committed), not only four calls ended in the workers: a call
@@ -287,9 +289,12 @@ def test_ctrl_c_stores_what_finished(tmp_path: Path, cluster: RayCluster) -> Non
         try:
             out, err = proc.communicate(timeout=300)
         except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(5)
             proc.send_signal(signal.SIGABRT)
             out, err = proc.communicate(timeout=60)
-            pytest.fail(f"the run did not end within 300 s of SIGINT; its threads:\n{err[-12000:]}")
+            pytest.fail(f"the run did not end within 300 s of SIGINT; where it waited:\n"
+                        f"{err[-40000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()

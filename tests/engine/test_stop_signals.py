@@ -6,13 +6,15 @@ run's loop waits, a signal the kernel delivers to another thread still wakes it.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import labelled_cases, run_cli, write_project
+from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
 
 from oloproof.runner import StopRequest
 
@@ -143,3 +145,51 @@ def test_ctrl_c_delivered_to_a_call_thread_stops_the_run_at_once(tmp_path: Path)
     assert "RUN_ERROR/PARTIAL" in result.out and "interrupted" in result.out
     # The calls take a minute: the stop did not wait for them to end.
     assert took < 15, f"the run took {took:.0f} s to stop"
+
+
+APP_SLOW = """
+import time
+
+
+def answer(case_input):
+    time.sleep(60)
+    return {"label": "ok"}
+"""
+
+
+def test_with_debug_sigusr1_prints_where_the_run_waits(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", app=APP_SLOW, cases=labelled_cases(3),
+                         concurrency=(2, 1))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.Popen([*OLOPROOF, "run", "--no-cache"], cwd=root,
+                            env={**env, "OLOPROOF_DEBUG": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        # Both calls under way (their threads exist), then ask where the run waits.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(os.listdir(f"/proc/{proc.pid}/task")) < 3:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1.0)
+        assert proc.poll() is None  # still running: the dump does not stop it
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 5, out + err
+    assert "task(s) on the run's loop (stop requested: no)" in err
+    # Each task's whole chain of awaits, down to what is pending: the engine's waits for its
+    # workers, each worker waits for its call.
+    assert "engine/pipeline.py" in err and " in run\n" in err
+    assert " in _system_worker\n" in err and "systems/callable.py" in err and "awaiting <" in err
+    assert "most recent call first" in err and "app.py" in err  # every thread, the calls'
+    assert "RUN_ERROR/PARTIAL" in out
+
+
+def test_without_debug_sigusr1_is_left_alone() -> None:
+    before = signal.getsignal(signal.SIGUSR1)
+    os.environ.pop("OLOPROOF_DEBUG", None)
+    with StopRequest().signals():
+        assert signal.getsignal(signal.SIGUSR1) is before

@@ -10,7 +10,9 @@ signal is honoured at once; a second one exits at once (``on_second``).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -132,12 +134,52 @@ class StopRequest:
         if previous is None:
             yield
             return
+        # OLOPROOF_DEBUG=1: SIGUSR1 prints where the run waits (docs/progress-and-concurrency.md).
+        dump = getattr(signal, "SIGUSR1", None) if os.environ.get("OLOPROOF_DEBUG") == "1" else None
+        before_dump = None if dump is None else signal.signal(dump, lambda *_: self.dump_state())
         try:
             yield
         finally:
+            if dump is not None:
+                signal.signal(dump, signal.SIG_DFL if before_dump is None else before_dump)
             if not (keep_after_stop and self.count):
                 for sig, old in previous.items():
                     signal.signal(sig, signal.SIG_DFL if old is None else old)
+
+    def dump_state(self) -> None:
+        """Write to standard error where the run waits: each task of its loop (the stack of
+        what it awaits) and each thread. For a run that does not end; with
+        ``OLOPROOF_DEBUG=1``, SIGUSR1 calls it."""
+        import faulthandler
+
+        loop = self._loop
+        asyncio = sys.modules.get("asyncio")
+        if loop is not None and asyncio is not None and not loop.is_closed():
+            tasks = asyncio.all_tasks(loop)
+            sys.stderr.write(f"oloproof: {len(tasks)} task(s) on the run's loop"
+                             f" (stop requested: {self.reason or 'no'})\n")
+            for task in tasks:
+                sys.stderr.write(f"  {task.get_name()}:\n")
+                for line in _awaiting(task.get_coro()):
+                    sys.stderr.write(f"    {line}\n")
+        sys.stderr.flush()
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+
+
+def _awaiting(step: Any) -> list[str]:
+    """Where a coroutine waits: each coroutine (or generator) it awaits in turn, down to
+    what is pending at the bottom (``Task.print_stack`` shows the outermost one only)."""
+    lines: list[str] = []
+    for _ in range(100):  # a chain deeper than this is not one to read
+        frame = getattr(step, "cr_frame", None) or getattr(step, "gi_frame", None)
+        if frame is None:
+            if step is not None:
+                lines.append(f"awaiting {step!r}"[:300])
+            break
+        code = frame.f_code
+        lines.append(f"{code.co_filename}:{frame.f_lineno} in {code.co_name}")
+        step = getattr(step, "cr_await", None) or getattr(step, "gi_yieldfrom", None)
+    return lines
 
 
 def _wake_on_signals(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
