@@ -188,8 +188,8 @@ def test_with_debug_sigusr1_prints_where_the_run_waits(tmp_path: Path) -> None:
     assert "RUN_ERROR/PARTIAL" in out
 
 
-def test_without_debug_sigusr1_is_left_alone() -> None:
+def test_without_debug_sigusr1_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     before = signal.getsignal(signal.SIGUSR1)
-    os.environ.pop("OLOPROOF_DEBUG", None)
+    monkeypatch.delenv("OLOPROOF_DEBUG", raising=False)
     with StopRequest().signals():
         assert signal.getsignal(signal.SIGUSR1) is before
