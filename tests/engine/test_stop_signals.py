@@ -165,11 +165,12 @@ def test_with_debug_sigusr1_prints_where_the_run_waits(tmp_path: Path) -> None:
                             env={**env, "OLOPROOF_DEBUG": "1"}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        # Both calls under way (their threads exist), then ask where the run waits.
+        # Both calls under way (their threads exist; they start before the loop does), then,
+        # the loop surely running by now, ask where the run waits.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and len(os.listdir(f"/proc/{proc.pid}/task")) < 3:
             time.sleep(0.1)
-        time.sleep(1.0)
+        time.sleep(3.0)
         proc.send_signal(signal.SIGUSR1)
         time.sleep(1.0)
         assert proc.poll() is None  # still running: the dump does not stop it
