@@ -117,6 +117,9 @@ class Measure:
     wall: float  # seconds, the whole process
     cpu: float  # user + system seconds of the process
     max_rss_mb: float  # peak resident memory of the process
+    user: float = 0.0  # user seconds alone
+    system: float = 0.0  # system seconds alone
+    minor_faults: int = 0  # pages the process touched first (minor page faults)
 
 
 def measure(
@@ -136,7 +139,8 @@ def measure(
             raise RuntimeError(
                 f"{' '.join(args)} exited {proc.returncode}: {err.read().decode()[-2000:]}"
             )
-    return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+    return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+                   usage.ru_utime, usage.ru_stime, usage.ru_minflt)
 
 
 def timed(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:

@@ -27,13 +27,11 @@ so each part includes its own share of the teardown.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,6 +43,7 @@ from _common import (
     compile_sources,
     load_average,
     machine,
+    measure,
     write_project,
     write_section,
 )
@@ -55,14 +54,8 @@ _COMMANDS = [("rerun", ["run"], 6.0), ("gate", ["gate", "latest"], 4.0)]
 
 def _measure(args: list[str], cwd: Path) -> tuple[float, float, float, int]:
     """Wall, user and system time (ms) and minor faults of one whole process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(args, cwd=cwd, env=bench_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = (time.perf_counter() - start) * 1000
-    if os.waitstatus_to_exitcode(status) not in (0, 1, 3):
-        raise RuntimeError(f"{' '.join(args)} exited {os.waitstatus_to_exitcode(status)}")
-    return wall, usage.ru_utime * 1000, usage.ru_stime * 1000, usage.ru_minflt
+    m = measure(args, cwd)
+    return m.wall * 1000, m.user * 1000, m.system * 1000, m.minor_faults
 
 
 def _imported(args: list[str], cwd: Path) -> tuple[list[str], list[str]]:
@@ -78,7 +71,6 @@ def _imported(args: list[str], cwd: Path) -> tuple[list[str], list[str]]:
 
     floor = set(names([PY, "-c", "pass"]))
     seen = [n for n in names(args) if n not in floor and n != "app" and n != "__main__"]
-    # -X importtime lists a package after the modules it imports: put parents first.
     ours = [n for n in seen if n == "oloproof" or n.startswith("oloproof.")]
     others = [n for n in seen if n not in ours]
     return others, ours
