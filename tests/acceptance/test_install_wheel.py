@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import py_compile
 import re
 import shutil
 import socket
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -52,10 +54,17 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
         ".git", ".venv", ".demo", "build", "dist", "*.egg-info", "__pycache__", ".oloproof",
         ".pytest_cache", ".mypy_cache", ".ruff_cache", "tests", "bench", "docs"))
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+    # An example run in place (the tests do it) leaves its bytecode beside it: the wheel
+    # must not ship it, nor setuptools warn about a "__pycache__" package.
+    py_compile.compile(str(source / "src/oloproof/examples/support_bot/app.py"), doraise=True)
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w",
                   str(work / "dist"), str(source)], cwd=work)
     assert built.returncode == 0, built.stderr
+    assert "__pycache__" not in built.stdout + built.stderr, built.stdout + built.stderr
     [wheel] = (work / "dist").glob("oloproof-*-py3-none-any.whl")
+    with zipfile.ZipFile(wheel) as shipped:
+        stale = [n for n in shipped.namelist() if "__pycache__" in n or n.endswith(".pyc")]
+    assert stale == [], stale
     target = work / "venv"
     venv.EnvBuilder(with_pip=True, clear=True).create(target)
     bin_dir = target / "bin"
