@@ -22,12 +22,24 @@ The module lists come from a run of the command under ``-X importtime``; third-p
 packages count with the standard library (neither command imports one), the project's
 own ``app`` module is left out. Each import process also tears down what it imported,
 so each part includes its own share of the teardown.
+
+    python bench/startup_parts.py --instructions
+
+counts the same parts in instructions instead (``valgrind --tool=callgrind``, once each,
+``PYTHONHASHSEED=0``; the command on a copy of the same store each time): a count does
+not move with the machine's load, so parts of a few percent can be told apart. It also
+counts what two modules of the standard library cost within the second part: ``typing``
+and ``hashlib`` (with ``_hashlib``, OpenSSL's, and ``_blake2``), the two that issue 31
+asks the code to use as they are; each is the standard library's process less that
+process without the module (the modules it brings in are still imported, by the lines
+that name them).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -81,17 +93,61 @@ def _importer(modules: list[str]) -> list[str]:
     return [PY, "-c", body]
 
 
+# The standard library that issue 31 has the code use as it is, counted apart (--instructions).
+_ITEMS = [("`typing`", ("typing", "_typing", "typing.io", "typing.re")),
+          ("`hashlib` (OpenSSL's `_hashlib`, `_blake2`)", ("hashlib", "_hashlib", "_blake2"))]
+
+
+def _instructions(root: Path) -> list[str]:
+    """The parts of each command in instructions (see the module's docstring)."""
+    from instructions import count  # callgrind's count of a whole process
+
+    rows: list[str] = []
+    kept = root.parent / "kept"
+    shutil.copytree(root, kept, symlinks=True)
+    floor = count([PY, "-c", "pass"], root, None)
+    for key, words, target in _COMMANDS:
+        command = [*OLOPROOF, *words]
+        others, ours = _imported(command, root)
+        stdlib = count(_importer(others), root, None)
+        with_ours = count(_importer(others + ours), root, None)
+        shutil.rmtree(root)
+        shutil.copytree(kept, root, symlinks=True)  # the same store, every time
+        whole = count(command, root, None)
+        parts = [("the floor, `python -c pass`", floor),
+                 (f"standard library beyond the floor ({len(others)} modules)", stdlib - floor),
+                 (f"Oloproof's modules ({len(ours)})", with_ours - stdlib),
+                 ("the rest: the command's own work and its teardown", whole - with_ours)]
+        for what, modules in _ITEMS:
+            if set(modules) & set(others):
+                without = count(_importer([m for m in others if m not in modules]), root, None)
+                parts.append((f"within the standard library: {what}", stdlib - without))
+        rows.append(f"**{key}** (`oloproof {' '.join(words)}`): {whole / 1e6:.1f} million"
+                    f" instructions, {whole / floor:.2f}× the floor's (target {target:.0f}× in"
+                    f" wall time: {target * floor / 1e6:.1f} million)")
+        rows += ["", "| part | instructions (millions) | share of the command |", "|---|---:|---:|"]
+        rows += [f"| {what} | {n / 1e6:.1f} | {100 * n / whole:.1f}% |" for what, n in parts]
+        rows.append("")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=31)
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions (callgrind) instead of timing")
     args = ap.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind (Debian's package valgrind)")
     compile_sources()
     rows: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = write_project(Path(tmp) / "seed", n=120, app=APP, system=16)
         for setup in (["run", "--no-cache"], ["run"], ["run"]):
             _measure([*OLOPROOF, *setup], root)
-        for key, words, target in _COMMANDS:
+        if args.instructions:
+            rows = _instructions(root)
+        for key, words, target in [] if args.instructions else _COMMANDS:
             command = [*OLOPROOF, *words]
             others, ours = _imported(command, root)
             sides = {
@@ -126,18 +182,21 @@ def main() -> None:
                 rows.append(f"| {what} | {diff[0]:.1f} | {100 * diff[0] / med['command'][0]:.0f}% |"
                             f" {diff[1]:.1f} | {diff[2]:.1f} | {diff[3]:.0f} |")
             rows.append("")
+    if args.instructions:
+        how = ("`python bench/startup_parts.py --instructions`: instructions of whole processes,"
+               " counted once each (how each part is measured: the script's docstring).")
+        title, section = "## Start-up: where a short command's instructions go", "startup_parts_instructions"
+    else:
+        how = (f"`python bench/startup_parts.py --repeat {args.repeat}`: medians of whole"
+               " processes, the four of a round in random order (how each part is measured:"
+               " the script's docstring).")
+        title, section = "## Start-up: where a short command's time goes", "startup_parts"
     body = "\n".join([
-        "## Start-up: where a short command's time goes",
-        "",
-        (f"Machine: {machine()}; load average after the runs {load_average()}."
-         f" `python bench/startup_parts.py --repeat {args.repeat}`: medians of whole processes,"
-         " the four of a round in random order (how each part is measured: the script's"
-         " docstring)."),
-        "",
-        *rows,
+        title, "", f"Machine: {machine()}; load average after the runs {load_average()}. {how}",
+        "", *rows,
     ])
     print(body)
-    write_section("startup_parts", body)
+    write_section(section, body)
 
 
 if __name__ == "__main__":
