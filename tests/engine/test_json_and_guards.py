@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
+import sys
+import threading
 import time
 
 import pytest
@@ -103,3 +107,93 @@ def test_a_childs_start_is_not_part_of_a_cases_limit(monkeypatch: pytest.MonkeyP
         assert time.monotonic() - started < 5
     finally:
         never.close()
+
+
+def _guard_children() -> list[int]:
+    """This process's regex children (their code keeps compiled patterns in ``cache``)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if ppid == os.getpid() and b"cache = {}" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def _gone(pids: list[int]) -> bool:
+    return not set(pids) & set(_guard_children())
+
+
+@pytest.mark.slow  # starts a child that takes a second to start
+def test_close_during_a_childs_start_leaves_no_child_behind() -> None:
+    """A run that stops closes its guards while an evaluator's thread may be starting a
+    child (a second or more on a loaded machine). That child was in neither of the guard's
+    lists, so close() missed it; the thread then sent it a catastrophic search and the run
+    exited, leaving it burning a core (seen under load: a schema child alive after its run
+    ended, orphaned). close() now kills a child being started too, and a guard closed
+    refuses new searches."""
+    before = _guard_children()
+    guard = _SlowToStart(r"^(a+)+$", 0, timeout_s=600)
+    outcome: list[BaseException | None] = []
+
+    def search() -> None:
+        try:
+            guard.search("a" * 40 + "!")
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - what the thread met is the test's
+            outcome.append(exc)
+
+    thread = threading.Thread(target=search, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not [p for p in _guard_children() if p not in before]:  # being started
+            assert time.monotonic() < deadline, "no child was started"
+            time.sleep(0.02)
+        guard.close()
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "the search went on after close()"
+        assert len(outcome) == 1 and isinstance(outcome[0], OSError), outcome
+        deadline = time.monotonic() + 10
+        while not _gone([p for p in _guard_children() if p not in before]):
+            assert time.monotonic() < deadline, "a child outlived close()"
+            time.sleep(0.05)
+        with pytest.raises(OSError, match="closed"):
+            guard.search("aaa")
+    finally:
+        for pid in set(_guard_children()) - set(before):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow  # a child whose parent is gone
+def test_a_child_ends_itself_past_its_limit_when_nobody_kills_it() -> None:
+    """A child in the middle of a catastrophic search cannot read its pipe, so a parent
+    that dies without killing it (SIGKILL, a crash) would leave it running for as long as
+    the match takes. Each child arms faulthandler's watchdog, a thread of C that needs no
+    GIL, for its search's limit and a margin: past it, the child exits by itself."""
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", regex_guard._CHILD], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline() == b"ready\n"
+        # "s": when the child ends itself; a guard sends its limit plus SELF_EXIT_S.
+        request = {"p": r"^(a+)+$", "f": 0, "t": "a" * 40 + "!", "s": 0.5}
+        child.stdin.write((json.dumps(request) + "\n").encode())
+        child.stdin.flush()
+        started = time.monotonic()
+        child.wait(timeout=30)  # the match alone would take hours
+        assert time.monotonic() - started < 10
+        assert child.returncode == 1  # faulthandler's exit
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

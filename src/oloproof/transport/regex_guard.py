@@ -14,6 +14,13 @@ The cost is one pipe round trip per search (tens of microseconds).
 holds regular expressions (``pattern``, ``patternProperties``): jsonschema matches
 them with ``re``, so the whole validation runs in the child. Its child imports
 jsonschema once (a tenth of a second or so), then validates case after case.
+
+No child outlives its guard: :meth:`GuardedPattern.close` (the run's end, a stop included)
+kills every child, those being started too, and a closed guard starts none. A child
+also ends itself :data:`SELF_EXIT_S` after a search's limit, should nobody kill it (its
+parent SIGKILLed, say): a child in a catastrophic match cannot read its pipe, and ``re``
+holds the GIL, so it arms :func:`faulthandler.dump_traceback_later`, whose watchdog is a
+thread of C that needs no GIL, before each search.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ __all__ = ["GuardedPattern", "GuardedSchema", "RegexTimeout", "has_patterns"]
 
 # The child: read one JSON request per line, answer one JSON line.
 _CHILD = r"""
-import json, re, sys
+import faulthandler, json, re, sys
 sys.stdout.write("ready\n")
 sys.stdout.flush()
 cache = {}
@@ -46,7 +53,9 @@ for line in sys.stdin:
     pat = cache.get(key)
     if pat is None:
         pat = cache[key] = re.compile(req["p"], req["f"])
+    faulthandler.dump_traceback_later(req["s"], exit=True)
     m = pat.search(req["t"])
+    faulthandler.cancel_dump_traceback_later()
     sys.stdout.write(json.dumps({"m": None if m is None else m.group(0)}) + "\n")
     sys.stdout.flush()
 """
@@ -55,7 +64,7 @@ for line in sys.stdin:
 # The schema's child: a first line with the parent's import path and the schema, then
 # one JSON instance per line in, one verdict per line out.
 _SCHEMA_CHILD = r"""
-import json, sys
+import faulthandler, json, sys
 setup = json.loads(sys.stdin.readline())
 sys.path[:] = setup["path"]
 import jsonschema
@@ -71,6 +80,7 @@ validator = jsonschema.validators.validator_for(schema)(
 sys.stdout.write("ready\n")
 sys.stdout.flush()
 for line in sys.stdin:
+    faulthandler.dump_traceback_later(setup["s"], exit=True)
     try:
         error = next(iter(validator.iter_errors(json.loads(line))), None)
         if error is None:
@@ -80,6 +90,7 @@ for line in sys.stdin:
             reply = {"ok": False, "reason": f"{where}: {error.message}"}
     except Exception as exc:
         reply = {"error": f"{type(exc).__name__}: {exc}"}
+    faulthandler.cancel_dump_traceback_later()
     sys.stdout.write(json.dumps(reply) + "\n")
     sys.stdout.flush()
 """
@@ -110,9 +121,10 @@ class GuardedPattern:
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._idle: list[subprocess.Popen[bytes]] = []
-        # Children in the middle of a search: killed by close() too (a run that stops
-        # must not leave a catastrophic match burning a core after it).
+        # Children being started or in the middle of a search: killed by close() too (a
+        # run that stops must not leave a catastrophic match burning a core after it).
         self._busy: set[subprocess.Popen[bytes]] = set()
+        self._closed = False
 
     def _start(self) -> subprocess.Popen[bytes]:
         return self._started(_CHILD, b"", "the regular expression's process")
@@ -131,6 +143,13 @@ class GuardedPattern:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             close_fds=True,
         )
+        with self._lock:  # from now on close() kills it, even before it is ready
+            closed = self._closed
+            if not closed:
+                self._busy.add(child)
+        if closed:
+            _kill(child)
+            raise OSError(f"{what} was not started: the guard is closed")
         assert child.stdin is not None
         try:
             if setup:
@@ -138,17 +157,21 @@ class GuardedPattern:
                 child.stdin.flush()
             ready = self._read_line(child, time.monotonic() + START_S)
         except (OSError, RegexTimeout):
-            _kill(child)
+            self._drop(child)
             raise OSError(f"{what} could not start") from None
         if ready != b"ready\n":
-            _kill(child)
+            self._drop(child)
             raise OSError(f"{what} could not start")
         return child
 
+    def _drop(self, child: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._busy.discard(child)
+        _kill(child)
+
     def search(self, text: str) -> Found | None:
-        request = (
-            json.dumps({"p": self.pattern, "f": self.flags, "t": text}) + "\n"
-        ).encode("ascii")
+        request = (json.dumps({"p": self.pattern, "f": self.flags, "t": text,
+                               "s": self.timeout_s + SELF_EXIT_S}) + "\n").encode("ascii")
         reply = json.loads(self._ask(request))
         found = reply.get("m")
         return None if found is None else Found(str(found))
@@ -158,28 +181,32 @@ class GuardedPattern:
         within ``timeout_s`` (the child is killed past it: :class:`RegexTimeout`)."""
         child = None
         with self._lock:
+            if self._closed:
+                raise OSError("the guard is closed: the run is ending")
             while self._idle and child is None:
                 candidate = self._idle.pop()
                 if candidate.poll() is None:
                     child = candidate
+                    self._busy.add(child)
         if child is None:
-            child = self._start()
+            child = self._start()  # in _busy once started
         assert child.stdin is not None and child.stdout is not None
-        with self._lock:
-            self._busy.add(child)
         deadline = time.monotonic() + self.timeout_s
         try:
             child.stdin.write(request)
             child.stdin.flush()
             line = self._read_line(child, deadline)
         except (OSError, RegexTimeout):
-            with self._lock:
-                self._busy.discard(child)
-            _kill(child)
+            self._drop(child)
             raise
         with self._lock:
             self._busy.discard(child)
-            self._idle.append(child)
+            closed = self._closed
+            if not closed:
+                self._idle.append(child)
+        if closed:  # closed during the search: its answer is moot, the child goes
+            _kill(child)
+            raise OSError("the guard is closed: the run is ending")
         return line
 
     def _read_line(self, child: subprocess.Popen[bytes], deadline: float) -> bytes:
@@ -203,7 +230,9 @@ class GuardedPattern:
                 return b"".join(chunks)
 
     def close(self) -> None:
+        """Kill every child (idle, searching, or being started); start none after."""
         with self._lock:
+            self._closed = True
             children = [*self._idle, *self._busy]
             self._idle, self._busy = [], set()
         for child in children:
@@ -233,6 +262,8 @@ def has_patterns(schema: Any) -> bool:
 #: The longest a child may take to start (a Python; for a schema, importing jsonschema and
 #: building the validator): not counted in any case's limit.
 START_S = 60.0
+#: How long past a search's limit a child that nobody killed ends itself.
+SELF_EXIT_S = 5.0
 
 
 class GuardedSchema(GuardedPattern):
@@ -242,7 +273,8 @@ class GuardedSchema(GuardedPattern):
 
     def __init__(self, schema: Any, timeout_s: float) -> None:
         super().__init__("", 0, timeout_s)
-        self._setup = (json.dumps({"path": sys.path, "schema": schema}) + "\n").encode("utf-8")
+        self._setup = (json.dumps({"path": sys.path, "schema": schema,
+                                   "s": timeout_s + SELF_EXIT_S}) + "\n").encode("utf-8")
 
     def _start(self) -> subprocess.Popen[bytes]:
         return self._started(_SCHEMA_CHILD, self._setup, "the schema's process")
