@@ -143,3 +143,44 @@ def test_sigterm_during_a_catastrophic_validation_ends_the_run(tmp_path: Path) -
         time.sleep(0.1)
     assert not _children_left(mark)
     assert json.loads(cli(root, "runs", "--json").out)[0]["exit_code"] == 5
+
+
+@pytest.mark.slow  # waits out a child's own deadline
+def test_a_child_of_a_killed_run_ends_itself_past_its_limit(tmp_path: Path) -> None:
+    """A run killed by SIGKILL (or stopped at once by a second Ctrl-C, which exits without
+    a cleanup) cannot kill its children: one in a catastrophic validation reads no pipe, so
+    it used to go on for as long as the match takes (hours), orphaned. Each child now ends
+    itself SELF_EXIT_S past the case's limit (faulthandler's watchdog)."""
+    root = _schema_project(
+        tmp_path / "p", '{type: object, properties: {answer: {pattern: "^(a+)+$"}}}',
+        app=SLOW_APP, n=40,
+    )
+    text = (root / "oloproof.yaml").read_text().replace("evaluator_timeout_s: 2",
+                                                        "evaluator_timeout_s: 3")
+    (root / "oloproof.yaml").write_text(text)
+    mark = uuid.uuid4().hex
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
+    env["OLOPROOF_TEST_MARK"] = mark
+    proc = subprocess.Popen([*OLOPROOF, "run"], cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _children_left(mark):  # a validation is under way
+            assert time.monotonic() < deadline, "no validation started"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.kill()
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _children_left(mark), "no child was left to end itself"
+    killed = time.monotonic()
+    # Each child's deadline: its search's start + 3 s + SELF_EXIT_S (5 s); a loaded
+    # machine may be slow to end them, hence the margin.
+    while _children_left(mark) and time.monotonic() - killed < 40:
+        time.sleep(0.2)
+    left = _children_left(mark)
+    for pid in left:
+        os.kill(int(pid), signal.SIGKILL)
+    assert not left, f"children outlived their own deadline: {left}"
