@@ -109,13 +109,15 @@ def test_a_schema_without_patterns_still_judges_in_process(tmp_path: Path) -> No
             assert judgment["reason"].startswith("answer: "), judgment
 
 
-def test_sigterm_during_a_catastrophic_validation_ends_the_run(tmp_path: Path) -> None:
+def _catastrophic_run(tmp_path: Path, *, limit_s: int) -> tuple[Path, str, subprocess.Popen[str]]:
+    """A run whose every case's schema validation is catastrophic (limit ``limit_s``), once a
+    validation is under way: its project, the mark of its children, its process."""
     root = _schema_project(
         tmp_path / "p", '{type: object, properties: {answer: {pattern: "^(a+)+$"}}}',
         app=SLOW_APP, n=40,
     )
     text = (root / "oloproof.yaml").read_text().replace("evaluator_timeout_s: 2",
-                                                        "evaluator_timeout_s: 600")
+                                                        f"evaluator_timeout_s: {limit_s}")
     (root / "oloproof.yaml").write_text(text)
     mark = uuid.uuid4().hex
     env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
@@ -124,10 +126,20 @@ def test_sigterm_during_a_catastrophic_validation_ends_the_run(tmp_path: Path) -
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not _children_left(mark):  # a validation is under way
+        while not _children_left(mark):
             assert time.monotonic() < deadline, "no validation started"
             time.sleep(0.1)
-        time.sleep(0.5)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    time.sleep(0.5)
+    return root, mark, proc
+
+
+def test_sigterm_during_a_catastrophic_validation_ends_the_run(tmp_path: Path) -> None:
+    root, mark, proc = _catastrophic_run(tmp_path, limit_s=600)
+    try:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -151,24 +163,8 @@ def test_a_child_of_a_killed_run_ends_itself_past_its_limit(tmp_path: Path) -> N
     a cleanup) cannot kill its children: one in a catastrophic validation reads no pipe, so
     it used to go on for as long as the match takes (hours), orphaned. Each child now ends
     itself SELF_EXIT_S past the case's limit (faulthandler's watchdog)."""
-    root = _schema_project(
-        tmp_path / "p", '{type: object, properties: {answer: {pattern: "^(a+)+$"}}}',
-        app=SLOW_APP, n=40,
-    )
-    text = (root / "oloproof.yaml").read_text().replace("evaluator_timeout_s: 2",
-                                                        "evaluator_timeout_s: 3")
-    (root / "oloproof.yaml").write_text(text)
-    mark = uuid.uuid4().hex
-    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
-    env["OLOPROOF_TEST_MARK"] = mark
-    proc = subprocess.Popen([*OLOPROOF, "run"], cwd=root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    _root, mark, proc = _catastrophic_run(tmp_path, limit_s=3)
     try:
-        deadline = time.monotonic() + 60
-        while not _children_left(mark):  # a validation is under way
-            assert time.monotonic() < deadline, "no validation started"
-            time.sleep(0.1)
-        time.sleep(0.5)
         proc.kill()
         proc.communicate(timeout=60)
     finally:
