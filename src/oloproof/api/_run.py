@@ -78,6 +78,15 @@ class PreparedRun:
         """Why this run may reuse stale results, or None (runner.identity_warning)."""
         return identity_warning(self.prepared)
 
+    @property
+    def executor_note(self) -> str | None:
+        """Where the run's calls ran, once the Ray executor's workers started (a run from
+        the cache starts none): its description; None for a run in this process."""
+        executor = getattr(self.prepared.system, "executor", None)
+        if getattr(executor, "workers", None):
+            return str(executor.describe())  # type: ignore[union-attr]
+        return None
+
 
 #: (config file, warning) pairs already warned about in this process: once is enough.
 _WARNED: set[tuple[str, str]] = set()

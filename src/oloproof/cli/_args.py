@@ -2,20 +2,23 @@
 one-line helps) and :data:`ARGUMENTS` (each command's arguments, as argparse's
 ``add_argument`` takes them).
 
-cli/_parser.py gives the table to argparse (:func:`declare`), which prints every help and
+cli/_parser.py gives the table to argparse (``declare``), which prints every help and
 every error; cli/_fast.py reads the same table to parse the usual command line without
-argparse.
+argparse. What a value may be (a whole number of cases, of runs...) and argument groups are
+cli/_values.py's.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from oloproof.cli._values import Group, case_cap, positive_int, run_limit, trials
+
 if TYPE_CHECKING:
     from typing import Any
 
     #: One argument: its flags (or name) and the options of argparse's ``add_argument``.
-    _Declared = tuple[tuple[str, ...], dict[str, Any]]
+    Declared = tuple[tuple[str, ...], dict[str, Any]]
 
 COMMANDS = {
     "run": (
@@ -51,71 +54,8 @@ COMMANDS = {
 }
 
 
-def _positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise _type_error(f"expected a whole number of cases, 1 or more, got '{value}'")
-    return n
-
-
-#: The largest ``runs --limit``: more runs than any store holds.
-MAX_RUNS_LIMIT = 1_000_000_000
-
-
-def _run_limit(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= MAX_RUNS_LIMIT:
-        raise _type_error(
-            f"expected a whole number of runs from 1 to {MAX_RUNS_LIMIT}, got '{value}'"
-        )
-    return n
-
-
-def _case_cap(value: str) -> int | None:
-    """``--cases``: a whole number of cases, 1 or more, or ``all`` (None: no cap)."""
-    if value == "all":
-        return None
-    try:
-        return _positive_int(value)
-    except Exception:  # noqa: BLE001 - the same refusal, naming what is accepted
-        raise _type_error(
-            f"expected a whole number of cases, 1 or more, or 'all', got '{value}'"
-        ) from None
-
-
-def _trials(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= 100:
-        raise _type_error(f"expected a whole number of trials from 1 to 100, got '{value}'")
-    return n
-
-
-def _type_error(message: str) -> Exception:
-    import argparse
-
-    return argparse.ArgumentTypeError(message)
-
-
-def _arg(*flags: str, **options: Any) -> _Declared:
+def _arg(*flags: str, **options: Any) -> Declared:
     return (flags, options)
-
-
-class _Group:
-    """Arguments that argparse's help lists under a title of their own."""
-
-    __slots__ = ("arguments", "description", "title")
-
-    def __init__(self, title: str, description: str, *arguments: _Declared) -> None:
-        self.title, self.description, self.arguments = title, description, arguments
 
 
 _CONFIG = _arg("--config", default="oloproof.yaml",
@@ -135,7 +75,7 @@ _CI = (
 
 #: Each command's arguments, in the order its help lists them: ``(flags, options)`` as
 #: argparse's ``add_argument`` takes them, or a group ``(title, description, arguments)``.
-ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
+ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
     "run": (
         _CONFIG,
         _arg("--policy", help="the release policy (default: policy: in oloproof.yaml, else"
@@ -148,7 +88,7 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _arg("--group-by", action="append", metavar="KEY",
              help="break every metric down by metadata KEY, each group with its own interval"
                   " (repeatable)"),
-        _arg("--trials", type=_trials, metavar="K",
+        _arg("--trials", type=trials, metavar="K",
              help="call the system K times per case (default: trials: in oloproof.yaml, else 1);"
                   " see docs/repeated-trials.md"),
         _arg("--matrix", action="store_true",
@@ -173,10 +113,10 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _arg("--ray-address", metavar="ADDRESS",
              help="with --executor ray: the Ray cluster to use (default: RAY_ADDRESS, else a"
                   " local Ray instance started for the run)"),
-        _Group(
+        Group(
             "subsets", "run part of the suite; the run is stored as DECIDED/SUBSET and never"
                        " allows a release (exit 5 unless a rule FAILs)",
-            _arg("--limit", type=_positive_int, metavar="N",
+            _arg("--limit", type=positive_int, metavar="N",
                  help="the first N cases (after --case and --where)"),
             _arg("--sample", action="store_true",
                  help="with --limit: a random N instead of the first N"),
@@ -220,7 +160,7 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
     ),
     "runs": (
         _CONFIG,
-        _arg("--limit", type=_run_limit, default=50, metavar="N",
+        _arg("--limit", type=run_limit, default=50, metavar="N",
              help="at most this many runs (default 50)"),
         _JSON,
     ),
@@ -269,7 +209,7 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _arg("--output", "-o", metavar="FILE",
              help="where to write it (default: oloproof-report-<id>.html; '-' for standard"
                   " output)"),
-        _arg("--cases", type=_case_cap, default="1000", metavar="N|all",
+        _arg("--cases", type=case_cap, default="1000", metavar="N|all",
              help="the most cases the file carries, the failed and missing ones first"
                   " (default: 1000; 'all' for every case)"),
     ),
@@ -302,22 +242,3 @@ ARGUMENTS: dict[str, tuple[_Declared | _Group, ...]] = {
         _arg("--json", action="store_true", help="print the merged run as one JSON document"),
     ),
 }
-
-
-def declare(name: str, parser: Any) -> None:
-    """Give command ``name``'s arguments (:data:`ARGUMENTS`) to an argparse ``parser``."""
-    for item in ARGUMENTS[name]:
-        if isinstance(item, _Group):
-            group = parser.add_argument_group(item.title, item.description)
-            for flags, options in item.arguments:
-                group.add_argument(*flags, **options)
-        else:
-            parser.add_argument(*item[0], **item[1])
-
-
-def declared(name: str) -> list[_Declared]:
-    """Command ``name``'s arguments, its groups' included, in order."""
-    out: list[_Declared] = []
-    for item in ARGUMENTS[name]:
-        out.extend(item.arguments if isinstance(item, _Group) else [item])
-    return out

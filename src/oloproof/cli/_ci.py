@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
+    from oloproof.api import RunResult
     from oloproof.render.ci import CiRun
 
-__all__ = ["check_outputs", "write_matrix_outputs", "write_outputs"]
+__all__ = ["check_outputs", "ci_run", "write_matrix_outputs", "write_outputs"]
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -92,6 +93,18 @@ def wants_outputs(args: argparse.Namespace) -> bool:
     return (getattr(args, "junit_xml", None) is not None
             or bool(getattr(args, "github_annotations", False))
             or bool(os.environ.get("GITHUB_STEP_SUMMARY")))
+
+
+def ci_run(result: RunResult, duration_s: float | None = None) -> CiRun:
+    """What the CI outputs need of a run's result (render/ci.py)."""
+    from oloproof.render.ci import CiRun
+
+    return CiRun(
+        run_id=result.run_id, project=result.project, status=result.status,
+        completeness=result.completeness, gate=result.gate, exit_code=result.exit_code,
+        decisions=result.decisions, summaries=list(result.metrics.values()),
+        rule_ids=result.rule_ids, stop_reason=result.stop_reason, duration_s=duration_s,
+    )
 
 
 def write_outputs(run: CiRun, args: argparse.Namespace, command: str) -> int:

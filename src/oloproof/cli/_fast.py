@@ -16,13 +16,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from oloproof.cli._args import COMMANDS
-from oloproof.cli._args import declared as _declared
+from oloproof.cli._args import ARGUMENTS, COMMANDS
+from oloproof.cli._values import Group
 
 if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Callable, Sequence
     from typing import Any
+
+    from oloproof.cli._args import Declared
 
 __all__ = ["arguments", "fast_parse"]
 
@@ -112,3 +114,11 @@ def fast_parse(words: Sequence[str]) -> Namespace | None:
         if arg.dest not in seen and isinstance(arg.default, str) and arg.type is not None:
             values[arg.dest] = arg.type(arg.default)
     return SimpleNamespace(**values)  # type: ignore[return-value]  # reads as argparse's
+
+
+def _declared(name: str) -> list[Declared]:
+    """Command ``name``'s arguments, its groups' included, in order."""
+    out: list[Declared] = []
+    for item in ARGUMENTS[name]:
+        out.extend(item.arguments if isinstance(item, Group) else [item])
+    return out

@@ -13,7 +13,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from oloproof.cli._args import COMMANDS, declare
+from oloproof.cli._args import ARGUMENTS, COMMANDS
+from oloproof.cli._values import Group
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,3 +91,14 @@ def help_module() -> str:
 
 if __name__ == "__main__":
     sys.stdout.write(help_module())
+
+
+def declare(name: str, parser: argparse.ArgumentParser) -> None:
+    """Give command ``name``'s arguments (:data:`ARGUMENTS`) to an argparse ``parser``."""
+    for item in ARGUMENTS[name]:
+        if isinstance(item, Group):
+            group = parser.add_argument_group(item.title, item.description)
+            for flags, options in item.arguments:
+                group.add_argument(*flags, **options)
+        else:
+            parser.add_argument(*item[0], **item[1])

@@ -24,15 +24,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from oloproof._json import storable
 from oloproof.api import PreparedRun, execute, load
 from oloproof.cli import _process
-from oloproof.cli._ci import check_outputs, wants_outputs, write_outputs
-from oloproof.enums import RunStatus
+from oloproof.cli._ci import check_outputs, ci_run, wants_outputs, write_outputs
+from oloproof.errors import UsageError
 from oloproof.events import Event
-from oloproof.project._project import NO_RULES_NOTE
 from oloproof.render.console import console_print, is_terminal, make_console
-from oloproof.render.tables import panel_lines, preload, run_report
+from oloproof.render.tables import preload, result_report, run_note
 from oloproof.runner import StopRequest
 
 if TYPE_CHECKING:
@@ -101,73 +99,16 @@ def command(args: argparse.Namespace) -> int:
         os.close(saved)
 
 
-def _matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
-    """``run --matrix``: every variant as its own run, then the matrix (api/_matrix.py)."""
-    from oloproof.api._matrix import load_matrix, run_matrix
-    from oloproof.errors import UsageError
-    from oloproof.render.matrix import matrix_report
-
-    if args.shard or args.sample:
-        raise UsageError("--matrix runs every variant on the same cases: it cannot be combined"
-                         " with --shard or --sample")
-    check_outputs(args)  # a --junit-xml that cannot be written is refused before anything runs
-    started = time.monotonic()
-    loaded, baseline = load_matrix(
-        args.config, policy=args.policy, group_by=args.group_by, trials=args.trials,
-        limit=args.limit, cases=args.case, where=args.where, variants=args.variant,
-        sequential=args.sequential, executor=args.executor, ray_address=args.ray_address,
-    )
-    table_stream = sys.stderr if args.json else sys.stdout
-    stop, sinks, writer = _stop_and_sinks(args.json, events_out)
-    total = len(loaded)
-    count = [0]
-
-    def on_variant(run: PreparedRun) -> None:
-        count[0] += 1
-        sys.stderr.write(f"oloproof run --matrix: variant {count[0]}/{total}:"
-                         f" {run.prepared.variant} ({run.cases_total} cases)\n")
-        sys.stderr.flush()
-
-    stop.on_second = _hard_stop(stop)
-    with stop.signals(keep_after_stop=True):
-        try:
-            result = run_matrix(loaded, baseline, use_cache=not args.no_cache, sinks=sinks,
-                                stop=stop, on_variant=on_variant)
-        finally:
-            if writer is not None:
-                writer.flush()
-        console_print(table_stream, matrix_report(result.document, config_arg=args.config))
-        exit_code = result.exit_code
-        if wants_outputs(args):
-            from oloproof.cli._ci import write_matrix_outputs
-            from oloproof.render.ci import CiRun
-
-            exit_code = write_matrix_outputs(
-                [(v.name, CiRun(
-                    run_id=v.run_id, project=v.result.project, status=v.result.status,
-                    completeness=v.result.completeness, gate=v.result.gate,
-                    exit_code=v.result.exit_code, decisions=v.result.decisions,
-                    summaries=list(v.result.metrics.values()), rule_ids=v.result.rule_ids,
-                    stop_reason=v.result.stop_reason,
-                )) for v in result.variants],
-                result.document, args, time.monotonic() - started,
-            )
-    if _process.OURS and (stop.count or _process.threads_left()):
-        _process.exit_now(exit_code)
-    return exit_code
-
-
 def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
-    if getattr(args, "matrix", False) and (args.baseline or args.compare_policy):
-        from oloproof.errors import UsageError
-
-        raise UsageError("--matrix compares its variants with its own baseline variant:"
-                         " --baseline and --compare-policy compare one run with a stored run")
     if getattr(args, "matrix", False):
-        return _matrix_command(args, events_out)
-    if getattr(args, "variant", None):
-        from oloproof.errors import UsageError
+        if args.baseline or args.compare_policy:
+            raise UsageError("--matrix compares its variants with its own baseline variant:"
+                             " --baseline and --compare-policy compare one run with a stored"
+                             " run")
+        from oloproof.cli._matrix import matrix_command
 
+        return matrix_command(args, events_out)
+    if getattr(args, "variant", None):
         raise UsageError("--variant chooses variants of a matrix: use it with --matrix")
     check_outputs(args)  # a --junit-xml that cannot be written is refused before anything runs
     started = time.monotonic()
@@ -189,12 +130,12 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
         # rich draws the final report in a terminal: it loads while the first calls are in
         # flight. Elsewhere render/plain.py writes the report without importing rich.
         preload()
-    stop, sinks, writer = _stop_and_sinks(args.json, events_out)
+    stop, sinks, writer = stop_and_sinks(args.json, events_out)
     live = _live_view(prepared, json_mode=args.json, events_out=events_out)
     if live is not None:
         sinks.append(live)
 
-    stop.on_second = _hard_stop(stop, live)
+    stop.on_second = hard_stop(stop, live)
     with stop.signals(keep_after_stop=True):
         try:
             result = execute(prepared, use_cache=not args.no_cache, sinks=sinks, stop=stop)
@@ -203,71 +144,13 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
                 writer.flush()
             if live is not None:
                 live.stop()
-        notes = panel_lines(result.panels)
-        if result.subset is not None and result.subset.shard is not None:
-            notes.append(
-                f"S{result.subset.describe()[1:]}. Its rules are decided on these cases"
-                " only; a shard never allows a release (exit 5 unless a rule FAILs): join"
-                " the shards into one run of the suite with `oloproof merge`."
-            )
-        elif result.subset is not None:
-            notes.append(
-                f"Subset: {result.subset.describe()}. Its rules are decided on these cases"
-                " only; a subset never allows a release (exit 5 unless a rule FAILs)."
-            )
-        ran_on = getattr(getattr(prepared.prepared.system, "executor", None), "workers", None)
-        if ran_on:  # the Ray executor, once its workers started (a run from the cache: never)
-            notes.append(prepared.prepared.system.executor.describe())  # type: ignore[attr-defined]
-        if result.notice:
-            notes.append(f"Failed calls: {result.notice}.")
-        if result.stop_reason:
-            notes.append(
-                f"Stopped: {result.stop_reason}. Finished cases are stored;"
-                " the next run takes them from the cache."
-            )
-        if result.sequential_note:
-            notes.insert(0, result.sequential_note)
-        notes.extend(result.gate_notes)
-        if (
-            prepared.policy_path is None
-            and not result.decisions
-            and result.status == RunStatus.DECIDED
-        ):
-            notes.append(NO_RULES_NOTE)  # only `policy: none` leaves a run without a policy file
-        # User text (errors, reasons) may hold lone surrogates: printable from here on.
-        note = storable("\n".join(notes)) or None
-        console_print(
-            table_stream,
-            run_report(
-                run_id=result.run_id,
-                status=result.status,
-                completeness=result.completeness,
-                decisions=result.decisions,
-                summaries=list(result.metrics.values()),
-                cache=result.cache,
-                gate=result.gate,
-                exit_code=result.exit_code,
-                note=note,
-                policy_arg=args.policy,
-                config_arg=args.config,
-                judges=result.judges,
-                declaration=result.declaration,
-            ),
-        )
+        note = run_note(result, prepared.executor_note)
+        console_print(table_stream, result_report(result, note, policy_arg=args.policy,
+                                                  config_arg=args.config))
         exit_code = result.exit_code
         if wants_outputs(args):
-            from oloproof.render.ci import CiRun
-
             exit_code = write_outputs(
-                CiRun(
-                    run_id=result.run_id, project=result.project,
-                    status=result.status, completeness=result.completeness, gate=result.gate,
-                    exit_code=result.exit_code, decisions=result.decisions,
-                    summaries=list(result.metrics.values()), rule_ids=result.rule_ids,
-                    stop_reason=result.stop_reason, duration_s=time.monotonic() - started,
-                ),
-                args,
-                "run",
+                ci_run(result, duration_s=time.monotonic() - started), args, "run"
             )
     if _process.OURS and (stop.count or _process.threads_left()):
         # A call that was cancelled or timed out may still run in a worker
@@ -283,7 +166,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
     return exit_code
 
 
-def _stop_and_sinks(
+def stop_and_sinks(
     json_mode: bool, events_out: IO[str],
 ) -> tuple[StopRequest, list[Callable[[Event], None]], NdjsonWriter | None]:
     """The run's stop request and its event sinks: with ``--json``, the NDJSON writer (a
@@ -299,12 +182,12 @@ def _stop_and_sinks(
     return stop, sinks, writer
 
 
-def _hard_stop(stop: StopRequest, live: LiveView | None = None) -> Callable[[], None]:
+def hard_stop(stop: StopRequest, live: LiveView | None = None) -> Callable[[], None]:
     """What a second signal does: exit 5 at once, from the signal handler. Only raw writes
     there: the interrupted code may hold a stream's or rich's lock. What finished is
     already committed (SPEC §3)."""
 
-    def hard_stop() -> None:
+    def exit_at_once() -> None:
         message = (
             f"oloproof run: stopped at once ({stop.reason}, then a second signal);"
             " finished cases are stored\n"
@@ -317,4 +200,4 @@ def _hard_stop(stop: StopRequest, live: LiveView | None = None) -> Callable[[], 
             pass
         os._exit(5)
 
-    return hard_stop
+    return exit_at_once

@@ -13,14 +13,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from oloproof._json import storable
 from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunStatus
 from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.policy.judges import AnyJudgeReport, JudgeReport, ScoredJudgeReport
+from oloproof.project._project import NO_RULES_NOTE
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
 
 if TYPE_CHECKING:
     import threading
+
+    from oloproof.api import RunResult
 
 # Long enough for a run to have made its first calls, short enough to be done
 # before a run of a second or more needs the tables.
@@ -343,3 +347,69 @@ def run_report(
         parts.append(line("Undecided rules:"))
         parts.extend(hints)
     return Blocks(parts)
+
+
+def result_report(
+    result: RunResult, note: str | None, *, policy_arg: str | None, config_arg: str | None,
+) -> Blocks:
+    """:func:`run_report` of a run's result (``run``, ``gate``)."""
+    return run_report(
+        run_id=result.run_id, status=result.status, completeness=result.completeness,
+        decisions=result.decisions, summaries=list(result.metrics.values()),
+        cache=result.cache, gate=result.gate, exit_code=result.exit_code, note=note,
+        policy_arg=policy_arg, config_arg=config_arg, judges=result.judges,
+        declaration=result.declaration,
+    )
+
+
+def run_note(result: RunResult, executor: str | None = None) -> str | None:
+    """What ``run`` says above its tables: judge panels, the subset or shard it decided on,
+    where it ran (``executor``: the Ray executor's description), failed calls, why it
+    stopped, a sequential decision's reading, the gate's notes, and a project without
+    rules. User text (errors, reasons) may hold lone surrogates: the note is printable."""
+    notes = panel_lines(result.panels)
+    if result.subset is not None and result.subset.shard is not None:
+        notes.append(
+            f"S{result.subset.describe()[1:]}. Its rules are decided on these cases"
+            " only; a shard never allows a release (exit 5 unless a rule FAILs): join"
+            " the shards into one run of the suite with `oloproof merge`."
+        )
+    elif result.subset is not None:
+        notes.append(
+            f"Subset: {result.subset.describe()}. Its rules are decided on these cases"
+            " only; a subset never allows a release (exit 5 unless a rule FAILs)."
+        )
+    if executor:
+        notes.append(executor)
+    if result.notice:
+        notes.append(f"Failed calls: {result.notice}.")
+    if result.stop_reason:
+        notes.append(
+            f"Stopped: {result.stop_reason}. Finished cases are stored;"
+            " the next run takes them from the cache."
+        )
+    if result.sequential_note:
+        notes.insert(0, result.sequential_note)
+    notes.extend(result.gate_notes)
+    if result.policy_path is None and not result.decisions and result.status == RunStatus.DECIDED:
+        notes.append(NO_RULES_NOTE)  # only `policy: none` leaves a run without a policy file
+    return storable("\n".join(notes)) or None
+
+
+def gate_note(result: RunResult, policy_arg: str | None) -> str | None:
+    """What ``gate`` says above its tables (as :func:`run_note`, of a stored run)."""
+    lines = panel_lines(result.panels)
+    if result.sequential_note:
+        lines.append(result.sequential_note)
+    if result.stop_reason:
+        lines.append(f"Stopped: {result.stop_reason}")
+    elif result.subset is not None:
+        lines.append(
+            f"Subset: {result.subset.describe()}; decided on these cases only, it never"
+            " allows a release."
+        )
+    elif not result.decisions and policy_arg is None and result.policy_path is None:
+        # A run is stored without a policy file only when its project says `policy: none`.
+        lines.append(NO_RULES_NOTE)
+    lines.extend(result.gate_notes)
+    return "\n".join(lines) or None

@@ -1,0 +1,79 @@
+"""The pieces cli/_args.py's table is made of: what the command line's values may be (the
+``type`` functions), and argument groups.
+
+Each ``type`` function returns the value or raises argparse's ``ArgumentTypeError`` naming
+what is accepted; argparse then prints it as the command's usage error (exit 2), and
+cli/_fast.py leaves such a command line to argparse.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from oloproof.cli._args import Declared
+
+__all__ = ["MAX_RUNS_LIMIT", "Group", "case_cap", "positive_int", "run_limit", "trials"]
+
+
+def positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise _type_error(f"expected a whole number of cases, 1 or more, got '{value}'")
+    return n
+
+
+#: The largest ``runs --limit``: more runs than any store holds.
+MAX_RUNS_LIMIT = 1_000_000_000
+
+
+def run_limit(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_RUNS_LIMIT:
+        raise _type_error(
+            f"expected a whole number of runs from 1 to {MAX_RUNS_LIMIT}, got '{value}'"
+        )
+    return n
+
+
+def case_cap(value: str) -> int | None:
+    """``--cases``: a whole number of cases, 1 or more, or ``all`` (None: no cap)."""
+    if value == "all":
+        return None
+    try:
+        return positive_int(value)
+    except Exception:  # noqa: BLE001 - the same refusal, naming what is accepted
+        raise _type_error(
+            f"expected a whole number of cases, 1 or more, or 'all', got '{value}'"
+        ) from None
+
+
+def trials(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 100:
+        raise _type_error(f"expected a whole number of trials from 1 to 100, got '{value}'")
+    return n
+
+
+def _type_error(message: str) -> Exception:
+    import argparse
+
+    return argparse.ArgumentTypeError(message)
+
+
+class Group:
+    """Arguments that argparse's help lists under a title of their own."""
+
+    __slots__ = ("arguments", "description", "title")
+
+    def __init__(self, title: str, description: str, *arguments: Declared) -> None:
+        self.title, self.description, self.arguments = title, description, arguments
