@@ -141,23 +141,24 @@ class _DataclassFields:
     def __get__(self, obj: object, owner: type) -> dict[str, Any]:
         import dataclasses
 
-        made: dict[str, Any] = {}
         hints = {}
         for klass in reversed(owner.__mro__):
             hints.update(klass.__dict__.get("__annotations__", {}))  # noqa: RUF063 - no inspect
+        spec = []
         for f in owner.__record_fields__:  # type: ignore[attr-defined]
             kw_only = False if f.kw_only is MISSING else f.kw_only
-            made_field: Any = dataclasses.field(
+            spec.append((f.name, hints.get(f.name, "Any"), dataclasses.field(
                 default=dataclasses.MISSING if f.default is MISSING else f.default,
                 default_factory=(
                     dataclasses.MISSING if f.default_factory is MISSING else f.default_factory
                 ),
                 init=f.init, repr=f.repr, hash=f.hash, compare=f.compare, kw_only=kw_only,
-            )
-            made_field.name = f.name
-            made_field.type = hints.get(f.name, "Any")
-            made_field._field_type = dataclasses._FIELD  # type: ignore[attr-defined]  # a field, not a ClassVar
-            made[f.name] = made_field
+            )))
+        # The fields as dataclasses itself makes them, through its public make_dataclass: a
+        # twin class with no methods of its own, whose fields are then this record's.
+        twin = dataclasses.make_dataclass(owner.__name__, spec, init=False, repr=False,
+                                          eq=False)
+        made: dict[str, Any] = {f.name: f for f in dataclasses.fields(twin)}
         setattr(owner, "__dataclass_fields__", made)  # noqa: B010 - made once per class
         return made
 

@@ -31,6 +31,7 @@ from oloproof.store.reader import project_scope
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Mapping
 
 __all__ = ["ENV_TOKEN", "choose_token", "command"]
 
@@ -40,7 +41,7 @@ MIN_TOKEN = 16
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9._~-]+")
 
 
-def choose_token(given: str | None, environ: dict[str, str] | os._Environ[str]) -> str:
+def choose_token(given: str | None, environ: Mapping[str, str]) -> str:
     """The viewer's token: ``--token``, else ``OLOPROOF_VIEW_TOKEN``, else a random one.
 
     A chosen token must be at least 16 characters of ``A-Z a-z 0-9 . _ ~ -`` (it travels in
