@@ -10,7 +10,8 @@ prints the versions it ran with, and measures the same commands there and in the
 environment running it (the development venv), side by side:
 
 - the floor: `python -c pass` of the same interpreter, run before each run of a command (the
-  two alternate, so the ratio compares runs made under the same load);
+  two alternate, so the ratio compares runs made under the same load); the two
+  environments take turns in each round, so neither is measured minutes after the other;
 - `oloproof --help`, `oloproof runs`, `oloproof gate latest` on a stored run;
 - an unchanged rerun of the seed load (120 cases, all from the cache);
 - a fresh run of the seed load, 120 × 0.1 s at `system: 16` (`--no-cache`).
@@ -99,19 +100,39 @@ def _paired(n: int, args: list[str], floor: list[str], cwd: Path) -> tuple[list[
     return cmd, base
 
 
-def measure_env(py: Path, n: int, tmp: Path) -> dict[str, tuple[list[Measure], list[Measure]]]:
-    """Each command's runs and, paired with them, the floor's (``python -c pass``)."""
+def prepare_env(py: Path, tmp: Path) -> tuple[str, Path, list[str]]:
+    """The environment's ``oloproof``, its own copy of the seed load (run once, with the
+    file cache and the bytecode warmed), and its floor."""
     olo = str(py.parent / "oloproof")
     root = write_project(tmp / "seed", n=120, app=APP, system=16)
-    floor = [str(py), "-c", "pass"]
-    out: dict[str, tuple[list[Measure], list[Measure]]] = {}
     repeat(1, [olo, "run", "--no-cache"], root)  # warm the file cache and the bytecode
-    out["fresh"] = _paired(max(3, n // 2), [olo, "run", "--no-cache"], floor, root)
-    repeat(1, [olo, "run"], root)
-    out["rerun"] = _paired(n, [olo, "run"], floor, root)
-    out["help"] = _paired(n, [olo, "--help"], floor, root)
-    out["runs"] = _paired(n, [olo, "runs"], floor, root)
-    out["gate"] = _paired(n, [olo, "gate", "latest"], floor, root)
+    return olo, root, [str(py), "-c", "pass"]
+
+
+def measure_envs(
+    envs: dict[str, tuple[str, Path, list[str]]], n: int,
+) -> dict[str, dict[str, tuple[list[Measure], list[Measure]]]]:
+    """Each environment's runs of each command and, paired with them, its floor's.
+
+    The environments take turns, round by round, and which goes first alternates: one
+    measured minutes after the other would read a different machine (measured so, the
+    same venv read 6.06x and then 5.97x for the rerun; docs/performance.md)."""
+    out: dict[str, dict[str, tuple[list[Measure], list[Measure]]]] = {name: {} for name in envs}
+    plan = [("fresh", ["run", "--no-cache"], max(3, n // 2)), ("rerun", ["run"], n),
+            ("help", ["--help"], n), ("runs", ["runs"], n), ("gate", ["gate", "latest"], n)]
+    names = list(envs)
+    for key, words, count in plan:
+        if key == "rerun":
+            for olo, root, _ in envs.values():
+                repeat(1, [olo, "run"], root)  # every result in the cache
+        got: dict[str, tuple[list[Measure], list[Measure]]] = {k: ([], []) for k in names}
+        for i in range(count):
+            for name in names if i % 2 == 0 else names[::-1]:
+                olo, root, floor = envs[name]
+                got[name][1].append(measure(floor, root))
+                got[name][0].append(measure([olo, *words], root))
+        for name in names:
+            out[name][key] = got[name]
     return out
 
 
@@ -165,12 +186,13 @@ def main() -> None:
             envs.append(("fresh venv", py))
         envs.append(("dev venv", Path(sys.executable)))
         seen: dict[str, list[str]] = {}
-        results: dict[str, dict[str, tuple[list[Measure], list[Measure]]]] = {}
+        prepared: dict[str, tuple[str, Path, list[str]]] = {}
         for name, py in envs:
             seen[name] = versions(py)
             work = Path(tmp) / name.replace(" ", "-")
             work.mkdir()
-            results[name] = measure_env(py, args.repeat, work)
+            prepared[name] = prepare_env(py, work)
+        results = measure_envs(prepared, args.repeat)
     lines = [
         "## Start-up",
         "",
