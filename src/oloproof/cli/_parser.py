@@ -75,6 +75,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 HELP_WIDTH = 78
 
 
+def declare(name: str, parser: argparse.ArgumentParser) -> None:
+    """Give command ``name``'s arguments (:data:`ARGUMENTS`) to an argparse ``parser``."""
+    for item in ARGUMENTS[name]:
+        if isinstance(item, Group):
+            group = parser.add_argument_group(item.title, item.description)
+            for flags, options in item.arguments:
+                group.add_argument(*flags, **options)
+        else:
+            parser.add_argument(*item[0], **item[1])
+
+
 def help_module() -> str:
     """The source of cli/_help.py: the top-level help as argparse prints it at
     :data:`HELP_WIDTH` (``python -m oloproof.cli._parser > src/oloproof/cli/_help.py``)."""
@@ -91,14 +102,3 @@ def help_module() -> str:
 
 if __name__ == "__main__":
     sys.stdout.write(help_module())
-
-
-def declare(name: str, parser: argparse.ArgumentParser) -> None:
-    """Give command ``name``'s arguments (:data:`ARGUMENTS`) to an argparse ``parser``."""
-    for item in ARGUMENTS[name]:
-        if isinstance(item, Group):
-            group = parser.add_argument_group(item.title, item.description)
-            for flags, options in item.arguments:
-                group.add_argument(*flags, **options)
-        else:
-            parser.add_argument(*item[0], **item[1])

@@ -16,12 +16,18 @@ if TYPE_CHECKING:
 __all__ = ["MAX_RUNS_LIMIT", "Group", "case_cap", "positive_int", "run_limit", "trials"]
 
 
-def positive_int(value: str) -> int:
+def _whole(value: str, low: int, high: int | None = None) -> int | None:
+    """``value`` as a whole number from ``low`` to ``high``; None when it is not one."""
     try:
         n = int(value)
     except ValueError:
-        n = 0
-    if n < 1:
+        return None
+    return n if n >= low and (high is None or n <= high) else None
+
+
+def positive_int(value: str) -> int:
+    n = _whole(value, 1)
+    if n is None:
         raise _type_error(f"expected a whole number of cases, 1 or more, got '{value}'")
     return n
 
@@ -31,11 +37,8 @@ MAX_RUNS_LIMIT = 1_000_000_000
 
 
 def run_limit(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= MAX_RUNS_LIMIT:
+    n = _whole(value, 1, MAX_RUNS_LIMIT)
+    if n is None:
         raise _type_error(
             f"expected a whole number of runs from 1 to {MAX_RUNS_LIMIT}, got '{value}'"
         )
@@ -46,20 +49,15 @@ def case_cap(value: str) -> int | None:
     """``--cases``: a whole number of cases, 1 or more, or ``all`` (None: no cap)."""
     if value == "all":
         return None
-    try:
-        return positive_int(value)
-    except Exception:  # noqa: BLE001 - the same refusal, naming what is accepted
-        raise _type_error(
-            f"expected a whole number of cases, 1 or more, or 'all', got '{value}'"
-        ) from None
+    n = _whole(value, 1)
+    if n is None:
+        raise _type_error(f"expected a whole number of cases, 1 or more, or 'all', got '{value}'")
+    return n
 
 
 def trials(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= 100:
+    n = _whole(value, 1, 100)
+    if n is None:
         raise _type_error(f"expected a whole number of trials from 1 to 100, got '{value}'")
     return n
 
