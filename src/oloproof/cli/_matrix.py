@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from oloproof.cli import _process
 from oloproof.cli._ci import check_outputs, ci_run, wants_outputs, write_matrix_outputs
 from oloproof.cli.run import hard_stop, stop_and_sinks
-from oloproof.render.console import console_print
+from oloproof.render.console import print_to
 
 if TYPE_CHECKING:
     import argparse
@@ -57,7 +57,7 @@ def matrix_command(args: argparse.Namespace, events_out: IO[str]) -> int:
         finally:
             if writer is not None:
                 writer.flush()
-        console_print(table_stream, matrix_report(result.document, config_arg=args.config))
+        print_to(table_stream, matrix_report(result.document, config_arg=args.config))
         exit_code = result.exit_code
         if wants_outputs(args):
             exit_code = write_matrix_outputs(

@@ -48,8 +48,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     # Started with standard output closed (`oloproof run >&-`): Python made sys.stdout
     # None, and every print would fail. What is printed there is discarded instead.
+    # Standard error closed too (`2>&-`): what it would say is discarded; the exit code
+    # still says how the command ended.
+    if sys.stderr is None and not _output_to_devnull(2):
+        return _EXIT_INTERNAL
     closed = sys.stdout is None
-    if closed and not _output_to_devnull():
+    if closed and not _output_to_devnull(1):
         return _EXIT_INTERNAL
     kept = _top_help(words)
     if kept is not None:
@@ -126,20 +130,27 @@ def _error_line(command: str, message: str) -> None:
     so a message quoting a hostile id or output cannot drive the terminal."""
     from oloproof.textsafe import printable
 
-    sys.stderr.write(f"oloproof {command}: {printable(message)}\n")
+    try:
+        sys.stderr.write(f"oloproof {command}: {printable(message)}\n")
+    except (OSError, ValueError):
+        pass  # standard error is gone: the exit code still says it
 
 
-def _output_to_devnull() -> bool:
-    """Give a process started with file descriptor 1 closed a standard output that
-    discards what is written (the lowest free descriptor, 1, is what open returns)."""
+def _output_to_devnull(target: int) -> bool:
+    """Give a process started with descriptor ``target`` (1: standard output, 2: standard
+    error) closed a stream there that discards what is written."""
     try:
         fd = os.open(os.devnull, os.O_WRONLY)
-        if fd != 1:
-            os.dup2(fd, 1)
+        if fd != target:
+            os.dup2(fd, target)
             os.close(fd)
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        stream = open(target, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
     except OSError:
         return False
+    if target == 1:
+        sys.stdout = stream
+    else:
+        sys.stderr = stream
     return True
 
 

@@ -29,7 +29,7 @@ from oloproof.cli import _process
 from oloproof.cli._ci import check_outputs, ci_run, wants_outputs, write_outputs
 from oloproof.errors import UsageError
 from oloproof.events import Event
-from oloproof.render.console import console_print, is_terminal, make_console
+from oloproof.render.console import is_terminal, make_console, print_to
 from oloproof.render.tables import preload, result_report, run_note
 from oloproof.runner import StopRequest
 
@@ -145,7 +145,7 @@ def _command(args: argparse.Namespace, events_out: IO[str]) -> int:
             if live is not None:
                 live.stop()
         note = run_note(result, prepared.executor_note)
-        console_print(table_stream, result_report(result, note, policy_arg=args.policy,
+        print_to(table_stream, result_report(result, note, policy_arg=args.policy,
                                                   config_arg=args.config))
         exit_code = result.exit_code
         if wants_outputs(args):

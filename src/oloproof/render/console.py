@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
-__all__ = ["columns", "console_print", "is_terminal", "make_console", "print_to", "text"]
+__all__ = ["columns", "is_terminal", "make_console", "print_to", "text"]
 
 
 def is_terminal(stream: IO[str]) -> bool:
@@ -68,26 +68,41 @@ def print_to(
     stream: IO[str], item: Line | Table | Blocks | str, *, terminal: bool | None = None
 ) -> None:
     """Print ``item`` to ``stream``: through rich in a terminal, as plain text elsewhere.
-    A ``str`` is literal text (made printable), never markup."""
+    A ``str`` is literal text (made printable), never markup.
+
+    A report that cannot be written (its reader went away, the disk is full, the
+    descriptor was closed under us) is dropped, and the stream sent to ``/dev/null``
+    so exit does not complain again: the command's exit code stays its own (a run's
+    decision is stored before its report is printed; exit 1 would read as a FAIL)."""
     if isinstance(item, str):
         item = line(item)
     if is_terminal(stream) if terminal is None else terminal:
-        make_console(stream).print(item)
-    else:
-        stream.write(_plain_text(stream, item))
-
-
-def console_print(stream: IO[str], item: Line | Table | Blocks) -> None:
-    """:func:`print_to`, then flush; a reader that went away ends the command as rich's
-    ``Console.on_broken_pipe`` does (exit code 1, standard output sent to ``/dev/null``
-    so that exit does not complain again)."""
-    if is_terminal(stream):
         make_console(stream).print(item)
         return
     try:
         stream.write(_plain_text(stream, item))
         stream.flush()
-    except BrokenPipeError:
+    except (OSError, ValueError) as exc:
+        _unwritable(stream, exc)
+
+
+def _unwritable(stream: IO[str], exc: Exception) -> None:
+    """``stream`` failed: send what is left of it nowhere and, unless its reader simply
+    went away (``| head``), say so once on standard error when that is another stream."""
+    try:
+        fd = stream.fileno()
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise SystemExit(1) from None
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # closed, or not a file: nothing more will reach it anyway
+    if isinstance(exc, BrokenPipeError) or stream is sys.stderr:
+        return
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    try:
+        sys.stderr.write(f"oloproof: warning: the report could not be written ({reason});"
+                         " the exit code is the command's as always\n")
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,79 @@
+"""A report that cannot be written does not change the exit code.
+
+A run's decision is stored before its report is printed. When the report cannot reach its
+reader (a full disk, a reader that went away, a descriptor closed at start or by the system
+under test), it is dropped and the exit code stays the command's: 1 would read as a
+blocking FAIL, and 70 as our bug."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import IO
+
+import pytest
+from tests.conftest import OLOPROOF, events, labelled_cases, write_project
+
+RELEASE = """
+version: 1
+rules:
+  - id: floor
+    metric: exact_label
+    min: 0.5
+"""
+FULL = "/dev/full"
+needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full here")
+
+
+def _project(root: Path, label: str) -> Path:
+    """30 cases the system answers with ``label``: all right (ALLOW, 0) or all wrong (1)."""
+    return write_project(
+        root, app=f"def answer(case_input):\n    return {{'label': {label!r}}}\n",
+        cases=labelled_cases(30), release=RELEASE,
+    )
+
+
+def _run(args: list[str], cwd: Path, stdout: IO[str] | int, stderr: IO[str] | int
+         ) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
+    return subprocess.run([*OLOPROOF, *args], cwd=cwd, env=env, text=True, check=False,
+                          stdin=subprocess.DEVNULL, timeout=120, stdout=stdout, stderr=stderr)
+
+
+@needs_dev_full
+@pytest.mark.parametrize(("label", "code"), [("ok", 0), ("no", 1)])
+def test_a_report_to_a_full_disk_keeps_the_gates_exit_code(tmp_path: Path, label: str, code: int) -> None:
+    root = _project(tmp_path / "p", label)
+    with open(FULL, "w") as full:
+        proc = _run(["run"], root, stdout=full, stderr=subprocess.PIPE)
+    assert proc.returncode == code, proc.stderr
+    assert "the report could not be written (No space left on device)" in proc.stderr
+    assert "internal error" not in proc.stderr
+    with open(FULL, "w") as full:
+        gate = _run(["gate", "latest"], root, stdout=full, stderr=subprocess.PIPE)
+    assert gate.returncode == code, gate.stderr
+
+
+@needs_dev_full
+def test_json_events_with_standard_error_full_exit_as_the_final_event_says(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", "ok")
+    with open(FULL, "w") as full:
+        proc = _run(["run", "--json"], root, stdout=subprocess.PIPE, stderr=full)
+    last = events(proc.stdout)[-1]
+    assert last["type"] == "run_finished"
+    assert (last["status"], last["exit_code"]) == ("DECIDED", 0)
+    assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("closed", ["stderr", "both"])
+def test_descriptors_closed_at_start_keep_the_exit_code(tmp_path: Path, closed: str) -> None:
+    root = _project(tmp_path / "p", "ok")
+    # --json sends the report to standard error: closed, it has nowhere to go.
+    redirect = "--json >/dev/null 2>&-" if closed == "stderr" else ">&- 2>&-"
+    cmd = " ".join(f"'{w}'" for w in OLOPROOF)
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
+    proc = subprocess.run(f"{cmd} run {redirect}; echo $?", shell=True, cwd=root, env=env,
+                          text=True, capture_output=True, check=False, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert proc.stdout.strip().splitlines()[-1] == "0", proc.stdout  # the rule's PASS
