@@ -304,6 +304,9 @@ class RunResult:
     sequential: dict[str, Any] | None = None
     #: That reading in one sentence (the reports' note).
     sequential_note: str | None = None
+    #: False when the store's file was removed or replaced during the run: what the run
+    #: wrote went with it (``stop_reason`` says so), and no later run finds it.
+    kept: bool = True
 
     @property
     def allowed(self) -> bool:

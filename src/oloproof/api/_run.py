@@ -264,6 +264,7 @@ def execute(
         declaration=gate_declaration(run.prepared.policy) if outcome.decisions else None,
         sequential=outcome.sequential[0] if outcome.sequential else None,
         sequential_note=outcome.sequential[1] if outcome.sequential else None,
+        kept=outcome.kept,
     )
 
 

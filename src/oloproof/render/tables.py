@@ -387,6 +387,7 @@ def run_note(result: RunResult, executor: str | None = None) -> str | None:
         notes.append(
             f"Stopped: {result.stop_reason}. Finished cases are stored;"
             " the next run takes them from the cache."
+            if result.kept else f"Stopped: {result.stop_reason}."
         )
     if result.sequential_note:
         notes.insert(0, result.sequential_note)

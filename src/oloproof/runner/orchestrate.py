@@ -42,7 +42,7 @@ from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
 from oloproof.store.db import connect_quickly, local_folder, open_store, set_busy_timeout
 from oloproof.store.dbapi import ERRORS
-from oloproof.store.location import PostgresLocation, locate
+from oloproof.store.location import PostgresLocation, StoreLocation, locate
 from oloproof.store.reader import get_run, load_evidence
 from oloproof.store.reserve import Reserve, sweep
 from oloproof.store.writer import MIN_COMMIT_INTERVAL_S, StoreWriter
@@ -90,6 +90,8 @@ class RunResult:
     judges: list[AnyJudgeReport] = field(default_factory=list)
     #: A sequential run's reading (analysis/stored.py ``sequential_reading``): JSON, sentence.
     sequential: tuple[dict[str, Any], str] | None = None
+    #: False when the store file went away during the run: what finished is not kept.
+    kept: bool = True
 
 
 def execute(
@@ -160,6 +162,8 @@ class _Run:
         self.root = prepared.project.root
         self.location = locate(prepared.project.config_path)
         self.conn = open_store(self.location)
+        self.store_file = _file_id(self.location)
+        self.store_lost = False
         set_busy_timeout(self.conn, prepared.project.config.limits.store_busy_timeout_s)
         self.writer = StoreWriter(self.conn, run_id, on_fault=stop.internal)
         # A shard's cases keep their places in the whole suite (api/_run.py): by index.
@@ -294,6 +298,14 @@ class _Run:
         not be stored (the run is then stopped, and ends as RUN_ERROR)."""
         prepared, engine = self.prepared, self.engine
         assert engine is not None
+        if _file_id(self.location) != self.store_file:
+            # Removed (`git clean -fdx`, a system under test) or replaced while the run
+            # wrote: SQLite went on writing to the file it had open, which nobody can
+            # read again. The evidence is gone: never decide it.
+            self.store_lost = True
+            self.stop.internal(f"the store {self.location} was removed or replaced during"
+                               " the run: what the run wrote is not in it")
+            return None
         self.emit(RunPhaseChanged(self.run_id, phase="ANALYZING"))
         # A subset is decided on its own cases, but never allows the release the
         # full policy guards: it blocks as incomplete unless a rule FAILs.
@@ -325,7 +337,7 @@ class _Run:
             reason = f"{reason}; {failed}"
         return RunResult(self.run_id, RunStatus.RUN_ERROR, Completeness.PARTIAL,
                          ExitCode.INCOMPLETE, GateAction.BLOCK, [], summaries,
-                         self.engine.totals, reason, notice)
+                         self.engine.totals, reason, notice, kept=not self.store_lost)
 
     def abandon(self, exc: BaseException) -> None:
         """Never leave a RUNNING row behind, whatever happened (the error is raised again)."""
@@ -408,6 +420,18 @@ def _sequential_json(prepared: Prepared) -> dict[str, Any] | None:
     from oloproof.runner.sequential import sequential_json  # a sequential run only
 
     return sequential_json(prepared)
+
+
+def _file_id(location: StoreLocation) -> tuple[int, int] | None:
+    """Which file an SQLite store is (device, inode); ``None`` for none there, or a team
+    store (which no local file holds)."""
+    if isinstance(location, PostgresLocation):
+        return None
+    try:
+        st = os.stat(location)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _in_order(cases: list[Any]) -> bool:
