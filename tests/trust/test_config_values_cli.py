@@ -1,0 +1,44 @@
+"""Configuration values that a run used to take silently, through the real CLI (a subprocess,
+real files, a real store): a version YAML reads as a number, a group_by key no case has, a URL
+or a header no request can carry, a store URL's secret parameters."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from tests.conftest import Result
+from tests.trust._support import cli, no_traceback, project, runs
+
+pytestmark = pytest.mark.slow
+
+RIGHT = """
+    def answer(inp):
+        return {"label": "ok"}
+"""
+
+
+def _one_error_line(result: Result) -> str:
+    no_traceback(result)
+    assert result.code == 2, result.text
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_versions_yaml_reads_as_one_number_are_three_identities(tmp_path: Path) -> None:
+    """1.1, 1.10 and 1.100 are one number to YAML: each run after the first hit the cache of
+    the other version, and `runs` listed the system as 1.1 each time."""
+    root = project(tmp_path / "p", RIGHT, system="  callable: app:answer\n")
+    config = root / "oloproof.yaml"
+    for version in ("1.1", "1.10", "1.100", "010", "8"):
+        config.write_text(re.sub(r"(?m)^  version: .*$", f"  version: {version}",
+                                 config.read_text()))
+        done = cli(root, "run")
+        assert done.code == 0, done.text
+        assert "executions 0 hits · 6 misses" in done.out, (version, done.out)
+    versions = [r["system"]["version"] for r in runs(root)]
+    assert versions == ["8", "010", "1.100", "1.10", "1.1"]
+    done = cli(root, "run")  # the same version again: every execution from the cache
+    assert "executions 6 hits · 0 misses" in done.out, done.out
