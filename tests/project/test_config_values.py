@@ -163,3 +163,72 @@ def test_an_int_is_a_number_and_both_flags_are_flags(write: Writer) -> None:
     policy = load_release_policy("release.yaml", METRICS)
     assert (policy.max_missing, policy.rules[0].max) == (0.0, 2.0)
     assert type(policy.rules[0].max) is float
+
+
+# -- URLs and headers that can be sent --------------------------------------------------------
+
+
+def _http(url: str, more: str = "") -> str:
+    return project_yaml(system=f"name: bot\nhttp:\n  url: '{url}'\n  version: v\n{more}")
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("http://127.0.0.1:65536/triage", "port 65536 is out of range"),
+    ("http://127.0.0.1:99999/triage", "port 99999 is out of range"),
+    ("http://127.0.0.1:0/triage", "port 0 is out of range"),
+    ("http://127.0.0.1:http/triage", "'http' is not a port"),
+    ("http:///triage", "the URL names no host"),
+    ("http://:8000/triage", "the URL names no host"),
+    ("http://[::1/triage", "not an IPv6 address"),
+    ("http://exa mple.com/", "white space"),
+])
+def test_a_url_that_cannot_be_reached_is_refused_at_load(
+    write: Writer, url: str, says: str
+) -> None:
+    text = _http(url)
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(err, file="oloproof.yaml", field="system.http.url", line=line_of(text, "url:"),
+          contains=(says, "accepted: an http:// or https:// URL with a host"))
+
+
+def test_a_base_url_is_checked_as_a_url_is(write: Writer) -> None:
+    text = project_yaml(evaluators="- {type: rubric_judge, criterion: h, provider:"
+                                   " openai_compatible, model: m, rubric_text: r,"
+                                   " base_url: 'http://localhost:80000/v1'}\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(err, file="oloproof.yaml", field="evaluators[0].base_url", line=line_of(text, "- {"),
+          contains=("port 80000 is out of range",))
+    write("oloproof.yaml", _http("http://[::1]:8000/x"))
+    assert load_project("oloproof.yaml").config.system.http is not None
+
+
+@pytest.mark.parametrize(("headers", "field", "says"), [
+    ('{"Bad Header": x}', "system.http.headers.Bad Header", "'Bad Header' is not a header name"),
+    ('{"X-Aé": x}', "system.http.headers.X-Aé", "'X-Aé' is not a header name"),
+    ('{"X-Key:": x}', "system.http.headers.X-Key:", "is not a header name"),
+    ('{X-Key: "é"}', "system.http.headers.X-Key", "a header value is ASCII text on one line"),
+    ('{X-Key: "a\\nb"}', "system.http.headers.X-Key", "a header value is ASCII text on one line"),
+    ('{Authorization: "Bearer ${INTAKE_TOKEN"}', "system.http.headers.Authorization",
+     "'${INTAKE_TOKEN' is not closed: write ${INTAKE_TOKEN}"),
+    ('{Authorization: "Bearer ${}"}', "system.http.headers.Authorization",
+     "'${}' does not name an environment variable: write ${NAME}"),
+    ('{Authorization: "Bearer ${1X}"}', "system.http.headers.Authorization",
+     "'${1X}' does not name an environment variable"),
+])
+def test_a_header_that_cannot_be_sent_is_refused_at_load(
+    write: Writer, headers: str, field: str, says: str
+) -> None:
+    text = _http("http://127.0.0.1:8000/x", f"  headers: {headers}\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(err, file="oloproof.yaml", field=field, line=line_of(text, "headers:"),
+          contains=(says,))
+
+
+def test_a_header_may_hold_a_dollar_sign_and_variables(write: Writer) -> None:
+    write("oloproof.yaml", _http("http://127.0.0.1:8000/x",
+                                 '  headers: {X-A: "$INTAKE_TOKEN ${A_B}${C} x\\ty"}\n'))
+    http = load_project("oloproof.yaml").config.system.http
+    assert http is not None and http.headers == {"X-A": "$INTAKE_TOKEN ${A_B}${C} x\ty"}

@@ -42,3 +42,26 @@ def test_versions_yaml_reads_as_one_number_are_three_identities(tmp_path: Path) 
     assert versions == ["8", "010", "1.100", "1.10", "1.1"]
     done = cli(root, "run")  # the same version again: every execution from the cache
     assert "executions 6 hits · 0 misses" in done.out, done.out
+
+
+def test_a_url_or_a_header_no_request_can_carry_is_refused_before_the_run(
+    tmp_path: Path,
+) -> None:
+    """Port 65536 failed every call with `ExceptionGroup: unhandled errors in a TaskGroup`,
+    naming neither the URL nor the field; an invalid header name failed every call too."""
+    for http, expected in (
+        ("    url: http://127.0.0.1:65536/triage\n",
+         "oloproof.yaml:9: system.http.url: port 65536 is out of range"),
+        ("    url: http://127.0.0.1:8000/triage\n    headers: {\"Bad Header\": x}\n",
+         ("oloproof.yaml:10: system.http.headers.Bad Header: 'Bad Header' is not a header"
+          " name")),
+        (("    url: http://127.0.0.1:8000/triage\n    headers:\n"
+          "      Authorization: \"Bearer ${INTAKE_TOKEN\"\n"),
+         ("oloproof.yaml:11: system.http.headers.Authorization: '${INTAKE_TOKEN' is not"
+          " closed: write ${INTAKE_TOKEN}")),
+    ):
+        root = project(tmp_path / str(len(http)), RIGHT,
+                       system="  http:\n    version: v1\n" + http)
+        line = _one_error_line(cli(root, "run"))
+        assert f"oloproof run: error: {expected}" in line, line
+        assert not (root / ".oloproof" / "store.sqlite").exists()

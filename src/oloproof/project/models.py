@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -146,13 +147,77 @@ def _check_range(value: tuple[float, float] | None) -> tuple[float, float] | Non
     return value
 
 
+_URL_ACCEPTED = "an http:// or https:// URL with a host, for example http://127.0.0.1:8000/v1"
+
+
+def _check_url(value: str) -> str:
+    """An http(s) URL a request can be sent to: a host, a port from 1 to 65535 (or none),
+    no white space. Checked at load, so that a typo is not met at every call."""
+    if not value.startswith(("http://", "https://")):
+        fail(f"expected a URL starting with http:// or https://, got '{value}'",
+             accepted=_URL_ACCEPTED)
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
+        fail("the URL holds white space or a control character (percent-encode it: %20"
+             " for a space)", accepted=_URL_ACCEPTED)
+    from urllib.parse import urlsplit  # only where a URL is configured
+
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        if "[" in value.partition("//")[2].partition("/")[0]:
+            fail("the host in brackets is not an IPv6 address", accepted=_URL_ACCEPTED)
+        written = value.partition("//")[2].partition("/")[0].rpartition(":")[2]
+        what = f"port {written} is out of range" if written.isdigit() else (
+            f"'{written}' is not a port")
+        fail(f"{what}: a port is a whole number from 1 to 65535", accepted=_URL_ACCEPTED)
+    if port == 0:
+        fail("port 0 is out of range: a port is a whole number from 1 to 65535",
+             accepted=_URL_ACCEPTED)
+    if not parts.hostname:
+        fail(f"the URL names no host (after {parts.scheme}://)", accepted=_URL_ACCEPTED)
+    return value
+
+
+#: A URL of the configuration: an HTTP system's, a provider's ``base_url``.
+HttpUrl = Annotated[str, AfterValidator(_check_url)]
+
+#: A header name as HTTP defines it (RFC 9110, 5.1: a token).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: What is read from the environment in a header value: ``${NAME}``, as
+#: transport/http.py fills it when the run starts.
+_HEADER_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _check_header(name: str, template: str) -> None:
+    if not _HEADER_NAME.fullmatch(name):
+        fail(f"'{name}' is not a header name (RFC 9110: no space, no ':', ASCII only)",
+             at=(name,), accepted="letters, digits and !#$%&'*+-.^_`|~, for example"
+                                  " X-Api-Key")
+    left = _HEADER_VARIABLE.sub("", template)
+    broken = re.search(r"\$\{([^}]*)(\}?)", left)
+    if broken is not None:
+        written, variable = broken.group(0), broken.group(1).strip()
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
+            variable = "NAME"
+        what = "does not name an environment variable" if broken.group(2) else "is not closed"
+        fail(f"'{written}' {what}: write ${{{variable}}} to send the value of the environment"
+             f" variable {variable} (a name is letters, digits and '_')", at=(name,),
+             accepted="text, with ${NAME} where a variable's value goes")
+    if not template.isascii() or any(ch < " " and ch != "\t" or ch == "\x7f"
+                                      for ch in template):
+        fail("a header value is ASCII text on one line: HTTP sends no other characters",
+             at=(name,), accepted="printable ASCII, with ${NAME} where a variable's value"
+                                  " goes")
+
+
 # -- the system under test ----------------------------------------------------
 
 
 class HttpSystemConfig(_Model):
     """A system reached over HTTP; the case's input is sent as the JSON body."""
 
-    url: str
+    url: HttpUrl
     method: Literal["POST", "PUT", "GET"] = "POST"
     version: NonEmpty
     output_path: str | None = None
@@ -165,11 +230,11 @@ class HttpSystemConfig(_Model):
     def _upper_method(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
 
-    @field_validator("url")
+    @field_validator("headers")
     @classmethod
-    def _check_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            fail(f"expected a URL starting with http:// or https://, got '{value}'")
+    def _check_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, template in value.items():
+            _check_header(name, template)
         return value
 
 
@@ -215,7 +280,7 @@ class ModelSystemConfig(_Model):
 
     provider: Literal["anthropic", "openai", "openai_compatible"]
     model: NonEmpty
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     prompt_file: NonEmpty
     system_prompt_file: NonEmpty | None = None
     output: Literal["text", "json"] = "text"
@@ -225,13 +290,6 @@ class ModelSystemConfig(_Model):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     api_key_env: str | None = None
     timeout_s: Number = Field(default=60, gt=0)
-
-    @field_validator("base_url")
-    @classmethod
-    def _check_base_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            fail(f"expected a URL starting with http:// or https://, got '{value}'")
-        return value
 
     @model_validator(mode="after")
     def _check_request(self) -> ModelSystemConfig:
@@ -245,7 +303,7 @@ class MatrixVariant(_Model):
     name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:/+-]+$", max_length=120)]
     provider: Literal["anthropic", "openai", "openai_compatible"] | None = None
     model: NonEmpty | None = None
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     prompt_file: NonEmpty | None = None
     system_prompt_file: NonEmpty | None = None
     output: Literal["text", "json"] | None = None
@@ -631,7 +689,7 @@ class PanelMember(_Model):
     provider: Literal["anthropic", "openai", "openai_compatible"] | None = None
     model: NonEmpty | None = None
     api_key_env: str | None = None
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     temperature: Number | None = Field(default=None, ge=0)
     max_tokens: Whole | None = Field(default=None, ge=1)
     max_completion_tokens: Whole | None = Field(default=None, ge=1)
@@ -652,7 +710,7 @@ class RubricJudgeEvaluator(_EvaluatorBase):
     rubric_file: str | None = None
     rubric_text: str | None = None
     api_key_env: str | None = None
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     #: Sent only when set, except where the provider's API expects it (see
     #: :attr:`request_temperature`); ``null`` leaves it out of the request.
     temperature: Number | None = Field(default=None, ge=0)
