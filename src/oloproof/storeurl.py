@@ -21,9 +21,13 @@ from oloproof.errors import ConfigError
 if TYPE_CHECKING:
     import re
 
-__all__ = ["MASK", "POSTGRES_SCHEMES", "is_postgres", "masked", "scrub", "store_setting"]
+__all__ = [
+    "MASK", "POSTGRES_SCHEMES", "STORE_DIR", "is_postgres", "masked", "scrub", "store_setting",
+]
 
 MASK = "***"
+#: The directory of a project's own store (and of its snapshots), in the project directory.
+STORE_DIR = ".oloproof"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 ACCEPTED = "a postgresql:// URL (the team store), or sqlite (the default store in .oloproof/)"
 

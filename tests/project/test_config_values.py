@@ -232,3 +232,32 @@ def test_a_header_may_hold_a_dollar_sign_and_variables(write: Writer) -> None:
                                  '  headers: {X-A: "$INTAKE_TOKEN ${A_B}${C} x\\ty"}\n'))
     http = load_project("oloproof.yaml").config.system.http
     assert http is not None and http.headers == {"X-A": "$INTAKE_TOKEN ${A_B}${C} x\ty"}
+
+
+# -- code paths outside the store --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", [".oloproof", ".oloproof/store.sqlite", "./.oloproof/",
+                                   "prompts/../.oloproof"])
+def test_a_code_path_in_the_store_is_refused(
+    write: Writer, project_dir: Path, entry: str
+) -> None:
+    (project_dir / ".oloproof").mkdir()
+    (project_dir / ".oloproof" / "store.sqlite").write_bytes(b"")
+    (project_dir / "prompts").mkdir()
+    (project_dir / "checks.py").write_text("def ok(output):\n    return True\n")
+    for arguments, field, on_line in (
+        ({"system": _CALLABLE + f"code_paths: ['{entry}']\n"}, "system.code_paths[0]",
+         "code_paths"),
+        ({"evaluators": f"- {{type: custom, criterion: c, function: checks:ok,"
+                        f" code_paths: ['{entry}']}}\n"},
+         "evaluators[0].code_paths[0]", "- {"),
+    ):
+        text = project_yaml(**arguments)
+        write("oloproof.yaml", text)
+        err = config_error(lambda: load_project("oloproof.yaml"))
+        check(err, file="oloproof.yaml", field=field, line=line_of(text, on_line),
+              contains=(f"'{entry}' is in .oloproof/, the store's directory",
+                        "miss the cache"))
+    write("oloproof.yaml", project_yaml(system=_CALLABLE + "code_paths: [checks.py, prompts]\n"))
+    assert load_project("oloproof.yaml").config.system.code_paths == ["checks.py", "prompts"]

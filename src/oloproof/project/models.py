@@ -35,6 +35,7 @@ Choices worth knowing (also in the user docs):
 
 from __future__ import annotations
 
+import os.path
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,7 +74,7 @@ from oloproof.project.config import (
     State,
     regex_flags,
 )
-from oloproof.storeurl import masked, store_setting
+from oloproof.storeurl import STORE_DIR, masked, store_setting
 
 __all__ = [
     "MAX_JUDGE_CONCURRENCY",
@@ -209,6 +210,26 @@ def _check_header(name: str, template: str) -> None:
         fail("a header value is ASCII text on one line: HTTP sends no other characters",
              at=(name,), accepted="printable ASCII, with ${NAME} where a variable's value"
                                   " goes")
+
+
+def _check_code_paths(
+    entries: list[str], info: ValidationInfo, at: tuple[str, ...] = ()
+) -> None:
+    """No code path is the store's directory or inside it: what the store holds changes with
+    every run, and as part of an identity it would make every case miss the cache (a path
+    that holds the whole project is refused where the files are read, systems/loading.py)."""
+    root = _context(info, "root")
+    if not isinstance(root, Path) or not entries:
+        return
+    store = os.path.realpath(root / STORE_DIR)
+    for index, entry in enumerate(entries):
+        path = os.path.realpath(root / entry)
+        if path == store or path.startswith(store + os.sep):
+            fail(f"'{entry}' is in {STORE_DIR}/, the store's directory, whose content changes"
+                 " with every run: as part of the identity it would make every case miss the"
+                 " cache. List the files or directories the code is in", at=(*at, index),
+                 accepted="files or directories of code and prompts, relative to the project"
+                          f" directory and outside {STORE_DIR}/")
 
 
 # -- the system under test ----------------------------------------------------
@@ -471,6 +492,7 @@ class SystemConfig(_Model):
                         f"not found: {entry} (code paths are relative to the project directory)",
                         at=("code_paths", index),
                     )
+        _check_code_paths(self.code_paths, info, at=("code_paths",))
         return self
 
 
@@ -898,6 +920,12 @@ class CustomEvaluator(_EvaluatorBase):
     params: dict[str, Any] = Field(default_factory=dict)
 
     _range = field_validator("range")(_check_range)
+
+    @field_validator("code_paths")
+    @classmethod
+    def _check_code_paths(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        _check_code_paths(value, info)
+        return value
 
     @field_validator("function")
     @classmethod
