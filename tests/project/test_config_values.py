@@ -165,6 +165,22 @@ def test_an_int_is_a_number_and_both_flags_are_flags(write: Writer) -> None:
     assert type(policy.rules[0].max) is float
 
 
+# -- the confidence level is a coverage ------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["0.05", "0.1", "0.49"])
+def test_a_confidence_level_below_one_half_is_refused(write: Writer, value: str) -> None:
+    for name, load in (("release.yaml", load_release_policy),
+                       ("compare.yaml", load_compare_policy)):
+        write(name, f"version: 1\nconfidence_level: {value}\nrules: []\n")
+        err = config_error(lambda name=name, load=load: load(name, METRICS))
+        check(err, file=name, field="confidence_level", line=2,
+              contains=(f"{value} would decide on a", "not the error rate alpha",
+                        "accepted: a number from 0.5 to below 1"))
+    write("release.yaml", "version: 1\nconfidence_level: 0.5\nrules: []\n")
+    assert load_release_policy("release.yaml", METRICS).confidence_level == 0.5
+
+
 # -- URLs and headers that can be sent --------------------------------------------------------
 
 

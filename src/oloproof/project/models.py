@@ -1298,9 +1298,18 @@ class ObservedCountRule(_Model):
 ReleaseRule = Annotated[IntervalRule | ObservedCountRule, Field(discriminator="kind")]
 
 
+#: The lowest confidence level accepted: below it the level is mistaken for alpha.
+MIN_CONFIDENCE_LEVEL = 0.5
+
+
 def _check_confidence(value: float) -> float:
     if not 0 < value < 1:
         fail(f"must lie strictly between 0 and 1 (for example 0.95), got {value:g}")
+    if value < MIN_CONFIDENCE_LEVEL:
+        fail(f"{value:g} would decide on a {value:.0%} interval: confidence_level is the"
+             f" interval's coverage (0.95 for 95%), not the error rate alpha (write"
+             f" {1 - value:g}, not {value:g})",
+             accepted="a number from 0.5 to below 1, for example 0.95")
     return value
 
 
