@@ -44,6 +44,30 @@ def test_versions_yaml_reads_as_one_number_are_three_identities(tmp_path: Path) 
     assert "executions 6 hits · 0 misses" in done.out, done.out
 
 
+def test_a_group_by_key_no_case_has_is_refused(tmp_path: Path) -> None:
+    cases = [{"id": f"q{i}", "input": {"n": i}, "expected": {"label": "ok"},
+              "metadata": {"lang": "en", "tier": i % 2}} for i in range(6)]
+    evaluators = ("  - type: exact_match\n    criterion: exact_label\n    field: label\n"
+                  "    group_by: [langue]\n")
+    root = project(tmp_path / "p", RIGHT, cases=cases, evaluators=evaluators)
+    line = _one_error_line(cli(root, "run"))
+    assert line == (
+        "oloproof run: error: oloproof.yaml:15: evaluators[0].group_by[0]: no case of"
+        " data/cases.jsonl has the metadata key 'langue': every case would be in the one"
+        " group langue=null; did you mean 'lang'? (accepted: a key of the cases' metadata:"
+        " lang, tier)"), line
+    assert not (root / ".oloproof" / "store.sqlite").exists()
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("[langue]", "[lang]"))
+    line = _one_error_line(cli(root, "run", "--group-by", "teir"))
+    assert line.startswith("oloproof run: error: --group-by teir: no case of data/cases.jsonl"
+                           " has the metadata key 'teir'"), line
+    assert "did you mean 'tier'?" in line
+    done = cli(root, "run", "--group-by", "tier")
+    assert done.code == 0, done.text
+    assert "exact_label[tier=1]" in done.out
+
+
 def test_a_url_or_a_header_no_request_can_carry_is_refused_before_the_run(
     tmp_path: Path,
 ) -> None:
