@@ -277,3 +277,17 @@ def test_a_code_path_in_the_store_is_refused(
                         "miss the cache"))
     write("oloproof.yaml", project_yaml(system=_CALLABLE + "code_paths: [checks.py, prompts]\n"))
     assert load_project("oloproof.yaml").config.system.code_paths == ["checks.py", "prompts"]
+
+
+# -- the store setting is not empty ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("written", ['""', "' '", ""])
+def test_an_empty_store_is_refused(write: Writer, written: str) -> None:
+    text = project_yaml(top=f"store: {written}\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(err, file="oloproof.yaml", field="store", line=line_of(text, "store:"),
+          contains=("the store is empty: write store: sqlite",))
+    write("oloproof.yaml", project_yaml(top="store: sqlite\n"))
+    assert load_project("oloproof.yaml").config.store is None

@@ -4,7 +4,9 @@ or a header no request can carry, a store URL's secret parameters."""
 
 from __future__ import annotations
 
+import json
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,18 @@ def test_a_url_or_a_header_no_request_can_carry_is_refused_before_the_run(
         line = _one_error_line(cli(root, "run"))
         assert f"oloproof run: error: {expected}" in line, line
         assert not (root / ".oloproof" / "store.sqlite").exists()
+
+
+def test_a_store_url_never_shows_a_secret_parameter(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port where nothing listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = (f"postgresql://ana@127.0.0.1:{port}/evals?sslpassword=hunter2&password=pw-SECRET"
+           "&connect_timeout=2")
+    root = project(tmp_path / "p", RIGHT, extra=f"store: {json.dumps(url)}\n")
+    for command in ("run", "runs"):
+        done = cli(root, command)
+        no_traceback(done)
+        assert done.code != 0, done.text
+        assert "hunter2" not in done.text and "pw-SECRET" not in done.text, done.text
+        assert "sslpassword=***&password=***" in done.err, done.err

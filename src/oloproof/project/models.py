@@ -1025,7 +1025,8 @@ class ProjectConfig(_Model):
     @classmethod
     def _check_store(cls, value: Any) -> str | None:
         try:
-            url = store_setting(value, "oloproof.yaml")
+            # store: written with nothing after it is empty, as store: "" is (and policy:).
+            url = store_setting("" if value is None else value, "oloproof.yaml")
         except ConfigError as exc:
             fail(exc.detail, accepted=exc.accepted)
         return None if url is None else masked(url)
