@@ -3,10 +3,11 @@
 A project's store is the embedded SQLite file in ``.oloproof/`` (the default) or a team
 store on PostgreSQL, named by a ``postgresql://`` URL (libpq's URI form: any connection
 parameter can go in its query string). That URL may hold a password, in its user part
-(``postgresql://ana:SECRET@db/evals``) or as a parameter (``?password=SECRET``). A
-password is never stored, printed or put in an event: wherever a store is shown, it is
-:func:`masked`, and any text that may quote the URL (an error of the driver) goes
-through :func:`scrub`.
+(``postgresql://ana:SECRET@db/evals``) or as a parameter (``?password=SECRET``,
+``?sslpassword=SECRET``: any parameter whose name holds ``password``, ``passwd``,
+``secret`` or ``token``). A password is never stored, printed or put in an event:
+wherever a store is shown, it is :func:`masked`, and any text that may quote the URL (an
+error of the driver) goes through :func:`scrub`.
 
 This module is a bottom layer: it imports nothing of Oloproof's but its errors.
 """
@@ -21,9 +22,13 @@ from oloproof.errors import ConfigError
 if TYPE_CHECKING:
     import re
 
-__all__ = ["MASK", "POSTGRES_SCHEMES", "is_postgres", "masked", "scrub", "store_setting"]
+__all__ = [
+    "MASK", "POSTGRES_SCHEMES", "STORE_DIR", "is_postgres", "masked", "scrub", "store_setting",
+]
 
 MASK = "***"
+#: The directory of a project's own store (and of its snapshots), in the project directory.
+STORE_DIR = ".oloproof"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 ACCEPTED = "a postgresql:// URL (the team store), or sqlite (the default store in .oloproof/)"
 
@@ -38,8 +43,11 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     # user part and the last '@' before the host (a password may hold '@' when it is not
     # percent-encoded; libpq splits on the last one too).
     userinfo = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)@")
-    # password=... in a query string or a key=value connection string.
-    parameter = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s#]*)")
+    # password=..., sslpassword=... (any parameter named for a secret) in a query string
+    # or a key=value connection string.
+    parameter = re.compile(
+        r"(?i)(\b\w*(?:password|passwd|secret|token)\w*\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s#]*)"
+    )
     return userinfo, parameter
 
 
@@ -48,7 +56,8 @@ def is_postgres(value: str) -> bool:
 
 
 def masked(url: str) -> str:
-    """``url`` with its password (user part and ``password=`` parameters) as ``***``."""
+    """``url`` with its password (user part, and every parameter named for a secret:
+    ``password=``, ``sslpassword=``) as ``***``."""
     _USERINFO, _PARAMETER = _patterns()
 
     def user(match: re.Match[str]) -> str:
@@ -95,8 +104,9 @@ def store_setting(value: object, origin: str) -> str | None:
 
     ``origin`` names where the value came from (``OLOPROOF_STORE``, ``oloproof.yaml``) for
     the error. Accepted: a ``postgresql://`` (or ``postgres://``) URL; ``sqlite``, or
-    nothing, for the default. Anything else is a :class:`ConfigError` that shows the value
-    masked, never its password."""
+    ``None`` (no setting), for the default. Anything else, the empty text included (as
+    ``policy: ""`` is, it is a mistake, not a choice), is a :class:`ConfigError` that shows
+    the value masked, never its password."""
     if value is None:
         return None
     if not isinstance(value, str):
@@ -105,7 +115,13 @@ def store_setting(value: object, origin: str) -> str | None:
             accepted=ACCEPTED,
         )
     text = value.strip()
-    if not text or text.lower() == "sqlite":
+    if not text:
+        raise ConfigError(
+            "the store is empty: write store: sqlite for the store in .oloproof/, a"
+            " postgresql:// URL, or remove the key", file=origin, field="store",
+            accepted=ACCEPTED,
+        )
+    if text.lower() == "sqlite":
         return None
     if is_postgres(text):
         return text

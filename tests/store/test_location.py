@@ -50,6 +50,13 @@ def test_a_bad_setting_is_refused_without_showing_a_password(
     assert "accepted: a postgresql:// URL" in str(caught.value)
     with pytest.raises(ConfigError, match="expected text"):
         store_setting(5, "oloproof.yaml")
+    # Empty is a mistake, as policy: "" is; the default store is written sqlite.
+    for empty in ("", "  "):
+        with pytest.raises(ConfigError, match="the store is empty: write store: sqlite"):
+            store_setting(empty, "oloproof.yaml")
+    config.write_text('version: 1\nproject: p\nstore: ""\n')
+    with pytest.raises(ConfigError, match="the store is empty"):
+        locate(config)
     config.write_text(f"version: 1\nstore: {URL}\n")  # a team store needs the project's name
     with pytest.raises(ConfigError, match="project"):
         locate(config)
@@ -61,6 +68,11 @@ def test_a_location_never_shows_its_password() -> None:
         assert "S3cr" not in text and "ana:***@db.example" in text
     assert masked("postgresql://u@h/d?password=abc&x=1") == "postgresql://u@h/d?password=***&x=1"
     assert masked("postgresql://h/d") == "postgresql://h/d"
+    # Every parameter named for a secret, not only password=.
+    assert masked("postgresql://h/d?sslpassword=hunter2&sslmode=require&PASSWORD=x") == (
+        "postgresql://h/d?sslpassword=***&sslmode=require&PASSWORD=***")
+    assert masked("host=h sslpassword='a b' dbname=d") == "host=h sslpassword=*** dbname=d"
+    assert scrub("bad key hunter2", "postgresql://h/d?sslpassword=hunter2") == "bad key ***"
     # A driver's message that quotes the password, as written or percent-decoded.
     said = "invalid token 'S3cr%40t:x' (S3cr@t:x) in " + URL
     cleaned = scrub(said, URL)

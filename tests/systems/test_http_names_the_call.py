@@ -19,6 +19,7 @@ from oloproof.providers.verdict import build_judge_prompt
 from oloproof.systems.http import HttpSystem
 from oloproof.transport.http import shown_url
 from oloproof.transport.retry import AttemptFailure, RetryPolicy, call_with_retries
+from oloproof.transport.threads import describe_exception, innermost
 
 FAST = RetryPolicy(base_delay_s=0.01, max_delay_s=0.05)
 KEY = "sk-test-SECRET-0123456789"
@@ -73,6 +74,27 @@ def test_a_refused_connection_names_the_method_and_the_url() -> None:
         f"system demo: POST http://127.0.0.1:{port}/extract?…: could not connect: "), failure.message
     assert "s3cret" not in failure.message and "hunter2" not in failure.message
     assert system.target == f"POST http://127.0.0.1:{port}/extract?…"
+
+
+def test_an_error_below_httpx_names_the_request_not_a_task_group() -> None:
+    """A port past 65535 (a system built in code: the configuration refuses it at load)
+    fails in anyio's connect with an OverflowError inside an ExceptionGroup, which httpx
+    does not wrap: the call failed as `ExceptionGroup: unhandled errors in a TaskGroup (1
+    sub-exception)`, naming neither the request nor the error."""
+    system = HttpSystem(name="demo", url="http://127.0.0.1:65536/triage", version="v1")
+    failure = _fail(system, {"question": "x"})
+    assert failure.message.startswith(
+        "system demo: POST http://127.0.0.1:65536/triage: OverflowError: "), failure.message
+    assert "port must be 0-65535" in failure.message
+    assert "TaskGroup" not in failure.message and "ExceptionGroup" not in failure.message
+
+
+def test_an_exception_group_is_described_by_the_errors_it_holds() -> None:
+    inner = ExceptionGroup("unhandled errors in a TaskGroup", [OverflowError("port")])
+    assert describe_exception(ExceptionGroup("outer", [inner])) == "OverflowError: port"
+    many = ExceptionGroup("g", [ValueError(str(i)) for i in range(5)])
+    assert describe_exception(many) == "ValueError: 0; ValueError: 1; ValueError: 2 and 2 more"
+    assert innermost(ValueError("x")).args == ("x",)
 
 
 def test_a_status_names_the_method_and_the_url_and_never_the_query(srv: FakeServer) -> None:

@@ -9,13 +9,17 @@ line map, and say what went wrong in plain words: "expected a number, got
 Validators in :mod:`oloproof.project.models` report their own problems with
 :func:`fail`, which can point below the field being validated (``at``) and
 say what is accepted.
+
+The same walk along the model classes gives text fields the text as written
+(:func:`as_written`) before validation: ``version: 1.10`` is ``"1.10"``.
 """
 
 from __future__ import annotations
 
+import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
@@ -52,7 +56,7 @@ def to_config_error(
     candidates: list[tuple[int, int, int, ConfigError]] = []
     for index, err in enumerate(exc.errors()):
         path = _user_path(tuple(err["loc"]), data, tags)
-        field, detail, accepted, path = _explain(err, path, data, model)
+        field, detail, accepted, path = _explain(err, path, data, model, lines.text(path))
         line = lines.nearest(path)
         missing = 1 if err["type"] in ("missing", "union_tag_not_found") else 0
         error = ConfigError(detail, file=display, field=field or None, line=line, accepted=accepted)
@@ -90,9 +94,11 @@ def _at(data: Any, path: PathKey) -> Any:
 
 
 def _explain(
-    err: Mapping[str, Any], path: PathKey, data: Any, model: type[BaseModel]
+    err: Mapping[str, Any], path: PathKey, data: Any, model: type[BaseModel],
+    written: str | None = None,
 ) -> tuple[str, str, str | None, PathKey]:
-    """``(field, detail, accepted, path)`` for one pydantic error.
+    """``(field, detail, accepted, path)`` for one pydantic error; ``written`` is the value
+    as the file writes it, when YAML read it as a number or true/false.
 
     Only pydantic's machine-readable parts are read: the error ``type``, its
     ``ctx`` values and the location. What is accepted (the choices of a
@@ -103,6 +109,8 @@ def _explain(
     ctx: Mapping[str, Any] = err.get("ctx") or {}
     value = err.get("input")
     got = describe(value)
+    if isinstance(value, bool) and written is not None and written != got:
+        got = f"{written} (which YAML reads as {got})"
     accepted: str | None = None
     last = path[-1] if path else ""
 
@@ -151,7 +159,21 @@ def _explain(
         detail = str(ctx.get("error", kind))
     else:
         detail = _SIMPLE.get(kind, "not accepted here: got {got}").format(got=got)
+        if kind in _QUOTED and isinstance(value, str) and _QUOTED[kind](value.strip()):
+            detail += f" (quoted, a value is text: write {value.strip()} without quotes)"
+        elif kind == "string_type" and type(value) in (int, float):
+            # Where the loader cannot tell a text field (a matrix product's values).
+            detail += " (write it quoted: unquoted, YAML reads it as a number)"
     return format_path(path), detail, accepted, path
+
+
+# The type errors whose value, given as text, YAML would read as the type expected were it
+# not quoted (a plain decimal: YAML reads ``1e3`` as text).
+_QUOTED: dict[str, Callable[[str], object]] = {
+    "float_type": re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)").fullmatch,
+    "int_type": re.compile(r"[+-]?\d+").fullmatch,
+    "bool_type": lambda text: text in ("true", "false"),
+}
 
 
 # Error types whose message needs nothing but the value received.
@@ -217,6 +239,39 @@ def _length_detail(kind: str, ctx: Mapping[str, Any], last: str | int) -> str:
 
 
 # -- walking the model classes along a path ----------------------------------
+
+
+def as_written(model: type[BaseModel], data: Any, lines: LineMap) -> Any:
+    """``data`` with every value YAML read as a number or as true/false, where ``model``
+    expects text, replaced by its text as written: ``version: 1.10`` is ``"1.10"``, not
+    ``1.1`` (which ``1.1`` and ``1.100`` would also be), ``010`` is ``"010"``, not 8,
+    ``1:30`` is ``"1:30"``, not 90. A field that takes text or a number (a group's value)
+    keeps the number. The models accept no number as text: a value that did not come
+    from YAML has to be text already."""
+    return _written(model, data, (), lines)
+
+
+def _written(ann: Any, node: Any, path: PathKey, lines: LineMap) -> Any:
+    if isinstance(node, int | float):  # bool included
+        text = lines.text(path)
+        return text if text is not None and _strip(ann) is str else node
+    current = _pick_model(ann, node)
+    if current is not None:
+        if not isinstance(node, dict):
+            return node
+        fields = {f.alias or n: f.annotation for n, f in current.model_fields.items()}
+        return {
+            key: _written(fields[key], value, (*path, key), lines) if key in fields else value
+            for key, value in node.items()
+        }
+    inner = _strip(ann)
+    origin = typing.get_origin(inner)
+    args = typing.get_args(inner)
+    if origin in (list, tuple) and args and isinstance(node, list):
+        return [_written(args[0], item, (*path, i), lines) for i, item in enumerate(node)]
+    if origin is dict and len(args) == 2 and isinstance(node, dict):
+        return {key: _written(args[1], value, (*path, key), lines) for key, value in node.items()}
+    return node
 
 
 def _keys_of(model: type[BaseModel], path: PathKey, data: Any) -> list[str]:

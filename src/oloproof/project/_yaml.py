@@ -13,6 +13,9 @@ Choices that differ from ``yaml.safe_load``:
   not ``True``; ``1:`` is ``"1"``);
 - a timestamp-looking scalar stays text (``version: 2024-05-01`` is the
   string ``"2024-05-01"``, not a ``date``);
+- a plain scalar YAML reads as a number or as true/false keeps its text as written
+  (:meth:`LineMap.text`): where the schema expects text, the validation reads that text,
+  so ``version: 1.10`` is ``"1.10"``, not 1.1 (project/models.py, :func:`as_written`);
 - a key written twice in one mapping is an error, not "last one wins";
 - aliases may not expand to more than :data:`MAX_ALIAS_VALUES` values (a
   kilobyte "billion laughs" document would otherwise build billions);
@@ -49,15 +52,25 @@ MAX_ALIAS_VALUES = 10_000
 
 
 class LineMap:
-    """The line of every key and item of one YAML document."""
+    """The line of every key and item of one YAML document, and the text as written of
+    every scalar YAML read as a number or as true/false."""
 
-    __slots__ = ("_lines",)
+    __slots__ = ("_lines", "_texts")
 
     def __init__(self) -> None:
         self._lines: dict[PathKey, int] = {}
+        self._texts: dict[PathKey, str] = {}
 
     def set(self, path: PathKey, line: int) -> None:
         self._lines[path] = line
+
+    def set_text(self, path: PathKey, text: str) -> None:
+        self._texts[path] = text
+
+    def text(self, path: PathKey) -> str | None:
+        """The text as written of the number or true/false at ``path`` (``1.10``, ``010``,
+        ``1:30``, ``yes``), or None."""
+        return self._texts.get(path)
 
     def exact(self, path: PathKey) -> int | None:
         """The line of exactly this path, or None."""
@@ -230,9 +243,12 @@ class _Builder:
         if node.tag == _TIMESTAMP_TAG:
             return node.value
         try:
-            return self._constructor.construct_object(node, deep=True)
+            value = self._constructor.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
             raise _yaml_error(exc, self._display, self._source) from None
+        if isinstance(value, int | float):  # bool included
+            self._lines.set_text(path, node.value)
+        return value
 
     def _mapping(self, node: MappingNode, path: PathKey, depth: int) -> dict[str, Any]:
         try:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from oloproof.errors import ConfigError
-from oloproof.project._errors import to_config_error
+from oloproof.project._errors import as_written, to_config_error
 from oloproof.project._project import (
     DEFAULT_POLICY_FILE,
     NO_RULES_NOTE,
@@ -44,7 +44,7 @@ from oloproof.project.config import (
     ProjectConfig,
     ReleasePolicy,
 )
-from oloproof.project.models import validate
+from oloproof.project.models import model_of, validate
 from oloproof.project.suite import load_suite
 
 if TYPE_CHECKING:
@@ -268,11 +268,11 @@ def _validate(
             line=lines.exact(("version",)),
             accepted="1",
         )
+    schema = model_of(model)
+    data = as_written(schema, data, lines)
     try:
         return validate(model, data, context)
     except ValidationError as exc:
-        from oloproof.project.models import model_of
-
         raise to_config_error(
-            exc, data=data, lines=lines, display=display, model=model_of(model), tags=_TAGS
+            exc, data=data, lines=lines, display=display, model=schema, tags=_TAGS
         ) from None

@@ -17,7 +17,11 @@ the loaders in :mod:`oloproof.project.loader` pass:
 
 Choices worth knowing (also in the user docs):
 
-- numbers are accepted where text is expected (``version: 2`` is ``"2"``);
+- where text is expected, a value YAML reads as a number or true/false is its text as
+  written (``version: 1.10`` is ``"1.10"``, ``010`` is ``"010"``: the loader's
+  :func:`~oloproof.project._errors.as_written`); the models take no number as text;
+- a number is a number and a flag a flag (:data:`Number`, :data:`Whole`, :data:`Flag`):
+  ``true``, ``"0.7"`` or ``8.0`` for a whole number are refused, never converted;
 - ``system.version`` is required for a callable system, ``system.http.version``
   for an HTTP system: a version is part of the system's identity;
 - the optional top-level ``retry:`` block holds ``max_retry_wait_s`` (default
@@ -31,16 +35,19 @@ Choices worth knowing (also in the user docs):
 
 from __future__ import annotations
 
+import os.path
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
+    Strict,
     StringConstraints,
     ValidationError,
     ValidationInfo,
@@ -67,7 +74,7 @@ from oloproof.project.config import (
     State,
     regex_flags,
 )
-from oloproof.storeurl import masked, store_setting
+from oloproof.storeurl import STORE_DIR, masked, store_setting
 
 __all__ = [
     "MAX_JUDGE_CONCURRENCY",
@@ -105,13 +112,19 @@ __all__ = [
 _FUNCTION_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 Criterion = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+#: The types of every number and flag of the configuration, strict: a number is an int or
+#: a float as YAML writes one, never ``true`` (pydantic would read it as 1) nor text
+#: (``"0.70"``, ``" 0.7 "``: quoted, it is text); a whole number is never ``8.0`` nor
+#: ``1e8``; a flag is ``true`` or ``false``, never ``"on"`` nor ``1``.
+Number = Annotated[float, Strict()]
+Whole = Annotated[int, Strict()]
+Flag = Annotated[bool, Strict()]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
-        coerce_numbers_to_str=True,
         allow_inf_nan=False,
         populate_by_name=True,
         defer_build=True,
@@ -135,18 +148,102 @@ def _check_range(value: tuple[float, float] | None) -> tuple[float, float] | Non
     return value
 
 
+_URL_ACCEPTED = "an http:// or https:// URL with a host, for example http://127.0.0.1:8000/v1"
+
+
+def _check_url(value: str) -> str:
+    """An http(s) URL a request can be sent to: a host, a port from 1 to 65535 (or none),
+    no white space. Checked at load, so that a typo is not met at every call."""
+    if not value.startswith(("http://", "https://")):
+        fail(f"expected a URL starting with http:// or https://, got '{value}'",
+             accepted=_URL_ACCEPTED)
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
+        fail("the URL holds white space or a control character (percent-encode it: %20"
+             " for a space)", accepted=_URL_ACCEPTED)
+    from urllib.parse import urlsplit  # only where a URL is configured
+
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        if "[" in value.partition("//")[2].partition("/")[0]:
+            fail("the host in brackets is not an IPv6 address", accepted=_URL_ACCEPTED)
+        written = value.partition("//")[2].partition("/")[0].rpartition(":")[2]
+        what = f"port {written} is out of range" if written.isdigit() else (
+            f"'{written}' is not a port")
+        fail(f"{what}: a port is a whole number from 1 to 65535", accepted=_URL_ACCEPTED)
+    if port == 0:
+        fail("port 0 is out of range: a port is a whole number from 1 to 65535",
+             accepted=_URL_ACCEPTED)
+    if not parts.hostname:
+        fail(f"the URL names no host (after {parts.scheme}://)", accepted=_URL_ACCEPTED)
+    return value
+
+
+#: A URL of the configuration: an HTTP system's, a provider's ``base_url``.
+HttpUrl = Annotated[str, AfterValidator(_check_url)]
+
+#: A header name as HTTP defines it (RFC 9110, 5.1: a token).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: What is read from the environment in a header value: ``${NAME}``, as
+#: transport/http.py fills it when the run starts.
+_HEADER_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _check_header(name: str, template: str) -> None:
+    if not _HEADER_NAME.fullmatch(name):
+        fail(f"'{name}' is not a header name (RFC 9110: no space, no ':', ASCII only)",
+             at=(name,), accepted="letters, digits and !#$%&'*+-.^_`|~, for example"
+                                  " X-Api-Key")
+    left = _HEADER_VARIABLE.sub("", template)
+    broken = re.search(r"\$\{([^}]*)(\}?)", left)
+    if broken is not None:
+        written, variable = broken.group(0), broken.group(1).strip()
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
+            variable = "NAME"
+        what = "does not name an environment variable" if broken.group(2) else "is not closed"
+        fail(f"'{written}' {what}: write ${{{variable}}} to send the value of the environment"
+             f" variable {variable} (a name is letters, digits and '_')", at=(name,),
+             accepted="text, with ${NAME} where a variable's value goes")
+    if not template.isascii() or any(ch < " " and ch != "\t" or ch == "\x7f"
+                                      for ch in template):
+        fail("a header value is ASCII text on one line: HTTP sends no other characters",
+             at=(name,), accepted="printable ASCII, with ${NAME} where a variable's value"
+                                  " goes")
+
+
+def _check_code_paths(
+    entries: list[str], info: ValidationInfo, at: tuple[str, ...] = ()
+) -> None:
+    """No code path is the store's directory or inside it: what the store holds changes with
+    every run, and as part of an identity it would make every case miss the cache (a path
+    that holds the whole project is refused where the files are read, systems/loading.py)."""
+    root = _context(info, "root")
+    if not isinstance(root, Path) or not entries:
+        return
+    store = os.path.realpath(root / STORE_DIR)
+    for index, entry in enumerate(entries):
+        path = os.path.realpath(root / entry)
+        if path == store or path.startswith(store + os.sep):
+            fail(f"'{entry}' is in {STORE_DIR}/, the store's directory, whose content changes"
+                 " with every run: as part of the identity it would make every case miss the"
+                 " cache. List the files or directories the code is in", at=(*at, index),
+                 accepted="files or directories of code and prompts, relative to the project"
+                          f" directory and outside {STORE_DIR}/")
+
+
 # -- the system under test ----------------------------------------------------
 
 
 class HttpSystemConfig(_Model):
     """A system reached over HTTP; the case's input is sent as the JSON body."""
 
-    url: str
+    url: HttpUrl
     method: Literal["POST", "PUT", "GET"] = "POST"
     version: NonEmpty
     output_path: str | None = None
     usage_path: str | None = None
-    timeout_s: float = Field(default=30, gt=0)
+    timeout_s: Number = Field(default=30, gt=0)
     headers: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("method", mode="before")
@@ -154,11 +251,11 @@ class HttpSystemConfig(_Model):
     def _upper_method(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
 
-    @field_validator("url")
+    @field_validator("headers")
     @classmethod
-    def _check_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            fail(f"expected a URL starting with http:// or https://, got '{value}'")
+    def _check_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, template in value.items():
+            _check_header(name, template)
         return value
 
 
@@ -204,23 +301,16 @@ class ModelSystemConfig(_Model):
 
     provider: Literal["anthropic", "openai", "openai_compatible"]
     model: NonEmpty
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     prompt_file: NonEmpty
     system_prompt_file: NonEmpty | None = None
     output: Literal["text", "json"] = "text"
-    temperature: float | None = Field(default=None, ge=0)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: Number | None = Field(default=None, ge=0)
+    max_tokens: Whole | None = Field(default=None, ge=1)
+    max_completion_tokens: Whole | None = Field(default=None, ge=1)
     extra_body: dict[str, Any] = Field(default_factory=dict)
     api_key_env: str | None = None
-    timeout_s: float = Field(default=60, gt=0)
-
-    @field_validator("base_url")
-    @classmethod
-    def _check_base_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            fail(f"expected a URL starting with http:// or https://, got '{value}'")
-        return value
+    timeout_s: Number = Field(default=60, gt=0)
 
     @model_validator(mode="after")
     def _check_request(self) -> ModelSystemConfig:
@@ -234,16 +324,16 @@ class MatrixVariant(_Model):
     name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:/+-]+$", max_length=120)]
     provider: Literal["anthropic", "openai", "openai_compatible"] | None = None
     model: NonEmpty | None = None
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     prompt_file: NonEmpty | None = None
     system_prompt_file: NonEmpty | None = None
     output: Literal["text", "json"] | None = None
-    temperature: float | None = Field(default=None, ge=0)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: Number | None = Field(default=None, ge=0)
+    max_tokens: Whole | None = Field(default=None, ge=1)
+    max_completion_tokens: Whole | None = Field(default=None, ge=1)
     extra_body: dict[str, Any] | None = None
     api_key_env: str | None = None
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: Number | None = Field(default=None, gt=0)
 
 
 #: The most variants a matrix may have: each is a run of the whole suite.
@@ -368,7 +458,7 @@ class SystemConfig(_Model):
     version: NonEmpty | None = None
     callable: str | None = None
     code_paths: list[str] = Field(default_factory=list)
-    timeout_s: float = Field(default=30, gt=0)
+    timeout_s: Number = Field(default=30, gt=0)
     http: HttpSystemConfig | None = None
     model: ModelSystemConfig | None = None
 
@@ -402,6 +492,7 @@ class SystemConfig(_Model):
                         f"not found: {entry} (code paths are relative to the project directory)",
                         at=("code_paths", index),
                     )
+        _check_code_paths(self.code_paths, info, at=("code_paths",))
         return self
 
 
@@ -416,8 +507,8 @@ MAX_TRIALS = 100
 class AdaptiveConfig(_Model):
     """Which limits adapt to rate limits (``concurrency.adaptive``)."""
 
-    system: bool = Field(default=False, strict=True)
-    judge: bool = Field(default=False, strict=True)
+    system: Flag = False
+    judge: Flag = False
 
 
 ADAPTIVE_ACCEPTED = "true, false, or a mapping such as {system: true, judge: false}"
@@ -426,22 +517,22 @@ ADAPTIVE_ACCEPTED = "true, false, or a mapping such as {system: true, judge: fal
 class ConcurrencyConfig(_Model):
     """How many calls may be in flight at once, to the system and to judges.
 
-    Whole numbers only (``strict``: ``system: true`` or ``judge: 1e8`` are
+    Whole numbers only (:data:`Whole`: ``system: true`` or ``judge: 1e8`` are
     refused, not read as 1 or as a number), within bounds. With ``adaptive``
     (``true`` for both limits, or ``{system: ..., judge: ...}``), ``system`` and
     ``judge`` are ceilings and the number in flight follows the rate limits
     (transport/limiter.py); off by default.
     """
 
-    system: int = Field(default=8, ge=1, le=MAX_SYSTEM_CONCURRENCY, strict=True)
-    judge: int = Field(default=4, ge=1, le=MAX_JUDGE_CONCURRENCY, strict=True)
+    system: Whole = Field(default=8, ge=1, le=MAX_SYSTEM_CONCURRENCY)
+    judge: Whole = Field(default=4, ge=1, le=MAX_JUDGE_CONCURRENCY)
     #: Custom evaluators (and guarded regular expressions) running at once; when absent,
     #: the number of CPUs (:meth:`evaluator_limit`).
-    evaluator: int | None = Field(default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY, strict=True)
+    evaluator: Whole | None = Field(default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY)
     #: Run (sync) custom evaluators in this many worker processes instead of threads: for
     #: evaluators that burn CPU (docs/scaling.md). Absent: threads, as always.
-    evaluator_processes: int | None = Field(
-        default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY, strict=True
+    evaluator_processes: Whole | None = Field(
+        default=None, ge=1, le=MAX_EVALUATOR_CONCURRENCY
     )
     #: ``true`` / ``false`` for both limits, or one flag per limit.
     adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
@@ -463,7 +554,7 @@ class RayConfig(_Model):
     ``RAY_ADDRESS`` (it is where the run happens, not what the project is)."""
 
     #: Ray worker processes (actors) that run the calls; absent: one per CPU of the cluster.
-    workers: int | None = Field(default=None, ge=1, le=1024, strict=True)
+    workers: Whole | None = Field(default=None, ge=1, le=1024)
 
 
 class SequentialConfig(_Model):
@@ -473,16 +564,16 @@ class SequentialConfig(_Model):
 
     #: Seeds the order the cases run and are tested in. Fixed by default, so that a rerun
     #: asks for the same cases and the cache answers them.
-    seed: int = Field(default=0, ge=0, le=2**63 - 1, strict=True)
+    seed: Whole = Field(default=0, ge=0, le=2**63 - 1)
     #: BINARY rules: the distance from the threshold the test is tuned to detect fastest
     #: (its design alternative); any rate beyond the threshold is still detected.
-    margin: float = Field(default=0.05, gt=0, lt=0.5)
+    margin: Number = Field(default=0.05, gt=0, lt=0.5)
 
 
 class RetryConfig(_Model):
     """The optional top-level ``retry:`` block."""
 
-    max_retry_wait_s: float = Field(default=60, ge=0)
+    max_retry_wait_s: Number = Field(default=60, ge=0)
 
 
 class LimitsConfig(_Model):
@@ -491,15 +582,15 @@ class LimitsConfig(_Model):
     Each limit, its default and why: docs/refusals.md.
     """
 
-    evaluator_timeout_s: float = Field(default=30, gt=0, le=3600)
-    max_response_bytes: int = Field(default=10 * 1024 * 1024, ge=1024, le=1024**3)
-    max_json_depth: int = Field(default=DEFAULT_MAX_JSON_DEPTH, ge=2, le=MAX_JSON_DEPTH)
-    failure_threshold: float | None = Field(default=None, gt=0, le=1)
-    store_busy_timeout_s: float = Field(default=30, gt=0, le=3600)
+    evaluator_timeout_s: Number = Field(default=30, gt=0, le=3600)
+    max_response_bytes: Whole = Field(default=10 * 1024 * 1024, ge=1024, le=1024**3)
+    max_json_depth: Whole = Field(default=DEFAULT_MAX_JSON_DEPTH, ge=2, le=MAX_JSON_DEPTH)
+    failure_threshold: Number | None = Field(default=None, gt=0, le=1)
+    store_busy_timeout_s: Number = Field(default=30, gt=0, le=3600)
     #: Calls in a row (each after its retries) of the system, or of one judge, that may
     #: fail before the run stops as an outage (RUN_ERROR/PARTIAL, exit 5).
-    max_consecutive_failures: int = Field(
-        default=DEFAULT_MAX_CONSECUTIVE_FAILURES, ge=1, le=1_000_000, strict=True
+    max_consecutive_failures: Whole = Field(
+        default=DEFAULT_MAX_CONSECUTIVE_FAILURES, ge=1, le=1_000_000
     )
 
 
@@ -521,8 +612,8 @@ class ExactMatchEvaluator(_EvaluatorBase):
     type: Literal["exact_match"]
     field: str | None = None
     expected_field: str | None = None
-    strip: bool = True
-    casefold: bool = False
+    strip: Flag = True
+    casefold: Flag = False
 
 
 class ContainsEvaluator(_EvaluatorBase):
@@ -531,7 +622,7 @@ class ContainsEvaluator(_EvaluatorBase):
     type: Literal["contains"]
     field: str | None = None
     expected_field: str | None = None
-    casefold: bool = False
+    casefold: Flag = False
 
 
 class RegexEvaluator(_EvaluatorBase):
@@ -605,7 +696,7 @@ class AbsoluteErrorEvaluator(_EvaluatorBase):
     type: Literal["absolute_error"]
     field: str
     expected_field: str | None = None
-    range: tuple[float, float] | None = None
+    range: tuple[Number, Number] | None = None
 
     _range = field_validator("range")(_check_range)
 
@@ -620,12 +711,12 @@ class PanelMember(_Model):
     provider: Literal["anthropic", "openai", "openai_compatible"] | None = None
     model: NonEmpty | None = None
     api_key_env: str | None = None
-    base_url: str | None = None
-    temperature: float | None = Field(default=None, ge=0)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    base_url: HttpUrl | None = None
+    temperature: Number | None = Field(default=None, ge=0)
+    max_tokens: Whole | None = Field(default=None, ge=1)
+    max_completion_tokens: Whole | None = Field(default=None, ge=1)
     extra_body: dict[str, Any] | None = None
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: Number | None = Field(default=None, gt=0)
 
 
 class RubricJudgeEvaluator(_EvaluatorBase):
@@ -641,16 +732,16 @@ class RubricJudgeEvaluator(_EvaluatorBase):
     rubric_file: str | None = None
     rubric_text: str | None = None
     api_key_env: str | None = None
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     #: Sent only when set, except where the provider's API expects it (see
     #: :attr:`request_temperature`); ``null`` leaves it out of the request.
-    temperature: float | None = Field(default=None, ge=0)
-    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: Number | None = Field(default=None, ge=0)
+    max_tokens: Whole | None = Field(default=None, ge=1)
     #: OpenAI's current name for the output limit (reasoning models refuse ``max_tokens``).
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: Whole | None = Field(default=None, ge=1)
     #: More fields for the request body (``reasoning_effort``, ``thinking``...), per judge.
     extra_body: dict[str, Any] = Field(default_factory=dict)
-    timeout_s: float = Field(default=60, gt=0)
+    timeout_s: Number = Field(default=60, gt=0)
     #: Several judges on this criterion (at least 2), each inheriting what it does not set.
     panel: list[PanelMember] | None = None
     #: How the panel's verdicts combine: ``majority`` (more than half pass) or ``unanimous``;
@@ -819,16 +910,22 @@ class CustomEvaluator(_EvaluatorBase):
     type: Literal["custom"]
     function: str
     kind: Literal["binary", "mean"] = "binary"
-    range: tuple[float, float] | None = None
+    range: tuple[Number, Number] | None = None
     # Files the function depends on (helper modules): part of its identity.
     code_paths: list[str] = Field(default_factory=list)
     # Seconds one call may take; limits.evaluator_timeout_s when not set.
-    timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    timeout_s: Number | None = Field(default=None, gt=0, le=3600)
     #: Keyword arguments for the function (``params: {timeout_s: 10}``); part of its
     #: identity, so changing one re-checks every case.
     params: dict[str, Any] = Field(default_factory=dict)
 
     _range = field_validator("range")(_check_range)
+
+    @field_validator("code_paths")
+    @classmethod
+    def _check_code_paths(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        _check_code_paths(value, info)
+        return value
 
     @field_validator("function")
     @classmethod
@@ -875,7 +972,7 @@ class ProjectConfig(_Model):
     #: A person's labels on judge criteria (JSON Lines; see project/labels.py).
     human_labels: NonEmpty | None = None
     #: Calls of the system per case (docs/repeated-trials.md); 1 is a run as it always was.
-    trials: int = Field(default=1, ge=1, le=MAX_TRIALS, strict=True)
+    trials: Whole = Field(default=1, ge=1, le=MAX_TRIALS)
     #: The store: a postgresql:// URL (the team store, docs/team-store.md), or sqlite (the
     #: default). Kept here masked: the URL the run connects with is read again where the
     #: store is opened (store/location.py), so a password never reaches a snapshot.
@@ -928,7 +1025,8 @@ class ProjectConfig(_Model):
     @classmethod
     def _check_store(cls, value: Any) -> str | None:
         try:
-            url = store_setting(value, "oloproof.yaml")
+            # store: written with nothing after it is empty, as store: "" is (and policy:).
+            url = store_setting("" if value is None else value, "oloproof.yaml")
         except ConfigError as exc:
             fail(exc.detail, accepted=exc.accepted)
         return None if url is None else masked(url)
@@ -1027,12 +1125,12 @@ class JudgeValidation(_Model):
     keys fit which judge is checked where the policy is loaded with the project's metrics.
     """
 
-    min_labels: int = Field(default=30, ge=1)
-    min_agreement: float | None = Field(default=None, gt=0, le=1)
-    min_sensitivity: float | None = Field(default=None, gt=0, le=1)
-    min_specificity: float | None = Field(default=None, gt=0, le=1)
-    max_mean_abs_diff: float | None = Field(default=None, ge=0)
-    min_weighted_kappa: float | None = Field(default=None, gt=-1, le=1)
+    min_labels: Whole = Field(default=30, ge=1)
+    min_agreement: Number | None = Field(default=None, gt=0, le=1)
+    min_sensitivity: Number | None = Field(default=None, gt=0, le=1)
+    min_specificity: Number | None = Field(default=None, gt=0, le=1)
+    max_mean_abs_diff: Number | None = Field(default=None, ge=0)
+    min_weighted_kappa: Number | None = Field(default=None, gt=-1, le=1)
 
 
 def _check_judge_metric(rule: Any, info: ValidationInfo, what: str, at: str) -> None:
@@ -1115,8 +1213,8 @@ class IntervalRule(_Model):
     id: NonEmpty
     metric: NonEmpty
     kind: Literal["interval_threshold"] = "interval_threshold"
-    min: float | None = None
-    max: float | None = None
+    min: Number | None = None
+    max: Number | None = None
     #: The family whose family-wise error this rule shares (``families:`` in release.yaml).
     family: NonEmpty | None = None
     judge_validation: JudgeValidation | None = None
@@ -1128,7 +1226,7 @@ class IntervalRule(_Model):
 
     #: One group of the metric (``group: {lang: fr}``), or every group (``each_group``).
     group: dict[str, str | int | bool] | None = None
-    each_group: bool = False
+    each_group: Flag = False
 
     _metric = field_validator("metric")(_check_metric)
     _group = model_validator(mode="after")(lambda self: _check_group(self))
@@ -1176,9 +1274,9 @@ class ObservedCountRule(_Model):
     id: NonEmpty
     metric: NonEmpty
     kind: Literal["observed_count"]
-    max_failures: int = Field(ge=0)
+    max_failures: Whole = Field(ge=0)
     group: dict[str, str | int | bool] | None = None
-    each_group: bool = False
+    each_group: Flag = False
     #: Over repeated trials: count cases by this (pass_at_k, pass_all_k, flaky_share);
     #: None counts failed trials.
     aggregate: Aggregate | None = None
@@ -1201,9 +1299,18 @@ class ObservedCountRule(_Model):
 ReleaseRule = Annotated[IntervalRule | ObservedCountRule, Field(discriminator="kind")]
 
 
+#: The lowest confidence level accepted: below it the level is mistaken for alpha.
+MIN_CONFIDENCE_LEVEL = 0.5
+
+
 def _check_confidence(value: float) -> float:
     if not 0 < value < 1:
         fail(f"must lie strictly between 0 and 1 (for example 0.95), got {value:g}")
+    if value < MIN_CONFIDENCE_LEVEL:
+        fail(f"{value:g} would decide on a {value:.0%} interval: confidence_level is the"
+             f" interval's coverage (0.95 for 95%), not the error rate alpha (write"
+             f" {1 - value:g}, not {value:g})",
+             accepted="a number from 0.5 to below 1, for example 0.95")
     return value
 
 
@@ -1236,14 +1343,14 @@ class ReleasePolicy(_Model):
     """The content of release.yaml: rules on one run."""
 
     version: Literal[1]
-    confidence_level: float = 0.95
+    confidence_level: Number = 0.95
     block_on: list[State] = Field(default_factory=lambda: list(STATES))
     warn_on: list[State] = Field(default_factory=list)
     families: dict[str, RuleFamily] = Field(default_factory=dict)
     rules: list[ReleaseRule] = Field(default_factory=list)
     #: The largest share of a rule's cases (observed or missing) that may be missing; past
     #: it the run's evidence is incomplete (exit 5) whatever ``warn_on`` says.
-    max_missing: float = Field(default=DEFAULT_MAX_MISSING, ge=0, le=1)
+    max_missing: Number = Field(default=DEFAULT_MAX_MISSING, ge=0, le=1)
 
     _confidence = field_validator("confidence_level")(_check_confidence)
 
@@ -1283,7 +1390,7 @@ class CompareRule(_Model):
     id: NonEmpty
     kind: Literal["superiority", "non_inferiority", "equivalence"]
     metric: NonEmpty
-    margin: float | None = None
+    margin: Number | None = None
 
     _metric = field_validator("metric")(_check_metric)
 
@@ -1320,13 +1427,13 @@ class ComparePolicy(_Model):
     """The content of compare.yaml: rules on a candidate against a baseline."""
 
     version: Literal[1]
-    confidence_level: float = 0.95
+    confidence_level: Number = 0.95
     block_on: list[State] = Field(default_factory=lambda: list(STATES))
     warn_on: list[State] = Field(default_factory=list)
     rules: list[CompareRule] = Field(default_factory=list)
     #: The largest share of a rule's pairs dropped because a case was missing in either
     #: run; past it the comparison is incomplete (exit 5) whatever ``warn_on`` says.
-    max_missing: float = Field(default=DEFAULT_MAX_MISSING, ge=0, le=1)
+    max_missing: Number = Field(default=DEFAULT_MAX_MISSING, ge=0, le=1)
 
     _confidence = field_validator("confidence_level")(_check_confidence)
 

@@ -381,10 +381,46 @@ def check_can_fail(
     )
 
     check_evaluators(project, [c.expected for c in suite.cases])
+    check_group_keys(project, [c.metadata for c in suite.cases], group_by)
     source = PolicySource.file(policy_path) if policy_path is not None else PolicySource(None)
     facts = CaseFacts([c.metadata for c in suite.cases], trials, where=project.dataset_display)
     check_release_policy(policy, source, metrics, facts, declared_none=policy_path is None,
                          group_by=group_by)
+
+
+def check_group_keys(
+    project: Project, metadata: Sequence[object], group_by: Sequence[str] = ()
+) -> None:
+    """Refuse a ``group_by`` key (an evaluator's, or ``--group-by``) that no case's metadata
+    has: every case would fall in one group ``KEY=null``, a typo (``langue`` for ``lang``)
+    passing for a breakdown. As an evaluator whose field no case's expected holds is."""
+    have = {str(k) for m in metadata if isinstance(m, dict) for k in m}
+    dataset = project.dataset_display
+    wanted: list[tuple[str, str | None]] = [
+        (key, f"evaluators[{index}].group_by[{k}]")
+        for index, ev in enumerate(project.config.evaluators)
+        for k, key in enumerate(ev.group_by)
+    ]
+    wanted += [(key, None) for key in group_by]
+    for key, field in wanted:
+        if key in have:
+            continue
+        from oloproof.project._words import closest  # only for a refusal
+
+        hint = closest(key, have)
+        where = "" if field is not None else f"--group-by {key}: "
+        exc = ConfigError(
+            f"{where}no case of {dataset} has the metadata key '{key}': every case would be"
+            f" in the one group {key}=null"
+            + (f"; did you mean '{hint}'?" if hint else ""),
+            file=project.display if field is not None else None, field=field,
+            accepted=(f"a key of the cases' metadata: {', '.join(sorted(have))}" if have
+                      else f"cases with \"metadata\": {{...}} in {dataset}"),
+        )
+        if field is None:
+            raise exc
+        raise _located(exc, project.config_path, project.display,
+                       (os.path.basename(project.config_path), project.display))
 
 
 def _check_group_rules(

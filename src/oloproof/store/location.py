@@ -19,14 +19,14 @@ from __future__ import annotations
 import os
 
 from oloproof.errors import ConfigError
-from oloproof.storeurl import masked, store_setting
+from oloproof.storeurl import STORE_DIR, masked, store_setting
 
 __all__ = [
-    "ENV", "PostgresLocation", "StoreLocation", "describe", "locate", "project_key", "store_path",
+    "ENV", "STORE_DIR", "PostgresLocation", "StoreLocation", "describe", "locate", "project_key",
+    "store_path",
 ]
 
 ENV = "OLOPROOF_STORE"
-STORE_DIR = ".oloproof"
 STORE_FILE = "store.sqlite"
 
 

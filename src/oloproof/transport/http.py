@@ -46,6 +46,7 @@ from oloproof.transport.retry import (
     RetryableFailure,
     parse_retry_after,
 )
+from oloproof.transport.threads import innermost
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -295,6 +296,16 @@ async def send_attempt(
                 reply = HttpReply(response.status_code, response.headers, content, request)
     except (httpx.HTTPError, TimeoutError) as exc:
         raise _transport_failure(exc, timeout_s, f"{what}: {request}", secrets) from None
+    except AttemptFailure:
+        raise
+    except Exception as exc:  # noqa: BLE001 - below httpx: anyio's task group, the socket
+        # An error httpx does not wrap (OverflowError for a port past 65535, inside the
+        # ExceptionGroup of anyio's connect) is named by what it is, with the request.
+        inner = innermost(exc)
+        raise _transport_failure(
+            inner if isinstance(inner, Exception) else exc, timeout_s, f"{what}: {request}",
+            secrets,
+        ) from None
     if not 200 <= reply.status_code <= 299:
         raise _status_failure(reply, secrets, what)
     signal = rate_signal(reply.status_code, reply.headers)

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     import threading
     from typing import Any
 
-__all__ = ["AsyncHost", "Job", "UserBaseException", "Workers", "describe_exception"]
+__all__ = [
+    "AsyncHost", "Job", "UserBaseException", "Workers", "describe_exception", "innermost",
+]
 
 #: How long a closing :class:`AsyncHost` lets its cancelled calls end before it leaves
 #: them running (a coroutine that swallows its cancellation never ends).
@@ -48,10 +50,25 @@ class UserBaseException(Exception):
         self.original = original
 
 
+def innermost(exc: BaseException) -> BaseException:
+    """The first error an exception group holds, at any depth; ``exc`` itself when it is
+    not a group. The group a TaskGroup raises (anyio's connect, for one) says only that
+    something failed in it: ``unhandled errors in a TaskGroup (1 sub-exception)``."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def describe_exception(exc: BaseException) -> str:
-    """``Type: message`` for a user's exception (``SystemExit: 0``, ``KeyboardInterrupt``)."""
+    """``Type: message`` for a user's exception (``SystemExit: 0``, ``KeyboardInterrupt``);
+    for an exception group, the errors it holds (at most three), never the group's own
+    words."""
     if isinstance(exc, UserBaseException):
         return str(exc)
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        inner = exc.exceptions
+        more = f" and {len(inner) - 3} more" if len(inner) > 3 else ""
+        return "; ".join(describe_exception(e) for e in inner[:3]) + more
     text = str(exc)
     name = type(exc).__name__
     if isinstance(exc, SystemExit) and not text:

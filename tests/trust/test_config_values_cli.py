@@ -1,0 +1,108 @@
+"""Configuration values that a run used to take silently, through the real CLI (a subprocess,
+real files, a real store): a version YAML reads as a number, a group_by key no case has, a URL
+or a header no request can carry, a store URL's secret parameters."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+from tests.conftest import Result
+from tests.trust._support import cli, no_traceback, project, runs
+
+pytestmark = pytest.mark.slow
+
+RIGHT = """
+    def answer(inp):
+        return {"label": "ok"}
+"""
+
+
+def _one_error_line(result: Result) -> str:
+    no_traceback(result)
+    assert result.code == 2, result.text
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_versions_yaml_reads_as_one_number_are_three_identities(tmp_path: Path) -> None:
+    """1.1, 1.10 and 1.100 are one number to YAML: each run after the first hit the cache of
+    the other version, and `runs` listed the system as 1.1 each time."""
+    root = project(tmp_path / "p", RIGHT, system="  callable: app:answer\n")
+    config = root / "oloproof.yaml"
+    for version in ("1.1", "1.10", "1.100", "010", "8"):
+        config.write_text(re.sub(r"(?m)^  version: .*$", f"  version: {version}",
+                                 config.read_text()))
+        done = cli(root, "run")
+        assert done.code == 0, done.text
+        assert "executions 0 hits · 6 misses" in done.out, (version, done.out)
+    versions = [r["system"]["version"] for r in runs(root)]
+    assert versions == ["8", "010", "1.100", "1.10", "1.1"]
+    done = cli(root, "run")  # the same version again: every execution from the cache
+    assert "executions 6 hits · 0 misses" in done.out, done.out
+
+
+def test_a_group_by_key_no_case_has_is_refused(tmp_path: Path) -> None:
+    cases = [{"id": f"q{i}", "input": {"n": i}, "expected": {"label": "ok"},
+              "metadata": {"lang": "en", "tier": i % 2}} for i in range(6)]
+    evaluators = ("  - type: exact_match\n    criterion: exact_label\n    field: label\n"
+                  "    group_by: [langue]\n")
+    root = project(tmp_path / "p", RIGHT, cases=cases, evaluators=evaluators)
+    line = _one_error_line(cli(root, "run"))
+    assert line == (
+        "oloproof run: error: oloproof.yaml:15: evaluators[0].group_by[0]: no case of"
+        " data/cases.jsonl has the metadata key 'langue': every case would be in the one"
+        " group langue=null; did you mean 'lang'? (accepted: a key of the cases' metadata:"
+        " lang, tier)"), line
+    assert not (root / ".oloproof" / "store.sqlite").exists()
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("[langue]", "[lang]"))
+    line = _one_error_line(cli(root, "run", "--group-by", "teir"))
+    assert line.startswith("oloproof run: error: --group-by teir: no case of data/cases.jsonl"
+                           " has the metadata key 'teir'"), line
+    assert "did you mean 'tier'?" in line
+    done = cli(root, "run", "--group-by", "tier")
+    assert done.code == 0, done.text
+    assert "exact_label[tier=1]" in done.out
+
+
+def test_a_url_or_a_header_no_request_can_carry_is_refused_before_the_run(
+    tmp_path: Path,
+) -> None:
+    """Port 65536 failed every call with `ExceptionGroup: unhandled errors in a TaskGroup`,
+    naming neither the URL nor the field; an invalid header name failed every call too."""
+    for http, expected in (
+        ("    url: http://127.0.0.1:65536/triage\n",
+         "oloproof.yaml:9: system.http.url: port 65536 is out of range"),
+        ("    url: http://127.0.0.1:8000/triage\n    headers: {\"Bad Header\": x}\n",
+         ("oloproof.yaml:10: system.http.headers.Bad Header: 'Bad Header' is not a header"
+          " name")),
+        (("    url: http://127.0.0.1:8000/triage\n    headers:\n"
+          "      Authorization: \"Bearer ${INTAKE_TOKEN\"\n"),
+         ("oloproof.yaml:11: system.http.headers.Authorization: '${INTAKE_TOKEN' is not"
+          " closed: write ${INTAKE_TOKEN}")),
+    ):
+        root = project(tmp_path / str(len(http)), RIGHT,
+                       system="  http:\n    version: v1\n" + http)
+        line = _one_error_line(cli(root, "run"))
+        assert f"oloproof run: error: {expected}" in line, line
+        assert not (root / ".oloproof" / "store.sqlite").exists()
+
+
+def test_a_store_url_never_shows_a_secret_parameter(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port where nothing listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = (f"postgresql://ana@127.0.0.1:{port}/evals?sslpassword=hunter2&password=pw-SECRET"
+           "&connect_timeout=2")
+    root = project(tmp_path / "p", RIGHT, extra=f"store: {json.dumps(url)}\n")
+    for command in ("run", "runs"):
+        done = cli(root, command)
+        no_traceback(done)
+        assert done.code != 0, done.text
+        assert "hunter2" not in done.text and "pw-SECRET" not in done.text, done.text
+        assert "sslpassword=***&password=***" in done.err, done.err
