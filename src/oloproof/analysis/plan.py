@@ -35,7 +35,7 @@ from oloproof.analysis.stored import StoredEvidenceError, stored_policy
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
 from oloproof.errors import OloproofError
 from oloproof.policy.compare import PairedMetric, decide_comparison
-from oloproof.policy.decide import Decision, decide_run, with_aggregates
+from oloproof.policy.decide import CANNOT_FAIL, Decision, decide_run, with_aggregates
 from oloproof.policy.format import difference_text, estimate_text, level_text, value_text
 from oloproof.policy.rules import (
     Direction,
@@ -680,6 +680,17 @@ def plan_run(
         ev = evidence[rule.metric]
         if d.state != RuleState.INSUFFICIENT_EVIDENCE:
             _decided(entry, d)
+            continue
+        if d.reason == CANNOT_FAIL:
+            # A PASS that the cases in the rule's scope could not have turned into a FAIL:
+            # the scope is too small (cases excluded), not the interval too wide.
+            entry.plan = "refused"
+            entry.reason = d.reason
+            entry.message = (
+                f"not sized: {d.detail.split('; the rule alone:')[0]}; it can pass only on"
+                " more cases in its scope (where cases were excluded, oloproof inspect RUN"
+                " shows why)"
+            )
             continue
         if isinstance(rule, ObservedCountRule):
             entry.plan = "not_admitted"
