@@ -152,6 +152,8 @@ def test_cases_excluded_by_a_typo_leave_a_budget_that_cannot_fail(tmp_path: Path
         detail = " ".join(result.out.split())
         assert ("1 case in scope after 39 excluded: no outcome of it could fail"
                 " `max_failures: 5`") in detail, result.out
+        # No plan hint: more cases like these would not widen the scope.
+        assert "too few cases in its scope to fail it" in detail and "plan" not in detail
     [run] = runs(root)
     assert (run["exit_code"], run["gate"]) == (3, "BLOCK")
 
