@@ -391,3 +391,53 @@ def test_a_partial_run_is_not_decided(example: tuple[Path, str, str]) -> None:
     plan = run_cli("plan", doc["comparison_id"], cwd=project)
     assert plan.code == 5 and "partial" in plan.err
     assert run_cli("plan", "run_01PARTIAL0000000000000000", "--run", cwd=project).code == 5
+
+
+SUBSET_APP = """
+from oloproof import system
+
+@system(name="s", version="{version}")
+def answer(case_input):
+    wrong = {version} == 2 and case_input["n"] >= 60
+    return {{"label": "no" if wrong else "ok"}}
+"""
+
+
+@pytest.mark.parametrize("part", [
+    ["--limit", "60"], ["--shard", "1/2"], ["--where", "input.n < 60"], ["--case", "q001"],
+])
+def test_a_comparison_with_part_of_a_suite_never_allows(tmp_path: Path, part: list[str]) -> None:
+    """The finding: a candidate wrong on its last 40 of 100 cases, run with --limit 60 (or a
+    shard, or --where): DECIDED/SUBSET, exit 5; compared with a whole baseline it read PASS
+    ALLOW, exit 0. A subset's comparison is decided on its pairs, as `gate` decides a
+    subset, and never allows: exit 5 unless a rule FAILs; on either side."""
+    cases = [{"id": f"q{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}}
+             for i in range(100)]
+    project = write_project(tmp_path / "p", app=SUBSET_APP.format(version=1), cases=cases,
+                            version="1")
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules: [{id: label-no-regression, kind: non_inferiority,"
+        " metric: exact_label, margin: 0.10}]\n")
+    base = _run_id(run_cli("run", cwd=project))
+    (project / "app.py").write_text(SUBSET_APP.format(version=2))
+    config = project / "oloproof.yaml"
+    config.write_text(config.read_text().replace('version: "1"', 'version: "2"'))
+    part_run = run_cli("run", *part, cwd=project)
+    assert part_run.code == 5 and "DECIDED/SUBSET" in part_run.out, part_run.text
+    cand = _run_id(part_run)
+    whole = run_cli("compare", _run_id(run_cli("run", cwd=project)), base, cwd=project)
+    assert whole.code == 1, whole.text  # the whole candidate is worse: the rule can tell
+    for first, second, side in ((cand, base, "candidate"), (base, cand, "baseline")):
+        result = run_cli("compare", first, second, "--json", cwd=project)
+        assert "Traceback" not in result.text
+        doc = json.loads(result.out)
+        [d] = doc["decisions"]  # decided on its pairs, and shown
+        # A FAIL on part of the suite is a FAIL (a shard holds some of the wrong cases);
+        # anything else blocks as incomplete, a PASS included.
+        code = 1 if d["state"] == "FAIL" else 5
+        assert code == 5 or (part[0] == "--shard" and side == "candidate"), d
+        assert (result.code, doc["gate"], doc["exit_code"]) == (code, "BLOCK", code), d
+        assert any(f"the {side} run {cand} is DECIDED/SUBSET: it ran part of its suite" in w
+                   and "never allows a release" in w for w in doc["warnings"]), doc["warnings"]
+        text = run_cli("inspect", doc["comparison_id"], cwd=project)
+        assert f"Gate      BLOCK   exit code {code}" in text.out, text.text

@@ -75,8 +75,19 @@ class Comparison:
 
     @property
     def incomplete(self) -> bool:
+        """A run of the two stopped (PARTIAL): the comparison is not decided at all."""
         return Completeness.PARTIAL in (
             self.candidate.completeness, self.baseline.completeness
+        )
+
+    @property
+    def whole(self) -> bool:
+        """Both runs ran their whole suite (or decided it sequentially). A comparison with
+        a subset or a shard (``--limit``, ``--case``, ``--where``, ``--shard``) is decided
+        on the pairs it has and never allows a release, as ``gate`` treats such a run."""
+        return all(
+            run.completeness in (Completeness.COMPLETE, Completeness.SEQUENTIAL)
+            for run in (self.candidate, self.baseline)
         )
 
 
@@ -168,7 +179,8 @@ def build_comparison(
         warnings.insert(
             0,
             f"{left_out} cases are stored in only one of the runs and were left out"
-            " (a partial run stores only the cases it finished)",
+            " (a partial run stores only the cases it finished, a subset or a shard"
+            " only its part of the suite)",
         )
     if pairing.differing_inputs:
         n = len(pairing.differing_inputs)
@@ -197,6 +209,12 @@ def build_comparison(
                 " to decide its own rules, so the comparison pairs the cases both runs"
                 " stored, and its fixed-n interval is no longer exact over a set of cases"
                 " a sequential test chose (docs/sequential-decisions.md)"
+            )
+        elif run.completeness == Completeness.SUBSET:
+            warnings.append(
+                f"the {name} run {run.id} is {run.state}: it ran part of its suite, so the"
+                " comparison is decided on the pairs it has and never allows a release"
+                " (exit 5 unless a rule FAILs), as a subset's own gate"
             )
         elif run.completeness != Completeness.COMPLETE:
             warnings.append(
@@ -346,7 +364,7 @@ def compare_runs(
         decisions = decide_sequential_comparison(conn, cmp, policy)
     else:
         decisions = decide_comparison(cmp.metrics, policy)
-    gate_label, code = gate(decisions, incomplete=cmp.incomplete)
+    gate_label, code = gate(decisions, incomplete=not cmp.whole)
     cmp_id = new_comparison_id()
     created_at = utc_timestamp()
     doc = comparison_document(
