@@ -441,3 +441,34 @@ def test_a_comparison_with_part_of_a_suite_never_allows(tmp_path: Path, part: li
                    and "never allows a release" in w for w in doc["warnings"]), doc["warnings"]
         text = run_cli("inspect", doc["comparison_id"], cwd=project)
         assert f"Gate      BLOCK   exit code {code}" in text.out, text.text
+
+
+def test_two_pairs_cannot_pass_a_non_inferiority_rule(tmp_path: Path) -> None:
+    """The finding: a baseline of cases c00-c39 and a candidate of c38-c77 share 2 ids;
+    non_inferiority with margin 0.10 read `[+6.9, +100.0] pts` PASS ALLOW, exit 0, though no
+    outcome of 2 pairs could have failed it."""
+    app = ("from oloproof import system\n\n@system(name='s', version='{v}')\n"
+           "def answer(case_input):\n    return {{'label': '{label}'}}\n")
+    cases = [{"id": f"c{i:02d}", "input": {"n": i}, "expected": {"label": "ok"}}
+             for i in range(78)]
+    project = write_project(tmp_path / "p", app=app.format(v=1, label="no"), cases=cases[:40])
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules: [{id: label-no-regression, kind: non_inferiority,"
+        " metric: exact_label, margin: 0.10}]\n")
+    base = _run_id(run_cli("run", cwd=project))
+    (project / "app.py").write_text(app.format(v=2, label="ok"))
+    (project / "data" / "cases.jsonl").write_text(
+        "".join(json.dumps(c) + "\n" for c in cases[38:]))
+    cand = _run_id(run_cli("run", cwd=project))
+    result = run_cli("compare", cand, base, cwd=project)
+    assert result.code == 3, result.text
+    row = " ".join(_row(result.out, "label-no-regression").split())
+    assert "INSUFFICIENT_EVIDENCE" in row and "evidence_cannot_fail" in row, row
+    assert "Gate      BLOCK   exit code 3" in result.out
+    # No plan hint: the interval is not too wide, the runs share too few cases.
+    assert "size it with" not in result.out
+    assert "too few pairs to fail it, whatever their outcomes" in result.out
+    cmp_id = CMP_ID.search(result.out).group(1)  # type: ignore[union-attr]
+    plan = run_cli("plan", cmp_id, "--json", cwd=project)
+    [entry] = json.loads(plan.out)["rules"]
+    assert (entry["plan"], entry["reason"]) == ("refused", "evidence_cannot_fail"), entry

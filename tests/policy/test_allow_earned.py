@@ -733,3 +733,46 @@ def test_pass_at_k_counts_missing_trials_for_max_missing(tmp_path: Path) -> None
     assert d.missing_share == pytest.approx(120 / 150) and d.incomplete, d.detail
     assert "80% of the trials missing, over max_missing 20%" in d.detail
     assert result.exit_code == 5
+
+
+def _pairs(n: int, candidate: bool, baseline: bool) -> Any:
+    shared = [f"c{i:02d}" for i in range(n)]
+    return pair_metric("m", "BINARY", shared,
+                       {c: CaseOutcome("OBSERVED", candidate) for c in shared},
+                       {c: CaseOutcome("OBSERVED", baseline) for c in shared}, 0.95)
+
+
+@pytest.mark.parametrize(("kind", "margin"), [
+    ("non_inferiority", 0.1), ("non_inferiority", 0.5), ("equivalence", 0.3),
+])
+def test_a_comparison_passes_only_where_the_opposite_pairs_would_fail(
+    kind: str, margin: float
+) -> None:
+    """The finding: two runs sharing 2 case ids, non_inferiority margin 0.10: [+6.9, +100.0]
+    pts read PASS ALLOW, while no outcome of 2 pairs could have failed it. At every number of
+    pairs, the candidate's best is a PASS only when its worst (failing every case the
+    baseline passes) at the same number is a FAIL; a PASS alone that could not have failed
+    is evidence_cannot_fail."""
+    policy = ComparePolicy.validate({
+        "version": 1, "rules": [{"id": "r", "kind": kind, "metric": "m", "margin": margin}]})
+    reasons = []
+    for n in range(1, 60):
+        # Equivalence passes on equal runs; non-inferiority on a candidate that is better.
+        [d] = decide_comparison({"m": _pairs(n, True, kind == "equivalence")}, policy)
+        [worst] = decide_comparison({"m": _pairs(n, False, True)}, policy)
+        if d.state == RuleState.PASS:
+            assert worst.state == RuleState.FAIL, (n, d.detail)
+        if d.reason == CANNOT_FAIL:
+            assert worst.state != RuleState.FAIL, (n, worst.detail)
+            assert d.detail.startswith(f"{n} pair{'s' if n > 1 else ''}: no paired outcome"), d
+        reasons.append(d.reason)
+    assert reasons[-1] in ("candidate_not_worse", "interval_inside_margins"), reasons
+    if kind == "non_inferiority":
+        assert CANNOT_FAIL in reasons
+    [d] = decide_comparison({"m": _pairs(2, True, False)}, ComparePolicy.validate({
+        "version": 1, "rules": [{"id": "r", "kind": "non_inferiority", "metric": "m",
+                                 "margin": 0.1}]}))
+    assert d.detail.startswith(
+        "2 pairs: no paired outcome of them could fail `non_inferiority, margin: 0.1`: even if"
+        " the candidate failed every case the baseline passed, the 95% Newcombe interval"
+        " [-100.0, -6.9] pts would not lie at or below -10.0 pts; the rule alone: PASS"), d.detail

@@ -788,6 +788,13 @@ def plan_comparison(
             _decided(entry, d)
             continue
         pm = metrics[rule.metric]
+        if d.reason == CANNOT_FAIL:
+            entry.plan, entry.reason = "refused", d.reason
+            entry.message = (
+                f"not sized: {d.detail.split('; the rule alone:')[0]}; it can pass only on"
+                " more pairs: compare runs that share more cases"
+            )
+            continue
         if pm.pairs == 0 and pm.dropped_missing:
             entry.plan = "refused"
             entry.observed = {"pairs": 0, "missing": pm.dropped_missing}
