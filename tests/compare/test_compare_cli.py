@@ -472,3 +472,42 @@ def test_two_pairs_cannot_pass_a_non_inferiority_rule(tmp_path: Path) -> None:
     plan = run_cli("plan", cmp_id, "--json", cwd=project)
     [entry] = json.loads(plan.out)["rules"]
     assert (entry["plan"], entry["reason"]) == ("refused", "evidence_cannot_fail"), entry
+
+
+def test_a_criterion_judged_by_another_evaluator_is_not_compared(tmp_path: Path) -> None:
+    """The finding: the candidate's configuration keeps the name exact_label but makes it a
+    regex that always passes; compare read PASS ALLOW with no warning (merge refuses runs
+    whose evaluators differ). A rule on it is refused, naming the rule, the criterion and
+    the two identities; without a rule, the metric is not compared, with a warning."""
+    app = ("from oloproof import system\n\n@system(name='s', version='{v}')\n"
+           "def answer(case_input):\n    return {{'label': '{label}'}}\n")
+    project = write_project(tmp_path / "p", app=app.format(v=1, label="ok"),
+                            cases=[{"id": f"c{i:02d}", "input": {"n": i},
+                                    "expected": {"label": "ok"}} for i in range(60)])
+    base = _run_id(run_cli("run", cwd=project))
+    (project / "app.py").write_text(app.format(v=2, label="no"))
+    config = project / "oloproof.yaml"
+    config.write_text(config.read_text().replace(
+        "- type: exact_match\n    criterion: exact_label\n    field: label",
+        "- type: regex\n    criterion: exact_label\n    field: label\n    pattern: '.*'",
+    ).replace('version: "1"', 'version: "2"'))
+    cand = _run_id(run_cli("run", cwd=project))
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules:\n  - {id: label-no-regression, kind: non_inferiority,"
+        " metric: exact_label, margin: 0.10}\n")
+    refused = run_cli("compare", cand, base, cwd=project)
+    assert refused.code == 2, refused.text
+    assert "Traceback" not in refused.text
+    [message] = [line for line in refused.err.splitlines() if line.strip()]
+    assert message.startswith("oloproof compare: error: "), message
+    assert ("compare.yaml:3: rules[0].metric: rule label-no-regression: the two runs judged"
+            " exact_label by different evaluators (evaluator identity sha256:") in message
+    assert f"in the candidate {cand}" in message and f"in the baseline {base}" in message
+    # Without rules: not compared, and said so.
+    (project / "compare.yaml").unlink()
+    bare = run_cli("compare", cand, base, "--json", cwd=project)
+    assert bare.code == 0, bare.text
+    doc = json.loads(bare.out)
+    assert doc["metrics"] == [] and any(
+        w.startswith("metric exact_label was judged by different evaluators") and
+        w.endswith(": not compared") for w in doc["warnings"]), doc["warnings"]

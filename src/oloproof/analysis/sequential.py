@@ -301,6 +301,14 @@ def load_baseline(
                 + (", ".join(c for c in mine if c in theirs
                              and theirs[c]["kind"] == mine[c]["kind"]) or "none") + ")"
             )
+        if m.get("identity") and b.get("identity") and m["identity"] != b["identity"]:
+            raise ConfigError(
+                f"comparison rule {rule.id} is on metric {rule.metric}, which this run and"
+                f" baseline {base.id} judge by different evaluators (identity"
+                f" {str(m['identity'])[:19]}… here, {str(b['identity'])[:19]}… there): the"
+                " difference would mix the change of system with the change of evaluator;"
+                " name a baseline run that judged it alike"
+            )
         kinds[rule.metric] = str(m["kind"])
         if m["kind"] == MetricKind.BINARY:
             widths[rule.metric] = 1.0
