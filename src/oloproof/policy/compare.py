@@ -66,8 +66,8 @@ __all__ = [
     "decide_compare_rule",
     "decide_comparison",
     "fmt_difference",
-    "hold_unfailable_pairs",
     "fmt_difference_interval",
+    "hold_unfailable_pairs",
     "pair_metric",
     "pair_runs",
 ]

@@ -479,9 +479,10 @@ def _unfailable(
     else:
         worst = f"every score were at the {'top' if direction == 'max' else 'bottom'} of the range"
     shown = interval_text(s.lower, s.upper, s.kind)
-    return (f"{direction}: {t:g}",
-            f": even if {worst}, its {level_text(level)} {_short_method(s)} interval {shown}"
-            f" would not lie {'above' if direction == 'max' else 'below'} {value_text(t, s.kind)}")
+    side = "above" if direction == "max" else "below"
+    why = (f": even if {worst}, its {level_text(level)} {_short_method(s)} interval {shown}"
+           f" would not lie {side} {value_text(t, s.kind)}")
+    return f"{direction}: {t:g}", why
 
 
 #: The reason of a rule whose observed evidence could not have made it FAIL, whatever the
