@@ -214,3 +214,37 @@ def test_a_baseline_whose_cases_say_something_else_is_refused(tmp_path: Path) ->
     assert "1 case(s) of this suite have another input" in done.err
     assert "first: q007" in done.err and "Traceback" not in done.err
     assert len(json.loads(run_cli("runs", "--json", cwd=root).out)) == 1
+
+
+def test_a_baseline_that_ran_part_of_its_suite_is_refused(tmp_path: Path) -> None:
+    """A subset (or shard) baseline would give a comparison with part of a suite, which
+    never allows a release (`compare` blocks it, exit 5): refused before anything runs."""
+    root = _project(tmp_path / "p", WEAK)
+    part = run_cli("run", "--limit", "100", "--json", cwd=root, timeout=300)
+    assert part.code == 5, part.text
+    baseline = str(checked_events(part.out)[-1]["run_id"])
+    (root / "app.py").write_text(STRONG)
+    (root / "compare.yaml").write_text(COMPARE)
+    done = run_cli("run", "--sequential", "--baseline", baseline, cwd=root)
+    assert done.code == 2, done.text
+    assert (f"baseline {baseline} cannot be compared with while running: it ran part of its"
+            " suite (a subset or a shard)") in done.err and "Traceback" not in done.err
+    assert len(json.loads(run_cli("runs", "--json", cwd=root).out)) == 1
+
+
+def test_a_baseline_that_judged_the_metric_otherwise_is_refused(tmp_path: Path) -> None:
+    """The same criterion name, another evaluator (a regex that always passes): the paired
+    difference would measure the evaluator, so it is refused, as `compare` refuses it."""
+    root = _project(tmp_path / "p", WEAK)
+    baseline = _baseline(root)
+    (root / "app.py").write_text(STRONG)
+    (root / "compare.yaml").write_text(COMPARE)
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace(
+        "- type: exact_match\n    criterion: exact_label\n    field: label",
+        "- type: regex\n    criterion: exact_label\n    field: label\n    pattern: '.*'"))
+    done = run_cli("run", "--sequential", "--baseline", baseline, cwd=root)
+    assert done.code == 2, done.text
+    assert (f"comparison rule label-better is on metric exact_label, which this run and"
+            f" baseline {baseline} judge by different evaluators") in done.err, done.err
+    assert "Traceback" not in done.err

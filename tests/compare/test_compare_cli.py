@@ -391,3 +391,123 @@ def test_a_partial_run_is_not_decided(example: tuple[Path, str, str]) -> None:
     plan = run_cli("plan", doc["comparison_id"], cwd=project)
     assert plan.code == 5 and "partial" in plan.err
     assert run_cli("plan", "run_01PARTIAL0000000000000000", "--run", cwd=project).code == 5
+
+
+SUBSET_APP = """
+from oloproof import system
+
+@system(name="s", version="{version}")
+def answer(case_input):
+    wrong = {version} == 2 and case_input["n"] >= 60
+    return {{"label": "no" if wrong else "ok"}}
+"""
+
+
+@pytest.mark.parametrize("part", [
+    ["--limit", "60"], ["--shard", "1/2"], ["--where", "input.n < 60"], ["--case", "q001"],
+])
+def test_a_comparison_with_part_of_a_suite_never_allows(tmp_path: Path, part: list[str]) -> None:
+    """The finding: a candidate wrong on its last 40 of 100 cases, run with --limit 60 (or a
+    shard, or --where): DECIDED/SUBSET, exit 5; compared with a whole baseline it read PASS
+    ALLOW, exit 0. A subset's comparison is decided on its pairs, as `gate` decides a
+    subset, and never allows: exit 5 unless a rule FAILs; on either side."""
+    cases = [{"id": f"q{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}}
+             for i in range(100)]
+    project = write_project(tmp_path / "p", app=SUBSET_APP.format(version=1), cases=cases,
+                            version="1")
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules: [{id: label-no-regression, kind: non_inferiority,"
+        " metric: exact_label, margin: 0.10}]\n")
+    base = _run_id(run_cli("run", cwd=project))
+    (project / "app.py").write_text(SUBSET_APP.format(version=2))
+    config = project / "oloproof.yaml"
+    config.write_text(config.read_text().replace('version: "1"', 'version: "2"'))
+    part_run = run_cli("run", *part, cwd=project)
+    assert part_run.code == 5 and "DECIDED/SUBSET" in part_run.out, part_run.text
+    cand = _run_id(part_run)
+    whole = run_cli("compare", _run_id(run_cli("run", cwd=project)), base, cwd=project)
+    assert whole.code == 1, whole.text  # the whole candidate is worse: the rule can tell
+    for first, second, side in ((cand, base, "candidate"), (base, cand, "baseline")):
+        result = run_cli("compare", first, second, "--json", cwd=project)
+        assert "Traceback" not in result.text
+        doc = json.loads(result.out)
+        [d] = doc["decisions"]  # decided on its pairs, and shown
+        # A FAIL on part of the suite is a FAIL (a shard holds some of the wrong cases);
+        # anything else blocks as incomplete, a PASS included.
+        code = 1 if d["state"] == "FAIL" else 5
+        assert code == 5 or (part[0] == "--shard" and side == "candidate"), d
+        assert (result.code, doc["gate"], doc["exit_code"]) == (code, "BLOCK", code), d
+        assert any(f"the {side} run {cand} is DECIDED/SUBSET: it ran part of its suite" in w
+                   and "never allows a release" in w for w in doc["warnings"]), doc["warnings"]
+        text = run_cli("inspect", doc["comparison_id"], cwd=project)
+        assert f"Gate      BLOCK   exit code {code}" in text.out, text.text
+
+
+def test_two_pairs_cannot_pass_a_non_inferiority_rule(tmp_path: Path) -> None:
+    """The finding: a baseline of cases c00-c39 and a candidate of c38-c77 share 2 ids;
+    non_inferiority with margin 0.10 read `[+6.9, +100.0] pts` PASS ALLOW, exit 0, though no
+    outcome of 2 pairs could have failed it."""
+    app = ("from oloproof import system\n\n@system(name='s', version='{v}')\n"
+           "def answer(case_input):\n    return {{'label': '{label}'}}\n")
+    cases = [{"id": f"c{i:02d}", "input": {"n": i}, "expected": {"label": "ok"}}
+             for i in range(78)]
+    project = write_project(tmp_path / "p", app=app.format(v=1, label="no"), cases=cases[:40])
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules: [{id: label-no-regression, kind: non_inferiority,"
+        " metric: exact_label, margin: 0.10}]\n")
+    base = _run_id(run_cli("run", cwd=project))
+    (project / "app.py").write_text(app.format(v=2, label="ok"))
+    (project / "data" / "cases.jsonl").write_text(
+        "".join(json.dumps(c) + "\n" for c in cases[38:]))
+    cand = _run_id(run_cli("run", cwd=project))
+    result = run_cli("compare", cand, base, cwd=project)
+    assert result.code == 3, result.text
+    row = " ".join(_row(result.out, "label-no-regression").split())
+    assert "INSUFFICIENT_EVIDENCE" in row and "evidence_cannot_fail" in row, row
+    assert "Gate      BLOCK   exit code 3" in result.out
+    # No plan hint: the interval is not too wide, the runs share too few cases.
+    assert "size it with" not in result.out
+    assert "too few pairs to fail it, whatever their outcomes" in result.out
+    cmp_id = CMP_ID.search(result.out).group(1)  # type: ignore[union-attr]
+    plan = run_cli("plan", cmp_id, "--json", cwd=project)
+    [entry] = json.loads(plan.out)["rules"]
+    assert (entry["plan"], entry["reason"]) == ("refused", "evidence_cannot_fail"), entry
+
+
+def test_a_criterion_judged_by_another_evaluator_is_not_compared(tmp_path: Path) -> None:
+    """The finding: the candidate's configuration keeps the name exact_label but makes it a
+    regex that always passes; compare read PASS ALLOW with no warning (merge refuses runs
+    whose evaluators differ). A rule on it is refused, naming the rule, the criterion and
+    the two identities; without a rule, the metric is not compared, with a warning."""
+    app = ("from oloproof import system\n\n@system(name='s', version='{v}')\n"
+           "def answer(case_input):\n    return {{'label': '{label}'}}\n")
+    project = write_project(tmp_path / "p", app=app.format(v=1, label="ok"),
+                            cases=[{"id": f"c{i:02d}", "input": {"n": i},
+                                    "expected": {"label": "ok"}} for i in range(60)])
+    base = _run_id(run_cli("run", cwd=project))
+    (project / "app.py").write_text(app.format(v=2, label="no"))
+    config = project / "oloproof.yaml"
+    config.write_text(config.read_text().replace(
+        "- type: exact_match\n    criterion: exact_label\n    field: label",
+        "- type: regex\n    criterion: exact_label\n    field: label\n    pattern: '.*'",
+    ).replace('version: "1"', 'version: "2"'))
+    cand = _run_id(run_cli("run", cwd=project))
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules:\n  - {id: label-no-regression, kind: non_inferiority,"
+        " metric: exact_label, margin: 0.10}\n")
+    refused = run_cli("compare", cand, base, cwd=project)
+    assert refused.code == 2, refused.text
+    assert "Traceback" not in refused.text
+    [message] = [line for line in refused.err.splitlines() if line.strip()]
+    assert message.startswith("oloproof compare: error: "), message
+    assert ("compare.yaml:3: rules[0].metric: rule label-no-regression: the two runs judged"
+            " exact_label by different evaluators (evaluator identity sha256:") in message
+    assert f"in the candidate {cand}" in message and f"in the baseline {base}" in message
+    # Without rules: not compared, and said so.
+    (project / "compare.yaml").unlink()
+    bare = run_cli("compare", cand, base, "--json", cwd=project)
+    assert bare.code == 0, bare.text
+    doc = json.loads(bare.out)
+    assert doc["metrics"] == [] and any(
+        w.startswith("metric exact_label was judged by different evaluators") and
+        w.endswith(": not compared") for w in doc["warnings"]), doc["warnings"]

@@ -24,7 +24,7 @@ import oloproof
 from oloproof.enums import GateAction, MetricKind, RuleState
 from oloproof.evidence import CriterionEvidence
 from oloproof.policy.compare import CaseOutcome, decide_comparison, pair_metric
-from oloproof.policy.decide import NO_OBSERVED, decide_run, gate
+from oloproof.policy.decide import CANNOT_FAIL, NO_OBSERVED, decide_run, gate
 from oloproof.project.config import ComparePolicy, ReleasePolicy
 
 INSUFFICIENT = RuleState.INSUFFICIENT_EVIDENCE
@@ -576,3 +576,203 @@ def test_a_share_just_over_max_missing_never_prints_as_the_bar() -> None:
         exact.add("ERROR", None, None) if i < 2 else exact.add("OK", True, None)
     [d], _ = decide_run({"m": exact}, _policy([{"id": "r", "metric": "m", "min": 0.5}]))
     assert d.missing_share == pytest.approx(0.2) and not d.incomplete
+
+
+# -- 6. what only the run shows: evidence that could not have failed ------------------
+# The load checks size a rule's scope from the suite; the cases an evaluator excludes (a
+# typo in some cases' expected, a custom evaluator that applies to few) are known only
+# once the run is made. A rule whose observed cases could not have made it FAIL, whatever
+# their outcomes, is INSUFFICIENT_EVIDENCE (evidence_cannot_fail), never a PASS.
+
+
+def _seen(observed: int, passed: int, excluded: int, trials: int = 1) -> CriterionEvidence:
+    """``observed`` cases (``passed`` of them right) and ``excluded`` more."""
+    ev = CriterionEvidence("m", MetricKind.BINARY, trials=trials)
+    for i in range(observed + excluded):
+        if trials > 1:
+            outcome = ("EXCLUDED", None, None) if i >= observed else ("OK", i < passed, None)
+            ev.add_case(f"c{i:03d}", [outcome] * trials)
+        elif i >= observed:
+            ev.add("EXCLUDED", None, None)
+        else:
+            ev.add("OK", i < passed, None)
+    return ev
+
+
+def test_a_budget_over_the_observed_cases_cannot_pass() -> None:
+    """The finding: 40 cases, 39 excluded by a typo, max_failures: 5: PASS on 1 case."""
+    policy = _policy([{"id": "few", "metric": "m", "max_failures": 5}])
+    [d], _ = decide_run({"m": _seen(1, 0, 39)}, policy)
+    assert (d.state, d.reason) == (INSUFFICIENT, CANNOT_FAIL)
+    assert d.detail.startswith("1 case in scope after 39 excluded: no outcome of it could"
+                               " fail `max_failures: 5`; the rule alone: PASS (1 failed"), d.detail
+    assert gate([d]) == (GateAction.BLOCK, 3)
+    # 5 observed cases cannot exceed 5 failures either; 6 can, and are decided as before.
+    [d], _ = decide_run({"m": _seen(5, 5, 35)}, policy)
+    assert (d.state, d.reason) == (INSUFFICIENT, CANNOT_FAIL)
+    assert d.detail.startswith("5 cases in scope after 35 excluded: no outcome of those 5")
+    [d], _ = decide_run({"m": _seen(6, 1, 34)}, policy)
+    assert (d.state, d.reason) == (RuleState.PASS, "failures_within_budget")
+    [d], _ = decide_run({"m": _seen(6, 0, 34)}, policy)
+    assert d.state == RuleState.FAIL
+    # Over trials the rule counts failed trials: 2 cases × 3 trials can exceed 5 failures.
+    [d], _ = decide_run({"m": _seen(1, 0, 39, trials=3)}, policy)
+    assert (d.state, d.reason) == (INSUFFICIENT, CANNOT_FAIL)
+    assert d.detail.startswith("3 trials in scope after 117 excluded"), d.detail
+    [d], _ = decide_run({"m": _seen(2, 2, 38, trials=3)}, policy)
+    assert d.state == RuleState.PASS
+
+
+def _smallest_n(fails: Any) -> int:
+    return next(n for n in range(1, 10_000) if fails(n))
+
+
+@pytest.mark.parametrize(("rule", "level", "family"), [
+    ({"min": 0.02}, 0.95, None),
+    ({"max": 0.7}, 0.95, None),
+    ({"min": 0.1}, 0.9, None),
+    # Bonferroni over two rules decides each at 97.5%: the boundary moves with it.
+    ({"min": 0.02}, 0.975, "bonferroni"),
+])
+def test_a_rate_rule_is_decided_from_the_smallest_n_at_which_it_can_fail(
+    rule: dict[str, float], level: float, family: str | None
+) -> None:
+    """The boundary, from scipy's Clopper–Pearson interval: below the smallest n at which
+    the worst outcome FAILs, even the best outcome is not a PASS; from it on, the rule is
+    decided as the interval says."""
+    from scipy.stats import binomtest
+
+    def ci(k: int, n: int) -> Any:
+        return binomtest(k, n).proportion_ci(level, method="exact")
+
+    floor = "min" in rule
+    t = rule.get("min", rule.get("max"))
+    assert t is not None
+    n0 = _smallest_n((lambda n: ci(0, n).high < t) if floor else (lambda n: ci(n, n).low > t))
+    rules = [{"id": "r", "metric": "m", **rule}]
+    more: dict[str, Any] = {"confidence_level": 0.95 if family else level}
+    if family:
+        rules = [{**rules[0], "family": "f"}, {"id": "other", "metric": "m", "max": 0.99,
+                                               "family": "f"}]
+        more["families"] = {"f": {"multiplicity": family}}
+    policy = _policy(rules, **more)
+    best = (lambda n: n) if floor else (lambda n: 0)
+    worst = (lambda n: 0) if floor else (lambda n: n)
+    below = decide_run({"m": _seen(n0 - 1, best(n0 - 1), 400 - n0)}, policy)[0][0]
+    # The best outcome would have passed on its own...
+    alone = ci(best(n0 - 1), n0 - 1)
+    assert (alone.low >= t) if floor else (alone.high <= t)
+    # ...and is not a PASS, since no outcome of n0 - 1 cases could have failed.
+    assert (below.state, below.reason) == (INSUFFICIENT, CANNOT_FAIL), below.detail
+    assert below.detail.startswith(f"{n0 - 1} cases in scope after {400 - n0} excluded:")
+    assert f"could fail `{'min' if floor else 'max'}: {t:g}`: even if every case" in below.detail
+    at = decide_run({"m": _seen(n0, best(n0), 400 - n0)}, policy)[0][0]
+    assert at.state == RuleState.PASS, at.detail
+    failed = decide_run({"m": _seen(n0, worst(n0), 400 - n0)}, policy)[0][0]
+    assert failed.state == RuleState.FAIL, failed.detail
+
+
+def test_a_rule_passes_only_where_the_opposite_outcome_would_fail() -> None:
+    """Over trials (betting on case pass fractions) and on a MEAN with a range (betting),
+    with the rest of the suite excluded: at every number of observed cases, the best outcome
+    is a PASS exactly when the worst outcome at the same number is a FAIL."""
+    def rate(cases: int, right: bool) -> CriterionEvidence:
+        return _seen(cases, cases if right else 0, 60 - cases, trials=3)
+
+    def mean(cases: int, right: bool) -> CriterionEvidence:
+        ev = CriterionEvidence("m", MetricKind.MEAN, (0.0, 10.0))
+        for i in range(60):
+            if i < cases:
+                ev.add("OK", None, 0.0 if right else 10.0, case_id=f"c{i:02d}")
+            else:
+                ev.add("EXCLUDED", None, None, case_id=f"c{i:02d}")
+        return ev
+
+    for make, rule in ((rate, {"min": 0.2}), (mean, {"max": 8})):
+        policy = _policy([{"id": "r", "metric": "m", **rule}])
+        seen = set()
+        for cases in range(1, 40):
+            [best], _ = decide_run({"m": make(cases, True)}, policy)
+            [worst], _ = decide_run({"m": make(cases, False)}, policy)
+            assert (best.state == RuleState.PASS) == (worst.state == RuleState.FAIL), cases
+            assert best.state in (RuleState.PASS, INSUFFICIENT)
+            seen.add(best.reason)
+        # Some numbers of cases gave a PASS alone that could not have failed, and more passed.
+        assert CANNOT_FAIL in seen and len(seen - {CANNOT_FAIL, "interval_contains_threshold"})
+
+
+def test_missing_cases_are_in_the_scope_excluded_ones_are_not() -> None:
+    """A missing case is in the rule's scope (it could have failed: the rule's interval and
+    max_missing bound it); an excluded one is not. 5 cases in scope, max_failures: 5 (with
+    max_missing: 1 so that the share does not block first): cannot fail; 6 can."""
+    policy = _policy([{"id": "r", "metric": "m", "max_failures": 5}], max_missing=1.0)
+    for missing, state in ((4, INSUFFICIENT), (5, RuleState.PASS)):
+        ev = _seen(1, 1, 10)
+        for _ in range(missing):
+            ev.add("ERROR", None, None)
+        [d], _ = decide_run({"m": ev}, policy)
+        assert d.state == state, d.detail
+    ev = _seen(1, 1, 10)
+    for _ in range(4):
+        ev.add("ERROR", None, None)
+    [d], _ = decide_run({"m": ev}, policy)
+    assert d.reason == CANNOT_FAIL
+    assert d.detail.startswith("5 cases in scope (4 missing, 10 excluded): no outcome of those"
+                               " 5 cases could fail `max_failures: 5`"), d.detail
+
+
+def test_pass_at_k_counts_missing_trials_for_max_missing(tmp_path: Path) -> None:
+    """30 cases × 5 trials, each case right on its first call and failing after: pass@5
+    passes every case, and 120 of the 150 trials are missing (80% > max_missing 20%)."""
+    cases = flaky_cases(30, 0, 0, **{f"c{i:03d}": {"fail_on": [1, 2, 3, 4]} for i in range(30)})
+    root = flaky_project(tmp_path / "p", cases, trials=5, release=(
+        "version: 1\nrules:\n  - {id: solvable, metric: exact_label, aggregate: pass_at_k,"
+        " min: 0.8}\n"))
+    result = oloproof.run(root)
+    [d] = result.decisions
+    assert d.missing_share == pytest.approx(120 / 150) and d.incomplete, d.detail
+    assert "80% of the trials missing, over max_missing 20%" in d.detail
+    assert result.exit_code == 5
+
+
+def _pairs(n: int, candidate: bool, baseline: bool) -> Any:
+    shared = [f"c{i:02d}" for i in range(n)]
+    return pair_metric("m", "BINARY", shared,
+                       {c: CaseOutcome("OBSERVED", candidate) for c in shared},
+                       {c: CaseOutcome("OBSERVED", baseline) for c in shared}, 0.95)
+
+
+@pytest.mark.parametrize(("kind", "margin"), [
+    ("non_inferiority", 0.1), ("non_inferiority", 0.5), ("equivalence", 0.3),
+])
+def test_a_comparison_passes_only_where_the_opposite_pairs_would_fail(
+    kind: str, margin: float
+) -> None:
+    """The finding: two runs sharing 2 case ids, non_inferiority margin 0.10: [+6.9, +100.0]
+    pts read PASS ALLOW, while no outcome of 2 pairs could have failed it. At every number of
+    pairs, the candidate's best is a PASS only when its worst (failing every case the
+    baseline passes) at the same number is a FAIL; a PASS alone that could not have failed
+    is evidence_cannot_fail."""
+    policy = ComparePolicy.validate({
+        "version": 1, "rules": [{"id": "r", "kind": kind, "metric": "m", "margin": margin}]})
+    reasons = []
+    for n in range(1, 60):
+        # Equivalence passes on equal runs; non-inferiority on a candidate that is better.
+        [d] = decide_comparison({"m": _pairs(n, True, kind == "equivalence")}, policy)
+        [worst] = decide_comparison({"m": _pairs(n, False, True)}, policy)
+        if d.state == RuleState.PASS:
+            assert worst.state == RuleState.FAIL, (n, d.detail)
+        if d.reason == CANNOT_FAIL:
+            assert worst.state != RuleState.FAIL, (n, worst.detail)
+            assert d.detail.startswith(f"{n} pair{'s' if n > 1 else ''}: no paired outcome"), d
+        reasons.append(d.reason)
+    assert reasons[-1] in ("candidate_not_worse", "interval_inside_margins"), reasons
+    if kind == "non_inferiority":
+        assert CANNOT_FAIL in reasons
+    [d] = decide_comparison({"m": _pairs(2, True, False)}, ComparePolicy.validate({
+        "version": 1, "rules": [{"id": "r", "kind": "non_inferiority", "metric": "m",
+                                 "margin": 0.1}]}))
+    assert d.detail.startswith(
+        "2 pairs: no paired outcome of them could fail `non_inferiority, margin: 0.1`: even if"
+        " the candidate failed every case the baseline passed, the 95% Newcombe interval"
+        " [-100.0, -6.9] pts would not lie at or below -10.0 pts; the rule alone: PASS"), d.detail

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import Result
 from tests.fakes.provider import FakeServer
-from tests.trust._support import cli, integrity_ok, no_traceback, project, runs
+from tests.trust._support import cli, inspect, integrity_ok, no_traceback, project, runs
 
 pytestmark = pytest.mark.slow
 
@@ -136,6 +136,55 @@ def test_a_custom_evaluator_that_excludes_everything_is_not_a_pass(tmp_path: Pat
     assert "every case was excluded from checked" in result.out and "plan" not in result.out
     [run] = runs(root)
     assert (run["status"], run["exit_code"], run["gate"]) == ("DECIDED", 3, "BLOCK")
+
+
+def test_cases_excluded_by_a_typo_leave_a_budget_that_cannot_fail(tmp_path: Path) -> None:
+    """40 cases, 39 with `"lable"` in their expected (a typo): every answer wrong, and
+    `max_failures: 5` read PASS ALLOW on the 1 case left ("0 / 1 observed · 39 excluded")."""
+    cases = [{"id": f"q{i:02d}", "input": {"n": i},
+              "expected": {"label" if i == 0 else "lable": "ok"}} for i in range(40)]
+    release = "version: 1\nrules: [{id: few-failures, metric: exact_label, max_failures: 5}]\n"
+    root = project(tmp_path / "p", WRONG, cases=cases, release=release)
+    for result in (cli(root, "run"), cli(root, "gate", "latest")):
+        no_traceback(result)
+        assert result.code == 3, result.text
+        assert "evidence_cannot_fail" in result.out and "PASS  " not in result.out
+        detail = " ".join(result.out.split())
+        assert ("1 case in scope after 39 excluded: no outcome of it could fail"
+                " `max_failures: 5`") in detail, result.out
+        # No plan hint: more cases like these would not widen the scope.
+        assert "too few cases in its scope to fail it" in detail and "plan" not in detail
+    [run] = runs(root)
+    assert (run["exit_code"], run["gate"]) == (3, "BLOCK")
+
+
+def test_a_custom_evaluator_that_applies_to_one_case_cannot_pass(tmp_path: Path) -> None:
+    """200 cases, a custom evaluator excluding all but one: `min: 0.02` (which 183 cases can
+    fail, so it is not refused at load) and `max_failures: 3` both read PASS on 1 case."""
+    evaluators = "  - type: custom\n    criterion: checked\n    function: checks:first\n"
+    checks = """
+        from oloproof import Verdict
+
+        def first(output, case):
+            if case.id != "q0":
+                return Verdict(excluded=True, reason="does not apply")
+            return Verdict(passed=True)
+    """
+    release = ("version: 1\nrules:\n  - {id: floor, metric: checked, min: 0.02}\n"
+               "  - {id: count, metric: checked, max_failures: 3}\n")
+    root = project(tmp_path / "p", WRONG, n=200, release=release, evaluators=evaluators,
+                   files={"checks.py": checks}, concurrency=8)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 3, result.text
+    decided = inspect(root)["decisions"]
+    assert [(e["rule"], e["state"], e["reason"]) for e in decided] == [
+        ("floor", "INSUFFICIENT_EVIDENCE", "evidence_cannot_fail"),
+        ("count", "INSUFFICIENT_EVIDENCE", "evidence_cannot_fail"),
+    ], decided
+    assert decided[0]["detail"].startswith(
+        "1 case in scope after 199 excluded: no outcome of it could fail `min: 0.02`: even if"
+        " every case failed, its 95% CP interval [0.0%, 97.5%] would not lie below 2.0%")
 
 
 @pytest.mark.parametrize("bound", ["min: 0", "max: 1"])

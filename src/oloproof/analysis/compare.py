@@ -75,15 +75,49 @@ class Comparison:
 
     @property
     def incomplete(self) -> bool:
+        """A run of the two stopped (PARTIAL): the comparison is not decided at all."""
         return Completeness.PARTIAL in (
             self.candidate.completeness, self.baseline.completeness
         )
 
+    @property
+    def whole(self) -> bool:
+        """Both runs ran their whole suite (or decided it sequentially). A comparison with
+        a subset or a shard (``--limit``, ``--case``, ``--where``, ``--shard``) is decided
+        on the pairs it has and never allows a release, as ``gate`` treats such a run."""
+        return all(
+            run.completeness in (Completeness.COMPLETE, Completeness.SEQUENTIAL)
+            for run in (self.candidate, self.baseline)
+        )
+
+
+def judged_apart(candidate: RunRecord, baseline: RunRecord) -> dict[str, str]:
+    """The criteria both runs hold with the same kind but judged by different evaluators
+    (their stored identities differ: another type, field, pattern, judge or prompt), each
+    with what the message says of it. Their paired difference would mix the change of
+    system with the change of evaluator, so they are not compared, and a comparison rule
+    on one is refused (docs/compare-a-change.md), as ``merge`` refuses such runs."""
+    base = {m["criterion"]: m for m in baseline.metrics}
+    out: dict[str, str] = {}
+    for m in candidate.metrics:
+        b = base.get(m["criterion"])
+        if b is None or b["kind"] != m["kind"]:
+            continue
+        mine, theirs = m.get("identity"), b.get("identity")
+        if mine and theirs and mine != theirs:
+            out[str(m["criterion"])] = (
+                f"evaluator identity {str(mine)[:19]}… in the candidate {candidate.id},"
+                f" {str(theirs)[:19]}… in the baseline {baseline.id}"
+            )
+    return out
+
 
 def shared_metrics(candidate: RunRecord, baseline: RunRecord) -> tuple[dict[str, str], list[str]]:
-    """The metrics both runs hold with the same kind, in the candidate's order, and warnings."""
+    """The metrics both runs hold with the same kind and judged alike, in the candidate's
+    order, and warnings."""
     base = {m["criterion"]: m["kind"] for m in baseline.metrics}
     cand = {m["criterion"]: m["kind"] for m in candidate.metrics}
+    apart = judged_apart(candidate, baseline)
     shared: dict[str, str] = {}
     warnings: list[str] = []
     for name, kind in cand.items():
@@ -93,6 +127,11 @@ def shared_metrics(candidate: RunRecord, baseline: RunRecord) -> tuple[dict[str,
             warnings.append(
                 f"metric {name} is {kind} in the candidate and {base[name]} in the baseline:"
                 " not compared"
+            )
+        elif name in apart:
+            warnings.append(
+                f"metric {name} was judged by different evaluators ({apart[name]}): not"
+                " compared"
             )
         else:
             shared[name] = kind
@@ -168,7 +207,8 @@ def build_comparison(
         warnings.insert(
             0,
             f"{left_out} cases are stored in only one of the runs and were left out"
-            " (a partial run stores only the cases it finished)",
+            " (a partial run stores only the cases it finished, a subset or a shard"
+            " only its part of the suite)",
         )
     if pairing.differing_inputs:
         n = len(pairing.differing_inputs)
@@ -198,6 +238,12 @@ def build_comparison(
                 " stored, and its fixed-n interval is no longer exact over a set of cases"
                 " a sequential test chose (docs/sequential-decisions.md)"
             )
+        elif run.completeness == Completeness.SUBSET:
+            warnings.append(
+                f"the {name} run {run.id} is {run.state}: it ran part of its suite, so the"
+                " comparison is decided on the pairs it has and never allows a release"
+                " (exit 5 unless a rule FAILs), as a subset's own gate"
+            )
         elif run.completeness != Completeness.COMPLETE:
             warnings.append(
                 f"the {name} run {run.id} is {run.state}: a partial run is not decided, and"
@@ -207,15 +253,18 @@ def build_comparison(
 
 
 def _declared(
-    candidate: RunRecord, baseline: RunRecord, metrics: dict[str, str]
+    candidate: RunRecord, baseline: RunRecord, metrics: dict[str, str],
+    apart: dict[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Each shared metric's kind, and its declared range where both runs declare the same."""
+    """Each shared metric's kind, and its declared range where both runs declare the same;
+    ``judged_apart``: what differs in how the two runs judged it, for those in ``apart``."""
     ranges = [{m.get("criterion"): m.get("range") for m in run.metrics}
               for run in (candidate, baseline)]
     out: dict[str, dict[str, Any]] = {}
     for name, kind in metrics.items():
         same = ranges[0].get(name) == ranges[1].get(name)
-        out[name] = {"kind": kind, "range": ranges[0].get(name) if same else None}
+        out[name] = {"kind": kind, "range": ranges[0].get(name) if same else None,
+                     "judged_apart": (apart or {}).get(name)}
     return out
 
 
@@ -328,12 +377,18 @@ def compare_runs(
     candidate = get_run(conn, candidate_ref)
     baseline = get_run(conn, baseline_ref)
     metrics, _ = shared_metrics(candidate, baseline)
-    policy, policy_path, note = resolve_compare_policy(config, project_dir, policy_arg, metrics)
+    # A rule on a criterion the two runs judged apart is read, so that it can be refused
+    # by name rather than as an unknown metric.
+    apart = judged_apart(candidate, baseline)
+    cand_kinds = {str(m["criterion"]): str(m["kind"]) for m in candidate.metrics}
+    readable = {**metrics, **{name: cand_kinds[name] for name in apart}}
+    policy, policy_path, note = resolve_compare_policy(config, project_dir, policy_arg, readable)
     if policy_path is not None:
         from oloproof.policy.can_fail import PolicySource, check_compare_policy
 
         check_compare_policy(
-            policy, PolicySource.file(policy_path), _declared(candidate, baseline, metrics)
+            policy, PolicySource.file(policy_path),
+            _declared(candidate, baseline, readable, apart),
         )
     level = float(policy.confidence_level)
     cmp = build_comparison(conn, candidate.id, baseline.id, level)
@@ -346,7 +401,7 @@ def compare_runs(
         decisions = decide_sequential_comparison(conn, cmp, policy)
     else:
         decisions = decide_comparison(cmp.metrics, policy)
-    gate_label, code = gate(decisions, incomplete=cmp.incomplete)
+    gate_label, code = gate(decisions, incomplete=not cmp.whole)
     cmp_id = new_comparison_id()
     created_at = utc_timestamp()
     doc = comparison_document(

@@ -35,7 +35,7 @@ from oloproof.analysis.stored import StoredEvidenceError, stored_policy
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
 from oloproof.errors import OloproofError
 from oloproof.policy.compare import PairedMetric, decide_comparison
-from oloproof.policy.decide import Decision, decide_run, with_aggregates
+from oloproof.policy.decide import CANNOT_FAIL, Decision, decide_run, with_aggregates
 from oloproof.policy.format import difference_text, estimate_text, level_text, value_text
 from oloproof.policy.rules import (
     Direction,
@@ -681,6 +681,17 @@ def plan_run(
         if d.state != RuleState.INSUFFICIENT_EVIDENCE:
             _decided(entry, d)
             continue
+        if d.reason == CANNOT_FAIL:
+            # A PASS that the cases in the rule's scope could not have turned into a FAIL:
+            # the scope is too small (cases excluded), not the interval too wide.
+            entry.plan = "refused"
+            entry.reason = d.reason
+            entry.message = (
+                f"not sized: {d.detail.split('; the rule alone:')[0]}; it can pass only on"
+                " more cases in its scope (where cases were excluded, oloproof inspect RUN"
+                " shows why)"
+            )
+            continue
         if isinstance(rule, ObservedCountRule):
             entry.plan = "not_admitted"
             entry.message = (
@@ -777,6 +788,13 @@ def plan_comparison(
             _decided(entry, d)
             continue
         pm = metrics[rule.metric]
+        if d.reason == CANNOT_FAIL:
+            entry.plan, entry.reason = "refused", d.reason
+            entry.message = (
+                f"not sized: {d.detail.split('; the rule alone:')[0]}; it can pass only on"
+                " more pairs: compare runs that share more cases"
+            )
+            continue
         if pm.pairs == 0 and pm.dropped_missing:
             entry.plan = "refused"
             entry.observed = {"pairs": 0, "missing": pm.dropped_missing}

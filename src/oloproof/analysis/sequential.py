@@ -277,10 +277,15 @@ def load_baseline(
     from oloproof.store.reader import get_run, load_cases
 
     base = get_run(conn, ref)
-    if base.completeness == Completeness.PARTIAL or base.sequential is not None:
-        why = ("it is partial: a stopped run is not decided" if base.completeness ==
-               Completeness.PARTIAL else "it is itself sequential: its cases are the few its own"
-               " rules needed, not a baseline to pair against")
+    if base.completeness in (Completeness.PARTIAL, Completeness.SUBSET) or (
+        base.sequential is not None
+    ):
+        why = {
+            Completeness.PARTIAL: "it is partial: a stopped run is not decided",
+            Completeness.SUBSET: ("it ran part of its suite (a subset or a shard): a"
+                                  " comparison with one never allows a release"),
+        }.get(base.completeness, "it is itself sequential: its cases are the few its own"
+              " rules needed, not a baseline to pair against")
         raise ConfigError(f"baseline {base.id} cannot be compared with while running: {why};"
                           " name a run that ran its whole suite")
     mine = {str(m["criterion"]): m for m in metrics}
@@ -295,6 +300,14 @@ def load_baseline(
                 f" baseline {base.id} do not both hold with the same kind (shared: "
                 + (", ".join(c for c in mine if c in theirs
                              and theirs[c]["kind"] == mine[c]["kind"]) or "none") + ")"
+            )
+        if m.get("identity") and b.get("identity") and m["identity"] != b["identity"]:
+            raise ConfigError(
+                f"comparison rule {rule.id} is on metric {rule.metric}, which this run and"
+                f" baseline {base.id} judge by different evaluators (identity"
+                f" {str(m['identity'])[:19]}… here, {str(b['identity'])[:19]}… there): the"
+                " difference would mix the change of system with the change of evaluator;"
+                " name a baseline run that judged it alike"
             )
         kinds[rule.metric] = str(m["kind"])
         if m["kind"] == MetricKind.BINARY:

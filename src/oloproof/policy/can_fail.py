@@ -24,7 +24,8 @@ the line, the field, why the rule cannot fail, and what is accepted:
 - a rule on a group value that no case has;
 - an ``exact_match``, ``contains`` or ``absolute_error`` evaluator whose expected value no
   case holds (a typo in ``field`` excluded every case);
-- a comparison margin at or beyond the width of a MEAN metric's declared range.
+- a comparison margin at or beyond the width of a MEAN metric's declared range;
+- a comparison rule on a criterion the two runs judged by different evaluators.
 
 It lives beside the decisions because the last check asks the decision procedure itself
 (:func:`oloproof.policy.decide.summarize`, :func:`oloproof.policy.rules.decide_threshold`):
@@ -504,7 +505,8 @@ def check_compare_policy(
 ) -> None:
     """Refuse a comparison policy that cannot block, or a rule that cannot fail.
 
-    ``metrics``: the metrics both runs hold (``kind`` and ``range`` of each)."""
+    ``metrics``: the metrics both runs hold (``kind`` and ``range`` of each, and
+    ``judged_apart``: what differs when the runs judged it by different evaluators)."""
     if not policy.rules:
         raise _refuse(
             source, ("rules",),
@@ -516,6 +518,16 @@ def check_compare_policy(
     _check_blocking(policy, source)
     for index, rule in enumerate(policy.rules):
         m = metrics.get(rule.metric)
+        if m is not None and m.get("judged_apart"):
+            raise _refuse(
+                source, ("rules", index, "metric"),
+                f"rule {rule.id}: the two runs judged {rule.metric} by different evaluators"
+                f" ({m['judged_apart']}): its difference would mix the change of system with"
+                " the change of evaluator, so the rule could pass or fail on the evaluator"
+                " alone. Compare runs whose configurations judge it alike (run one of them again"
+                " with the other's evaluator: its system's answers come from the cache)",
+                accepted="a metric both runs judged with the same evaluator",
+            )
         rng = m.get("range") if m is not None else None
         if m is None or m.get("kind") != MetricKind.MEAN or not rng:
             continue  # a rate's margin is refused at 1 or more by the loader

@@ -35,6 +35,7 @@ from oloproof._records import dataclass, field
 from oloproof.enums import MetricKind
 from oloproof.evidence import Outcome
 from oloproof.policy.decide import (
+    CANNOT_FAIL,
     FAIL,
     INSUFFICIENT,
     NO_OBSERVED,
@@ -66,6 +67,7 @@ __all__ = [
     "decide_comparison",
     "fmt_difference",
     "fmt_difference_interval",
+    "hold_unfailable_pairs",
     "pair_metric",
     "pair_runs",
 ]
@@ -347,6 +349,36 @@ def decide_compare_rule(rule: CompareRule, pm: PairedMetric) -> Decision:
     )
 
 
+def hold_unfailable_pairs(d: Decision, rule: CompareRule, pm: PairedMetric) -> None:
+    """Turn a PASS that no paired outcome of the same number of pairs could have made a FAIL
+    into INSUFFICIENT_EVIDENCE (``evidence_cannot_fail``; docs/statistics.md, "ALLOW is
+    earned"): the rule is decided again, by Newcombe's interval at its level, on the pairs
+    most against it (the candidate failing every case the baseline passes: a difference of
+    -100 points), and that must be able to FAIL. Two pairs under a margin of 10 points
+    cannot: even then the interval is [-100.0, -6.9] pts. A MEAN's paired t interval is not
+    asked: on two pairs or more, differences all at the far end of the range (or anywhere,
+    without a range) give an interval wholly beyond any margin the loader accepts."""
+    if d.state != PASS or pm.kind != MetricKind.BINARY:
+        return
+    margin = float(rule.margin or 0.0)
+    worst = paired_proportion_difference(0, 0, pm.pairs, 0, pm.level).interval
+    if worst is not None and decide_comparison_interval(
+        worst.lower, worst.upper, rule.kind, margin
+    ) == FAIL:
+        return
+    shown = "no interval" if worst is None else difference_interval_text(
+        worst.lower, worst.upper, pm.kind)
+    pairs = f"{pm.pairs} pair{'' if pm.pairs == 1 else 's'}"
+    written = rule.kind + (f", margin: {margin:g}" if rule.kind != "superiority" or margin
+                           else "")
+    d.detail = (f"{pairs}: no paired outcome of {'it' if pm.pairs == 1 else 'them'} could fail"
+                f" `{written}`: even if the candidate failed every case the baseline passed,"
+                f" the {level_text(pm.level)} Newcombe interval {shown} would not lie at or"
+                f" below {_fmt_bar(-margin if rule.kind != 'superiority' else margin, pm.kind)}"
+                f"; the rule alone: PASS ({d.detail})")
+    d.state, d.reason = INSUFFICIENT, CANNOT_FAIL
+
+
 def decide_comparison(
     paired: Mapping[str, PairedMetric], policy: ComparePolicy
 ) -> list[Decision]:
@@ -356,6 +388,7 @@ def decide_comparison(
     for rule in policy.rules:
         pm = paired[rule.metric]
         d = decide_compare_rule(rule, pm)
+        hold_unfailable_pairs(d, rule, pm)
         d.action = action_for(d.state, policy, d.reason)
         # A pair is dropped as missing when the case is missing in either run: an outage of
         # the candidate (or the baseline) is not a small comparison.

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING
 from oloproof._records import asdict, dataclass, replace
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
 from oloproof.errors import ConfigError
-from oloproof.evidence import CriterionEvidence, LabelledScores, LabelledVerdicts, aggregate_name
+from oloproof.evidence import (
+    CriterionEvidence,
+    LabelledScores,
+    LabelledVerdicts,
+    Outcome,
+    aggregate_name,
+    classify_outcome,
+)
 from oloproof.policy.format import (
     as_decimal,
     estimate_text,
@@ -412,6 +419,105 @@ def decide_observed_count(rule: ObservedCountRule, ev: CriterionEvidence) -> Dec
     )
 
 
+# -- ALLOW is earned, at decision time ------------------------------------------------
+
+
+def _worst_evidence(ev: CriterionEvidence, direction: Direction) -> CriterionEvidence:
+    """The outcome of ``ev``'s scope most against a rule of ``direction``: every case (or
+    trial) that was observed or missing, observed and failed under a floor (``min``),
+    passed under a ceiling (``max``); for a MEAN with a range, every score at the end a
+    ceiling (floor) is against. Excluded ones stay excluded, and the cases keep their order."""
+    passed = direction == "max"
+    score = 0.0
+    if ev.value_range is not None:
+        score = ev.value_range[1] if direction == "max" else ev.value_range[0]
+    scope = ev.observed + ev.missing
+    worst = replace(ev, missing=0, scores=[score] * scope,
+                    case_scores=[(case_id, score) for case_id, _ in ev.case_scores])
+    if ev.kind == MetricKind.BINARY:
+        worst.passed, worst.failed = (scope, 0) if passed else (0, scope)
+    if ev.case_trials is not None:
+        worst.case_trials = {
+            case_id: [
+                outcome if classify_outcome(ev.kind, *outcome) is Outcome.EXCLUDED
+                else ("OK", passed, None if ev.kind == MetricKind.BINARY else score)
+                for outcome in outcomes
+            ]
+            for case_id, outcomes in ev.case_trials.items()
+        }
+    return worst
+
+
+def _unfailable(
+    rule: ReleaseRule, ev: CriterionEvidence, level: float
+) -> tuple[str, str] | None:
+    """Whether no outcome of the cases in a rule's scope could have made it FAIL (SPEC §5,
+    "ALLOW is earned"): the check policy/can_fail.py makes at load on the suite, made again
+    on the scope the run found, its excluded cases (or trials) left out. Then (the rule as
+    written, why), else None.
+
+    ``observed_count``: no FAIL when the cases (or trials, when it counts failed trials)
+    observed or missing are at most the budget. ``min``/``max``: the interval the rule is
+    decided on (Clopper–Pearson; betting, on case pass fractions over trials), computed by
+    :func:`summarize` at the rule's level for every case of the scope at its worst
+    (:func:`_worst_evidence`), would not FAIL. A MEAN without a range is left out: any two
+    scores can lie beyond its threshold, and with fewer its rule is undecided already."""
+    if isinstance(rule, ObservedCountRule):
+        if ev.observed + ev.missing > int(rule.max_failures):
+            return None
+        return f"max_failures: {int(rule.max_failures)}", ""
+    if ev.kind == MetricKind.MEAN and ev.value_range is None:
+        return None
+    direction, t = _threshold_of(rule)
+    s = summarize(_worst_evidence(ev, direction), level)
+    if s.lower is not None and s.upper is not None and decide_threshold(
+        s.lower, s.upper, t, direction
+    ) == FAIL:
+        return None
+    if ev.kind == MetricKind.BINARY:
+        worst = "every case passed" if direction == "max" else "every case failed"
+    else:
+        worst = f"every score were at the {'top' if direction == 'max' else 'bottom'} of the range"
+    shown = interval_text(s.lower, s.upper, s.kind)
+    side = "above" if direction == "max" else "below"
+    why = (f": even if {worst}, its {level_text(level)} {_short_method(s)} interval {shown}"
+           f" would not lie {side} {value_text(t, s.kind)}")
+    return f"{direction}: {t:g}", why
+
+
+#: The reason of a rule whose observed evidence could not have made it FAIL, whatever the
+#: outcomes: it is INSUFFICIENT_EVIDENCE, never a pass (docs/statistics.md, "ALLOW is earned").
+CANNOT_FAIL = "evidence_cannot_fail"
+
+
+def hold_unfailable(d: Decision, rule: ReleaseRule, ev: CriterionEvidence) -> None:
+    """Turn a PASS whose evidence could not have failed into INSUFFICIENT_EVIDENCE
+    (:data:`CANNOT_FAIL`), saying how many cases were in the rule's scope and why. The load
+    checks (policy/can_fail.py) size a rule's scope from the suite; what only the run shows
+    (cases excluded by the evaluator, missing ones) is checked here, on the evidence."""
+    if d.state != PASS or d.basis == "corrected":
+        return
+    level = d.confidence_level if d.confidence_level is not None else 0.95
+    found = _unfailable(rule, ev, level)
+    if found is None:
+        return
+    what, why = found
+    unit = "trial" if ev.case_trials is not None and ev.trials > 1 else "case"
+
+    def count(n: int) -> str:
+        return f"{n} {unit}{'' if n == 1 else 's'}"
+
+    n = ev.observed + ev.missing
+    if ev.missing:
+        scope = f"{count(n)} in scope ({ev.missing} missing, {ev.excluded} excluded)"
+    else:
+        scope = f"{count(n)} in scope after {ev.excluded} excluded"
+    them = "it" if n == 1 else f"those {count(n)}"
+    d.detail = (f"{scope}: no outcome of {them} could fail `{what}`{why}; the rule alone:"
+                f" PASS ({d.detail})")
+    d.state, d.reason = INSUFFICIENT, CANNOT_FAIL
+
+
 # -- multiplicity ----------------------------------------------------------------------
 
 
@@ -631,6 +737,9 @@ def decide_run(
     the run's order that was read; families were split by Bonferroni in the tests).
     """
     level = float(policy.confidence_level)
+    # The metric each rule names before an aggregate points it at a derived one: its
+    # missing share counts that metric's trials (docs/repeated-trials.md).
+    named = [rule.metric for rule in policy.rules]
     evidence, policy = with_aggregates(evidence, policy)
     reports = {c: judge_report(lv, level) for c, lv in (labelled or {}).items()}
     if sequential is not None:
@@ -656,15 +765,17 @@ def decide_run(
         if method != "none":
             adjusted.update(_decide_family(rules, method, family, evidence, level))
     decisions: list[Decision] = []
-    for rule in policy.rules:
+    for rule, metric in zip(policy.rules, named, strict=True):
         d = adjusted.get(rule.id) or _decide_one(rule, evidence, summaries, level, reports)
+        if sequential is None:
+            hold_unfailable(d, rule, evidence[rule.metric])
         if isinstance(rule, IntervalRule) and rule.judge_validation is not None:
             unproven = validate(rule.judge_validation, reports.get(rule.metric), level)
             if unproven is not None:
                 alone = f"; the rule alone: {d.state} ({d.detail})"
                 d.state, d.reason, d.detail = MANUAL, unproven[0], unproven[1] + alone
         d.action = action_for(d.state, policy, d.reason)
-        ev = evidence[rule.metric]
+        ev = evidence[metric]
         unit = "trials" if ev.case_trials is not None and ev.trials > 1 else "cases"
         hold_missing(d, ev.observed, ev.missing, _max_missing(policy), unit)
         decisions.append(d)

@@ -11,7 +11,7 @@ from typing import Any
 
 from oloproof.enums import MetricKind
 from oloproof.policy.compare import fmt_difference, fmt_difference_interval
-from oloproof.policy.decide import Decision
+from oloproof.policy.decide import CANNOT_FAIL, Decision
 from oloproof.policy.format import estimate_text, level_text
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
 from oloproof.render.tables import decisions_table, gate_line
@@ -123,6 +123,10 @@ def comparison_report(doc: dict[str, Any], *, config_arg: str | None = None) -> 
         extra = f" --config {config_arg}" if config_arg and config_arg != "oloproof.yaml" else ""
         parts.append(line("Undecided rules:"))
         for d in undecided:
+            if d.reason == CANNOT_FAIL:
+                parts.append(line(f"  {d.rule}: too few pairs to fail it, whatever their"
+                                  " outcomes: compare runs that share more cases"))
+                continue
             parts.append(line(f"  {d.rule}: size it with"))
             parts.append(line(f"    oloproof plan {doc['comparison_id']}{extra}", whole=True))
     return Blocks(parts)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from oloproof._json import storable
 from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunStatus
-from oloproof.policy.decide import Decision, MetricSummary, fmt_interval, pct
+from oloproof.policy.decide import CANNOT_FAIL, Decision, MetricSummary, fmt_interval, pct
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.policy.judges import AnyJudgeReport, JudgeReport, ScoredJudgeReport
 from oloproof.project._project import NO_RULES_NOTE
@@ -188,6 +188,13 @@ def plan_hints(
                 f"  {d.rule}: no observed case: every case was excluded from {d.metric},"
                 " and more cases like them would be too"
             ))
+        elif d.reason == CANNOT_FAIL:
+            # Not a wide interval: a scope too small to fail the rule; sizing would mislead.
+            hints.append(line(
+                f"  {d.rule}: too few cases in its scope to fail it, whatever their"
+                " outcomes: see them with"
+            ))
+            hints.append(line(f"    oloproof inspect {run_id}", whole=True))
         elif d.incomplete:
             hints.append(line(
                 f"  {d.rule}: too much is missing to size it: see what failed with"
