@@ -59,7 +59,7 @@ from oloproof.transport.retry import (
     RetryPolicy,
     call_with_retries,
 )
-from oloproof.transport.threads import AsyncHost, Workers, describe_exception
+from oloproof.transport.threads import AsyncHost, Workers, WorkersHeld, describe_exception
 
 if TYPE_CHECKING:
     import asyncio
@@ -829,13 +829,14 @@ class Engine:
                 )
             assert isinstance(result, Outcome)
             return result
-        except TimeoutError:
+        except TimeoutError as exc:
             # Timed from the call's start (a call may wait for a thread first): it had run
-            # timeout_s when it was given up.
+            # timeout_s when it was given up; or it never started (WorkersHeld).
+            held = f": {exc}" if isinstance(exc, WorkersHeld) else ""
             return Outcome(
                 JudgmentStatus.ERROR,
-                reason=f"the evaluator gave no verdict within timeout_s = {timeout_s:g}s",
-                latency_ms=None if timeout_s is None else float(timeout_s) * 1000.0,
+                reason=f"the evaluator gave no verdict within timeout_s = {timeout_s:g}s{held}",
+                latency_ms=None if held or timeout_s is None else float(timeout_s) * 1000.0,
             )
         except asyncio.CancelledError:
             if _our_cancel():

@@ -11,7 +11,9 @@ Nothing a user's function does can stop the run or hang it:
   ``GeneratorExit``, a ``CancelledError`` of its own), is one failed call: the case
   is an error, missing for every criterion;
 - ``timeout_s`` bounds each call; a call past it is a TIMEOUT and its thread is
-  abandoned;
+  abandoned (another takes its place, up to Workers' spare threads); a call that cannot
+  start because every thread is held by such a call is a TIMEOUT too, once the threads
+  have been held for ``timeout_s``;
 - the function receives a fresh copy of the case input, so one that mutates it
   changes neither what is stored nor the cache keys.
 
@@ -46,7 +48,7 @@ from oloproof.systems.loading import (
     source_file,
 )
 from oloproof.transport.retry import AttemptFailure, PermanentFailure, RetryableFailure
-from oloproof.transport.threads import AsyncHost, UserBaseException, Workers
+from oloproof.transport.threads import AsyncHost, UserBaseException, Workers, WorkersHeld
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -248,6 +250,10 @@ class CallableSystem:
                 assert self._workers is not None, "CallableSystem.start() was not awaited"
                 # The workers enforce timeout_s (TimeoutError), counted from the start.
                 output = await self._workers.submit(self._timed(ctx, began))
+        except WorkersHeld as exc:  # never started: the threads are all held by hung calls
+            raise PermanentFailure(
+                f"no answer within timeout_s = {self.timeout_s:g}s: {exc}", kind="TIMEOUT"
+            ) from None
         except TimeoutError:
             raise PermanentFailure(
                 f"no answer within timeout_s = {self.timeout_s:g}s", kind="TIMEOUT"
