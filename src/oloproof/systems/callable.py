@@ -46,6 +46,8 @@ from oloproof.errors import ConfigError, TransientError
 from oloproof.systems.base import CallResult
 from oloproof.systems.loading import (
     code_paths_digest,
+    defining_files,
+    file_digests,
     import_callable,
     imports_outside_identity,
     module_source,
@@ -147,23 +149,28 @@ class CallableSystem:
         self.concurrency = concurrency
         # concurrency.adaptive: an exception with status 429 is a rate limit (retried).
         self.rate_limits = rate_limits
-        self.identity = digest(
-            {
-                "kind": "callable",
-                "name": self.name,
-                "version": self.version,
-                "declared": declared,
-                "callable": config.callable,
-                "module_source": digest_bytes(module_source(module)),
-                "code_paths": code_paths_digest(
-                    root, list(config.code_paths or []), file=file, field="system.code_paths"
-                ),
-            }
-        )
+        identity: dict[str, Any] = {
+            "kind": "callable",
+            "name": self.name,
+            "version": self.version,
+            "declared": declared,
+            "callable": config.callable,
+            "module_source": digest_bytes(module_source(module)),
+            "code_paths": code_paths_digest(
+                root, list(config.code_paths or []), file=file, field="system.code_paths"
+            ),
+        }
+        # A function defined in another module than the one named (``from impl import
+        # answer``): that module's bytes too. Only then, so that every other system keeps
+        # the identity (and the cache) it had.
+        defining = defining_files(self.fn, module, root)
+        if defining:
+            identity["defined_in"] = file_digests(defining)
+        self.identity = digest(identity)
         #: Project files the module uses outside its identity (an edit to them keeps the
         #: cache): the run warns about them once (loading.imports_outside_identity).
         self.outside_identity: list[str] = imports_outside_identity(
-            module, root, list(config.code_paths or [])
+            module, root, list(config.code_paths or []), defining
         )
         self.module_file: str = os.path.basename(source_file(module) or config.callable)
         self._is_async: bool | None = None
