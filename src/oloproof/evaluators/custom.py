@@ -51,6 +51,9 @@ DEFAULT_TIMEOUT_S = 30.0
 
 class Custom:
     is_judge = False
+    #: The function is handed the case's metadata: its verdicts are cached under it too
+    #: (engine/pipeline.py, ``Engine.judge_key``).
+    reads_metadata = True
 
     def __init__(
         self,
