@@ -12,7 +12,14 @@ import json
 from pathlib import Path
 
 from tests.conftest import events
-from tests.trust._support import cases_by_id, cli, no_traceback, project, runs
+from tests.trust._support import (
+    cases_by_id,
+    cli,
+    custom_check_project,
+    no_traceback,
+    project,
+    runs,
+)
 
 HELD = "the call never started: all"
 
@@ -84,15 +91,7 @@ def test_a_custom_evaluator_that_hangs_on_some_cases_never_hangs_the_run(tmp_pat
                 threading.Event().wait()
             return output["label"] == "ok"
     """
-    evaluators = (
-        "  - type: custom\n    criterion: custom_ok\n    function: checks:check\n"
-        "    timeout_s: 1\n"
-    )
-    release = "version: 1\nrules:\n  - id: floor\n    metric: custom_ok\n    min: 0.5\n"
-    root = project(
-        tmp_path / "p", "def answer(inp):\n    return {'label': 'ok'}\n", n=60,
-        evaluators=evaluators, release=release, files={"checks.py": checks},
-    )
+    root = custom_check_project(tmp_path / "p", checks, n=60, timeout_s=1)
     config = root / "oloproof.yaml"
     config.write_text(config.read_text().replace("  judge: 2\n", "  judge: 2\n  evaluator: 2\n"))
     result = cli(root, "run", timeout=90)
