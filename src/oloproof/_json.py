@@ -43,6 +43,7 @@ __all__ = [
     "loads_bounded",
     "loads_strict",
     "output_json",
+    "output_snapshot",
     "reject_duplicate_keys",
     "storable",
 ]
@@ -91,6 +92,7 @@ _canonical = _encoder(sort_keys=True, allow_nan=True)
 # reader accepts.
 _canonical_strict = _encoder(sort_keys=True, allow_nan=False)
 _compact = _encoder(sort_keys=False, allow_nan=True)
+_compact_strict = _encoder(sort_keys=False, allow_nan=False)
 
 
 def canonical_json(obj: Any) -> str:
@@ -106,6 +108,21 @@ def output_json(obj: Any) -> str:
     """:func:`canonical_json` that also refuses NaN and infinities (``ValueError``):
     the check every output of a system passes before it is judged or stored."""
     return _canonical_strict(obj)
+
+
+def output_snapshot(obj: Any) -> tuple[Any, str]:
+    """A system's output as it is now: a copy decoded from its JSON (keys in their own
+    order), and the copy's :func:`output_json`.
+
+    Taken where the output is returned, so that what is stored, what is judged and the
+    text judgments are keyed on are one value, whatever the system does to the object
+    afterwards (one it shares between calls) and whatever it claims to hold (a ``dict``
+    subclass whose ``__getitem__`` lies). Refuses what :func:`output_json` refuses, and a
+    key that JSON turns into one already there (``{1: "a", "1": "b"}``), as
+    :class:`JsonLimitError`, a ``ValueError``.
+    """
+    copy = _snapshot_decoder.decode(_compact_strict(obj))
+    return copy, _canonical_strict(copy)
 
 
 def compact_json(obj: Any) -> str:
@@ -162,6 +179,11 @@ def reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise JsonLimitError(f"the key {key!r} appears twice in one object")
         result[key] = value
     return result
+
+
+# One decoder for every output snapshot: ``json.loads`` with a hook builds a new one per
+# call, most of the time a small output's snapshot took.
+_snapshot_decoder = json.JSONDecoder(object_pairs_hook=reject_duplicate_keys)
 
 
 def depth_of(value: Any) -> int:

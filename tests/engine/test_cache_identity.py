@@ -86,3 +86,58 @@ def test_a_failed_call_is_retried_next_run_not_replayed(project_dir: Path) -> No
     second = run_cli("run", cwd=project_dir)
     assert _exec_counts(second.out) == (5, 1)
     assert "6 / 6 observed · 0 missing" in second.out
+
+
+def _judgment_counts(out: str) -> tuple[int, int]:
+    m = re.search(r"judgments (\d+) hits · (\d+) misses", out)
+    assert m, out
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_a_metadata_edit_re_judges_custom_evaluators_only(project_dir: Path) -> None:
+    """A custom evaluator is handed the case's metadata, so its verdict is cached under it:
+    flipping a flag it reads judges the case again (it was served from the cache, and the
+    gate allowed on the old verdicts). Built-in evaluators never read metadata: their
+    verdicts stay cached."""
+    cases = [{**c, "metadata": {"lenient": True}} for c in labelled_cases(6)]
+    evaluators = """
+      - type: custom
+        criterion: lenient_ok
+        function: checks:lenient
+      - type: exact_match
+        criterion: exact_label
+        field: label
+    """
+    app = APP.replace('{"label": "ok"}', '{"label": "bad"}')
+    checks = ("def lenient(output, case):\n"
+              "    return bool(case.metadata.get('lenient')) or output['label'] == 'ok'\n")
+    release = "version: 1\nrules:\n  - id: floor\n    metric: lenient_ok\n    min: 0.5\n"
+    write_project(project_dir, app=app, cases=cases, evaluators=evaluators, release=release,
+                  extra_files={"checks.py": checks})
+    first = run_cli("run", cwd=project_dir)
+    assert first.code == 0, first.text  # every case lenient: all pass
+    suite = project_dir / "data" / "cases.jsonl"
+    suite.write_text(suite.read_text().replace('"lenient": true', '"lenient": false'))
+    second = run_cli("run", cwd=project_dir)
+    assert second.code == 1, second.text  # none lenient now, and every label is "bad"
+    assert _exec_counts(second.out) == (6, 0)
+    assert _judgment_counts(second.out) == (6, 6)  # exact_label's 6 hits, lenient_ok's 6 misses
+    third = run_cli("run", cwd=project_dir)
+    assert third.code == 1 and _judgment_counts(third.out) == (12, 0), third.text
+
+
+def test_the_judgment_key_holds_metadata_only_for_an_evaluator_that_reads_it() -> None:
+    from oloproof.engine.pipeline import Engine, EngineCase
+
+    with_md = EngineCase("q1", {"n": 1}, {"label": "ok"}, {"lenient": True}, 0)
+    without = EngineCase("q1", {"n": 1}, {"label": "ok"}, None, 0)
+    out = '{"label":"ok"}'
+    # The key every earlier version made, for an evaluator that does not read metadata, and
+    # for a case without metadata whoever reads it: caches made before stay valid.
+    plain = Engine.judge_key("sha256:e", without, out)
+    assert Engine.judge_key("sha256:e", with_md, out) == plain
+    assert Engine.judge_key("sha256:e", without, out, metadata=True) == plain
+    assert Engine.judge_key("sha256:e", with_md, out, metadata=True) != plain
+    other = EngineCase("q1", {"n": 1}, {"label": "ok"}, {"lenient": False}, 0)
+    assert (Engine.judge_key("sha256:e", other, out, metadata=True)
+            != Engine.judge_key("sha256:e", with_md, out, metadata=True))

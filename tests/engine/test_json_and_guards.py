@@ -13,7 +13,15 @@ import time
 
 import pytest
 
-from oloproof._json import JsonLimitError, depth_of, digest, loads_strict, output_json, storable
+from oloproof._json import (
+    JsonLimitError,
+    depth_of,
+    digest,
+    loads_strict,
+    output_json,
+    output_snapshot,
+    storable,
+)
 from oloproof.transport import regex_guard
 from oloproof.transport.regex_guard import GuardedPattern, RegexTimeout
 
@@ -58,6 +66,34 @@ def test_digest_is_stable_on_surrogates_and_outputs_refuse_nan() -> None:
 
 
 @pytest.mark.slow  # starts the guard's child processes and waits on a timeout
+def test_an_output_snapshot_is_a_plain_copy_in_its_own_key_order() -> None:
+    class Lying(dict):  # type: ignore[type-arg]
+        def __getitem__(self, key: object) -> str:
+            return "ok"
+
+    returned = {"z": (1, 2.5), "a": Lying(label="wrong"), 3: None}
+    copy, text = output_snapshot(returned)
+    assert copy == {"z": [1, 2.5], "a": {"label": "wrong"}, "3": None}
+    assert list(copy) == ["z", "a", "3"] and type(copy["a"]) is dict
+    assert text == output_json(copy) == '{"3":null,"a":{"label":"wrong"},"z":[1,2.5]}'
+    returned["z"] = "changed later"
+    assert copy["z"] == [1, 2.5]
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ({1: "a", "1": "b"}, "the key '1' appears twice"),
+        ({True: 1, "true": 2}, "the key 'true' appears twice"),
+        ({"a": float("nan")}, "not JSON compliant"),
+        ({"a": object()}, "not JSON serializable"),
+    ],
+)
+def test_an_output_snapshot_refuses_what_json_cannot_hold(value: object, words: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=words):
+        output_snapshot(value)
+
+
 def test_guarded_pattern_matches_like_re_and_times_out() -> None:
     guarded = GuardedPattern(r"b+", re.IGNORECASE, timeout_s=5)
     try:

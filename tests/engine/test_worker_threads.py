@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from oloproof.transport.threads import Workers
+from oloproof.transport.threads import Workers, WorkersHeld
 
 pytestmark = pytest.mark.slow  # calls that sleep: real time
 
@@ -130,6 +130,43 @@ def test_without_spare_threads_the_next_call_waits_for_the_stuck_one_to_return()
     timed_out, done = asyncio.run(main())
     assert timed_out < 0.5
     assert done >= 0.55  # no thread to spare: it ran once the stuck call returned
+
+
+def test_a_call_no_thread_can_take_fails_once_the_threads_have_been_held_its_timeout() -> None:
+    """Every thread the pool may have (1 + 1 spare) held by a hung call: a queued call is
+    not left waiting for ever (it would never start, so its own timeout would never count);
+    it fails with WorkersHeld once the threads have been held for its timeout, and a call
+    submitted after that fails at once. A hung call that returns frees the pool again."""
+    release = threading.Event()
+
+    async def main() -> None:
+        workers = Workers(asyncio.get_running_loop(), 1, 10.0, spare=1)
+        try:
+            began = time.monotonic()
+            hung = [workers.submit(lambda: release.wait(10), 0.2) for _ in range(2)]
+            queued = workers.submit(lambda: "never", 0.3)
+            for future in hung:  # the second starts when the first times out: 0.2 s, 0.4 s
+                with pytest.raises(TimeoutError):
+                    await future
+            held_at = time.monotonic() - began
+            with pytest.raises(WorkersHeld, match="all 2 worker threads are held"):
+                await queued
+            # Held from 0.4 s, for the queued call's 0.3 s; submitted at 0 s it would
+            # have failed at 0.3 s had it been timed from its submission.
+            assert 0.35 <= held_at < 0.6
+            assert 0.69 <= time.monotonic() - began < 1.2
+            started = time.monotonic()
+            with pytest.raises(WorkersHeld):
+                await workers.submit(lambda: "never either", 0.3)
+            assert time.monotonic() - started < 0.1
+            release.set()  # the hung calls return: their threads end, a new one starts
+            assert await asyncio.wait_for(workers.submit(lambda: "runs", 0.3), 2.0) == "runs"
+            assert sum(t.is_alive() for t in workers._threads) <= 2
+        finally:
+            release.set()
+            workers.close()
+
+    asyncio.run(main())
 
 
 def test_close_cancels_the_calls_not_yet_started() -> None:

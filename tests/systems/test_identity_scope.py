@@ -6,6 +6,7 @@ StaleCacheWarning, which pytest lists in its summary)."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 import warnings
@@ -15,7 +16,7 @@ import pytest
 from tests.conftest import labelled_cases, run_cli, write_project
 
 import oloproof
-from oloproof.systems.loading import import_callable, imports_outside_identity
+from oloproof.systems.loading import defining_files, import_callable, imports_outside_identity
 
 APP = """
 from oloproof import system
@@ -181,3 +182,87 @@ def test_bytecode_as_old_as_its_sources_second_is_not_trusted(
     fn, _ = _load(root)
     assert fn.__oloproof_system__["version"] == "2"  # type: ignore[attr-defined]
     assert not [f for f in compiled if f.endswith(("app.py", "helpers.py"))], compiled
+
+
+def _hits(root: Path) -> dict[str, int]:
+    result = run_cli("inspect", "latest", "--json", cwd=root)
+    cache = json.loads(result.out)["run"]["cache"]
+    assert isinstance(cache, dict)
+    return cache
+
+
+def test_a_function_defined_in_another_module_than_the_one_named_is_keyed_on_both(
+    tmp_path: Path,
+) -> None:
+    """``callable: app:answer`` where app.py only does ``from impl import answer``: impl.py
+    is the module that defines the function (SPEC §2), and so is rules.py for a custom
+    evaluator named ``checks:check``. An edit to either calls it again; a helper module
+    that impl.py merely imports stays outside the identity, and the run names it."""
+    files = {
+        "impl.py": "from oloproof import system\nfrom helpers import LABEL\n\n"
+                   "@system(name='t', version='1')\ndef answer(case_input):\n"
+                   "    return {'label': LABEL}\n",
+        "helpers.py": "LABEL = 'ok'\n",
+        "checks.py": "from rules import check\n",
+        "rules.py": "def check(output):\n    return output['label'] == 'ok'\n",
+    }
+    evaluators = """
+      - type: exact_match
+        criterion: exact_label
+        field: label
+      - type: custom
+        criterion: custom_ok
+        function: checks:check
+    """
+    root = write_project(tmp_path / "p", app="from impl import answer\n",
+                         cases=labelled_cases(5), evaluators=evaluators, extra_files=files)
+    first = run_cli("run", cwd=root)
+    assert first.code == 0, first.text
+    warned = [line for line in first.err.splitlines() if "warning" in line]
+    assert len(warned) == 1 and "identity (helpers.py)" in warned[0], warned
+    assert "impl.py" not in warned[0]
+
+    (root / "impl.py").write_text(files["impl.py"].replace("{'label': LABEL}",
+                                                           "{'label': 'bad'}"))
+    edited = run_cli("run", cwd=root)
+    assert edited.code == 0, edited.text  # policy: none; the outputs are what changed
+    cache = _hits(root)
+    assert (cache["execution_hits"], cache["execution_misses"]) == (0, 5)
+    cases = json.loads(run_cli("inspect", "latest", "--json", cwd=root).out)["cases"]
+    assert {c["output"]["label"] for c in cases} == {"bad"}
+
+    (root / "rules.py").write_text("def check(output):\n    return True\n")
+    assert run_cli("run", cwd=root).code == 0
+    cache = _hits(root)
+    assert cache["execution_hits"] == 5
+    # custom_ok judged afresh (its defining module changed), exact_label from the cache.
+    assert (cache["judgment_hits"], cache["judgment_misses"]) == (5, 5)
+
+    (root / "helpers.py").write_text("LABEL = 'changed'\n")  # outside: the cache is kept
+    assert run_cli("run", cwd=root).code == 0
+    assert _hits(root)["execution_hits"] == 5
+
+
+def test_the_files_that_define_a_function(tmp_path: Path) -> None:
+    """Its own module when it is not the one named, and the project file a wrapper's code
+    comes from; not an installed package's wrapper (functools here), and nothing at all
+    for a function defined where it is named."""
+    files = {
+        "impl.py": "def answer(case_input):\n    return {'label': 'ok'}\n",
+        "deco.py": "import functools\n\ndef traced(fn):\n    @functools.wraps(fn)\n"
+                   "    def run(*args):\n        return fn(*args)\n    return run\n",
+    }
+    app = ("import functools\nfrom impl import answer as imported\nfrom deco import traced\n\n"
+           "def own(case_input):\n    return {}\n\n@traced\ndef wrapped(case_input):\n"
+           "    return {}\n\ncached = functools.lru_cache(own)\n")
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(1), extra_files=files)
+    _forget()
+    for name in ("impl", "deco"):
+        sys.modules.pop(name, None)
+    found = {}
+    for attr in ("imported", "wrapped", "own", "cached"):
+        fn, module = import_callable(f"app:{attr}", root, file="oloproof.yaml",
+                                     field="system.callable")
+        found[attr] = [os.path.relpath(p, os.path.realpath(root))
+                       for p in defining_files(fn, module, str(root))]  # type: ignore[arg-type]
+    assert found == {"imported": ["impl.py"], "wrapped": ["deco.py"], "own": [], "cached": []}

@@ -58,6 +58,20 @@ def project(
     return root
 
 
+def custom_check_project(root: Path, checks: str, *, n: int, timeout_s: float) -> Path:
+    """A system that always answers "ok", judged by checks.py's ``check`` (criterion
+    ``custom_ok``, under ``timeout_s``) against a floor of 50%."""
+    evaluators = (
+        "  - type: custom\n    criterion: custom_ok\n    function: checks:check\n"
+        f"    timeout_s: {timeout_s:g}\n"
+    )
+    release = "version: 1\nrules:\n  - id: floor\n    metric: custom_ok\n    min: 0.5\n"
+    return project(
+        root, "def answer(inp):\n    return {'label': 'ok'}\n", n=n,
+        evaluators=evaluators, release=release, files={"checks.py": checks},
+    )
+
+
 def cli(root: Path, *args: str, timeout: float = 90) -> Result:
     return run_cli(*args, cwd=root, timeout=timeout)
 

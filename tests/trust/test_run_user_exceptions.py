@@ -6,7 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.trust._support import cases_by_id, cli, integrity_ok, no_traceback, project, runs
+from tests.trust._support import (
+    cases_by_id,
+    cli,
+    custom_check_project,
+    integrity_ok,
+    no_traceback,
+    project,
+    runs,
+)
 
 RAISING = """
     import asyncio
@@ -101,15 +109,7 @@ def test_base_exceptions_from_a_custom_evaluator_are_per_case_errors(tmp_path: P
                 time.sleep(30)  # past timeout_s
             return True
     """
-    evaluators = (
-        "  - type: custom\n    criterion: custom_ok\n    function: checks:check\n"
-        "    timeout_s: 0.5\n"
-    )
-    release = "version: 1\nrules:\n  - id: floor\n    metric: custom_ok\n    min: 0.5\n"
-    root = project(
-        tmp_path / "p", "def answer(inp):\n    return {'label': 'ok'}\n", n=6,
-        evaluators=evaluators, release=release, files={"checks.py": checks},
-    )
+    root = custom_check_project(tmp_path / "p", checks, n=6, timeout_s=0.5)
     result = cli(root, "run", timeout=60)
     no_traceback(result)
     assert result.code == 5, result.text  # 4 of 6 missing: incomplete evidence

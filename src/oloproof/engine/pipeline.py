@@ -59,7 +59,7 @@ from oloproof.transport.retry import (
     RetryPolicy,
     call_with_retries,
 )
-from oloproof.transport.threads import AsyncHost, Workers, describe_exception
+from oloproof.transport.threads import AsyncHost, Workers, WorkersHeld, describe_exception
 
 if TYPE_CHECKING:
     import asyncio
@@ -291,6 +291,10 @@ class Engine:
         self._evaluator_workers: Workers | None = None
         self._process_workers: Workers | None = None
         self._criteria = [e.criterion for e in [*self.inline, *self.judges]]
+        # The evaluators that see the case's metadata (custom ones): keyed on it (judge_key).
+        self._reads_metadata = frozenset(
+            e.identity for e in [*self.inline, *self.judges] if getattr(e, "reads_metadata", False)
+        )
         self._tallies = {c: CriterionEvidence(c, MetricKind.BINARY) for c in self._binary}
         self._due = provisional_schedule(self._case_total)
         # all_cached's keys, by case (and evaluator), until run_cached ends; None otherwise.
@@ -314,7 +318,9 @@ class Engine:
         )
 
     @staticmethod
-    def judge_key(identity: str, case: EngineCase, output_json: str) -> str:
+    def judge_key(
+        identity: str, case: EngineCase, output_json: str, *, metadata: bool = False
+    ) -> str:
         key: dict[str, Any] = {
             "evaluator": identity,
             "case": case.id,
@@ -322,6 +328,10 @@ class Engine:
             "expected": case.expected,
             "output": output_json,
         }
+        if metadata and case.metadata is not None:
+            # An evaluator that can read the case's metadata (a custom one) is keyed on it
+            # too; the others never read it, and keep the keys they always had.
+            key["metadata"] = case.metadata
         if case.trial:
             # Each trial is judged afresh, even of an output another trial gave: a judge's
             # own variation is part of what the trials measure (docs/repeated-trials.md).
@@ -410,12 +420,13 @@ class Engine:
 
     def _judge_key(self, identity: str, case: EngineCase, output_json: str) -> str:
         keys = self._keys
+        metadata = identity in self._reads_metadata
         if keys is None:
-            return self.judge_key(identity, case, output_json)
+            return self.judge_key(identity, case, output_json, metadata=metadata)
         slot = (identity, case.index, case.trial)
         found = keys.get(slot)
         if found is None:
-            found = keys[slot] = self.judge_key(identity, case, output_json)
+            found = keys[slot] = self.judge_key(identity, case, output_json, metadata=metadata)
         return found
 
     def start_early(self) -> None:
@@ -829,13 +840,14 @@ class Engine:
                 )
             assert isinstance(result, Outcome)
             return result
-        except TimeoutError:
+        except TimeoutError as exc:
             # Timed from the call's start (a call may wait for a thread first): it had run
-            # timeout_s when it was given up.
+            # timeout_s when it was given up; or it never started (WorkersHeld).
+            held = f": {exc}" if isinstance(exc, WorkersHeld) else ""
             return Outcome(
                 JudgmentStatus.ERROR,
-                reason=f"the evaluator gave no verdict within timeout_s = {timeout_s:g}s",
-                latency_ms=None if timeout_s is None else float(timeout_s) * 1000.0,
+                reason=f"the evaluator gave no verdict within timeout_s = {timeout_s:g}s{held}",
+                latency_ms=None if held or timeout_s is None else float(timeout_s) * 1000.0,
             )
         except asyncio.CancelledError:
             if _our_cancel():

@@ -31,7 +31,13 @@ from oloproof._json import digest, digest_bytes
 from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import CaseView, Outcome, Verdict
-from oloproof.systems.loading import code_paths_digest, import_callable, module_source
+from oloproof.systems.loading import (
+    code_paths_digest,
+    defining_files,
+    file_digests,
+    import_callable,
+    module_source,
+)
 from oloproof.transport.threads import describe_exception
 
 if TYPE_CHECKING:
@@ -45,6 +51,9 @@ DEFAULT_TIMEOUT_S = 30.0
 
 class Custom:
     is_judge = False
+    #: The function is handed the case's metadata: its verdicts are cached under it too
+    #: (engine/pipeline.py, ``Engine.judge_key``).
+    reads_metadata = True
 
     def __init__(
         self,
@@ -90,6 +99,11 @@ class Custom:
                 root, list(config.code_paths), file=file,
                 field=field.rsplit(".", 1)[0] + ".code_paths",
             )
+        # A function imported into the module named for it: the module that defines it too
+        # (only then, so that other evaluators keep their identities).
+        defining = defining_files(self.fn, module, root)
+        if defining:
+            identity["defined_in"] = file_digests(defining)
         self.identity = digest(identity)
 
     def _check_params(self, shape: _Shape, file: str, field: str) -> None:

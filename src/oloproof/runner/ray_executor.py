@@ -428,6 +428,7 @@ class RayCustom:
 
     is_async = True
     is_judge = False
+    reads_metadata = True  # as Custom: the case's metadata is sent to the worker
     #: Awaited on the run's own loop, not on the host loop of ``async def`` user code, so
     #: that every Ray call of the driver is made from one thread, the one that makes the
     #: system's calls (and one thread hop fewer per evaluation). Ray calls from two threads

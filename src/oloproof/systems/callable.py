@@ -11,9 +11,16 @@ Nothing a user's function does can stop the run or hang it:
   ``GeneratorExit``, a ``CancelledError`` of its own), is one failed call: the case
   is an error, missing for every criterion;
 - ``timeout_s`` bounds each call; a call past it is a TIMEOUT and its thread is
-  abandoned;
+  abandoned (another takes its place, up to Workers' spare threads); a call that cannot
+  start because every thread is held by such a call is a TIMEOUT too, once the threads
+  have been held for ``timeout_s``;
 - the function receives a fresh copy of the case input, so one that mutates it
-  changes neither what is stored nor the cache keys.
+  changes neither what is stored nor the cache keys;
+- its output is taken as it is when the function returns, in the thread (or on the loop)
+  that ran it: made JSON there, and everything after (the store, the evaluators and
+  judges, the judgment keys) sees only the copy decoded from that JSON. A function that
+  returns an object it keeps changing (one shared between calls), or one that claims to
+  hold other values than it encodes to, cannot pass with an output nobody stored.
 
 One call is one attempt: the engine wraps it in the retry policy.
 
@@ -34,19 +41,20 @@ from types import FunctionType
 from typing import TYPE_CHECKING
 
 from oloproof._context import CaseContext, reset_current_case, set_current_case
-from oloproof._json import canonical_json, digest, digest_bytes
-from oloproof._json import output_json as output_json_of
+from oloproof._json import canonical_json, digest, digest_bytes, output_snapshot
 from oloproof.errors import ConfigError, TransientError
 from oloproof.systems.base import CallResult
 from oloproof.systems.loading import (
     code_paths_digest,
+    defining_files,
+    file_digests,
     import_callable,
     imports_outside_identity,
     module_source,
     source_file,
 )
 from oloproof.transport.retry import AttemptFailure, PermanentFailure, RetryableFailure
-from oloproof.transport.threads import AsyncHost, UserBaseException, Workers
+from oloproof.transport.threads import AsyncHost, UserBaseException, Workers, WorkersHeld
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -97,6 +105,19 @@ def _context(case_id: str, case_input: Any, attempt: int) -> CaseContext:
                        attempt=attempt)
 
 
+class _NotJson(Exception):
+    """The output could not be made JSON when the function returned (:func:`_taken`)."""
+
+
+def _taken(output: Any) -> tuple[Any, str]:
+    """The output as the function returned it: a decoded copy and its canonical JSON
+    (:func:`oloproof._json.output_snapshot`), made by whatever ran the call."""
+    try:
+        return output_snapshot(output)
+    except (TypeError, ValueError, RecursionError, OverflowError) as exc:
+        raise _NotJson(f"the output is not JSON-serialisable: {exc}") from None
+
+
 def _since(began: list[float]) -> float | None:
     """Milliseconds since the call began, if it was noted (a sync call's worker thread)."""
     return (time.perf_counter() - began[0]) * 1000.0 if began else None
@@ -128,23 +149,28 @@ class CallableSystem:
         self.concurrency = concurrency
         # concurrency.adaptive: an exception with status 429 is a rate limit (retried).
         self.rate_limits = rate_limits
-        self.identity = digest(
-            {
-                "kind": "callable",
-                "name": self.name,
-                "version": self.version,
-                "declared": declared,
-                "callable": config.callable,
-                "module_source": digest_bytes(module_source(module)),
-                "code_paths": code_paths_digest(
-                    root, list(config.code_paths or []), file=file, field="system.code_paths"
-                ),
-            }
-        )
+        identity: dict[str, Any] = {
+            "kind": "callable",
+            "name": self.name,
+            "version": self.version,
+            "declared": declared,
+            "callable": config.callable,
+            "module_source": digest_bytes(module_source(module)),
+            "code_paths": code_paths_digest(
+                root, list(config.code_paths or []), file=file, field="system.code_paths"
+            ),
+        }
+        # A function defined in another module than the one named (``from impl import
+        # answer``): that module's bytes too. Only then, so that every other system keeps
+        # the identity (and the cache) it had.
+        defining = defining_files(self.fn, module, root)
+        if defining:
+            identity["defined_in"] = file_digests(defining)
+        self.identity = digest(identity)
         #: Project files the module uses outside its identity (an edit to them keeps the
         #: cache): the run warns about them once (loading.imports_outside_identity).
         self.outside_identity: list[str] = imports_outside_identity(
-            module, root, list(config.code_paths or [])
+            module, root, list(config.code_paths or []), defining
         )
         self.module_file: str = os.path.basename(source_file(module) or config.callable)
         self._is_async: bool | None = None
@@ -181,9 +207,9 @@ class CallableSystem:
         when a worker thread took it."""
         context = contextvars.copy_context()
 
-        def call() -> Any:
+        def call() -> tuple[Any, str]:
             began.append(time.perf_counter())
-            return context.run(self._call_sync, ctx)
+            return _taken(context.run(self._call_sync, ctx))
 
         return call
 
@@ -236,18 +262,23 @@ class CallableSystem:
         """One attempt; ``began`` is filled with a sync call's start by its worker thread."""
         import asyncio
 
+        # Each path gives the output as taken when the function returned (_taken).
         try:
             if job is not None:
                 assert self._workers is not None, "CallableSystem.start() was not awaited"
-                output = await self._workers.adopt(job)
+                output, output_json = await self._workers.adopt(job)
             elif self.is_async:
                 assert self._host is not None, "CallableSystem.start() was not awaited"
                 async with asyncio.timeout(self.timeout_s):
-                    output = await self._host.run(lambda: self._call_async(ctx))
+                    output, output_json = await self._host.run(lambda: self._call_async(ctx))
             else:
                 assert self._workers is not None, "CallableSystem.start() was not awaited"
                 # The workers enforce timeout_s (TimeoutError), counted from the start.
-                output = await self._workers.submit(self._timed(ctx, began))
+                output, output_json = await self._workers.submit(self._timed(ctx, began))
+        except WorkersHeld as exc:  # never started: the threads are all held by hung calls
+            raise PermanentFailure(
+                f"no answer within timeout_s = {self.timeout_s:g}s: {exc}", kind="TIMEOUT"
+            ) from None
         except TimeoutError:
             raise PermanentFailure(
                 f"no answer within timeout_s = {self.timeout_s:g}s", kind="TIMEOUT"
@@ -261,6 +292,8 @@ class CallableSystem:
             if task is not None and task.cancelling():
                 raise  # our own stop
             raise PermanentFailure("CancelledError (raised by the system)") from None
+        except _NotJson as exc:
+            raise PermanentFailure(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - no system error ever stops the run
             rate = None
             if self.rate_limits:  # concurrency.adaptive: its module only for the option
@@ -272,11 +305,6 @@ class CallableSystem:
                     _describe(exc), retry_after_s=rate.wait_s, rate=rate
                 ) from None
             raise PermanentFailure(_describe(exc)) from None
-        try:
-            # The check that the output is JSON also makes the text its judgments are keyed on.
-            output_json = output_json_of(output)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise PermanentFailure(f"the output is not JSON-serialisable: {exc}") from None
         return CallResult(output, ctx.usage, output_json)
 
 
@@ -294,9 +322,10 @@ class CallableSystem:
         finally:
             reset_current_case(token)
 
-    async def _call_async(self, ctx: CaseContext) -> Any:
+    async def _call_async(self, ctx: CaseContext) -> tuple[Any, str]:
         token = set_current_case(ctx)
         try:
-            return await self.fn(ctx.input)
+            output = await self.fn(ctx.input)
         finally:
             reset_current_case(token)
+        return _taken(output)

@@ -1,8 +1,9 @@
 """Identities: digests that key the caches.
 
 A system's identity is a digest of what defines its answers (SPEC §2): kind,
-name, declared version, and for a callable the source of its module and the
-content of every ``code_paths`` file. Concurrency, timeouts and environment
+name, declared version, and for a callable the source of its module (and of
+the module that defines the function, when it is imported from another:
+systems/loading.py ``defining_files``) and the content of every ``code_paths`` file. Concurrency, timeouts and environment
 values never enter it.
 
 The JSON and hash helpers themselves live in :mod:`oloproof._json` (a low

@@ -241,6 +241,49 @@ def module_source(module: ModuleType) -> bytes:
         return b""
 
 
+def defining_files(fn: object, module: ModuleType, root: str) -> list[str]:
+    """The source files that define ``fn`` besides ``module``'s own, resolved and sorted:
+    empty for a function defined in the module named for it (the usual case).
+
+    A function imported into the named module (``app.py`` holding ``from impl import
+    answer``) is defined by ``impl.py``: that file is "the module that defines it" (SPEC
+    §2), whose bytes belong in the identity as much as the named module's. Found from the
+    module Python records for the function (``__module__``) and, for project code only,
+    the file its code was compiled from (``__code__.co_filename``: a wrapper of a project
+    module's own making); an installed package's wrapper (``functools.wraps`` keeps the
+    ``__module__`` of what it wraps) stays out, as installed packages do."""
+    own = source_file(module)
+    skip = {os.path.realpath(own)} if own else set()
+    found: set[str] = set()
+    defining = _module_of(fn)
+    path = None if defining is None else source_file(defining)
+    if path:
+        found.add(os.path.realpath(path))
+    try:
+        code = getattr(fn, "__code__", None)
+    except Exception:  # noqa: BLE001 - an object whose attributes raise
+        code = None
+    filename = getattr(code, "co_filename", None)
+    if isinstance(filename, str) and os.path.isfile(filename):
+        file = os.path.realpath(filename)
+        if _project_file_path(file, os.path.realpath(root)):
+            found.add(file)
+    return sorted(found - skip)
+
+
+def file_digests(files: list[str]) -> list[str]:
+    """The digests of the bytes of ``files`` (:func:`defining_files`), in their order; an
+    unreadable one as the digest of nothing, as :func:`module_source` reads it."""
+    out = []
+    for path in files:
+        try:
+            data = _read(path)
+        except OSError:
+            data = b""
+        out.append(digest_bytes(data))
+    return out
+
+
 #: The most files the ``code_paths`` of one system (or of one custom evaluator) may hold.
 MAX_CODE_PATH_FILES = 10_000
 #: The most bytes they may hold in all: they are read and hashed on every run.
@@ -347,7 +390,7 @@ def code_paths_digest(
 
 
 def imports_outside_identity(
-    module: ModuleType, root: str, code_paths: list[str]
+    module: ModuleType, root: str, code_paths: list[str], defining: list[str] | None = None
 ) -> list[str]:
     """Project files the system's module uses that are not part of its identity.
 
@@ -360,16 +403,17 @@ def imports_outside_identity(
     helper counts. "Project code" is a source file under the project directory, outside
     hidden folders (``.venv``, ``.oloproof``) and ``site-packages``. The answer is those
     files, relative to the project directory and sorted, less the module's own file and
-    anything at or under a ``code_paths`` entry. It does not depend on what was imported
-    before, or in which order (a notebook, a test session).
+    anything at or under a ``code_paths`` entry, and the files that define the function
+    (``defining``, :func:`defining_files`), which are part of the identity too. It does
+    not depend on what was imported before, or in which order (a notebook, a test session).
     """
     base = os.path.realpath(root)
     covered = [os.path.realpath(os.path.join(base, entry)) for entry in code_paths]
     own = source_file(module)
-    own_path = os.path.realpath(own) if own else None
+    in_identity = {os.path.realpath(own) if own else None, *(defining or ())}
     found = {
         path for _, path in project_modules(module, base)
-        if path != own_path and not any(_within(path, c) for c in covered)
+        if path not in in_identity and not any(_within(path, c) for c in covered)
     }
     return sorted(os.path.relpath(p, base) for p in found)
 
@@ -461,12 +505,18 @@ def _project_file(module: ModuleType, base: str) -> str | None:
     if not path:
         return None
     file = os.path.realpath(path)
+    return file if _project_file_path(file, base) else None
+
+
+def _project_file_path(file: str, base: str) -> bool:
+    """Whether the resolved ``file`` is project code: under ``base``, outside hidden
+    folders and ``site-packages``."""
     if not _within(file, base) or file == base:
-        return None
+        return False
     parts = os.path.relpath(file, base).split(os.sep)
-    if any(p.startswith(".") or p in ("site-packages", "dist-packages") for p in parts[:-1]):
-        return None
-    return file
+    return not any(
+        p.startswith(".") or p in ("site-packages", "dist-packages") for p in parts[:-1]
+    )
 
 
 def _read_code(path: str, size: int) -> bytes:

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "AsyncHost", "Job", "UserBaseException", "Workers", "describe_exception", "innermost",
+    "AsyncHost", "Job", "UserBaseException", "Workers", "WorkersHeld", "describe_exception",
+    "innermost",
 ]
 
 #: How long a closing :class:`AsyncHost` lets its cancelled calls end before it leaves
@@ -57,6 +58,21 @@ def innermost(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+class WorkersHeld(TimeoutError):
+    """A call that never started: every thread of its pool was held by a call past its
+    timeout (see :class:`Workers`), for the whole of this call's own timeout.
+
+    A :class:`TimeoutError`, so every caller that records a timeout records this one
+    too; ``held`` is how many threads the hung calls hold, for the message."""
+
+    def __init__(self, held: int) -> None:
+        super().__init__(
+            f"the call never started: all {held} worker threads are held by earlier calls"
+            " still running past their timeout"
+        )
+        self.held = held
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -100,6 +116,14 @@ class Workers:
     the earliest time a call could time out: cheaper than a timer per call,
     and calls rarely time out.
 
+    So at most ``limit + spare`` threads ever exist. Once that many calls hang,
+    no thread is left to take a call: the pool is *held*. A call that cannot
+    start then fails with :class:`WorkersHeld` (a :class:`TimeoutError`) once
+    the pool has been held for that call's timeout, however long ago it was
+    submitted, and at once if it is submitted later while the pool is still
+    held. No call waits without bound for a thread a hung call keeps; a stuck
+    call that returns meanwhile frees its thread and the queue goes on.
+
     With ``batch_s``, results reach the loop in batches: a finished call wakes
     the loop only when fewer than ``limit`` calls wait in the queue (the threads
     will soon need more) or its thread was retired; otherwise it waits for a
@@ -140,6 +164,8 @@ class Workers:
         # whose call timed out and still runs (at most ``spare``).
         self._live = 0
         self._stuck = 0
+        # Since when no thread can take a call (every one held by a stuck call), or None.
+        self._held_since: float | None = None
         # Results wait here for the loop; ``_wake`` says a delivery is scheduled.
         self._done: deque[tuple[Job, Any, BaseException | None]] = deque()
         self._wake = False
@@ -167,8 +193,10 @@ class Workers:
         job = Job(future, fn, timeout)
         self._pending[future] = job
         self._jobs.put(job)
-        # The earliest it can time out: had it started now.
-        self._check_at(time.monotonic() + timeout)
+        # The earliest it can time out: had it started now, or, while every thread is held
+        # by a stuck call, once the pool has been held that long (_expire).
+        held = self._held_since
+        self._check_at((time.monotonic() if held is None else held) + timeout)
         self._start_threads()
         if self._batch_s is not None and self._tick is None:
             self._tick = self._bound.call_later(self._batch_s, self._on_tick)
@@ -228,6 +256,13 @@ class Workers:
             thread.start()
             self._live += 1
             self._threads.append(thread)
+        if self._live:
+            self._held_since = None
+        elif waiting > 0 and self._held_since is None and self._loop is not None:
+            # Every thread is held by a stuck call, and calls wait: they are timed from now
+            # (_expire), since nothing else would ever start them.
+            self._held_since = time.monotonic()
+            self._check_at(self._held_since)
 
     def _work(self) -> None:
         jobs, done, lock = self._jobs, self._done, self._lock
@@ -239,14 +274,16 @@ class Workers:
                 return
             if self._holding:  # the run stops: the call stays pending until it is cancelled
                 continue
-            job.thread = me
-            me.job = job
-            job.started = time.monotonic()
-            future, fn = job.future, job.fn
-            job.fn = None
+            with lock:  # taken here, or given up by the loop (_expire), never both
+                fn = job.fn
+                job.fn = None
+                job.thread = me
+                me.job = job
+                job.started = time.monotonic()
+            future = job.future
             # (No future yet: a call started before the loop, not adopted yet.)
             if fn is None or (future is not None and future.cancelled()):
-                # The run stopped before the call began.
+                # The run stopped before the call began, or the loop gave it up.
                 done.append((job, None, None))
             else:
                 try:
@@ -319,11 +356,22 @@ class Workers:
         self._timer = None
         now = time.monotonic()
         earliest = None
+        held_since = self._held_since
         for future, job in list(self._pending.items()):
             if job.timed_out or future.done():
                 continue
             started = job.started
-            deadline = (now if started is None else started) + job.timeout
+            if started is None:
+                # Not started: the earliest it can time out is had it started now; but
+                # while no thread can take it, it is timed from when that began.
+                deadline = now + job.timeout
+                if held_since is not None and held_since + job.timeout > now:
+                    deadline = held_since + job.timeout
+                elif held_since is not None and self._give_up(future, job):
+                    continue
+                earliest = deadline if earliest is None else min(earliest, deadline)
+                continue
+            deadline = started + job.timeout
             if deadline > now:
                 earliest = deadline if earliest is None else min(earliest, deadline)
                 continue
@@ -342,6 +390,17 @@ class Workers:
         if earliest is not None:
             self._check_at(earliest)
         self._start_threads()
+
+    def _give_up(self, future: asyncio.Future[Any], job: Job) -> bool:
+        """Fail a call no thread has taken (:class:`WorkersHeld`); False if a thread took
+        it meanwhile (it is then timed from its start, as any call)."""
+        with self._lock:
+            if job.fn is None:
+                return False
+            job.fn = None  # a thread that takes it later skips it
+        del self._pending[future]
+        future.set_exception(WorkersHeld(self._stuck))
+        return True
 
     def close(self) -> None:
         """Drop calls not yet started and let idle threads end; never waits."""
