@@ -61,6 +61,20 @@ def case_order_key(case_id: str) -> bytes:
     return sha256(b"oloproof case order 1\0" + case_id.encode()).digest()
 
 
+def _mean(scores: list[float], extra: float = 0.0, copies: int = 0) -> float:
+    """The mean of finite ``scores`` and ``copies`` more ``extra``, also when their sum lies
+    beyond the largest float (scores near 1e308): each term is then divided by the count
+    first, so that no partial sum can pass the largest term."""
+    count = len(scores) + copies
+    try:
+        total = math.fsum(scores) + copies * extra
+    except OverflowError:
+        total = math.inf
+    if math.isfinite(total):
+        return total / count
+    return math.fsum([*(x / count for x in scores), copies * (extra / count)])
+
+
 class Outcome(StrEnum):
     """What one case contributes to one criterion's metric."""
 
@@ -230,7 +244,8 @@ class CriterionEvidence:
             if gap:
                 missing += 1
             elif scores:
-                means.append(sum(scores) / len(scores))
+                mean = sum(scores) / len(scores)
+                means.append(mean if math.isfinite(mean) else _mean(scores))
             else:
                 excluded += 1
         return means, missing, excluded
@@ -264,9 +279,8 @@ class CriterionEvidence:
             count = len(scores) + gaps
             if count == 0:
                 continue
-            total = math.fsum(scores)
-            a = min(high, max(low, (total + gaps * low) / count))
-            b = min(high, max(low, (total + gaps * high) / count))
+            a = min(high, max(low, _mean(scores, low, gaps)))
+            b = min(high, max(low, _mean(scores, high, gaps)))
             out.append((case_order_key(case_id), a, b))
         out.sort(key=lambda item: item[0])
         return [(a, b) for _key, a, b in out]

@@ -66,3 +66,49 @@ def test_read_only_commands_keep_their_output_exit_code_atexit_handlers_and_tear
     assert mark.read_text().splitlines() == expected
     # And each one's teardown flushed the file left open.
     assert len(Path(f"{mark}.log").read_text().splitlines()) == len(expected)
+
+
+# -- os._exit in the code under test (it ends Oloproof's own process) -------------------
+
+_CUT_SHORT = ("oloproof: the code under test called os._exit(0) in Oloproof's own process:"
+              " the run cannot finish, so the command ends with exit 5 (incomplete), never a"
+              " pass")
+_FORKS = """
+import os
+
+def answer(case_input):
+    # A child forked from Oloproof's process (as multiprocessing's fork does) exits as asked.
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if case_input["n"] % 2 else 3)
+    _, status = os.waitpid(pid, 0)
+    return {"label": "ok" if os.waitstatus_to_exitcode(status) == (0 if case_input["n"] % 2 else 3) else "no"}
+"""
+
+
+@pytest.mark.parametrize("app", [
+    "import os\nos._exit(0)\n\ndef answer(case_input):\n    return {'label': 'ok'}\n",
+    ("import os\n\ndef answer(case_input):\n    if case_input['n'] == 3:\n        os._exit(0)\n"
+     "    return {'label': 'ok'}\n"),
+], ids=["at-import", "in-a-case"])
+def test_os_exit_0_in_the_code_under_test_never_exits_0(tmp_path: Path, app: str) -> None:
+    """`os._exit(0)` at import or in one case used to end `run` with exit 0 and no output,
+    under `policy: none` (no rule could block): CI read it as a pass."""
+    root = tmp_path / "p"
+    write_project(root, app=app, cases=labelled_cases(6), concurrency=(1, 1))
+    result = run_cli("run", cwd=root)
+    assert result.code == 5, result.text
+    assert result.err.strip().splitlines()[-1] == _CUT_SHORT, result.err
+    assert "Gate      ALLOW" not in result.out
+
+
+def test_a_child_forked_by_the_code_under_test_exits_as_it_asks(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    write_project(root, app=_FORKS, cases=labelled_cases(4), concurrency=(1, 1))
+    result = run_cli("run", "--json", cwd=root)
+    assert result.code == 0, result.text
+    assert "os._exit" not in result.err
+    final = json.loads(result.out.splitlines()[-1])
+    assert (final["type"], final["exit_code"]) == ("run_finished", 0), final
+    cases = json.loads(run_cli("inspect", "latest", "--json", cwd=root).out)["cases"]
+    assert [c["output"] for c in cases] == [{"label": "ok"}] * 4

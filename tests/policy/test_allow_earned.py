@@ -458,14 +458,18 @@ def test_consecutive_failures_stop_the_run_naming_the_callable(project_dir: Path
 
 def test_errors_of_the_system_s_own_are_not_an_outage(project_dir: Path) -> None:
     """Every call raises an error of its own (not retryable): the run goes to its end (no
-    outage), and with every case missing the evidence is incomplete (exit 5)."""
+    outage), and then, no call of the system having succeeded, it is incomplete (SPEC §5:
+    RUN_ERROR/PARTIAL, exit 5), naming the callable."""
     app = ('from oloproof import system\n\n@system(name="t", version="1")\n'
            'def answer(inp):\n    raise ValueError("bad input")\n')
     write_project(project_dir, app=app, cases=labelled_cases(20), concurrency=(1, 1),
                   release="version: 1\nrules:\n  - {id: r, metric: exact_label, min: 0.5}\n")
     result = oloproof.run(project_dir)
-    assert (result.status, result.completeness, result.exit_code) == ("DECIDED", "COMPLETE", 5)
-    assert len(list(result.cases())) == 20 and result.decisions[0].incomplete
+    assert (result.status, result.completeness, result.exit_code) == ("RUN_ERROR", "PARTIAL", 5)
+    assert len(list(result.cases())) == 20 and not result.decisions
+    assert result.stop_reason == (
+        "incomplete: system test-system (callable app:answer) failed on every call (all 20"
+        " calls), so the run holds no result of it; first error: ValueError: bad input")
 
 
 def test_failures_between_successes_are_not_an_outage(project_dir: Path) -> None:
@@ -536,22 +540,28 @@ def test_gate_blocks_an_incomplete_rule_unless_a_fail_blocks() -> None:
 
 
 def test_a_comparison_with_a_failed_candidate_is_incomplete(project_dir: Path) -> None:
-    """A candidate whose every case failed, against a good baseline, with warn_on:
-    [INSUFFICIENT_EVIDENCE]: no pair, and incomplete (exit 5), never an ALLOW."""
+    """A candidate whose cases failed but one (q001), against a good baseline, with warn_on:
+    [INSUFFICIENT_EVIDENCE]: incomplete (exit 5), never an ALLOW. A candidate whose every
+    case failed is itself stopped (SPEC §5), and a comparison with it blocks (exit 5)."""
     # 6 cases: fewer than the 8 failures in a row that would stop the candidate's run.
     write_project(project_dir, app=FLAKY.format(every=1000), cases=labelled_cases(6),
                   concurrency=(1, 1), policy="none")
     base = oloproof.run(project_dir)
     (project_dir / "app.py").write_text(FLAKY.format(every=1))
-    cand = oloproof.run(project_dir)
+    stopped = oloproof.run(project_dir)
+    assert (stopped.status, stopped.exit_code) == ("RUN_ERROR", 5)
     policy = project_dir / "cmp.yaml"
     policy.write_text("version: 1\nblock_on: [FAIL]\nwarn_on: [INSUFFICIENT_EVIDENCE]\nrules:\n"
                       "  - {id: r, kind: non_inferiority, metric: exact_label, margin: 0.1}\n")
+    cmp = oloproof.compare(stopped, base, project=project_dir, policy=policy)
+    assert (cmp.decisions, cmp.gate, cmp.exit_code) == ([], GateAction.BLOCK, 5)
+    (project_dir / "app.py").write_text(FLAKY.format(every=1).replace("% 1 == 0", "!= 1"))
+    cand = oloproof.run(project_dir)
     cmp = oloproof.compare(cand, base, project=project_dir, policy=policy)
     [d] = cmp.decisions
-    assert (d.state, d.reason, d.incomplete) == (INSUFFICIENT, NO_OBSERVED, True)
+    assert (d.state, d.incomplete) == (INSUFFICIENT, True)
     assert cmp.exit_code == 5
-    assert cmp.document["gate_notes"][0].startswith("Incomplete evidence: r (100% missing)")
+    assert cmp.document["gate_notes"][0].startswith("Incomplete evidence: r (83.3% missing)")
 
 
 def test_limits_max_consecutive_failures_is_checked(project_dir: Path) -> None:

@@ -391,3 +391,25 @@ def test_betting_is_narrower_than_the_classical_bounds_for_small_spreads() -> No
 def test_module_constants_are_the_reference_s() -> None:
     assert (betting.TRUNCATION, betting.GRID_SIZE, betting.GRID_SPAN, betting.CHECKPOINTS) == (
         ref.TRUNCATION, ref.GRID_SIZE, ref.GRID_SPAN, ref.CHECKPOINTS)
+
+
+def test_the_mean_and_sd_of_huge_scores_do_not_overflow() -> None:
+    """Scores of 1e308 on the range [0, 1e308]: their sum overflowed (exit 70)."""
+    from oloproof.stats.betting import betting_mean
+
+    scores = [1e308, 5e307, 1e308, 8e307]
+    summary = betting_mean(scores, (0.0, 1e308))
+    scaled = [s / 2.0**1000 for s in scores]
+    assert summary.mean == pytest.approx(float(np.mean(scaled)) * 2.0**1000, rel=1e-12)
+    assert summary.sd == pytest.approx(float(np.std(scaled, ddof=1)) * 2.0**1000, rel=1e-12)
+    units = betting_mean([s / 1e308 for s in scores], (0.0, 1.0))
+    assert summary.interval is not None and units.interval is not None
+    assert summary.interval.lower == pytest.approx(units.interval.lower * 1e308, rel=1e-12)
+    assert summary.interval.upper == pytest.approx(units.interval.upper * 1e308, rel=1e-12)
+    # A range wider than the largest float ([-1e308, 1e308]): the same units, halved.
+    wide = betting_mean([-1e308, 0.0, 1e308, 5e307], (-1e308, 1e308))
+    half = betting_mean([0.0, 0.5, 1.0, 0.75], (0.0, 1.0))
+    assert wide.interval is not None and half.interval is not None
+    for got, unit in ((wide.interval.lower, half.interval.lower),
+                      (wide.interval.upper, half.interval.upper)):
+        assert got == pytest.approx(2.0 * (-5e307 + unit * 1e308), rel=1e-9)

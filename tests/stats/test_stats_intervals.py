@@ -200,3 +200,66 @@ def test_student_t_bounded_does_not_clip_and_flags_unbounded() -> None:
     assert all_missing.interval.lower < 1.0 and all_missing.interval.upper > 5.0
     with pytest.raises(ValueError):
         student_t_mean_bounded([0.5], 1, (1.0, 0.0))
+
+
+# -- scores near the largest float (1e308): exact by scaling, or no interval ------------------
+
+# Multiplying by a power of two is exact in binary floating point, and the t interval is
+# equivariant under it: scipy on the scores times 2**-1000 is the reference, scaled back.
+_HUGE = [1e308, 1.5e308, 1.2e308, 1.1e308, 1.7e308, 9e307]
+_SCALE = 2.0**1000
+
+
+def _scipy_t(values: list[float], level: float) -> tuple[float, float, float, float]:
+    small = [v / _SCALE for v in values]
+    mean = stats.tmean(small)
+    sd = stats.tstd(small)
+    lower, upper = stats.t.interval(level, len(small) - 1, loc=mean, scale=stats.sem(small))
+    return mean * _SCALE, sd * _SCALE, lower * _SCALE, upper * _SCALE
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
+def test_the_t_interval_of_huge_scores_matches_scipy_on_the_scaled_scores(level: float) -> None:
+    """Their sum overflows (fsum's "intermediate overflow" ended `run` with exit 70)."""
+    summary = student_t_mean(_HUGE, level)
+    mean, sd, lower, upper = _scipy_t(_HUGE, level)
+    assert summary.interval is not None and not summary.overflow
+    assert summary.mean == pytest.approx(mean, rel=1e-12)
+    assert summary.sd == pytest.approx(sd, rel=1e-12)
+    assert summary.interval.lower == pytest.approx(lower, rel=1e-12)
+    assert summary.interval.upper == pytest.approx(upper, rel=1e-12)
+    constant = student_t_mean([1e308] * 8, level)
+    assert constant.interval == Interval(1e308, 1e308) and constant.sd == 0.0
+
+
+def test_ordinary_scores_give_the_same_bits_as_before() -> None:
+    """Scaling happens only past 2**400: ordinary scores take the very same steps."""
+    values = [0.1, 0.25, 0.7, 0.3, 0.95, 0.05, 0.5]
+    n = len(values)
+    mean = math.fsum(values) / n
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
+    half = stats.t.isf(0.025, n - 1) * sd / math.sqrt(n)
+    summary = student_t_mean(values)
+    assert (summary.mean, summary.sd) == (mean, sd)
+    assert summary.interval is not None
+    assert summary.interval.lower == pytest.approx(mean - half, rel=1e-14)
+
+
+def test_the_worst_case_interval_of_huge_scores_matches_the_scaled_one() -> None:
+    """With missing cases bounded over a range whose top is 1.7e308 (j * high overflowed)."""
+    huge = student_t_mean_bounded(_HUGE, 3, (0.0, 1.7e308), 0.95)
+    small = student_t_mean_bounded([v / _SCALE for v in _HUGE], 3, (0.0, 1.7e308 / _SCALE), 0.95)
+    assert huge.interval is not None and small.interval is not None and not huge.overflow
+    assert huge.interval.lower == small.interval.lower * _SCALE
+    assert huge.interval.upper == small.interval.upper * _SCALE
+
+
+def test_an_interval_beyond_the_largest_float_is_none_and_says_why() -> None:
+    """Two scores, 1.7e308 apart from their mean: t(0.975, 1) * sd / sqrt(2) is about
+    1.5e309. No interval, rather than an infinite one or a crash."""
+    summary = student_t_mean([-1.7e308, 1.7e308])
+    assert summary.interval is None and summary.overflow
+    assert summary.mean == 0.0 and summary.sd is None  # the sd (2.4e308) overflows too
+    bounded = student_t_mean_bounded([1.7e308], 1, (-1.7e308, 1.7e308))
+    assert bounded.interval is None and bounded.overflow
+    assert not student_t_mean([1.0]).overflow  # too few values is not an overflow

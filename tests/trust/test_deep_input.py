@@ -244,7 +244,9 @@ def test_a_deep_judge_reply_is_that_cases_error(tmp_path: Path, deep_judge: str)
     root = project(tmp_path / "p", APP, n=3, evaluators=evaluators, extra="policy: none\n")
     result = cli(root, "run")
     no_traceback(result)
-    assert result.code == 0, result.text
+    # No reply of the judge could be read: the run holds no result of it (SPEC §5).
+    assert result.code == 5, result.text
+    assert "Stopped: incomplete: judge helpful" in result.out, result.out
     doc = strict_json(cli(root, "inspect", "latest", "--json").out)
     for case in doc["cases"]:
         judgment = case["judgments"]["helpful"]

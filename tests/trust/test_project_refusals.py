@@ -128,6 +128,23 @@ def test_policy_none_declares_no_rules_and_says_so(project_dir: Path) -> None:
     assert "declares no release rules (policy: none in oloproof.yaml)" in gate.out
 
 
+@pytest.mark.parametrize("part", [["--limit", "4"], ["--shard", "1/2"]], ids=["subset", "shard"])
+def test_policy_none_on_part_of_the_suite_never_says_allow(
+    project_dir: Path, part: list[str]
+) -> None:
+    """A subset (or shard) of a `policy: none` project blocks (exit 5): its report said
+    `Gate ALLOW by declaration` above `Gate BLOCK exit code 5`."""
+    write_project(project_dir, app=APP, cases=labelled_cases(12))  # policy: none
+    result = run_cli("run", *part, cwd=project_dir)
+    assert result.code == 5, result.text
+    assert "ALLOW" not in result.out, result.out
+    assert "No release rules, by declaration (policy: none in oloproof.yaml)." in result.out
+    assert "Gate      BLOCK   exit code 5" in result.out
+    whole = run_cli("run", cwd=project_dir)
+    assert whole.code == 0, whole.text
+    assert "Gate ALLOW by declaration: this project declares no release rules" in whole.out
+
+
 def test_policy_path_in_config_is_read(project_dir: Path) -> None:
     before = _good_project(project_dir)
     (project_dir / "policies").mkdir()

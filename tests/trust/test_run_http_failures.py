@@ -115,24 +115,20 @@ def test_all_calls_failed_is_said_in_one_line_above_the_tables(
     assert notice, result.out
     assert "all 6 calls of the system failed" in lines[notice[0]]
     assert "HTTP 400" in lines[notice[0]]
-    assert notice[0] < next(i for i, line in enumerate(lines) if "Decisions" in line)
+    assert notice[0] < next(i for i, line in enumerate(lines) if line.startswith("Metrics"))
     assert "0 / 0 observed · 6 missing" in result.out
-    # The undecided rule points at the failures, not at `plan` (more cases fail the same way).
-    assert "no evidence (0 observed, 6 missing)" in result.out, result.out
-    assert "size it with" not in result.out
+    # Every call failed: the run is stopped there (SPEC §5), naming the URL, not decided.
+    assert f"Stopped: incomplete: system sys (POST {url}) failed on every call" in result.out
     [run] = runs(root)
-    assert run["status"] == "DECIDED" and run["gate"] == "BLOCK"
+    assert (run["status"], run["completeness"], run["gate"]) == ("RUN_ERROR", "PARTIAL", "BLOCK")
     assert all(c["status"] == "ERROR" for c in cases_by_id(root).values())
     gate = json.loads(cli(root, "gate", "latest", "--json").out)
-    [rule] = gate["decisions"]
-    assert (rule["state"], rule["reason"]) == ("INSUFFICIENT_EVIDENCE", "no_observed_cases")
-    assert rule["detail"].startswith("no observed case: 0 observed, 6 missing"), rule["detail"]
-    assert rule["incomplete"] and gate["exit_code"] == 5
-    # plan refuses to size evidence that is all missing (no "observed 6 cases" hint).
+    assert (gate["decisions"], gate["exit_code"]) == ([], 5)
+    # plan refuses to size a run that was not decided (exit 5: the run is incomplete).
     plan = cli(root, "plan", "latest", "--run")
     no_traceback(plan)
-    assert plan.code == 2, plan.text
-    assert "0 observed, 6 missing cases" in plan.text, plan.text
+    assert plan.code == 5, plan.text
+    assert "RUN_ERROR/PARTIAL" in plan.text, plan.text
 
 
 def test_failure_threshold_says_so_before_all_failed(tmp_path: Path) -> None:

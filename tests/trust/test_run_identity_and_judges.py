@@ -134,6 +134,12 @@ def test_a_judge_reply_with_two_pass_keys_is_refused(
     no_traceback(result)
     assert result.code == 5, result.text  # every judgment missing: incomplete evidence
     assert "Failed calls: all 3 calls of the judge exact_label failed" in result.out
+    # No reply of the judge could be read: the run holds no result of it, and stops.
+    [run] = runs(root)
+    assert (run["status"], run["completeness"]) == ("RUN_ERROR", "PARTIAL")
+    assert run["stop_reason"].startswith(
+        f"incomplete: judge exact_label (openai_compatible m at POST {url}/chat/completions)"
+        " failed on every call (all 3 calls)"), run["stop_reason"]
     cases = cases_by_id(root)
     assert len(cases) == 3
     for case in cases.values():

@@ -63,7 +63,9 @@ def test_a_secret_quoted_back_json_escaped_is_masked(tmp_path: Path, echo_server
     root = project(tmp_path / "p", "", n=3, system=system, extra="policy: none\n")
     result = run_cli("run", cwd=root, env={"SECRET_TOKEN": TOKEN})
     no_traceback(result)
-    assert result.code == 0, result.text
+    # Every call failed: incomplete (SPEC §5), the stop reason quoting the first error, masked.
+    assert result.code == 5, result.text
+    assert "Stopped: incomplete: system sys" in result.out and "***" in result.out
     shown = run_cli("inspect", "latest", "--json", cwd=root)
     errors = [c["error"] for c in json.loads(shown.out)["cases"]]
     assert len(errors) == 3 and all("HTTP 400" in e for e in errors), errors

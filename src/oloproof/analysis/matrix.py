@@ -47,6 +47,8 @@ from oloproof._records import dataclass
 from oloproof.analysis.compare import _outcomes, shared_metrics
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
 from oloproof.policy.compare import CaseOutcome, pair_metric, pair_runs
+from oloproof.stats.intervals import mean_and_sd
+from oloproof.stats.paired import paired_mean_difference
 from oloproof.store.reader import RunRecord, get_run, load_cases
 
 if TYPE_CHECKING:
@@ -164,6 +166,9 @@ def _sequential_interval(test: _Test, level: float) -> MatrixComparison:
             lows.append(unit)
             highs.append(unit)
     estimate = sum(diffs) / len(diffs) if diffs else None
+    if estimate is not None and not math.isfinite(estimate):
+        # Scores near 1e308: their mean difference without overflow (None beyond it).
+        estimate = paired_mean_difference(cand_values, base_values).estimate
     lower = upper = None
     method = SEQUENTIAL_PAIRED if width > 0 else UNRANGED_SEQUENTIAL
     if width > 0 and diffs:
@@ -173,8 +178,7 @@ def _sequential_interval(test: _Test, level: float) -> MatrixComparison:
     return MatrixComparison(
         test.variant, test.metric, test.kind, method, len(diffs), missing + excluded,
         estimate, lower, upper, level, _verdict(lower, upper, test.direction), test.direction,
-        sum(cand_values) / len(cand_values) if cand_values else None,
-        sum(base_values) / len(base_values) if base_values else None,
+        mean_and_sd(cand_values)[0], mean_and_sd(base_values)[0],
     )
 
 

@@ -52,7 +52,7 @@ from oloproof.project.config import (
     ReleasePolicy,
 )
 from oloproof.stats.betting import BETTING, projected_bounds
-from oloproof.stats.intervals import clopper_pearson_bounded, student_t_mean
+from oloproof.stats.intervals import clopper_pearson_bounded, mean_and_sd, student_t_mean
 from oloproof.stats.paired_assurance import paired_binary_assurance_size
 from oloproof.stats.sample_size import (
     AssuranceResult,
@@ -571,6 +571,8 @@ def _mean_run_rule(
         entry.reason = (
             f"this run stores {_plural(summary.n, 'observed score')} for it, and sizing needs"
             " the mean and spread of at least two"
+        ) if not summary.overflow else (
+            "the spread of its scores lies beyond the largest float (about 1.8e308)"
         )
         return False
     entry.observed = {"mean": summary.mean, "sd": summary.sd, "observed": summary.n,
@@ -630,7 +632,8 @@ def _betting_run_rule(
     ``betting_rule_size``), the run's missing cases held missing at their worst."""
     direction, t = _threshold(rule)
     judge = threshold_judge(t, direction)
-    mean = math.fsum(scores) / len(scores)
+    mean, _sd = mean_and_sd(scores)
+    assert mean is not None  # a rule with no observed score is not sized
     entry.observed = {"mean": mean, "observed": len(scores), "missing": missing,
                       "interval": "betting"}
     size = betting_rule_size(scores, missing, value_range, judge, mean == t, level)
@@ -1132,7 +1135,8 @@ def _size_sequential_mean(
     found = mean_stopping(t, direction, ev.value_range, ev.scores, level,
                           reading.spec.cases_total, horizon,
                           runs=SEQUENTIAL_PLAN_RUNS, seed=SEQUENTIAL_PLAN_SEED)
-    mean = math.fsum(ev.scores) / len(ev.scores)
+    mean, _sd = mean_and_sd(ev.scores)
+    assert mean is not None  # a rule with no observed score is not sized
     entry.method = f"betting confidence sequence's stopping time, {found.method}"
     entry.approximate = True
     entry.observed = {"observed": ev.observed, "mean": mean, "missing": ev.missing,

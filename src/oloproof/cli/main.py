@@ -181,6 +181,7 @@ def entry() -> None:
     from oloproof.cli import _process
 
     _process.OURS = True
+    _process.guard_exit()
     import gc
 
     # No cyclic collection while importing: almost nothing made then is garbage.

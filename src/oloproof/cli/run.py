@@ -198,6 +198,6 @@ def hard_stop(stop: StopRequest, live: LiveView | None = None) -> Callable[[], N
             os.write(2, message)
         except OSError:
             pass
-        os._exit(5)
+        _process.real_exit(5)  # not the guard user code meets (cli/_process.py)
 
     return exit_at_once

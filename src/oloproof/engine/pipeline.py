@@ -92,9 +92,15 @@ class SourceFailures:
     refused or dropped connection, DNS, TLS; a ``TransientError(retryable=True)``), or
     they timed out. A success ends the streak; a failure of the call's own (an exception
     of your code, an HTTP 400, a body that is not JSON) neither counts nor ends it.
-    ``streak_first`` is the first error of the streak."""
+    ``streak_first`` is the first error of the streak.
+
+    ``who`` names the source in messages (with its method and URL, or its callable);
+    ``cached`` counts its results taken from the cache (successes of earlier calls:
+    only successes are cached), which are not calls."""
 
     name: str
+    who: str = ""
+    cached: int = 0
     calls: int = 0
     failed: int = 0
     first_error: str | None = None
@@ -129,11 +135,26 @@ class EngineTotals:
     judge_misses: int = 0
     failures: dict[str, SourceFailures] = field(default_factory=dict)
 
-    def source(self, name: str) -> SourceFailures:
+    def source(self, name: str, who: str = "") -> SourceFailures:
         tally = self.failures.get(name)
         if tally is None:
-            tally = self.failures[name] = SourceFailures(name)
+            tally = self.failures[name] = SourceFailures(name, who or name)
         return tally
+
+    def failed_source(self) -> str | None:
+        """One line naming each source (the system, a judge) that was called and whose
+        every call failed, with no result of it from the cache either: the run holds no
+        evidence of that source, so it is incomplete (SPEC §5), whatever the policy."""
+        lines = []
+        for tally in self.failures.values():
+            if tally.calls and tally.failed == tally.calls and not tally.cached:
+                share = "its only call" if tally.calls == 1 else f"all {tally.calls} calls"
+                first = (tally.first_error or "").strip().splitlines()[:1]
+                lines.append(
+                    f"{tally.who} failed on every call ({share}), so the run holds no"
+                    f" result of it; first error: {_one_line(first[0] if first else '(none given)', 400)}"
+                )
+        return "; ".join(lines) or None
 
     def failure_notice(self, threshold: float | None) -> str | None:
         """One line when every call of a source failed, or a share past ``threshold``."""
@@ -284,6 +305,9 @@ class Engine:
             if judge_adaptive and judges else None
         )
         self.totals = EngineTotals()
+        # How the calls of each source went: the system's, then each judge's, in order.
+        self._system_tally = self.totals.source("system", self._system_who)
+        self._judge_tallies = [self._judge_source(judge) for judge in self.judges]
         self._binary = [
             e.criterion for e in [*self.inline, *self.judges]
             if e.metric_kind == MetricKind.BINARY
@@ -582,18 +606,26 @@ class Engine:
         who = f"system {name}" if name else "the system"
         return f"{who} ({target})" if target else who
 
-    def _watch(self, source: str, who: str) -> None:
+    def _judge_source(self, judge: JudgeEvaluator) -> SourceFailures:
+        """The judge's tally, named by what its calls reach (its URL is known once it has
+        started: named again at each call)."""
+        source = f"judge {judge.criterion}"
+        target = getattr(judge, "target", None)
+        tally = self.totals.source(source)
+        tally.who = f"{source} ({target})" if target else source
+        return tally
+
+    def _watch(self, tally: SourceFailures) -> None:
         """Stop the run (``on_fatal``) once ``max_consecutive_failures`` calls in a row of
-        ``source`` failed: every later call would most likely fail too (connection refused,
+        the source failed: every later call would most likely fail too (connection refused,
         DNS, TLS, 5xx, timeouts), and a run of failures is an outage, not evidence."""
         limit = self.max_consecutive_failures
-        tally = self.totals.failures.get(source)
-        if limit is None or tally is None or tally.streak < limit or self._outage is not None:
+        if limit is None or tally.streak < limit or self._outage is not None:
             return
         lines = (tally.streak_first or "").strip().splitlines()  # not a traceback's tail
         first = _one_line(lines[0] if lines else "(no error given)", 400)
         self._outage = (
-            f"{who} failed {tally.streak} calls in a row, each after its retries or by"
+            f"{tally.who} failed {tally.streak} calls in a row, each after its retries or by"
             f" timing out (limits.max_consecutive_failures: {limit}); first error: {first}"
         )
         if self.on_fatal is not None:
@@ -618,6 +650,7 @@ class Engine:
         if cached is not None:
             totals.exec_hits += 1
             totals.cases_cached += 1
+            self._system_tally.cached += 1
             event = CaseExecuted(
                 self.run_id, scenario_id=case.id, status=CaseStatus.OK, from_cache=True,
                 latency_ms=cached.latency_ms, attempts=cached.attempts, error=None,
@@ -629,8 +662,9 @@ class Engine:
         else:
             totals.exec_misses += 1
             event, output_json, outage = await self._execute(case, key)
-            totals.source("system").add(event.error if output_json is None else None, outage)
-            self._watch("system", self._system_who)
+            tally = self._system_tally
+            tally.add(event.error if output_json is None else None, outage)
+            self._watch(tally)
         self.emit(event)
         if output_json is None:
             totals.cases_errored += 1
@@ -663,7 +697,7 @@ class Engine:
             outcome = enforce_range(outcome, evaluator.value_range)
             self._judged(state, evaluator.criterion, outcome, jkey, outcome.from_cache)
         slow = self._uncached(self._slow, state, output_json)
-        judging = self._uncached(self.judges, state, output_json)
+        judging = self._uncached(self.judges, state, output_json, self._judge_tallies)
         state.pending += len(slow) + len(judging)
         if state.pending == 0:
             self._finish_case(case, state.outcomes)
@@ -674,18 +708,21 @@ class Engine:
             await self._judge_queue.put((state, judge, jkey))
 
     def _uncached(
-        self, evaluators: Sequence[_E], state: _CaseState, output_json: str
+        self, evaluators: Sequence[_E], state: _CaseState, output_json: str,
+        tallies: Sequence[SourceFailures] = (),
     ) -> list[tuple[_E, str]]:
         """Those of ``evaluators`` (slow inline ones, or judges) whose outcome for the case
         is not in the cache, with their keys, to be queued; a cache hit costs nothing and
-        is judged here."""
+        is judged here (and counted in the evaluator's ``tallies``, the judges')."""
         missing: list[tuple[_E, str]] = []
-        for evaluator in evaluators:
+        for i, evaluator in enumerate(evaluators):
             jkey = self._judge_key(evaluator.identity, state.case, output_json)
             cached_outcome = self._cached_judgment(jkey)
             if cached_outcome is None:
                 missing.append((evaluator, jkey))
             else:
+                if tallies:
+                    tallies[i].cached += 1
                 outcome = enforce_range(cached_outcome, evaluator.value_range)
                 self._judged(state, evaluator.criterion, outcome, jkey, True)
         return missing
@@ -875,13 +912,10 @@ class Engine:
                 return
             state, judge, jkey = item  # not in the cache (_run_case looked)
             outcome = await self._evaluate_judge(judge, state)
-            source = f"judge {judge.criterion}"
-            self.totals.source(source).add(
-                outcome.reason if outcome.status == JudgmentStatus.ERROR else None,
-                outcome.outage,
-            )
-            target = getattr(judge, "target", None)
-            self._watch(source, f"{source} ({target})" if target else source)
+            tally = self._judge_source(judge)
+            tally.add(outcome.reason if outcome.status == JudgmentStatus.ERROR else None,
+                      outcome.outage)
+            self._watch(tally)
             fatal = getattr(judge, "fatal", None)
             if fatal and self.on_fatal is not None:
                 self.on_fatal(_one_line(fatal))

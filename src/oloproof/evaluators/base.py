@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import TYPE_CHECKING, Protocol
 
 from oloproof._records import dataclass, replace
@@ -112,7 +113,14 @@ def enforce_range(outcome: Outcome, value_range: tuple[float, float] | None) -> 
     every evaluator (built-in, custom, judge, cached) passes through here once.
     """
     score = outcome.score
-    if value_range is None or outcome.status != JudgmentStatus.OK or score is None:
+    if outcome.status != JudgmentStatus.OK or score is None:
+        return outcome
+    if not math.isfinite(score):
+        # Never an infinity or NaN in the evidence (an absolute error of 1.7e308 from
+        # -1.7e308 is beyond the largest float): no interval could be computed with it.
+        return replace(outcome, status=JudgmentStatus.ERROR, score=None, passed=None,
+                       reason=f"score {score} is not a finite number; counted as missing")
+    if value_range is None:
         return outcome
     low, high = value_range
     if low <= score <= high:

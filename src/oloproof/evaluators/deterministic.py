@@ -196,7 +196,12 @@ class AbsoluteError(_Base[AbsoluteErrorEvaluator]):
             return Outcome(JudgmentStatus.ERROR, reason=f"not a number: output {actual!r}, expected {expected!r}")
         if isinstance(actual, bool) or not math.isfinite(a) or not math.isfinite(e):
             return Outcome(JudgmentStatus.ERROR, reason=f"not a finite number: {actual!r}")
-        return Outcome(JudgmentStatus.OK, score=abs(a - e))
+        error = abs(a - e)
+        if not math.isfinite(error):
+            return Outcome(JudgmentStatus.ERROR, reason=(
+                f"the absolute error between {actual!r} and {expected!r} is beyond the"
+                " largest float"))
+        return Outcome(JudgmentStatus.OK, score=error)
 
 
 INLINE = {

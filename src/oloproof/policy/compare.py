@@ -26,7 +26,6 @@ Rules, with margin δ (``superiority`` may have δ = 0)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -57,6 +56,7 @@ from oloproof.policy.rules import comparison_bar, decide_comparison_interval
 if TYPE_CHECKING:
     from oloproof.policy.rules import ComparisonKind
 from oloproof.project.config import ComparePolicy, CompareRule
+from oloproof.stats.intervals import mean_and_sd
 from oloproof.stats.paired import paired_mean_difference, paired_proportion_difference
 
 __all__ = [
@@ -117,7 +117,7 @@ class PairedMetric:
         if self.kind == MetricKind.BINARY:
             assert self.both_pass is not None and self.cand_only is not None
             return (self.both_pass + self.cand_only) / self.pairs
-        return math.fsum(self.cand_scores) / self.pairs
+        return mean_and_sd(self.cand_scores)[0]  # without overflow, near 1e308 too
 
     @property
     def baseline_value(self) -> float | None:
@@ -126,7 +126,7 @@ class PairedMetric:
         if self.kind == MetricKind.BINARY:
             assert self.both_pass is not None and self.base_only is not None
             return (self.both_pass + self.base_only) / self.pairs
-        return math.fsum(self.base_scores) / self.pairs
+        return mean_and_sd(self.base_scores)[0]
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -301,6 +301,14 @@ def decide_compare_rule(rule: CompareRule, pm: PairedMetric) -> Decision:
             detail=(f"{words}: no case was observed in both runs ({pm.dropped_missing}"
                     f" pairs dropped as missing, {pm.dropped_excluded} as excluded)"),
             **base,
+        )
+    if (pm.lower is None or pm.upper is None) and pm.pairs >= 2:
+        # Two pairs and no interval: the paired t interval lies beyond the largest float
+        # (stats/paired.py), scores near 1e308.
+        return Decision(
+            state=INSUFFICIENT, reason="interval_overflow",
+            detail=(f"{words}: the interval of the {pm.pairs} paired differences lies beyond"
+                    " the largest float (about 1.8e308), so it cannot be computed"), **base,
         )
     if pm.lower is None or pm.upper is None:
         return Decision(

@@ -8,7 +8,6 @@ or the clock: the same evidence always gets the same answer.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -44,6 +43,7 @@ from oloproof.stats.intervals import (
     CASE_EXACT,
     KORN_GRAUBARD,
     clopper_pearson_bounded,
+    mean_and_sd,
     student_t_mean_bounded,
 )
 
@@ -103,6 +103,9 @@ class MetricSummary:
     design_effect: float | None = None
     icc: float | None = None
     interval_method: str | None = None
+    #: A MEAN metric whose interval lies beyond the largest float (scores near 1e308):
+    #: ``lower`` and ``upper`` are None, and a rule on it is INSUFFICIENT_EVIDENCE.
+    overflow: bool = False
 
     def cases_text(self) -> str:
         if self.trials is not None:
@@ -220,6 +223,7 @@ def _summarize_trials(ev: CriterionEvidence, level: float) -> MetricSummary:
         ev.excluded, sd=ms.sd, method=_mean_method(level, False, False, " on case means"),
         unbounded_missing=ms.unbounded_missing, value_range=ev.value_range,
         trials=ev.trials, cases=len(means), interval_method=CASE_T_APPROXIMATE,
+        overflow=ms.overflow,
     )
 
 
@@ -265,7 +269,7 @@ def summarize(ev: CriterionEvidence, level: float) -> MetricSummary:
         ev.criterion, MetricKind.MEAN, ms.mean, lower, upper, ms.n, ev.missing, ev.excluded,
         sd=ms.sd, method=_mean_method(level, False, False),
         unbounded_missing=ms.unbounded_missing, value_range=None,
-        interval_method=T_APPROXIMATE,
+        interval_method=T_APPROXIMATE, overflow=ms.overflow,
     )
 
 
@@ -351,6 +355,10 @@ def _interval_state(
         # The betting interval of nothing observed is the whole range: evidence of
         # nothing, whatever a threshold beyond the range would make of it.
         return INSUFFICIENT, "no_observed_cases", "no observed score"
+    if s.overflow:
+        return (INSUFFICIENT, "interval_overflow",
+                ("the interval of these scores lies beyond the largest float (about"
+                 " 1.8e308), so it cannot be computed"))
     if s.lower is None or s.upper is None:
         return (INSUFFICIENT, "too_few_observed",
                 f"{s.observed} observed scores; an interval needs at least 2")
@@ -632,10 +640,7 @@ def summarize_sequence(
     assert ev.value_range is not None
     lo, hi = ev.value_range
     scores = ev.scores
-    mean = math.fsum(scores) / len(scores) if scores else None
-    sd = None
-    if len(scores) >= 2 and mean is not None:
-        sd = math.sqrt(math.fsum((v - mean) ** 2 for v in scores) / (len(scores) - 1))
+    mean, sd = mean_and_sd(scores)  # without overflow, whatever the scores' size
     return MetricSummary(
         ev.criterion, MetricKind.MEAN, mean, lo + lower * (hi - lo), lo + upper * (hi - lo),
         len(scores), ev.missing, ev.excluded, sd=sd, method=method, value_range=ev.value_range,

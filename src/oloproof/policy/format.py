@@ -143,7 +143,9 @@ def outward(
 
 
 def _fixed(d: Decimal, signed: bool = False) -> str:
-    text = format(d, "f")
+    """``d`` in fixed point; in exponent notation (``1.000e+308``, its digits kept) when
+    that would take more than 16 digits before or 16 zeros after the point."""
+    text = format(d, "e" if d and not -16 <= d.adjusted() < 16 else "f")
     if text.startswith("-") and d == 0:
         text = text[1:]
     if signed and not text.startswith("-"):

@@ -24,7 +24,7 @@ from oloproof._records import dataclass
 from oloproof.enums import MetricKind
 from oloproof.evidence import LabelledScores, LabelledVerdicts
 from oloproof.policy.format import estimate_text, interval_text, level_text, value_text
-from oloproof.stats.intervals import Interval
+from oloproof.stats.intervals import Interval, mean_and_sd
 
 if TYPE_CHECKING:
     from typing import Any
@@ -213,7 +213,7 @@ def judge_report(lv: LabelledVerdicts | LabelledScores, level: float) -> AnyJudg
         return ScoredJudgeReport(
             lv.criterion, len(lv.labels), missing, lv.labels_elsewhere,
             score_agreement(judge, person, lv.scale, level),
-            math.fsum(observed_scores) / len(observed_scores) if observed_scores else None,
+            mean_and_sd(observed_scores)[0],
             len(observed_scores), lv.drawn_uniformly,
         )
     from oloproof.stats.agreement import agreement  # only for runs with human labels

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 _PRELOAD_DELAY_S = 0.05
 _preload: tuple[threading.Thread, threading.Event] | None = None
 
+#: A ``policy: none`` run whose gate does not allow (a subset or a shard, whose note says
+#: why it blocks): the declaration without "Gate ALLOW".
+NO_RULES_BLOCKED = "No release rules, by declaration (policy: none in oloproof.yaml)."
+
 
 def preload(delay_s: float = _PRELOAD_DELAY_S) -> None:
     """Import what the final report needs in a background thread, after ``delay_s``.
@@ -400,7 +404,9 @@ def run_note(result: RunResult, executor: str | None = None) -> str | None:
         notes.insert(0, result.sequential_note)
     notes.extend(result.gate_notes)
     if result.policy_path is None and not result.decisions and result.status == RunStatus.DECIDED:
-        notes.append(NO_RULES_NOTE)  # only `policy: none` leaves a run without a policy file
+        # Only `policy: none` leaves a run without a policy file. Its gate allows by
+        # declaration, unless the run is a subset or a shard (it blocks, as the note says).
+        notes.append(NO_RULES_NOTE if result.gate == GateAction.ALLOW else NO_RULES_BLOCKED)
     return storable("\n".join(notes)) or None
 
 

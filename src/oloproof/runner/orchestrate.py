@@ -9,9 +9,11 @@ What :func:`execute` guarantees, whatever user code does:
 - a run whose row was stored never stays RUNNING: it ends DECIDED, or
   RUN_ERROR/PARTIAL (exit 5) with the reason stored in ``stop_reason``, even if
   something fails in between (``try``/``finally``);
-- a run is DECIDED only if every case of the suite finished; anything else
-  (a signal, a store fault, a failure every call would repeat, a cancellation
-  that is not ours) is RUN_ERROR/PARTIAL with exit 5, never a pass;
+- a run is DECIDED only if every case of the suite finished, and the system and
+  each judge gave at least one result (from a call or the cache); anything else
+  (a signal, a store fault, a failure every call would repeat, a source whose
+  every call failed, a cancellation that is not ours) is RUN_ERROR/PARTIAL with
+  exit 5, never a pass;
 - the first commit that fails stops the run: no more calls, what was
   committed stays, and a ``run_finished`` event is still emitted.
 """
@@ -139,6 +141,11 @@ def _execute(
             # Never decide on cases that did not run, whatever ended the engine early.
             stop.internal(f"only {done} of {total} cases finished"
                           " (the run was cancelled from inside)")
+        failed = engine.totals.failed_source()
+        if stop.reason is None and failed is not None:
+            # SPEC §5: no result of the system (or of a judge) is not evidence; whatever
+            # the policy (policy: none, max_missing: 1, warn_on), the run is incomplete.
+            stop.internal(f"incomplete: {failed}")
         notice = engine.totals.failure_notice(prepared.project.config.limits.failure_threshold)
         if stop.reason is None:
             decided = run.decide(notice)

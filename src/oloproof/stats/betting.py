@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from oloproof.stats.intervals import Interval, MeanSummary, _check_level
+from oloproof.stats.intervals import Interval, MeanSummary, _check_level, mean_and_sd
 
 __all__ = [
     "BETTING",
@@ -399,10 +399,7 @@ def betting_mean(
     lo, hi = float(value_range[0]), float(value_range[1])
     lows, highs, observed = _to_units(scores, lo, hi)
     n = len(observed)
-    mean = math.fsum(observed) / n if n else None
-    sd = None
-    if n >= 2 and mean is not None:
-        sd = math.sqrt(math.fsum((v - mean) ** 2 for v in observed) / (n - 1))
+    mean, sd = mean_and_sd(observed)  # without overflow, whatever the scores' size
     interval = _interval(lows, highs, lo, hi, level)
     return MeanSummary(
         mean=mean, sd=sd, n=n, interval=interval, missing=len(lows) - n, method=BETTING
@@ -412,9 +409,7 @@ def betting_mean(
 def _to_units(
     scores: Sequence[float | None], lo: float, hi: float
 ) -> tuple[list[float], list[float], list[float]]:
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"value_range must be finite with low < high, got [{lo!r}, {hi!r}]")
-    width = hi - lo
+    half, low, width = _scale(lo, hi)
     lows: list[float] = []
     highs: list[float] = []
     observed: list[float] = []
@@ -427,7 +422,7 @@ def _to_units(
         if not lo <= v <= hi:
             raise ValueError(f"score {v!r} lies outside the range [{lo!r}, {hi!r}]")
         observed.append(v)
-        u = min(1.0, max(0.0, (v - lo) / width))
+        u = min(1.0, max(0.0, (v * half - low) / width))
         lows.append(u)
         highs.append(u)
     return lows, highs, observed
@@ -439,8 +434,18 @@ def _interval(
     if not lows:
         return None
     a, b = betting_bounds(lows, highs, level)
-    width = hi - lo
-    return Interval(max(lo, lo + a * width), min(hi, lo + b * width))
+    half, low, width = _scale(lo, hi)
+    return Interval(max(lo, (low + a * width) / half), min(hi, (low + b * width) / half))
+
+
+def _scale(lo: float, hi: float) -> tuple[float, float, float]:
+    """``(s, lo * s, (hi - lo) * s)``: s is 1, or 1/2 when hi - lo is beyond the largest
+    float (a range such as [-1e308, 1e308]); a unit is ``(x * s - lo * s) / width``, exact
+    as ``(x - lo) / (hi - lo)`` is, and never infinite or NaN."""
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"value_range must be finite with low < high, got [{lo!r}, {hi!r}]")
+    half = 1.0 if math.isfinite(hi - lo) else 0.5
+    return half, lo * half, hi * half - lo * half
 
 
 def betting_ranges(
@@ -453,16 +458,14 @@ def betting_ranges(
     missing: the means of its two extreme completions). Contains the interval of every
     choice of the scores within their ranges. None when there is no score."""
     lo, hi = float(value_range[0]), float(value_range[1])
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"value_range must be finite with low < high, got [{lo!r}, {hi!r}]")
-    width = hi - lo
+    half, low, width = _scale(lo, hi)
     lows: list[float] = []
     highs: list[float] = []
     for a, b in ranges:
         if not lo <= a <= b <= hi:
             raise ValueError(f"a score range [{a!r}, {b!r}] must lie inside [{lo!r}, {hi!r}]")
-        lows.append(min(1.0, max(0.0, (a - lo) / width)))
-        highs.append(min(1.0, max(0.0, (b - lo) / width)))
+        lows.append(min(1.0, max(0.0, (a * half - low) / width)))
+        highs.append(min(1.0, max(0.0, (b * half - low) / width)))
     return _interval(lows, highs, lo, hi, level)
 
 

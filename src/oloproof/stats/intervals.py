@@ -30,6 +30,7 @@ __all__ = [
     "beta_ppf",
     "clopper_pearson",
     "clopper_pearson_bounded",
+    "mean_and_sd",
     "student_t_mean",
     "student_t_mean_bounded",
     "t_ppf",
@@ -68,8 +69,8 @@ class MeanSummary:
 
     ``mean`` is None when nothing was observed; ``sd`` (the sample standard deviation, n - 1 in
     the denominator) is None below two observations; ``interval`` is None when it cannot be
-    computed (fewer than two values, or missing cases without a declared range, in which case
-    ``unbounded_missing`` is True).
+    computed (fewer than two values; missing cases without a declared range, in which case
+    ``unbounded_missing`` is True; or bounds beyond the largest float, ``overflow``).
     """
 
     mean: float | None
@@ -79,6 +80,9 @@ class MeanSummary:
     missing: int = 0
     unbounded_missing: bool = False
     method: str = STUDENT_T
+    #: The interval (or the sd) lies beyond the largest float (scores near 1e308): it
+    #: cannot be computed, and ``interval`` (or ``sd``) is None.
+    overflow: bool = False
 
 
 def _check_level(level: float) -> float:
@@ -186,11 +190,82 @@ def wilson(k: int, n: int, z: float = Z95) -> Interval | None:
 
 
 def _mean_and_ss(values: Sequence[float], extra: float, copies: int) -> tuple[float, float, int]:
-    """Mean and sum of squared deviations of ``values`` plus ``copies`` copies of ``extra``."""
+    """Mean and sum of squared deviations of ``values`` plus ``copies`` copies of ``extra``
+    (of magnitude below :data:`_LARGE`: :func:`_scale_exponent`)."""
     count = len(values) + copies
     mean = math.fsum([*values, extra * copies]) / count
     ss = math.fsum([(x - mean) ** 2 for x in values]) + copies * (extra - mean) ** 2
     return mean, ss, count
+
+
+# Below this magnitude, the sums and squares of a t interval (over up to 2**60 values) stay
+# far from the largest float (about 2**1024); a score beyond it is scaled down first.
+_LARGE = 2.0**400
+
+
+def _scale_exponent(*values: float) -> int:
+    """0 for ordinary values; else the power of two k such that every value times 2**-k
+    lies in (-1, 1): a t interval is computed on those, then scaled back by 2**k. Scaling
+    by a power of two is exact, and so is every step of the interval with it (sums,
+    squares, square roots, quotients: the same rounding, k bits up), so the result is the
+    one an unbounded float would give, wherever it is representable."""
+    largest = max(map(abs, values), default=0.0)
+    return 0 if largest < _LARGE else math.frexp(largest)[1]
+
+
+def _scaled_back(x: float | None, k: int) -> float | None:
+    """``x * 2**k``, or None when that lies beyond the largest float."""
+    if x is None or k == 0:
+        return x
+    try:
+        return math.ldexp(x, k)
+    except OverflowError:
+        return None
+
+
+def _unscaled(summary: MeanSummary, k: int) -> MeanSummary:
+    """A summary computed on values times 2**-k, scaled back (:func:`_scale_exponent`);
+    ``overflow`` when its mean (of differences only: a mean lies between its values), sd
+    or interval lies beyond the largest float."""
+    if k == 0:
+        return summary
+    sd = _scaled_back(summary.sd, k)
+    interval = summary.interval
+    if interval is not None:
+        lower, upper = _scaled_back(interval.lower, k), _scaled_back(interval.upper, k)
+        interval = None if lower is None or upper is None else Interval(lower, upper)
+    mean = _scaled_back(summary.mean, k)
+    overflow = (
+        (mean is None and summary.mean is not None)
+        or (sd is None and summary.sd is not None)
+        or (interval is None and summary.interval is not None)
+    )
+    return MeanSummary(
+        mean=mean, sd=sd, n=summary.n, interval=interval,
+        missing=summary.missing, unbounded_missing=summary.unbounded_missing,
+        method=summary.method, overflow=overflow,
+    )
+
+
+def mean_and_sd(values: Sequence[float]) -> tuple[float | None, float | None]:
+    """The mean of finite ``values`` (None when there is none) and their sample standard
+    deviation (n - 1 in the denominator; None below two values, or beyond the largest
+    float), computed without overflow whatever their size."""
+    summary = _unscaled(*_summary(list(values)))
+    return summary.mean, summary.sd
+
+
+def _summary(xs: list[float]) -> tuple[MeanSummary, int]:
+    """The mean and sd of ``xs`` on the scale of :func:`_scale_exponent`, and its k."""
+    k = _scale_exponent(*xs)
+    if k:
+        xs = [math.ldexp(x, -k) for x in xs]
+    n = len(xs)
+    if n == 0:
+        return MeanSummary(mean=None, sd=None, n=0, interval=None), k
+    mean, ss, _ = _mean_and_ss(xs, 0.0, 0)
+    sd = math.sqrt(ss / (n - 1)) if n >= 2 else None
+    return MeanSummary(mean=mean, sd=sd, n=n, interval=None), k
 
 
 def _check_values(values: Sequence[float]) -> list[float]:
@@ -210,16 +285,14 @@ def student_t_mean(values: Sequence[float], level: float = 0.95) -> MeanSummary:
     (see docs/statistics.md for simulated coverage on bounded scores).
     """
     alpha = _check_level(level)
-    xs = _check_values(values)
-    n = len(xs)
-    if n == 0:
-        return MeanSummary(mean=None, sd=None, n=0, interval=None)
-    mean, ss, _ = _mean_and_ss(xs, 0.0, 0)
-    if n < 2:
-        return MeanSummary(mean=mean, sd=None, n=n, interval=None)
-    sd = math.sqrt(ss / (n - 1))
+    summary, k = _summary(_check_values(values))
+    mean, sd, n = summary.mean, summary.sd, summary.n
+    if mean is None or sd is None:
+        return _unscaled(summary, k)
     half = t_isf(0.5 * alpha, n - 1) * sd / math.sqrt(n)
-    return MeanSummary(mean=mean, sd=sd, n=n, interval=Interval(mean - half, mean + half))
+    return _unscaled(
+        MeanSummary(mean=mean, sd=sd, n=n, interval=Interval(mean - half, mean + half)), k
+    )
 
 
 def _combined(
@@ -321,14 +394,25 @@ def student_t_mean_bounded(
         raise ValueError(f"value_range must be finite with low <= high, got {value_range!r}")
     xs = _check_values(values)
     interval: Interval | None = None
+    overflow = observed.overflow
     if len(xs) + missing >= 2:
+        k = _scale_exponent(*xs, lo, hi)
+        if k:
+            xs = [math.ldexp(x, -k) for x in xs]
         mean, ss, count = _mean_and_ss(xs, 0.0, 0) if xs else (0.0, 0.0, 0)
-        lower, upper = worst_case_t_bounds(count, mean, ss, missing, lo, hi, level)
-        interval = Interval(lower, upper)
+        lower, upper = worst_case_t_bounds(
+            count, mean, ss, missing, math.ldexp(lo, -k), math.ldexp(hi, -k), level
+        )
+        low, high = _scaled_back(lower, k), _scaled_back(upper, k)
+        if low is None or high is None:
+            overflow = True
+        else:
+            interval = Interval(low, high)
     return MeanSummary(
         mean=observed.mean,
         sd=observed.sd,
         n=observed.n,
         interval=interval,
         missing=missing,
+        overflow=overflow,
     )

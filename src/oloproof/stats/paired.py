@@ -6,7 +6,13 @@ import math
 from collections.abc import Sequence
 
 from oloproof._records import dataclass
-from oloproof.stats.intervals import Interval, _check_level, _wilson_bounds, student_t_mean
+from oloproof.stats.intervals import (
+    Interval,
+    _check_level,
+    _unscaled,
+    _wilson_bounds,
+    student_t_mean,
+)
 
 
 def _z_quantile(p: float) -> float:
@@ -140,7 +146,13 @@ def paired_mean_difference(
     if len(cand) != len(base):
         raise ValueError(f"paired scores differ in length: {len(cand)} and {len(base)}")
     differences = [float(c) - float(b) for c, b in zip(cand, base, strict=True)]
-    summary = student_t_mean(differences, level)
+    k = 0
+    if not all(map(math.isfinite, differences)):
+        # A difference beyond the largest float (1.7e308 against -1.7e308): the halves
+        # of the differences, exact, and their summary scaled back where it can be.
+        k = 1
+        differences = [0.5 * float(c) - 0.5 * float(b) for c, b in zip(cand, base, strict=True)]
+    summary = _unscaled(student_t_mean(differences, level), k)
     return PairedDifference(
         estimate=summary.mean,
         interval=summary.interval,
