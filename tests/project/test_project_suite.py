@@ -83,10 +83,28 @@ def test_line_not_json(write: Writer) -> None:
     json_error = pytest.raises(json.JSONDecodeError, json.loads, line).value
     text = '{"id": "r0", "input": 1}\n{"id": "r1", "input": 1}\n\n' + line + "\n"
     message = _bad(write, text)
+    accepted = (' (accepted: JSON Lines, one object per line such as {"id": "case_1", "input":'
+                ' ...}; not CSV, not a JSON array)')
     assert message == (
         f"data/support.jsonl:4: not valid JSON: {json_error.msg} at column {json_error.colno}"
+        + accepted
     )
-    assert message == "data/support.jsonl:4: not valid JSON: Expecting ',' delimiter at column 32"
+    assert message == (
+        "data/support.jsonl:4: not valid JSON: Expecting ',' delimiter at column 32" + accepted)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("id,input,expected\nr1,hello,refund\n", "not valid JSON: Expecting value at column 1"),
+    ('[\n  {\n    "id": "r1",\n    "input": 1\n  }\n]\n',
+     ("not valid JSON: Expecting value at column 2; the file looks like one JSON document"
+     " written over several lines (a pretty-printed array or object)")),
+    ('[{"id": "r1", "input": 1}]\n', "expected a JSON object, got an array"),
+])
+def test_a_csv_or_a_json_array_is_told_what_a_suite_is(write: Writer, text: str, says: str) -> None:
+    message = _bad(write, text)
+    assert message == (
+        f"data/support.jsonl:1: {says} (accepted: JSON Lines, one object per line such as"
+        ' {"id": "case_1", "input": ...}; not CSV, not a JSON array)')
 
 
 def test_nan_is_not_json(write: Writer) -> None:

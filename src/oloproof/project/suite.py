@@ -61,6 +61,11 @@ from oloproof.project._words import accepted_list
 
 CASE_KEYS = ("id", "input", "expected", "metadata")
 _CASE_KEY_SET = frozenset(CASE_KEYS)
+#: What a line of a suite may be, as a refusal says it.
+ACCEPTED_LINE = (
+    'JSON Lines, one object per line such as {"id": "case_1", "input": ...};'
+    " not CSV, not a JSON array"
+)
 
 DEFAULT_MAX_SUITE_BYTES = 1 << 30
 DEFAULT_MAX_LINE_BYTES = 16 << 20
@@ -327,7 +332,14 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
         try:
             obj = decode(raw)
         except json.JSONDecodeError as exc:
-            raise error(f"not valid JSON: {exc.msg} at column {exc.colno}", number) from None
+            spread = ""
+            if raw.strip() in ("[", "{"):
+                spread = ("; the file looks like one JSON document written over several lines"
+                          " (a pretty-printed array or object)")
+            raise error(
+                f"not valid JSON: {exc.msg} at column {exc.colno}{spread}", number,
+                accepted=ACCEPTED_LINE,
+            ) from None
         except _NotJson as exc:
             raise error(f"not valid JSON: {exc}", number) from None
         except RecursionError:
@@ -345,11 +357,8 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
         except JsonLimitError:
             raise error(f"nested deeper than {MAX_JSON_DEPTH} levels", number) from None
         if type(obj) is not dict:
-            raise error(
-                f'expected a JSON object such as {{"id": "case_1", "input": ...}}, '
-                f"got {_kind(obj)}",
-                number,
-            )
+            raise error(f"expected a JSON object, got {_kind(obj)}", number,
+                        accepted=ACCEPTED_LINE)
         canonical = canonical_json(obj)
         # A key written twice in one object: the decoder keeps the last value, silently.
         # Each pair of the line has its colon, and so does the canonical text of what was
