@@ -235,3 +235,16 @@ def test_the_store_locator_names_the_line_of_a_character_yaml_refuses(tmp_path: 
     assert _error(result.err) == [
         ("oloproof runs: error: oloproof.yaml:9: cannot be read to find its store (unacceptable"
         " character #x000c: special characters are not allowed; `oloproof run` says more)")]
+
+
+def test_a_no_break_space_written_on_purpose_above_is_not_blamed(tmp_path: Path) -> None:
+    # The context of this error is "while parsing a block mapping on line 1": the quoted
+    # value on line 2 is not on the lines the parser read last, and is not the cause.
+    root = _project(tmp_path / "p")
+    _replace(root / "oloproof.yaml", "project: test-project\n", "project: 'test\xa0project'\n")
+    _replace(root / "oloproof.yaml", '  version: "1"\n', ' version: "1"\n')
+    result = run_cli("run", cwd=root)
+    assert result.code == 2, result.text
+    assert _error(result.err)[0] == (
+        "oloproof run: error: oloproof.yaml:6: not valid YAML: did not find expected key at"
+        " column 2 (while parsing a block mapping on line 1)")

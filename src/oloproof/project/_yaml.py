@@ -179,11 +179,14 @@ def _yaml_error(exc: yaml.MarkedYAMLError, display: str, source: str = "") -> Co
     mark = exc.problem_mark or exc.context_mark
     problem = exc.problem or exc.context or "cannot be parsed"
     if mark is not None and source:
-        # A suspect character on the lines the parser read last is the likely cause: a
-        # no-break space in an indentation or after a colon makes PyYAML stop a line or
-        # more later, with words about something else.
-        first = exc.context_mark.line if exc.context_mark is not None else mark.line
-        start = _offset(source, max(0, min(first, mark.line - 1)))
+        # A suspect character on the lines the parser read last (the error's line and the
+        # one before; a scalar it was scanning, when that started later) is the likely
+        # cause: a no-break space in an indentation or after a colon makes PyYAML stop a
+        # line later, with words about something else. Not further up: a context such as
+        # "while parsing a block mapping on line 1" would take in the whole file, and a
+        # no-break space written on purpose in a quoted value would be blamed.
+        first = exc.context_mark.line if exc.context_mark is not None else 0
+        start = _offset(source, max(0, first, mark.line - 1))
         end = _offset(source, mark.line + 1)
         said = f" (the parser said: {problem} on line {mark.line + 1})"
         suspect = _suspect_error(source, display, (start, end), "not valid YAML: ", said)
