@@ -7,10 +7,13 @@ sequences. This module is the one place that turns such text into something
 every reader can take:
 
 * :func:`printable` for people: lone surrogates become U+FFFD, and control
-  characters (C0 but newline and tab, DEL, C1) and the bidirectional
-  overrides are written as visible escapes (``\\x1b``, ``\\u202e``), so a
-  model's output can neither move the cursor nor recolour a terminal nor
-  reorder what is shown.
+  characters (C0 but newline and tab, DEL, C1), the invisible format
+  characters (the bidirectional overrides, zero-width spaces and joiners, the
+  soft hyphen: Unicode's category Cf) and the line and paragraph separators
+  (U+2028, U+2029) are written as visible escapes (``\\x1b``, ``\\u202e``,
+  ``\\u200b``), so a model's output can neither move the cursor nor recolour a
+  terminal nor reorder what is shown, and two ids that differ only by an
+  invisible character look different.
 * :func:`json_safe` / :func:`dumps` for programs: strict JSON, always. Lone
   surrogates become U+FFFD (a JSON parser may refuse an unpaired ``\\ud8xx``
   escape), and NaN and ±infinity, which JSON has no words for, become ``null``.
@@ -35,8 +38,18 @@ REPLACEMENT = "\ufffd"
 # Patterns, compiled by `re` (and kept in its cache) on first use: compiling the second
 # takes 0.3 ms or more, and most text never needs it (the shortcuts below).
 _SURROGATES = "[\ud800-\udfff]"
-# Newline and tab are kept: they lay text out and cannot drive a terminal.
-_UNPRINTABLE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+# Newline and tab are kept: they lay text out and cannot drive a terminal. The rest:
+# control characters (C0, DEL, C1: Unicode's Cc), the invisible format characters (Cf:
+# the bidirectional controls, zero-width spaces and joiners, the soft hyphen, the byte
+# order mark, the tags), the line and paragraph separators (Zl, Zp) and the surrogates
+# (Cs). Cf as of Unicode 15.1 (Python 3.13); tests/render/test_textsafe.py checks the
+# list against the running Python's unicodedata, code point by code point.
+_UNPRINTABLE = (
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891"
+    "\u08e2\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+    "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\ud800-\udfff]"
+)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -46,17 +59,20 @@ def _escape(match: re.Match[str]) -> str:
         return REPLACEMENT
     if code <= 0xFF:
         return f"\\x{code:02x}"
-    return f"\\u{code:04x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
 
 
 def printable(text: str) -> str:
     """``text`` as it may be shown to a person: nothing in it acts on a terminal.
 
-    Only characters that would act (or could not be encoded) change; all other
-    text, any script, comes back as it was.
+    Only characters that would act, could not be encoded or would not be seen
+    change; all other text, any script, comes back as it was (spaces of every
+    width included).
     """
-    # Nothing the pattern matches is printable to str.isprintable() (control characters,
-    # the overrides and surrogates are in Unicode's categories Cc, Cf and Cs): text that is
+    # Nothing the pattern matches is printable to str.isprintable() (it is all in Unicode's
+    # categories Cc, Cf, Cs, Zl and Zp): text that is
     # printable, or is once its newlines and tabs are set aside, has nothing that acts, and
     # is returned without the pattern (compiling it is 4.4 million instructions; a "·" in
     # a table line sent every `gate` through it).

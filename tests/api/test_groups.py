@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import write_project
+from tests.conftest import run_cli, write_project
 
 import oloproof
 from oloproof.stats.intervals import clopper_pearson_bounded
@@ -112,6 +112,27 @@ def test_group_by_from_the_api_and_a_rule_on_an_ungrouped_metric(project_dir: Pa
         "exact_label[difficulty=null]",
     ]
     assert len(result.decisions) == 2 + 5  # overall, french, and every-lang on 5 groups
+
+
+@pytest.mark.parametrize(("rule", "field"), [
+    ("each_group: true", "each_group"), ("group: {lang: fr}", "group")])
+def test_gate_and_plan_name_the_policy_file_line_of_a_rule_on_ungrouped_groups(
+    project_dir: Path, rule: str, field: str
+) -> None:
+    plain = "- {type: exact_match, criterion: exact_label, field: label}\n"
+    write_project(project_dir, app=APP, cases=_cases(), evaluators=plain)
+    assert run_cli("run", cwd=project_dir).code == 0
+    (project_dir / "v2.yaml").write_text(
+        f"version: 1\nrules:\n  - id: r\n    metric: exact_label\n    min: 0.5\n    {rule}\n")
+    key = "lang" if field == "group" else "KEY"
+    what = "group_by: [lang]" if field == "group" else "group_by"
+    for command in (["gate", "latest"], ["plan", "latest", "--run"]):
+        result = run_cli(*command, "--policy", "v2.yaml", cwd=project_dir)
+        assert (result.code, result.out) == (2, ""), result.text
+        assert result.err == (
+            f"oloproof {command[0]}: error: v2.yaml:6: rules[0].{field}: rule r targets groups"
+            f" of metric exact_label, which has no {what}: declare it on the evaluator in"
+            f" oloproof.yaml or pass --group-by {key}\n")
 
 
 def test_group_and_each_group_together_are_refused(project_dir: Path) -> None:

@@ -240,6 +240,30 @@ def test_what_cannot_run_sequentially_is_refused_with_one_line(
     assert not (root / ".oloproof" / "store.sqlite").exists() or _stored(root) == 0
 
 
+@pytest.mark.parametrize(("turned_on", "args", "off"), [
+    ("sequential: true\n", (), "turn sequential decisions off (sequential: false in oloproof.yaml)"),
+    ("", ("--sequential",), "run without --sequential"),
+])
+def test_a_rule_the_sequential_test_cannot_fail_is_refused_at_its_line(
+    tmp_path: Path, turned_on: str, args: tuple[str, ...], off: str
+) -> None:
+    """Named by file, line and field, and turned off the way it was turned on (it said
+    "run without --sequential" to a project that turned it on in oloproof.yaml)."""
+    cases = [{"id": f"q{i}", "input": {"n": i}, "expected": {"label": "ok"}} for i in range(12)]
+    root = write_project(tmp_path / "p", app=APP, cases=cases, release=(
+        "version: 1\nrules:\n  - id: budget\n    kind: observed_count\n"
+        "    metric: exact_label\n    max_failures: 0\n"
+        "  - id: f\n    metric: exact_label\n    min: 0.5\n"))
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text() + turned_on)
+    done = run_cli("run", *args, cwd=root)
+    assert done.code == 2, done.text
+    assert done.err == (
+        "oloproof run: error: release.yaml:9: rules[1].min: rule f: the sequential test could"
+        " not FAIL it within the 12 cases of its scope even if every one failed, so it could"
+        f" only pass or stay undecided: add cases, or {off}\n")
+
+
 def test_compare_decides_a_sequential_candidate_by_paired_tests_in_its_order(
     tmp_path: Path,
 ) -> None:

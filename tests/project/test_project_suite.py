@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from project_helpers import Writer, check, config_error
+from tests.conftest import run_cli
 
 from oloproof.project import Case, load_suite
 
@@ -82,10 +83,28 @@ def test_line_not_json(write: Writer) -> None:
     json_error = pytest.raises(json.JSONDecodeError, json.loads, line).value
     text = '{"id": "r0", "input": 1}\n{"id": "r1", "input": 1}\n\n' + line + "\n"
     message = _bad(write, text)
+    accepted = (' (accepted: JSON Lines, one object per line such as {"id": "case_1", "input":'
+                ' ...}; not CSV, not a JSON array)')
     assert message == (
         f"data/support.jsonl:4: not valid JSON: {json_error.msg} at column {json_error.colno}"
+        + accepted
     )
-    assert message == "data/support.jsonl:4: not valid JSON: Expecting ',' delimiter at column 32"
+    assert message == (
+        "data/support.jsonl:4: not valid JSON: Expecting ',' delimiter at column 32" + accepted)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("id,input,expected\nr1,hello,refund\n", "not valid JSON: Expecting value at column 1"),
+    ('[\n  {\n    "id": "r1",\n    "input": 1\n  }\n]\n',
+     ("not valid JSON: Expecting value at column 2; the file looks like one JSON document"
+     " written over several lines (a pretty-printed array or object)")),
+    ('[{"id": "r1", "input": 1}]\n', "expected a JSON object, got an array"),
+])
+def test_a_csv_or_a_json_array_is_told_what_a_suite_is(write: Writer, text: str, says: str) -> None:
+    message = _bad(write, text)
+    assert message == (
+        f"data/support.jsonl:1: {says} (accepted: JSON Lines, one object per line such as"
+        ' {"id": "case_1", "input": ...}; not CSV, not a JSON array)')
 
 
 def test_nan_is_not_json(write: Writer) -> None:
@@ -136,6 +155,68 @@ def test_duplicate_id_names_both_lines(write: Writer) -> None:
     text = '{"id": "a", "input": 1}\n{"id": "b", "input": 1}\n{"id": "a", "input": 2}\n'
     message = _bad(write, text)
     assert message.startswith("data/support.jsonl:3: id: duplicate id 'a' on lines 1 and 3")
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "key"),
+    [
+        # The attack: the second "expected" silently replaced the first.
+        (('{"id": "r0", "input": {"q": "refund?"}, "expected": {"label": "refund"}, '
+         '"expected": {"label": "billing"}}'), "expected", "expected"),
+        ('{"id": "x1", "id": "x2", "input": {}}', "id", "id"),
+        ('{"id": "a", "input": 1, "expected": {"label": "x", "label": "y"}}',
+         "expected.label", "label"),
+        ('{"id": "a", "input": {"m": [{"role": "u"}, {"role": "a", "role": "b"}]}}',
+         "input.m[1].role", "role"),
+        ('{"id": "a", "input": 1, "metadata": {"two words": {"k": 1, "k": 2}}}',
+         "metadata['two words'].k", "k"),
+        # The same key with different spellings is the same key once read.
+        ('{"id": "a", "input": {"k": 1, "\\u006b": 2}}', "input.k", "k"),
+        # A colon written as an escape cannot hide one.
+        ('{"id": "a", "input": {"\\u003a": 1, "q": 2, "q": 3}}', "input.q", "q"),
+        # The object holding one was itself dropped by a repeated key: the outer one.
+        ('{"id": "a", "input": {"o": {"k": 1, "k": 2}, "o": 3}}', "input.o", "o"),
+    ],
+)
+def test_a_key_written_twice_is_refused_at_every_level(
+    write: Writer, line: str, field: str, key: str
+) -> None:
+    write(SUITE, '{"id": "ok", "input": 1}\n' + line + "\n")
+    err = config_error(lambda: load_suite(Path(SUITE)))
+    check(err, file=SUITE, field=field, line=2,
+          contains=(f"the key '{key}' appears twice in one object", "write each key once"))
+
+
+def test_a_key_written_twice_stops_run_of_the_example(tmp_path: Path) -> None:
+    root = tmp_path / "bot"
+    assert run_cli("init", str(root), "--example", "support_bot", cwd=tmp_path).code == 0
+    suite = root / SUITE
+    lines = suite.read_text().splitlines(keepends=True)
+    lines[0] = ('{"id": "refund_00", "input": {"question": "Can I get a refund for my order?"}, '
+                '"expected": {"label": "refund"}, "expected": {"label": "billing"}}\n')
+    suite.write_text("".join(lines))
+    result = run_cli("run", cwd=root)
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (
+        "oloproof run: error: data/support.jsonl:1: expected: the key 'expected' appears twice"
+        " in one object (a JSON reader keeps only one of the values, silently); write each"
+        " key once\n"
+    )
+    assert not (root / ".oloproof").exists()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"id": "a:b", "input": {"url": "http://x:80", "k": "\\u003a"}}',
+        '{"id": "a", "input": {"\\u003a": 1, "::": 2}}',
+        '{"id": "a", "input": "\\u003A:", "expected": {"a": {"a": {"a": 1}}}}',
+    ],
+)
+def test_colons_and_escaped_colons_without_a_repeated_key_load(write: Writer, line: str) -> None:
+    write(SUITE, line + "\n")
+    (case,) = load_suite(Path(SUITE)).cases
+    assert case.to_json() == json.loads(line)
 
 
 def test_input_missing(write: Writer) -> None:

@@ -88,9 +88,63 @@ def _replace(path: Path, old: str, new: str) -> None:
             "  7 | \u2192callable: app:answer",
             "    | ^",
         ]),
+        # A no-break space as indentation: PyYAML stops on the next line, about colons.
+        ([("  name: test-system\n", "\xa0 name: test-system\n")], [
+            ("oloproof run: error: oloproof.yaml:5: not valid YAML: column 1 holds U+00A0"
+             " (NO-BREAK SPACE), which looks like a space but is not one (the parser said:"
+             " mapping values are not allowed in this context on line 6)"),
+            "  replace it with a space, on line 5:",
+            "  5 | \\xa0 name: test-system",
+            "    | ^",
+        ]),
+        # A no-break space after a colon: PyYAML stops a line later.
+        ([("    field: label\n", "    field:\xa0label\n")], [
+            ("oloproof run: error: oloproof.yaml:14: not valid YAML: column 11 holds U+00A0"
+             " (NO-BREAK SPACE), which looks like a space but is not one (the parser said:"
+             " could not find expected ':' on line 15)"),
+            "  replace it with a space, on line 14:",
+            "  14 |     field:\\xa0label",
+            "     |           ^",
+        ]),
+        # A zero-width space before the space after a colon.
+        ([("  system: 8\n", "  system:\u200b 8\n")], [
+            ("oloproof run: error: oloproof.yaml:9: not valid YAML: column 10 holds U+200B"
+             " (ZERO WIDTH SPACE), an invisible character (the parser said: mapping values"
+             " are not allowed in this context on line 10)"),
+            "  delete it, on line 9:",
+            "  9 |   system:\\u200b 8",
+            "    |          ^",
+        ]),
+        # Control characters: PyYAML names a position in the text, not a line.
+        ([("concurrency:\n", "concurrency:\x0c\n")], [
+            ("oloproof run: error: oloproof.yaml:8: not valid YAML: column 13 holds U+000C"
+             " (FORM FEED), a control character, which YAML does not accept (the parser said:"
+             " unacceptable character #x000c: control characters are not allowed)"),
+            "  delete it, on line 8:",
+            "  8 | concurrency:\\x0c",
+            "    |             ^",
+        ]),
+        ([("project: test-project\n", "project: test-\x1bproject\x00\n")], [
+            ("oloproof run: error: oloproof.yaml:2: not valid YAML: column 15 holds U+001B"
+             " (ESCAPE), a control character, which YAML does not accept (the parser said:"
+             " unacceptable character #x001b: control characters are not allowed)"),
+            "  delete it, on line 2:",
+            "  2 | project: test-\\x1bproject\\x00",
+            "    |               ^",
+        ]),
+        # A zero-width space in a key: valid YAML, and "unknown key" would not show it.
+        ([("concurrency:\n", "concurrency\u200b:\n")], [
+            ("oloproof run: error: oloproof.yaml:8: concurrency\\u200b: column 12 holds"
+             " U+200B (ZERO WIDTH SPACE), an invisible character, in the key"
+             " 'concurrency\\u200b'"),
+            "  delete it, on line 8:",
+            "  8 | concurrency\\u200b:",
+            "    |            ^",
+        ]),
     ],
     ids=["dedented-key", "key-under-a-value", "quote-never-closed", "quote-runs-on", "escape",
-         "tab"],
+         "tab", "nbsp-indent", "nbsp-after-colon", "zwsp-after-colon", "form-feed", "esc-nul",
+         "zwsp-in-key"],
 )
 def test_raw_yaml_errors_say_what_to_look_at(
     tmp_path: Path, edits: list[tuple[str, str]], expected: list[str]
@@ -146,3 +200,51 @@ def test_policy_errors_name_the_file_as_oloproof_yaml_is_named(tmp_path: Path) -
     assert result.code == 2
     assert _error(result.err)[0].startswith(
         "oloproof compare: error: p/compare.yaml:5: rules[0].metric: unknown metric 'nope'")
+
+
+@pytest.mark.parametrize(("name", "command"), [("release.yaml", "run"), ("compare.yaml", "compare")])
+def test_a_pasted_character_is_named_in_the_policies_too(
+    tmp_path: Path, name: str, command: str
+) -> None:
+    root = _project(tmp_path / "p")
+    args = ["run"]
+    if command == "compare":
+        assert run_cli("run", cwd=root).code in (0, 1, 3)
+        args = ["compare", "latest", "latest"]
+    (root / name).write_text(RELEASE.replace("    metric:", "\xa0   metric:"))
+    result = run_cli(*args, cwd=root)
+    assert result.code == 2, result.text
+    assert _error(result.err) == [
+        (f"oloproof {command}: error: {name}:4: not valid YAML: column 1 holds U+00A0"
+         " (NO-BREAK SPACE), which looks like a space but is not one (the parser said: mapping"
+         " values are not allowed in this context on line 5)"),
+        "  replace it with a space, on line 4:",
+        "  4 | \\xa0   metric: exact_label",
+        "    | ^",
+    ]
+
+
+def test_the_store_locator_names_the_line_of_a_character_yaml_refuses(tmp_path: Path) -> None:
+    # `runs` reads only as much of oloproof.yaml as finds the store: a quoted store: needs
+    # PyYAML, whose own error has a position in the text, not a line.
+    root = _project(tmp_path / "p")
+    _replace(root / "oloproof.yaml", "dataset:", 'store: "sqlite"\ndataset:')
+    _replace(root / "oloproof.yaml", "concurrency:\n", "é\u00e9concurrency:\x0c\n")
+    result = run_cli("runs", cwd=root)
+    assert result.code == 2, result.text
+    assert _error(result.err) == [
+        ("oloproof runs: error: oloproof.yaml:9: cannot be read to find its store (unacceptable"
+        " character #x000c: special characters are not allowed; `oloproof run` says more)")]
+
+
+def test_a_no_break_space_written_on_purpose_above_is_not_blamed(tmp_path: Path) -> None:
+    # The context of this error is "while parsing a block mapping on line 1": the quoted
+    # value on line 2 is not on the lines the parser read last, and is not the cause.
+    root = _project(tmp_path / "p")
+    _replace(root / "oloproof.yaml", "project: test-project\n", "project: 'test\xa0project'\n")
+    _replace(root / "oloproof.yaml", '  version: "1"\n', ' version: "1"\n')
+    result = run_cli("run", cwd=root)
+    assert result.code == 2, result.text
+    assert _error(result.err)[0] == (
+        "oloproof run: error: oloproof.yaml:6: not valid YAML: did not find expected key at"
+        " column 2 (while parsing a block mapping on line 1)")

@@ -24,7 +24,13 @@ HOSTILE_IDS = [
     f"osc{OSC}tail",
     "bidi\u202etxt",
     "plain",
+    # Invisible: a zero-width space, the line and paragraph separators, a byte order mark;
+    # a NUL and a tag character (U+E0041).
+    "zero\u200bwidth\u2028sep\u2029\ufeff",
+    "nul\x00\U000e0041tag",
 ]
+# Each as it must be shown: a visible escape.
+INVISIBLE_SHOWN = ["zero\\u200bwidth\\u2028sep\\u2029\\ufeff", "nul\\x00\\U000e0041tag"]
 
 APP = f'''
 from oloproof import system
@@ -47,7 +53,7 @@ CHECKS = f'''
 from oloproof import Verdict
 
 def polite(output, case):
-    return Verdict(passed=case.id != "plain", reason="[/reason] [bold]{OSC.encode("unicode_escape").decode()}")
+    return Verdict(passed=case.id != "plain" and not case.id.startswith(("zero", "nul")), reason="[/reason] [bold]{OSC.encode("unicode_escape").decode()}")
 '''
 
 EVALUATORS = """
@@ -59,7 +65,7 @@ EVALUATORS = """
   function: checks:polite
 """
 
-# Rules that 6 cases can fail; two of the six cases fail on purpose (33% missing).
+# Rules that 8 cases can fail; two of the eight cases fail on purpose (25% missing).
 RELEASE = """\
 version: 1
 max_missing: 0.5
@@ -88,7 +94,8 @@ def _project(root: Path) -> Path:
 def _no_raw_escapes(text: str) -> None:
     assert OSC not in text and "\x1b]" not in text, "an OSC sequence reached the output raw"
     assert HIDE not in text, "an SGR sequence from a model reached the output raw"
-    assert "\u202e" not in text
+    for char in "\u202e\u200b\u2028\u2029\ufeff\x00\U000e0041":
+        assert char not in text, f"U+{ord(char):04X} reached the output raw"
 
 
 def test_hostile_text_in_plain_output(tmp_path: Path) -> None:
@@ -126,6 +133,25 @@ def test_hostile_text_in_plain_output(tmp_path: Path) -> None:
     assert "[/rule] [bold red]r1" in rules and "[red]r2[/red]" in rules
     case = run_cli("inspect", "latest", "--case", f"osc{OSC}tail", cwd=root).out
     assert "osc\\x1b]0;PWNED\\x07tail" in case
+    for text in INVISIBLE_SHOWN:
+        assert text in shown
+    case = run_cli("inspect", "latest", "--case", HOSTILE_IDS[-2], cwd=root).out
+    assert INVISIBLE_SHOWN[0] in case
+
+
+def test_hostile_text_in_the_html_report(tmp_path: Path) -> None:
+    root = _project(tmp_path / "proj")
+    assert run_cli("run", cwd=root).code in (0, 1, 3)
+    report = run_cli("report", "latest", "-o", "r.html", cwd=root)
+    assert report.code == 0, report.text
+    data = (root / "r.html").read_bytes()
+    # No C0 control but tab, newline and carriage return, no DEL, no C1 (as UTF-8) raw.
+    raw = re.findall(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]", data)
+    assert not raw, raw
+    _no_raw_escapes(data.decode("utf-8"))
+    text = data.decode("utf-8")
+    for shown in [*INVISIBLE_SHOWN, "osc\\x1b]0;PWNED\\x07tail"]:
+        assert f'<code class="case-id">{shown}</code>' in text, shown
 
 
 def _in_terminal(args: list[str], cwd: Path) -> tuple[str, int]:
@@ -155,6 +181,8 @@ def test_hostile_text_in_a_terminal(tmp_path: Path) -> None:
     transcript, _ = _in_terminal(["inspect", "latest", "--failures"], root)
     visible = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", transcript)  # rich's own styling
     assert "[bold red]boom[/]" in visible and "\\x1b]0;PWNED\\x07" in visible
+    for text in INVISIBLE_SHOWN:
+        assert text in visible
 
 
 def _corrupt_text(root: Path) -> str:

@@ -286,7 +286,7 @@ def resolve_compare_policy(
     if policy_arg is not None:
         return load_compare_policy(policy_arg, kinds), policy_arg, None
     default = Path(project_dir, "compare.yaml")
-    if default.exists():
+    if os.path.lexists(default):  # a symlink loop is there, and says so when it is read
         # Named in errors as the user can open it, beside oloproof.yaml as they named it.
         shown = os.path.normpath(os.path.join(os.path.dirname(str(config)), "compare.yaml"))
         return load_compare_policy(default, kinds, display=shown), str(default), None

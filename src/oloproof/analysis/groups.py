@@ -124,14 +124,14 @@ def expand_policy(
     if not any(r.group is not None or r.each_group for r in policy.rules):
         return policy
     rules: list[Any] = []
-    for rule in policy.rules:
+    for index, rule in enumerate(policy.rules):
         if rule.group is None and not rule.each_group:
             rules.append(rule)
             continue
         metric_keys = keys.get(rule.metric, [])
         if rule.each_group:
             if not metric_keys:
-                raise _ungrouped(rule.id, rule.metric)
+                raise _ungrouped(rule.id, rule.metric, f"rules[{index}].each_group")
             for name in groups.get(rule.metric, {}):
                 suffix = name[len(rule.metric):]
                 rules.append(replace(rule, id=f"{rule.id}{suffix}", metric=name,
@@ -140,7 +140,7 @@ def expand_policy(
         assert rule.group is not None
         (key, value), = rule.group.items()
         if key not in metric_keys:
-            raise _ungrouped(rule.id, rule.metric, key)
+            raise _ungrouped(rule.id, rule.metric, f"rules[{index}].group", key)
         name = group_name(rule.metric, key, value)
         if name not in evidence:
             base = evidence[rule.metric]
@@ -152,11 +152,14 @@ def expand_policy(
     return replace(policy, rules=rules)
 
 
-def _ungrouped(rule_id: str, metric: str, key: str | None = None) -> ConfigError:
+def _ungrouped(rule_id: str, metric: str, field: str, key: str | None = None) -> ConfigError:
+    """The rule (at ``field`` of its policy: the caller that knows the file adds its line)
+    targets groups its metric does not have."""
     what = f"group_by: [{key}]" if key else "group_by"
     return ConfigError(
         f"rule {rule_id} targets groups of metric {metric}, which has no {what}: declare it"
-        f" on the evaluator in oloproof.yaml or pass --group-by {key or 'KEY'}"
+        f" on the evaluator in oloproof.yaml or pass --group-by {key or 'KEY'}",
+        field=field,
     )
 
 

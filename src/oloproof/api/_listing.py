@@ -30,9 +30,11 @@ def config_file(project: str | os.PathLike[str]) -> str:
     if os.path.isdir(path):
         path = os.path.join(path, "oloproof.yaml")
     if not os.path.exists(path):
+        from oloproof._fs import missing  # only on the way to an error
+
         raise UsageError(
-            f"{path}: no such file; pass a project directory or its oloproof.yaml"
-            " (`oloproof init` creates a project)"
+            f"{path}: {missing(path, 'no such file')}; pass a project directory or its"
+            " oloproof.yaml (`oloproof init` creates a project)"
         )
     return path
 

@@ -196,7 +196,8 @@ def load(
         from oloproof.runner.sequential import make_sequential
 
         make_sequential(prepared, baseline=baseline,
-                        compare_policy=None if compare_policy is None else str(compare_policy))
+                        compare_policy=None if compare_policy is None else str(compare_policy),
+                        asked=sequential is not None)
     elif baseline is not None or compare_policy is not None:
         raise UsageError(
             "--baseline (and --compare-policy) decide comparison rules while a sequential run"

@@ -94,9 +94,12 @@ def read_run(
             chosen = stored_labels(conn, record)
         # The record and the labels read once, for every step below (each read is a round
         # trip on a team store).
-        decisions, summaries = decide_stored(
-            conn, record, release, chosen, group_by=list(group_by or ())
-        )
+        try:
+            decisions, summaries = decide_stored(
+                conn, record, release, chosen, group_by=list(group_by or ())
+            )
+        except ConfigError as exc:
+            raise _in_policy(exc, policy) from None
         reports = judge_reports(conn, record, float(release.confidence_level), chosen)
         panels = panel_splits(conn, record.id)
         flaky = []
@@ -124,6 +127,17 @@ def read_run(
         sequential=sequential[0] if sequential else None,
         sequential_note=sequential[1] if sequential else None,
     )
+
+
+def _in_policy(exc: ConfigError, policy: PathLike | None) -> ConfigError:
+    """``exc``, found while a stored run was decided under ``--policy FILE``, with that
+    file and the line of its field, when it names a field but no file (a rule on groups
+    the run does not have: analysis/groups.py)."""
+    if policy is None or exc.file is not None or not exc.field:
+        return exc
+    from oloproof.project._yaml import with_line  # only on the way to an error
+
+    return with_line(exc, policy, str(policy))
 
 
 def _check_stored(
@@ -221,8 +235,11 @@ def plan(
                 conn, ref, policy_path=policy_path, assurance=assurance
             )
         if ref.startswith("run_") or ref == "latest":
-            return plan_stored_run(conn, ref, policy_path=policy_path, assurance=assurance,
-                                   root=_root(project))
+            try:
+                return plan_stored_run(conn, ref, policy_path=policy_path,
+                                       assurance=assurance, root=_root(project))
+            except ConfigError as exc:
+                raise _in_policy(exc, policy) from None
     finally:
         conn.close()
     raise UsageError(

@@ -15,9 +15,11 @@ if TYPE_CHECKING:
 
 def project_root(config: str) -> str:
     if not os.path.exists(config):
+        from oloproof._fs import missing  # only on the way to an error
+
         raise UsageError(
-            f"{config}: no such file; run this in a project directory or pass --config"
-            " (`oloproof init` creates a project)"
+            f"{config}: {missing(config, 'no such file')}; run this in a project directory"
+            " or pass --config (`oloproof init` creates a project)"
         )
     return os.path.dirname(os.path.realpath(config))
 

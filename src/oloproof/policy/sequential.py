@@ -102,12 +102,20 @@ def sequential_order(case_ids: Sequence[str], seed: int) -> list[str]:
     return sorted(case_ids, key=lambda c: sequential_order_key(seed, c))
 
 
-def refusal(policy: ReleasePolicy, metrics: Sequence[Mapping[str, Any]], trials: int) -> str | None:
-    """Why the policy cannot be decided sequentially (one line), or None."""
+#: How a sequential run is turned off, as the refusals below advise it by default.
+WITHOUT = "run without --sequential"
+
+
+def refusal(
+    policy: ReleasePolicy, metrics: Sequence[Mapping[str, Any]], trials: int,
+    off: str = WITHOUT,
+) -> str | None:
+    """Why the policy cannot be decided sequentially (one line), or None. ``off``: how the
+    user turns sequential decisions off (they may have turned them on in oloproof.yaml)."""
     if trials > 1:
         return ("a sequential run makes one trial per case: repeated trials (trials:"
-                f" {trials}) are decided on whole cases by a fixed-n interval; run without"
-                " --sequential, or with trials: 1")
+                f" {trials}) are decided on whole cases by a fixed-n interval; {off},"
+                " or with trials: 1")
     kinds = {str(m.get("criterion")): m for m in metrics}
     for rule in policy.rules:
         if getattr(rule, "each_group", False):
@@ -118,7 +126,7 @@ def refusal(policy: ReleasePolicy, metrics: Sequence[Mapping[str, Any]], trials:
             return f"rule {rule.id}: aggregate needs repeated trials, which a sequential run does not make"
         if getattr(rule, "estimate", "judge") == "corrected":
             return (f"rule {rule.id}: estimate: corrected (a judge corrected by human labels)"
-                    " has no anytime-valid test here; run without --sequential")
+                    f" has no anytime-valid test here; {off}")
         m = kinds.get(rule.metric, {})
         if rule.kind != "observed_count" and m.get("kind") == MetricKind.MEAN and not m.get("range"):
             return (f"rule {rule.id}: metric {rule.metric} is a MEAN without a declared range,"
@@ -280,11 +288,14 @@ class Monitor:
                         " compare the runs")
         return None
 
-    def unfailable(self, scope: Mapping[str, int]) -> str | None:
-        """Why a rule could never FAIL over the cases of its scope (``scope``: rule id to
-        the cases the suite holds for it), had every one of them failed, or scored at its
-        worst: one line, or None. ALLOW is earned: a rule that can only pass or stay
-        undecided is refused, as the fixed-n check refuses it (policy/can_fail.py)."""
+    def unfailable(
+        self, scope: Mapping[str, int], off: str = WITHOUT
+    ) -> tuple[RuleResult, str] | None:
+        """The first rule that could never FAIL over the cases of its scope (``scope``: rule
+        id to the cases the suite holds for it), had every one of them failed, or scored at
+        its worst, and why (one line); or None. ALLOW is earned: a rule that can only pass
+        or stay undecided is refused, as the fixed-n check refuses it (policy/can_fail.py).
+        ``off`` as for :func:`refusal`."""
         for tracked in self.tracked:
             test, result = tracked.test, tracked.result
             if test is None:
@@ -307,9 +318,10 @@ class Monitor:
                     needed = n
                     break
             if needed is None:
-                return (f"rule {result.rule}: the sequential test could not FAIL it within the"
-                        f" {cases} cases of its scope even if every one failed, so it could"
-                        " only pass or stay undecided: add cases, or run without --sequential")
+                return result, (
+                    f"rule {result.rule}: the sequential test could not FAIL it within the"
+                    f" {cases} cases of its scope even if every one failed, so it could only"
+                    f" pass or stay undecided: add cases, or {off}")
         return None
 
     @property

@@ -27,11 +27,13 @@ def read_bytes(path: str | os.PathLike[str], display: str, limit: int, what: str
     """
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=display) from None
     except IsADirectoryError:
         raise ConfigError("is a directory, expected a file", file=display) from None
     except OSError as exc:
+        from oloproof._fs import missing, not_there  # only on the way to an error
+
+        if not_there(exc):
+            raise ConfigError(missing(path), file=display) from None
         raise ConfigError(f"cannot be read: {exc.strerror or exc}", file=display) from None
     try:
         mode = os.fstat(fd).st_mode

@@ -20,7 +20,12 @@ Choices that differ from ``yaml.safe_load``:
 - aliases may not expand to more than :data:`MAX_ALIAS_VALUES` values (a
   kilobyte "billion laughs" document would otherwise build billions);
 - only a regular file is read, and at most ``limit`` bytes of it
-  (:func:`read_text`): a path to ``/dev/zero`` or a FIFO is refused at once.
+  (:func:`read_text`): a path to ``/dev/zero`` or a FIFO is refused at once;
+- a character pasted by accident that looks like a space or like nothing (a
+  no-break space, a zero-width space, a control character: :data:`_SUSPECT`) is
+  named with its line and column, by its code point and name: in a key it is an
+  error; where the file cannot be parsed it is pointed at as the likely cause
+  (PyYAML's own message would name a later line, or none).
 """
 
 from __future__ import annotations
@@ -49,6 +54,21 @@ _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _MAX_DEPTH = MAX_JSON_DEPTH  # the one depth limit (oloproof._json)
 #: Values built through aliases (``*name``, ``<<: *name``) in one document.
 MAX_ALIAS_VALUES = 10_000
+#: Characters that look like a space or like nothing, and are never what a YAML file
+#: means where they break it: control characters (YAML refuses them all but tab and the
+#: line breaks), spaces YAML does not read as one (no-break, en, em, ideographic...),
+#: the invisible format characters (zero-width space and joiners, soft hyphen, byte order
+#: mark, bidirectional controls) and the line breaks only YAML 1.1 counts (U+0085,
+#: U+2028, U+2029), after which PyYAML's line numbers no longer match an editor's.
+_SUSPECT = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xa0\xad\u1680\u180e\u2000-\u200f"
+    "\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff]"
+)
+#: Names for the control characters (the Unicode database gives them none).
+_CONTROL_NAMES = {
+    "\x00": "NUL", "\x07": "BELL", "\x08": "BACKSPACE", "\x0b": "VERTICAL TAB",
+    "\x0c": "FORM FEED", "\x1b": "ESCAPE", "\x7f": "DELETE", "\x85": "NEXT LINE",
+}
 
 
 class LineMap:
@@ -102,8 +122,13 @@ def load_yaml(path: str | os.PathLike[str], display: str) -> tuple[Any, LineMap]
         ) from None
     except yaml.MarkedYAMLError as exc:
         raise _yaml_error(exc, display, text) from None
-    except yaml.YAMLError as exc:  # pragma: no cover - unmarked errors are rare
-        raise ConfigError(f"not valid YAML: {exc}", file=display) from None
+    except yaml.YAMLError as exc:
+        # The reader's error (a character YAML does not accept) has a position, not a
+        # line: the first such character is found in the text itself.
+        said = str(exc).split("\n")[0]
+        raise _suspect_error(
+            text, display, (0, len(text)), "not valid YAML: ", f" (the parser said: {said})"
+        ) or ConfigError(f"not valid YAML: {exc}", file=display) from None
     lines = LineMap()
     if root is None:
         return None, lines
@@ -112,9 +137,74 @@ def load_yaml(path: str | os.PathLike[str], display: str) -> tuple[Any, LineMap]
     return builder.build(root, (), 0), lines
 
 
+def _character(char: str) -> tuple[str, str]:
+    """A suspect character by code point and name (``U+00A0 (NO-BREAK SPACE), which
+    looks like a space but is not one``), and what to do with it."""
+    import unicodedata
+
+    name = _CONTROL_NAMES.get(char) or unicodedata.name(char, "") or "a control character"
+    named = f"U+{ord(char):04X} ({name})"
+    if char in "\x85\u2028\u2029":
+        return f"{named}, a line break to YAML, not to an editor", "delete it"
+    category = unicodedata.category(char)
+    if category == "Cc":
+        return f"{named}, a control character, which YAML does not accept", "delete it"
+    if category == "Zs":
+        return f"{named}, which looks like a space but is not one", "replace it with a space"
+    return f"{named}, an invisible character", "delete it"
+
+
+def _suspect_error(
+    source: str, display: str, span: tuple[int, int], lead: str, tail: str,
+    field: str | None = None,
+) -> ConfigError | None:
+    """The error for the first suspect character (:data:`_SUSPECT`) in the ``span`` of
+    ``source`` (offsets), or None when there is none: ``lead``, where it is and what it
+    is, ``tail``; then what to do, and the line with a caret under it."""
+    found = _SUSPECT.search(source, *span)
+    if found is None:
+        return None
+    at = found.start()
+    line = source.count("\n", 0, at)
+    column = at - (source.rfind("\n", 0, at) + 1)
+    what, hint = _character(found.group())
+    return ConfigError(
+        f"{lead}column {column + 1} holds {what}{tail}"
+        f"\n  {hint}, on line {line + 1}:\n{_show_line(source, line, column)}",
+        file=display,
+        field=field,
+        line=line + 1,
+    )
+
+
+def _offset(source: str, line: int) -> int:
+    """Where ``line`` (0-based, counted as PyYAML counts: also after a lone carriage return,
+    U+0085, U+2028 and U+2029) starts in ``source``; ``len(source)`` past its end."""
+    if line == 0:
+        return 0
+    for number, found in enumerate(re.finditer("\r\n|[\r\n\x85\u2028\u2029]", source), 1):
+        if number == line:
+            return found.end()
+    return len(source)
+
+
 def _yaml_error(exc: yaml.MarkedYAMLError, display: str, source: str = "") -> ConfigError:
     mark = exc.problem_mark or exc.context_mark
     problem = exc.problem or exc.context or "cannot be parsed"
+    if mark is not None and source:
+        # A suspect character on the lines the parser read last (the error's line and the
+        # one before; a scalar it was scanning, when that started later) is the likely
+        # cause: a no-break space in an indentation or after a colon makes PyYAML stop a
+        # line later, with words about something else. Not further up: a context such as
+        # "while parsing a block mapping on line 1" would take in the whole file, and a
+        # no-break space written on purpose in a quoted value would be blamed.
+        first = exc.context_mark.line if exc.context_mark is not None else 0
+        start = _offset(source, max(0, first, mark.line - 1))
+        end = _offset(source, mark.line + 1)
+        said = f" (the parser said: {problem} on line {mark.line + 1})"
+        suspect = _suspect_error(source, display, (start, end), "not valid YAML: ", said)
+        if suspect is not None:
+            return suspect
     message = f"not valid YAML: {problem}"
     if mark is not None:
         message += f" at column {mark.column + 1}"
@@ -188,8 +278,11 @@ def _line_at(source: str, line: int) -> str:
 
 
 def _show_line(source: str, line: int, column: int, width: int = 100) -> str:
-    """``   17 |    criterion: x`` and a caret under ``column``; tabs shown as ``→``."""
-    text = _line_at(source, line).replace("\t", "\u2192")
+    """``   17 |    criterion: x`` and a caret under ``column``; tabs shown as ``→``, the
+    suspect characters as escapes (``\\xa0``, ``\\u200b``)."""
+    pieces = [_visible(char) for char in _line_at(source, line)]
+    column = sum(len(piece) for piece in pieces[:column])
+    text = "".join(pieces)
     start = max(0, column - width // 2) if len(text) > width else 0
     shown = text[start:start + width]
     if start:
@@ -199,6 +292,15 @@ def _show_line(source: str, line: int, column: int, width: int = 100) -> str:
     number = str(line + 1)
     gutter = " " * len(number)
     return f"  {number} | {shown}\n  {gutter} | {' ' * (column - start)}^"
+
+
+def _visible(char: str) -> str:
+    if char == "\t":
+        return "\u2192"
+    if _SUSPECT.match(char):
+        code = ord(char)
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return char
 
 
 class _Builder:
@@ -266,6 +368,8 @@ class _Builder:
                     line=line,
                 )
             key = str(key_node.value)
+            if _SUSPECT.search(key):
+                self._suspect_key(key_node, path, key)
             if key in seen:
                 field = format_path((*path, key))
                 raise ConfigError(
@@ -280,6 +384,21 @@ class _Builder:
             result[key] = self.build(value_node, key_path, depth + 1)
         return result
 
+    def _suspect_key(self, node: ScalarNode, path: PathKey, key: str) -> None:
+        """Refuse a key that holds a character that does not show (a zero-width space, a
+        no-break space, a control character): no key Oloproof reads has one, and shown
+        in an "unknown key" message it could not be seen."""
+        start, end = node.start_mark, node.end_mark
+        span = (_offset(self._source, start.line) + start.column,
+                _offset(self._source, end.line) + end.column)
+        visible = "".join(_visible(char) for char in key)
+        raise _suspect_error(
+            self._source, self._display, span, "", f", in the key '{visible}'",
+            format_path((*path, visible)),
+        ) or ConfigError(
+            f"the key '{visible}' holds a character that does not show; delete it",
+            file=self._display, field=format_path((*path, visible)), line=start.line + 1,
+        )
 
 def format_path(path: PathKey) -> str:
     """``("evaluators", 2, "pattern")`` -> ``evaluators[2].pattern``."""

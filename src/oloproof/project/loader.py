@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from oloproof._fs import missing
 from oloproof.errors import ConfigError
 from oloproof.project._errors import as_written, to_config_error
 from oloproof.project._project import (
@@ -128,7 +129,7 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
         shown = beside(project, declared)
         if not path.exists():
             raise ConfigError(
-                f"release policy file not found: {shown}"
+                f"release policy {missing(path)}: {shown}"
                 f"{_near_hint(path)} (paths are relative to the project directory; "
                 f"write policy: {NO_POLICY} for a project without release rules)",
                 file=project.display,
@@ -139,7 +140,7 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
         )
     path = Path(project.root, DEFAULT_POLICY_FILE)
     shown = beside(project, DEFAULT_POLICY_FILE)
-    if path.exists():
+    if os.path.lexists(path):  # a symlink loop is there, and says so when it is read
         return ResolvedPolicy(
             load_release_policy(path, metrics, judges=judges, display=shown), shown
         )
@@ -182,7 +183,7 @@ def load_release_policy(
     the user did not name a policy file and ``release.yaml`` is absent).
     ``display`` names the file in errors (default: ``path`` as given).
     """
-    if default is not None and not Path(path).exists():
+    if default is not None and not os.path.lexists(path):  # a symlink loop is not "absent"
         return default
     return _load_policy(ReleasePolicy, path, metrics, judges, display)
 
@@ -196,7 +197,7 @@ def load_compare_policy(
 ) -> ComparePolicy:
     """Load and check compare.yaml; a missing file and ``display`` as in
     :func:`load_release_policy`."""
-    if default is not None and not Path(path).exists():
+    if default is not None and not os.path.lexists(path):  # a symlink loop is not "absent"
         return default
     return _load_policy(ComparePolicy, path, metrics, display=display)
 

@@ -56,6 +56,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from oloproof._fs import missing
 from oloproof._json import DEFAULT_MAX_JSON_DEPTH, MAX_JSON_DEPTH
 from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
@@ -890,7 +891,7 @@ class RubricJudgeEvaluator(_EvaluatorBase):
         where = ("rubric_file",)
         name = self.rubric_file
         if not path.exists():
-            fail(f"file not found: {name} (relative to the project directory)", at=where)
+            fail(f"{missing(path)}: {name} (relative to the project directory)", at=where)
         try:
             # Bounded, and never blocks on a FIFO or a device (see read_bytes).
             data = read_bytes(path, str(name), MAX_CONFIG_BYTES, what="rubric file")
@@ -1036,7 +1037,7 @@ class ProjectConfig(_Model):
     def _check_labels(cls, value: str | None, info: ValidationInfo) -> str | None:
         root = _context(info, "root")
         if value is not None and isinstance(root, Path) and not (root / value).is_file():
-            fail(f"file not found: {value} (relative to the project directory)")
+            fail(f"{missing(root / value)}: {value} (relative to the project directory)")
         return value
 
     @model_validator(mode="after")
@@ -1069,7 +1070,7 @@ class ProjectConfig(_Model):
             elif path.exists():
                 what = "is not a regular file (a device, a pipe or a socket)"
             else:
-                what = "file not found"
+                what = missing(path)
             fail(f"{what}: {value} (relative to the project directory)")
         return value
 

@@ -7,6 +7,10 @@ A line is one JSON object with these keys, and no others:
 - ``expected``: optional, an object;
 - ``metadata``: optional, an object.
 
+Each key is written once in each object, at any depth: a key written twice is
+an error naming the line and the key's path (a JSON reader would keep one of
+the values and drop the other, silently).
+
 Lines that are empty or hold only whitespace are skipped (a trailing newline,
 a blank line between groups of cases). Line numbers in messages are physical
 line numbers, counting from 1. ``NaN`` and ``Infinity`` are refused: they are
@@ -57,6 +61,11 @@ from oloproof.project._words import accepted_list
 
 CASE_KEYS = ("id", "input", "expected", "metadata")
 _CASE_KEY_SET = frozenset(CASE_KEYS)
+#: What a line of a suite may be, as a refusal says it.
+ACCEPTED_LINE = (
+    'JSON Lines, one object per line such as {"id": "case_1", "input": ...};'
+    " not CSV, not a JSON array"
+)
 
 DEFAULT_MAX_SUITE_BYTES = 1 << 30
 DEFAULT_MAX_LINE_BYTES = 16 << 20
@@ -214,6 +223,62 @@ def _surrogate_field(obj: dict[str, Any]) -> str:
     return "id"  # pragma: no cover - the caller saw the case fail to encode
 
 
+def _repeated_key(raw: str) -> tuple[str, str] | None:
+    """The first key written twice in one object of the line ``raw`` (already read once
+    without error), and the path of that key in the case (``expected.label``), or None."""
+    found: list[tuple[str, dict[str, Any]]] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) < len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    found.append((key, result))
+                    break
+                seen.add(key)
+        return result
+
+    top = json.JSONDecoder(
+        parse_constant=_refuse_constant, parse_float=_finite_float, object_pairs_hook=pairs_hook
+    ).decode(raw)
+    if not found:
+        return None
+    # Where each object that holds one is in the case: the first one still there is named
+    # (an object can itself be the dropped value of a repeated key).
+    paths: dict[int, str] = {}
+    stack: list[tuple[Any, str]] = [(top, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            paths[id(value)] = path
+            stack.extend((v, path + _path_part(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
+    for key, holder in found:
+        if id(holder) in paths:
+            return key, paths[id(holder)] + _path_part(key)
+    return found[0][0], ""
+
+
+def _path_part(key: str) -> str:
+    if key.isidentifier() and key.isprintable():
+        return f".{key}"
+    return f"[{key!r}]"
+
+
+def _refuse_repeated_key(raw: str, number: int, error: Any) -> None:
+    repeated = _repeated_key(raw)
+    if repeated is not None:
+        key, path = repeated
+        raise error(
+            f"the key {key!r} appears twice in one object (a JSON reader keeps only one "
+            "of the values, silently); write each key once",
+            number,
+            path.lstrip(".") or None,
+        )
+
+
 def _lines(text: str) -> Iterator[str]:
     """The lines of ``text`` split on ``\\n`` only, one at a time (no list of them all)."""
     start = 0
@@ -267,7 +332,14 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
         try:
             obj = decode(raw)
         except json.JSONDecodeError as exc:
-            raise error(f"not valid JSON: {exc.msg} at column {exc.colno}", number) from None
+            spread = ""
+            if raw.strip() in ("[", "{"):
+                spread = ("; the file looks like one JSON document written over several lines"
+                          " (a pretty-printed array or object)")
+            raise error(
+                f"not valid JSON: {exc.msg} at column {exc.colno}{spread}", number,
+                accepted=ACCEPTED_LINE,
+            ) from None
         except _NotJson as exc:
             raise error(f"not valid JSON: {exc}", number) from None
         except RecursionError:
@@ -285,11 +357,17 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
         except JsonLimitError:
             raise error(f"nested deeper than {MAX_JSON_DEPTH} levels", number) from None
         if type(obj) is not dict:
-            raise error(
-                f'expected a JSON object such as {{"id": "case_1", "input": ...}}, '
-                f"got {_kind(obj)}",
-                number,
-            )
+            raise error(f"expected a JSON object, got {_kind(obj)}", number,
+                        accepted=ACCEPTED_LINE)
+        canonical = canonical_json(obj)
+        # A key written twice in one object: the decoder keeps the last value, silently.
+        # Each pair of the line has its colon, and so does the canonical text of what was
+        # read, but for the pairs a repeated key dropped: fewer colons there (two C-level
+        # counts) means a repeated key. A colon written as an escape (\u003a) could hide
+        # one, so such a line is read again pair by pair. An object_pairs_hook on every
+        # line would cost far more (docs/performance.md#suite-loading-a-key-written-twice).
+        if canonical.count(":") < raw.count(":") or ("\\" in raw and "\\u003" in raw):
+            _refuse_repeated_key(raw, number, error)
         if not obj.keys() <= keys:
             unknown = next(k for k in obj if k not in keys)
             shown_key = unknown.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -336,7 +414,7 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
                 "metadata",
             )
         try:
-            encoded = canonical_json(obj).encode("utf-8")
+            encoded = canonical.encode("utf-8")
         except UnicodeEncodeError:
             field = _surrogate_field(obj)
             raise error(

@@ -20,6 +20,7 @@ from oloproof.errors import ConfigError
 from oloproof.events import CaseJudged, Event, RuleDecided
 from oloproof.evidence import group_name
 from oloproof.policy.sequential import (
+    WITHOUT,
     Monitor,
     SequentialSpec,
     refusal,
@@ -34,20 +35,24 @@ __all__ = ["SequentialSink", "make_sequential", "sequential_json"]
 
 def make_sequential(
     prepared: Prepared, seed: int | None = None, *, baseline: str | None = None,
-    compare_policy: str | None = None,
+    compare_policy: str | None = None, asked: bool = True,
 ) -> SequentialSpec:
     """Check ``prepared`` can run sequentially, order its cases, and return the spec
     (seed and margin from ``sequential:`` in oloproof.yaml, defaults otherwise; ``seed``
     overrides). ``baseline``: a stored run whose comparison rules (compare.yaml, or
-    ``compare_policy``) the run decides too, and stops for (:func:`attach_baseline`)."""
+    ``compare_policy``) the run decides too, and stops for (:func:`attach_baseline`).
+    ``asked``: the run was asked for with ``--sequential`` (else by oloproof.yaml), which
+    says how a refusal tells the user to turn it off."""
     where = prepared.policy_path or "the release policy"
+    off = WITHOUT if asked else (
+        f"turn sequential decisions off (sequential: false in {prepared.project.display})")
     if not prepared.policy.rules:
         raise ConfigError(
             "a sequential run stops once its rules are decided, and the project has no"
             " release rules (policy: none): run without --sequential",
             accepted="a release policy with at least one rule",
         )
-    why = refusal(prepared.policy, prepared.metrics, prepared.trials)
+    why = refusal(prepared.policy, prepared.metrics, prepared.trials, off)
     if why is not None:
         raise ConfigError(f"{where}: {why}")
     config = prepared.project.config.sequential
@@ -64,9 +69,9 @@ def make_sequential(
                 1 for c in prepared.cases
                 if group_name(rule.metric, key, (c.metadata or {}).get(key)) == name
             )
-    unfailable = Monitor(prepared.policy, prepared.metrics, spec).unfailable(scope)
+    unfailable = Monitor(prepared.policy, prepared.metrics, spec).unfailable(scope, off)
     if unfailable is not None:
-        raise ConfigError(f"{where}: {unfailable}")
+        raise _rule_error(prepared, *unfailable)
     if baseline is not None:
         attach_baseline(prepared, spec, baseline, compare_policy)
     elif compare_policy is not None:
@@ -75,6 +80,18 @@ def make_sequential(
     prepared.cases.sort(key=lambda c: sequential_order_key(spec.seed, c.id))
     prepared.sequential = spec
     return spec
+
+
+def _rule_error(prepared: Prepared, result: Any, why: str) -> ConfigError:
+    """``why`` a rule cannot be decided sequentially, at the line of its threshold
+    (``rules[0].min``) in the release policy, when the policy is a file."""
+    index = next(i for i, rule in enumerate(prepared.policy.rules) if rule.id == result.rule)
+    error = ConfigError(why, field=f"rules[{index}].{result.direction}")
+    if prepared.policy_path is None:
+        return error
+    from oloproof.project._yaml import with_line  # only on the way to an error
+
+    return with_line(error, prepared.policy_path, prepared.policy_path)
 
 
 def attach_baseline(

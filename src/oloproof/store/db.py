@@ -132,8 +132,17 @@ def check_store_files(path: str | os.PathLike[str]) -> None:
     for candidate in (path, *(f"{path}{side}" for side in SIDE_FILES)):
         try:
             mode = os.stat(candidate).st_mode
-        except OSError:
-            continue  # absent (or unreachable: opening it says why)
+        except FileNotFoundError:
+            continue  # absent
+        except OSError as exc:
+            from oloproof._fs import SYMLINK_LOOP, not_there  # only on the way to an error
+
+            if not_there(exc):  # a symlink loop: for every command alike, not "no store"
+                raise StoreError(
+                    f"{candidate}: {SYMLINK_LOOP}; remove the link, or point it at"
+                    " the store"
+                ) from None
+            continue  # unreachable: opening it says why
         if not stat.S_ISREG(mode):
             raise _not_regular(candidate, mode)
 
@@ -374,12 +383,12 @@ def open_store_readonly(path: StoreLocation) -> Any:
 
         return pgshared.open_store_readonly(path)
     path = os.fspath(path)
+    check_store_files(path)
     if not os.path.exists(path):
         raise StoreError(
             f"no store at {path}: nothing has been run in this project yet"
             " (run `oloproof run` first)"
         )
-    check_store_files(path)
     try:
         header = _read_header(path)
     except OSError as exc:

@@ -79,8 +79,15 @@ def _yaml(config: str, data: bytes) -> object:
     try:
         return yaml.safe_load(data)
     except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.character, int):
+            # A character YAML does not accept: its position counts the decoded text.
+            text = data.decode("utf-8", "replace")
+            line = text.count("\n", 0, exc.position) + 1
         raise ConfigError(
-            f"cannot be read to find its store ({str(exc).splitlines()[0]})", file=str(config)
+            f"cannot be read to find its store ({str(exc).splitlines()[0]}; `oloproof run`"
+            " says more)", file=str(config), line=line,
         ) from None
 
 

@@ -67,9 +67,11 @@ def _read_template(root: str | Path, name: str, field: str, file: str | None) ->
     from oloproof.project._files import read_bytes
 
     path = Path(root, name)
-    if not path.is_file():
+    if not path.exists():
+        from oloproof._fs import missing  # only on the way to an error
+
         raise ConfigError(
-            f"file not found: {name} (relative to the project directory)", file=file,
+            f"{missing(path)}: {name} (relative to the project directory)", file=file,
             field=field,
         )
     try:

@@ -2,8 +2,10 @@
 
 One Jinja2 environment, one set of templates (``templates/``), with autoescaping on for
 every template: whatever a user or a model put in a case (an input, an output, a judge's
-reason, an error) is written as text, never as markup. The CSS and the script are inlined
-into each page, so a report file makes no request at all and reads offline.
+reason, an error) is written as text, never as markup, and made printable first (control
+and invisible characters as visible escapes, as in a terminal: ``_shown``). The CSS and the
+script are inlined into each page, so a report file makes no request at all and reads
+offline.
 
 Imported only by ``oloproof report`` and ``oloproof view``: Jinja2 is never loaded by
 ``oloproof --help`` or ``oloproof run``.
@@ -26,7 +28,7 @@ from oloproof.enums import MetricKind
 from oloproof.policy.compare import fmt_difference, fmt_difference_interval
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.render.html.plots import comparison_plot, rule_plot
-from oloproof.textsafe import json_safe
+from oloproof.textsafe import json_safe, printable
 
 __all__ = [
     "case_url",
@@ -61,6 +63,18 @@ def pretty_json(value: Any) -> str:
     if value is None:
         return "null"
     return json.dumps(json_safe(value), ensure_ascii=False, indent=2, sort_keys=True)
+
+
+def _shown(value: Any) -> Any:
+    """What every ``{{ ... }}`` of a page writes, before it is HTML-escaped: text made
+    printable (:func:`oloproof.textsafe.printable`), so that a NUL or another control
+    character, a bidirectional override or an invisible character from a case or a model
+    is shown as a visible escape (``\\x00``, ``\\u200b``), never written raw. Markup (the
+    pages' own script and style, and JSON, whose escapes are already visible) is left as
+    it is."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return printable(value)
+    return value
 
 
 def _usage_text(usage: dict[str, Any] | None) -> str:
@@ -128,6 +142,7 @@ def environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=select_autoescape(default=True, default_for_string=True),
+        finalize=_shown,
         trim_blocks=True,
         lstrip_blocks=True,
     )
