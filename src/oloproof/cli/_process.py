@@ -8,10 +8,14 @@ Only the command's own process tunes the garbage collector (cli/main.py), may en
 leaves the collector and ``os._exit`` alone and returns.
 """
 
-import operator
+from __future__ import annotations
+
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing is not imported on --help's path (cli/main.py)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 OURS = False
 
@@ -46,6 +50,8 @@ def guard_exit() -> None:
     def cut_short(status: int) -> NoReturn:
         if os.getpid() != pid:
             real_exit(status)
+        import operator
+
         code = operator.index(status)  # a TypeError, as os._exit gives, for a code not whole
         message = (
             f"oloproof: the code under test called os._exit({code}) in Oloproof's own"
