@@ -169,6 +169,16 @@ def write_project(
     return root
 
 
+#: A release policy of one rule, ``floor``: ``exact_label`` at least 50% (its lower bound).
+RELEASE_FLOOR = """
+version: 1
+rules:
+  - id: floor
+    metric: exact_label
+    min: 0.5
+"""
+
+
 def labelled_cases(n: int, prefix: str = "q") -> list[dict[str, Any]]:
     return [
         {"id": f"{prefix}{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from tests.conftest import labelled_cases, write_project
+from tests.conftest import RELEASE_FLOOR, labelled_cases, write_project
 
 import oloproof
 from oloproof.events import Event
@@ -28,13 +28,6 @@ def answer(case_input):
     return {"label": "ok" if case_input["n"] % 5 else "no"}
 """
 
-RELEASE = """
-version: 1
-rules:
-  - id: floor
-    metric: exact_label
-    min: 0.5
-"""
 
 PUBLIC = [
     "CaseContext", "CaseResult", "CaseView", "ComparisonPlan", "ComparisonResult",
@@ -47,7 +40,7 @@ PUBLIC = [
 
 
 def _project(root: Path, n: int = 40, cases: list[dict[str, Any]] | None = None) -> Path:
-    return write_project(root, app=APP, cases=cases or labelled_cases(n), release=RELEASE)
+    return write_project(root, app=APP, cases=cases or labelled_cases(n), release=RELEASE_FLOOR)
 
 
 def _statuses(root: Path) -> list[str]:
@@ -177,7 +170,7 @@ def test_the_runner_refuses_a_running_loop_before_storing(project_dir: Path) -> 
 def test_cancelling_run_async_stores_a_partial_run(project_dir: Path) -> None:
     cases = [{"id": f"s{i}", "input": {"n": i, "sleep": 0.02}, "expected": {"label": "ok"}}
              for i in range(200)]
-    write_project(project_dir, app=APP, cases=cases, release=RELEASE, concurrency=(1, 1))
+    write_project(project_dir, app=APP, cases=cases, release=RELEASE_FLOOR, concurrency=(1, 1))
 
     async def main() -> None:
         task = asyncio.create_task(oloproof.run_async(project_dir))

@@ -13,15 +13,8 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from tests.conftest import OLOPROOF, events, labelled_cases, write_project
+from tests.conftest import OLOPROOF, RELEASE_FLOOR, events, labelled_cases, write_project
 
-RELEASE = """
-version: 1
-rules:
-  - id: floor
-    metric: exact_label
-    min: 0.5
-"""
 FULL = "/dev/full"
 needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full here")
 
@@ -30,7 +23,7 @@ def _project(root: Path, label: str) -> Path:
     """30 cases the system answers with ``label``: all right (ALLOW, 0) or all wrong (1)."""
     return write_project(
         root, app=f"def answer(case_input):\n    return {{'label': {label!r}}}\n",
-        cases=labelled_cases(30), release=RELEASE,
+        cases=labelled_cases(30), release=RELEASE_FLOOR,
     )
 
 

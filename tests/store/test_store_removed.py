@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import events, labelled_cases, run_cli, write_project
+from tests.conftest import RELEASE_FLOOR, events, labelled_cases, run_cli, write_project
 
 APP = """
 import os, shutil
@@ -22,18 +22,11 @@ def answer(case_input):
         os.replace("spare.sqlite", STORE)
     return {"label": "ok"}
 """
-RELEASE = """
-version: 1
-rules:
-  - id: floor
-    metric: exact_label
-    min: 0.5
-"""
 
 
 @pytest.mark.parametrize("mode", ["remove", "replace"])
 def test_a_store_that_went_away_during_the_run_is_not_decided(tmp_path: Path, mode: str) -> None:
-    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(20), release=RELEASE,
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(20), release=RELEASE_FLOOR,
                          concurrency=(1, 1))
     first = run_cli("run", "--no-cache", cwd=root)  # a store to copy, for "replace"
     assert first.code == 0, first.text

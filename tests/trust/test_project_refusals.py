@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import Result, labelled_cases, run_cli, write_project
+from tests.conftest import RELEASE_FLOOR, Result, labelled_cases, run_cli, write_project
 
 from oloproof.store.db import store_path
 
@@ -29,13 +29,6 @@ def answer(case_input):
     return {"label": "ok", "items": [{"label": "first"}, {"label": "last"}]}
 """
 
-RELEASE = """
-version: 1
-rules:
-  - id: floor
-    metric: exact_label
-    min: 0.5
-"""
 
 
 def _runs(root: Path) -> list[dict[str, object]]:
@@ -48,7 +41,7 @@ def _runs(root: Path) -> list[dict[str, object]]:
 
 def _good_project(root: Path) -> list[dict[str, object]]:
     """A project with one stored, decided run; returns `runs --json`."""
-    write_project(root, app=APP, cases=labelled_cases(12), release=RELEASE)
+    write_project(root, app=APP, cases=labelled_cases(12), release=RELEASE_FLOOR)
     first = run_cli("run", cwd=root)
     assert first.code == 0, first.text
     runs = _runs(root)
