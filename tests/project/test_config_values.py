@@ -165,6 +165,21 @@ def test_an_int_is_a_number_and_both_flags_are_flags(write: Writer) -> None:
     assert type(policy.rules[0].max) is float
 
 
+def test_a_number_with_an_exponent_is_a_number_unless_quoted(write: Writer) -> None:
+    # YAML 1.1 (PyYAML) reads 5e-1 as text (it wants 5.0e-1); YAML 1.2 and JSON read the
+    # number the user wrote. Quoted, it is text, and refused where a number goes.
+    write("release.yaml", "version: 1\nmax_missing: 1e-1\nrules:\n"
+                          "  - {id: r, metric: exact_label, min: 5e-1}\n"
+                          "  - {id: s, metric: days_error, max: 1.5E+1}\n")
+    policy = load_release_policy("release.yaml", METRICS)
+    assert (policy.max_missing, policy.rules[0].min, policy.rules[1].max) == (0.1, 0.5, 15.0)
+    text = "version: 1\nrules:\n  - {id: r, metric: exact_label, min: '5e-1'}\n"
+    write("release.yaml", text)
+    err = config_error(lambda: load_release_policy("release.yaml", METRICS))
+    check(err, file="release.yaml", field="rules[0].min", line=3,
+          contains=("expected a number, got '5e-1'",))
+
+
 # -- the confidence level is a coverage ------------------------------------------------------
 
 

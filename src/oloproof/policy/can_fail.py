@@ -430,7 +430,7 @@ def check_release_policy(
         raise _refuse(
             source, ("rules",),
             "the release policy declares no rules: it could not block anything, even a run"
-            " in which every call failed. Write policy: none in oloproof.yaml to declare a"
+            " whose every case failed. Write policy: none in oloproof.yaml to declare a"
             " project without release rules (the gate then says so), or add a rule",
             accepted="a list of at least one rule",
         )

@@ -111,6 +111,8 @@ def _explain(
     got = describe(value)
     if isinstance(value, bool) and written is not None and written != got:
         got = f"{written} (which YAML reads as {got})"
+    elif isinstance(value, float) and written is not None:
+        got = written  # 1e8 as written, not 100000000.0
     accepted: str | None = None
     last = path[-1] if path else ""
 

@@ -11,6 +11,8 @@ Choices that differ from ``yaml.safe_load``:
 
 - mapping keys are the text the user wrote (``on:`` is the key ``"on"``,
   not ``True``; ``1:`` is ``"1"``);
+- a plain scalar with an exponent is a number (``1e-3``, ``1.7e308``), as YAML 1.2 and
+  JSON read it; YAML 1.1 reads it as text without a dot and a signed exponent;
 - a timestamp-looking scalar stays text (``version: 2024-05-01`` is the
   string ``"2024-05-01"``, not a ``date``);
 - a plain scalar YAML reads as a number or as true/false keeps its text as written
@@ -52,6 +54,11 @@ except AttributeError:  # pragma: no cover - depends on how PyYAML was built
 
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _MAX_DEPTH = MAX_JSON_DEPTH  # the one depth limit (oloproof._json)
+#: A number with an exponent as people write it (``1e-3``, ``5E2``, ``1.7e308``): YAML 1.1,
+#: which PyYAML reads, makes it text unless it has a dot and a signed exponent
+#: (``1.0e-3``, ``1.7e+308``); YAML 1.2, and every JSON reader, read a number. Unquoted,
+#: it is read as the number it says.
+_EXPONENT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+\Z")
 #: Values built through aliases (``*name``, ``<<: *name``) in one document.
 MAX_ALIAS_VALUES = 10_000
 #: Characters that look like a space or like nothing, and are never what a YAML file
@@ -348,6 +355,9 @@ class _Builder:
             value = self._constructor.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
             raise _yaml_error(exc, self._display, self._source) from None
+        # Plain (style None, or '' from libyaml), not quoted: YAML 1.2's number.
+        if not node.style and isinstance(value, str) and _EXPONENT.match(value):
+            value = float(value)
         if isinstance(value, int | float):  # bool included
             self._lines.set_text(path, node.value)
         return value

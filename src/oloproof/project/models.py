@@ -146,6 +146,11 @@ def _check_function(value: str, example: str) -> str:
 def _check_range(value: tuple[float, float] | None) -> tuple[float, float] | None:
     if value is not None and not value[0] < value[1]:
         fail(f"expected [low, high] with low < high, got [{value[0]:g}, {value[1]:g}]")
+    if value is not None and value[1] - value[0] == float("inf"):
+        # Each end is finite, but high - low is not: the betting interval, plan, the
+        # sequential test and the can-it-fail check all work with the width.
+        fail(f"expected [low, high] whose width high - low is a finite number, got"
+             f" [{value[0]:g}, {value[1]:g}] (wider than the largest float, about 1.8e308)")
     return value
 
 
