@@ -107,7 +107,7 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
      ["found release.yml; Oloproof reads release.yaml"]),
     ("policy-null", _append("oloproof.yaml", "policy:\n"), ["oloproof.yaml:15", "policy"]),
     ("judge-1e8", _replace("oloproof.yaml", "  judge: 4", "  judge: 1e8"),
-     ["oloproof.yaml:10", "concurrency.judge", "'1e8'"]),
+     ["oloproof.yaml:10", "concurrency.judge", "got 1e8"]),
     ("system-bool", _replace("oloproof.yaml", "  system: 8", "  system: true"),
      ["oloproof.yaml:9", "concurrency.system", "true"]),
     ("alias-bomb", _append("release.yaml", "x: &a [1,1,1,1,1,1,1,1,1,1]\n"
