@@ -196,6 +196,15 @@ class _CaseState:
     outcomes: list[tuple[str, str, bool | None]] = field(default_factory=list)
 
 
+def _own_copies(view: CaseView, output: Any) -> tuple[CaseView, Any]:
+    """Deep copies of the case an evaluator sees and of the output (plain JSON values)."""
+    import copy
+
+    input_, expected, metadata, output = copy.deepcopy(
+        (view.input, view.expected, view.metadata, output))
+    return CaseView(view.id, input_, expected, metadata), output
+
+
 def _one_line(text: str, limit: int = 200) -> str:
     flat = " ".join(storable(text).split())
     return flat if len(flat) <= limit else flat[:limit] + "…"
@@ -845,6 +854,11 @@ class Engine:
         code, regular expressions); its latency is the call's own time."""
         import asyncio
 
+        if getattr(evaluator, "reads_metadata", False):
+            # A custom evaluator (user code, the one kind that sees the whole case) gets
+            # its own copy of the case and the output: what it changes in them in place
+            # (a label lowercased) reaches no other evaluator, nor one running beside it.
+            view, output = _own_copies(view, output)
         timeout_s = getattr(evaluator, "timeout_s", None)
         try:
             if timeout_s is None or self._evaluator_workers is None:
