@@ -1329,6 +1329,19 @@ def _check_unique_ids(rules: list[Any]) -> None:
                 f"duplicate rule id '{rule.id}' (also used by rules[{seen}])",
                 at=("rules", index, "id"),
             )
+    # each_group names its group rules RULE[KEY=VALUE]: a rule declared with such an id
+    # would share it with one of them (and a family's decisions are kept by id).
+    grouped = {rule.id: i for i, rule in enumerate(rules) if getattr(rule, "each_group", False)}
+    for index, rule in enumerate(rules):
+        for base, other in grouped.items():
+            if other != index and rule.id.startswith(f"{base}["):
+                fail(
+                    f"rule id '{rule.id}' has the form each_group gives the group rules of"
+                    f" rule '{base}' (rules[{other}]: {base}[KEY=VALUE]), and the two would"
+                    " share an id; choose an id that does not start with"
+                    f" '{base}['",
+                    at=("rules", index, "id"),
+                )
 
 
 Multiplicity = Literal["holm", "bonferroni", "none"]
