@@ -526,6 +526,43 @@ def hold_unfailable(d: Decision, rule: ReleaseRule, ev: CriterionEvidence) -> No
     d.state, d.reason = INSUFFICIENT, CANNOT_FAIL
 
 
+def hold_unfailable_sequential(
+    d: Decision, rule: ReleaseRule, ev: CriterionEvidence, seq: SequentialEvidence
+) -> None:
+    """:func:`hold_unfailable` for a rule of a sequential run: its PASS is
+    INSUFFICIENT_EVIDENCE (:data:`CANNOT_FAIL`) when its sequential test could not have
+    FAILed it on every case its scope may hold, had they all gone against it. The load
+    check sized the scope from the suite; the cases the evaluator excluded, and a policy
+    given to ``gate`` afterwards, are only known here. The scope counted: the cases read
+    that were in it (observed or missing), and every case of the suite not read. An
+    ``observed_count`` rule passes only once the whole suite is read: its scope is what
+    was read, as in a fixed run."""
+    if d.state != PASS:
+        return
+    if isinstance(rule, ObservedCountRule):
+        hold_unfailable(d, rule, ev)
+        return
+    from oloproof.policy.sequential import fails_within  # only for a sequential run
+
+    r = seq.results[rule.id]
+    read = ev.observed + ev.missing
+    unread = max(0, seq.horizon - seq.fed)
+    cases = read + unread
+    mean = ev.kind == MetricKind.MEAN
+    if fails_within(r, cases, seq.margin, seq.horizon, ev.value_range if mean else None):
+        return
+    direction, t = _threshold_of(rule)
+    if mean:
+        worst = f"scored at the {'top' if direction == 'max' else 'bottom'} of the range"
+    else:
+        worst = "passed" if direction == "max" else "failed"
+    d.detail = (f"at most {cases} case{'' if cases == 1 else 's'} in scope ({read} read,"
+                f" {ev.excluded} excluded, {unread} not read): the sequential test could not"
+                f" FAIL `{direction}: {t:g}` even if every one {worst}; the rule alone: PASS"
+                f" ({d.detail})")
+    d.state, d.reason = INSUFFICIENT, CANNOT_FAIL
+
+
 # -- multiplicity ----------------------------------------------------------------------
 
 
@@ -774,6 +811,8 @@ def decide_run(
         d = adjusted.get(rule.id) or _decide_one(rule, evidence, summaries, level, reports)
         if sequential is None:
             hold_unfailable(d, rule, evidence[rule.metric])
+        else:
+            hold_unfailable_sequential(d, rule, evidence[rule.metric], sequential)
         if isinstance(rule, IntervalRule) and rule.judge_validation is not None:
             unproven = validate(rule.judge_validation, reports.get(rule.metric), level)
             if unproven is not None:

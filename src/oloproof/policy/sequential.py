@@ -59,6 +59,7 @@ __all__ = [
     "PairedTest",
     "RuleResult",
     "SequentialSpec",
+    "fails_within",
     "refusal",
     "sequential_order",
     "sequential_order_key",
@@ -301,23 +302,10 @@ class Monitor:
             if test is None:
                 continue
             cases = scope.get(result.rule, self.spec.cases_total)
-            if isinstance(test, BinaryTest):
-                probe: BinaryTest | MeanTest = BinaryTest(
-                    float(result.threshold or 0.0), str(result.direction), result.level,
-                    self.spec.margin,
-                )
-                worst: Any = result.direction != "min"
-            else:
-                probe = MeanTest(float(result.threshold or 0.0), str(result.direction),
-                                 (test.lo, test.lo + test.width), result.level,
-                                 self.spec.cases_total)
-                worst = test.lo if result.direction == "min" else test.lo + test.width
-            needed = None
-            for n in range(1, cases + 1):
-                if probe.add(worst) is not None:
-                    needed = n
-                    break
-            if needed is None:
+            value_range = (None if isinstance(test, BinaryTest)
+                           else (test.lo, test.lo + test.width))
+            if not fails_within(result, cases, self.spec.margin, self.spec.cases_total,
+                                value_range):
                 return result, (
                     f"rule {result.rule}: the sequential test could not FAIL it within the"
                     f" {cases} cases of its scope even if every one failed, so it could only"
@@ -417,6 +405,26 @@ class Monitor:
                 result.position = self.position
                 decided.append(result)
         return decided
+
+
+def fails_within(
+    result: RuleResult, cases: int, margin: float, horizon: int,
+    value_range: tuple[float, float] | None = None,
+) -> bool:
+    """Whether the sequential test of ``result``'s rule (a ``min``/``max`` rule) would FAIL
+    it within ``cases`` cases had every one gone against it: failed a floor or passed a
+    ceiling (``value_range`` None: a rate), or scored at the end of the range on the
+    threshold's far side (a MEAN, its bets fixed by ``horizon``)."""
+    t, direction = float(result.threshold or 0.0), str(result.direction)
+    probe: BinaryTest | MeanTest
+    worst: Any
+    if value_range is None:
+        probe, worst = BinaryTest(t, direction, result.level, margin), direction != "min"
+    else:
+        lo, hi = value_range
+        probe = MeanTest(t, direction, (lo, hi), result.level, horizon)
+        worst = lo if direction == "min" else hi
+    return any(probe.add(worst) is not None for _ in range(cases))
 
 
 # -- comparisons ------------------------------------------------------------------------
