@@ -33,6 +33,7 @@ from oloproof.policy.format import (
 from oloproof.policy.judges import (
     CORRECTED_METHOD,
     AnyJudgeReport,
+    Corrected,
     JudgeReport,
     judge_report,
     validate,
@@ -945,7 +946,37 @@ def _decide_corrected(
         method="PPI",
     )
     d.basis = "corrected"
+    _hold_corrected_unfailable(d, rule, corrected, level)
     return d
+
+
+def _hold_corrected_unfailable(
+    d: Decision, rule: IntervalRule, corrected: Corrected, level: float
+) -> None:
+    """ALLOW is earned for a corrected estimate too: a PASS whose interval, with as many
+    labelled and unlabelled cases, would not FAIL even if every case went against the rule
+    for the judge and the person alike (every one failed, for a floor) is
+    INSUFFICIENT_EVIDENCE (:data:`CANNOT_FAIL`): with few labels the prediction-powered
+    interval stays wide on the side the labels have not shown, and a floor inside that
+    width could only pass."""
+    if d.state != PASS:
+        return
+    from oloproof.stats.ppi import ppi_mean  # only for a run with human labels
+
+    direction, t = _threshold_of(rule)
+    worst = 0.0 if direction == "min" else 1.0
+    n, others = corrected.labelled, corrected.unlabelled + corrected.missing
+    iv = ppi_mean([worst] * n, [worst] * n, [worst] * others, level).interval
+    if decide_threshold(iv.lower, iv.upper, t, direction) == FAIL:
+        return
+    everyone = "failed" if direction == "min" else "passed"
+    side = "below" if direction == "min" else "above"
+    d.detail = (f"{n} labelled and {others} unlabelled cases: even if every case {everyone},"
+                f" for the judge and the person alike, the {level_text(level)} PPI interval"
+                f" {interval_text(iv.lower, iv.upper, MetricKind.BINARY)} would not lie"
+                f" {side} {value_text(t, MetricKind.BINARY)}: label more cases, drawn at"
+                f" random; the rule alone: PASS ({d.detail})")
+    d.state, d.reason = INSUFFICIENT, CANNOT_FAIL
 
 
 def _decide_one(
