@@ -37,6 +37,7 @@ __all__ = [
     "comparison_decisions",
     "decide_sequential",
     "decide_sequential_comparison",
+    "earlier_seeds",
     "load_baseline",
     "paired_decision",
     "read_sequential",
@@ -225,14 +226,41 @@ def decide_sequential(
     """Decide a stored sequential run under ``policy``, as the run did."""
     reading = read_sequential(conn, record, policy)
     expanded = _expand(policy, reading.evidence)
+    tried = earlier_seeds(conn, record, reading.spec.seed)
     seq = SequentialEvidence(reading.results, reading.ordered, reading.spec.cases_total,
-                             reading.fed, reading.spec.margin)
+                             reading.fed, reading.spec.margin, tried)
     decisions, summaries = decide_run(reading.evidence, expanded, labelled, seq)
-    decisions += comparison_decisions(reading)
+    decisions += comparison_decisions(reading, tried)
     return decisions, summaries, reading
 
 
-def comparison_decisions(reading: SequentialReading) -> list[Decision]:
+def earlier_seeds(conn: Connection, record: RunRecord, seed: int) -> list[tuple[str, int]]:
+    """The sequential runs stored before ``record`` (run id, seed) of the same project,
+    system identity and suite whose seed was not ``seed``, oldest first."""
+    from oloproof.store.reader import project_scope
+
+    scope, params = project_scope(conn, "r.project")
+    rows = conn.execute(
+        "SELECT r.id, r.created_at, q.sequential_json FROM runs r"
+        " JOIN run_sequential q ON q.run_id = r.id"
+        f" WHERE {scope} AND r.system_identity = ? AND r.suite_digest = ? AND r.id <> ?",
+        (*params, record.system_identity, record.suite_digest, record.id),
+    ).fetchall()
+    tried: list[tuple[str, str, int]] = []
+    for run_id, created_at, text in rows:
+        if (str(created_at), str(run_id)) >= (record.created_at, record.id):
+            continue  # made after this run: not a seed tried before it
+        data = stored_json(str(run_id), "sequential", text)
+        other = data.get("seed") if isinstance(data, Mapping) else None
+        if isinstance(other, int) and other != seed:
+            tried.append((str(created_at), str(run_id), other))
+    return [(run_id, other) for _, run_id, other in sorted(tried)]
+
+
+
+def comparison_decisions(
+    reading: SequentialReading, tried: Sequence[tuple[str, int]] = ()
+) -> list[Decision]:
     """The comparison rules a sequential run decided against its baseline while it ran
     (``run --sequential --baseline RUN``), after the decisions of its release rules; none
     for a run without a baseline."""
@@ -256,7 +284,7 @@ def comparison_decisions(reading: SequentialReading) -> list[Decision]:
         where = (f"after {r.position:,} of {total:,} cases ({against})" if r.state is not None
                  else f"over {reading.fed:,} of {total:,} cases ({against})")
         out.append(paired_decision(common, pair.diffs, pair.test, pair.test.width, where,
-                                   policy))
+                                   policy, tried))
     return out
 
 
@@ -443,13 +471,20 @@ def decide_sequential_comparison(
 
 def paired_decision(
     common: dict[str, Any], diffs: Sequence[float | None], test: PairedTest, width: float,
-    where: str, policy: Any,
+    where: str, policy: Any, tried: Sequence[tuple[str, int]] = (),
 ) -> Decision:
     """A comparison rule decided by its sequential paired test (policy/sequential.py
     ``PairedTest``) from the differences it was fed in order (None: a pair missing in a
     run, taken at its worst), with the betting confidence sequence over them as its
-    interval; ``where`` says how far the order was read ("after 44 pairs ...")."""
-    from oloproof.policy.decide import INSUFFICIENT, NO_OBSERVED, action_for, hold_missing
+    interval; ``where`` says how far the order was read ("after 44 pairs ..."); ``tried``:
+    the seeds of earlier sequential runs of the same system and suite (a PASS is held)."""
+    from oloproof.policy.decide import (
+        INSUFFICIENT,
+        NO_OBSERVED,
+        action_for,
+        hold_missing,
+        hold_other_seeds,
+    )
     from oloproof.policy.format import level_text
     from oloproof.stats.betting import betting_bounds
 
@@ -485,6 +520,7 @@ def paired_decision(
     if missing:
         detail += f"; {observed} pairs observed, {missing} missing in a run (at their worst)"
     d = Decision(state=state, reason=reason, detail=detail, **common)
+    hold_other_seeds(d, tried)
     d.action = action_for(d.state, policy, d.reason)
     max_missing = getattr(policy, "max_missing", None)
     hold_missing(d, observed, missing, 0.2 if max_missing is None else float(max_missing),

@@ -564,6 +564,32 @@ def hold_unfailable_sequential(
     d.state, d.reason = INSUFFICIENT, CANNOT_FAIL
 
 
+#: The reason of a sequential PASS held because the same system and suite were run
+#: sequentially under other seeds before (:func:`hold_other_seeds`).
+OTHER_SEEDS = "other_seeds_tried"
+
+
+def hold_other_seeds(d: Decision, tried: Sequence[tuple[str, int]]) -> None:
+    """A PASS of a sequential run whose system and suite were run sequentially under other
+    seeds before (``tried``: run id, seed) is MANUAL_REVIEW: each seed's order keeps the
+    stated error level on its own, but trying seeds until one passes does not (the cache
+    makes each try cheap), so a person decides whether this seed was fixed before its
+    result was seen."""
+    if d.state != PASS or not tried:
+        return
+    seeds = sorted({seed for _, seed in tried})
+    runs = ", ".join(run_id for run_id, _ in tried[:3])
+    if len(tried) > 3:
+        runs += f" and {len(tried) - 3} more"
+    word = "seed" if len(seeds) == 1 else "seeds"
+    d.detail = (f"this system and suite were run sequentially before under {word}"
+                f" {', '.join(map(str, seeds))} ({runs}): each seed keeps the error level"
+                " on its own, trying seeds until one passes does not; a person decides"
+                " whether this seed was fixed before its result was seen; the rule alone:"
+                f" PASS ({d.detail})")
+    d.state, d.reason = MANUAL, OTHER_SEEDS
+
+
 # -- multiplicity ----------------------------------------------------------------------
 
 
@@ -637,6 +663,9 @@ class SequentialEvidence:
     horizon: int
     fed: int
     margin: float = 0.05
+    #: The sequential runs of the same system and suite stored before this one under
+    #: other seeds, as (run id, seed), oldest first (:func:`hold_other_seeds`).
+    tried: Sequence[tuple[str, int]] = ()
 
 
 def summarize_sequence(
@@ -814,6 +843,7 @@ def decide_run(
             hold_unfailable(d, rule, evidence[rule.metric])
         else:
             hold_unfailable_sequential(d, rule, evidence[rule.metric], sequential)
+            hold_other_seeds(d, sequential.tried)
         if isinstance(rule, IntervalRule) and rule.judge_validation is not None:
             unproven = validate(rule.judge_validation, reports.get(rule.metric), level)
             if unproven is not None:
