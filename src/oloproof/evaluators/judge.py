@@ -262,6 +262,20 @@ class RubricJudge:
                 outage=isinstance(failure, RetryableFailure) or failure.kind == "TIMEOUT",
             )
         reply = done.value
+        if reply.cut is not None:
+            # A reply the provider stopped before the model ended it may hold a first
+            # verdict and lose the one that overrode it: never read a verdict from it.
+            limit = "max_tokens" in reply.cut or "length" in reply.cut
+            hint = (": raise the output limit (max_tokens, or max_completion_tokens)"
+                    if limit else "")
+            return Outcome(
+                JudgmentStatus.ERROR,
+                reason=self._masked(
+                    "judge answer not understood: the provider cut the reply short"
+                    f" ({reply.cut}), and a verdict is never read from a cut reply{hint}"
+                ),
+                usage=reply.usage, attempts=done.attempts, latency_ms=latency[0],
+            )
         try:
             if self.scale is not None:
                 scored = parse_score(reply.text, self.scale)

@@ -21,6 +21,9 @@ from oloproof.usage import Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
+# Stop reasons that say the reply was stopped before the model ended it: at the output
+# limit, or refused midway by the provider's classifier.
+CUT_STOP_REASONS = frozenset({"max_tokens", "refusal"})
 
 
 class AnthropicProvider:
@@ -109,8 +112,11 @@ class AnthropicProvider:
             and isinstance(block.get("text"), str)
         )
         model = reply_field(data, "model")
+        stop = reply_field(data, "stop_reason")
         return JudgeReply(
             text=text,
             usage=Usage.from_report(reply_field(data, "usage")),
             raw_model=model if isinstance(model, str) else None,
+            cut=(f'stop_reason "{stop}"'
+                 if isinstance(stop, str) and stop in CUT_STOP_REASONS else None),
         )

@@ -55,11 +55,14 @@ DEFAULT_API_KEY_ENV: dict[str, str | None] = {
 
 @dataclass
 class JudgeReply:
-    """What a provider answered: its text, the tokens it reported, the model it named."""
+    """What a provider answered: its text, the tokens it reported, the model it named, and
+    ``cut``: why the provider stopped the reply before the model ended it, if it says so
+    (``finish_reason "length"``, ``stop_reason "max_tokens"``...), else None."""
 
     text: str
     usage: Usage | None
     raw_model: str | None
+    cut: str | None = None
 
 
 class Provider(Protocol):

@@ -24,6 +24,9 @@ from oloproof.transport.http import (
 from oloproof.usage import Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Finish reasons that say the reply was stopped before the model ended it: at the output
+# limit, or by the provider's content filter.
+CUT_FINISH_REASONS = frozenset({"length", "content_filter"})
 
 
 class OpenAIProvider:
@@ -125,8 +128,11 @@ class OpenAIProvider:
         else:
             raise malformed(self._what, "choices[0].message.content is not text")
         model = reply_field(data, "model")
+        finish = reply_field(data, "choices", 0, "finish_reason")
         return JudgeReply(
             text=text,
             usage=Usage.from_report(reply_field(data, "usage")),
             raw_model=model if isinstance(model, str) else None,
+            cut=(f'finish_reason "{finish}"'
+                 if isinstance(finish, str) and finish in CUT_FINISH_REASONS else None),
         )

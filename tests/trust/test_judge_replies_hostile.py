@@ -1,0 +1,124 @@
+"""Judge replies that look like verdicts and are not, through the real CLI against a real
+judge server on 127.0.0.1 (both wire formats): a reply the provider cut at its output
+limit is never read as a verdict, is not cached, and the gate never allows on it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from tests.trust._support import SMALL_RELEASE, cases_by_id, cli, no_traceback, project, runs
+
+# 18 cases of which every one passes clear a floor of 80% (SMALL_RELEASE) at 95%.
+# A judge that passes, thinks again, and is cut before its second verdict closes.
+CUT_TEXT = (
+    '{"pass": true, "reason": "first impression"}\n'
+    "Looking again, the answer does not address the question, so my verdict is"
+    ' {"pass": fal'
+)
+
+
+class _Judge(BaseHTTPRequestHandler):
+    """Answers both wire formats with ``text``; ``cut`` sets the provider's stop reason."""
+
+    text: ClassVar[str] = '{"pass": true, "reason": "fine"}'
+    cut: ClassVar[bool] = False
+    calls: ClassVar[list[str]]
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        request = json.loads(self.rfile.read(length))
+        self.calls.append(self.path)
+        if self.path.endswith("/v1/messages"):
+            reply: dict[str, Any] = {
+                "content": [{"type": "text", "text": self.text}], "model": request["model"],
+                "stop_reason": "max_tokens" if self.cut else "end_turn",
+                "usage": {"input_tokens": 9, "output_tokens": 32},
+            }
+        else:
+            reply = {
+                "choices": [{"message": {"role": "assistant", "content": self.text},
+                             "finish_reason": "length" if self.cut else "stop"}],
+                "model": request["model"],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 32},
+            }
+        body = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def judge() -> Iterator[tuple[str, type[_Judge]]]:
+    handler = type("Judge", (_Judge,), {"calls": []})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _project(root: Path, url: str, provider: str, n: int = 18) -> Path:
+    base_url = url + ("/v1" if provider == "openai_compatible" else "")
+    evaluators = (
+        f"  - type: rubric_judge\n    criterion: exact_label\n    provider: {provider}\n"
+        f"    model: m\n    base_url: {base_url}\n    rubric_text: Is it ok?\n"
+        "    api_key_env: JUDGE_KEY\n    max_tokens: 32\n"
+    )
+    return project(root, "def answer(inp):\n    return {'label': 'ok'}\n", n=n,
+                   evaluators=evaluators, release=SMALL_RELEASE)
+
+
+@pytest.mark.parametrize("provider", ["openai_compatible", "anthropic"])
+def test_a_reply_cut_at_the_output_limit_is_no_verdict(
+    tmp_path: Path, judge: tuple[str, type[_Judge]], provider: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url, handler = judge
+    monkeypatch.setenv("JUDGE_KEY", "judge-key-for-tests")
+    handler.text, handler.cut = CUT_TEXT, True
+    root = _project(tmp_path / "p", url, provider)
+    result = cli(root, "run")
+    no_traceback(result)
+    # It used to read the first object as a pass, and allow (exit 0).
+    assert result.code == 5, result.text
+    stop = "max_tokens" if provider == "anthropic" else "length"
+    for case in cases_by_id(root).values():
+        judgment = case["judgments"]["exact_label"]
+        assert judgment["status"] == "ERROR", judgment
+        assert judgment["passed"] is None
+        assert "cut the reply short" in judgment["reason"]
+        assert f'"{stop}"' in judgment["reason"] and "raise the output limit" in judgment["reason"]
+
+    # Not cached: an honest reply in the next run is asked for again, and read.
+    handler.text, handler.cut = '{"pass": true, "reason": "fine"}', False
+    calls = len(handler.calls)
+    again = cli(root, "run")
+    assert again.code == 0, again.text
+    assert len(handler.calls) == calls + 18
+    assert runs(root)[0]["status"] == "DECIDED"
+
+
+def test_a_whole_verdict_that_ended_on_its_own_is_read(
+    tmp_path: Path, judge: tuple[str, type[_Judge]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, handler = judge
+    monkeypatch.setenv("JUDGE_KEY", "judge-key-for-tests")
+    handler.text = '{"pass": false, "reason": "no"}'
+    root = _project(tmp_path / "p", url, "openai_compatible")
+    result = cli(root, "run")
+    assert result.code == 1, result.text
+    assert all(c["judgments"]["exact_label"]["passed"] is False
+               for c in cases_by_id(root).values())
