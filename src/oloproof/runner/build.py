@@ -292,6 +292,10 @@ def prepare(
     except ConfigError as exc:
         raise _located(exc, project.config_path, project.display,
                        (os.path.basename(project.config_path), project.display)) from exc.__cause__
+    if judges or project.config.system.http is not None or project.config.system.model is not None:
+        from oloproof.transport.http import check_proxy_environment
+
+        check_proxy_environment()  # every HTTP client of the run would refuse it
     evaluators: list[Evaluator] = [*inline, *judges]
     metrics: list[dict[str, Any]] = [
         {

@@ -53,6 +53,7 @@ __all__ = [
     "MASK",
     "HttpReply",
     "body_excerpt",
+    "check_proxy_environment",
     "mask",
     "mask_value",
     "parse_json_response",
@@ -343,6 +344,48 @@ def parse_json_response(
             f"{what}: {_from(reply)}: response is not JSON: "
             f"{body_excerpt(reply.text, secrets)}"
         ) from None
+
+
+def check_proxy_environment() -> None:
+    """Refuse, as a :class:`ConfigError`, a proxy setting that every client of the run
+    would fail to start with.
+
+    httpx reads the proxies from ``urllib.request.getproxies()`` (``HTTP_PROXY``,
+    ``HTTPS_PROXY``, ``ALL_PROXY`` in either case; none with ``NO_PROXY=*``) when a client
+    is made, and refuses one that is not an http, https or socks5 URL, or a socks5 one
+    without the ``socksio`` package. That used to happen once the run was stored, as an
+    internal error (exit 70); this reads them as httpx does, before, without a client.
+    """
+    import os
+    from urllib.request import getproxies  # imported by httpx already
+
+    proxies = getproxies()
+    if "*" in (host.strip() for host in proxies.get("no", "").split(",")):
+        return
+    for scheme in ("http", "https", "all"):
+        value = proxies.get(scheme)
+        if not value:
+            continue
+        names = [n for n in os.environ if n.lower() == f"{scheme}_proxy"]
+        name = (f"environment variable {min(names, key=lambda n: n != n.lower())}"
+                if names else f"the system's {scheme} proxy setting")
+        accepted = ("an http://, https:// or socks5:// URL, or no proxy (NO_PROXY lists"
+                    " the hosts to reach without one)")
+        try:
+            proxy = httpx.Proxy(value if "://" in value else f"http://{value}")
+        except (httpx.InvalidURL, ValueError, TypeError) as exc:
+            reason = str(exc).split(" for proxy URL", 1)[0]
+            raise ConfigError(
+                f"{name} does not name a proxy that can be used ({reason})", accepted=accepted,
+            ) from None
+        if proxy.url.scheme in ("socks5", "socks5h"):
+            from importlib.util import find_spec
+
+            if find_spec("socksio") is None:
+                raise ConfigError(
+                    f"{name} names a SOCKS proxy, and the socksio package it needs is not"
+                    " installed", accepted=f"pip install 'httpx[socks]', or {accepted}",
+                )
 
 
 def resolve_header_templates(
