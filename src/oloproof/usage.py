@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from math import inf
 from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
@@ -42,7 +43,11 @@ class Usage:
 
     @classmethod
     def from_report(cls, data: Any) -> Usage | None:
-        """Read OpenAI-style (prompt/completion) or Anthropic-style (input/output) usage."""
+        """Read OpenAI-style (prompt/completion) or Anthropic-style (input/output) usage.
+
+        None when there is none, or when it cannot be read as what was spent: a figure
+        that is a boolean, negative, NaN or infinite (a server's ``"cost_usd": "nan"``
+        summed into every total and priced the plan at ``$nan``)."""
         if not isinstance(data, dict):
             return None
         inp = data.get("input_tokens", data.get("prompt_tokens"))
@@ -50,7 +55,12 @@ class Usage:
         cost = data.get("cost_usd")
         if inp is None and out is None and cost is None:
             return None
-        try:
-            return cls(int(inp or 0), int(out or 0), float(cost or 0.0))
-        except (TypeError, ValueError):
+        if any(isinstance(v, bool) for v in (inp, out, cost)):
             return None
+        try:
+            usage = cls(int(inp or 0), int(out or 0), float(cost or 0.0))
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if min(usage.input_tokens, usage.output_tokens) < 0 or not 0.0 <= usage.cost_usd < inf:
+            return None
+        return usage
