@@ -122,3 +122,23 @@ def test_a_whole_verdict_that_ended_on_its_own_is_read(
     assert result.code == 1, result.text
     assert all(c["judgments"]["exact_label"]["passed"] is False
                for c in cases_by_id(root).values())
+
+
+def test_a_number_too_long_to_read_is_a_judge_error_that_says_so(
+    tmp_path: Path, judge: tuple[str, type[_Judge]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, handler = judge
+    monkeypatch.setenv("JUDGE_KEY", "judge-key-for-tests")
+    handler.text = '{"pass": false, "reason": "no", "confidence": ' + "9" * 5000 + "}"
+    root = _project(tmp_path / "p", url, "openai_compatible")
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 5, result.text
+    for case in cases_by_id(root).values():
+        reason = case["judgments"]["exact_label"]["reason"]
+        # It was Python's own "ValueError: Exceeds the limit (4300 digits) for integer
+        # string conversion ... use sys.set_int_max_str_digits()".
+        assert reason.startswith(
+            "judge answer not understood: judge reply holds a number too long to read"
+        ), reason
+        assert "set_int_max_str_digits" not in reason

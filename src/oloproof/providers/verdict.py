@@ -220,6 +220,12 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             position = text.find("{", position + 1)
             continue
+        except ValueError:
+            # An integer past Python's 4,300 digits: the object cannot be read, and which
+            # verdict it held cannot be known.
+            raise VerdictError(
+                f"judge reply holds a number too long to read: {_quote(text)}"
+            ) from None
         if isinstance(value, dict):
             try:
                 check_depth(value, text=text[position:end])
