@@ -142,3 +142,31 @@ def test_a_number_too_long_to_read_is_a_judge_error_that_says_so(
             "judge answer not understood: judge reply holds a number too long to read"
         ), reason
         assert "set_int_max_str_digits" not in reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A draft verdict, then the final one with an unescaped quote in its reason.
+        '{"pass": true, "reason": "draft"}\nFinal: {"pass": false, "reason": "it says "no""}',
+        # The final verdict never closed, though the provider says the reply ended.
+        '{"pass": true, "reason": "draft"} On reflection: {"pass": false',
+    ],
+)
+def test_a_verdict_that_cannot_be_read_beside_one_that_can_is_no_verdict(
+    tmp_path: Path, judge: tuple[str, type[_Judge]], monkeypatch: pytest.MonkeyPatch,
+    text: str,
+) -> None:
+    url, handler = judge
+    monkeypatch.setenv("JUDGE_KEY", "judge-key-for-tests")
+    handler.text = text
+    root = _project(tmp_path / "p", url, "openai_compatible")
+    result = cli(root, "run")
+    no_traceback(result)
+    # The draft used to be read as the verdict: a pass, and the gate allowed (exit 0).
+    assert result.code == 5, result.text
+    for case in cases_by_id(root).values():
+        judgment = case["judgments"]["exact_label"]
+        assert judgment["status"] == "ERROR" and judgment["passed"] is None
+        assert 'judge reply holds a "pass" outside any object that can be read' in (
+            judgment["reason"])

@@ -197,16 +197,20 @@ def build_judge_prompt(
     return system, "\n\n".join(parts)
 
 
-def _json_objects(text: str) -> list[dict[str, Any]]:
+def _json_objects(text: str, key: str) -> list[dict[str, Any]]:
     """Every top-level JSON object in ``text``, scanning at each ``{``.
 
     An object found is skipped over whole, so objects nested inside it are not
-    counted again.
+    counted again. ``"key":`` written anywhere outside them (a verdict whose object
+    does not parse: ``{"pass": fal``, an unescaped quote in its reason) is a
+    :class:`VerdictError`: the verdict it held, which may override the others, is
+    unknown.
     """
     # A key twice in one object ({"pass": true, "pass": false}) is refused, not
     # read as its last value: which one the judge meant cannot be known.
     decoder = json.JSONDecoder(object_pairs_hook=reject_duplicate_keys)
     found: list[dict[str, Any]] = []
+    spans: list[tuple[int, int]] = []
     position = text.find("{")
     while position != -1:
         try:
@@ -234,7 +238,17 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
                     f"judge reply is nested deeper than {MAX_JSON_DEPTH} levels: {_quote(text)}"
                 ) from None
             found.append(value)
+            spans.append((position, end))
         position = text.find("{", end)
+    rest, start = [], 0
+    for begin, end in spans:
+        rest.append(text[start:begin])
+        start = end
+    rest.append(text[start:])
+    if found and re.search(rf'"{key}"\s*:', " ".join(rest)):
+        raise VerdictError(
+            f'judge reply holds a "{key}" outside any object that can be read: {_quote(text)}'
+        )
     return found
 
 
@@ -249,7 +263,7 @@ def parse_verdict(text: str) -> Verdict:
     Raises :class:`VerdictError` when there is no JSON object, when ``pass`` is
     missing or not a boolean, or when two objects disagree on ``pass``.
     """
-    objects = _json_objects(text)
+    objects = _json_objects(text, "pass")
     if not objects:
         raise VerdictError(f"judge reply holds no JSON object: {_quote(text)}")
     verdicts = [obj for obj in objects if "pass" in obj]
@@ -300,7 +314,7 @@ def parse_score(text: str, scale: tuple[int, int]) -> Score:
     around the object are tolerated, as for :func:`parse_verdict`. A score is never
     rounded, clipped or guessed: the case is missing for the criterion instead.
     """
-    objects = _json_objects(text)
+    objects = _json_objects(text, "score")
     if not objects:
         raise VerdictError(f"judge reply holds no JSON object: {_quote(text)}")
     scored = [obj for obj in objects if "score" in obj]
