@@ -201,6 +201,12 @@ def _from(reply: HttpReply) -> str:
 def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> AttemptFailure:
     status = reply.status_code
     message = f"{what}: {_from(reply)}: {body_excerpt(reply.text, secrets)}"
+    if 300 <= status <= 399:
+        # Redirects are never followed (credentials would go wherever they point).
+        location = reply.headers.get("location")
+        where = f" to {mask(location, secrets)}" if location else ""
+        message = (f"{what}: {_from(reply)}: a redirect{where}, not followed (set the url to"
+                   f" where it points): {body_excerpt(reply.text, secrets)}")
     rate = rate_signal(status, reply.headers)
     if status == 429 or 500 <= status <= 599:
         # The retry policy honours Retry-After only, as it always has; the adaptive
