@@ -354,3 +354,17 @@ def test_peak_in_flight_through_one_client_is_the_semaphore(srv: FakeServer) -> 
     assert all(ok(r).attempts == 1 for r in results)
     assert srv.total_calls("/v1/messages") == 50
     assert srv.peak_in_flight("/v1/messages") == 8
+
+
+@pytest.mark.parametrize("header", ["inf", "1e400"])
+def test_a_retry_after_past_any_limit_is_said_in_words(header: str) -> None:
+    from oloproof.transport.retry import parse_retry_after
+
+    async def attempt(n: int) -> None:
+        raise RetryableFailure("HTTP 429", retry_after_s=parse_retry_after(header))
+
+    with pytest.raises(RetryableFailure) as caught:
+        asyncio.run(call_with_retries(attempt, FAST))
+    message = caught.value.message
+    assert "gave up: Retry-After a wait past any limit exceeds max_retry_wait_s 60s" in message
+    assert "infs" not in message, message

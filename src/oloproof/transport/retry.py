@@ -169,8 +169,10 @@ async def call_with_retries(
                     and failure.retry_after_s > policy.max_retry_wait_s
                     and attempt < policy.max_attempts
                 ):
+                    asked = (f"{failure.retry_after_s:.0f}s" if failure.retry_after_s < 1e15
+                             else "a wait past any limit")
                     failure.message += (
-                        f" (gave up: Retry-After {failure.retry_after_s:.0f}s exceeds"
+                        f" (gave up: Retry-After {asked} exceeds"
                         f" max_retry_wait_s {policy.max_retry_wait_s:.0f}s)"
                     )
                 raise
