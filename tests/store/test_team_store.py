@@ -232,6 +232,45 @@ def test_eight_runs_at_once_and_a_reader(tmp_path: Path, pg_url: str) -> None:
     assert _sql(pg_url, "SELECT count(*) FROM exec_cache") == [(60,)]
 
 
+_OPEN_FOR_WRITING = """
+import sys
+from oloproof.store.db import open_store
+from oloproof.store.location import PostgresLocation
+location = PostgresLocation(sys.argv[1], "p")
+sys.stdin.readline()  # the start line: every process opens the store at once
+open_store(location).close()
+print("opened")
+"""
+
+
+def test_writers_that_start_together_on_a_new_team_store_all_use_it(
+    tmp_path: Path, pg_server: Any
+) -> None:
+    """The K shard jobs of a CI matrix (docs/scaling.md) starting at once on a team store
+    nobody has written yet: one creates the tables, the others wait for it and use them.
+    (A writer that had looked for the tables before it waited went on seeing some of them
+    missing, in PostgreSQL's catalog cache, and took the new store for a database that is
+    not one, or created a table again: most of the K jobs stopped, exit 5.)"""
+    for _ in range(3):
+        name = pg_server.create_database()
+        try:
+            procs = [
+                subprocess.Popen([sys.executable, "-c", _OPEN_FOR_WRITING, pg_server.url(name)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                for _ in range(6)
+            ]
+            time.sleep(2)  # every process has imported what it needs
+            for p in procs:
+                assert p.stdin is not None
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            outs = [p.communicate(timeout=120) for p in procs]
+            assert [out for out, _ in outs] == ["opened\n"] * 6, [err for _, err in outs]
+        finally:
+            pg_server.drop_database(name)
+
+
 def _counts(url: str) -> dict[str, int]:
     tables = [r[0] for r in _sql(
         url, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]

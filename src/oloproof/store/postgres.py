@@ -39,6 +39,7 @@ above it is the same for both:
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -351,8 +352,7 @@ EXTRA: dict[int, tuple[str, ...]] = {
 def migrate(conn: PgConnection) -> None:
     """Create the store, or bring it up to this version's schema, in one transaction under
     an advisory lock (two runs that start together migrate once)."""
-    from oloproof.store.db import statements
-    from oloproof.store.schema import MIGRATIONS, OPTIONAL_TABLES, SCHEMA_VERSION
+    from oloproof.store.schema import OPTIONAL_TABLES, SCHEMA_VERSION
 
     # check_identity's survey leaves the tables that exist in conn._tables: nothing more to
     # ask when the store is up to date.
@@ -360,9 +360,26 @@ def migrate(conn: PgConnection) -> None:
         conn.has_table(name) for name in OPTIONAL_TABLES
     ):
         return
+    # The lock is taken before the transaction begins, not inside it: a session's catalog
+    # cache (which to_regclass reads) takes in other sessions' DDL when a transaction
+    # starts, not while one waits on an advisory lock. Locked inside, a run that waited
+    # for another to create the store still saw some tables missing (the ones it had just
+    # looked for) and took the new store for a database that is not one.
+    lock = (LOCK_NAMESPACE, MIGRATION_LOCK)
+    conn.execute("SELECT pg_advisory_lock(?::int, ?::int)", lock)
+    try:
+        _migrate_locked(conn)
+    finally:
+        with contextlib.suppress(DatabaseError):
+            conn.execute("SELECT pg_advisory_unlock(?::int, ?::int)", lock)
+
+
+def _migrate_locked(conn: PgConnection) -> None:
+    from oloproof.store.db import statements
+    from oloproof.store.schema import MIGRATIONS, OPTIONAL_TABLES, SCHEMA_VERSION
+
     conn.execute("BEGIN")
     try:
-        conn.execute("SELECT pg_advisory_xact_lock(?::int, ?::int)", (LOCK_NAMESPACE, MIGRATION_LOCK))
         current = check_identity(conn)
         for version in range(current + 1, SCHEMA_VERSION + 1):
             for statement in statements(MIGRATIONS[version]):
