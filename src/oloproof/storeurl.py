@@ -35,20 +35,48 @@ ACCEPTED = "a postgresql:// URL (the team store), or sqlite (the default store i
 
 
 @cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """Compiled when a URL is first masked (the SQLite path never asks)."""
     import re
 
-    # scheme://user:password@ : the password is everything between the first ':' of the
-    # user part and the last '@' before the host (a password may hold '@' when it is not
-    # percent-encoded; libpq splits on the last one too).
-    userinfo = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)@")
-    # password=..., sslpassword=... (any parameter named for a secret) in a query string
-    # or a key=value connection string.
+    # scheme://user:password@ : libpq ends the user part at the first '@' before any '/',
+    # so a password may hold '?', '#' or ':' unencoded (and libpq connects with it); it is
+    # everything between the first ':' of the user part and the last '@' before the first
+    # '/' (a password may hold '@' when it is not percent-encoded).
+    userinfo = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/]*)@")
+    # scheme://user:pass/word@host : a '/' that a password holds unencoded ends libpq's
+    # host part, which then has no user part; the text is still a password. (Not
+    # host:5432/db?user=a@b, whose ':' is a port's.)
+    cut = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@\[:]*):(?!\d+/[^?@]*(?:\?|$))([^@]*)@")
+    # password=..., sslpassword=... (any parameter named for a secret, its name written
+    # plainly or percent-encoded, as libpq decodes it) in a query string or a key=value
+    # connection string.
     parameter = re.compile(
-        r"(?i)(\b\w*(?:password|passwd|secret|token)\w*\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s#]*)"
+        r"(?<![\w%])((?:\w|%[0-9A-Fa-f]{2})+)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)"
     )
-    return userinfo, parameter
+    return userinfo, cut, parameter
+
+
+def _secret_name(name: str) -> bool:
+    from urllib.parse import unquote
+
+    lowered = unquote(name).lower()
+    return any(word in lowered for word in ("password", "passwd", "secret", "token"))
+
+
+def _user_part(url: str) -> tuple[str, str, str] | None:
+    """``(scheme://user:, password, @rest)`` of a URL whose user part holds a password."""
+    userinfo, cut, _ = _patterns()
+    match = userinfo.match(url)
+    if match is not None:
+        if ":" not in match.group(2):
+            return None
+        user, secret = match.group(2).split(":", 1)
+        return f"{match.group(1)}{user}:", secret, url[match.end() - 1:]
+    match = cut.match(url)
+    if match is None:
+        return None
+    return f"{match.group(1)}{match.group(2)}:", match.group(3), url[match.end() - 1:]
 
 
 def is_postgres(value: str) -> bool:
@@ -58,26 +86,28 @@ def is_postgres(value: str) -> bool:
 def masked(url: str) -> str:
     """``url`` with its password (user part, and every parameter named for a secret:
     ``password=``, ``sslpassword=``) as ``***``."""
-    _USERINFO, _PARAMETER = _patterns()
+    _, _, parameter = _patterns()
+    parts = _user_part(url)
+    if parts is not None:
+        url = f"{parts[0]}{MASK}{parts[2]}"
 
-    def user(match: re.Match[str]) -> str:
-        info = match.group(2)
-        if ":" not in info:
+    def hide(match: re.Match[str]) -> str:
+        if not _secret_name(match.group(1)):
             return match.group(0)
-        return f"{match.group(1)}{info.split(':', 1)[0]}:{MASK}@"
+        return match.group(1) + match.group(2) + MASK
 
-    return _PARAMETER.sub(lambda m: m.group(1) + MASK, _USERINFO.sub(user, url, count=1))
+    return parameter.sub(hide, url)
 
 
 def _passwords(url: str) -> list[str]:
     from urllib.parse import unquote
 
-    _USERINFO, _PARAMETER = _patterns()
+    _, _, parameter = _patterns()
     found: list[str] = []
-    match = _USERINFO.match(url)
-    if match and ":" in match.group(2):
-        found.append(match.group(2).split(":", 1)[1])
-    found += [m.group(2).strip("'") for m in _PARAMETER.finditer(url)]
+    parts = _user_part(url)
+    if parts is not None:
+        found.append(parts[1])
+    found += [m.group(3).strip("'") for m in parameter.finditer(url) if _secret_name(m.group(1))]
     out: list[str] = []
     for secret in found:
         for form in (secret, unquote(secret)):

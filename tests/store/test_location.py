@@ -77,6 +77,15 @@ def test_a_location_never_shows_its_password() -> None:
     said = "invalid token 'S3cr%40t:x' (S3cr@t:x) in " + URL
     cleaned = scrub(said, URL)
     assert "S3cr" not in cleaned and "ana:***@" in cleaned
+    # What libpq reads as a password: '?' and '#' unencoded (the user part ends at the
+    # first '@' before a '/'), and a parameter whose name is percent-encoded.
+    assert masked("postgresql://u:a?b#c@h:5/d") == "postgresql://u:***@h:5/d"
+    assert masked("postgresql://h/d?pass%77ord=s3c&x=1") == "postgresql://h/d?pass%77ord=***&x=1"
+    assert scrub("bad s3c", "postgresql://h/d?pass%77ord=s3c") == "bad ***"
+    # A '/' unencoded is not libpq's password (it ends the host part), but still one.
+    assert masked("postgresql://u:ab/cd@h/d") == "postgresql://u:***@h/d"
+    # Not a password: a port, then an '@' in the query string.
+    assert masked("postgresql://h:5432/d?user=a@b") == "postgresql://h:5432/d?user=a@b"
 
 
 _VALUE = st.text(

@@ -148,6 +148,37 @@ def test_the_password_is_never_shown_nor_stored(
         assert not any(secret.encode() in data for secret in secrets), path
 
 
+def test_a_password_libpq_reads_unencoded_or_by_an_encoded_name_is_never_shown(
+    tmp_path: Path, pg_server: Any, pg_url: str
+) -> None:
+    """libpq ends a URL's user part at its first '@' before a '/', so a password holding '?'
+    or '#' needs no percent-encoding, and it decodes a parameter's name as its value
+    (``?pass%77ord=`` is ``password=``). Both connected, and ``runs`` printed the password
+    in its header (and any error quoted the store)."""
+    import uuid
+
+    role, password = f"olo_{uuid.uuid4().hex[:8]}", "Qx?v7#w9:z"
+    pg_server.sql(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD '{password}'")
+    database = pg_url.split("/")[3].split("?")[0]
+    written = f"postgresql://{role}:{password}@127.0.0.1:{pg_server.port}/{database}"
+    named = (f"postgresql://{role}@127.0.0.1:{pg_server.port}/{database}"
+             f"?pass%77ord={quote(password, safe='')}")
+    root = write_project(tmp_path / "p", app=SLOW, cases=labelled_cases(6), release=RELEASE)
+    outputs = []
+    for url in (written, named):
+        for args in (["run"], ["runs"], ["gate", "latest"]):
+            result = run_cli(*args, cwd=root, env=_env(url))
+            assert result.code == 0, (url, args, result.text)
+            outputs.append(result.text)
+        # And an error that quotes the store: a database that does not exist.
+        result = run_cli("runs", cwd=root, env=_env(url.replace(f"/{database}", "/no_such_db")))
+        assert result.code == 5 and "no_such_db" in result.err, result.text
+        outputs.append(result.text)
+    assert f"{role}:***@127.0.0.1" in outputs[1] and "pass%77ord=***" in outputs[-1]
+    for text in outputs:
+        assert "Qx?v7" not in text and "Qx%3Fv7" not in text, text
+
+
 def test_a_store_of_a_newer_schema_is_refused_in_one_line(tmp_path: Path, pg_url: str) -> None:
     root = write_project(tmp_path / "p", app=SLOW, cases=labelled_cases(12), release=RELEASE)
     assert run_cli("run", cwd=root, env=_env(pg_url)).code == 0
