@@ -411,3 +411,31 @@ def test_a_live_run_reads_running_and_the_viewer_follows_it(
 
 def _has_store(url: str) -> bool:
     return bool(_sql(url, "SELECT to_regclass('run_cases') IS NOT NULL")[0][0])
+
+
+def test_pushing_a_named_run_that_is_still_running_is_not_a_success(
+    tmp_path: Path, pg_url: str
+) -> None:
+    cases = labelled_cases(60)
+    for c in cases:
+        c["input"] = {**c["input"], "sleep": 0.1}
+    root = write_project(tmp_path / "p", app=SLOW, cases=cases, release=RELEASE,
+                         concurrency=(1, 1))
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
+    env.pop("OLOPROOF_STORE", None)
+    run = subprocess.Popen([*OLOPROOF, "run"], cwd=root, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not json.loads(run_cli("runs", "--json", cwd=root).out or "[]"):
+            assert time.monotonic() < deadline and run.poll() is None
+            time.sleep(0.1)
+        named = run_cli("store", "push", "latest", cwd=root, env=_env(pg_url))
+        assert named.code == 5, named.text  # asked for, and not pushed
+        assert "not pushed, still running" in named.err, named.err
+        every = run_cli("store", "push", cwd=root, env=_env(pg_url))
+        assert every.code == 0, every.text  # everything that has finished was pushed
+    finally:
+        run.wait(timeout=120)
+    done = run_cli("store", "push", "latest", cwd=root, env=_env(pg_url))
+    assert done.code == 0 and "Pushed 1 run " in done.out, done.text

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from oloproof.cli._common import project_root
+from oloproof.enums import ExitCode
 from oloproof.errors import UsageError
 from oloproof.store.db import open_store, open_store_readonly
 from oloproof.store.location import PostgresLocation, locate, store_path
@@ -26,7 +27,15 @@ __all__ = ["command"]
 
 
 def command(args: argparse.Namespace) -> int:
-    from oloproof.store.transfer import COPIED, PRESENT, copy_matrix, copy_run, matrix_ids, run_ids
+    from oloproof.store.transfer import (
+        COPIED,
+        PRESENT,
+        RUNNING,
+        copy_matrix,
+        copy_run,
+        matrix_ids,
+        run_ids,
+    )
 
     root = project_root(args.config)
     team = locate(args.config)
@@ -62,6 +71,15 @@ def command(args: argparse.Namespace) -> int:
     copied = sum(1 for _, what in done if what == COPIED)
     present = sum(1 for _, what in done if what == PRESENT)
     mx_copied = sum(1 for _, what in pushed if what == COPIED)
+    # A run named on the command line and still running was not pushed: a script that
+    # asked for it must not read the push as done (exit 5). Without RUN, pushing what
+    # has finished is the whole request.
+    held = [ref for ref, what in (*done, *pushed) if what == RUNNING] if args.runs else []
+    code = int(ExitCode.INCOMPLETE) if held else 0
+    if held:
+        sys.stderr.write(printable(
+            f"oloproof store push: not pushed, still running: {', '.join(held)}; push"
+            " again once it has finished (exit 5)") + "\n")
     if args.json:
         sys.stdout.write(dumps({
             "store": team.display, "project": team.project,
@@ -70,7 +88,7 @@ def command(args: argparse.Namespace) -> int:
             "matrices": [{"id": mx, "result": what} for mx, what in pushed],
             "matrices_copied": mx_copied,
         }) + "\n")
-        return 0
+        return code
     for run_id, what in (*done, *pushed):
         sys.stdout.write(f"{run_id}  {what}\n")
     matrices_said = (f" and {mx_copied} matri{'x' if mx_copied == 1 else 'ces'}"
@@ -85,4 +103,4 @@ def command(args: argparse.Namespace) -> int:
         f" {team.project!r} to {team.display}"
         + (f" ({there})" if present or mx_present else "") + "\n"
     ))
-    return 0
+    return code
