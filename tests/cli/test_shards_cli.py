@@ -73,3 +73,12 @@ def test_bad_shard_and_merge_lines_exit_2_with_one_message(tmp_path: Path) -> No
         f" {root / '.oloproof' / 'store.sqlite'}: run `oloproof run --shard 2/2`)"),
     ]
     assert "Traceback" not in missing.err
+    # A file that is not a store (app.py named by mistake) is bad input, not a damaged
+    # store: exit 2, one line.
+    wrong = run_cli("merge", "app.py", cwd=root)
+    assert wrong.code == 2, wrong.text
+    assert wrong.err.strip() == (
+        "oloproof merge: error: app.py: not a store (an SQLite file begins with 'SQLite"
+        " format 3'; accepted: a project directory, a store file such as"
+        " .oloproof/store.sqlite, or a postgresql:// URL)"
+    )

@@ -169,6 +169,12 @@ def _sources(config: Path, local: StoreLocation, given: list[str]) -> list[tuple
                     " .oloproof/store.sqlite, or a postgresql:// URL)"
                 )
         elif path.is_file():
+            if not _looks_like_sqlite(path):
+                raise UsageError(
+                    f"{text}: not a store (an SQLite file begins with 'SQLite format 3';"
+                    " accepted: a project directory, a store file such as"
+                    " .oloproof/store.sqlite, or a postgresql:// URL)"
+                )
             out.append((text, str(path)))
         else:
             raise UsageError(
@@ -176,6 +182,17 @@ def _sources(config: Path, local: StoreLocation, given: list[str]) -> list[tuple
                 " file such as .oloproof/store.sqlite, or a postgresql:// URL)"
             )
     return out
+
+
+def _looks_like_sqlite(path: Path) -> bool:
+    """Whether ``path`` begins as an SQLite database does (a file named by mistake, such as
+    app.py, is bad input; a store whose header is right and whose pages are damaged is
+    read, and refused as damaged, exit 5)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return True  # unreadable: opening it says why (exit 5)
 
 
 def _project(config: Path) -> str:
