@@ -21,9 +21,6 @@ from oloproof.usage import Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
-# Stop reasons that say the reply was stopped before the model ended it: at the output
-# limit, or refused midway by the provider's classifier.
-CUT_STOP_REASONS = frozenset({"max_tokens", "refusal"})
 
 
 class AnthropicProvider:
@@ -104,19 +101,19 @@ class AnthropicProvider:
         blocks = reply_field(data, "content")
         if not isinstance(blocks, list):
             raise malformed(self._what, "no 'content' list in the response")
-        text = "".join(
+        texts = [
             block["text"]
             for block in blocks
             if isinstance(block, dict)
             and block.get("type") == "text"
             and isinstance(block.get("text"), str)
-        )
+        ]
         model = reply_field(data, "model")
         stop = reply_field(data, "stop_reason")
         return JudgeReply(
-            text=text,
+            text="".join(texts),
             usage=Usage.from_report(reply_field(data, "usage")),
             raw_model=model if isinstance(model, str) else None,
-            cut=(f'stop_reason "{stop}"'
-                 if isinstance(stop, str) and stop in CUT_STOP_REASONS else None),
+            stop=stop if isinstance(stop, str) else None,
+            textless=not texts,
         )

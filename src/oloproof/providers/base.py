@@ -55,14 +55,34 @@ DEFAULT_API_KEY_ENV: dict[str, str | None] = {
 
 @dataclass
 class JudgeReply:
-    """What a provider answered: its text, the tokens it reported, the model it named, and
-    ``cut``: why the provider stopped the reply before the model ended it, if it says so
-    (``finish_reason "length"``, ``stop_reason "max_tokens"``...), else None."""
+    """What a provider answered: its text, the tokens it reported, the model it named.
+
+    ``stop`` is why the model stopped, as the provider says it (OpenAI's
+    ``finish_reason``, Anthropic's ``stop_reason``); ``refusal`` the text of a refusal
+    given instead of an answer (OpenAI's ``message.refusal``); ``textless`` that the reply
+    held no text at all (a null content, only tool calls or thinking blocks).
+    """
 
     text: str
     usage: Usage | None
     raw_model: str | None
-    cut: str | None = None
+    stop: str | None = None
+    refusal: str | None = None
+    textless: bool = False
+
+    @property
+    def cut(self) -> str | None:
+        """Why the provider stopped the reply before the model ended it, if it says so (at
+        the output limit, by a content filter, or a refusal midway), else None: a judge
+        never reads a verdict from such a reply."""
+        if self.stop in CUT_STOPS:
+            return f'stop reason "{self.stop}"'
+        return None
+
+
+#: The stop reasons (OpenAI's ``finish_reason``, Anthropic's ``stop_reason``) of a reply
+#: the provider stopped before the model ended it.
+CUT_STOPS = frozenset({"length", "content_filter", "max_tokens", "refusal"})
 
 
 class Provider(Protocol):

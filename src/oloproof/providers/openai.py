@@ -24,9 +24,6 @@ from oloproof.transport.http import (
 from oloproof.usage import Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# Finish reasons that say the reply was stopped before the model ended it: at the output
-# limit, or by the provider's content filter.
-CUT_FINISH_REASONS = frozenset({"length", "content_filter"})
 
 
 class OpenAIProvider:
@@ -114,8 +111,10 @@ class OpenAIProvider:
         if not isinstance(message, dict):
             raise malformed(self._what, "no choices[0].message in the response")
         content = message.get("content")
+        textless = False
         if content is None:
             text = ""  # a refusal or a tool call: no verdict, which the judge reports
+            textless = True
         elif isinstance(content, str):
             text = content
         elif isinstance(content, list):
@@ -128,11 +127,13 @@ class OpenAIProvider:
         else:
             raise malformed(self._what, "choices[0].message.content is not text")
         model = reply_field(data, "model")
-        finish = reply_field(data, "choices", 0, "finish_reason")
+        stop = reply_field(data, "choices", 0, "finish_reason")
+        refusal = message.get("refusal")
         return JudgeReply(
             text=text,
             usage=Usage.from_report(reply_field(data, "usage")),
             raw_model=model if isinstance(model, str) else None,
-            cut=(f'finish_reason "{finish}"'
-                 if isinstance(finish, str) and finish in CUT_FINISH_REASONS else None),
+            stop=stop if isinstance(stop, str) else None,
+            refusal=refusal if isinstance(refusal, str) and refusal.strip() else None,
+            textless=textless,
         )

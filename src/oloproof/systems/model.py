@@ -37,7 +37,12 @@ import httpx
 
 from oloproof._json import DEFAULT_MAX_JSON_DEPTH, JsonLimitError, check_depth, digest
 from oloproof.errors import ConfigError
-from oloproof.providers.base import Provider, UnsupportedParameter, resolve_api_key
+from oloproof.providers.base import (
+    JudgeReply,
+    Provider,
+    UnsupportedParameter,
+    resolve_api_key,
+)
 from oloproof.providers.factory import make_provider
 from oloproof.systems.base import CallResult
 from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask, mask_quoted, shown_url
@@ -46,7 +51,7 @@ from oloproof.transport.retry import PermanentFailure
 if TYPE_CHECKING:
     from jinja2 import Template
 
-__all__ = ["ModelSystem", "parse_json_output", "render_error"]
+__all__ = ["ModelSystem", "parse_json_output", "render_error", "unanswered"]
 
 #: A template file larger than this is refused (a prompt, not a data set).
 MAX_TEMPLATE_BYTES = 1 << 20
@@ -154,6 +159,42 @@ def parse_json_output(text: str, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Any
             f"output: json, and the reply is not JSON ({exc}): {excerpt!r}"
         ) from None
     return value
+
+
+#: The stop reasons of a model that ended its answer itself (OpenAI, Anthropic); a
+#: provider that names none is taken at its word too.
+_ENDED = (None, "stop", "end_turn", "stop_sequence")
+#: The stop reasons of a reply cut at the request's token limit.
+_CUT = ("length", "max_tokens")
+
+
+def unanswered(reply: JudgeReply, stop_field: str = "finish_reason") -> str | None:
+    """Why a model's reply is no answer to evaluate, or None when it is one.
+
+    A reply with no text is an error of its case (missing), not an empty output: a
+    refusal, a reply cut at the token limit before any text (a reasoning model can spend
+    the whole limit thinking), a content filter or a tool call. Evaluated as the output
+    "", it would pass every check that looks for something absent (a ``regex`` with
+    ``pass_if: no_match``) and be cached. An empty text the model ended itself
+    (``finish_reason: stop``) is its answer, and kept. ``stop_field`` is the provider's
+    name for the stop reason, for the message.
+    """
+    if reply.text.strip():
+        return None
+    if reply.refusal is not None:
+        return f"the model refused instead of answering: {reply.refusal!r}"
+    if reply.stop == "refusal":
+        return f"the model refused instead of answering ({stop_field}: refusal)"
+    if reply.stop in _CUT:
+        return (
+            f"the reply has no text: the model stopped at the token limit"
+            f" ({stop_field}: {reply.stop}) before writing any (a reasoning model can"
+            " spend it all thinking); raise max_tokens or max_completion_tokens"
+        )
+    if reply.textless or reply.stop not in _ENDED:
+        why = f" ({stop_field}: {reply.stop})" if reply.stop else ""
+        return f"the reply has no text content{why}"
+    return None
 
 
 class ModelSystem:
@@ -331,10 +372,22 @@ class ModelSystem:
                 self._masked(f"{where}: {failure.message} ({failure.provider_says})"),
                 stops_run=True,
             ) from None
+        stop_field = "stop_reason" if self.provider_name == "anthropic" else "finish_reason"
+        no_answer = unanswered(reply, stop_field)
+        if no_answer is not None:
+            raise PermanentFailure(self._masked(f"{self._what}: {no_answer}"))
         # The reply is the model's words: masked as an output is (transport/http.py).
         text = mask_quoted(reply.text, (self._api_key,)) if self._api_key else reply.text
         if self.output_mode == "json":
-            output = parse_json_output(text, self.max_json_depth)
+            try:
+                output = parse_json_output(text, self.max_json_depth)
+            except PermanentFailure as failure:
+                if reply.stop not in _CUT:
+                    raise
+                raise PermanentFailure(
+                    f"{failure}; the reply was cut at the token limit ({stop_field}:"
+                    f" {reply.stop}): raise max_tokens or max_completion_tokens"
+                ) from None
         else:
             output = text
         return CallResult(output=output, usage=reply.usage)
