@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextvars
-import math
-import numbers
 from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass, field
@@ -28,20 +26,20 @@ class CaseContext:
     ) -> None:
         """Add tokens and cost to this case's usage (may be called several times).
 
-        Token counts are whole numbers >= 0 and the cost a finite number >= 0; anything
-        else (a NaN cost, a negative count, a boolean) raises :class:`ValueError` in the
-        system, which records the case as an error rather than sum it into every total."""
-        figures = (("input_tokens", input_tokens), ("output_tokens", output_tokens),
-                   ("cost_usd", cost_usd))
-        for name, value in figures:
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-                0 <= value < math.inf
-            ) or (name != "cost_usd" and value != int(value)):
-                what = "a finite number >= 0" if name == "cost_usd" else "a whole number >= 0"
-                raise ValueError(f"record_usage: {name} must be {what}, not {value!r}")
+        Counts are whole numbers from 0 to 2**53 and the cost a finite amount from 0 up;
+        anything else raises ``ValueError`` naming the argument (the case's error).
+        """
+        usage = Usage.from_report(
+            {"input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": cost_usd})
+        if usage is None:
+            raise ValueError(
+                "record_usage: token counts must be whole numbers from 0 to 2**53 and the cost"
+                f" a finite amount from 0 (got input_tokens={input_tokens!r},"
+                f" output_tokens={output_tokens!r}, cost_usd={cost_usd!r})"
+            )
         if self.usage is None:
             self.usage = Usage()
-        self.usage.add(Usage(int(input_tokens), int(output_tokens), float(cost_usd)))
+        self.usage.add(usage)
 
 
 _current: contextvars.ContextVar[CaseContext | None] = contextvars.ContextVar(

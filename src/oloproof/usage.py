@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from math import inf
 from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
@@ -45,9 +44,11 @@ class Usage:
     def from_report(cls, data: Any) -> Usage | None:
         """Read OpenAI-style (prompt/completion) or Anthropic-style (input/output) usage.
 
-        None when there is none, or when it cannot be read as what was spent: a figure
-        that is a boolean, negative, NaN or infinite (a server's ``"cost_usd": "nan"``
-        summed into every total and priced the plan at ``$nan``)."""
+        A report that is not one is not recorded (None): a count that is not a whole
+        number from 0 to 2**53 (negative, a flag, 3.5, 400 digits long), or a cost that
+        is negative or not finite. Kept, a count of -1000000 priced more cases at minus
+        32 million tokens, and one of 400 digits made ``plan`` fail on it.
+        """
         if not isinstance(data, dict):
             return None
         inp = data.get("input_tokens", data.get("prompt_tokens"))
@@ -55,12 +56,40 @@ class Usage:
         cost = data.get("cost_usd")
         if inp is None and out is None and cost is None:
             return None
-        if any(isinstance(v, bool) for v in (inp, out, cost)):
-            return None
         try:
             usage = cls(int(inp or 0), int(out or 0), float(cost or 0.0))
         except (TypeError, ValueError, OverflowError):
             return None
-        if min(usage.input_tokens, usage.output_tokens) < 0 or not 0.0 <= usage.cost_usd < inf:
-            return None
-        return usage
+        plausible = (
+            all(_count(v) for v in (inp, out))
+            and not isinstance(cost, bool)
+            and 0.0 <= usage.cost_usd <= MAX_COST_USD
+        )
+        return usage if plausible else None
+
+
+#: The largest token count taken from a report: every count up to it is exact as a float,
+#: so sums, means and prices of them are too.
+MAX_TOKENS = 2**53
+#: The largest cost of one call taken from a report.
+MAX_COST_USD = 1e9
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is a token count a report may hold (None: not reported)."""
+    if value is None:
+        return True
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        return value.is_integer() and 0 <= value <= MAX_TOKENS
+    if isinstance(value, str):
+        value = value.strip()
+        return value.isdigit() and len(value) <= 16 and int(value) <= MAX_TOKENS
+    import operator  # here: usage is read only once a call reported some
+
+    try:
+        count = operator.index(value)  # an int, or an integer of numpy's
+    except TypeError:
+        return False
+    return 0 <= count <= MAX_TOKENS

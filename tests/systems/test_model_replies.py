@@ -154,3 +154,39 @@ def test_json_cut_at_the_token_limit_says_so(tmp_path: Path, provider: _Scripted
     assert code == 5
     assert "the reply is not JSON" in case["error"]
     assert "cut at the token limit (finish_reason: length)" in case["error"], case["error"]
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": -1000000, "completion_tokens": -5},
+    {"prompt_tokens": 10**400, "completion_tokens": 5},
+    {"prompt_tokens": True, "completion_tokens": 5},
+    {"prompt_tokens": 9, "completion_tokens": 5, "cost_usd": -2.5},
+])
+def test_absurd_token_counts_are_not_recorded_and_plan_prices_nothing_from_them(
+    tmp_path: Path, provider: _Scripted, usage: dict[str, Any]
+) -> None:
+    provider.reply = {**_openai({"content": "no numbers here"}, "stop"), "usage": usage}
+    root = _project(tmp_path, provider)
+    (root / "release.yaml").write_text(  # 30 of 30 is not enough for 95%: plan sizes it
+        "version: 1\nrules:\n  - id: no-pii\n    metric: pii_free\n    min: 0.95\n")
+    code, case, text = _run(root)
+    assert code == 3, text
+    assert case["usage"] is None, case["usage"]
+    plan = run_cli("plan", "latest", "--run", cwd=root)
+    # It was "tokens about -32,000,160 (...)" for the first, exit 70 for the second.
+    assert plan.code == 0, plan.text
+    assert "tokens    none reported by this run's providers" in plan.out, plan.out
+
+
+def test_record_usage_refuses_what_is_not_a_count() -> None:
+    from oloproof._context import CaseContext
+
+    ctx = CaseContext("c1", {})
+    ctx.record_usage(input_tokens=3, output_tokens=2, cost_usd=0.5)
+    ctx.record_usage(input_tokens=1)
+    assert ctx.usage is not None and ctx.usage.to_json() == {
+        "input_tokens": 4, "output_tokens": 2, "cost_usd": 0.5}
+    for bad in ({"input_tokens": -1}, {"output_tokens": 10**400}, {"output_tokens": 2.5},
+                {"cost_usd": float("nan")}, {"cost_usd": -1.0}):
+        with pytest.raises(ValueError, match="record_usage: token counts must be"):
+            ctx.record_usage(**bad)
