@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["dumps", "json_safe", "printable"]
+__all__ = ["dumps", "escape_separators", "json_safe", "printable"]
 
 REPLACEMENT = "\ufffd"
 
@@ -106,13 +106,30 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+# The characters JSON leaves raw that still break a line or drive a terminal: the C1
+# controls (U+0085 ends a line for str.splitlines(); U+009B is a terminal's CSI, U+009D
+# its OSC) and the line and paragraph separators. JSON may escape any character.
+_JSON_ESCAPES = {
+    code: f"\\u{code:04x}" for code in (*range(0x80, 0xA0), 0x2028, 0x2029)
+}
+
+
+def escape_separators(text: str) -> str:
+    """JSON text ``text`` with the C1 controls and U+2028/U+2029 written as ``\\uXXXX``
+    escapes: the same value to every parser, one line to every line splitter (Python's
+    ``str.splitlines()`` too), and inert on a terminal. They can only stand inside
+    strings, so the replacement is exact."""
+    return text if text.isascii() else text.translate(_JSON_ESCAPES)
+
+
 def dumps(value: Any, *, indent: int | None = 2) -> str:
-    """Strict JSON for ``value`` (see :func:`json_safe`); never ``NaN``, never a lone surrogate.
+    """Strict JSON for ``value`` (see :func:`json_safe`); never ``NaN``, never a lone surrogate,
+    never a raw C1 control or line separator (:func:`escape_separators`).
 
     ``indent=None`` writes one compact line (no spaces after separators).
     """
     separators = (",", ":") if indent is None else None
-    return json.dumps(
+    return escape_separators(json.dumps(
         json_safe(value), indent=indent, separators=separators, ensure_ascii=False,
         allow_nan=False,
-    )
+    ))

@@ -99,3 +99,38 @@ def test_json_mode_keeps_every_other_write_off_standard_output(tmp_path: Path) -
     [run] = runs(root)
     assert run["status"] == "DECIDED" and run["exit_code"] == 3
     assert len(cases_by_id(root)) == 4
+
+
+SEPARATORS = """
+    def answer(inp):
+        if inp["n"] == 1:
+            raise ValueError("cut \\u2029 here \\x85 and \\x9b2J there")
+        return {"label": "ok \\u2028 \\x9b31m"}
+"""
+
+
+def test_json_lines_stay_one_line_each_whatever_the_text_holds(tmp_path: Path) -> None:
+    """U+2028, U+2029 and U+0085 end a line for str.splitlines() (and for readers built on
+    it); the C1 controls (U+009B is CSI) drive some terminals. JSON may escape any
+    character: the stream escapes those, and the values read back are the same."""
+    ids = ["a\u2028b", "c\x85d", "e\u2029f", "g\x9b2Jh"]
+    cases = [{"id": cid, "input": {"n": i}, "expected": {"label": "ok"}}
+             for i, cid in enumerate(ids)]
+    root = project(tmp_path / "p", SEPARATORS, cases=cases, release=SMALL_RELEASE)
+    result = cli(root, "run", "--json")
+    no_traceback(result)
+    lines = result.out.splitlines()
+    assert len(lines) == result.out.count("\n"), "an event was split in two"
+    events = [json.loads(line) for line in lines]
+    assert events[-1]["type"] == "run_finished"
+    assert {e["scenario_id"] for e in events if e["type"] == "case_executed"} == set(ids)
+    failed = next(e for e in events if e["type"] == "case_executed" and e["status"] == "ERROR")
+    assert "cut \u2029 here \x85 and \x9b2J there" in failed["error"]
+    for raw in ("\u2028", "\u2029", "\x85", "\x9b"):
+        assert raw not in result.out
+    for command in (("inspect", "latest", "--json"), ("runs", "--json"),
+                    ("inspect", "latest", "--case", "a\u2028b", "--json")):
+        shown = cli(root, *command)
+        assert shown.code == 0, shown.text
+        assert not any(raw in shown.out for raw in ("\u2028", "\u2029", "\x85", "\x9b"))
+        json.loads(shown.out)

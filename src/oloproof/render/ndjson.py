@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from oloproof._loop import running_loop
 from oloproof.events import Event
-from oloproof.textsafe import json_safe
+from oloproof.textsafe import escape_separators, json_safe
 
 CLOSED_REASON = "standard output was closed by its reader"
 
@@ -48,7 +48,8 @@ def encode_line(data: dict[str, Any]) -> str:
             line.encode("utf-8")  # raises on a lone surrogate
     except (ValueError, UnicodeEncodeError):
         line = _encode(json_safe(data))
-    return line + "\n"
+    # A case id or an error holding U+2028 or U+0085 was two lines to str.splitlines().
+    return escape_separators(line) + "\n"
 
 
 class NdjsonWriter:
