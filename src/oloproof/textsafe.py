@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["dumps", "escape_separators", "json_safe", "printable"]
+__all__ = ["dumps", "escape_separators", "first_line", "json_safe", "printable"]
 
 REPLACEMENT = "\ufffd"
 
@@ -79,6 +79,16 @@ def printable(text: str) -> str:
     if text.isprintable() or text.replace("\n", "").replace("\t", "").isprintable():
         return text
     return re.sub(_UNPRINTABLE, _escape, text)
+
+
+def first_line(text: str | None) -> str:
+    """The first line of ``text`` (stripped), ended by a newline only.
+
+    Not ``str.splitlines()``: it also ends a line at U+2028, U+0085, a form feed and the
+    other separators, so a message holding one invisibly (a model's words in an error)
+    was shown cut there, the rest hidden. :func:`printable` shows those as escapes.
+    """
+    return (text or "").strip().split("\n", 1)[0].rstrip("\r")
 
 
 def _safe_str(text: str) -> str:

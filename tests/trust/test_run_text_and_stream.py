@@ -134,3 +134,18 @@ def test_json_lines_stay_one_line_each_whatever_the_text_holds(tmp_path: Path) -
         assert shown.code == 0, shown.text
         assert not any(raw in shown.out for raw in ("\u2028", "\u2029", "\x85", "\x9b"))
         json.loads(shown.out)
+
+
+def test_an_error_is_not_cut_at_an_invisible_line_separator(tmp_path: Path) -> None:
+    """The failures table and the report show an error's first line: a line ends at a
+    newline, not at a U+2029 or U+0085 inside a model's words (str.splitlines() cut the
+    reason there and hid the rest)."""
+    cases = [{"id": f"q{i}", "input": {"n": i}, "expected": {"label": "ok"}} for i in range(3)]
+    root = project(tmp_path / "p", SEPARATORS, cases=cases, release=SMALL_RELEASE)
+    cli(root, "run")
+    failures = cli(root, "inspect", "latest", "--failures")
+    assert failures.code == 0, failures.text
+    assert "cut \\u2029 here \\x85 and \\x9b2J there" in failures.out, failures.out
+    report = cli(root, "report", "latest", "-o", "-")
+    assert report.code == 0, report.text
+    assert "cut \\u2029 here \\x85 and \\x9b2J there" in report.out

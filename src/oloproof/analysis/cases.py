@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from oloproof._records import dataclass
 from oloproof.enums import JUDGMENT_MISSING, CaseStatus, JudgmentStatus, RuleState
 from oloproof.store.reader import CaseRow, JudgmentRow, RunRecord, TrialRow
+from oloproof.textsafe import first_line
 
 if TYPE_CHECKING:
     from typing import Any
@@ -94,8 +95,7 @@ def failure_rows(failed: Sequence[CaseRow]) -> list[FailureRow]:
         first = True
         for j in bad or [None]:
             if c.status != CaseStatus.OK:
-                error_lines = (c.error or "").splitlines()
-                reason = error_lines[0] if error_lines else ""
+                reason = first_line(c.error)
             else:
                 reason = (j.reason if j else "") or ""
             state = ""

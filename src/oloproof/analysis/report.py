@@ -48,7 +48,7 @@ from oloproof.store.reader import (
     load_decisions,
     load_trial_cases,
 )
-from oloproof.textsafe import json_safe
+from oloproof.textsafe import first_line, json_safe
 
 __all__ = [
     "OUTCOMES",
@@ -141,9 +141,6 @@ def _clip(text: str, size: int) -> str:
     return text if len(text) <= size else text[: size - 1].rstrip() + "…"
 
 
-def _first_line(text: str | None) -> str:
-    lines = (text or "").strip().splitlines()
-    return lines[0] if lines else ""
 
 
 def _why(case: CaseRow, per: dict[str, str]) -> list[dict[str, str]]:
@@ -170,7 +167,7 @@ def case_document(case: CaseRow, kinds: dict[str, str]) -> dict[str, Any]:
     per = {c: criterion_outcome(k, case, c) for c, k in kinds.items()}
     why = _why(case, per)
     if case.status != CaseStatus.OK:
-        output_text = _first_line(case.error) or str(case.status)
+        output_text = first_line(case.error) or str(case.status)
     else:
         output_text = compact_json(json_safe(case.output))
     first = why[0] if why else None
@@ -192,7 +189,7 @@ def case_document(case: CaseRow, kinds: dict[str, str]) -> dict[str, Any]:
         "output_short": _clip(output_text, SHORT_OUTPUT),
         "output_long": _clip(output_text, LONG_OUTPUT),
         "why": why,
-        "why_short": _clip(f"{first['criterion']}: {_first_line(first['reason'])}", SHORT_REASON)
+        "why_short": _clip(f"{first['criterion']}: {first_line(first['reason'])}", SHORT_REASON)
         if first else "",
         "judgments": [
             {

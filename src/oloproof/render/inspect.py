@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from oloproof.enums import CaseStatus
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
 from oloproof.render.tables import cache_line, decisions_table, metrics_table, run_title
+from oloproof.textsafe import first_line
 
 if TYPE_CHECKING:
     from typing import Any
@@ -50,8 +51,8 @@ def _trials_table(trials: Sequence[TrialRow]) -> Table:
             if j.score is None else f"{j.criterion}={j.score:g}"
             for j in t.judgments.values()
         )
-        shown = (t.error or "").splitlines()[:1] if t.status != CaseStatus.OK else [_dump(t.output)]
-        table.add_row(*map(line, (str(t.trial), t.status, shown[0] if shown else "", verdicts)))
+        shown = first_line(t.error) if t.status != CaseStatus.OK else _dump(t.output)
+        table.add_row(*map(line, (str(t.trial), t.status, shown, verdicts)))
     return table
 
 
