@@ -228,3 +228,19 @@ def test_bad_command_arguments(good_project: Path, args: list[str], expected: st
     assert result.code == 2, result.text
     assert expected in result.err
     assert "Traceback" not in result.text
+
+
+@pytest.mark.parametrize("args", [
+    ["runs", "--limit", "\x1b[2J\x1b]52;c;SGk=\x07"],
+    ["report", "latest", "--cases", "\x1b[2J\x9b31m"],
+    ["runs", "\x1b]8;;http://x\x07link\x1b]8;;\x07"],
+])
+def test_an_argument_quoted_in_an_error_cannot_drive_the_terminal(
+    good_project: Path, args: list[str]
+) -> None:
+    """argparse's errors quote what was typed (a value pasted from a model's output, say);
+    they went to the terminal raw (ESC[2J cleared it, OSC 52 set the clipboard)."""
+    result = run_cli(*args, cwd=good_project)
+    assert result.code == 2, result.text
+    assert "\x1b" not in result.err and "\x9b" not in result.err and "\x07" not in result.err
+    assert "\\x1b" in result.err, result.err

@@ -19,8 +19,13 @@ from oloproof.cli._values import Group
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
+        # The message quotes what was typed (argparse's "unrecognized arguments: ..." and
+        # our value types' "got '...'" as it is): an escape sequence in it is shown, not
+        # sent to the terminal, as every other error line does (cli/main.py).
+        from oloproof.textsafe import printable
+
         self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {printable(message)}\n")
         raise SystemExit(2)
 
 
