@@ -511,3 +511,28 @@ def test_a_criterion_judged_by_another_evaluator_is_not_compared(tmp_path: Path)
     assert doc["metrics"] == [] and any(
         w.startswith("metric exact_label was judged by different evaluators") and
         w.endswith(": not compared") for w in doc["warnings"]), doc["warnings"]
+
+
+def test_a_warning_quoting_a_case_id_cannot_drive_the_terminal(tmp_path: Path) -> None:
+    """compare --json writes its warnings on standard error; the one about a shared id
+    whose input differs quotes the id, which wrote ESC[2J (or OSC 52) to the terminal raw."""
+    hostile = "c\x1b[2J\x1b]52;c;SGk=\x07"
+    cases = [{"id": hostile if i == 0 else f"c{i}", "input": {"q": f"q{i}"},
+              "expected": {"label": "ok"}} for i in range(6)]
+    app = """
+        from oloproof import system
+
+        @system(name="s", version="1")
+        def answer(case_input):
+            return {"label": "ok"}
+    """
+    root = write_project(tmp_path / "p", app=app, cases=cases)
+    first = _run_id(run_cli("run", cwd=root))
+    cases[0]["input"] = {"q": "changed"}
+    (root / "data" / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    second = _run_id(run_cli("run", cwd=root))
+    result = run_cli("compare", second, first, "--json", cwd=root)
+    assert result.code == 0, result.text
+    assert "has a different input or expected value" in result.err, result.err
+    assert "\x1b" not in result.err and "\x07" not in result.err
+    assert "c\\x1b[2J" in result.err

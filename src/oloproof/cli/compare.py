@@ -14,7 +14,7 @@ from oloproof.cli._common import project_root
 from oloproof.render.compare import comparison_report
 from oloproof.render.console import print_to
 from oloproof.store.comparisons import get_comparison
-from oloproof.textsafe import dumps
+from oloproof.textsafe import dumps, printable
 
 if TYPE_CHECKING:
     import argparse
@@ -31,7 +31,9 @@ def command(args: argparse.Namespace) -> int:
     outcome = compare(args.candidate, args.baseline, project=args.config, policy=args.policy)
     if args.json:
         for warning in outcome.warnings:
-            sys.stderr.write(f"oloproof compare: warning: {warning}\n")
+            # A warning may quote a case id (a shared id whose input differs): shown, not
+            # sent to the terminal, as the tables show it.
+            sys.stderr.write(f"oloproof compare: warning: {printable(warning)}\n")
         sys.stdout.write(dumps(outcome.document) + "\n")
         return outcome.exit_code
     print_to(sys.stdout, comparison_report(outcome.document, config_arg=args.config))
