@@ -159,6 +159,21 @@ def test_missing_verdicts_widen_the_corrected_interval_to_both_completions() -> 
         assert d.lower <= iv.lower and d.upper >= iv.upper
 
 
+def test_missing_verdicts_filled_in_opposite_ways_can_no_longer_pass_a_floor() -> None:
+    """The audit's case: 32 labels, 8 of them without a verdict (the person passes 5, fails
+    3), and 109 other cases, 24 without. Every missing verdict a fail gave [62.9%, 100%],
+    every one a pass [64.3%, 98.9%], and min: 0.5 PASSed (gate ALLOW); passes on the 8
+    labelled ones and fails on the 24 others take the lower bound to 40.7%."""
+    verdicts: list[bool | None] = ([True] * 22 + [False] * 2 + [None] * 8
+                                   + [True] * 78 + [False] * 7 + [None] * 24)
+    labels = {i: i != 21 for i in range(24)} | {i: i < 29 for i in range(24, 32)}
+    labels[22] = labels[23] = False
+    evidence, labelled = _run(verdicts, labels)
+    [d], _ = decide_run(evidence, _policy({"min": 0.5, "estimate": "corrected"}), labelled)
+    assert d.lower is not None and round(d.lower, 3) == 0.407, d.detail
+    assert (d.state, d.reason) == ("INSUFFICIENT_EVIDENCE", "interval_contains_threshold")
+
+
 def test_corrected_without_labels_is_manual_review() -> None:
     evidence, labelled = _run([True] * 10, {})
     [d], _ = decide_run(evidence, _policy({"min": 0.5, "estimate": "corrected"}), labelled)

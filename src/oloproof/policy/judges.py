@@ -176,9 +176,10 @@ AnyJudgeReport = JudgeReport | ScoredJudgeReport
 def corrected_rate(lv: LabelledVerdicts, level: float) -> tuple[Corrected | None, str]:
     """PPI++ on the run's cases, or None and why not.
 
-    Missing verdicts (the system or the judge failed) are bounded: the interval is the
-    hull of the intervals with every missing verdict a pass and every one a fail; the
-    estimate leaves them out.
+    Missing verdicts (the system or the judge failed) are bounded: the interval holds the
+    interval of every completion of them with passes and fails
+    (:func:`oloproof.stats.ppi.ppi_mean_bounds`, exact), and the one of the observed cases
+    alone; the estimate leaves them out.
     """
     labelled = [(lv.verdicts.get(i), p) for i, p in lv.labels.items() if i in lv.verdicts]
     unlabelled = [v for i, v in lv.verdicts.items() if i not in lv.labels]
@@ -188,16 +189,15 @@ def corrected_rate(lv: LabelledVerdicts, level: float) -> tuple[Corrected | None
     if len(seen_lab) < 2 or len(seen_unl) < 2:
         return None, (f"needs 2 labelled and 2 unlabelled cases with a verdict; the run has "
                       f"{len(seen_lab)} and {len(seen_unl)}")
-    from oloproof.stats.ppi import ppi_mean  # only for runs with human labels
+    from oloproof.stats.ppi import ppi_mean, ppi_mean_bounds  # only for runs with labels
 
     base = ppi_mean([p for _, p in seen_lab], [v for v, _ in seen_lab], seen_unl, level)
     lower, upper = base.interval.lower, base.interval.upper
     if missing:
-        for fill in (0.0, 1.0):
-            lab = [(fill if v is None else float(v), float(p)) for v, p in labelled]
-            unl = [fill if v is None else float(v) for v in unlabelled]
-            iv = ppi_mean([p for _, p in lab], [v for v, _ in lab], unl, level).interval
-            lower, upper = min(lower, iv.lower), max(upper, iv.upper)
+        iv = ppi_mean_bounds([float(p) for _, p in labelled],
+                             [None if v is None else float(v) for v, _ in labelled],
+                             [None if v is None else float(v) for v in unlabelled], level)
+        lower, upper = min(lower, max(0.0, iv.lower)), max(upper, min(1.0, iv.upper))
     return Corrected(base.estimate, lower, upper, base.lam, len(seen_lab), len(seen_unl),
                      missing, level), ""
 

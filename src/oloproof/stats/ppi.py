@@ -41,19 +41,25 @@ So by default (``small_sample=True``) the interval is calibrated for each side:
 Its one-sided miss rate is at most 2.5% + 3 Monte Carlo standard errors on each side of every
 cell of the grid (tests/stats/test_stats_ppi.py; figures in docs/validating-a-judge.md).
 Either way it is valid only when the labelled cases are a uniformly random subset.
+
+Missing verdicts (:func:`ppi_mean_bounds`): a case the judge gave no verdict on could have
+been a pass or a fail, so the bounds are the smallest lower and the largest upper bound of the
+small-sample interval over every completion. The search is exact (proved there) and takes
+about (labelled missing + 1) x log(unlabelled missing) steps, or the other way round.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from statistics import NormalDist
 
 from oloproof._records import dataclass
 from oloproof.stats._special import t_ppf
 from oloproof.stats.intervals import Interval
 
-__all__ = ["CorrectedRate", "ppi_mean", "ppi_power_lambda"]
+__all__ = ["CorrectedRate", "ppi_mean", "ppi_mean_bounds", "ppi_power_lambda"]
 
 
 @dataclass(frozen=True)
@@ -149,3 +155,119 @@ def _low_padding(lam: float) -> list[float]:
 def _high_padding(lam: float) -> list[float]:
     """Pseudo-rectifiers for the upper bound: three +1, one -lam."""
     return [1.0, 1.0, 1.0, -lam]
+
+
+def ppi_mean_bounds(
+    labels: Sequence[float],
+    judged: Sequence[float | None],
+    unlabelled: Sequence[float | None],
+    level: float = 0.95,
+    lam: float = 1.0,
+) -> Interval:
+    """The smallest lower and the largest upper bound of the small-sample interval
+    (:func:`ppi_mean`, unclipped) over every completion of the missing verdicts (None in
+    ``judged`` or ``unlabelled``) with passes (1) and fails (0). Labels are 1 or 0.
+
+    Exact, without trying every completion. The interval depends on a completion only
+    through three counts: s, the passes filled in on labelled cases, of which u on cases
+    the person passes (the others on cases she fails), and c, the passes filled in on
+    unlabelled cases (means and variances do not depend on the order). With m1 (m0)
+    missing verdicts on labelled cases the person passes (fails) and r = y - lam * f the
+    rectifier, the completion adds m1 - lam * s to the rectifier's sum and
+    w = m1 + lam**2 * s - 2 * lam * u to its sum of squares.
+
+    1. For a fixed s, both bounds move outwards as w grows (w only enters the variance,
+       positively), so the extreme lies at the smallest u: u(s) = max(0, s - m0),
+       w(s) = m1 + lam**2 * s - 2 * lam * max(0, s - m0), a concave function of s.
+    2. As a function of real (s, c, w), the estimate is affine, and the variance
+       V = lam**2 * k(N - k) / (N**2 (N - 1)) + (Q + w - (S + m1 - lam * s)**2 / (n + 4))
+       / ((n + 3) n) (k = the unlabelled passes + c; S, Q the observed and padding
+       rectifiers' sum and sum of squares) is concave (affine minus convex quadratics) and
+       > 0 (the padding varies). So sqrt(V) is concave in (s, c, w) and nondecreasing in
+       w, and with w(s) concave G(s, c) = sqrt(V(s, c, w(s))) is concave (at a mix of two
+       points w(s) is at least the mix of the w's, and sqrt(V) at least the mix of its
+       values). lower(s, c) = estimate - t * G_low is convex, upper = estimate +
+       t * G_high concave, on the box [0, m1 + m0] x [0, mu] (mu: unlabelled cases
+       without a verdict).
+    3. A convex function sampled on the integers of a line has nondecreasing steps, so for
+       each value of the shorter side of the box its minimum along the longer side is found
+       by bisection on the sign of the step (and the maximum of the concave upper alike).
+
+    tests/stats/test_stats_ppi_missing.py checks it against every completion (every count,
+    and every verdict on the smallest) on random small configurations.
+    """
+    if len(labels) != len(judged):
+        raise ValueError("labels and judged must have the same length")
+    n, big_n = len(labels), len(unlabelled)
+    if n < 2 or big_n < 2:
+        raise ValueError("the small-sample interval needs 2 labelled and 2 unlabelled cases")
+    if not 0 < level < 1:
+        raise ValueError("level must lie in (0, 1)")
+    if not 0 <= lam <= 1:
+        raise ValueError("lam must lie in [0, 1]")
+    m1 = m0 = 0
+    rect_sum = rect_sq = 0.0
+    for y, f in zip(labels, judged, strict=True):
+        if f is None:
+            if y not in (0.0, 1.0):
+                raise ValueError("a labelled case without a verdict needs a label of 1 or 0")
+            m1 += y == 1.0
+            m0 += y == 0.0
+        else:
+            rect_sum += y - lam * f
+            rect_sq += (y - lam * f) ** 2
+    seen = [f for f in unlabelled if f is not None]
+    missing_unl = big_n - len(seen)
+    passes = math.fsum(seen)
+    t = t_ppf(1 - (1 - level) / 2, n - 1)
+
+    def bound(pad: list[float], sign: float) -> Callable[[int, int], float]:
+        pad_sum, pad_sq = math.fsum(pad), math.fsum(x * x for x in pad)
+        big = n + len(pad)
+
+        def at(s: int, c: int) -> float:
+            total = rect_sum + m1 - lam * s
+            squares = rect_sq + m1 + lam * lam * s - 2 * lam * max(0, s - m0)
+            k = passes + c
+            spread = lam * lam * max(0.0, k - k * k / big_n) / ((big_n - 1) * big_n)
+            both = total + pad_sum
+            var = max(0.0, squares + pad_sq - both * both / big) / ((big - 1) * n)
+            estimate = lam * k / big_n + total / n
+            return estimate + sign * t * math.sqrt(spread + var)
+
+        return at
+
+    low = bound(_low_padding(lam), -1.0)
+    high = bound(_high_padding(lam), 1.0)
+    lower = _box_min(low, m1 + m0, missing_unl)
+    upper = -_box_min(lambda s, c: -high(s, c), m1 + m0, missing_unl)
+    return Interval(lower, upper)
+
+
+def _box_min(f: Callable[[int, int], float], top_s: int, top_c: int) -> float:
+    """The minimum of ``f`` over the integers of [0, top_s] x [0, top_c], ``f`` convex:
+    every value of the shorter side, bisection along the longer."""
+    if top_s <= top_c:
+        return min(_line_min(partial(_at_s, f, s), top_c) for s in range(top_s + 1))
+    return min(_line_min(partial(_at_c, f, c), top_s) for c in range(top_c + 1))
+
+
+def _at_s(f: Callable[[int, int], float], s: int, c: int) -> float:
+    return f(s, c)
+
+
+def _at_c(f: Callable[[int, int], float], c: int, s: int) -> float:
+    return f(s, c)
+
+
+def _line_min(f: Callable[[int], float], top: int) -> float:
+    """The minimum of ``f`` over 0..top, ``f`` convex there (its steps never decrease): the
+    first point whose step up is not a step down."""
+    lo, hi = 0, top
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if f(mid + 1) < f(mid):
+            lo = mid + 1
+        else:
+            hi = mid
+    return f(lo)
