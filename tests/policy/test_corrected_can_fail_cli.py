@@ -77,3 +77,32 @@ def test_a_corrected_floor_enough_labels_could_fail_passes(
     result = run_cli("run", cwd=project_dir, env={"FAKE_PROVIDER_KEY": "k"})
     assert result.code == 0, result.text
     assert "lower_bound_meets_min" in result.out, result.out
+
+
+OUT_OF_RANGE_APP = """
+from oloproof import system
+
+@system(name="s", version="1")
+def answer(x):
+    return {"answer": "FAIL" if x["q"] < 10 else "a helpful answer"}
+"""
+
+
+def test_a_corrected_interval_above_every_rate_blocks(
+    project_dir: Path, provider: FakeServer
+) -> None:
+    """The judge fails 10 of the 30 labelled cases, which the person passes all, and passes
+    all 109 others: the PPI interval is [110.7%, 153.7%]. Its ends clipped apart gave
+    [110.7%, 100.0%] and min: 0.9 passed, exit 0; now MANUAL_REVIEW, exit 4."""
+    _project(project_dir, provider.url, 139, 30, 0.9)
+    (project_dir / "app.py").write_text(OUT_OF_RANGE_APP)
+    (project_dir / "labels.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i:04d}", "criterion": "helpful", "pass": True}) + "\n"
+        for i in range(30)))
+    result = run_cli("run", "--json", cwd=project_dir, env={"FAKE_PROVIDER_KEY": "k"})
+    assert result.code == 4, result.text
+    [d] = json.loads(result.out.splitlines()[-1])["decisions"]
+    assert (d["state"], d["reason"]) == ("MANUAL_REVIEW", "corrected_estimate_out_of_range"), d
+    assert "[110.7%, 153.7%] lies wholly above 100%" in d["detail"], d["detail"]
+    gated = run_cli("gate", "latest", cwd=project_dir)
+    assert gated.code == 4 and "corrected_estimate_out_of_range" in gated.out, gated.text

@@ -174,6 +174,36 @@ def test_missing_verdicts_filled_in_opposite_ways_can_no_longer_pass_a_floor() -
     assert (d.state, d.reason) == ("INSUFFICIENT_EVIDENCE", "interval_contains_threshold")
 
 
+def test_a_corrected_interval_wholly_outside_the_rates_decides_nothing() -> None:
+    """The judge passes all 109 unlabelled cases and 20 of the 30 labelled ones, which the
+    person passes all: the PPI interval is [110.7%, 153.7%]. Clipped end by end it was
+    [110.7%, 100%], inverted, and min: 0.9 PASSed (gate ALLOW) on labels that contradict the
+    judge's other verdicts; a max: 0.05 on the mirror case ([0%, -10.7%]) likewise. Now no
+    rate is in it, and the rule is MANUAL_REVIEW, saying why."""
+    verdicts: list[bool | None] = [True] * 20 + [False] * 10 + [True] * 109
+    evidence, labelled = _run(verdicts, {i: True for i in range(30)})
+    [d], _ = decide_run(evidence, _policy({"min": 0.9, "estimate": "corrected"}), labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "corrected_estimate_out_of_range")
+    assert "[110.7%, 153.7%] lies wholly above 100%" in d.detail, d.detail
+    assert "66.7% of the 30 labelled cases and 100.0% of the 109 others" in d.detail
+    assert gate([d]) == ("BLOCK", 4)
+    mirror: list[bool | None] = [False] * 20 + [True] * 10 + [False] * 109
+    evidence, labelled = _run(mirror, {i: False for i in range(30)})
+    [d], _ = decide_run(evidence, _policy({"max": 0.05, "estimate": "corrected"}), labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "corrected_estimate_out_of_range")
+    assert "lies wholly below 0%" in d.detail
+
+
+def test_a_corrected_estimate_above_one_is_cut_to_its_interval() -> None:
+    """Estimate 120% (the judge passes all 50 others, 6 of 10 labelled, the person 8):
+    the interval [71.4%, 100%] and the estimate 100%, not 120% beside it."""
+    verdicts: list[bool | None] = [True] * 6 + [False] * 4 + [True] * 50
+    evidence, labelled = _run(verdicts, {i: i < 8 for i in range(10)})
+    [d], _ = decide_run(evidence, _policy({"min": 0.5, "estimate": "corrected"}), labelled)
+    assert d.upper == 1.0 and d.estimate == 1.0 and d.lower is not None
+    assert round(d.lower, 3) == 0.714
+
+
 def test_corrected_without_labels_is_manual_review() -> None:
     evidence, labelled = _run([True] * 10, {})
     [d], _ = decide_run(evidence, _policy({"min": 0.5, "estimate": "corrected"}), labelled)

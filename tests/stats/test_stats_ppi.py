@@ -272,3 +272,33 @@ def test_matches_ppi_python() -> None:
         assert got.estimate == pytest.approx(float(np.ravel(point)[0]), abs=1e-10)
         assert got.interval.lower == pytest.approx(max(0.0, float(np.ravel(lo)[0])), abs=1e-10)
         assert got.interval.upper == pytest.approx(min(1.0, float(np.ravel(hi)[0])), abs=1e-10)
+
+
+def test_an_interval_wholly_outside_the_rates_is_not_inverted() -> None:
+    """The judge passes all 109 unlabelled cases and 20 of 30 labelled ones, which the person
+    passes all: the estimate is 133%, and clipping each end on its own side gave
+    [110.7%, 100%], lower above upper (and [0%, -10.7%] the other way round). Now a point
+    at the nearest end of [0, 1], and ``outside`` says the interval held no rate."""
+    above = ppi_mean([1.0] * 30, [1.0] * 20 + [0.0] * 10, [1.0] * 109)
+    assert (above.interval.lower, above.interval.upper) == (1.0, 1.0)
+    assert above.outside and above.unclipped.lower == pytest.approx(1.10706, abs=1e-5)
+    below = ppi_mean([0.0] * 30, [0.0] * 20 + [1.0] * 10, [0.0] * 109)
+    assert (below.interval.lower, below.interval.upper) == (0.0, 0.0) and below.outside
+    inside = ppi_mean([1.0] * 8 + [0.0] * 2, [1.0] * 6 + [0.0] * 4, [1.0] * 50)
+    assert not inside.outside and inside.interval.upper == 1.0 < inside.unclipped.upper
+
+
+def test_every_interval_is_a_proper_part_of_the_rates() -> None:
+    rng = random.Random(11)
+    for _ in range(1000):
+        n, big_n = rng.randint(2, 30), rng.randint(2, 60)
+        p_lab, p_unl = rng.random(), rng.random()  # labelled cases unlike the others, often
+        y = [float(rng.random() < rng.random()) for _ in range(n)]
+        f = [float(rng.random() < p_lab) for _ in range(n)]
+        fu = [float(rng.random() < p_unl) for _ in range(big_n)]
+        for small in (True, False):
+            got = ppi_mean(y, f, fu, rng.choice([0.8, 0.95, 0.99]), small_sample=small)
+            assert 0.0 <= got.interval.lower <= got.interval.upper <= 1.0, got
+            assert got.outside == (got.interval.lower == got.interval.upper
+                                   and not got.unclipped.lower <= got.interval.lower
+                                   <= got.unclipped.upper)

@@ -152,7 +152,7 @@ def test_the_corrected_interval_holds_every_completion_of_the_audit_case() -> No
     more; the worst completion, passes on the 8 labelled cases and fails on the 24 others,
     40.7%."""
     y, f, fu = _audit_case()
-    corrected, _ = corrected_rate(_verdicts(y, f, fu), 0.95)
+    corrected, _, _ = corrected_rate(_verdicts(y, f, fu), 0.95)
     assert corrected is not None and corrected.missing == 32
     lo, hi = _every_count(y, f, fu)
     assert corrected.lower == pytest.approx(max(0.0, lo), abs=1e-12)
@@ -216,7 +216,7 @@ def test_the_decision_keeps_its_level_with_verdicts_missing_where_it_hurts(
         fu = [float(rng.random() < (0.9 if rng.random() < p else 0.2)) for _ in range(big_n)]
         hidden = [None if v == 1 and rng.random() < q else v for v in f]
         hidden_u = [None if v == 0 and rng.random() < q else v for v in fu]
-        corrected, _ = corrected_rate(_verdicts(y, hidden, hidden_u), 0.95)
+        corrected, _, _ = corrected_rate(_verdicts(y, hidden, hidden_u), 0.95)
         assert corrected is not None
         misses += corrected.lower > p
         old_misses += _old_hull(y, hidden, hidden_u) > p

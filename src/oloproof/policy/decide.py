@@ -32,6 +32,7 @@ from oloproof.policy.format import (
 )
 from oloproof.policy.judges import (
     CORRECTED_METHOD,
+    NEEDS_LABELS,
     AnyJudgeReport,
     Corrected,
     JudgeReport,
@@ -951,8 +952,9 @@ def _decide_corrected(
         return d
     corrected = report.corrected if isinstance(report, JudgeReport) else None
     if corrected is None:
+        reason = NEEDS_LABELS
         if isinstance(report, JudgeReport):
-            why = report.corrected_note
+            why, reason = report.corrected_note, report.corrected_reason
         elif report is not None:
             why = "estimates a pass rate, and this judge gives scores"
         else:
@@ -960,7 +962,7 @@ def _decide_corrected(
         direction, t = _threshold_of(rule)
         return Decision(
             rule=rule.id, metric=rule.metric, kind="interval_threshold", state=MANUAL,
-            reason="corrected_estimate_needs_labels",
+            reason=reason,
             detail=f"estimate: corrected {why}: label a random sample of cases",
             threshold=t, direction=direction, basis="corrected",
         )

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from oloproof.project.policies import JudgeValidation
     from oloproof.stats.agreement import Agreement, Proportion, ScoreAgreement
 
-__all__ = ["CORRECTED_METHOD", "AnyJudgeReport", "Corrected", "JudgeReport",
-           "ScoredJudgeReport", "corrected_rate", "judge_report", "validate"]
+__all__ = ["CORRECTED_METHOD", "NEEDS_LABELS", "OUT_OF_RANGE", "AnyJudgeReport", "Corrected",
+           "JudgeReport", "ScoredJudgeReport", "corrected_rate", "judge_report", "validate"]
 
 CORRECTED_METHOD = ("prediction-powered (Angelopoulos et al. 2023), lambda = 1, interval calibrated"
                     " for each side")
@@ -75,6 +75,7 @@ class JudgeReport:
     corrected: Corrected | None
     corrected_note: str
     drawn_uniformly: bool = False  # the labels' draw was recorded as uniform (oloproof label)
+    corrected_reason: str = "corrected_estimate_needs_labels"  # why corrected is None
 
     @property
     def assumption(self) -> str:
@@ -173,13 +174,22 @@ class ScoredJudgeReport:
 AnyJudgeReport = JudgeReport | ScoredJudgeReport
 
 
-def corrected_rate(lv: LabelledVerdicts, level: float) -> tuple[Corrected | None, str]:
-    """PPI++ on the run's cases, or None and why not.
+#: Why a rule on the corrected estimate is MANUAL_REVIEW: too few labels with a verdict, or
+#: an interval that holds no rate (the labels contradict the judge's other verdicts).
+NEEDS_LABELS = "corrected_estimate_needs_labels"
+OUT_OF_RANGE = "corrected_estimate_out_of_range"
+
+
+def corrected_rate(lv: LabelledVerdicts, level: float) -> tuple[Corrected | None, str, str]:
+    """PPI on the run's cases, or None, why not and the reason's code.
 
     Missing verdicts (the system or the judge failed) are bounded: the interval holds the
     interval of every completion of them with passes and fails
     (:func:`oloproof.stats.ppi.ppi_mean_bounds`, exact), and the one of the observed cases
-    alone; the estimate leaves them out.
+    alone; the estimate leaves them out. The interval is then cut to [0, 1], the estimate
+    too. When it lies wholly outside [0, 1] there is no corrected estimate
+    (:data:`OUT_OF_RANGE`): no rate is inside it, which says the labelled cases do not look
+    like a random subset (:func:`oloproof.stats.ppi.clip_rate`).
     """
     labelled = [(lv.verdicts.get(i), p) for i, p in lv.labels.items() if i in lv.verdicts]
     unlabelled = [v for i, v in lv.verdicts.items() if i not in lv.labels]
@@ -188,18 +198,31 @@ def corrected_rate(lv: LabelledVerdicts, level: float) -> tuple[Corrected | None
     seen_unl = [float(v) for v in unlabelled if v is not None]
     if len(seen_lab) < 2 or len(seen_unl) < 2:
         return None, (f"needs 2 labelled and 2 unlabelled cases with a verdict; the run has "
-                      f"{len(seen_lab)} and {len(seen_unl)}")
-    from oloproof.stats.ppi import ppi_mean, ppi_mean_bounds  # only for runs with labels
+                      f"{len(seen_lab)} and {len(seen_unl)}"), NEEDS_LABELS
+    from oloproof.stats.ppi import clip_rate, ppi_mean, ppi_mean_bounds  # runs with labels
 
     base = ppi_mean([p for _, p in seen_lab], [v for v, _ in seen_lab], seen_unl, level)
-    lower, upper = base.interval.lower, base.interval.upper
+    lower, upper = base.unclipped.lower, base.unclipped.upper
     if missing:
         iv = ppi_mean_bounds([float(p) for _, p in labelled],
                              [None if v is None else float(v) for v, _ in labelled],
                              [None if v is None else float(v) for v in unlabelled], level)
-        lower, upper = min(lower, max(0.0, iv.lower)), max(upper, min(1.0, iv.upper))
-    return Corrected(base.estimate, lower, upper, base.lam, len(seen_lab), len(seen_unl),
-                     missing, level), ""
+        lower, upper = min(lower, iv.lower), max(upper, iv.upper)
+    if lower > 1.0 or upper < 0.0:
+        side = "above 100%" if lower > 1.0 else "below 0%"
+        judged = sum(v for v, _ in seen_lab) / len(seen_lab)
+        others = sum(seen_unl) / len(seen_unl)
+        return None, (
+            f"is out of range: its {level_text(level)} PPI interval"
+            f" {interval_text(lower, upper, MetricKind.BINARY)} lies wholly {side}, where no"
+            f" rate lies: the judge passes {estimate_text(judged, MetricKind.BINARY)} of the"
+            f" {len(seen_lab)} labelled cases and {estimate_text(others, MetricKind.BINARY)}"
+            f" of the {len(seen_unl)} others, a difference a uniformly random choice of"
+            f" labelled cases makes unlikely; check how they were drawn"), OUT_OF_RANGE
+    iv = clip_rate(lower, upper)
+    estimate = min(iv.upper, max(iv.lower, base.estimate))
+    return Corrected(estimate, iv.lower, iv.upper, base.lam, len(seen_lab), len(seen_unl),
+                     missing, level), "", ""
 
 
 def judge_report(lv: LabelledVerdicts | LabelledScores, level: float) -> AnyJudgeReport:
@@ -221,11 +244,11 @@ def judge_report(lv: LabelledVerdicts | LabelledScores, level: float) -> AnyJudg
     both_pass, judge_only, person_only, both_fail, missing = lv.table()
     stats = agreement(both_pass, judge_only, person_only, both_fail, level)
     observed = [v for v in lv.verdicts.values() if v is not None]
-    corrected, note = corrected_rate(lv, level)
+    corrected, note, reason = corrected_rate(lv, level)
     return JudgeReport(
         lv.criterion, len(lv.labels), missing, lv.labels_elsewhere, stats,
         sum(observed) / len(observed) if observed else None, len(observed), corrected, note,
-        lv.drawn_uniformly,
+        lv.drawn_uniformly, reason or NEEDS_LABELS,
     )
 
 

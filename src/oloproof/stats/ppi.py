@@ -59,12 +59,15 @@ from oloproof._records import dataclass
 from oloproof.stats._special import t_ppf
 from oloproof.stats.intervals import Interval
 
-__all__ = ["CorrectedRate", "ppi_mean", "ppi_mean_bounds", "ppi_power_lambda"]
+__all__ = ["CorrectedRate", "clip_rate", "ppi_mean", "ppi_mean_bounds", "ppi_power_lambda"]
 
 
 @dataclass(frozen=True)
 class CorrectedRate:
-    """A prediction-powered estimate of a person's pass rate, and its interval."""
+    """A prediction-powered estimate of a person's pass rate, and its interval.
+
+    ``unclipped`` is the interval the method gives, ``interval`` the same cut to the rates
+    [0, 1] (:func:`clip_rate`); ``outside`` says that the unclipped one holds no rate."""
 
     estimate: float
     interval: Interval
@@ -72,6 +75,29 @@ class CorrectedRate:
     labelled: int
     unlabelled: int
     level: float
+    unclipped: Interval
+
+    @property
+    def outside(self) -> bool:
+        """The unclipped interval lies wholly above 1 or wholly below 0."""
+        return self.unclipped.lower > 1.0 or self.unclipped.upper < 0.0
+
+
+def clip_rate(lower: float, upper: float) -> Interval:
+    """The interval [lower, upper] cut to the rates [0, 1], never inverted.
+
+    Each end is moved into [0, 1]: an interval wholly above 1 (1.09 to 1.3) becomes the
+    point [1, 1], not [1.09, 1.0] as clipping each end on its own side gave (and one wholly
+    below 0, [0, 0]). The point covers the rate as often as the interval did (no rate lies
+    above 1), but it reads as a certainty the data do not give: an interval that holds no
+    rate says that the data contradict the assumptions it was built on, here that the
+    labelled cases are a uniformly random subset (the judge passed them far less, or far
+    more, often than the others). A caller that decides on it checks for that first
+    (:attr:`CorrectedRate.outside`).
+    """
+    if lower > upper:
+        raise ValueError("lower must not exceed upper")
+    return Interval(min(1.0, max(0.0, lower)), max(0.0, min(1.0, upper)))
 
 
 def _mean(xs: Sequence[float]) -> float:
@@ -109,8 +135,9 @@ def ppi_mean(
     small_sample: bool = True,
 ) -> CorrectedRate:
     """The prediction-powered estimate of the mean of ``labels``' population and its
-    two-sided interval at ``level``, clipped to [0, 1] (a rate). ``lam`` None: 1 with the
-    default small-sample interval, power-tuned (PPI++) with ``small_sample=False``.
+    two-sided interval at ``level``, clipped to [0, 1] (a rate; :func:`clip_rate`). ``lam``
+    None: 1 with the default small-sample interval, power-tuned (PPI++) with
+    ``small_sample=False``.
 
     ``labels[i]`` and ``judged[i]`` are the person's and the judge's verdicts (1 or 0) on
     the i-th labelled case; ``unlabelled`` the judge's on the other cases. Needs at least
@@ -142,8 +169,8 @@ def ppi_mean(
         se = math.sqrt(_var(imputed) / big_n + _var(rectifier) / n)
         z = NormalDist().inv_cdf(1 - (1 - level) / 2)
         lower, upper = estimate - z * se, estimate + z * se
-    interval = Interval(max(0.0, lower), min(1.0, upper))
-    return CorrectedRate(estimate, interval, lam, n, big_n, level)
+    return CorrectedRate(estimate, clip_rate(lower, upper), lam, n, big_n, level,
+                         Interval(lower, upper))
 
 
 def _low_padding(lam: float) -> list[float]:
