@@ -281,6 +281,34 @@ def test_each_project_runs_its_own_current_app_module(tmp_path: Path) -> None:
     assert edited.cache is not None and edited.cache["execution_misses"] == 3
 
 
+def test_each_project_runs_its_own_helper_modules(tmp_path: Path) -> None:
+    """Two projects whose app.py are the same and import helpers of the same names
+    (helpers.py, a package lib/, a namespace folder ns/) that differ: in one process (a
+    test session, a notebook) the second project ran the first one's helpers, stored
+    those results in its own cache under its own code's identity, and then `oloproof run`
+    in a new process allowed it from that cache."""
+    app = (
+        "from oloproof import system\nfrom helpers import LABEL\nfrom lib.words import WORD\n"
+        "from ns.more import MORE\n\n"
+        '@system(name="t", version="1")\ndef answer(case_input):\n'
+        '    return {"label": LABEL if LABEL == WORD == MORE else "mixed"}\n'
+    )
+    for name, label in (("a", "ok"), ("b", "no")):
+        write_project(tmp_path / name, app=app, cases=labelled_cases(6), release=RELEASE_FLOOR,
+                      system_extra="code_paths: [helpers.py, lib/, ns/]", extra_files={
+                          "helpers.py": f'LABEL = "{label}"\n',
+                          "lib/__init__.py": "", "lib/words.py": f'WORD = "{label}"\n',
+                          "ns/more.py": f'MORE = "{label}"\n',
+                      })
+    first = oloproof.run(tmp_path / "a")
+    assert first.metrics["exact_label"].passed == 6 and first.allowed
+    second = oloproof.run(tmp_path / "b")
+    assert {c.output["label"] for c in second.cases()} == {"no"}, "b ran a's helpers"
+    assert not second.allowed
+    again = oloproof.run(tmp_path / "a", use_cache=False)
+    assert again.metrics["exact_label"].passed == 6, "a ran b's helpers"
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

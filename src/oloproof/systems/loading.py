@@ -33,6 +33,8 @@ def import_callable(
     if root_s in sys.path:
         sys.path.remove(root_s)
     sys.path.insert(0, root_s)  # first: this project's module, not another's of that name
+    _forget_other_projects(root_s)
+    _ROOTS.add(root_s)
     _forget_if_stale(module_name, root_s)
     _drop_racy_bytecode(os.path.join(root_s, *module_name.split(".")))
     try:
@@ -77,6 +79,40 @@ def import_callable(
             accepted="a function",
         )
     return fn, module
+
+
+#: The project directories user code was imported from in this process.
+_ROOTS: set[str] = set()
+
+
+def _forget_other_projects(root: str) -> None:
+    """Drop the modules another project's code was imported with whose names ``root``
+    gives files of its own (``helpers``, ``lib.words``, a namespace folder).
+
+    A project's ``from helpers import ...`` would otherwise get the ``helpers`` of the
+    project run before it in this process (a test session, a notebook), already in
+    ``sys.modules``: the run would call that code, and store its results under this
+    project's identity, where a later ``oloproof run`` reads them from the cache."""
+    others = tuple(r.rstrip(os.sep) + os.sep for r in _ROOTS if r != root)
+    if not others:
+        return
+    gone = []
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None)
+        if not isinstance(where, str):  # a namespace package: where its folders are
+            where = next(iter(getattr(module, "__path__", None) or ()), None)
+        if not isinstance(where, str) or not where.startswith(others):
+            continue
+        top = os.path.join(root, name.split(".")[0])
+        if not (os.path.exists(top + ".py") or os.path.isdir(top)):
+            continue  # a name this project does not give: its import would not find it
+        own = os.path.join(root, *name.split("."))
+        if os.path.realpath(where) not in (own + ".py", own, os.path.join(own, "__init__.py")):
+            gone.append(name)
+    for name in gone:
+        sys.modules.pop(name, None)
+    if gone:
+        importlib.invalidate_caches()
 
 
 def _forget_if_stale(module_name: str, root: str) -> None:
