@@ -138,3 +138,41 @@ def test_no_rules_by_declaration_and_a_bad_policy(tmp_path: Path) -> None:
     assert "test_rules.py::test_bad[configuration] ERROR" in out, out
     assert f"{tmp_path / 'bad' / 'strict.yaml'}:3: rules[0].metric: unknown metric 'nope'" in out
     assert "Traceback" not in out
+
+
+def test_the_project_runs_its_own_helpers_not_the_test_suites(tmp_path: Path) -> None:
+    """The test suite has a tests/helpers.py of its own, imported by a test module before
+    the gate runs; the project's app.py does `from helpers import LABEL` from its own
+    helpers.py. The gate ran the test suite's helpers (which answer right) and passed, and
+    stored those results in the project's cache, so `oloproof run` then allowed the
+    project from the cache too (exit 0), where the project's own code fails."""
+    app = ('from oloproof import system\nfrom helpers import LABEL\n\n'
+           '@system(name="t", version="1")\ndef answer(case_input):\n'
+           '    return {"label": LABEL}\n')
+    bot = write_project(tmp_path / "bot", app=app, cases=labelled_cases(20),
+                        release="version: 1\nrules:\n  - {id: floor, metric: exact_label, min: 0.6}\n",
+                        system_extra="code_paths: [helpers.py]",
+                        extra_files={"helpers.py": 'LABEL = "no"\n'})
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "helpers.py").write_text('LABEL = "ok"\n')
+    (tests / "test_gate.py").write_text(textwrap.dedent("""
+        from helpers import LABEL
+
+        def test_helpers():
+            assert LABEL == "ok"
+
+        def test_bot(oloproof_run):
+            oloproof_run("../bot").assert_allowed()
+    """))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
+    )
+    assert "1 failed, 1 passed" in proc.stdout, proc.stdout
+    assert "floor (exact_label): FAIL [BLOCK]" in proc.stdout
+    cli = subprocess.run(
+        [sys.executable, "-m", "oloproof", "run"],
+        cwd=bot, capture_output=True, text=True, check=False, timeout=120,
+    )
+    assert cli.returncode == 1, cli.stdout + cli.stderr

@@ -33,8 +33,7 @@ def import_callable(
     if root_s in sys.path:
         sys.path.remove(root_s)
     sys.path.insert(0, root_s)  # first: this project's module, not another's of that name
-    _forget_other_projects(root_s)
-    _ROOTS.add(root_s)
+    _forget_shadowed(root_s)
     _forget_if_stale(module_name, root_s)
     _drop_racy_bytecode(os.path.join(root_s, *module_name.split(".")))
     try:
@@ -81,31 +80,44 @@ def import_callable(
     return fn, module
 
 
-#: The project directories user code was imported from in this process.
-_ROOTS: set[str] = set()
+def _forget_shadowed(root: str) -> None:
+    """Drop the loaded modules whose names ``root`` gives files of its own (``helpers``,
+    ``lib.words``) but that were imported from elsewhere: the ``helpers`` of the project
+    run before this one in this process, or of the test suite that calls the run.
 
-
-def _forget_other_projects(root: str) -> None:
-    """Drop the modules another project's code was imported with whose names ``root``
-    gives files of its own (``helpers``, ``lib.words``, a namespace folder).
-
-    A project's ``from helpers import ...`` would otherwise get the ``helpers`` of the
-    project run before it in this process (a test session, a notebook), already in
-    ``sys.modules``: the run would call that code, and store its results under this
-    project's identity, where a later ``oloproof run`` reads them from the cache."""
-    others = tuple(r.rstrip(os.sep) + os.sep for r in _ROOTS if r != root)
-    if not others:
+    ``oloproof run`` imports the system in a new process, where ``from helpers import ...``
+    finds the project's own file first; in a process that had imported another
+    ``helpers`` (a test session, a notebook) it would get that one, call its code and
+    store the results under this project's identity, where a later ``oloproof run`` reads
+    them from the cache. The Python installation's modules (the standard library,
+    site-packages) stay: they are loaded in that new process too, before the project's."""
+    try:
+        entries = os.listdir(root)
+    except OSError:
         return
+    tops = {n.removesuffix(".py") for n in entries} - {"oloproof", "__main__"}
+    names = [n for n in sys.modules if n.partition(".")[0] in tops]
+    if not names:
+        return
+    import site
+
+    installed = tuple(
+        d.rstrip(os.sep) + os.sep
+        for d in (os.path.dirname(os.__file__), *getattr(site, "getsitepackages", list)(),
+                  getattr(site, "getusersitepackages", str)())
+        if d
+    )
     gone = []
-    for name, module in list(sys.modules.items()):
+    for name in names:
+        module = sys.modules.get(name)
         where = getattr(module, "__file__", None)
         if not isinstance(where, str):  # a namespace package: where its folders are
             where = next(iter(getattr(module, "__path__", None) or ()), None)
-        if not isinstance(where, str) or not where.startswith(others):
+        if not isinstance(where, str) or where.startswith(installed):
             continue
-        top = os.path.join(root, name.split(".")[0])
-        if not (os.path.exists(top + ".py") or os.path.isdir(top)):
-            continue  # a name this project does not give: its import would not find it
+        top = os.path.join(root, name.partition(".")[0])
+        if not (os.path.isfile(top + ".py") or os.path.isdir(top)):
+            continue  # a name this project does not give (a data file, say)
         own = os.path.join(root, *name.split("."))
         if os.path.realpath(where) not in (own + ".py", own, os.path.join(own, "__init__.py")):
             gone.append(name)
