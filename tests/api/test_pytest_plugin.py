@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests.conftest import labelled_cases, write_project
+from tests.conftest import labelled_cases, run_cli, write_project
 
 APP = """
 from oloproof import system
@@ -171,8 +171,5 @@ def test_the_project_runs_its_own_helpers_not_the_test_suites(tmp_path: Path) ->
     )
     assert "1 failed, 1 passed" in proc.stdout, proc.stdout
     assert "floor (exact_label): FAIL [BLOCK]" in proc.stdout
-    cli = subprocess.run(
-        [sys.executable, "-m", "oloproof", "run"],
-        cwd=bot, capture_output=True, text=True, check=False, timeout=120,
-    )
-    assert cli.returncode == 1, cli.stdout + cli.stderr
+    cli = run_cli("run", cwd=bot)
+    assert cli.code == 1 and "Gate      BLOCK   exit code 1" in cli.out, cli.text
