@@ -116,6 +116,34 @@ def test_a_run_that_cannot_allow_fails_every_item(tmp_path: Path) -> None:
     assert "the run cannot allow a release: it is DECIDED/SUBSET" in proc.stdout
 
 
+def test_a_comparison_rule_that_blocks_fails_every_item(tmp_path: Path) -> None:
+    """A sequential run with a baseline (``baseline=`` in the marker) decides compare.yaml's
+    rules too, after the release rules. The release rule passed and its item passed, the
+    one item of the session, while `oloproof run --baseline` exited 3 on the comparison
+    rule, which no item stood for."""
+    from oloproof.api import run
+
+    bot = write_project(tmp_path / "bot", app=APP, cases=labelled_cases(100),
+                        release="version: 1\nrules:\n  - {id: floor, metric: exact_label, min: 0.5}\n")
+    (bot / "compare.yaml").write_text(
+        "version: 1\nrules:\n  - {id: label-better, kind: superiority, metric: exact_label}\n")
+    baseline = run(bot)
+    assert baseline.allowed
+    proc = _pytest(tmp_path, f"""
+        import pytest
+
+        @pytest.mark.oloproof("../bot", sequential=True, baseline="{baseline.run_id}")
+        def test_bot(oloproof_rule):
+            oloproof_rule.assert_allowed()
+    """)
+    out = proc.stdout
+    assert proc.returncode == 1 and "test_bot[floor] FAILED" in out, out
+    assert "the gate blocks for the run as a whole" in out
+    assert "label-better (exact_label): INSUFFICIENT_EVIDENCE [BLOCK]" in out
+    cli = run_cli("run", "--sequential", "--baseline", baseline.run_id, cwd=bot)
+    assert cli.code == 3 and "Gate      BLOCK   exit code 3" in cli.out, cli.text
+
+
 def test_no_rules_by_declaration_and_a_bad_policy(tmp_path: Path) -> None:
     write_project(tmp_path / "free", app=APP, cases=labelled_cases(20), policy="none")
     bad = write_project(tmp_path / "bad", app=APP, cases=labelled_cases(20), release=RULES)

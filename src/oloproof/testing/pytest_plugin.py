@@ -133,6 +133,15 @@ def _rule_ids(project: Path, policy: Path | None) -> list[str]:
     return ids or [GATE_ITEM]
 
 
+def _of_rule(decided: str, rule: str) -> bool:
+    """Whether a decision's rule id is ``rule``'s, or one of its groups' (``rule[lang=fr]``)."""
+    return decided == rule or decided.startswith(rule + "[")
+
+
+def _line(d: Decision) -> str:
+    return f"  {d.rule} ({d.metric}): {d.state} [{d.action}]: {d.detail}"
+
+
 class RuleOutcome:
     """One rule of a run, as the ``oloproof_rule`` fixture gives it to a test item.
 
@@ -142,25 +151,26 @@ class RuleOutcome:
     def __init__(self, rule: str, run: RunResult) -> None:
         self.rule = rule
         self.run = run
-        self.decisions: list[Decision] = [
-            d for d in run.decisions if d.rule == rule or d.rule.startswith(rule + "[")
-        ]
+        self.decisions: list[Decision] = [d for d in run.decisions if _of_rule(d.rule, rule)]
 
     def problems(self) -> list[str]:
         """Why this item may not pass (empty when it may)."""
         from oloproof.enums import Completeness, GateAction, RunStatus
 
         run = self.run
-        whole = [d for d in run.decisions if d.action == GateAction.BLOCK]
-        lines = [f"  {d.rule} ({d.metric}): {d.state} [{d.action}]: {d.detail}"
-                 for d in self.decisions if d.action == GateAction.BLOCK]
+        blocking = [d for d in run.decisions if d.action == GateAction.BLOCK]
+        # Only the release rules have items: a decision of another rule that blocks (a
+        # comparison rule of a run with a baseline) blocks the run as a whole.
+        whole = [d for d in blocking if any(_of_rule(d.rule, r) for r in run.rule_ids)]
+        lines = [_line(d) for d in self.decisions if d.action == GateAction.BLOCK]
         if run.status != RunStatus.DECIDED or run.completeness not in (
             Completeness.COMPLETE, Completeness.SEQUENTIAL
         ):
             lines.insert(0, "  the run cannot allow a release: "
                          + (run.stop_reason or f"it is {run.status}/{run.completeness}"))
         elif not run.allowed and not whole:
-            lines.insert(0, f"  the gate blocks for the run as a whole: {run.notice or ''}".rstrip())
+            lines[:0] = [f"  the gate blocks for the run as a whole: {run.notice or ''}".rstrip(),
+                         *(_line(d) for d in blocking if d not in self.decisions)]
         elif self.rule == GATE_ITEM and not self.decisions and not run.allowed:
             lines.insert(0, "  the gate blocks")
         return lines
