@@ -259,6 +259,10 @@ def test_subsets_are_stored_as_such_and_never_allow(project_dir: Path) -> None:
         ({"limit": 0}, "1 or more"),
         ({"sample": True}, "needs its size"),
         ({"seed": 3, "limit": 2}, "applies to a random sample only"),
+        ({"seed": 3}, "applies to a random sample only"),
+        ({"limit": 2.5}, "a whole number of cases"),
+        ({"limit": "3"}, "a whole number of cases"),
+        ({"limit": 2, "sample": True, "seed": 1.5}, "seed: expected a whole number"),
     ],
 )
 def test_bad_subsets_are_usage_errors(project_dir: Path, kwargs: dict[str, Any], message: str) -> None:

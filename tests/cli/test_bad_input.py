@@ -221,6 +221,8 @@ def test_a_file_that_is_not_a_store_is_refused(good_project: Path, tmp_path: Pat
         (["inspect", "latest", "--case", "nope"], "no case 'nope'"),
         (["init", "--example", "nope"], "unknown example 'nope'"),
         (["run", "--policy", "missing.yaml"], "missing.yaml"),
+        # --seed chooses a random sample: alone it ran the whole suite and could allow.
+        (["run", "--seed", "3"], "seed: applies to a random sample only"),
     ],
 )
 def test_bad_command_arguments(good_project: Path, args: list[str], expected: str) -> None:

@@ -142,7 +142,7 @@ def load(
 
         seed = random.SystemRandom().randrange(2**31)
     spec = None
-    if limit is not None or sample or cases or where or shard is not None:
+    if limit is not None or sample or seed is not None or cases or where or shard is not None:
         # The subset options' module, imported where they are handled (docs/design-notes.md).
         from oloproof.api._subset import SubsetSpec
 

@@ -118,8 +118,12 @@ class SubsetSpec:
     where: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 1):
+        if self.limit is not None and (
+            isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1
+        ):
             raise UsageError(f"limit: expected a whole number of cases, 1 or more, got {self.limit!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+            raise UsageError(f"seed: expected a whole number, got {self.seed!r}")
         if self.sample and self.limit is None:
             raise UsageError("sample: a random sample needs its size: pass limit=N (--limit N)")
         if self.seed is not None and not self.sample:
