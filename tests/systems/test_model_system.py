@@ -373,6 +373,15 @@ def test_a_matrix_runs_each_variant_and_decides_comparisons_under_holm(
     assert shown.code == 0 and json.loads(shown.out) == result.to_json()
 
 
+def test_variants_as_one_name(tmp_path: Path, server: FakeServer, key: str) -> None:
+    """``variants="stepwise/large"`` is that variant, as ``cases="c1"`` is that case: it
+    was read letter by letter and refused as "no variant 's'"."""
+    root = _project(tmp_path, server.openai_base_url, matrix=MATRIX, cases=_cases(6),
+                    extra={"prompts/stepwise.md": STEPWISE})
+    result = oloproof.run(root, matrix=True, variants="stepwise/large")
+    assert result.names == ["answer/small", "stepwise/large"]
+
+
 def test_variants_share_the_judge_cache_where_their_outputs_agree(
     tmp_path: Path, server: FakeServer, key: str
 ) -> None:

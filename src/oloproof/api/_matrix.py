@@ -121,6 +121,8 @@ def load_matrix(
     names = matrix.names()
     baseline = matrix.baseline_name()
     chosen = names
+    if isinstance(variants, str):
+        variants = [variants]  # one name, as cases= and where= take one
     if variants:
         unknown = [v for v in variants if v not in names]
         if unknown:
