@@ -538,6 +538,23 @@ def test_a_base_url_with_credentials_is_stored_without_them(
     assert "user" not in result.variant("b").overrides["base_url"]
 
 
+def test_a_variant_that_did_not_finish_is_named_on_the_exit_line(
+    tmp_path: Path, server: FakeServer, key: str
+) -> None:
+    """The baseline allows and a variant's endpoint is down: the matrix exits 5, and the
+    line above the gate said "The matrix exits on the baseline's gate: ... ALLOW (exit 0)"
+    right over "Gate BLOCK exit code 5"."""
+    matrix = ("matrix:\n  variants:\n    - {name: here}\n"
+              "    - {name: gone, base_url: 'http://127.0.0.1:9/v1'}\n")
+    root = _project(tmp_path, server.openai_base_url, matrix=matrix, cases=_cases(30),
+                    release="version: 1\nrules:\n  - {id: floor, metric: correct, min: 0.5}\n")
+    done = run_cli("run", "--matrix", cwd=root, env={"MODEL_TEST_KEY": KEY})
+    assert done.code == 5, done.text
+    assert ("The baseline here allows (exit 0), but the run of gone did not finish: the"
+            " matrix is incomplete (exit 5).") in " ".join(done.out.split()), done.out
+    assert "exits on the baseline's gate" not in done.out
+
+
 def test_a_signal_stops_the_matrix_and_what_finished_is_stored(
     tmp_path: Path, key: str
 ) -> None:

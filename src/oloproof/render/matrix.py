@@ -147,9 +147,23 @@ def matrix_report(doc: dict[str, Any], *, config_arg: str | None = None) -> Bloc
                 f" {doc['matrix_id']}{extra}"
             ))
     base = next((v for v in doc["variants"] if v.get("baseline")), None)
-    if base is not None:
+    code = int(doc["exit_code"])
+    if base is not None and base["exit_code"] != code:
+        # The baseline's gate is not the exit code: a variant did not finish (exit 5).
+        unfinished = [v["name"] for v in doc["variants"]
+                      if not v.get("baseline") and v.get("state") == "RUN_ERROR/PARTIAL"]
+        why = (f"the run of {', '.join(unfinished)} did not finish" if unfinished
+               else "the matrix stopped before every variant ran")
+        parts.append(line(f"The baseline {base['name']} {_gate_verb(base['gate'])} (exit"
+                          f" {base['exit_code']}), but {why}: the matrix is incomplete"
+                          f" (exit {code})."))
+    elif base is not None:
         parts.append(line(f"The matrix exits on the baseline's gate: {base['name']}"
                           f" {base['gate']} (exit {base['exit_code']})."))
-    gate = "ALLOW" if int(doc["exit_code"]) == 0 else "BLOCK"
-    parts.append(gate_line(gate, int(doc["exit_code"])))
+    gate = "ALLOW" if code == 0 else "BLOCK"
+    parts.append(gate_line(gate, code))
     return Blocks(parts)
+
+
+def _gate_verb(gate: str) -> str:
+    return {"ALLOW": "allows", "WARN": "allows with a warning"}.get(gate, "blocks")
