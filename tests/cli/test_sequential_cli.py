@@ -240,6 +240,23 @@ def test_what_cannot_run_sequentially_is_refused_with_one_line(
     assert not (root / ".oloproof" / "store.sqlite").exists() or _stored(root) == 0
 
 
+def test_a_subset_of_a_project_sequential_by_its_file_is_refused_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    """``sequential:`` in oloproof.yaml and ``run --limit 5``: the refusal said "--sequential
+    cannot be combined with ...", an option the user had not written."""
+    cases = [{"id": f"q{i}", "input": {"n": i}, "expected": {"label": "ok"}} for i in range(12)]
+    root = write_project(tmp_path / "p", app=APP, cases=cases)
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text() + "sequential:\n  seed: 0\n")
+    done = run_cli("run", "--limit", "5", cwd=root)
+    assert done.code == 2, done.text
+    assert done.err.startswith(
+        "oloproof run: error: oloproof.yaml: sequential: this project is decided sequentially,"
+        " which cannot be combined with --shard, --limit, --sample, --case or --where"), done.err
+    assert "sequential: false" in done.err and "--sequential cannot" not in done.err
+
+
 @pytest.mark.parametrize(("turned_on", "args", "off"), [
     ("sequential: true\n", (), "turn sequential decisions off (sequential: false in oloproof.yaml)"),
     ("", ("--sequential",), "run without --sequential"),

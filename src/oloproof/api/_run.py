@@ -188,11 +188,17 @@ def load(
         raise UsageError(f"sequential must be True or False, got {sequential!r}")
     if sequential if sequential is not None else prepared.project.config.sequential is not None:
         if subset is not None:
-            raise UsageError(
-                "--sequential cannot be combined with --shard, --limit, --sample, --case or"
-                " --where: a sequential run chooses how many cases it needs, in an order of"
-                " its own, from the whole suite (docs/sequential-decisions.md)"
-            )
+            why = (" cannot be combined with --shard, --limit, --sample, --case or --where: a"
+                   " sequential run chooses how many cases it needs, in an order of its own,"
+                   " from the whole suite")
+            if sequential is None:  # turned on by oloproof.yaml, not by the command
+                shown = prepared.project.display
+                raise UsageError(
+                    f"{shown}: sequential: this project is decided sequentially, which{why};"
+                    f" to run part of the suite, set sequential: false in {shown}"
+                    " (docs/sequential-decisions.md)"
+                )
+            raise UsageError(f"--sequential{why} (docs/sequential-decisions.md)")
         from oloproof.runner.sequential import make_sequential
 
         make_sequential(prepared, baseline=baseline,
