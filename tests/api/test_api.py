@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import sqlite3
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -311,6 +312,12 @@ def test_each_project_runs_its_own_helper_modules(tmp_path: Path) -> None:
     assert not second.allowed
     again = oloproof.run(tmp_path / "a", use_cache=False)
     assert again.metrics["exact_label"].passed == 6, "a ran b's helpers"
+    # A project without those helpers cannot import them, as in a new process: a's folder
+    # is no longer on sys.path and its modules are forgotten.
+    write_project(tmp_path / "c", app=app, cases=labelled_cases(6), release=RELEASE_FLOOR)
+    with pytest.raises(oloproof.ConfigError, match="No module named 'helpers'"):
+        oloproof.run(tmp_path / "c")
+    assert str(tmp_path / "a") not in sys.path
 
 
 @pytest.mark.parametrize(

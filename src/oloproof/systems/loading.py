@@ -32,8 +32,14 @@ def import_callable(
     root_s = os.path.realpath(root)
     if root_s in sys.path:
         sys.path.remove(root_s)
+    elif root_s not in _INSERTED:
+        _INSERTED.append(root_s)  # not the process's own entry: ours to take out again
+    others = [r for r in _INSERTED if r != root_s]
+    for other in others:  # another project's folder, put there by an earlier run
+        while other in sys.path:
+            sys.path.remove(other)
     sys.path.insert(0, root_s)  # first: this project's module, not another's of that name
-    _forget_shadowed(root_s)
+    _forget_shadowed(root_s, others)
     _forget_if_stale(module_name, root_s)
     _drop_racy_bytecode(os.path.join(root_s, *module_name.split(".")))
     try:
@@ -80,23 +86,32 @@ def import_callable(
     return fn, module
 
 
-def _forget_shadowed(root: str) -> None:
+#: The project directories put on ``sys.path`` by :func:`import_callable` (not there before).
+_INSERTED: list[str] = []
+
+
+def _forget_shadowed(root: str, others: list[str]) -> None:
     """Drop the loaded modules whose names ``root`` gives files of its own (``helpers``,
     ``lib.words``) but that were imported from elsewhere: the ``helpers`` of the project
-    run before this one in this process, or of the test suite that calls the run.
+    run before this one in this process, or of the test suite that calls the run; and every
+    module imported from ``others``, the folders of projects run before (taken off
+    ``sys.path``).
 
     ``oloproof run`` imports the system in a new process, where ``from helpers import ...``
-    finds the project's own file first; in a process that had imported another
-    ``helpers`` (a test session, a notebook) it would get that one, call its code and
-    store the results under this project's identity, where a later ``oloproof run`` reads
-    them from the cache. The Python installation's modules (the standard library,
-    site-packages) stay: they are loaded in that new process too, before the project's."""
+    finds the project's own file first, and no other project's; in a process that had
+    imported another ``helpers`` (a test session, a notebook) it would get that one, call
+    its code and store the results under this project's identity, where a later ``oloproof
+    run`` reads them from the cache. The Python installation's modules (the standard
+    library, site-packages) stay: they are loaded in that new process too, before the
+    project's."""
     try:
         entries = os.listdir(root)
     except OSError:
-        return
+        entries = []
     tops = {n.removesuffix(".py") for n in entries} - {"oloproof", "__main__"}
-    names = [n for n in sys.modules if n.partition(".")[0] in tops]
+    before = tuple(o.rstrip(os.sep) + os.sep for o in others)
+    names = [n for n, m in list(sys.modules.items())
+             if n.partition(".")[0] in tops or (before and _where(m).startswith(before))]
     if not names:
         return
     import site
@@ -109,14 +124,11 @@ def _forget_shadowed(root: str) -> None:
     )
     gone = []
     for name in names:
-        module = sys.modules.get(name)
-        where = getattr(module, "__file__", None)
-        if not isinstance(where, str):  # a namespace package: where its folders are
-            where = next(iter(getattr(module, "__path__", None) or ()), None)
-        if not isinstance(where, str) or where.startswith(installed):
+        where = _where(sys.modules.get(name))
+        if not where or where.startswith(installed):
             continue
         top = os.path.join(root, name.partition(".")[0])
-        if not (os.path.isfile(top + ".py") or os.path.isdir(top)):
+        if not (where.startswith(before) or os.path.isfile(top + ".py") or os.path.isdir(top)):
             continue  # a name this project does not give (a data file, say)
         own = os.path.join(root, *name.split("."))
         if os.path.realpath(where) not in (own + ".py", own, os.path.join(own, "__init__.py")):
@@ -125,6 +137,17 @@ def _forget_shadowed(root: str) -> None:
         sys.modules.pop(name, None)
     if gone:
         importlib.invalidate_caches()
+
+
+def _where(module: object) -> str:
+    """A loaded module's file, or a namespace package's first folder ("" for neither)."""
+    try:
+        where = getattr(module, "__file__", None)
+        if not isinstance(where, str):
+            where = next(iter(getattr(module, "__path__", None) or ()), None)
+    except Exception:  # noqa: BLE001 - a module object whose attributes raise is nobody's
+        return ""
+    return where if isinstance(where, str) else ""
 
 
 def _forget_if_stale(module_name: str, root: str) -> None:
