@@ -356,6 +356,7 @@ class LabelledScores:
     labels: dict[str, float]
     labels_elsewhere: int = 0
     drawn_uniformly: bool = False
+    labels_stale: int = 0  # cases labelled on another output than the run's: not used
 
     def pairs(self) -> tuple[list[float], list[float], int]:
         """``(judge scores, person scores, judge_missing)`` on the labelled cases, pairs in
@@ -379,7 +380,8 @@ class LabelledVerdicts:
 
     ``verdicts``: case id -> the judge's pass (True/False) or None (missing: the system
     or the judge failed). ``labels``: case id -> the person's pass, for the run's cases
-    only; ``labels_elsewhere`` counts labels on ids the run does not hold.
+    only; ``labels_elsewhere`` counts labels on ids the run does not hold, ``labels_stale``
+    the run's cases whose labels are about another output (the person saw another one).
     """
 
     criterion: str
@@ -387,6 +389,7 @@ class LabelledVerdicts:
     labels: dict[str, bool]
     labels_elsewhere: int = 0
     drawn_uniformly: bool = False  # every label chosen by a uniform draw (oloproof label)
+    labels_stale: int = 0  # cases labelled on another output than the run's: not used
 
     def table(self) -> tuple[int, int, int, int, int]:
         """``(both_pass, judge_only, person_only, both_fail, judge_missing)`` on the

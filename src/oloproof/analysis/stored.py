@@ -21,6 +21,7 @@ from oloproof.store.reader import (
     CriterionEvidence,
     RunRecord,
     get_run,
+    load_cases,
     load_evidence,
     load_run_labels,
     load_scores,
@@ -117,11 +118,22 @@ def stored_labels(conn: Connection, run: RunRecord) -> Labels | None:
         ) from None
 
 
+def _seen_of(conn: Connection, run: RunRecord, ids: set[str]) -> dict[str, str]:
+    """Case id -> the digest of what a person labelling it would see in ``run`` (its
+    input, expected value and output), for ``ids``."""
+    if not ids:
+        return {}
+    from oloproof.project.labels import seen_digest  # a run with labels only
+
+    return {case.case_id: seen_digest(case.input, case.expected, case.output)
+            for case in load_cases(conn, run.id, case_ids=sorted(ids))}
+
+
 def labelled_verdicts(
     conn: Connection, run: RunRecord, labels: Labels | None
 ) -> dict[str, LabelledVerdicts | LabelledScores]:
     """Per judge criterion with labels, the run's verdicts (or a scored judge's scores)
-    beside them."""
+    beside them. A label about another output than the run's (``seen``) is not used."""
     if labels is None:
         return {}
     binary = {m.get("criterion") for m in run.metrics if m.get("kind") == MetricKind.BINARY}
@@ -133,21 +145,24 @@ def labelled_verdicts(
     for criterion in dict.fromkeys(lab.criterion for lab in labels.labels):
         if criterion in scored:
             scores = load_scores(conn, run, criterion)
-            given = labels.scores_for(criterion)
-            kept = {i: s for i, s in given.items() if i in scores}
+            mine = labels.for_run(criterion, scores, _seen_of(
+                conn, run, labels.seen_ids(criterion) & scores.keys()))
             low, high = scored[criterion]
             out[criterion] = LabelledScores(
-                criterion, (float(low), float(high)), scores, kept, len(given) - len(kept),
-                labels.drawn_uniformly(criterion),
+                criterion, (float(low), float(high)), scores,
+                {i: float(lab.score) for i, lab in mine.applied.items() if lab.score is not None},
+                mine.elsewhere, mine.drawn_uniformly, mine.stale,
             )
             continue
         if criterion not in binary:
             continue
         verdicts = load_verdicts(conn, run, criterion)
-        mine = labels.for_criterion(criterion)
-        held = {i: p for i, p in mine.items() if i in verdicts}
+        mine = labels.for_run(criterion, verdicts, _seen_of(
+            conn, run, labels.seen_ids(criterion) & verdicts.keys()))
         out[criterion] = LabelledVerdicts(
-            criterion, verdicts, held, len(mine) - len(held), labels.drawn_uniformly(criterion)
+            criterion, verdicts,
+            {i: lab.passed for i, lab in mine.applied.items() if lab.passed is not None},
+            mine.elsewhere, mine.drawn_uniformly, mine.stale,
         )
     return out
 

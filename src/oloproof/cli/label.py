@@ -9,7 +9,10 @@ The sample is drawn uniformly at random (``random.Random(seed).sample``) from th
 cases that have an output and no label yet for the criterion, sorted by id first so that a
 seed reproduces a draw. ``--seed`` fixes it; without one a seed is chosen and printed. Every
 label written records the draw (``"sample": "uniform seed=… n=… pool=… run=…"``), which is
-what lets the corrected estimate say its assumption was checked.
+what lets the corrected estimate say its assumption was checked, and what the person saw
+(``"seen"``: the digest of the input, expected value and output), so that a run whose
+output for the case differs does not use the label. A case whose labels are all about
+another output is drawn again.
 
 Answers: ``y``/``pass``, ``n``/``fail``, ``s``/``skip`` (nothing written), ``q``/``quit``.
 For a scored judge's criterion (``scale: [low, high]``) the answer is a whole number on the
@@ -31,7 +34,7 @@ from oloproof.cli._common import project_root, read_project_store
 from oloproof.enums import CaseStatus, JudgmentStatus
 from oloproof.errors import UsageError
 from oloproof.project import load_project
-from oloproof.project.labels import UNIFORM, load_labels, scales_of_run
+from oloproof.project.labels import UNIFORM, load_labels, scales_of_run, seen_digest
 from oloproof.store.reader import CaseRow, get_run, load_cases
 from oloproof.textsafe import printable
 
@@ -142,10 +145,15 @@ def command(args: argparse.Namespace) -> int:
     if not path.parent.is_dir():
         raise UsageError(f"{shown}: the folder {path.parent} does not exist")
     existing = load_labels(path, shown, scales) if path.exists() else None
-    done = existing.labelled(args.criterion) if existing else set()
     scale = scales[args.criterion]
 
     cases = load_cases(conn, run.id)
+    # A case is done when a label of it applies to this run: one about another output
+    # (the system or the case changed since) does not, and the case may be drawn again.
+    done = set(existing.for_run(
+        args.criterion, {c.case_id for c in cases},
+        {c.case_id: seen_digest(c.input, c.expected, c.output) for c in cases},
+    ).applied) if existing else set()
     pool = sorted(
         (c for c in cases if c.status == CaseStatus.OK and c.case_id not in done),
         key=lambda c: c.case_id,
@@ -191,6 +199,7 @@ def command(args: argparse.Namespace) -> int:
         if args.labeler:
             label["labeler"] = args.labeler
         label["sample"] = sample
+        label["seen"] = seen_digest(case.input, case.expected, case.output)
         _append(path, json.dumps(label, ensure_ascii=False))
         written += 1
         sys.stdout.write(f"the judge said: {_judge_said(judgment, scale, answer)}\n")

@@ -53,6 +53,16 @@ class Corrected:
     level: float
 
 
+def stale_note(stale: int) -> str:
+    """Why labels the run's cases carry are not used, in words ("" when none is stale)."""
+    if not stale:
+        return ""
+    return (f" ({stale} labelled case{'' if stale == 1 else 's'} of this run"
+            f" {'was' if stale == 1 else 'were'} labelled on another output: the system or"
+            " the case changed since, and a person's verdict on one output is not one on"
+            " another; label this run's outputs)")
+
+
 def _assumption(drawn_uniformly: bool) -> str:
     if drawn_uniformly:
         return ("checked: every label was drawn uniformly at random from the run's"
@@ -76,6 +86,7 @@ class JudgeReport:
     corrected_note: str
     drawn_uniformly: bool = False  # the labels' draw was recorded as uniform (oloproof label)
     corrected_reason: str = "corrected_estimate_needs_labels"  # why corrected is None
+    labels_stale: int = 0  # the run's cases labelled on another output: not used
 
     @property
     def assumption(self) -> str:
@@ -102,6 +113,7 @@ class JudgeReport:
         return {
             "criterion": self.criterion, "labels": self.labels,
             "judge_missing": self.judge_missing, "labels_elsewhere": self.labels_elsewhere,
+            "labels_on_another_output": self.labels_stale,
             "confidence_level": a.level,
             "confusion": {"judge_pass_person_pass": a.both_pass,
                           "judge_pass_person_fail": a.judge_only,
@@ -137,6 +149,7 @@ class ScoredJudgeReport:
     raw_estimate: float | None  # the judge's mean score over the run's observed cases
     raw_observed: int
     drawn_uniformly: bool = False
+    labels_stale: int = 0  # the run's cases labelled on another output: not used
 
     @property
     def n(self) -> int:
@@ -160,6 +173,7 @@ class ScoredJudgeReport:
             "criterion": self.criterion,
             "scale": [int(x) if x == int(x) else x for x in a.scale], "labels": self.labels,
             "judge_missing": self.judge_missing, "labels_elsewhere": self.labels_elsewhere,
+            "labels_on_another_output": self.labels_stale,
             "confidence_level": a.level, "pairs": a.n, "exact": a.exact,
             "judge_mean": a.judge_mean, "person_mean": a.person_mean, "mean_diff": a.mean_diff,
             "mean_abs_diff": bounds(a.mean_abs_diff, a.mean_abs_diff_interval,
@@ -237,7 +251,7 @@ def judge_report(lv: LabelledVerdicts | LabelledScores, level: float) -> AnyJudg
             lv.criterion, len(lv.labels), missing, lv.labels_elsewhere,
             score_agreement(judge, person, lv.scale, level),
             mean_and_sd(observed_scores)[0],
-            len(observed_scores), lv.drawn_uniformly,
+            len(observed_scores), lv.drawn_uniformly, lv.labels_stale,
         )
     from oloproof.stats.agreement import agreement  # only for runs with human labels
 
@@ -245,10 +259,11 @@ def judge_report(lv: LabelledVerdicts | LabelledScores, level: float) -> AnyJudg
     stats = agreement(both_pass, judge_only, person_only, both_fail, level)
     observed = [v for v in lv.verdicts.values() if v is not None]
     corrected, note, reason = corrected_rate(lv, level)
+    note += stale_note(lv.labels_stale) if note else ""
     return JudgeReport(
         lv.criterion, len(lv.labels), missing, lv.labels_elsewhere, stats,
         sum(observed) / len(observed) if observed else None, len(observed), corrected, note,
-        lv.drawn_uniformly, reason or NEEDS_LABELS,
+        lv.drawn_uniformly, reason or NEEDS_LABELS, lv.labels_stale,
     )
 
 
@@ -437,8 +452,8 @@ def validate(
     if n < need:
         what = "labelled cases with a score" if scored else "labelled cases with a verdict"
         return ("judge_labels_too_few",
-                (f"{n} {what}; judge_validation needs {need}: label {need - n} more"
-                 + (f"; {outlook}" if outlook else "")))
+                (f"{n} {what}{stale_note(report.labels_stale)}; judge_validation needs"
+                 f" {need}: label {need - n} more" + (f"; {outlook}" if outlook else "")))
     failing = [c for c in checks if c.state != "shown"]
     if not failing:
         return None

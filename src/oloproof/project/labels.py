@@ -13,11 +13,18 @@ object with these keys, and no others:
 - ``sample``: optional; how the case was chosen for labelling. ``oloproof label`` writes
   ``uniform seed=S n=N pool=P run=RUN`` (a uniform random draw from the run's unlabelled
   cases), which is what the corrected estimate assumes; labels without it (written by
-  hand, or chosen by a person) leave that assumption unchecked.
+  hand, or chosen by a person) leave that assumption unchecked;
+- ``seen``: optional; ``sha256:`` + 64 hex digits, the digest of what the person was
+  shown (:func:`seen_digest` of the case's input, expected value and output).
+  ``oloproof label`` writes it. A label whose ``seen`` differs from the digest of a run's
+  case is about another output (the system, or the case, changed since) and is not used
+  for that run: a person's verdict on one output says nothing of the judge's verdict on
+  another. A label without it applies to whatever the case's output is.
 
 Blank lines are skipped. One label per case and criterion: a second one is an error
 naming both lines (two people disagreeing is worth knowing, but which one the judge
-is measured against must be chosen by a person). Labels on ids the suite does not hold
+is measured against must be chosen by a person), unless both carry ``seen`` and the two
+differ (labels of two outputs of the case). Labels on ids the suite does not hold
 are kept, and counted apart when a run is measured.
 
 **Labels digest.** ``sha256:`` + the hex SHA-256 of the canonical JSON of the list of
@@ -29,6 +36,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
@@ -41,11 +49,12 @@ from oloproof.project._words import closest
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["LABEL_KEYS", "MAX_LABELS_BYTES", "Label", "Labels", "labels_from_json",
-           "load_labels", "scales_of_run"]
+__all__ = ["LABEL_KEYS", "MAX_LABELS_BYTES", "Label", "Labels", "RunLabels", "labels_from_json",
+           "load_labels", "scales_of_run", "seen_digest"]
 
-LABEL_KEYS = ("id", "criterion", "pass", "score", "labeler", "note", "sample")
+LABEL_KEYS = ("id", "criterion", "pass", "score", "labeler", "note", "sample", "seen")
 UNIFORM = "uniform "
+_SEEN = re.compile(r"sha256:[0-9a-f]{64}")
 MAX_LABELS_BYTES = 256 * 1024 * 1024
 
 
@@ -61,6 +70,7 @@ class Label:
     note: str | None = None
     sample: str | None = None
     score: int | None = None
+    seen: str | None = None  # the digest of the input, expected value and output shown
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "criterion": self.criterion}
@@ -74,7 +84,31 @@ class Label:
             data["note"] = self.note
         if self.sample is not None:
             data["sample"] = self.sample
+        if self.seen is not None:
+            data["seen"] = self.seen
         return data
+
+
+def seen_digest(case_input: Any, expected: Any, output: Any) -> str:
+    """The digest of what a person labelling a case is shown: its input, expected value
+    and output (``sha256:`` of their canonical JSON)."""
+    return digest({"input": case_input, "expected": expected, "output": output})
+
+
+@dataclass(frozen=True)
+class RunLabels:
+    """The labels of one criterion that apply to a run's cases.
+
+    ``applied``: case id -> its label, for the run's cases whose label is about the output
+    the run holds (or says nothing of it); ``elsewhere``: case ids labelled that the run
+    does not hold; ``stale``: the run's cases whose every label is about another output;
+    ``drawn_uniformly``: every applied label records a uniform draw.
+    """
+
+    applied: dict[str, Label]
+    elsewhere: int
+    stale: int
+    drawn_uniformly: bool
 
 
 @dataclass(frozen=True)
@@ -99,11 +133,31 @@ class Labels:
         """The case ids with a label (of either kind) for ``criterion``."""
         return {lab.id for lab in self.labels if lab.criterion == criterion}
 
-    def drawn_uniformly(self, criterion: str) -> bool:
-        """Whether every label of ``criterion`` was chosen by a uniform random draw
-        (``oloproof label``), the corrected estimate's assumption."""
-        mine = [lab for lab in self.labels if lab.criterion == criterion]
-        return bool(mine) and all((lab.sample or "").startswith(UNIFORM) for lab in mine)
+    def seen_ids(self, criterion: str) -> set[str]:
+        """The case ids with a label of ``criterion`` that records what was seen."""
+        return {lab.id for lab in self.labels if lab.criterion == criterion and lab.seen}
+
+    def for_run(self, criterion: str, run_ids: Collection[str],
+                seen_of: Mapping[str, str]) -> RunLabels:
+        """The labels of ``criterion`` that apply to a run holding ``run_ids``, whose cases'
+        :func:`seen_digest` are ``seen_of`` (needed for the ids of :meth:`seen_ids`)."""
+        applied: dict[str, Label] = {}
+        elsewhere: set[str] = set()
+        other: set[str] = set()
+        for lab in self.labels:
+            if lab.criterion != criterion:
+                continue
+            if lab.id not in run_ids:
+                elsewhere.add(lab.id)
+            elif lab.seen is None or lab.seen == seen_of.get(lab.id):
+                applied[lab.id] = lab
+            else:
+                other.add(lab.id)
+        chosen = list(applied.values())
+        return RunLabels(
+            applied, len(elsewhere), len(other - set(applied)),
+            bool(chosen) and all((lab.sample or "").startswith(UNIFORM) for lab in chosen),
+        )
 
 
 def _digest(labels: list[Label]) -> str:
@@ -116,7 +170,7 @@ def labels_from_json(items: list[dict[str, Any]], path: str) -> Labels:
         Label(str(i["id"]), str(i["criterion"]),
               None if "score" in i else bool(i["pass"]), i.get("labeler"),
               i.get("note"), i.get("sample"),
-              int(i["score"]) if "score" in i else None)
+              int(i["score"]) if "score" in i else None, i.get("seen"))
         for i in items
     ]
     return Labels(tuple(labels), _digest(labels), path)
@@ -175,7 +229,7 @@ def load_labels(path: str | os.PathLike[str], display: str, judges: Collection[s
     )
     data = read_bytes(path, display, MAX_LABELS_BYTES, what="labels file")
     labels: list[Label] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str], list[tuple[str | None, int]]] = {}
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
@@ -253,10 +307,19 @@ def load_labels(path: str | os.PathLike[str], display: str, judges: Collection[s
         for key in ("labeler", "note", "sample"):
             if key in item and item[key] is not None and not isinstance(item[key], str):
                 raise bad(f"expected a string, got {json.dumps(item[key])}", field=key)
-        first = seen.setdefault((case_id, criterion), number)
-        if first != number:
-            raise bad(f"a second label for case '{case_id}' and criterion '{criterion}' (the "
-                      f"first is on line {first}); keep one", field="id")
+        saw = item.get("seen")
+        if saw is not None and (not isinstance(saw, str) or not _SEEN.fullmatch(saw)):
+            raise bad(f"expected a digest, got {json.dumps(saw)}", field="seen",
+                      accepted="sha256: and 64 lower-case hex digits, as oloproof label"
+                      " writes it")
+        earlier = seen.setdefault((case_id, criterion), [])
+        clash = next(((other, line) for other, line in earlier
+                      if other is None or saw is None or other == saw), None)
+        if clash is not None:
+            same = " of the same output" if clash[0] is not None and saw is not None else ""
+            raise bad(f"a second label{same} for case '{case_id}' and criterion '{criterion}'"
+                      f" (the first is on line {clash[1]}); keep one", field="id")
+        earlier.append((saw, number))
         labels.append(Label(case_id, criterion, passed, item.get("labeler"), item.get("note"),
-                            item.get("sample"), score))
+                            item.get("sample"), score, saw))
     return Labels(tuple(labels), _digest(labels), display)

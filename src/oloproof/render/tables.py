@@ -264,6 +264,8 @@ def scored_judges_table(reports: Sequence[ScoredJudgeReport]) -> Table:
         labels = f"{r.labels}"
         if r.judge_missing:
             labels += f" ({r.judge_missing} without score)"
+        if r.labels_stale:
+            labels += f" ({r.labels_stale} on another output, not used)"
         means = ("–" if a.judge_mean is None or a.person_mean is None
                  else f"{a.judge_mean:.2f} · {a.person_mean:.2f}")
         raw = "–" if r.raw_estimate is None else f"{r.raw_estimate:.2f} of {r.raw_observed}"
@@ -305,6 +307,8 @@ def judges_table(reports: Sequence[AnyJudgeReport]) -> Table:
         labels = f"{r.labels}"
         if r.judge_missing:
             labels += f" ({r.judge_missing} without verdict)"
+        if r.labels_stale:
+            labels += f" ({r.labels_stale} on another output, not used)"
         c = r.corrected
         corrected = (f"{pct(c.estimate)} {fmt_interval(c.lower, c.upper)}" if c is not None
                      else r.corrected_note)
