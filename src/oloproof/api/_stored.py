@@ -67,11 +67,12 @@ def read_run(
     try:
         record = get_run(conn, run_id)
         if policy is not None:
+            from oloproof.project.labels import scales_of_run
             from oloproof.project.loader import load_release_policy
 
             metrics = {m["criterion"]: m["kind"] for m in record.metrics}
-            judged = [m["criterion"] for m in record.metrics if m.get("judge")]
-            release = load_release_policy(str(policy), metrics, judges=judged)
+            release = load_release_policy(str(policy), metrics,
+                                          judges=scales_of_run(record.metrics))
         else:
             release = stored_policy(record, root)
         if isinstance(group_by, str):

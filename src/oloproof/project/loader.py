@@ -116,7 +116,7 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
     one, and a near name when one exists (``release.yml``).
     """
     metrics = project.config.metrics()
-    judges = project.config.judge_criteria()
+    judges = project.config.judge_scales()
     if policy_arg is not None:
         return ResolvedPolicy(load_release_policy(policy_arg, metrics, judges=judges), policy_arg)
     # A policy found beside oloproof.yaml is named in errors as the user can open it
@@ -173,7 +173,7 @@ def load_release_policy(
     metrics: Mapping[str, MetricKind],
     default: ReleasePolicy | None = None,
     *,
-    judges: Sequence[str] | None = None,
+    judges: Sequence[str] | Mapping[str, tuple[int, int] | None] | None = None,
     display: str | None = None,
 ) -> ReleasePolicy:
     """Load and check release.yaml against the project's metrics.
@@ -214,7 +214,7 @@ def default_compare_policy() -> ComparePolicy:
 
 def _load_policy(
     model: type[_M], path: str | Path, metrics: Mapping[str, MetricKind],
-    judges: Sequence[str] | None = None,
+    judges: Sequence[str] | Mapping[str, tuple[int, int] | None] | None = None,
     display: str | None = None,
 ) -> _M:
     display = str(path) if display is None else display
@@ -222,6 +222,8 @@ def _load_policy(
     context: dict[str, Any] = {"metrics": dict(metrics)}
     if judges is not None:
         context["judges"] = list(judges)
+    if isinstance(judges, Mapping):  # with their scales: a scored judge's is checked
+        context["scales"] = {c: scale for c, scale in judges.items() if scale is not None}
     return _validate(model, data, lines, display, context=context, example="rules: [...]")
 
 

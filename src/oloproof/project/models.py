@@ -1170,6 +1170,17 @@ def _check_validation_fits(rule: Any, info: ValidationInfo) -> None:
                  "max_mean_abs_diff (for example 0.5 points), min_weighted_kappa (for "
                  "example 0.6), or both", at=("judge_validation",),
                  accepted="min_labels, max_mean_abs_diff, min_weighted_kappa")
+        scales = _context(info, "scales")
+        scale = scales.get(rule.metric) if isinstance(scales, dict) else None
+        ceiling = rule.judge_validation.max_mean_abs_diff
+        if scale is not None and ceiling is not None and ceiling >= scale[1] - scale[0]:
+            width = scale[1] - scale[0]
+            fail(f"max_mean_abs_diff: {ceiling:g} cannot fail on '{rule.metric}''s scale"
+                 f" [{scale[0]}, {scale[1]}]: no two scores on it are more than {width:g}"
+                 " points apart, so the bound would validate any judge, even one that always"
+                 " gives the opposite end of the scale", at=("judge_validation",
+                                                              "max_mean_abs_diff"),
+                 accepted=f"a number of points under {width:g}, such as 0.5")
         return
     wrong = [k for k in _SCORED_VALIDATION if k in given]
     if wrong:
