@@ -31,7 +31,12 @@ from typing import Any, Literal
 
 from oloproof._records import dataclass, field
 from oloproof.analysis.compare import build_comparison, kind_names, shared_metrics
-from oloproof.analysis.stored import StoredEvidenceError, stored_policy
+from oloproof.analysis.stored import (
+    StoredEvidenceError,
+    labelled_verdicts,
+    stored_labels,
+    stored_policy,
+)
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
 from oloproof.errors import OloproofError
 from oloproof.policy.compare import PairedMetric, decide_comparison
@@ -1011,7 +1016,8 @@ def plan_stored_run(
     # are decided as, and rules with an aggregate as rules on the derived metric.
     evidence, policy = grouped_stored_evidence(conn, run, policy)
     evidence, policy = with_aggregates(evidence, policy)
-    decisions, _ = decide_run(evidence, policy)
+    # Decided as gate decides it: judges measured against the labels stored with the run.
+    decisions, _ = decide_run(evidence, policy, _stored_labelled(conn, run))
     rules = plan_run(cases, evidence, decisions, policy, assurance=assurance)
     return RunPlan(
         run_id=run.id,
@@ -1037,6 +1043,11 @@ SEQUENTIAL_PLAN_SEED = 0
 SEQUENTIAL_MEAN_PLAN_HORIZON = 5_000
 
 
+def _stored_labelled(conn: Connection, run: Any) -> Any:
+    """The run's judge verdicts beside the human labels stored with it, as gate reads them."""
+    return labelled_verdicts(conn, run, stored_labels(conn, run))
+
+
 def _plan_sequential(
     conn: Connection, run: Any, policy: ReleasePolicy, cases: list[CaseRow]
 ) -> tuple[list[RulePlan], list[CaseRow]]:
@@ -1046,7 +1057,8 @@ def _plan_sequential(
     a rate and a failure budget, simulated with a fixed seed for a bounded mean)."""
     from oloproof.analysis.sequential import decide_sequential
 
-    decisions, _summaries, reading = decide_sequential(conn, run, policy)
+    decisions, _summaries, reading = decide_sequential(
+        conn, run, policy, _stored_labelled(conn, run))
     read = set(_read_ids(run, reading.fed))
     cases = [c for c in cases if c.case_id in read]
     costs = case_costs(cases)
