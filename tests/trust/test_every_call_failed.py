@@ -109,6 +109,37 @@ def test_a_judge_whose_every_reply_is_unreadable_is_incomplete(tmp_path: Path) -
              " on every call (all 5 calls)")
 
 
+def test_a_check_failing_on_every_case_is_incomplete_whatever_warn_on_says(
+    tmp_path: Path,
+) -> None:
+    """A custom evaluator that raised on every case, under a policy that warns on
+    everything undecided: its rule had no observed case and the gate said `WARN exit code
+    0`, an outage of the measuring check hidden by warn_on, as a judge's was. Its cached
+    results are results: a rerun of the same outputs calls it again only where it failed."""
+    evaluators = (
+        "  - type: exact_match\n    criterion: exact_label\n    field: label\n"
+        "  - type: custom\n    criterion: tests_pass\n    function: checks:passes\n"
+    )
+    release = WARN_ALL + "  - {id: tests-floor, metric: tests_pass, min: 0.6}\n"
+    app = "def answer(inp):\n    return {'label': 'ok'}\n"
+    checks = "def passes(output, case):\n    raise RuntimeError('broken checker')\n"
+    root = project(tmp_path / "p", app, n=5, release=release, evaluators=evaluators,
+                   files={"checks.py": checks})
+    result = cli(root, "run")
+    no_traceback(result)
+    _stopped(root, result.code, result.text,
+             "incomplete: evaluator tests_pass failed on every call (all 5 calls), so the"
+             " run holds no result of it; first error: RuntimeError: broken checker")
+    # Fixed for all but one case: the run is decided (4 of 5 observed under max_missing 1).
+    (root / "checks.py").write_text(
+        "def passes(output, case):\n"
+        "    if case.id == 'q0':\n        raise RuntimeError('still broken here')\n"
+        "    return True\n")
+    fixed = cli(root, "run")
+    assert fixed.code == 0, fixed.text
+    assert runs(root)[0]["status"] == "DECIDED"
+
+
 def test_results_from_the_cache_are_results(tmp_path: Path) -> None:
     """A case that always fails, rerun while the others come from the cache: the rerun's
     only call fails, and the run is decided as the first was (the outcome does not depend

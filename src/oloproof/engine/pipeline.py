@@ -122,6 +122,13 @@ class SourceFailures:
             self.streak_first = None
 
 
+def _error_of(outcome: Outcome) -> str | None:
+    """The error of an evaluator's outcome for its source's tally (None: it answered)."""
+    if outcome.status == JudgmentStatus.ERROR:
+        return outcome.reason or "(no reason given)"
+    return None
+
+
 @dataclass
 class EngineTotals:
     """Counts of one run: cases, cache hits and misses, failures by source."""
@@ -317,6 +324,12 @@ class Engine:
         # How the calls of each source went: the system's, then each judge's, in order.
         self._system_tally = self.totals.source("system", self._system_who)
         self._judge_tallies = [self._judge_source(judge) for judge in self.judges]
+        # And each inline evaluator's (a check that failed on every case holds no evidence
+        # either, as a judge that did: SPEC §5).
+        self._eval_tallies = {
+            e.criterion: self.totals.source(f"evaluator {e.criterion}") for e in self.inline
+        }
+        self._slow_tallies = [self._eval_tallies[e.criterion] for e in self._slow]
         self._binary = [
             e.criterion for e in [*self.inline, *self.judges]
             if e.metric_kind == MetricKind.BINARY
@@ -703,9 +716,12 @@ class Engine:
             outcome = self._cached_judgment(jkey)
             if outcome is None:
                 outcome = await self._evaluate_inline(evaluator, view, output)
+                self._eval_tallies[evaluator.criterion].add(_error_of(outcome), False)
+            else:
+                self._eval_tallies[evaluator.criterion].cached += 1
             outcome = enforce_range(outcome, evaluator.value_range)
             self._judged(state, evaluator.criterion, outcome, jkey, outcome.from_cache)
-        slow = self._uncached(self._slow, state, output_json)
+        slow = self._uncached(self._slow, state, output_json, self._slow_tallies)
         judging = self._uncached(self.judges, state, output_json, self._judge_tallies)
         state.pending += len(slow) + len(judging)
         if state.pending == 0:
@@ -840,6 +856,7 @@ class Engine:
                 self._eval_room.set()
             state, evaluator, jkey = item
             outcome = await self._evaluate_inline(evaluator, state.view, state.output)
+            self._eval_tallies[evaluator.criterion].add(_error_of(outcome), False)
             outcome = enforce_range(outcome, evaluator.value_range)
             self._judged(state, evaluator.criterion, outcome, jkey, False)
             state.pending -= 1
