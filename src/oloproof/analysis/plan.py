@@ -125,6 +125,8 @@ class CaseCosts:
     input_tokens: float | None  # per-case mean; None when nothing was reported
     output_tokens: float | None
     cost_usd: float | None
+    #: How many of the cases reported any usage (the means count the others as 0).
+    usage_cases: int = 0
 
     def __add__(self, other: CaseCosts) -> CaseCosts:
         def add(a: float | None, b: float | None) -> float | None:
@@ -138,6 +140,7 @@ class CaseCosts:
             add(self.input_tokens, other.input_tokens),
             add(self.output_tokens, other.output_tokens),
             add(self.cost_usd, other.cost_usd),
+            min(self.usage_cases, other.usage_cases),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -148,24 +151,29 @@ class CaseCosts:
             "input_tokens_mean": self.input_tokens,
             "output_tokens_mean": self.output_tokens,
             "cost_usd_mean": self.cost_usd,
+            "usage_cases": self.usage_cases,
         }
 
 
 def case_costs(cases: Sequence[CaseRow]) -> CaseCosts:
     """Time per case = its execution latency plus its judgments' latencies (for a cached
     case, the latencies stored are the original calls'); usage = the system's plus the
-    judges', averaged over the cases stored."""
+    judges', averaged over the cases stored (a case that reported none counts as 0; how
+    many reported is kept, and the plan says so when some did not)."""
     times: list[float] = []
     tokens_in = tokens_out = cost = 0.0
     saw_tokens = saw_cost = False
+    reporting = 0
     for case in cases:
         ms = [case.latency_ms] + [j.latency_ms for j in case.judgments.values()]
         known = [x for x in ms if x is not None]
         if known:
             times.append(math.fsum(known) / 1000.0)
+        reported = False
         for usage in [case.usage] + [j.usage for j in case.judgments.values()]:
             if not usage:
                 continue
+            reported = True
             i = float(usage.get("input_tokens") or 0)
             o = float(usage.get("output_tokens") or 0)
             c = float(usage.get("cost_usd") or 0.0)
@@ -174,6 +182,7 @@ def case_costs(cases: Sequence[CaseRow]) -> CaseCosts:
             cost += c
             saw_tokens = saw_tokens or bool(i or o)
             saw_cost = saw_cost or bool(c)
+        reporting += reported
     n = len(cases)
     return CaseCosts(
         n,
@@ -182,6 +191,7 @@ def case_costs(cases: Sequence[CaseRow]) -> CaseCosts:
         tokens_in / n if saw_tokens and n else None,
         tokens_out / n if saw_tokens and n else None,
         cost / n if saw_cost and n else None,
+        reporting,
     )
 
 

@@ -62,8 +62,11 @@ def _lines(label: str, texts: list[str]) -> list[str]:
     return out
 
 
-def _priced(rule: dict[str, Any], who: str) -> list[str]:
-    """The time, tokens and cost lines of a sized rule."""
+def _priced(
+    rule: dict[str, Any], who: str, per_case: dict[str, Any] | None = None
+) -> list[str]:
+    """The time, tokens and cost lines of a sized rule; ``per_case`` (the document's) says
+    how many cases reported usage."""
     out: list[str] = []
     time = rule.get("time_s")
     if time is None:
@@ -88,6 +91,11 @@ def _priced(rule: dict[str, Any], who: str) -> list[str]:
         out.append(_line("cost", fmt_cost(cost)))
     elif tokens is not None:
         out.append(_line("cost", none))
+    if (tokens is not None or cost is not None) and per_case:
+        some, of = per_case.get("usage_cases"), per_case.get("cases")
+        if isinstance(some, int) and isinstance(of, int) and some < of:
+            out.append(_line("", f"reported by {some:,} of the {of:,} cases run; the others"
+                                 " are counted as spending nothing"))
     return out
 
 
@@ -218,7 +226,8 @@ def plan_text(doc: dict[str, Any]) -> str:
         if rule.get("if_resolved"):
             extra.append(_line("missing", _resolved_text(rule["if_resolved"])))
         blocks.append(
-            [first, *_priced(rule, who), *extra, *_lines("assuming", rule["assuming"])]
+            [first, *_priced(rule, who, doc.get("per_case")), *extra,
+             *_lines("assuming", rule["assuming"])]
         )
     if others:
         blocks.append([_one_line(r) for r in others])
