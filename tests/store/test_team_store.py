@@ -439,3 +439,20 @@ def test_pushing_a_named_run_that_is_still_running_is_not_a_success(
         run.wait(timeout=120)
     done = run_cli("store", "push", "latest", cwd=root, env=_env(pg_url))
     assert done.code == 0 and "Pushed 1 run " in done.out, done.text
+
+
+def test_cases_of_a_run_made_with_another_config_are_read_from_its_store(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """`RunResult.cases()` reads the store the run was made in: a run made with `ci.yaml`,
+    whose `store:` is the team store, was looked for in the SQLite store of the
+    directory's oloproof.yaml (no such run there)."""
+    import oloproof
+
+    root = write_project(tmp_path / "p", app=SLOW, cases=labelled_cases(8), release=RELEASE)
+    (root / "ci.yaml").write_text((root / "oloproof.yaml").read_text() + f"store: {pg_url}\n")
+    result = oloproof.run(root / "ci.yaml")
+    assert result.allowed, result.stop_reason
+    assert sorted(c.id for c in result.cases()) == sorted(c["id"] for c in labelled_cases(8))
+    again = oloproof.read_run(result.run_id, root / "ci.yaml")
+    assert len(list(again.cases())) == 8

@@ -307,6 +307,9 @@ class RunResult:
     #: False when the store's file was removed or replaced during the run: what the run
     #: wrote went with it (``stop_reason`` says so), and no later run finds it.
     kept: bool = True
+    #: The configuration file the run was made with (its ``store:`` says where the run
+    #: is); None: the project directory's oloproof.yaml.
+    config_path: str | None = None
 
     @property
     def allowed(self) -> bool:
@@ -319,7 +322,8 @@ class RunResult:
         from oloproof.store.location import locate
         from oloproof.store.reader import load_cases, load_trial_cases
 
-        conn = open_store_readonly(locate(os.path.join(self.project_dir, "oloproof.yaml")))
+        config = self.config_path or os.path.join(self.project_dir, "oloproof.yaml")
+        conn = open_store_readonly(locate(config))
         try:
             rows = load_cases(conn, self.run_id)
             trials = load_trial_cases(conn, self.run_id) if self.trials > 1 else {}

@@ -261,6 +261,7 @@ def execute(
         completeness=Completeness(outcome.completeness), gate=GateAction(outcome.gate),
         exit_code=int(outcome.exit_code), decisions=outcome.decisions,
         metrics={s.metric: s for s in outcome.summaries}, project_dir=run.project_dir,
+        config_path=str(run.prepared.project.config_path),
         cache=outcome.totals.cache_json(), stop_reason=outcome.stop_reason,
         notice=outcome.notice, policy_path=run.policy_path, subset=run.subset,
         project=run.prepared.project.config.project,
