@@ -196,3 +196,53 @@ def test_a_closed_standard_output_does_not_change_the_exit_code(tmp_path: Path) 
     assert refused.returncode == 2, refused.stderr
     assert "standard output is closed, and --json writes the run's events there" in refused.stderr
     assert len(runs(root)) == 1
+
+
+def _full_pipe() -> tuple[int, int]:
+    """A pipe whose reader never reads, already full: a write to it blocks."""
+    import fcntl
+
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    os.set_blocking(write_end, False)
+    try:
+        while True:
+            os.write(write_end, b"x" * 512)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write_end, True)
+    return read_end, write_end
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
+def test_the_first_signal_stops_a_run_whose_event_reader_does_not_read(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    # --json into a pipe nobody drains (a reader stuck on something else): the run's loop
+    # blocked in the write, and the first SIGTERM or Ctrl-C did nothing; only a second one
+    # ended the run.
+    root = project(tmp_path / "p", "def answer(inp):\n    return {'label': 'ok'}\n", n=50)
+    read_end, write_end = _full_pipe()
+    try:
+        proc = subprocess.Popen([*OLOPROOF, "run", "--json"], cwd=root, env=_env(),
+                                stdout=write_end, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+        os.close(write_end)
+        try:
+            deadline = time.monotonic() + 90
+            store = root / ".oloproof" / "store.sqlite"
+            while not (store.exists() and _raw_status(root)):  # its row: its first event next
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.02)
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    finally:
+        os.close(read_end)
+    assert proc.returncode == 5, err
+    assert "Traceback" not in err, err
+    assert "second signal" not in err, err
+    assert _raw_status(root) == [("RUN_ERROR", "PARTIAL")]

@@ -177,7 +177,8 @@ def stop_and_sinks(
     if json_mode:
         from oloproof.render.ndjson import NdjsonWriter
 
-        writer = NdjsonWriter(events_out, on_closed=stop)
+        writer = NdjsonWriter(events_out, on_closed=stop,
+                              stopping=lambda: stop.count > 0)
         sinks.append(writer)
     return stop, sinks, writer
 
