@@ -19,6 +19,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -246,3 +247,69 @@ def test_the_first_signal_stops_a_run_whose_event_reader_does_not_read(
     assert "Traceback" not in err, err
     assert "second signal" not in err, err
     assert _raw_status(root) == [("RUN_ERROR", "PARTIAL")]
+
+
+def _first_case_stored(root: Path, alive: Callable[[], bool]) -> None:
+    store = root / ".oloproof" / "store.sqlite"
+    deadline = time.monotonic() + 90
+    while True:
+        assert time.monotonic() < deadline and alive(), "the run did not start"
+        if store.exists():
+            conn = sqlite3.connect(store, timeout=5)
+            try:
+                if conn.execute("SELECT count(*) FROM run_cases").fetchone()[0]:
+                    return
+            except sqlite3.OperationalError:
+                pass  # the store is being created
+            finally:
+                conn.close()
+        time.sleep(0.02)
+
+
+def test_a_hangup_of_the_terminal_stops_the_run_as_a_signal_does(tmp_path: Path) -> None:
+    # The terminal (an SSH session) closes under a run drawing its live view there: SIGHUP
+    # killed the run where it stood (its row left RUNNING, the last finished cases not yet
+    # committed lost). Handled, the live view's last frame to the vanished terminal then
+    # failed with EIO, and the run ended as an internal error (exit 70).
+    import pty
+
+    root = project(tmp_path / "p", SLOW, n=400, concurrency=2)
+    env = _env()
+    env.pop("OLOPROOF_NO_LIVE", None)
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: a session whose controlling terminal is the pty
+        os.chdir(root)
+        os.execve(OLOPROOF[0], [*OLOPROOF, "run", "--no-cache"], env)
+    try:
+        _first_case_stored(root, lambda: os.waitpid(pid, os.WNOHANG) == (0, 0))
+    finally:
+        os.close(terminal)  # the terminal goes away: the kernel sends SIGHUP
+    deadline = time.monotonic() + 60
+    while (ended := os.waitpid(pid, os.WNOHANG)) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError("the run did not end after its terminal hung up")
+        time.sleep(0.02)
+    status = ended[1]
+    assert os.WIFEXITED(status), f"ended by signal {os.WTERMSIG(status)}"
+    assert os.WEXITSTATUS(status) == 5
+    assert _raw_status(root) == [("RUN_ERROR", "PARTIAL")]
+    assert "SIGHUP" in runs(root)[0]["stop_reason"]
+
+
+def test_under_nohup_a_hangup_is_still_ignored(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", SLOW, n=40, concurrency=2)
+    proc = subprocess.Popen(["nohup", *OLOPROOF, "run", "--no-cache"], cwd=root, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        _first_case_stored(root, lambda: proc.poll() is None)
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, (out, err)
+    assert _raw_status(root) == [("DECIDED", "COMPLETE")]

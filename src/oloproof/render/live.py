@@ -132,7 +132,10 @@ class LiveView:
         self._stopped = True
         if self._started:
             self._started = False
-            self._live.stop()
+            try:
+                self._live.stop()
+            except OSError:
+                pass  # the terminal went away (a hangup): there is nothing left to draw on
 
     def render(self) -> Table:
         """The current frame; metric names are literal text, never markup."""

@@ -22,10 +22,16 @@ if TYPE_CHECKING:
     import asyncio
     from typing import Any
 
-SIGNALS = (
+SIGNALS: tuple[tuple[signal.Signals, str], ...] = (
     (signal.SIGINT, "interrupted (Ctrl-C)"),
     (signal.SIGTERM, "terminated (SIGTERM)"),
 )
+# The terminal (or the SSH session) the run was started from went away. Left to its default,
+# SIGHUP killed the run where it stood: no stop recorded, the last finished cases not yet
+# committed lost, no run_finished event. A hangup that is ignored (``nohup``) stays ignored.
+_HANGUP: signal.Signals | None = getattr(signal, "SIGHUP", None)
+if _HANGUP is not None:
+    SIGNALS += ((_HANGUP, "hung up (SIGHUP: the terminal closed)"),)
 
 
 class StopRequest:
@@ -112,7 +118,7 @@ class StopRequest:
 
     @contextlib.contextmanager
     def signals(self, *, keep_after_stop: bool = False) -> Iterator[None]:
-        """Route SIGINT and SIGTERM to this request while the block runs (main thread only).
+        """Route SIGINT, SIGTERM and SIGHUP to this request while the block runs (main thread only).
 
         ``keep_after_stop`` (the CLI's process): once a signal has stopped the run, the
         handlers stay when the block ends, so that a second signal, however late, still
@@ -125,13 +131,18 @@ class StopRequest:
         def handler(signum: int, _frame: object) -> None:
             self(reasons[signal.Signals(signum)])
 
+        previous: dict[signal.Signals, Any] = {}
+        main_thread = True
         try:
-            previous = {sig: signal.signal(sig, handler) for sig in reasons}
+            for sig in reasons:
+                if sig == _HANGUP and signal.getsignal(sig) == signal.SIG_IGN:
+                    continue  # started under nohup: a hangup is not a stop
+                previous[sig] = signal.signal(sig, handler)
         except ValueError:
             # Not the main thread (of the main interpreter): only that thread receives
             # signals, and Python lets only it set their handlers; the first one failed.
-            previous = None
-        if previous is None:
+            main_thread = False
+        if not main_thread:
             yield
             return
         # OLOPROOF_DEBUG=1: SIGUSR1 prints where the run waits (docs/progress-and-concurrency.md).
