@@ -79,6 +79,34 @@ START_TIMEOUT_S = 180.0
 _EXCLUDES = [".oloproof/", ".git/", ".venv*/", "venv/", "__pycache__/", "*.pyc"]
 
 
+#: Ray's own setting that keeps its failure signal handler out of a process (read at import).
+_NO_FAILURE_HANDLER = "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"
+
+
+def _import_ray_for_the_driver() -> Any:
+    """Ray, imported in this process (the driver) without its failure signal handler.
+
+    Ray's core installs absl's failure signal handler in the driver, and it takes SIGTERM
+    too: it wrote a crash dump to standard error (``*** SIGTERM received at time=… PC: @ …
+    epoll_wait``, twice) before passing the signal on, so a run that SIGTERM stopped as it
+    should (stored, exit 5) looked as if it had crashed. Ray reads the setting when it is
+    imported; the environment is put back at once, so the processes Ray starts keep theirs.
+    """
+    import importlib
+    import sys
+
+    if "ray" in sys.modules:
+        return sys.modules["ray"]
+    ours = _NO_FAILURE_HANDLER not in os.environ  # a user's own setting is left as it is
+    if ours:
+        os.environ[_NO_FAILURE_HANDLER] = "1"
+    try:
+        return importlib.import_module("ray")
+    finally:
+        if ours:
+            os.environ.pop(_NO_FAILURE_HANDLER, None)
+
+
 class ExecutorError(OloproofError):
     """The executor could not run the calls (Ray missing, not reachable, workers that could
     not start): the run stops, exit 5."""
@@ -236,7 +264,7 @@ class RayExecutor:
     def _start(self) -> None:
         import logging
 
-        import ray
+        ray = _import_ray_for_the_driver()
 
         kwargs: dict[str, Any] = {
             "logging_level": logging.ERROR, "include_dashboard": False,
