@@ -320,6 +320,10 @@ class _Run:
         decisions, by_metric, gate_label, code = decide_and_gate(
             self.conn, self.run_id, prepared.policy, incomplete=subset
         )
+        if self.stop.reason is not None:
+            # A stop asked for while the evidence was being decided (a Ctrl-C, a SIGTERM):
+            # it came before the run was decided, so the run ends as a stopped one does.
+            return None
         failed = self.finish(RunStatus.DECIDED, code, gate_label,
                              [d.to_json() for d in decisions], None)
         if failed is not None:
