@@ -119,3 +119,33 @@ def test_label_refusals(tmp_path: Path, srv: FakeServer) -> None:
     assert none.code == 2 and "human_labels" in none.err and "--output" in none.err
     for result in (bad, zero, none):
         assert "Traceback" not in result.text
+
+
+def test_two_sessions_labelling_one_case_write_one_label(
+    tmp_path: Path, srv: FakeServer
+) -> None:
+    """Two people label the same run at once and draw the same case: the second answer is
+    not written (a second label of a case made every later run refuse the file, exit 2)."""
+    import os
+
+    project = _example(tmp_path, srv)
+    labels = project / "data" / "labels.jsonl"
+    first = subprocess.Popen(
+        [*OLOPROOF, "label", "latest", "--criterion", "helpful", "--n", "1", "--seed", "5"],
+        cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert first.stdout is not None and first.stdin is not None
+    shown = b""
+    while b"Does this output pass helpful?" not in shown:  # its case is drawn and shown
+        chunk = os.read(first.stdout.fileno(), 4096)
+        assert chunk, first.stderr.read() if first.stderr else ""
+        shown += chunk
+    code, out, err = _label(project, "y\n", "--n", "1", "--seed", "5")  # the same case
+    assert code == 0 and "1 label written" in out, out + err
+    rest, err = first.communicate(b"n\n", timeout=120)
+    assert first.returncode == 0, err
+    assert b"was labelled for helpful meanwhile" in rest, rest
+    assert b"0 labels written" in rest, rest
+    written = _lines(labels)
+    assert len(written) == 1 and written[0]["pass"] is True
+    assert run_cli("run", cwd=project, env=ENV).code in (3, 4)  # the file is still read

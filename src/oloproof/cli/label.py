@@ -119,12 +119,43 @@ def _judge_said(judgment: object, scale: tuple[int, int] | None, answer: str) ->
     return said + (f": {printable(reason)}" if reason else "")
 
 
-def _append(path: Path, line: str) -> None:
-    needs_newline = path.exists() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(("\n" if needs_newline else "") + line + "\n")
+def _append(path: Path, label: dict[str, object]) -> bool:
+    """Append ``label`` to the labels file, unless a label of the same case and criterion
+    about the same output (or about any: no ``seen``) is there already: another session
+    labelling the same run (two people at once) wrote it since this one drew its cases,
+    and a second label of a case is refused by every later run. The check and the append
+    hold the file's lock (POSIX), so two sessions cannot both pass it. False: not written."""
+    import contextlib
+
+    with path.open("a+b") as fh:
+        with contextlib.suppress(ImportError, OSError):
+            import fcntl  # POSIX; elsewhere the check still narrows the window
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        fh.seek(0)
+        text = fh.read()
+        if any(_same_label(line, label) for line in text.splitlines()):
+            return False
+        needs_newline = bool(text) and not text.endswith(b"\n")
+        line = json.dumps(label, ensure_ascii=False)
+        fh.write((("\n" if needs_newline else "") + line + "\n").encode("utf-8"))
         fh.flush()
         os.fsync(fh.fileno())
+    return True
+
+
+def _same_label(line: bytes, label: dict[str, object]) -> bool:
+    """Whether the labels file's ``line`` labels ``label``'s case and criterion about the
+    same output (a line that cannot be read is left to the loader to refuse)."""
+    try:
+        other = json.loads(line)
+    except ValueError:
+        return False
+    return (
+        isinstance(other, dict) and other.get("id") == label["id"]
+        and other.get("criterion") == label["criterion"]
+        and other.get("seen", label["seen"]) == label["seen"]
+    )
 
 
 def command(args: argparse.Namespace) -> int:
@@ -200,7 +231,12 @@ def command(args: argparse.Namespace) -> int:
             label["labeler"] = args.labeler
         label["sample"] = sample
         label["seen"] = seen_digest(case.input, case.expected, case.output)
-        _append(path, json.dumps(label, ensure_ascii=False))
+        if not _append(path, label):
+            sys.stdout.write(
+                f"case {printable(case.case_id)} was labelled for {args.criterion} meanwhile"
+                f" (another session on {shown}): this label is not written\n"
+            )
+            continue
         written += 1
         sys.stdout.write(f"the judge said: {_judge_said(judgment, scale, answer)}\n")
     hint = "" if configured else (
