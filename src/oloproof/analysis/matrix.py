@@ -337,7 +337,10 @@ def conclude_matrix(
         warnings.append(f"the baseline run {base.id} is {base.state}: nothing is compared")
         tests = []
     comparisons = holm_intervals(tests, _interval, level)
-    return comparisons, warnings, _ranking([n for n, _ in variants], directions, estimates)
+    # A variant whose run did not finish is not ranked either: its estimate is over the
+    # cases that happened to finish, and `plan` would size the top two from them.
+    finished = [n for n, _ in variants if records[n].completeness != Completeness.PARTIAL]
+    return comparisons, warnings, _ranking(finished, directions, estimates)
 
 
 def _read_prefix(conn: Connection, record: RunRecord) -> tuple[list[str], int] | None:
@@ -394,6 +397,7 @@ def plan_matrix(conn: Connection, doc: Mapping[str, Any]) -> dict[str, Any]:
 
     level = float(doc["confidence_level"])
     runs = {v["name"]: v["run_id"] for v in doc["variants"]}
+    states = {v["name"]: str(v.get("state", "")) for v in doc["variants"]}
     out: list[dict[str, Any]] = []
     for metric, ranked in (doc.get("ranking") or {}).items():
         entry: dict[str, Any] = {"metric": metric}
@@ -404,6 +408,14 @@ def plan_matrix(conn: Connection, doc: Mapping[str, Any]) -> dict[str, Any]:
             continue
         top, second = ranked[0]["variant"], ranked[1]["variant"]
         entry.update(top=top, second=second)
+        unfinished = [v for v in (top, second) if states[v].endswith("/PARTIAL")]
+        if unfinished:
+            # As `plan` on a run: a stopped run's cases are the ones that happened to
+            # finish, not a draw of the suite to size more cases from.
+            entry.update(status="not_computable", reason=(
+                f"the run of {unfinished[0]} did not finish ({states[unfinished[0]]}): run"
+                " the matrix again to plan from whole runs"))
+            continue
         cmp = build_comparison(conn, runs[top], runs[second], level)
         pm = cmp.metrics.get(metric)
         if pm is None or pm.pairs == 0:
