@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import textwrap
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +110,25 @@ def integrity_ok(root: Path) -> bool:
 
 def no_traceback(result: Result) -> None:
     assert "Traceback" not in result.text, result.text
+
+
+def send_body(handler: BaseHTTPRequestHandler, body: bytes, status: int = 200) -> None:
+    """Answer the request ``handler`` holds with a JSON ``body`` and ``status``."""
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A real HTTP server on 127.0.0.1 answering with ``handler``, in a thread, for the
+    block: its base URL (``http://127.0.0.1:PORT``)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

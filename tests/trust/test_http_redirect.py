@@ -4,14 +4,13 @@ masked, instead of ``HTTP 302 from POST ...: (empty body)``. Real CLI, real serv
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.trust._support import cases_by_id, cli, no_traceback, project
+from tests.trust._support import cases_by_id, cli, no_traceback, project, serving
 
 
 class _Moved(BaseHTTPRequestHandler):
@@ -29,13 +28,8 @@ class _Moved(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def moved() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Moved)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/extract"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(_Moved) as base:
+        yield f"{base}/extract"
 
 
 def test_a_redirect_is_named_with_where_it_points_and_not_followed(

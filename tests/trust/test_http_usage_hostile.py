@@ -6,14 +6,13 @@ unreadable usage object always did), instead of a plan priced at ``$nan`` or at 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from tests.trust._support import cases_by_id, cli, no_traceback, project
+from tests.trust._support import cases_by_id, cli, no_traceback, project, send_body, serving
 
 # 12 cases that all pass leave a floor of 90% undecided, so `plan` prices more cases.
 RELEASE = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.9\n"
@@ -27,24 +26,14 @@ class _Service(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
-        body = json.dumps({"label": "ok", "usage": self.usage}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, json.dumps({"label": "ok", "usage": self.usage}).encode())
 
 
 @pytest.fixture
 def service() -> Iterator[tuple[str, type[_Service]]]:
     handler = type("Service", (_Service,), {})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/extract", handler
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(handler) as base:
+        yield f"{base}/extract", handler
 
 
 def _project(root: Path, url: str) -> Path:

@@ -5,14 +5,22 @@ limit is never read as a verdict, is not cached, and the gate never allows on it
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from tests.trust._support import SMALL_RELEASE, cases_by_id, cli, no_traceback, project, runs
+from tests.trust._support import (
+    SMALL_RELEASE,
+    cases_by_id,
+    cli,
+    no_traceback,
+    project,
+    runs,
+    send_body,
+    serving,
+)
 
 # 18 cases of which every one passes clear a floor of 80% (SMALL_RELEASE) at 95%.
 # A judge that passes, thinks again, and is cut before its second verdict closes.
@@ -50,24 +58,14 @@ class _Judge(BaseHTTPRequestHandler):
                 "model": request["model"],
                 "usage": {"prompt_tokens": 9, "completion_tokens": 32},
             }
-        body = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, json.dumps(reply).encode())
 
 
 @pytest.fixture
 def judge() -> Iterator[tuple[str, type[_Judge]]]:
     handler = type("Judge", (_Judge,), {"calls": []})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(handler) as base:
+        yield base, handler
 
 
 def _project(root: Path, url: str, provider: str, n: int = 18) -> Path:

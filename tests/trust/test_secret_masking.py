@@ -5,15 +5,14 @@ judge's API key shorter than 8 characters is masked in its reasons where it stan
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 from tests.conftest import run_cli
-from tests.trust._support import no_traceback, project
+from tests.trust._support import no_traceback, project, send_body, serving
 
 TOKEN = "sk-live/9f3Kx/Q7pL2"  # a slash: JSON may write it \/
 
@@ -36,21 +35,13 @@ class _Echo(BaseHTTPRequestHandler):
         escaped = got.replace("/", "\\/")
         escaped_u = f"\\u{ord(escaped[0]):04x}" + escaped[1:]
         body = ('{"error": "token ' + escaped + ' refused; again: ' + escaped_u + '"}').encode()
-        self.send_response(400)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, body, 400)
 
 
 @pytest.fixture
 def echo_server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/system"
-    finally:
-        httpd.shutdown()
+    with serving(_Echo) as base:
+        yield f"{base}/system"
 
 
 def test_a_secret_quoted_back_json_escaped_is_masked(tmp_path: Path, echo_server: str) -> None:
@@ -92,21 +83,13 @@ class _Judge(BaseHTTPRequestHandler):
         reason = f"checked with key {key}, as asked ({key}). Not {key}suffix, nor pre{key}."
         text = json.dumps({"pass": True, "reason": reason})
         body = json.dumps({"model": "m", "choices": [{"message": {"content": text}}]}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, body)
 
 
 @pytest.fixture
 def judge_server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
+    with serving(_Judge) as base:
+        yield f"{base}/v1"
 
 
 @pytest.mark.parametrize(
