@@ -456,3 +456,41 @@ def test_cases_of_a_run_made_with_another_config_are_read_from_its_store(
     assert sorted(c.id for c in result.cases()) == sorted(c["id"] for c in labelled_cases(8))
     again = oloproof.read_run(result.run_id, root / "ci.yaml")
     assert len(list(again.cases())) == 8
+
+
+def test_a_survey_that_straddles_the_creation_of_the_store_reads_the_new_store(
+    pg_server: Any,
+) -> None:
+    """A writer looks for the store in two statements when it does not exist yet; another
+    session that creates it between them made the second statement see `meta` and `runs`
+    without the version the first could not read, and the store was refused as 'not an
+    Oloproof store' (exit 5): the CI failure of the test above, made certain here by
+    creating the store from another session right after the first statement failed."""
+    from oloproof.store.location import PostgresLocation
+    from oloproof.store.postgres import connect, migrate
+
+    name = pg_server.create_database()
+    try:
+        location = PostgresLocation(pg_server.url(name), "p")
+        conn, other = connect(location), connect(location)
+        real_row = conn._row
+        created: list[bool] = []
+
+        def row(sql: str, params: Any) -> Any:
+            try:
+                return real_row(sql, params)
+            except Exception:
+                if not created:  # the first statement failed: no meta table yet
+                    migrate(other)  # another writer creates the store and commits
+                    created.append(True)
+                raise
+
+        conn._row = row  # type: ignore[method-assign]
+        try:
+            migrate(conn)  # refused the store before
+            assert created and conn.has_table("runs")
+        finally:
+            conn.close()
+            other.close()
+    finally:
+        pg_server.drop_database(name)

@@ -177,6 +177,10 @@ class PgBase:
                     raise
                 value = None
                 present = self._row(f"SELECT {head}{tables}", [*head_params, names])[-1]
+                if "meta" in present:
+                    # Another session created the store between the two statements: its
+                    # version is read now, not taken as missing (a store without one).
+                    value = self._row(f"SELECT {version_sql}", [])[0]
         self._tables = set(present)
         if "meta" not in self._tables:
             return 0

@@ -356,10 +356,16 @@ def migrate(conn: PgConnection) -> None:
 
     # check_identity's survey leaves the tables that exist in conn._tables: nothing more to
     # ask when the store is up to date.
-    if check_identity(conn) == SCHEMA_VERSION and all(
-        conn.has_table(name) for name in OPTIONAL_TABLES
-    ):
-        return
+    try:
+        if check_identity(conn) == SCHEMA_VERSION and all(
+            conn.has_table(name) for name in OPTIONAL_TABLES
+        ):
+            return
+    except StoreError:
+        # Surveyed while another session created the store (its statements straddled that
+        # commit), or not an Oloproof store: looked at again under the lock, in one
+        # transaction, where what another session was creating is whole or absent.
+        pass
     # The lock is taken before the transaction begins, not inside it: a session's catalog
     # cache (which to_regclass reads) takes in other sessions' DDL when a transaction
     # starts, not while one waits on an advisory lock. Locked inside, a run that waited
