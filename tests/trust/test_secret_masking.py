@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
+from urllib.parse import quote
 
 import pytest
 from tests.conftest import run_cli
@@ -34,7 +35,10 @@ class _Echo(BaseHTTPRequestHandler):
         got = self.headers.get("authorization", "")
         escaped = got.replace("/", "\\/")
         escaped_u = f"\\u{ord(escaped[0]):04x}" + escaped[1:]
-        body = ('{"error": "token ' + escaped + ' refused; again: ' + escaped_u + '"}').encode()
+        # And percent-encoded, as a server quoting it in a URL would (%2F, %2B, %20).
+        encoded = quote(got, safe="")
+        body = ('{"error": "token ' + escaped + ' refused; again: ' + escaped_u
+                + '", "retry": "https://example.invalid/auth?token=' + encoded + '"}').encode()
         send_body(self, body, 400)
 
 
@@ -60,8 +64,8 @@ def test_a_secret_quoted_back_json_escaped_is_masked(tmp_path: Path, echo_server
     shown = run_cli("inspect", "latest", "--json", cwd=root)
     errors = [c["error"] for c in json.loads(shown.out)["cases"]]
     assert len(errors) == 3 and all("HTTP 400" in e for e in errors), errors
-    assert all(e.count("***") == 2 for e in errors), errors
-    forms = [TOKEN, TOKEN.replace("/", "\\/"), "Q7pL2", "9f3Kx"]
+    assert all(e.count("***") == 3 for e in errors), errors
+    forms = [TOKEN, TOKEN.replace("/", "\\/"), "Q7pL2", "9f3Kx", quote(TOKEN, safe="")]
     for form in forms:
         for text in (result.out, result.err, shown.out, *errors):
             assert form not in text, (form, text)

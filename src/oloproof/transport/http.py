@@ -127,6 +127,11 @@ def _char_forms(char: str) -> str:
         forms.append("".join(f"\\\\u(?i:{u:04x})" for u in units))
     else:
         forms.append(f"\\\\u(?i:{code:04x})")
+    if not (char.isascii() and (char.isalnum() or char in "-._~")):
+        # Percent-encoded, as a server quoting the secret in a URL writes it (%2F for /).
+        forms.append("".join(f"%(?i:{b:02x})" for b in char.encode("utf-8")))
+        if char == " ":
+            forms.append(re.escape("+"))  # a form's encoding of a space
     return f"(?:{'|'.join(forms)})"
 
 
@@ -139,14 +144,15 @@ def _secret_pattern(secret: str, alone: bool) -> re.Pattern[str]:
 
 
 def _mask_one(text: str, secret: str, alone: bool) -> str:
-    if not alone and "\\" not in text:
+    if not alone and "\\" not in text and "%" not in text:
         return text.replace(secret, MASK)  # nothing escaped: the plain form is the only one
     return _secret_pattern(secret, alone).sub(MASK, text)
 
 
 def mask(text: str, secrets: Iterable[str]) -> str:
     """``text`` (an error message, a body quoted in one) with every secret replaced by
-    ``***``, whatever its length, as written or JSON-escaped; longest secrets first."""
+    ``***``, whatever its length, as written, JSON-escaped or percent-encoded; longest
+    secrets first."""
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
         text = _mask_one(text, secret, alone=False)
     return text
