@@ -82,3 +82,28 @@ def test_bad_shard_and_merge_lines_exit_2_with_one_message(tmp_path: Path) -> No
         " format 3'; accepted: a project directory, a store file such as"
         " .oloproof/store.sqlite, or a postgresql:// URL)"
     )
+
+
+def test_merges_that_start_together_make_one_merged_run(tmp_path: Path) -> None:
+    """Three `oloproof merge` of the same shards at once (a retried CI job, two people):
+    the look for an earlier merge and the new run are one step under the store's merge
+    lock, so one merged run is made and the others say "Already merged" (three were made)."""
+    import subprocess
+
+    from tests.conftest import OLOPROOF
+
+    root = _project(tmp_path / "p")
+    for index in (1, 2):
+        assert run_cli("run", "--shard", f"{index}/2", cwd=root).code == 5
+    procs = [subprocess.Popen([*OLOPROOF, "merge", "--json"], cwd=root, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+             for _ in range(3)]
+    docs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert "Traceback" not in err, err
+        docs.append(json.loads(out))
+    assert len({d["run_id"] for d in docs}) == 1, docs
+    assert sorted(d["already_merged"] for d in docs) == [False, True, True]
+    runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+    assert sorted(r["completeness"] for r in runs) == ["COMPLETE", "SUBSET", "SUBSET"]

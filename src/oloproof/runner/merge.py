@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,15 +126,43 @@ def merge_shards(config: Path | str, sources: list[str]) -> Merged:
                 _, what = copy_run(conns[shard.source], dst, shard.record.id)
                 copied += what == COPIED
             made = [(s.slice, s.record.id, s.source) for s in chosen]
-            existing = _merged_before(dst, [s.record.id for s in chosen])
-            if existing is not None:
-                return Merged(existing, made, copied, True)
-            return Merged(_store_merged(dst, chosen), made, copied, False)
+            with _merging(dst, local):
+                existing = _merged_before(dst, [s.record.id for s in chosen])
+                if existing is not None:
+                    return Merged(existing, made, copied, True)
+                return Merged(_store_merged(dst, chosen), made, copied, False)
         finally:
             dst.close()
     finally:
         for conn in conns.values():
             conn.close()
+
+
+@contextlib.contextmanager
+def _merging(conn: Connection, location: StoreLocation) -> Iterator[None]:
+    """Hold the store's merge lock: the look for an earlier merge of the same shards and
+    the new merged run are one step, so merges that start together (a CI job retried, two
+    people) make one merged run, not one each. A team store's advisory lock; beside a
+    SQLite store, a lock file (``merge.lock``, POSIX)."""
+    if isinstance(location, PostgresLocation):
+        from oloproof.store.pgshared import LOCK_NAMESPACE, MERGE_LOCK
+
+        conn.execute("SELECT pg_advisory_lock(?::int, ?::int)", (LOCK_NAMESPACE, MERGE_LOCK))
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                conn.execute("SELECT pg_advisory_unlock(?::int, ?::int)",
+                             (LOCK_NAMESPACE, MERGE_LOCK))
+        return
+    import os
+
+    with open(os.path.join(os.path.dirname(str(location)), "merge.lock"), "a") as fh:
+        with contextlib.suppress(ImportError, OSError):
+            import fcntl  # POSIX; elsewhere merges that start together may both merge
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        yield
 
 
 # -- finding the shards -------------------------------------------------------------------

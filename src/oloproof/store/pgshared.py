@@ -49,6 +49,7 @@ CONNECT_TIMEOUT_S = 15
 # two-key form, so that they do not collide with another application's one-key locks.
 LOCK_NAMESPACE = 0x4F4C4F50  # "OLOP"
 MIGRATION_LOCK = 0  # the second key while a store is created or migrated
+MERGE_LOCK = 1  # the second key while shards are merged (one merged run per set)
 
 UNDEFINED_TABLE = "42P01"
 
