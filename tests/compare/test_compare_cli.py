@@ -536,3 +536,33 @@ def test_a_warning_quoting_a_case_id_cannot_drive_the_terminal(tmp_path: Path) -
     assert "has a different input or expected value" in result.err, result.err
     assert "\x1b" not in result.err and "\x07" not in result.err
     assert "c\\x1b[2J" in result.err
+
+
+_ANSWER_OK = """
+    from oloproof import system
+
+    @system(name="s", version="VERSION")
+    def answer(case_input):
+        return {"label": "ok"}
+"""
+
+_NON_INFERIOR = (
+    "version: 1\nrules:\n"
+    "  - {id: ni, kind: non_inferiority, metric: exact_label, margin: 0.3}\n"
+)
+
+
+def test_the_same_run_as_candidate_and_baseline_is_refused(tmp_path: Path) -> None:
+    """'compare latest BASE' after a candidate run that stored nothing names the baseline
+    twice; a run paired with itself differs by nothing, so a non-inferiority rule PASSed
+    and the gate allowed (exit 0) on no candidate at all, with only a warning."""
+    cases = [{"id": f"c{i}", "input": {"q": f"q{i}"}, "expected": {"label": "ok"}}
+             for i in range(30)]
+    root = write_project(tmp_path / "p", app=_ANSWER_OK.replace("VERSION", "1"), cases=cases)
+    (root / "compare.yaml").write_text(_NON_INFERIOR)
+    base = _run_id(run_cli("run", cwd=root))
+    result = run_cli("compare", "latest", base, cwd=root)
+    assert result.code == 2, result.text
+    assert f"the candidate and the baseline are the same run {base}" in result.err
+    assert "Traceback" not in result.text
+

@@ -172,6 +172,15 @@ def build_comparison(
             f"{candidate.id} is a run of project '{candidate.project}' and {baseline.id} of"
             f" project '{baseline.project}': a comparison pairs two runs of one project"
         )
+    if candidate.id == baseline.id:
+        # 'compare latest BASE' after a candidate run that stored nothing names the
+        # baseline twice: a run paired with itself shows no difference, so a
+        # non-inferiority or equivalence rule would pass on no candidate at all.
+        raise UsageError(
+            f"the candidate and the baseline are the same run {candidate.id}: a comparison"
+            " pairs two runs (run the candidate, then compare its run id with the"
+            " baseline's; `oloproof runs` lists them)"
+        )
     cand_cases = load_cases(conn, candidate.id)
     base_cases = load_cases(conn, baseline.id)
     pairing = pair_runs(
@@ -217,9 +226,7 @@ def build_comparison(
             f" input or expected value in the two runs (first: {pairing.differing_inputs[0]});"
             " they are paired by id all the same"
         )
-    if candidate.id == baseline.id:
-        warnings.append("the candidate and the baseline are the same run")
-    elif candidate.system_identity == baseline.system_identity:
+    if candidate.system_identity == baseline.system_identity:
         warnings.append(
             "the two runs have the same system identity: they ran the same system and code"
         )
