@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -566,3 +567,35 @@ def test_the_same_run_as_candidate_and_baseline_is_refused(tmp_path: Path) -> No
     assert f"the candidate and the baseline are the same run {base}" in result.err
     assert "Traceback" not in result.text
 
+
+def test_shared_ids_with_other_expected_values_never_allow(tmp_path: Path) -> None:
+    """A candidate run on a suite whose expected values were rewritten (same ids) to what
+    the candidate answers: the pairs compare different questions. The candidate, worse on
+    the real suite (the baseline fails 0, it fails 6), PASSed non-inferiority and the gate
+    allowed (exit 0); now it is decided on the pairs but BLOCKs, exit 5."""
+    cases = [{"id": f"c{i}", "input": {"q": f"q{i}"},
+              "expected": {"label": "ok" if i >= 6 else "other"}} for i in range(30)]
+    good = """
+        from oloproof import system
+
+        @system(name="s", version="good")
+        def answer(case_input):
+            return {"label": "other" if case_input["q"] in {f"q{i}" for i in range(6)} else "ok"}
+    """
+    root = write_project(tmp_path / "p", app=good, cases=cases)
+    (root / "compare.yaml").write_text(_NON_INFERIOR)
+    base = _run_id(run_cli("run", cwd=root))
+    (root / "app.py").write_text(textwrap.dedent(_ANSWER_OK.replace("VERSION", "bad")))
+    honest = _run_id(run_cli("run", cwd=root))
+    assert run_cli("compare", honest, base, cwd=root).code != 0
+    for case in cases:
+        case["expected"] = {"label": "ok"}
+    (root / "data" / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    rewritten = _run_id(run_cli("run", cwd=root))
+    result = run_cli("compare", rewritten, base, "--json", cwd=root)
+    doc = json.loads(result.out)
+    assert [d["state"] for d in doc["decisions"]] == ["PASS"], doc["decisions"]
+    assert result.code == 5, result.text
+    assert doc["gate"] == "BLOCK" and doc["exit_code"] == 5
+    assert "6 shared case ids have a different input or expected value" in result.err
+    assert "never allows a release" in result.err

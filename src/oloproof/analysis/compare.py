@@ -224,7 +224,10 @@ def build_comparison(
         warnings.append(
             f"{n} shared case id{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} a different"
             f" input or expected value in the two runs (first: {pairing.differing_inputs[0]});"
-            " they are paired by id all the same"
+            " they are paired by id all the same, but such pairs compare different"
+            " questions, so the comparison never allows a release (exit 5 unless a rule"
+            " FAILs): run the baseline on the candidate's suite (its unchanged cases come"
+            " from the cache) and compare that run"
         )
     if candidate.system_identity == baseline.system_identity:
         warnings.append(
@@ -408,7 +411,11 @@ def compare_runs(
         decisions = decide_sequential_comparison(conn, cmp, policy)
     else:
         decisions = decide_comparison(cmp.metrics, policy)
-    gate_label, code = gate(decisions, incomplete=not cmp.whole)
+    # A shared id whose input or expected value differs pairs two different questions
+    # (the candidate's suite rewritten to what it answers passes any rule): decided on the
+    # pairs, so the figures show, but never ALLOW, as run --baseline refuses such a baseline.
+    apart_cases = bool(decisions) and bool(cmp.pairing.differing_inputs)
+    gate_label, code = gate(decisions, incomplete=not cmp.whole or apart_cases)
     cmp_id = new_comparison_id()
     created_at = utc_timestamp()
     doc = comparison_document(
