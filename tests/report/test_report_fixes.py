@@ -74,8 +74,11 @@ def test_the_comparison_shows_its_policy_inside_the_project(
 ) -> None:
     config = str(project / "oloproof.yaml")
     assert main(["run", "--no-cache", "--config", config]) == 0
+    first = re.search(r"run_[0-9A-Z]{26}", capsys.readouterr().out)
+    assert first is not None
+    assert main(["run", "--no-cache", "--config", config]) == 0
     capsys.readouterr()
-    assert main(["compare", "latest", "latest", "--config", config]) in (0, 3)
+    assert main(["compare", "latest", first.group(), "--config", config]) in (0, 3)
     cmp_id = re.search(r"cmp_[0-9A-Z]{26}", capsys.readouterr().out)
     assert cmp_id is not None
     out = project / "cmp.html"

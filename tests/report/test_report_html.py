@@ -107,6 +107,9 @@ def test_default_output_name_and_comparison(
     root, _ = hostile_report
     monkeypatch.chdir(root)
     assert main(["run", "--no-cache"]) == 3
+    first = re.search(r"run_[0-9A-Z]{26}", capsys.readouterr().out)
+    assert first is not None
+    assert main(["run", "--no-cache"]) == 3
     capsys.readouterr()
     assert main(["report", "latest"]) == 0
     written = capsys.readouterr().out.strip()
@@ -116,7 +119,7 @@ def test_default_output_name_and_comparison(
 
     runs = sorted(p.name for p in root.glob("oloproof-report-run_*.html"))
     assert len(runs) == 1
-    assert main(["compare", "latest", match.group(2)]) == 0
+    assert main(["compare", "latest", first.group()]) == 0
     out = capsys.readouterr().out
     cmp_id = re.search(r"cmp_[0-9A-Z]{26}", out)
     assert cmp_id is not None
