@@ -131,7 +131,9 @@ def test_odd_case_ids_open_their_own_case(site: dict[str, Any], browser: Any) ->
     for n, text in enumerate(texts):
         page.locator("#case-table a.case-link").nth(n).click()
         assert page.locator(f"#case-{n} h2 code.case-id").inner_text() == text
-        assert page.locator(f"#case-{n}").is_visible()
+        # The page shows it on `hashchange`, which the browser fires after the click
+        # returns: wait for it (is_visible() does not wait, and lost that race).
+        page.locator(f"#case-{n}").wait_for(state="visible", timeout=10_000)
         page.go_back()
     # From the comparison's discordant cases to the candidate's case.
     page.goto(f"{viewer.base}comparisons/{site['cmp']}")

@@ -210,7 +210,10 @@ def build_comparison(
             0,
             f"the runs are of different suites: paired on the {len(pairing.shared)} case ids"
             f" they share; {left_out} cases were left out ({len(pairing.only_candidate)} only"
-            f" in the candidate, {len(pairing.only_baseline)} only in the baseline)",
+            f" in the candidate, {len(pairing.only_baseline)} only in the baseline)"
+            + ("; a candidate that did not run some of the baseline's cases never allows a"
+               " release (exit 5 unless a rule FAILs): run it on the baseline's suite"
+               if pairing.only_baseline else ""),
         )
     elif left_out:
         warnings.insert(
@@ -415,7 +418,12 @@ def compare_runs(
     # (the candidate's suite rewritten to what it answers passes any rule): decided on the
     # pairs, so the figures show, but never ALLOW, as run --baseline refuses such a baseline.
     apart_cases = bool(decisions) and bool(cmp.pairing.differing_inputs)
-    gate_label, code = gate(decisions, incomplete=not cmp.whole or apart_cases)
+    # A candidate run on a suite without some of the baseline's cases (the hard ones
+    # dropped) is compared on what is left: decided, but never ALLOW, as a subset is not.
+    # Cases only the candidate has (a suite that grew) leave nothing out of the baseline.
+    dropped = bool(decisions) and bool(cmp.pairing.only_baseline) and (
+        cmp.candidate.suite_digest != cmp.baseline.suite_digest)
+    gate_label, code = gate(decisions, incomplete=not cmp.whole or apart_cases or dropped)
     cmp_id = new_comparison_id()
     created_at = utc_timestamp()
     doc = comparison_document(
