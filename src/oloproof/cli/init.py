@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 from importlib import resources
@@ -55,15 +56,16 @@ def command(args: argparse.Namespace) -> int:
             )
         raise UsageError(f"{target} is not empty; nothing was written (use --force to write anyway)")
     source = examples_root() / name
-    shutil.copytree(
-        source, target, dirs_exist_ok=True,
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".oloproof"),
-    )
-    gitignore = target / ".gitignore"
-    lines = gitignore.read_text().splitlines() if gitignore.exists() else []
-    if ".oloproof/" not in lines:
-        gitignore.write_text("\n".join([*lines, ".oloproof/"]) + "\n")
-    where = "." if str(target) == "." else str(target)
+    try:
+        _copy(source, target)
+    except OSError as exc:
+        # shutil.Error carries one (source, destination, reason) per file; the first one says it
+        reason = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args[0] else exc.strerror
+        raise UsageError(
+            f"cannot write the project into {target}: {reason or exc}"
+            " (give a directory you may write, or one that can be created)"
+        ) from None
+    where = "." if str(target) == "." else shlex.quote(str(target))
     first = "oloproof run --config baseline.yaml" if name == "compare" else "oloproof run"
     readme = " (see README.md)" if (target / "README.md").exists() else ""
     sys.stdout.write(
@@ -71,3 +73,22 @@ def command(args: argparse.Namespace) -> int:
         f"Next:  cd {where} && {first}{readme}\n"
     )
     return 0
+
+
+def _copy(source: Path, target: Path) -> None:
+    """The example's files into target; a .gitignore already there keeps its lines.
+
+    The example's own .gitignore lines are added after the user's, each once: copied over it,
+    a repository's .gitignore lost everything it held under ``init --force``.
+    """
+    gitignore = target / ".gitignore"
+    lines = gitignore.read_text().splitlines() if gitignore.is_file() else []
+    shutil.copytree(
+        source, target, dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".oloproof", ".gitignore"),
+    )
+    shipped = source / ".gitignore"
+    wanted = [*(shipped.read_text().splitlines() if shipped.is_file() else []), ".oloproof/"]
+    added = [line for line in dict.fromkeys(wanted) if line and line not in lines]
+    if added or not gitignore.exists():
+        gitignore.write_text("\n".join([*lines, *added]) + "\n")
