@@ -168,7 +168,9 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
         _arg("directory", nargs="?", default=".", metavar="DIR",
              help="where to create the project (default: .)"),
         _arg("--example", metavar="NAME", help="copy an example project; 'list' lists them"),
-        _arg("--force", action="store_true", help="write into a directory that is not empty"),
+        _arg("--force", action="store_true",
+             help="write into a directory that is not empty, replacing files of the same"
+                  " names (a .gitignore keeps its lines)"),
     ),
     "label": (
         _arg("run_id", metavar="RUN_ID", help="a run id, or 'latest'"),
