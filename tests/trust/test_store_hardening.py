@@ -222,7 +222,8 @@ def test_readers_racing_a_run_that_creates_the_store_never_read_a_damaged_store(
 def test_comparison_ids_are_not_resolved_by_wildcards(tmp_path: Path) -> None:
     root = finished_project(tmp_path / "proj")
     assert run_cli("run", "--no-cache", cwd=root).code == 0
-    compared = run_cli("compare", "latest", "latest", "--json", cwd=root)
+    earlier = json.loads(run_cli("runs", "--json", cwd=root).out)[1]["id"]
+    compared = run_cli("compare", "latest", earlier, "--json", cwd=root)
     assert compared.code in (0, 3), compared.text
     cmp_id = json.loads(compared.out)["comparison_id"]
     assert cmp_id.startswith("cmp_")
