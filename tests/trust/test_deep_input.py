@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 from tests.store._support import snapshot, strict_json
-from tests.trust._support import cli, integrity_ok, no_traceback, project, runs
+from tests.trust._support import (
+    cli,
+    integrity_ok,
+    no_traceback,
+    project,
+    runs,
+    send_body,
+    serving,
+)
 
 LIMIT = 100
 APP = "def answer(inp):\n    return {'label': 'ok'}\n"
@@ -218,22 +225,14 @@ class _DeepJudge(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers["content-length"]))
         text = '{"pass": true, "reason": ' + nested(self.levels) + "}"
         body = json.dumps({"model": "m", "choices": [{"message": {"content": text}}]}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, body)
 
 
 @pytest.fixture(params=[5000, LIMIT])
 def deep_judge(request: pytest.FixtureRequest) -> Iterator[str]:
     handler = type("Judge", (_DeepJudge,), {"levels": request.param})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
+    with serving(handler) as base:
+        yield f"{base}/v1"
 
 
 def test_a_deep_judge_reply_is_that_cases_error(tmp_path: Path, deep_judge: str) -> None:

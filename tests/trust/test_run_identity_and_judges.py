@@ -5,9 +5,8 @@ is refused, and a judge's 401 stops the run early."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,6 +19,8 @@ from tests.trust._support import (
     no_traceback,
     project,
     runs,
+    send_body,
+    serving,
 )
 
 
@@ -98,22 +99,14 @@ class _Judge(BaseHTTPRequestHandler):
             text = '{"pass": true, "reason": "fine", "pass": false}'
             body = json.dumps({"model": "m", "choices": [{"message": {"content": text}}]}).encode()
             status = 200
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, body, status)
 
 
 @pytest.fixture
 def judge_server() -> Iterator[tuple[str, type[_Judge]]]:
     handler = type("Judge", (_Judge,), {"calls": [], "mode": "duplicate"})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", handler
-    finally:
-        httpd.shutdown()
+    with serving(handler) as base:
+        yield f"{base}/v1", handler
 
 
 def _judged_project(root: Path, base_url: str, n: int) -> Path:
