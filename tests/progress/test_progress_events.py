@@ -142,3 +142,32 @@ def test_provisional_figures_of_the_seed(project_dir: Path) -> None:
             assert abs(a - b) <= 1e-12, (got, want)
     # The stream is plain JSON: the figures survive a round trip exactly.
     assert json.loads(json.dumps(rows)) == rows
+
+
+def test_a_sequential_run_that_stops_early_streams_figures_after_its_last_case(
+    tmp_path: Path,
+) -> None:
+    """SPEC §6: provisional_metrics come after the first case, every ceil(total/10), and after
+    the last. A sequential run decided early never reaches the suite's last case; its last
+    case is the last it ran, and the stream's last figures are over every case it ran (they
+    stopped at 1 of 2,000 while the run went on to 65 cases). A rerun from the cache alike."""
+    assert run_cli("init", "proj", "--example", "sequential", cwd=tmp_path).code == 0
+    project = tmp_path / "proj"
+    for attempt in ("called", "cached"):
+        result = run_cli("run", "--json", cwd=project)
+        assert result.code == 0, result.text
+        events = checked_events(result.out)
+        types = [e["type"] for e in events]
+        done = types.count("case_executed")
+        assert 1 < done < 2000, attempt
+        provisional = [e for e in events if e["type"] == "provisional_metrics"]
+        last = provisional[-1]
+        assert (last["cases_done"], last["cases_total"]) == (done, 2000), attempt
+        assert last["metrics"][0]["n_observed"] + last["metrics"][0]["n_missing"] == done
+        # After the run's last case, before the decision.
+        at = events.index(last)
+        assert "case_judged" not in types[at:], attempt
+        assert types.index("run_phase_changed", at) > at, attempt
+        assert [e["phase"] for e in events[at:] if e["type"] == "run_phase_changed"] == [
+            "ANALYZING"
+        ]

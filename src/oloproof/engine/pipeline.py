@@ -343,6 +343,7 @@ class Engine:
         )
         self._tallies = {c: CriterionEvidence(c, MetricKind.BINARY) for c in self._binary}
         self._due = provisional_schedule(self._case_total)
+        self._provisional_at = 0  # cases_done of the last provisional_metrics emitted
         # all_cached's keys, by case (and evaluator), until run_cached ends; None otherwise.
         self._keys: dict[tuple[Any, ...], str] | None = None
         # Made by run(): a run whose every result is cached needs no event loop
@@ -1003,7 +1004,17 @@ class Engine:
                 tally.add(status, passed, None)
         self.totals.cases_done += 1
         if self._due(self.totals.cases_done):
-            self.emit(self.provisional())
+            self.emit_provisional()
+
+    def emit_provisional(self) -> None:
+        self._provisional_at = self.totals.cases_done
+        self.emit(self.provisional())
+
+    def last_provisional(self) -> None:
+        """The figures after the run's last case (SPEC §6), when the schedule did not give
+        them: a sequential run decided early never reaches the suite's last case."""
+        if self.totals.cases_done and self._provisional_at != self.totals.cases_done:
+            self.emit_provisional()
 
     def provisional(self) -> ProvisionalMetrics:
         metrics = []

@@ -313,6 +313,7 @@ class _Run:
             self.stop.internal(f"the store {self.location} was removed or replaced during"
                                " the run: what the run wrote is not in it")
             return None
+        engine.last_provisional()
         self.emit(RunPhaseChanged(self.run_id, phase="ANALYZING"))
         # A subset is decided on its own cases, but never allows the release the
         # full policy guards: it blocks as incomplete unless a rule FAILs.
