@@ -223,6 +223,11 @@ def test_a_file_that_is_not_a_store_is_refused(good_project: Path, tmp_path: Pat
         (["run", "--policy", "missing.yaml"], "missing.yaml"),
         # --seed chooses a random sample: alone it ran the whole suite and could allow.
         (["run", "--seed", "3"], "seed: applies to a random sample only"),
+        # --ray-address names a Ray cluster: without Ray as the executor the run went on
+        # locally, exit 0, with no word that the cluster named was not used.
+        (["run", "--ray-address", "127.0.0.1:9"], "this run's executor is local"),
+        (["run", "--executor", "local", "--ray-address", "127.0.0.1:9"],
+         "this run's executor is local"),
     ],
 )
 def test_bad_command_arguments(good_project: Path, args: list[str], expected: str) -> None:

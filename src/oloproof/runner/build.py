@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from oloproof._records import dataclass
 from oloproof.engine.pipeline import EngineCase
-from oloproof.errors import ConfigError
+from oloproof.errors import ConfigError, UsageError
 from oloproof.evaluators.base import Evaluator, InlineEvaluator
 from oloproof.project._project import Project
 from oloproof.systems.base import SystemRunner
@@ -279,6 +279,13 @@ def prepare(
     (``local`` or ``ray``) overrides ``executor:`` in oloproof.yaml; ``ray_address`` names
     a Ray cluster (else ``RAY_ADDRESS``, else a local instance)."""
     project, policy, policy_path, keep = load_configuration(config_path, policy_arg)
+    if ray_address is not None and (executor or project.config.executor) != "ray":
+        # Ignored, the run went on locally with no word that the cluster was not used.
+        raise UsageError(
+            "--ray-address (ray_address=) names the Ray cluster of a run on Ray, but this"
+            f" run's executor is {executor or project.config.executor}: add --executor ray"
+            " (executor='ray'), or write executor: ray in oloproof.yaml"
+        )
     suite = project.load_suite()
     try:
         system = build_system(project, variant)
