@@ -186,6 +186,39 @@ def test_compare_bad_input(example: tuple[Path, str, str], tmp_path: Path) -> No
     assert um.code == 2 and "exact_label" in um.err and "exact_lable" in um.err
 
 
+
+def test_a_comparison_policy_saved_under_another_name_is_refused(
+    example: tuple[Path, str, str], tmp_path: Path,
+) -> None:
+    """compare.yml beside oloproof.yaml was not read: the comparison had no rules and the gate
+    allowed (exit 0) a candidate its author's rules block. As release.yml is, it is named and
+    refused (exit 2), and nothing is stored."""
+    import shutil
+
+    project, cand, base = example
+    copy = tmp_path / "cmp"
+    shutil.copytree(project, copy)
+    (copy / "compare.yaml").rename(copy / "compare.yml")
+    db = copy / ".oloproof" / "store.sqlite"
+
+    def comparisons() -> int:
+        conn = sqlite3.connect(db)
+        try:
+            return int(conn.execute("SELECT count(*) FROM comparisons").fetchone()[0])
+        finally:
+            conn.close()
+
+    before = comparisons()
+    result = run_cli("compare", cand, base, cwd=copy)
+    assert result.code == 2, result.text
+    assert "found compare.yml; Oloproof reads compare.yaml: rename the file" in result.err
+    assert "Traceback" not in result.text and result.out == ""
+    assert comparisons() == before
+    # Named with --policy, it is the policy: the example's rules, exit 3 as with compare.yaml.
+    named = run_cli("compare", cand, base, "--policy", "compare.yml", cwd=copy)
+    assert named.code == 3, named.text
+
+
 APP = """
 from oloproof import system
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from oloproof._records import dataclass, field
 from oloproof.enums import CaseStatus, Completeness, GateAction, MetricKind
-from oloproof.errors import UsageError
+from oloproof.errors import ConfigError, UsageError
 from oloproof.events import utc_timestamp
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.policy.compare import (
@@ -293,16 +293,28 @@ def resolve_compare_policy(
     config: str | Path, project_dir: str | Path, policy_arg: str | None, metrics: dict[str, str]
 ) -> tuple[ComparePolicy, str | None, str | None]:
     """The policy, its path, and (when there is none) why there are no rules."""
-    from oloproof.project.loader import load_compare_policy  # pydantic: only to validate
+    from oloproof.project.loader import (  # pydantic: only to validate
+        compare_policy_near_hint,
+        load_compare_policy,
+    )
 
     kinds = kind_names(metrics)
     if policy_arg is not None:
         return load_compare_policy(policy_arg, kinds), policy_arg, None
     default = Path(project_dir, "compare.yaml")
+    # Named in errors as the user can open it, beside oloproof.yaml as they named it.
+    shown = os.path.normpath(os.path.join(os.path.dirname(str(config)), "compare.yaml"))
     if os.path.lexists(default):  # a symlink loop is there, and says so when it is read
-        # Named in errors as the user can open it, beside oloproof.yaml as they named it.
-        shown = os.path.normpath(os.path.join(os.path.dirname(str(config)), "compare.yaml"))
         return load_compare_policy(default, kinds, display=shown), str(default), None
+    near = compare_policy_near_hint(default)
+    if near:
+        # Its rules would be silently left out, and a comparison without rules allows.
+        raise ConfigError(
+            f"no comparison policy: {shown} is not found{near}; without it the comparison"
+            " would have no rules and could block nothing. Rename the file, or name it with"
+            " --policy FILE",
+            file=shown,
+        )
     return (
         ComparePolicy(),
         None,

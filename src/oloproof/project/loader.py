@@ -153,13 +153,36 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
     )
 
 
-def _near_hint(path: Path) -> str:
+# The same for compare.yaml: a comparison policy under another name was not read, and the
+# comparison had no rules (exit 0 whatever the candidate did).
+_COMPARE_NEAR_NAMES = (
+    "compare.yml",
+    "Compare.yaml",
+    "Compare.yml",
+    "COMPARE.yaml",
+    "compare.YAML",
+    "comparison.yaml",
+    "comparison.yml",
+    "compare-policy.yaml",
+    "compare_policy.yaml",
+    "compare.yaml.txt",
+    "compare.json",
+)
+
+
+def compare_policy_near_hint(path: Path) -> str:
+    """`` (found compare.yml; Oloproof reads compare.yaml: rename the file)`` when ``path``
+    (compare.yaml beside oloproof.yaml) is absent and a near name is there; else ``""``."""
+    return _near_hint(path, _COMPARE_NEAR_NAMES)
+
+
+def _near_hint(path: Path, names: tuple[str, ...] = _NEAR_NAMES) -> str:
     try:
         present = {p.name for p in path.parent.iterdir()}
     except OSError:
         return ""
     wanted = path.name
-    near = [n for n in _NEAR_NAMES if n in present and n != wanted]
+    near = [n for n in names if n in present and n != wanted]
     if not near and path.suffix in (".yaml", ".yml"):
         other = path.with_suffix(".yml" if path.suffix == ".yaml" else ".yaml").name
         near = [other] if other in present else []
