@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from tests.conftest import RELEASE_FLOOR, labelled_cases, write_project
+from tests.conftest import RELEASE_FLOOR, labelled_cases, run_cli, write_project
 
 import oloproof
 from oloproof.events import Event
@@ -318,6 +318,58 @@ def test_each_project_runs_its_own_helper_modules(tmp_path: Path) -> None:
     with pytest.raises(oloproof.ConfigError, match="No module named 'helpers'"):
         oloproof.run(tmp_path / "c")
     assert str(tmp_path / "a") not in sys.path
+
+
+
+def test_a_code_paths_file_edited_between_runs_in_one_process_is_read_afresh(
+    tmp_path: Path,
+) -> None:
+    """A prompt file under code_paths that the system's module (and a custom evaluator's)
+    reads when it is imported, edited between two runs in one process (a notebook, a test
+    session): the identity followed the file, so the second run missed the cache, but the
+    modules were not imported again and ran with the old text. Those answers and verdicts
+    were cached under the new identity, and `oloproof run` in a new process then allowed
+    the edited project from that cache (exit 0) though it fails every case."""
+    app = (
+        "import os\n"
+        "LABEL = open(os.path.join(os.path.dirname(__file__), 'prompts', 'label.txt')).read().strip()\n"
+        "def answer(case_input):\n    return {'label': LABEL}\n"
+    )
+    checks = (
+        "import os\n"
+        "WANT = open(os.path.join(os.path.dirname(__file__), 'rules', 'want.txt')).read().strip()\n"
+        "def check(output, case):\n    return output['label'] == WANT\n"
+    )
+    evaluators = """
+      - type: exact_match
+        criterion: exact_label
+        field: label
+      - type: custom
+        criterion: checked
+        function: checks:check
+        code_paths: [rules]
+    """
+    root = write_project(
+        tmp_path / "p", app=app, cases=labelled_cases(6), evaluators=evaluators,
+        release=RELEASE_FLOOR, system_extra="code_paths: [prompts]",
+        extra_files={"prompts/label.txt": "ok\n", "rules/want.txt": "ok\n",
+                     "checks.py": checks},
+    )
+    first = oloproof.run(root)
+    assert first.metrics["exact_label"].passed == 6 and first.allowed
+    (root / "prompts" / "label.txt").write_text("wrong\n")
+    edited = oloproof.run(root)
+    assert edited.cache is not None and edited.cache["execution_misses"] == 6
+    assert {c.output["label"] for c in edited.cases()} == {"wrong"}, "ran the old prompt"
+    assert edited.metrics["exact_label"].passed == 0 and not edited.allowed
+    # The custom evaluator's own code_paths file, alone.
+    (root / "rules" / "want.txt").write_text("wrong\n")
+    rechecked = oloproof.run(root)
+    assert rechecked.cache is not None and rechecked.cache["judgment_misses"] == 6
+    assert rechecked.metrics["checked"].passed == 6, "checked against the old rule"
+    # A new process reads the same evidence from the cache: the edited system still fails.
+    result = run_cli("run", cwd=root)
+    assert result.code == 1 and "BLOCK" in result.out, result.out + result.err
 
 
 @pytest.mark.parametrize(

@@ -73,7 +73,13 @@ class Custom:
         )
         rng = getattr(config, "range", None)
         self.value_range = (float(rng[0]), float(rng[1])) if rng else None
-        self.fn, module = import_callable(config.function, root, file=file, field=field)
+        # Read before the import (as a system's: systems/callable.py).
+        code_paths = code_paths_digest(
+            root, list(config.code_paths), file=file,
+            field=field.rsplit(".", 1)[0] + ".code_paths",
+        ) if config.code_paths else None
+        self.fn, module = import_callable(config.function, root, file=file, field=field,
+                                          code_paths=code_paths)
         self.params: dict[str, Any] = dict(config.params)
         shape = _plain_function_shape(self.fn) or _inspected_shape(self.fn)
         self.is_async = shape.is_async
@@ -94,11 +100,8 @@ class Custom:
             ),
             "source": digest_bytes(module_source(module)),
         }
-        if config.code_paths:
-            identity["code_paths"] = code_paths_digest(
-                root, list(config.code_paths), file=file,
-                field=field.rsplit(".", 1)[0] + ".code_paths",
-            )
+        if code_paths is not None:
+            identity["code_paths"] = code_paths
         # A function imported into the module named for it: the module that defines it too
         # (only then, so that other evaluators keep their identities).
         defining = defining_files(self.fn, module, root)

@@ -135,8 +135,13 @@ class CallableSystem:
         assert config.callable is not None, "a callable system names its callable"
         #: What a call reaches, for messages.
         self.target = f"callable {config.callable}"
+        # Read before the import: a module that read them when it was imported in this
+        # process, and not as they are now, is imported afresh (import_callable).
+        code_paths = code_paths_digest(
+            root, list(config.code_paths or []), file=file, field="system.code_paths"
+        )
         self.fn, module = import_callable(
-            config.callable, root, file=file, field="system.callable"
+            config.callable, root, file=file, field="system.callable", code_paths=code_paths
         )
         declared = getattr(self.fn, "__oloproof_system__", None) or {}
         self.version: str = str(config.version or declared.get("version") or "")
@@ -156,9 +161,7 @@ class CallableSystem:
             "declared": declared,
             "callable": config.callable,
             "module_source": digest_bytes(module_source(module)),
-            "code_paths": code_paths_digest(
-                root, list(config.code_paths or []), file=file, field="system.code_paths"
-            ),
+            "code_paths": code_paths,
         }
         # A function defined in another module than the one named (``from impl import
         # answer``): that module's bytes too. Only then, so that every other system keeps

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from oloproof._json import digest_bytes
+from oloproof._json import digest, digest_bytes
 from oloproof.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -20,9 +20,14 @@ if TYPE_CHECKING:
 
 
 def import_callable(
-    spec: str, root: str, *, file: str, field: str, line: int | None = None
+    spec: str, root: str, *, file: str, field: str, line: int | None = None,
+    code_paths: dict[str, str] | None = None,
 ) -> tuple[Callable[..., Any], ModuleType]:
-    """Import ``module:function`` with the project directory first on ``sys.path``."""
+    """Import ``module:function`` with the project directory first on ``sys.path``.
+
+    ``code_paths``: the digests of the files under the caller's ``code_paths``
+    (:func:`code_paths_digest`), read before the import; a module imported while they
+    held something else is imported afresh (:func:`_forget_if_code_paths_changed`)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigError(
@@ -40,6 +45,8 @@ def import_callable(
             sys.path.remove(other)
     sys.path.insert(0, root_s)  # first: this project's module, not another's of that name
     _forget_shadowed(root_s, others)
+    if code_paths:
+        _forget_if_code_paths_changed(module_name, root_s, code_paths)
     _forget_if_stale(module_name, root_s)
     _drop_racy_bytecode(os.path.join(root_s, *module_name.split(".")))
     try:
@@ -61,6 +68,9 @@ def import_callable(
             file=file, field=field, line=line,
             accepted="a module importable from the project directory",
         ) from exc
+    if code_paths and not hasattr(module, "__oloproof_code_paths__"):
+        with contextlib.suppress(AttributeError, TypeError):  # refuses new attributes
+            module.__oloproof_code_paths__ = digest(code_paths)  # type: ignore[attr-defined]
     for loaded in (module, *(m for m, _ in project_modules(module, root_s))):
         if not hasattr(loaded, "__oloproof_source__"):
             try:
@@ -186,6 +196,32 @@ def _forget_if_stale(module_name: str, root: str) -> None:
             _forget(None, [m for m, _ in uses])
     if stale and (_within(file, root) or _shadowed(module_name, root)):
         _forget(module_name, [])
+
+
+def _forget_if_code_paths_changed(module_name: str, root: str, files: dict[str, str]) -> None:
+    """Drop an imported ``module_name`` whose ``code_paths`` files (``files``, their digests
+    by path) are not what they were when it was imported, with the project modules it uses
+    and every loaded module whose file is one of them.
+
+    A module may read a prompt or a table under ``code_paths`` when it is imported. Edited
+    between two runs in one process (a notebook, a test session), the file changed the
+    identity, so the run called the system again, but with the module as it was: the old
+    text's answers were stored under the new identity, and a later ``oloproof run`` read
+    them from the cache. A module that was imported with no record of its files (by the
+    caller, or for code paths that differ) is imported afresh as well."""
+    loaded = sys.modules.get(module_name)
+    if loaded is None or getattr(loaded, "__oloproof_code_paths__", None) == digest(files):
+        return
+    listed = {os.path.realpath(os.path.join(root, path)) for path in files}
+    under = []
+    for module in list(sys.modules.values()):
+        where = _where(module)
+        if where and os.path.realpath(where) in listed:
+            under.append(module)
+    path = source_file(loaded)
+    uses = [m for m, _ in project_modules(loaded, root)] if path and _within(
+        os.path.realpath(path), root) else []
+    _forget(module_name, [*uses, *under])
 
 
 def _forget(module_name: str | None, uses: list[ModuleType]) -> None:
