@@ -121,6 +121,49 @@ def test_the_command_line_warns_in_one_line(tmp_path: Path) -> None:
     )]
 
 
+
+def test_a_custom_evaluators_helpers_outside_its_identity_are_warned_about(
+    tmp_path: Path,
+) -> None:
+    """A custom evaluator whose module imports a project helper: an edit to the helper
+    alone keeps every cached verdict, and the run said nothing (the system's module was
+    warned about, the measuring check was not). A check made stricter in its helper then
+    passed a failing system from the cache, exit 0."""
+    app = 'def answer(case_input):\n    return {"label": "ok", "n": case_input["n"]}\n'
+    evaluators = """
+      - type: custom
+        criterion: checked
+        function: checks:check
+    """
+    root = write_project(
+        tmp_path / "p", app=app, cases=labelled_cases(6), evaluators=evaluators,
+        extra_files={"checks.py": "from rules import ALLOWED\n"
+                                  "def check(output, case):\n"
+                                  "    return output['label'] in ALLOWED\n",
+                     "rules.py": "ALLOWED = {'ok'}\n"},
+        release="version: 1\nrules:\n  - id: all\n    metric: checked\n"
+                "    kind: observed_count\n    max_failures: 0\n",
+    )
+    first = run_cli("run", cwd=root)
+    assert first.code == 0, first.text
+    warned = [line for line in first.err.splitlines() if "warning" in line]
+    assert warned == [(
+        "oloproof run: warning: checks.py (evaluator checked) uses project code that is not"
+        " part of its identity (rules.py): an edit to it alone keeps its cached verdicts."
+        " List it in the evaluator's code_paths in oloproof.yaml (code_paths: [rules.py]),"
+        " or run without the cache after such an edit (--no-cache; use_cache=False)"
+    )]
+    # Listed under the evaluator's code_paths: an edit to the helper judges every case again.
+    yaml = root / "oloproof.yaml"
+    yaml.write_text(yaml.read_text().replace(
+        "function: checks:check\n", "function: checks:check\n    code_paths: [rules.py]\n"))
+    listed = run_cli("run", cwd=root)
+    assert listed.code == 0 and "warning" not in listed.err, listed.text
+    (root / "rules.py").write_text("ALLOWED = {'refund'}\n")
+    stricter = run_cli("run", cwd=root)
+    assert stricter.code == 1, stricter.text
+
+
 def test_an_edit_within_the_second_is_imported_afresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -36,7 +36,9 @@ from oloproof.systems.loading import (
     defining_files,
     file_digests,
     import_callable,
+    imports_outside_identity,
     module_source,
+    source_file,
 )
 from oloproof.transport.threads import describe_exception
 
@@ -108,6 +110,13 @@ class Custom:
         if defining:
             identity["defined_in"] = file_digests(defining)
         self.identity = digest(identity)
+        #: Project files the module uses outside its identity (an edit to them keeps the
+        #: cached verdicts): the run warns about them once, as for the system's
+        #: (runner/build.py, identity_warning).
+        self.outside_identity: list[str] = imports_outside_identity(
+            module, root, list(config.code_paths), defining
+        )
+        self.module_file: str = os.path.basename(source_file(module) or config.function)
 
     def _check_params(self, shape: _Shape, file: str, field: str) -> None:
         """Every name under ``params:`` must be a keyword the function takes."""

@@ -348,20 +348,41 @@ def prepare(
 
 def identity_warning(prepared: Prepared) -> str | None:
     """One sentence when the system's module uses project files outside its identity
-    (systems/loading.py, imports_outside_identity): editing only those keeps the cache."""
+    (systems/loading.py, imports_outside_identity): editing only those keeps the cache;
+    and one more for each custom evaluator whose module does (its cached verdicts)."""
+    sentences = []
     files = list(getattr(prepared.system, "outside_identity", None) or [])
-    if not files:
-        return None
-    own = getattr(prepared.system, "module_file", "the system's module")
+    if files:
+        own = getattr(prepared.system, "module_file", "the system's module")
+        shown, listed, them = _files_shown(files)
+        sentences.append(
+            f"{own} uses project code that is not part of the system's identity ({shown}):"
+            f" an edit to {them} alone keeps this system's cached"
+            f" results. List {them} in system.code_paths in"
+            f" {prepared.project.display} (code_paths: [{listed}]), or run without the cache"
+            " after such an edit (--no-cache; use_cache=False)"
+        )
+    for evaluator in prepared.inline:
+        files = list(getattr(evaluator, "outside_identity", None) or [])
+        if not files:
+            continue
+        own = getattr(evaluator, "module_file", "the evaluator's module")
+        shown, listed, them = _files_shown(files)
+        sentences.append(
+            f"{own} (evaluator {evaluator.criterion}) uses project code that is not part of"
+            f" its identity ({shown}): an edit to {them} alone keeps its cached verdicts."
+            f" List {them} in the evaluator's code_paths in {prepared.project.display}"
+            f" (code_paths: [{listed}]), or run without the cache after such an edit"
+            " (--no-cache; use_cache=False)"
+        )
+    return "; ".join(sentences) or None
+
+
+def _files_shown(files: list[str]) -> tuple[str, str, str]:
+    """The files as a warning names them (at most five), as code_paths would list them,
+    and the pronoun for them."""
     shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    listed = ", ".join(files[:5])
-    return (
-        f"{own} uses project code that is not part of the system's identity ({shown}):"
-        f" an edit to {'it' if len(files) == 1 else 'them'} alone keeps this system's cached"
-        f" results. List {'it' if len(files) == 1 else 'them'} in system.code_paths in"
-        f" {prepared.project.display} (code_paths: [{listed}]), or run without the cache"
-        " after such an edit (--no-cache; use_cache=False)"
-    )
+    return shown, ", ".join(files[:5]), "it" if len(files) == 1 else "them"
 
 
 def _located(
