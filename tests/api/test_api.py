@@ -372,6 +372,51 @@ def test_a_code_paths_file_edited_between_runs_in_one_process_is_read_afresh(
     assert result.code == 1 and "BLOCK" in result.out, result.out + result.err
 
 
+
+def test_a_module_shared_by_the_system_and_an_evaluator_is_imported_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system and a custom evaluator in one module, each with code_paths of its own:
+    the module is imported once (a module that loads a model when imported loads it
+    once), and again only once one of those files changes."""
+    import time
+
+    from oloproof.systems import loading
+
+    monkeypatch.setattr(loading, "_TIME_MARGIN_NS", 0)  # the files are only just written
+    app = (
+        "import os\n"
+        "HERE = os.path.dirname(__file__)\n"
+        "open(os.path.join(HERE, 'imports.log'), 'a').write('imported\\n')\n"
+        "LABEL = open(os.path.join(HERE, 'prompts', 'label.txt')).read().strip()\n"
+        "def answer(case_input):\n    return {'label': LABEL}\n"
+        "def check(output, case):\n    return True\n"
+    )
+    root = write_project(
+        tmp_path / "p", app=app, cases=labelled_cases(6), release=RELEASE_FLOOR,
+        system_extra="code_paths: [prompts]",
+        evaluators="""
+          - type: exact_match
+            criterion: exact_label
+            field: label
+          - type: custom
+            criterion: checked
+            function: app:check
+            code_paths: [rules]
+        """,
+        extra_files={"prompts/label.txt": "ok\n", "rules/r.txt": "r\n"},
+    )
+    time.sleep(0.05)
+    log = root / "imports.log"
+    assert oloproof.run(root).allowed
+    assert log.read_text().count("imported") == 1
+    assert oloproof.run(root).allowed
+    assert log.read_text().count("imported") == 1
+    (root / "prompts" / "label.txt").write_text("wrong\n")
+    assert oloproof.run(root).metrics["exact_label"].passed == 0
+    assert log.read_text().count("imported") == 2
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

@@ -8,6 +8,7 @@ import importlib.util
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -49,6 +50,7 @@ def import_callable(
         _forget_if_code_paths_changed(module_name, root_s, code_paths)
     _forget_if_stale(module_name, root_s)
     _drop_racy_bytecode(os.path.join(root_s, *module_name.split(".")))
+    began = time.time_ns()
     try:
         module = importlib.import_module(module_name)
         uses = [m for m, _ in project_modules(module, root_s)]
@@ -68,9 +70,14 @@ def import_callable(
             file=file, field=field, line=line,
             accepted="a module importable from the project directory",
         ) from exc
-    if code_paths and not hasattr(module, "__oloproof_code_paths__"):
-        with contextlib.suppress(AttributeError, TypeError):  # refuses new attributes
-            module.__oloproof_code_paths__ = digest(code_paths)  # type: ignore[attr-defined]
+    with contextlib.suppress(AttributeError, TypeError):  # a module that refuses new attributes
+        if not isinstance(getattr(module, "__oloproof_imported_ns__", None), int):
+            module.__oloproof_imported_ns__ = began  # type: ignore[attr-defined]
+        if code_paths:
+            seen = getattr(module, "__oloproof_code_paths__", None)
+            if not isinstance(seen, set):
+                seen = module.__oloproof_code_paths__ = set()  # type: ignore[attr-defined]
+            seen.add(digest(code_paths))
     for loaded in (module, *(m for m, _ in project_modules(module, root_s))):
         if not hasattr(loaded, "__oloproof_source__"):
             try:
@@ -208,9 +215,20 @@ def _forget_if_code_paths_changed(module_name: str, root: str, files: dict[str, 
     identity, so the run called the system again, but with the module as it was: the old
     text's answers were stored under the new identity, and a later ``oloproof run`` read
     them from the cache. A module that was imported with no record of its files (by the
-    caller, or for code paths that differ) is imported afresh as well."""
+    caller) is imported afresh as well.
+
+    Known digests of the files (``__oloproof_code_paths__``) keep the module; so do files
+    of another set (a custom evaluator's code paths, where the system imported the
+    module), none of them written since the module was imported: a project whose system
+    and evaluator share a module imports it once, as before."""
     loaded = sys.modules.get(module_name)
-    if loaded is None or getattr(loaded, "__oloproof_code_paths__", None) == digest(files):
+    if loaded is None:
+        return
+    seen = getattr(loaded, "__oloproof_code_paths__", None)
+    if isinstance(seen, set) and digest(files) in seen:
+        return
+    since = getattr(loaded, "__oloproof_imported_ns__", None)
+    if isinstance(since, int) and not _written_since(root, files, since):
         return
     listed = {os.path.realpath(os.path.join(root, path)) for path in files}
     under = []
@@ -222,6 +240,27 @@ def _forget_if_code_paths_changed(module_name: str, root: str, files: dict[str, 
     uses = [m for m, _ in project_modules(loaded, root)] if path and _within(
         os.path.realpath(path), root) else []
     _forget(module_name, [*uses, *under])
+
+
+#: File times are the kernel's coarse clock (and whole seconds on some file systems): a
+#: file changed this long before an import began counts as changed after it.
+_TIME_MARGIN_NS = 2_000_000_000
+
+
+def _written_since(root: str, files: dict[str, str], since: int) -> bool:
+    """Whether any of ``files`` (paths relative to ``root``), or a folder holding one (a
+    file added or removed beside it), changed since ``since`` (``time.time_ns()``), or
+    cannot be looked at."""
+    paths = {os.path.join(root, path) for path in files}
+    paths |= {os.path.dirname(path) for path in paths}
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        if max(st.st_mtime_ns, st.st_ctime_ns) >= since - _TIME_MARGIN_NS:
+            return True
+    return False
 
 
 def _forget(module_name: str | None, uses: list[ModuleType]) -> None:
