@@ -75,9 +75,9 @@ def import_callable(
             module.__oloproof_imported_ns__ = began  # type: ignore[attr-defined]
         if code_paths:
             seen = getattr(module, "__oloproof_code_paths__", None)
-            if not isinstance(seen, set):
-                seen = module.__oloproof_code_paths__ = set()  # type: ignore[attr-defined]
-            seen.add(digest(code_paths))
+            if not isinstance(seen, dict):
+                seen = module.__oloproof_code_paths__ = {}  # type: ignore[attr-defined]
+            seen[_paths_key(code_paths)] = digest(code_paths)
     for loaded in (module, *(m for m, _ in project_modules(module, root_s))):
         if not hasattr(loaded, "__oloproof_source__"):
             try:
@@ -217,19 +217,24 @@ def _forget_if_code_paths_changed(module_name: str, root: str, files: dict[str, 
     them from the cache. A module that was imported with no record of its files (by the
     caller) is imported afresh as well.
 
-    Known digests of the files (``__oloproof_code_paths__``) keep the module; so do files
-    of another set (a custom evaluator's code paths, where the system imported the
-    module), none of them written since the module was imported: a project whose system
-    and evaluator share a module imports it once, as before."""
+    The module records the digest of each set of files it was loaded with
+    (``__oloproof_code_paths__``): the same digest keeps it, another one drops it. A set it
+    has no record of (a custom evaluator's code paths, where the system imported the
+    module; a file added or removed) keeps it when none of those files, nor their folders,
+    changed since it was imported: a project whose system and evaluator share a module
+    imports it once, as before."""
     loaded = sys.modules.get(module_name)
     if loaded is None:
         return
     seen = getattr(loaded, "__oloproof_code_paths__", None)
-    if isinstance(seen, set) and digest(files) in seen:
-        return
-    since = getattr(loaded, "__oloproof_imported_ns__", None)
-    if isinstance(since, int) and not _written_since(root, files, since):
-        return
+    recorded = seen.get(_paths_key(files)) if isinstance(seen, dict) else None
+    if recorded is not None:
+        if recorded == digest(files):
+            return
+    else:
+        since = getattr(loaded, "__oloproof_imported_ns__", None)
+        if isinstance(since, int) and not _written_since(root, files, since):
+            return
     listed = {os.path.realpath(os.path.join(root, path)) for path in files}
     under = []
     for module in list(sys.modules.values()):
@@ -245,6 +250,11 @@ def _forget_if_code_paths_changed(module_name: str, root: str, files: dict[str, 
 #: File times are the kernel's coarse clock (and whole seconds on some file systems): a
 #: file changed this long before an import began counts as changed after it.
 _TIME_MARGIN_NS = 2_000_000_000
+
+
+def _paths_key(files: dict[str, str]) -> str:
+    """Which files a digest of ``code_paths`` is of (their paths, sorted)."""
+    return "\0".join(sorted(files))
 
 
 def _written_since(root: str, files: dict[str, str], since: int) -> bool:
