@@ -63,7 +63,8 @@ class StaleCacheWarning(UserWarning):
 
     Issued (once per process and system) when the system's module uses project code that
     is not part of its identity: editing only that code keeps the cached results. Add
-    the files to ``system.code_paths`` to make them part of the identity."""
+    the files to ``system.code_paths`` to make them part of the identity. The same holds
+    for a custom evaluator's module and its cached verdicts (its own ``code_paths``)."""
 
 
 class TransientError(Exception):
