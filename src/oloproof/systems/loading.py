@@ -237,10 +237,10 @@ def _forget_if_code_paths_changed(module_name: str, root: str, files: dict[str, 
             return
     listed = {os.path.realpath(os.path.join(root, path)) for path in files}
     under = []
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
         where = _where(module)
-        if where and os.path.realpath(where) in listed:
-            under.append(module)
+        if where and name != "__main__" and os.path.realpath(where) in listed:
+            under.append(module)  # the script that runs is never forgotten
     path = source_file(loaded)
     uses = [m for m, _ in project_modules(loaded, root)] if path and _within(
         os.path.realpath(path), root) else []
