@@ -9,6 +9,7 @@ same runs again through :func:`build_comparison`. Nothing here prints.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -192,8 +193,10 @@ def build_comparison(
     metrics, warnings = shared_metrics(candidate, baseline)
     cand_out = _outcomes(cand_cases, metrics)
     base_out = _outcomes(base_cases, metrics)
+    declared = _declared(candidate, baseline, metrics)
     paired = {
-        m: pair_metric(m, kind, pairing.shared, cand_out[m], base_out[m], level)
+        m: pair_metric(m, kind, pairing.shared, cand_out[m], base_out[m], level,
+                       _range_of(declared[m]))
         for m, kind in metrics.items()
     }
     for run in (candidate, baseline):
@@ -279,6 +282,17 @@ def _declared(
         out[name] = {"kind": kind, "range": ranges[0].get(name) if same else None,
                      "judged_apart": (apart or {}).get(name)}
     return out
+
+
+def _range_of(declared: Mapping[str, Any]) -> tuple[float, float] | None:
+    """A MEAN metric's range when both runs declare the same one (the betting interval then
+    decides its comparison), else None."""
+    rng = declared.get("range")
+    if declared.get("kind") != MetricKind.MEAN or not isinstance(rng, (list, tuple)):
+        return None
+    if len(rng) != 2:
+        return None
+    return float(rng[0]), float(rng[1])
 
 
 def kind_names(metrics: dict[str, str]) -> dict[str, MetricKind]:

@@ -185,19 +185,15 @@ def _sequential_interval(test: _Test, level: float) -> MatrixComparison:
 def _interval(test: _Test, level: float) -> MatrixComparison:
     if test.ordered is not None:
         return _sequential_interval(test, level)
-    pm = pair_metric(test.metric, test.kind, test.shared, test.candidate, test.baseline, level)
+    # A MEAN with a range: the betting interval on the paired differences, in the canonical
+    # case order, as `compare` decides it (policy/compare.py pair_metric).
+    value_range = None if test.kind == MetricKind.BINARY or test.value_range is None else (
+        float(test.value_range[0]), float(test.value_range[1]))
+    pm = pair_metric(test.metric, test.kind, test.shared, test.candidate, test.baseline, level,
+                     value_range)
     method, lower, upper, estimate = pm.method, pm.lower, pm.upper, pm.estimate
-    if test.kind != MetricKind.BINARY and test.value_range is not None and pm.pairs:
-        from oloproof.stats.betting import betting_mean
-
-        lo, hi = test.value_range
-        width = float(hi) - float(lo)
-        diffs = [c - b for c, b in zip(pm.cand_scores, pm.base_scores, strict=True)]
-        summary = betting_mean(diffs, (-width, width), level)
+    if value_range is not None:
         method = BOUNDED_PAIRED
-        estimate = summary.mean
-        lower, upper = ((summary.interval.lower, summary.interval.upper)
-                        if summary.interval is not None else (None, None))
     return MatrixComparison(
         test.variant, test.metric, test.kind, method, pm.pairs,
         pm.dropped_missing + pm.dropped_excluded, estimate, lower, upper, level,

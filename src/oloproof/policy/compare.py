@@ -5,15 +5,19 @@ Pairing
     when the case was *observed* for that criterion in both runs (status OK, with a pass or
     a score). A case missing (the system or the judge failed) or excluded (the evaluator
     does not apply) in either run is dropped from that metric's pairs, and the count of
-    dropped pairs is reported. Unlike a run's own interval, a comparison does not bound
-    missing cases: it assumes that which cases went missing is unrelated to how they would
-    have scored, and says how many were dropped so that a reader can judge it.
+    dropped pairs is reported. The interval is on the pairs observed in both runs; a rule
+    PASSes only if it would still PASS with every dropped missing pair at its worst
+    (:func:`hold_missing_pairs`): a candidate cannot pass by failing to answer.
 
 Intervals (candidate − baseline)
     BINARY metrics: Newcombe's hybrid score interval for a difference of paired proportions
     (Newcombe 1998, Statistics in Medicine 17:2635–2650, method 10), computed by
     :func:`oloproof.stats.paired.paired_proportion_difference` from the paired 2x2 table.
-    MEAN metrics: a paired Student t interval on the per-case differences
+    MEAN metrics with a range declared alike in both runs: the betting interval on the
+    per-case differences, which lie in [-w, w] (w the range's width), fed in the canonical
+    case order; valid at every number of pairs
+    (:func:`oloproof.stats.paired.paired_betting_difference`). MEAN metrics without a range:
+    a paired Student t interval on the per-case differences, approximate
     (:func:`oloproof.stats.paired.paired_mean_difference`).
 
 Rules, with margin δ (``superiority`` may have δ = 0)
@@ -57,7 +61,12 @@ if TYPE_CHECKING:
     from oloproof.policy.rules import ComparisonKind
 from oloproof.project.config import ComparePolicy, CompareRule
 from oloproof.stats.intervals import mean_and_sd
-from oloproof.stats.paired import paired_mean_difference, paired_proportion_difference
+from oloproof.stats.paired import (
+    PAIRED_BETTING,
+    paired_betting_difference,
+    paired_mean_difference,
+    paired_proportion_difference,
+)
 
 __all__ = [
     "CaseOutcome",
@@ -67,6 +76,7 @@ __all__ = [
     "decide_comparison",
     "fmt_difference",
     "fmt_difference_interval",
+    "hold_missing_pairs",
     "hold_unfailable_pairs",
     "pair_metric",
     "pair_runs",
@@ -108,6 +118,17 @@ class PairedMetric:
     cand_scores: list[float] = field(default_factory=list, repr=False)
     base_scores: list[float] = field(default_factory=list, repr=False)
     sd: float | None = None  # MEAN: sd of the per-case differences
+    #: MEAN: the range the metric declares in both runs (its scores lie in it), or None.
+    value_range: tuple[float, float] | None = field(default=None, repr=False)
+    #: The pairs dropped as missing, each as (its place in the canonical case order,
+    #: candidate, baseline) (not part of the JSON form): what :func:`hold_missing_pairs`
+    #: bounds.
+    missing_pairs: list[tuple[bytes, CaseOutcome, CaseOutcome]] = field(
+        default_factory=list, repr=False)
+    #: MEAN with a range: the observed pairs' differences in the canonical case order, and
+    #: their places in it.
+    differences: list[float] = field(default_factory=list, repr=False)
+    difference_keys: list[bytes] = field(default_factory=list, repr=False)
 
     @property
     def candidate_value(self) -> float | None:
@@ -201,15 +222,22 @@ def pair_metric(
     candidate: Mapping[str, CaseOutcome],
     baseline: Mapping[str, CaseOutcome],
     level: float,
+    value_range: tuple[float, float] | None = None,
 ) -> PairedMetric:
     """Pair one metric over the shared case ids and put an interval on the difference.
 
     A shared case with no outcome stored in a run (a partial run) is missing there.
+    ``value_range``: a MEAN metric's range, declared alike in both runs (the betting
+    interval then decides; without it, paired t).
     """
+    from oloproof.evidence import case_order_key
+
     dropped_missing = dropped_excluded = 0
     a = b = c = d = 0
     cand_scores: list[float] = []
     base_scores: list[float] = []
+    missing_pairs: list[tuple[bytes, CaseOutcome, CaseOutcome]] = []
+    ordered: list[tuple[bytes, float]] = []
     for case_id in shared:
         co = candidate.get(case_id, _ABSENT)
         bo = baseline.get(case_id, _ABSENT)
@@ -218,6 +246,7 @@ def pair_metric(
             continue
         if co.status != OBSERVED or bo.status != OBSERVED:
             dropped_missing += 1
+            missing_pairs.append((case_order_key(case_id), co, bo))
             continue
         if kind == MetricKind.BINARY:
             if co.passed and bo.passed:
@@ -232,6 +261,7 @@ def pair_metric(
             assert co.score is not None and bo.score is not None
             cand_scores.append(co.score)
             base_scores.append(bo.score)
+            ordered.append((case_order_key(case_id), co.score - bo.score))
     if kind == MetricKind.BINARY:
         diff = paired_proportion_difference(a, b, c, d, level)
         pm = PairedMetric(
@@ -247,6 +277,18 @@ def pair_metric(
     pm.estimate = diff.estimate
     if diff.interval is not None:
         pm.lower, pm.upper = diff.interval.lower, diff.interval.upper
+    pm.missing_pairs = missing_pairs
+    if kind != MetricKind.BINARY and value_range is not None:
+        pm.value_range = (float(value_range[0]), float(value_range[1]))
+        ordered.sort(key=lambda pair: pair[0])
+        pm.difference_keys = [key for key, _ in ordered]
+        pm.differences = [x for _, x in ordered]
+        betting = paired_betting_difference([(x, x) for x in pm.differences],
+                                            pm.value_range, level)
+        pm.method = PAIRED_BETTING
+        pm.lower = pm.upper = None
+        if betting is not None:
+            pm.lower, pm.upper = betting.lower, betting.upper
     return pm
 
 
@@ -325,7 +367,8 @@ def decide_compare_rule(rule: CompareRule, pm: PairedMetric) -> Decision:
         )
         return again == state
 
-    short = "Newcombe" if pm.kind == MetricKind.BINARY else "paired t"
+    short = ("Newcombe" if pm.kind == MetricKind.BINARY
+             else "betting" if pm.method == PAIRED_BETTING else "paired t")
     iv = difference_interval_text(lo, hi, pm.kind, agrees)
     label = f"{words}: {level_text(pm.level)} {short} {iv}"
     if kind in ("superiority", "non_inferiority"):
@@ -363,13 +406,23 @@ def hold_unfailable_pairs(d: Decision, rule: CompareRule, pm: PairedMetric) -> N
     earned"): the rule is decided again, by Newcombe's interval at its level, on the pairs
     most against it (the candidate failing every case the baseline passes: a difference of
     -100 points), and that must be able to FAIL. Two pairs under a margin of 10 points
-    cannot: even then the interval is [-100.0, -6.9] pts. A MEAN's paired t interval is not
-    asked: on two pairs or more, differences all at the far end of the range (or anywhere,
-    without a range) give an interval wholly beyond any margin the loader accepts."""
-    if d.state != PASS or pm.kind != MetricKind.BINARY:
+    cannot: even then the interval is [-100.0, -6.9] pts. A MEAN with a range is asked the
+    same of its betting interval, every difference at -w (the range's width): a few pairs
+    cannot fail. A MEAN's paired t interval (no range) is not asked: on two pairs or more,
+    differences anywhere give an interval wholly beyond any margin."""
+    if d.state != PASS or (pm.kind != MetricKind.BINARY and pm.value_range is None):
         return
     margin = float(rule.margin or 0.0)
-    worst = paired_proportion_difference(0, 0, pm.pairs, 0, pm.level).interval
+    if pm.kind == MetricKind.BINARY:
+        worst = paired_proportion_difference(0, 0, pm.pairs, 0, pm.level).interval
+        method = "Newcombe"
+    else:
+        # The betting interval of a few pairs may be too wide to ever fail (stats/paired.py).
+        assert pm.value_range is not None
+        width = pm.value_range[1] - pm.value_range[0]
+        worst = paired_betting_difference([(-width, -width)] * pm.pairs, pm.value_range,
+                                          pm.level)
+        method = "betting"
     if worst is not None and decide_comparison_interval(
         worst.lower, worst.upper, rule.kind, margin
     ) == FAIL:
@@ -379,12 +432,111 @@ def hold_unfailable_pairs(d: Decision, rule: CompareRule, pm: PairedMetric) -> N
     pairs = f"{pm.pairs} pair{'' if pm.pairs == 1 else 's'}"
     written = rule.kind + (f", margin: {margin:g}" if rule.kind != "superiority" or margin
                            else "")
+    even = ("even if the candidate failed every case the baseline passed" if method ==
+            "Newcombe" else "even if every difference were the widest the range allows")
     d.detail = (f"{pairs}: no paired outcome of {'it' if pm.pairs == 1 else 'them'} could fail"
-                f" `{written}`: even if the candidate failed every case the baseline passed,"
-                f" the {level_text(pm.level)} Newcombe interval {shown} would not lie at or"
+                f" `{written}`: {even},"
+                f" the {level_text(pm.level)} {method} interval {shown} would not lie at or"
                 f" below {_fmt_bar(-margin if rule.kind != 'superiority' else margin, pm.kind)}"
                 f"; the rule alone: PASS ({d.detail})")
     d.state, d.reason = INSUFFICIENT, CANNOT_FAIL
+
+
+#: A comparison rule that PASSed on its observed pairs, but not with its dropped missing
+#: pairs at their worst (:func:`hold_missing_pairs`).
+MISSING_PAIRS_COULD_FAIL = "missing_pairs_could_fail"
+MISSING_PAIRS_UNBOUNDED = "missing_pairs_unbounded"
+
+
+def _worst_binary(pm: PairedMetric, low: bool) -> tuple[int, int, int, int]:
+    """The paired table with every missing side of the dropped pairs filled against the
+    candidate (``low``: the candidate failing, the baseline passing) or for it."""
+    a, b, c, d = (int(pm.both_pass or 0), int(pm.cand_only or 0), int(pm.base_only or 0),
+                  int(pm.both_fail or 0))
+    for _, co, bo in pm.missing_pairs:
+        cand = bool(co.passed) if co.status == OBSERVED else not low
+        base = bool(bo.passed) if bo.status == OBSERVED else low
+        if cand and base:
+            a += 1
+        elif cand:
+            b += 1
+        elif base:
+            c += 1
+        else:
+            d += 1
+    return a, b, c, d
+
+
+def _with_missing_ranges(pm: PairedMetric) -> list[tuple[float, float]]:
+    """Every pair's difference as a range, the dropped missing pairs as every difference
+    their missing score could give, in the canonical case order."""
+    assert pm.value_range is not None
+    lo, hi = pm.value_range
+    keyed: list[tuple[bytes, float, float]] = []
+    observed = sorted(
+        (key, x) for key, x in zip(pm.difference_keys, pm.differences, strict=True))
+    keyed += [(key, x, x) for key, x in observed]
+    for key, co, bo in pm.missing_pairs:
+        c_lo, c_hi = (co.score, co.score) if co.status == OBSERVED else (lo, hi)
+        b_lo, b_hi = (bo.score, bo.score) if bo.status == OBSERVED else (lo, hi)
+        assert c_lo is not None and c_hi is not None and b_lo is not None and b_hi is not None
+        keyed.append((key, c_lo - b_hi, c_hi - b_lo))
+    keyed.sort(key=lambda item: item[0])
+    return [(x, y) for _, x, y in keyed]
+
+
+def hold_missing_pairs(d: Decision, rule: CompareRule, pm: PairedMetric) -> None:
+    """Turn a PASS that the dropped missing pairs could undo into INSUFFICIENT_EVIDENCE.
+
+    A pair is dropped when its case is missing in either run (the system or the judge
+    failed). The rule is decided again with every missing side at its worst for the PASS:
+    for a rate, the candidate failing and the baseline passing where they are missing (and,
+    for ``equivalence``, the opposite fill as well); for a MEAN with a range, the betting
+    interval of every difference the missing scores could give, which contains the interval
+    of every completion (stats/betting.py). A MEAN without a range cannot be bounded: any
+    missing pair holds the PASS. So a candidate that errors on the cases it would fail, or
+    a baseline that errored on the cases it would have passed, cannot make a PASS; the
+    sequential comparison bounds them the same way (policy/sequential.py, PairedTest)."""
+    if d.state != PASS or not pm.missing_pairs:
+        return
+    margin = float(rule.margin or 0.0)
+    m = len(pm.missing_pairs)
+    dropped = f"{m} pair{'' if m == 1 else 's'} dropped as missing (the case failed in a run)"
+    fix = ("; fix what failed and run again (finished cases come from the cache); the rule"
+           f" alone: PASS ({d.detail})")
+    if pm.kind == MetricKind.BINARY:
+        sides = [True] if rule.kind != "equivalence" else [True, False]
+        for low in sides:
+            diff = paired_proportion_difference(*_worst_binary(pm, low), pm.level)
+            iv = diff.interval
+            if iv is not None and decide_comparison_interval(
+                    iv.lower, iv.upper, rule.kind, margin) == PASS:
+                continue
+            shown = "no interval" if iv is None else difference_interval_text(
+                iv.lower, iv.upper, pm.kind)
+            against = "failing" if low else "passing"
+            d.detail = (f"{dropped}: with the candidate {against} and the baseline"
+                        f" {'passing' if low else 'failing'} where they are missing, the"
+                        f" {level_text(pm.level)} Newcombe interval would be {shown}, and"
+                        f" the rule would not pass{fix}")
+            d.state, d.reason = INSUFFICIENT, MISSING_PAIRS_COULD_FAIL
+            return
+        return
+    if pm.value_range is None:
+        d.detail = (f"{dropped}: {rule.metric} declares no range, so a missing score could"
+                    f" have been anything and no interval bounds them{fix}")
+        d.state, d.reason = INSUFFICIENT, MISSING_PAIRS_UNBOUNDED
+        return
+    iv = paired_betting_difference(_with_missing_ranges(pm), pm.value_range, pm.level)
+    if iv is not None and decide_comparison_interval(
+            iv.lower, iv.upper, rule.kind, margin) == PASS:
+        return
+    shown = "no interval" if iv is None else difference_interval_text(
+        iv.lower, iv.upper, pm.kind)
+    d.detail = (f"{dropped}: with every score the missing ones could have had, the"
+                f" {level_text(pm.level)} betting interval would be {shown}, and the rule"
+                f" would not pass{fix}")
+    d.state, d.reason = INSUFFICIENT, MISSING_PAIRS_COULD_FAIL
 
 
 def decide_comparison(
@@ -397,6 +549,7 @@ def decide_comparison(
         pm = paired[rule.metric]
         d = decide_compare_rule(rule, pm)
         hold_unfailable_pairs(d, rule, pm)
+        hold_missing_pairs(d, rule, pm)
         d.action = action_for(d.state, policy, d.reason)
         # A pair is dropped as missing when the case is missing in either run: an outage of
         # the candidate (or the baseline) is not a small comparison.

@@ -71,12 +71,19 @@ def methods_note(metrics: list[dict[str, Any]], level: float) -> Line:
         parts.append(
             f"rates: Newcombe's hybrid score interval for paired proportions at {level_text(level)}"
         )
-    if MetricKind.MEAN in kinds:
-        parts.append(f"means: paired Student t interval at {level_text(level)}")
+    means = {str(m.get("method", "")).startswith("paired Student t")
+             for m in metrics if m["kind"] == MetricKind.MEAN}
+    if False in means:
+        parts.append("means with a declared range: betting interval on the paired differences"
+                     f" at {level_text(level)}")
+    if True in means:
+        parts.append(f"means without a range: paired Student t interval at {level_text(level)}"
+                     " (approximate)")
     note = "Intervals on candidate − baseline; " + "; ".join(parts) + "." if parts else ""
     note += (
         " Only cases observed in both runs are paired; a case missing or excluded in either"
-        " run is dropped."
+        " run is dropped, and a rule passes only if it would with the missing ones at their"
+        " worst."
     )
     return line(note.strip())
 

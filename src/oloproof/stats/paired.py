@@ -26,15 +26,18 @@ def _z_quantile(p: float) -> float:
 
 __all__ = [
     "NEWCOMBE_PAIRED",
+    "PAIRED_BETTING",
     "PAIRED_T",
     "PairedDifference",
     "newcombe_phi",
+    "paired_betting_difference",
     "paired_mean_difference",
     "paired_proportion_difference",
 ]
 
 NEWCOMBE_PAIRED = "Newcombe hybrid score (paired), 1998"
 PAIRED_T = "paired Student t, 1908"
+PAIRED_BETTING = "Waudby-Smith & Ramdas betting on the paired differences, 2023"
 
 
 @dataclass(frozen=True)
@@ -160,3 +163,30 @@ def paired_mean_difference(
         method=PAIRED_T,
         sd=summary.sd,
     )
+
+
+def paired_betting_difference(
+    differences: Sequence[tuple[float, float]],
+    value_range: tuple[float, float],
+    level: float = 0.95,
+) -> Interval | None:
+    """The betting interval (stats/betting.py) on the mean paired difference candidate -
+    baseline of a metric whose scores lie in ``value_range`` [lo, hi]: each difference lies
+    in [-(hi - lo), hi - lo], so the interval is valid at every number of pairs, for every
+    joint distribution of the two scores (each side misses at most (1 - level)/2).
+
+    ``differences``: each pair's difference as a range [a, b] (a = b for a pair observed in
+    both runs; a pair whose case is missing in one run: every difference the missing score
+    could give), in the canonical case order. The interval contains the interval of every
+    choice inside those ranges. None when there is no pair (or the range is wider than the
+    largest float)."""
+    from oloproof.stats.betting import betting_ranges
+
+    if not differences:
+        return None
+    lo, hi = float(value_range[0]), float(value_range[1])
+    width = hi - lo
+    if not math.isfinite(width):
+        return None  # a range wider than the largest float: no difference can be bounded
+    clipped = [(max(-width, min(width, a)), max(-width, min(width, b))) for a, b in differences]
+    return betting_ranges(clipped, (-width, width), level)
