@@ -313,3 +313,27 @@ def test_compare_decides_a_sequential_candidate_by_paired_tests_in_its_order(
     second = json.loads(run_cli("compare", "latest", baseline, "--json", cwd=root).out)
     assert second["decisions"][0]["detail"] == decision["detail"]
     assert second["exit_code"] == doc["exit_code"] == first.code
+
+
+def test_a_tiny_margin_does_not_pass_a_system_far_below_its_floor(tmp_path: Path) -> None:
+    """sequential: {margin: 1e-9} (accepted: the margin lies in (0, 0.5)) tuned the prior
+    so tightly that the e-value lost every digit: a system right on every other case
+    PASSed a floor of 0.8 after 17 cases, gate ALLOW exit 0. Now the prior is as tight as
+    the e-value can be computed for, and a test tuned that close to the floor cannot FAIL
+    the rule within 300 cases: refused before anything runs, as any such rule is."""
+    root = write_project(
+        tmp_path / "p",
+        app="""
+        def answer(case_input):
+            return {"label": "ok" if case_input["n"] % 2 else "no"}
+        """,
+        cases=[{"id": f"c{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}}
+               for i in range(300)],
+        release="version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.8\n",
+    )
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text() + "sequential:\n  seed: 0\n  margin: 1e-9\n")
+    done = run_cli("run", cwd=root, timeout=300)
+    assert done.code == 2, done.text
+    assert "release.yaml:5: rules[0].min" in done.err
+    assert "the sequential test could not FAIL it within the 300 cases" in done.err

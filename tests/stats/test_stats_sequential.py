@@ -408,3 +408,35 @@ def test_paired_test_false_pass_at_the_margin() -> None:
                 break
         passed += test.state == "PASS"
     assert _within(passed / runs, HALF_ALPHA, runs)
+
+
+def _exact_log_e(k: int, n: int, prior: object) -> float:
+    """log E(n, k) without the log beta function: B(k + a, n - k + b) / B(a, b) as the
+    product of its n ratios (each log taken on its own, summed with fsum), the prior's tails
+    from scipy. No cancellation between numbers of the size of a + b."""
+    t, a, b, side = prior.t, prior.a, prior.b, prior.side  # type: ignore[attr-defined]
+    ratio = math.fsum([math.log(a + i) for i in range(k)]
+                      + [math.log(b + j) for j in range(n - k)]
+                      + [-math.log(a + b + m) for m in range(n)])
+    tail = special.betaincc if side > 0 else special.betainc
+    return (ratio + math.log(float(tail(a + k, b + n - k, t)))
+            - math.log(float(tail(a, b, t))) - k * math.log(t) - (n - k) * math.log1p(-t))
+
+
+@pytest.mark.parametrize("margin", [1e-4, 1e-6, 1e-9, 1e-12])
+@pytest.mark.parametrize("t", [0.5, 0.8])
+def test_a_tiny_margin_keeps_the_evalue_exact_and_the_false_pass_rate(
+    t: float, margin: float
+) -> None:
+    """sequential: {margin: 1e-9} made the prior's weight about 1e17, the log beta
+    function lost every digit to cancellation, and log E of 80 passes in 100 at a floor of
+    0.8 came out as 50: every path PASSed, a system right half the time included."""
+    prior = binary_prior(t, +1, LEVEL, margin)
+    for n in (1, 10, 100, 1000):
+        for k in sorted({0, int(t * n), n}):
+            assert log_evalue(k, n, prior) == pytest.approx(
+                _exact_log_e(k, n, prior), abs=1e-6), (n, k)
+    at_floor = stopping_distribution(t, "min", t, 2000, LEVEL, margin)
+    assert at_floor.pass_probability <= HALF_ALPHA
+    below = stopping_distribution(t, "min", t - 0.3, 2000, LEVEL, margin)
+    assert below.pass_probability <= HALF_ALPHA

@@ -85,6 +85,14 @@ DEFAULT_MARGIN = 0.05
 #: Power of the fixed-n test whose size weighs the prior (see binary_prior).
 _DESIGN_POWER_Z = 1.2815515655446004  # the 0.9 normal quantile
 
+#: The largest weight a + b of a BINARY prior. log E subtracts log B(a, b) from
+#: log B(k + a, n - k + b), numbers about (a + b) log(a + b) in size, so its error grows with
+#: a + b: about 1e-9 at 1e6, and every digit lost at 1e16 (a margin of 1e-9 asked for that,
+#: and 80 passes in 100 at a floor of 0.8 came out as e^50). Any prior fixed before the
+#: first case keeps the e-process valid, so a margin too small for its weight gets a wider
+#: prior (centred where it asked) rather than a wrong e-value.
+_MAX_PRIOR_WEIGHT = 1e6
+
 
 def _normal_isf(tail: float) -> float:
     """The upper ``tail`` quantile of the standard normal (imported here: a run that is not
@@ -122,7 +130,8 @@ def design_size(t: float, alternative: float, level: float) -> float:
 def binary_prior(t: float, side: int, level: float, margin: float = DEFAULT_MARGIN) -> BinaryPrior:
     """The prior of one side of a BINARY rule at threshold ``t``: centred on the design
     alternative t + margin (side +1) or t - margin (side -1), kept inside the side (at most
-    half-way to its end), with a + b = half the :func:`design_size` (at least 2)."""
+    half-way to its end), with a + b = half the :func:`design_size` (at least 2, at most
+    ``_MAX_PRIOR_WEIGHT``, where log E is still exact to about 1e-9)."""
     if not 0.0 < t < 1.0:
         raise ValueError(f"a threshold strictly between 0 and 1 is needed, got {t!r}")
     if not 0.0 < margin < 1.0:
@@ -131,7 +140,7 @@ def binary_prior(t: float, side: int, level: float, margin: float = DEFAULT_MARG
         alternative = min(t + margin, 0.5 * (t + 1.0))
     else:
         alternative = max(t - margin, 0.5 * t)
-    weight = max(2.0, 0.5 * design_size(t, alternative, level))
+    weight = min(_MAX_PRIOR_WEIGHT, max(2.0, 0.5 * design_size(t, alternative, level)))
     a, b = alternative * weight, (1.0 - alternative) * weight
     below, above = _betainc_pair(a, b, t, 1.0 - t)
     mass = above if side > 0 else below
