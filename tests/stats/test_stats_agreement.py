@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -90,7 +91,8 @@ def test_labels_to_settle_is_the_smallest_total_that_settles(agreed: int, n: int
 def _scan(agreed: int, n: int, floor: float, level: float, upto: int) -> list[bool]:
     """Whether each N from n to ``upto`` settles, the CP lower bound from scipy."""
     totals = np.arange(n, upto + 1)
-    ks = np.round(agreed / n * totals)  # numpy rounds halves to even, as Python does
+    # the exact fraction rounded, halves to even (the float agreed / n * N can miss a half)
+    ks = np.array([float(round(Fraction(agreed * int(t), n))) for t in totals])
     ks[0] = agreed
     lower = np.where(ks > 0, beta.ppf((1 - level) / 2, np.maximum(ks, 1), totals - ks + 1), 0.0)
     return [bool(x) for x in lower >= floor]
@@ -147,3 +149,19 @@ def test_no_number_of_labels_settles_a_rate_at_or_under_the_floor() -> None:
 def test_agreement_counts_add_up() -> None:
     for a, b, c, d in itertools.product(range(3), repeat=4):
         assert agreement(a, b, c, d).n == a + b + c + d
+
+
+def test_labels_to_settle_rounds_the_exact_rate_not_its_float() -> None:
+    """15 of 22 against 0.60: at 143 labels the rate holds 15 * 143 / 22 = 97.5 agreements,
+    98 by halves to even (as plan rounds), and 98 of 143 settles it; the float 15/22 * 143 is
+    97.49999999999999, which rounded to 97 and made the answer 145. The scan here rounds
+    the exact fraction and takes scipy's beta quantile."""
+    agreed, n, floor = 15, 22, 0.6
+    first = next(
+        total for total in range(n, 1000)
+        if beta.ppf(0.025, k := (agreed if total == n else round(Fraction(agreed * total, n))),
+                    total - k + 1) >= floor
+    )
+    assert first == 143
+    assert labels_to_settle(agreed, n, floor, 0.95) == first
+    assert labels_to_settle(30, 44, floor, 0.95) == first

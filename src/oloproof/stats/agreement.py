@@ -188,13 +188,21 @@ def _fewest(total: int, floor: float, half: float, level: float, z: float) -> in
     return k
 
 
+def _round_half_even(numerator: int, denominator: int) -> int:
+    """numerator / denominator to the nearest integer, halves to even, exactly (Python's
+    ``round`` of the rational; ``sample_size.round_half_even``, not imported for this)."""
+    q, r = divmod(numerator, denominator)
+    return q + 1 if 2 * r > denominator or (2 * r == denominator and q % 2 == 1) else q
+
+
 def labels_to_settle(
     agreed: int, n: int, floor: float, level: float = 0.95, max_total: int = 100_000
 ) -> int | None:
     """The smallest total number of labels N >= n at which ``round(p * N)`` agreements of N
     (p = agreed / n, the observed rate) put the Clopper-Pearson lower bound at ``level``
     at or above ``floor``; None when none does up to ``max_total`` (p at or below the
-    floor: more labels at this rate cannot show it). ``round`` halves to even.
+    floor: more labels at this rate cannot show it). ``round`` is of the exact fraction
+    agreed * N / n, halves to even.
 
     The lower bound at ``round(p * N)`` of N is not monotone in N (the rounding wobbles),
     so a search that steps up and then looks only below its first hit can miss a smaller
@@ -212,7 +220,9 @@ def labels_to_settle(
     z = _z(level)
 
     def k_at(total: int) -> int:
-        return agreed if total == n else round(p * total)
+        # The exact agreed * total / n, halves to even, as plan rounds: the float
+        # p * total reads 15/22 of 143 (97.5) as 97.49999999999999.
+        return agreed if total == n else _round_half_even(agreed * total, n)
 
     def first(a: int, b: int) -> int | None:
         if k_at(b) < _fewest(a, floor, half, level, z):
