@@ -218,6 +218,17 @@ def test_a_threshold_at_or_beyond_its_edge_is_refused(
     assert not (project_dir / ".oloproof" / "store.sqlite").exists()
 
 
+def test_a_refused_threshold_is_quoted_as_written(project_dir: Path) -> None:
+    """The refusal quoted a threshold with %g: max: 0.9999999999999999 read 'max: 1', a rule
+    the user did not write (and min: 0.1234567 'min: 0.123457')."""
+    write_project(project_dir, app=APP_OK, cases=_days_cases(20), evaluators=MEAN_EV,
+                  release="version: 1\nrules:\n  - {id: ok, metric: exact_label, min: 0.5}\n")
+    for written in ("max: 0.9999999999999999", "min: 0.0001234567"):
+        _refused(project_dir, f"version: 1\nrules:\n  - {{id: r, metric: exact_label, {written}}}\n",
+                 f"release.yaml:3: rules[0].{written[:3]}: rule r: {written} cannot fail on the 20"
+                 " cases")
+
+
 def test_thresholds_that_the_suite_can_fail_run(project_dir: Path) -> None:
     # 20 scores all at the top of [0, 30] have a betting interval of [23.62, 30] (issue 33),
     # all at the bottom [0, 6.38]: a ceiling under 23.6 and a floor over 6.4 can fail.

@@ -180,7 +180,11 @@ def _metric_facts(
 
 
 def _number(x: float) -> str:
-    return f"{x:g}"
+    """A threshold, margin or range end as written: the shortest decimal that reads back as
+    the same float (%g made max: 0.9999999999999999 'max: 1'), an integral one without
+    '.0'."""
+    text = repr(float(x))
+    return text.removesuffix(".0")
 
 
 def _check_threshold(
