@@ -48,6 +48,27 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     return project, _run_id(candidate), _run_id(baseline)
 
 
+def test_a_level_next_to_one_decides_instead_of_an_internal_error(
+    example: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """confidence_level: 0.9999999999999999 (accepted: it lies below 1) made Newcombe's
+    normal quantile of 1 - alpha/2, the float 1.0, raise StatisticsError: exit 70, 'internal
+    error'. At that level no rule of the example is decided: exit 3."""
+    project, cand, base = example
+    policy = tmp_path / "near-one.yaml"
+    policy.write_text((project / "compare.yaml").read_text().replace(
+        "confidence_level: 0.95", "confidence_level: 0.9999999999999999"))
+    assert "0.9999999999999999" in policy.read_text()
+    result = run_cli("compare", cand, base, "--policy", str(policy), cwd=project)
+    assert result.code == 3, result.text
+    assert "internal error" not in result.text
+    assert "INSUFFICIENT_EVIDENCE" in _row(result.out, "label-no-regression")
+    row = _row(result.out, "exact_label")
+    iv = paired_proportion_difference(13, 4, 0, 1, 0.9999999999999999).interval
+    assert iv is not None
+    assert fmt_difference_interval(iv.lower, iv.upper, "BINARY") in row
+
+
 def test_compare_the_example(example: tuple[Path, str, str]) -> None:
     project, cand, base = example
     result = run_cli("compare", cand, base, cwd=project)

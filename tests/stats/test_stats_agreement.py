@@ -165,3 +165,16 @@ def test_labels_to_settle_rounds_the_exact_rate_not_its_float() -> None:
     assert first == 143
     assert labels_to_settle(agreed, n, floor, 0.95) == first
     assert labels_to_settle(30, 44, floor, 0.95) == first
+
+
+def test_kappa_at_a_level_next_to_one_takes_the_upper_tail() -> None:
+    """At confidence_level 0.9999999999999999 the quantile of 1 - (1 - level)/2 (the float
+    1.0) raised StatisticsError; kappa -/+ z * se with z = scipy's norm.isf(alpha/2)."""
+    level = 0.9999999999999999
+    kappa, interval = cohens_kappa(10, 2, 3, 10, level)
+    ref = sm_kappa(np.array([[10, 2], [3, 10]]))
+    assert kappa == pytest.approx(ref.kappa, abs=1e-12)
+    z = norm.isf((1 - level) / 2)
+    assert interval is not None
+    assert interval.lower == pytest.approx(max(-1.0, ref.kappa - z * ref.std_kappa), abs=1e-9)
+    assert interval.upper == pytest.approx(min(1.0, ref.kappa + z * ref.std_kappa), abs=1e-9)

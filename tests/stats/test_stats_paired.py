@@ -109,3 +109,17 @@ def test_paired_mean_difference_matches_scipy() -> None:
     assert single.interval is None and single.estimate == pytest.approx(0.3)
     with pytest.raises(ValueError):
         paired_mean_difference([0.1, 0.2], [0.1])
+
+
+@pytest.mark.parametrize("level", [1 - 1e-15, 0.9999999999999999])
+def test_a_level_next_to_one_matches_the_independent_implementation(level: float) -> None:
+    """confidence_level: 0.9999999999999999 is accepted (it lies below 1), and 1 - alpha/2
+    is then the float 1.0: the normal quantile of it raised StatisticsError, and `oloproof
+    compare` ended as an internal error (exit 70). The quantile is taken of the upper tail
+    alpha/2, as statsmodels' Wilson interval takes it (norm.isf)."""
+    for table in ((59, 6, 16, 80), (10, 5, 0, 5), (0, 3, 0, 0), (1, 1, 7, 12)):
+        result = paired_proportion_difference(*table, level=level)
+        assert result.interval is not None
+        lower, upper = _reference(*table, level)
+        assert result.interval.lower == pytest.approx(lower, abs=1e-12), table
+        assert result.interval.upper == pytest.approx(upper, abs=1e-12), table

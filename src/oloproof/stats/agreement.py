@@ -90,7 +90,7 @@ def _proportion(k: int, n: int, level: float) -> Proportion:
 
 
 def _z(level: float) -> float:
-    return NormalDist().inv_cdf(1 - (1 - level) / 2)
+    return -NormalDist().inv_cdf((1 - level) / 2)  # 1 - (1 - level) / 2 can round to 1
 
 
 def _clamped(centre: float, half: float) -> Interval:

@@ -24,6 +24,12 @@ def _z_quantile(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
+def z_upper(tail: float) -> float:
+    """The normal quantile with upper tail ``tail``: -Φ⁻¹(tail). Not Φ⁻¹(1 - tail), which
+    loses digits for a small tail and at a level of 0.9999999999999999 asks for Φ⁻¹(1.0)."""
+    return -_z_quantile(tail)
+
+
 __all__ = [
     "NEWCOMBE_PAIRED",
     "PAIRED_BETTING",
@@ -128,7 +134,7 @@ def paired_proportion_difference(
     n = sum(counts)
     if n == 0:
         return PairedDifference(estimate=None, interval=None, n=0, method=NEWCOMBE_PAIRED)
-    z = _z_quantile(1.0 - 0.5 * alpha)
+    z = z_upper(0.5 * alpha)
     lower, upper = _newcombe_bounds(both_pass, cand_only, base_only, both_fail, z)
     return PairedDifference(
         estimate=(cand_only - base_only) / n,

@@ -626,7 +626,7 @@ class _PairedSums:
         a, b, c, d = cells
         n = a + b + c + d
         self.judge = judge
-        self.z = _z_quantile(1.0 - 0.5 * _check_level(level))
+        self.z = -_z_quantile(0.5 * _check_level(level))
         self.eps = eps
         self.p_disc = (b + c) / n
         self.q = b / (b + c) if b + c else 0.0

@@ -56,7 +56,7 @@ from functools import partial
 from statistics import NormalDist
 
 from oloproof._records import dataclass
-from oloproof.stats._special import t_ppf
+from oloproof.stats._special import t_isf
 from oloproof.stats.intervals import Interval
 
 __all__ = ["CorrectedRate", "clip_rate", "ppi_mean", "ppi_mean_bounds", "ppi_power_lambda"]
@@ -163,11 +163,11 @@ def ppi_mean(
         spread = _var(imputed, ddof=1) / big_n
         low_se = math.sqrt(spread + _var([*rectifier, *_low_padding(lam)], ddof=1) / n)
         high_se = math.sqrt(spread + _var([*rectifier, *_high_padding(lam)], ddof=1) / n)
-        z = t_ppf(1 - (1 - level) / 2, n - 1)
+        z = t_isf((1 - level) / 2, n - 1)
         lower, upper = estimate - z * low_se, estimate + z * high_se
     else:
         se = math.sqrt(_var(imputed) / big_n + _var(rectifier) / n)
-        z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+        z = -NormalDist().inv_cdf((1 - level) / 2)  # 1 - (1 - level) / 2 can round to 1
         lower, upper = estimate - z * se, estimate + z * se
     return CorrectedRate(estimate, clip_rate(lower, upper), lam, n, big_n, level,
                          Interval(lower, upper))
@@ -246,7 +246,7 @@ def ppi_mean_bounds(
     seen = [f for f in unlabelled if f is not None]
     missing_unl = big_n - len(seen)
     passes = math.fsum(seen)
-    t = t_ppf(1 - (1 - level) / 2, n - 1)
+    t = t_isf((1 - level) / 2, n - 1)
 
     def bound(pad: list[float], sign: float) -> Callable[[int, int], float]:
         pad_sum, pad_sq = math.fsum(pad), math.fsum(x * x for x in pad)

@@ -305,7 +305,7 @@ def _observed_size(
         return SizeResult("not_computable", method=method, reason="threshold outside (0, 1)")
 
     half_alpha = 0.5 * alpha
-    z = _z_quantile(1.0 - half_alpha)
+    z = -_z_quantile(half_alpha)  # not of 1 - half_alpha, which can round to 1
     t = threshold
     first = _binary_safe_start(k / n, t, z, n + 1, limit)
     if first > limit:
@@ -824,7 +824,7 @@ def paired_binary_rule_size(
     n = sum(cells)
     if n == 0:
         return SizeResult("not_computable", method=method, reason="no pair was observed")
-    z = _z_quantile(1.0 - 0.5 * alpha)
+    z = -_z_quantile(0.5 * alpha)
 
     def state_at(total: int) -> RuleState | None:
         scaled = cells if total == n else apportion(cells, total)
@@ -1082,7 +1082,7 @@ def binary_assurance_size(
     alpha = _check_level(level)
     t = threshold
     screen = 0.0 < t < 1.0 and 0.0 < rate < 1.0
-    z2 = _z_quantile(1.0 - 0.5 * alpha) ** 2 * (1.0 - 1e-9)  # on the safe side of rounding
+    z2 = _z_quantile(0.5 * alpha) ** 2 * (1.0 - 1e-9)  # on the safe side of rounding
     q_up = t + 0.5 * (1.0 - t)
     q_down = 0.5 * t
     def cut_bounds(size: int) -> tuple[int, int]:
