@@ -24,6 +24,7 @@ from oloproof.project.config import (
     JsonSchemaEvaluator,
     RegexEvaluator,
     _EvaluatorBase,
+    nothing_to_find,
 )
 
 if TYPE_CHECKING:
@@ -98,6 +99,23 @@ class ExactMatch(_Comparing[ExactMatchEvaluator]):
 
 
 class Contains(_Comparing[ContainsEvaluator]):
+    def __init__(self, config: ContainsEvaluator) -> None:
+        super().__init__(config)
+        # Since an empty expected text excludes its case (it used to pass), a verdict
+        # cached before then is not this evaluator's: the identity says so.
+        self.identity = digest({"config": self.identity, "empty_expected": "excluded"})
+
+    def evaluate(self, case: CaseView, output: Any) -> Outcome:
+        key = self.config.expected_field or self.config.field
+        expected = _expected(case, key)
+        if not is_missing(expected) and nothing_to_find(expected):
+            return Outcome(
+                JudgmentStatus.EXCLUDED,
+                reason=(f"the expected '{key or 'value'}' is empty ({as_text(expected)}):"
+                        " there is no text to look for, and any output would contain it"),
+            )
+        return super().evaluate(case, output)
+
     def compare(self, actual: Any, expected: Any) -> Outcome:
         fold = self.config.casefold
         text = as_text(actual)

@@ -557,16 +557,34 @@ def check_evaluators(project: Project, expected: Sequence[Mapping[str, Any] | No
     ``expected``: each case's ``expected`` (None for a case without). A typo in ``field``
     (``lable``) would exclude every case, and a rule on the metric would be decided on
     nothing; a suite without any ``expected`` cannot feed such an evaluator either."""
+    import json
+
+    from oloproof.project.config import nothing_to_find
+
     having = [e for e in expected if isinstance(e, Mapping)]
     for index, ev in enumerate(project.config.evaluators):
         if ev.type not in COMPARING:
             continue
         explicit = getattr(ev, "expected_field", None)
         key = explicit or getattr(ev, "field", None)
-        if any(lookup(e, key) is not MISSING for e in having):
-            continue
+        found = [v for v in (lookup(e, key) for e in having) if v is not MISSING]
         at: tuple[str | int, ...] = ("evaluators", index)
         dataset = project.dataset_display
+        if found and ev.type == "contains" and all(nothing_to_find(v) for v in found):
+            # "" and [] ask for no text: each such case is excluded when it is judged.
+            field = "expected_field" if explicit else "field"
+            raise ConfigError(
+                f"every case of {dataset} that has expected.{key} holds an empty value"
+                f" ({', '.join(sorted({json.dumps(v) for v in found}))}): contains"
+                f" ({ev.criterion}) would find the empty text in any output, so every case"
+                " is excluded and a rule on the metric decided on nothing. Fill in the"
+                " expected texts",
+                file=project.display, field=_field((*at, field)),
+                line=_line(project.config_path, project.display, (*at, field)),
+                accepted="a non-empty text, or a list holding one, in some case's expected",
+            )
+        if found:
+            continue
         if not having:
             raise ConfigError(
                 f"{ev.type} ({ev.criterion}) compares each output with the case's expected"

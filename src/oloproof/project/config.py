@@ -320,6 +320,15 @@ class ContainsEvaluator(_EvaluatorBase):
     casefold: bool = False
 
 
+def nothing_to_find(expected: object) -> bool:
+    """Whether a ``contains`` expected value asks for no text at all: ``""``, ``[]``, or a
+    list of empty texts. Every output holds the empty text, so such a case would pass
+    whatever the system answered; it is excluded instead, as a case without the value
+    (and a ``contains`` whose every expected value is empty is refused at load)."""
+    needles = expected if isinstance(expected, list) else [expected]
+    return all(n == "" for n in needles)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RegexEvaluator(_EvaluatorBase):
     """``output[field]`` matches (or, with ``pass_if: no_match``, does not match) ``pattern``."""

@@ -1,0 +1,64 @@
+"""ALLOW is earned through the policy and the data: suites and policies (not user code)
+under which the gate allowed (exit 0) what the evidence did not show, through the real CLI
+(a subprocess, real files, a real store). Each test failed on the code before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.trust._support import cases_by_id, cli, no_traceback, project, runs
+
+pytestmark = pytest.mark.slow
+
+WRONG = """
+    def answer(inp):
+        return {"label": "totally wrong"}
+"""
+CONTAINS = ("  - type: contains\n    criterion: mentions\n    field: label\n"
+            "    expected_field: keywords\n")
+FLOOR = "version: 1\nrules:\n  - {id: mentions-floor, metric: mentions, min: 0.5}\n"
+
+
+def _keyword_cases(empty: object, n_empty: int, n_real: int) -> list[dict[str, object]]:
+    return [
+        {"id": f"q{i:02d}", "input": {"n": i},
+         "expected": {"keywords": empty if i < n_empty else ["refund"]}}
+        for i in range(n_empty + n_real)
+    ]
+
+
+@pytest.mark.parametrize("empty", ["", [], [""]], ids=["text", "list", "list-of-text"])
+def test_contains_with_an_empty_expected_excludes_the_case(tmp_path: Path, empty: object) -> None:
+    """`contains` with `expected.keywords` blank ("" or []: a data export that lost them)
+    passed every output, "totally wrong" included (a suite of 30 such cases PASSed a floor
+    of 50%, exit 0). Such a case asks for no text, so it is excluded; here the 10 cases
+    with a keyword decide the rule, and they FAIL it."""
+    root = project(tmp_path / "p", WRONG, cases=_keyword_cases(empty, 20, 10),
+                   evaluators=CONTAINS, release=FLOOR)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 1, result.text
+    assert "0 / 10 observed · 0 missing · 20 excluded" in result.out, result.out
+    case = cases_by_id(root)["q00"]
+    judgment = case["judgments"]["mentions"]
+    assert judgment["status"] == "EXCLUDED", judgment
+    assert "is empty" in judgment["reason"] and "no text to look for" in judgment["reason"]
+    [run] = runs(root)
+    assert (run["exit_code"], run["gate"]) == (1, "BLOCK")
+
+
+def test_contains_whose_every_expected_is_empty_is_refused(tmp_path: Path) -> None:
+    """Every case's keywords blank: every case would be excluded, as with a misspelt field,
+    so it is refused before anything runs (exit 2), naming the evaluator's line."""
+    root = project(tmp_path / "p", WRONG, cases=_keyword_cases([], 30, 0),
+                   evaluators=CONTAINS, release=FLOOR)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 2, result.text
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith(
+        "oloproof run: error: oloproof.yaml:15: evaluators[0].expected_field: every case of"
+        " data/cases.jsonl that has expected.keywords holds an empty value ([])"), lines[0]
+    assert not (root / ".oloproof" / "store.sqlite").exists() or runs(root) == []
