@@ -1031,12 +1031,13 @@ def action_for(
 ) -> GateAction:
     """What a state does to the release under a policy's ``block_on`` and ``warn_on``.
 
-    A rule with no observed case (``reason`` ``no_observed_cases``) whose state is in
-    neither list warns instead of allowing silently: an ALLOW resting on nothing would
-    be a release the evidence does not show."""
+    A rule with no observed case (``reason`` ``no_observed_cases``), or whose evidence
+    could not have failed it (``evidence_cannot_fail``), whose state is in neither list
+    warns instead of allowing silently: an ALLOW resting on nothing would be a release
+    the evidence does not show."""
     if state in policy.block_on:
         return GateAction.BLOCK
-    if state in policy.warn_on or reason == NO_OBSERVED:
+    if state in policy.warn_on or reason in (NO_OBSERVED, CANNOT_FAIL):
         return GateAction.WARN
     return GateAction.ALLOW
 
