@@ -122,6 +122,14 @@ class SourceFailures:
             self.streak_first = None
 
 
+def _key_identity(evaluator: Any) -> str:
+    """What an evaluator's verdicts are cached under: its ``cache_identity`` when it has
+    one, else its identity. A built-in evaluator whose verdicts changed meaning on some
+    cases keeps its identity (what ``compare`` and ``merge`` match runs on) and gets a
+    new ``cache_identity``, so that verdicts cached before the change are judged again."""
+    return getattr(evaluator, "cache_identity", None) or str(evaluator.identity)
+
+
 def _error_of(outcome: Outcome) -> str | None:
     """The error of an evaluator's outcome for its source's tally (None: it answered)."""
     if outcome.status == JudgmentStatus.ERROR:
@@ -339,7 +347,8 @@ class Engine:
         self._criteria = [e.criterion for e in [*self.inline, *self.judges]]
         # The evaluators that see the case's metadata (custom ones): keyed on it (judge_key).
         self._reads_metadata = frozenset(
-            e.identity for e in [*self.inline, *self.judges] if getattr(e, "reads_metadata", False)
+            _key_identity(e) for e in [*self.inline, *self.judges]
+            if getattr(e, "reads_metadata", False)
         )
         self._tallies = {c: CriterionEvidence(c, MetricKind.BINARY) for c in self._binary}
         self._due = provisional_schedule(self._case_total)
@@ -426,7 +435,7 @@ class Engine:
                     return False
                 output_json = keys[("output", key)] = canonical_json(hit.output)
             for evaluator in evaluators:
-                if cache.judgment(self._judge_key(evaluator.identity, case, output_json)) is None:
+                if cache.judgment(self._judge_key(_key_identity(evaluator), case, output_json)) is None:
                     self._forget()
                     return False
         return True
@@ -445,7 +454,7 @@ class Engine:
             if hit is None:
                 continue
             output_json = self._keys[("output", key)] = canonical_json(hit.output)  # type: ignore[index]
-            judgments += [self._judge_key(e.identity, case, output_json) for e in evaluators]
+            judgments += [self._judge_key(_key_identity(e), case, output_json) for e in evaluators]
         cache.preload(judgments=judgments)
 
     def _forget(self) -> None:
@@ -707,13 +716,13 @@ class Engine:
         if self.cache.bulk and cached is None:
             # A fresh output: its judgments looked up with the other cases' of this turn.
             await self.cache.load_judgments(
-                self._judge_key(e.identity, case, output_json)
+                self._judge_key(_key_identity(e), case, output_json)
                 for e in (*self._fast, *self._slow, *self.judges)
             )
         view = CaseView(case.id, case.input, case.expected, case.metadata)
         state = _CaseState(case, view, output, output_json, 0)
         for evaluator in self._fast:
-            jkey = self._judge_key(evaluator.identity, case, output_json)
+            jkey = self._judge_key(_key_identity(evaluator), case, output_json)
             outcome = self._cached_judgment(jkey)
             if outcome is None:
                 outcome = await self._evaluate_inline(evaluator, view, output)
@@ -742,7 +751,7 @@ class Engine:
         is judged here (and counted in the evaluator's ``tallies``, the judges')."""
         missing: list[tuple[_E, str]] = []
         for i, evaluator in enumerate(evaluators):
-            jkey = self._judge_key(evaluator.identity, state.case, output_json)
+            jkey = self._judge_key(_key_identity(evaluator), state.case, output_json)
             cached_outcome = self._cached_judgment(jkey)
             if cached_outcome is None:
                 missing.append((evaluator, jkey))

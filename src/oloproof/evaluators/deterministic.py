@@ -58,11 +58,18 @@ class _Base(Generic[C]):
     metric_kind: MetricKind = MetricKind.BINARY
     value_range: tuple[float, float] | None = None
     is_judge = False
+    cache_salt = ""
 
     def __init__(self, config: C) -> None:
         self.config: C = config
         self.criterion: str = config.criterion
         self.identity = _config_identity(config)
+        #: What the verdicts are cached under: the identity, with ``cache_salt`` when the
+        #: evaluator's verdicts changed on some cases since they were first cached.
+        self.cache_identity: str = (
+            digest({"identity": self.identity, "salt": self.cache_salt})
+            if self.cache_salt else self.identity
+        )
 
 
 class _Comparing(_Base[CC]):
@@ -99,11 +106,9 @@ class ExactMatch(_Comparing[ExactMatchEvaluator]):
 
 
 class Contains(_Comparing[ContainsEvaluator]):
-    def __init__(self, config: ContainsEvaluator) -> None:
-        super().__init__(config)
-        # Since an empty expected text excludes its case (it used to pass), a verdict
-        # cached before then is not this evaluator's: the identity says so.
-        self.identity = digest({"config": self.identity, "empty_expected": "excluded"})
+    #: An empty expected text excludes its case (it used to pass): verdicts cached before
+    #: then are judged again (engine/pipeline.py, ``_key_identity``).
+    cache_salt = "empty-expected-excluded"
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:
         key = self.config.expected_field or self.config.field
