@@ -12,18 +12,25 @@ import pytest
 from oloproof.engine.pipeline import _key_identity
 from oloproof.evaluators.base import CaseView
 from oloproof.evaluators.deterministic import (
+    AbsoluteError,
     Contains,
+    ExactMatch,
     Regex,
     _config_identity,
+    same_json,
 )
 from oloproof.project.config import (
+    AbsoluteErrorEvaluator,
     ContainsEvaluator,
+    ExactMatchEvaluator,
     RegexEvaluator,
 )
 
 
 @pytest.mark.parametrize("evaluator", [
     Contains(ContainsEvaluator(criterion="c", field="a")),
+    ExactMatch(ExactMatchEvaluator(criterion="e", field="a")),
+    AbsoluteError(AbsoluteErrorEvaluator(criterion="d", field="a")),
 ])
 def test_changed_evaluators_cache_under_a_new_key(evaluator: Any) -> None:
     assert evaluator.identity == _config_identity(evaluator.config)  # compare unchanged
@@ -33,6 +40,16 @@ def test_changed_evaluators_cache_under_a_new_key(evaluator: Any) -> None:
 def test_other_evaluators_keep_their_cache() -> None:
     regex = Regex(RegexEvaluator(criterion="r", field="a", pattern="x"))
     assert _key_identity(regex) == regex.identity
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    (0, False, False), (1, True, False), (True, True, True), (False, False, True),
+    (1, 1.0, True), ([0, 1], [False, True], False), ({"x": [1]}, {"x": [True]}, False),
+    ({"x": [1.0, "a"]}, {"x": [1, "a"]}, True), ({"x": 1}, {"y": 1}, False), (None, None, True),
+])
+def test_same_json(a: Any, b: Any, same: bool) -> None:
+    assert same_json(a, b) is same
+    assert same_json(b, a) is same
 
 
 def test_contains_excludes_an_empty_expected() -> None:

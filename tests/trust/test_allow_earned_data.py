@@ -82,3 +82,45 @@ def test_evidence_that_cannot_fail_warns_when_insufficient_does_not_block(tmp_pa
         assert "Gate      WARN   exit code 0" in result.out, result.out
     [run] = runs(root)
     assert (run["exit_code"], run["gate"]) == (0, "WARN")
+
+
+def test_exact_match_tells_booleans_from_numbers(tmp_path: Path) -> None:
+    """`expected: {"approved": false}` and a system answering `0`: Python's `0 == False`
+    made exact_match pass every case, and a floor of 80% PASSed with exit 0. JSON `false`
+    is not `0`, nor `true` `1`, at any depth; numbers still equal by value (1 and 1.0)."""
+    cases = [{"id": f"q{i:02d}", "input": {"n": i}, "expected": {"approved": False}}
+             for i in range(30)]
+    app = """
+        def answer(inp):
+            return {"approved": 0}
+    """
+    evaluators = "  - type: exact_match\n    criterion: approved_ok\n    field: approved\n"
+    release = "version: 1\nrules:\n  - {id: approved-floor, metric: approved_ok, min: 0.8}\n"
+    root = project(tmp_path / "p", app, cases=cases, evaluators=evaluators, release=release)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 1, result.text
+    assert "0 / 30 observed · 0 missing · 0 excluded" in result.out, result.out
+    reason = cases_by_id(root)["q00"]["judgments"]["approved_ok"]["reason"]
+    assert reason == "expected False, got 0", reason
+
+
+def test_absolute_error_reads_no_boolean_as_a_number(tmp_path: Path) -> None:
+    """`expected: {"days": true}` (a column of flags exported where the days belong) was
+    read as 1, so an answer of 1 scored an error of 0 on every case and `max: 2` PASSed
+    with exit 0. A boolean is not a number: the case is missing, and a run whose every
+    case is missing for the criterion is incomplete (exit 5)."""
+    cases = [{"id": f"q{i:02d}", "input": {"n": i}, "expected": {"days": True}}
+             for i in range(30)]
+    app = """
+        def answer(inp):
+            return {"days": 1}
+    """
+    evaluators = ("  - type: absolute_error\n    criterion: days_error\n    field: days\n"
+                  "    range: [0, 10]\n")
+    release = "version: 1\nrules:\n  - {id: days-ceiling, metric: days_error, max: 2}\n"
+    root = project(tmp_path / "p", app, cases=cases, evaluators=evaluators, release=release)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 5, result.text
+    assert "not a number: output 1, expected True" in result.out, result.out

@@ -89,7 +89,25 @@ class _Comparing(_Base[CC]):
         raise NotImplementedError
 
 
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values are equal as JSON: as Python's ``==``, except that
+    ``true``/``false`` equal only ``true``/``false`` (Python's ``0 == False`` and
+    ``1 == True`` made an output ``0`` pass where ``false`` was expected), at any depth.
+    Numbers are equal by value (``1`` and ``1.0``)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
 class ExactMatch(_Comparing[ExactMatchEvaluator]):
+    #: A boolean equals only a boolean (it equalled 0 or 1): verdicts cached before then
+    #: are judged again (engine/pipeline.py, ``_key_identity``).
+    cache_salt = "booleans-are-not-numbers"
+
     def _norm(self, value: Any) -> Any:
         if isinstance(value, str):
             if self.config.strip:
@@ -99,7 +117,7 @@ class ExactMatch(_Comparing[ExactMatchEvaluator]):
         return value
 
     def compare(self, actual: Any, expected: Any) -> Outcome:
-        ok = self._norm(actual) == self._norm(expected)
+        ok = same_json(self._norm(actual), self._norm(expected))
         return Outcome(
             JudgmentStatus.OK, passed=ok, reason=None if ok else f"expected {expected!r}, got {actual!r}"
         )
@@ -199,6 +217,9 @@ class JsonSchema(_Base[JsonSchemaEvaluator]):
 
 class AbsoluteError(_Base[AbsoluteErrorEvaluator]):
     metric_kind = MetricKind.MEAN
+    #: An expected true/false is not a number (it was read as 1/0): verdicts cached before
+    #: then are judged again (engine/pipeline.py, ``_key_identity``).
+    cache_salt = "booleans-are-not-numbers"
 
     def __init__(self, config: AbsoluteErrorEvaluator) -> None:
         super().__init__(config)
@@ -213,12 +234,15 @@ class AbsoluteError(_Base[AbsoluteErrorEvaluator]):
         actual = get_field(output, self.config.field)
         if is_missing(actual):
             return Outcome(JudgmentStatus.ERROR, reason=f"the output has no field '{self.config.field}'")
+        if isinstance(actual, bool) or isinstance(expected, bool):
+            # JSON true/false are not numbers, though Python reads them as 1 and 0.
+            return Outcome(JudgmentStatus.ERROR, reason=f"not a number: output {actual!r}, expected {expected!r}")
         try:
             a, e = float(actual), float(expected)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return Outcome(JudgmentStatus.ERROR, reason=f"not a number: output {actual!r}, expected {expected!r}")
-        if isinstance(actual, bool) or not math.isfinite(a) or not math.isfinite(e):
-            return Outcome(JudgmentStatus.ERROR, reason=f"not a finite number: {actual!r}")
+        if not math.isfinite(a) or not math.isfinite(e):
+            return Outcome(JudgmentStatus.ERROR, reason=f"not a finite number: output {actual!r}, expected {expected!r}")
         error = abs(a - e)
         if not math.isfinite(error):
             return Outcome(JudgmentStatus.ERROR, reason=(
