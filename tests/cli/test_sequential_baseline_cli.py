@@ -242,7 +242,7 @@ def test_a_baseline_that_judged_the_metric_otherwise_is_refused(tmp_path: Path) 
     config = root / "oloproof.yaml"
     config.write_text(config.read_text().replace(
         "- type: exact_match\n    criterion: exact_label\n    field: label",
-        "- type: regex\n    criterion: exact_label\n    field: label\n    pattern: '.*'"))
+        "- type: regex\n    criterion: exact_label\n    field: label\n    pattern: '.+'"))
     done = run_cli("run", "--sequential", "--baseline", baseline, cwd=root)
     assert done.code == 2, done.text
     assert (f"comparison rule label-better is on metric exact_label, which this run and"

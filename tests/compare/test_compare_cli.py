@@ -545,7 +545,7 @@ def test_a_criterion_judged_by_another_evaluator_is_not_compared(tmp_path: Path)
     config = project / "oloproof.yaml"
     config.write_text(config.read_text().replace(
         "- type: exact_match\n    criterion: exact_label\n    field: label",
-        "- type: regex\n    criterion: exact_label\n    field: label\n    pattern: '.*'",
+        "- type: regex\n    criterion: exact_label\n    field: label\n    pattern: '.+'",
     ).replace('version: "1"', 'version: "2"'))
     cand = _run_id(run_cli("run", cwd=project))
     (project / "compare.yaml").write_text(

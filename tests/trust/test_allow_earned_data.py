@@ -124,3 +124,36 @@ def test_absolute_error_reads_no_boolean_as_a_number(tmp_path: Path) -> None:
     no_traceback(result)
     assert result.code == 5, result.text
     assert "not a number: output 1, expected True" in result.out, result.out
+
+
+def _regex_project(root: Path, pattern: str) -> Path:
+    evaluators = ("  - type: regex\n    criterion: has_order_number\n    field: label\n"
+                  f"    pattern: '{pattern}'\n    pass_if: match\n")
+    release = "version: 1\nrules:\n  - {id: order-floor, metric: has_order_number, min: 0.8}\n"
+    return project(root, WRONG, n=30, evaluators=evaluators, release=release)
+
+
+@pytest.mark.parametrize("pattern", [r"[0-9]*", "refund|", "(order )?", "$", ".*"])
+def test_a_regex_that_matches_every_text_is_refused(tmp_path: Path, pattern: str) -> None:
+    """`pattern: '[0-9]*'` (meant: `[0-9]+`) with `pass_if: match` finds an empty match in
+    any text: "totally wrong" passed 30 of 30 and a floor of 80% PASSed, exit 0. Such a
+    pattern cannot fail a case, so it is refused before anything runs, as `min: 0` is."""
+    root = _regex_project(tmp_path / "p", pattern)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 2, result.text
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith(
+        f"oloproof run: error: oloproof.yaml:15: evaluators[0].pattern: pattern '{pattern}'"
+        " matches every text, the empty one included"), lines[0]
+    assert "(accepted: a pattern that some text does not match)" in lines[0]
+    assert not (root / ".oloproof" / "store.sqlite").exists() or runs(root) == []
+
+
+@pytest.mark.parametrize("pattern", [r"[0-9]+", "^$", r"^[0-9]"])
+def test_a_regex_that_some_text_does_not_match_is_decided(tmp_path: Path, pattern: str) -> None:
+    root = _regex_project(tmp_path / "p", pattern)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code in (1, 3), result.text  # decided: never refused

@@ -643,11 +643,25 @@ class RegexEvaluator(_EvaluatorBase):
     @model_validator(mode="after")
     def _compile(self) -> RegexEvaluator:
         try:
-            re.compile(self.pattern, regex_flags(self.flags))
+            compiled = re.compile(self.pattern, regex_flags(self.flags))
         except re.error as exc:
             where = f" at position {exc.pos}" if exc.pos is not None else ""
             fail(f"not a valid regular expression: {exc.msg}{where}", at=("pattern",))
+        if self.pass_if == "match" and all(compiled.search(t) for t in _ANY_TEXTS):
+            # '\d*', 'refund|', '(yes)?', '$': an empty match is found in any text, so
+            # every output would pass and a rule on the criterion could not fail.
+            fail(f"pattern {self.pattern!r} matches every text, the empty one included (a"
+                 " part that may match nothing, such as x* or x? or an empty alternative,"
+                 " is found anywhere), so with pass_if: match every output would pass and a"
+                 " rule on the criterion could not fail. Did you mean + for *, or to drop"
+                 " an empty alternative?", at=("pattern",),
+                 accepted="a pattern that some text does not match")
         return self
+
+
+#: Texts a ``regex`` with ``pass_if: match`` is tried on at load: a pattern found in every
+#: one of them, the empty text included, matches anything (RegexEvaluator._compile).
+_ANY_TEXTS = ("", "\x00", " ", "\n", "A", "z", "0", "-", "\uffff", "\u00e9")
 
 
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
