@@ -157,3 +157,29 @@ def test_a_regex_that_some_text_does_not_match_is_decided(tmp_path: Path, patter
     result = cli(root, "run")
     no_traceback(result)
     assert result.code in (1, 3), result.text  # decided: never refused
+
+
+@pytest.mark.parametrize(("schema", "said"), [
+    ("{}", ""),
+    ("{title: answer}", ""),
+    ("{requried: [answer]}", ("; JSON Schema ignores keywords it does not know, such as"
+                             " 'requried' (did you mean 'required'?)")),
+])
+def test_a_json_schema_that_checks_nothing_is_refused(
+    tmp_path: Path, schema: str, said: str
+) -> None:
+    """`schema: {}` (or only a title, or `requried:` misspelt, which JSON Schema ignores)
+    validates every output: `max_failures: 0` on it PASSed with exit 0 whatever the system
+    answered. Refused before anything runs, at the schema's line."""
+    evaluators = f"  - type: json_schema\n    criterion: fmt\n    schema: {schema}\n"
+    release = "version: 1\nrules:\n  - {id: all-valid, metric: fmt, max_failures: 0}\n"
+    root = project(tmp_path / "p", WRONG, n=30, evaluators=evaluators, release=release)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 2, result.text
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert lines == [
+        ("oloproof run: error: oloproof.yaml:14: evaluators[0].schema: the schema holds no"
+        " keyword that checks anything, so every output is valid and a rule on the criterion"
+        f" could not fail{said} (accepted: a schema with a constraint, such as"
+        " {type: object, required: [answer]})")], result.err

@@ -693,10 +693,23 @@ class JsonSchemaEvaluator(_EvaluatorBase):
         # Imported here: jsonschema is slow to import and rarely needed.
         import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
+        validator = jsonschema.validators.validator_for(value)
         try:
-            jsonschema.validators.validator_for(value).check_schema(value)
+            validator.check_schema(value)
         except jsonschema.SchemaError as exc:
             fail(f"not a valid JSON Schema: {exc.message}", at=tuple(exc.absolute_path))
+        keywords = set(validator.VALIDATORS)
+        if not keywords & set(value):
+            # {} (or only a title, or a misspelt keyword, which JSON Schema ignores)
+            # validates every output: a rule on the criterion could not fail.
+            unknown = sorted(k for k in value if k not in _SCHEMA_ANNOTATIONS)
+            hint = closest(unknown[0], sorted(keywords)) if unknown else None
+            said = (f"; JSON Schema ignores keywords it does not know, such as"
+                    f" '{unknown[0]}'" + (f" (did you mean '{hint}'?)" if hint else "")
+                    if unknown else "")
+            fail("the schema holds no keyword that checks anything, so every output is"
+                 f" valid and a rule on the criterion could not fail{said}",
+                 accepted="a schema with a constraint, such as {type: object, required: [answer]}")
         # Only references inside the schema itself ("#/$defs/x"): anything else
         # would be fetched (a URL, a file) on every case, with no time limit.
         for where, ref in _refs(value):
@@ -708,6 +721,14 @@ class JsonSchemaEvaluator(_EvaluatorBase):
                     at=where,
                 )
         return value
+
+
+#: Keywords that describe a schema and check nothing (JsonSchemaEvaluator._check_schema).
+_SCHEMA_ANNOTATIONS = frozenset({
+    "$schema", "$id", "$comment", "$anchor", "$dynamicAnchor", "$vocabulary", "$defs",
+    "definitions", "title", "description", "default", "examples", "deprecated", "readOnly",
+    "writeOnly",
+})
 
 
 class AbsoluteErrorEvaluator(_EvaluatorBase):
