@@ -162,14 +162,14 @@ def test_a_regex_that_some_text_does_not_match_is_decided(tmp_path: Path, patter
 @pytest.mark.parametrize(("schema", "said"), [
     ("{}", ""),
     ("{title: answer}", ""),
-    ("{requried: [answer]}", ("; JSON Schema ignores keywords it does not know, such as"
-                             " 'requried' (did you mean 'required'?)")),
+    ("{x-note: checked by hand}", ("; JSON Schema ignores keywords it does not know, such as"
+                                  " 'x-note'")),
 ])
 def test_a_json_schema_that_checks_nothing_is_refused(
     tmp_path: Path, schema: str, said: str
 ) -> None:
-    """`schema: {}` (or only a title, or `requried:` misspelt, which JSON Schema ignores)
-    validates every output: `max_failures: 0` on it PASSed with exit 0 whatever the system
+    """`schema: {}` (or only a title, or a keyword JSON Schema does not know, which it
+    ignores) validates every output: `max_failures: 0` on it PASSed with exit 0 whatever the system
     answered. Refused before anything runs, at the schema's line."""
     evaluators = f"  - type: json_schema\n    criterion: fmt\n    schema: {schema}\n"
     release = "version: 1\nrules:\n  - {id: all-valid, metric: fmt, max_failures: 0}\n"
@@ -183,3 +183,35 @@ def test_a_json_schema_that_checks_nothing_is_refused(
         " keyword that checks anything, so every output is valid and a rule on the criterion"
         f" could not fail{said} (accepted: a schema with a constraint, such as"
         " {type: object, required: [answer]})")], result.err
+
+
+@pytest.mark.parametrize(("schema", "where", "word", "hint"), [
+    ("{type: object, requried: [answer]}", "schema.requried", "requried", "required"),
+    ("{type: object, required: [answer], properties: {answer: {tpye: string}}}",
+     "schema.properties.answer.tpye", "tpye", "type"),
+    ("{type: object, anyOf: [{additionalproperties: false}]}",
+     "schema.anyOf[0].additionalproperties", "additionalproperties", "additionalProperties"),
+])
+def test_a_misspelt_json_schema_keyword_is_refused(
+    tmp_path: Path, schema: str, where: str, word: str, hint: str
+) -> None:
+    """`requried: [answer]` beside `type: object`: JSON Schema ignores a keyword it does not
+    know, so every object passed, with or without `answer`, and `max_failures: 0` PASSed
+    with exit 0 on outputs that all lacked it. A keyword close to a known one is refused,
+    at any depth; one that is close to none (`nullable`, `x-note`) is left alone."""
+    evaluators = f"  - type: json_schema\n    criterion: fmt\n    schema: {schema}\n"
+    release = "version: 1\nrules:\n  - {id: all-valid, metric: fmt, max_failures: 0}\n"
+    root = project(tmp_path / "p", WRONG, n=30, evaluators=evaluators, release=release)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 2, result.text
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert lines == [
+        (f"oloproof run: error: oloproof.yaml:14: evaluators[0].{where}: '{word}' is not a"
+        " JSON Schema keyword, so it checks nothing (JSON Schema ignores keywords it does"
+        f" not know); did you mean '{hint}'? (accepted: a keyword such as {hint})")
+    ], result.err
+    # A keyword close to no known one is an extension JSON Schema allows: decided.
+    (root / "oloproof.yaml").write_text((root / "oloproof.yaml").read_text().replace(
+        schema, "{type: object, required: [label], nullable: true, x-note: by hand}"))
+    assert cli(root, "run").code == 0

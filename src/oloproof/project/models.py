@@ -699,13 +699,19 @@ class JsonSchemaEvaluator(_EvaluatorBase):
         except jsonschema.SchemaError as exc:
             fail(f"not a valid JSON Schema: {exc.message}", at=tuple(exc.absolute_path))
         keywords = set(validator.VALIDATORS)
+        for where, word in _unknown_keywords(value, keywords | _SCHEMA_ANNOTATIONS):
+            hint = _misspelt(word, keywords)
+            if hint is not None:
+                # A misspelt keyword is ignored by JSON Schema: `requried: [answer]` made
+                # an output without `answer` valid.
+                fail(f"'{word}' is not a JSON Schema keyword, so it checks nothing (JSON"
+                     f" Schema ignores keywords it does not know); did you mean '{hint}'?",
+                     at=where, accepted=f"a keyword such as {hint}")
         if not keywords & set(value):
-            # {} (or only a title, or a misspelt keyword, which JSON Schema ignores)
-            # validates every output: a rule on the criterion could not fail.
+            # {} (or only a title, or a keyword JSON Schema does not know, which it
+            # ignores) validates every output: a rule on the criterion could not fail.
             unknown = sorted(k for k in value if k not in _SCHEMA_ANNOTATIONS)
-            hint = closest(unknown[0], sorted(keywords)) if unknown else None
-            said = (f"; JSON Schema ignores keywords it does not know, such as"
-                    f" '{unknown[0]}'" + (f" (did you mean '{hint}'?)" if hint else "")
+            said = (f"; JSON Schema ignores keywords it does not know, such as '{unknown[0]}'"
                     if unknown else "")
             fail("the schema holds no keyword that checks anything, so every output is"
                  f" valid and a rule on the criterion could not fail{said}",
@@ -721,6 +727,52 @@ class JsonSchemaEvaluator(_EvaluatorBase):
                     at=where,
                 )
         return value
+
+
+#: Where a schema holds subschemas: one (``items: {...}``), a list of them (``anyOf``), or
+#: a mapping of names to them (``properties``) (:func:`_unknown_keywords`).
+_ONE_SCHEMA = frozenset({
+    "items", "additionalItems", "additionalProperties", "contains", "not", "if", "then",
+    "else", "propertyNames", "unevaluatedItems", "unevaluatedProperties",
+})
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SCHEMA_MAPS = frozenset({
+    "properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+})
+
+
+def _unknown_keywords(
+    schema: Any, known: set[str] | frozenset[str], at: tuple[str | int, ...] = ()
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Every key of a (sub)schema that is not a keyword in ``known``, with where it is;
+    values that are data (``enum``, ``const``, ``default``, ``examples``) are not walked."""
+    if not isinstance(schema, dict):
+        return
+    for key, value in schema.items():
+        here = (*at, key)
+        if key not in known and key not in ("then", "else"):
+            yield here, str(key)
+        if key in _ONE_SCHEMA:
+            yield from _unknown_keywords(value, known, here)
+        if key in _SCHEMA_LISTS and isinstance(value, list):
+            for i, sub in enumerate(value):
+                yield from _unknown_keywords(sub, known, (*here, i))
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            for name, sub in value.items():
+                yield from _unknown_keywords(sub, known, (*here, name))
+
+
+def _misspelt(word: str, keywords: set[str]) -> str | None:
+    """The JSON Schema keyword ``word`` is a misspelling of, if it is close to one (closer
+    than :func:`closest` asks: ``requried``, ``tpye``, ``additionalproperties``); an
+    extension named as such (``x-note``) or close to none (``nullable``) is not."""
+    if word.startswith(("x-", "$")):
+        return None
+    import difflib  # only for a schema with a keyword it does not know
+
+    lowered = {k.lower(): k for k in keywords}
+    match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.75)
+    return lowered[match[0]] if match else None
 
 
 #: Keywords that describe a schema and check nothing (JsonSchemaEvaluator._check_schema).
