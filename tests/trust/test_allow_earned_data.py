@@ -215,3 +215,35 @@ def test_a_misspelt_json_schema_keyword_is_refused(
     (root / "oloproof.yaml").write_text((root / "oloproof.yaml").read_text().replace(
         schema, "{type: object, required: [label], nullable: true, x-note: by hand}"))
     assert cli(root, "run").code == 0
+
+
+def test_a_no_match_regex_with_doubled_backslashes_is_refused(tmp_path: Path) -> None:
+    """The PII check `pattern: '\\\\b\\\\d{3}-\\\\d{2}-\\\\d{4}\\\\b'` in single quotes (written as for
+    a Python string) looks for backslashes followed by b and d, which no answer holds: with
+    `pass_if: no_match` every answer passed, each of them holding an SSN, and
+    `max_failures: 0` PASSed with exit 0. Refused at load; one backslash is decided."""
+    app = """
+        def answer(inp):
+            return {"label": f"call me, my SSN is 123-45-{6789 - inp['n']}"}
+    """
+    doubled = r"\\b\\d{3}-\\d{2}-\\d{4}\\b"
+    evaluators = ("  - type: regex\n    criterion: pii_free\n    field: label\n"
+                  f"    pattern: '{doubled}'\n    pass_if: no_match\n")
+    release = "version: 1\nrules:\n  - {id: no-pii, metric: pii_free, max_failures: 0}\n"
+    root = project(tmp_path / "p", app, n=30, evaluators=evaluators, release=release)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 2, result.text
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith(
+        f"oloproof run: error: oloproof.yaml:15: evaluators[0].pattern: pattern '{doubled}'"
+        r" holds '\\b', which looks for a backslash followed by 'b', not the escape \b"
+    ), lines[0]
+    assert r"to look for a backslash itself, write [\\]b" in lines[0]
+    # One backslash, as YAML's single quotes keep it: every answer fails the check.
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace(doubled, r"\b\d{3}-\d{2}-\d{4}\b"))
+    decided = cli(root, "run")
+    assert decided.code == 1, decided.text
+    assert "0 / 30 observed" in decided.out, decided.out

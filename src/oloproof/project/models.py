@@ -650,13 +650,30 @@ class RegexEvaluator(_EvaluatorBase):
         if self.pass_if == "match" and all(compiled.search(t) for t in _ANY_TEXTS):
             # '\d*', 'refund|', '(yes)?', '$': an empty match is found in any text, so
             # every output would pass and a rule on the criterion could not fail.
-            fail(f"pattern {self.pattern!r} matches every text, the empty one included (a"
+            fail(f"pattern '{self.pattern}' matches every text, the empty one included (a"
                  " part that may match nothing, such as x* or x? or an empty alternative,"
                  " is found anywhere), so with pass_if: match every output would pass and a"
                  " rule on the criterion could not fail. Did you mean + for *, or to drop"
                  " an empty alternative?", at=("pattern",),
                  accepted="a pattern that some text does not match")
+        doubled = _DOUBLED_ESCAPE.search(self.pattern)
+        if self.pass_if == "no_match" and doubled is not None:
+            # '\\d' in single quotes is a backslash and a d, not a digit: a pattern
+            # written as for a Python string finds nothing, and every output passes.
+            letter = doubled.group(0)[-1]
+            fail(f"pattern '{self.pattern}' holds '{doubled.group(0)}', which looks for a"
+                 f" backslash followed by '{letter}', not the escape \\{letter}: YAML keeps a"
+                 " backslash in single quotes as it is, so with pass_if: no_match a pattern"
+                 " written as for a Python string finds nothing and every output passes."
+                 f" Write one backslash (\\{letter}); to look for a backslash itself, write"
+                 f" [\\\\]{letter}", at=("pattern",),
+                 accepted="a pattern with single backslashes, in single quotes")
         return self
+
+
+#: Two backslashes (or any even number) before an escape letter: a backslash and the
+#: letter, in a pattern that meant the escape (RegexEvaluator._compile).
+_DOUBLED_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)+[dDwWsSbB]")
 
 
 #: Texts a ``regex`` with ``pass_if: match`` is tried on at load: a pattern found in every
