@@ -7,6 +7,7 @@ blocking FAIL, and 70 as our bug."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -70,3 +71,42 @@ def test_descriptors_closed_at_start_keep_the_exit_code(tmp_path: Path, closed: 
                           text=True, capture_output=True, check=False, timeout=120,
                           stdin=subprocess.DEVNULL)
     assert proc.stdout.strip().splitlines()[-1] == "0", proc.stdout  # the rule's PASS
+
+
+@needs_dev_full
+def test_every_command_writing_to_a_full_disk_keeps_its_exit_code(tmp_path: Path) -> None:
+    """The --json documents, plan's text and report's 'written to' line went to standard
+    output unguarded: on a full disk 'gate latest --json' exited 70 (internal error) for a
+    run whose gate was 1, and runs/inspect/plan/compare --json and report did the same."""
+    root = _project(tmp_path / "p", "no")
+    assert _run(["run"], root, subprocess.DEVNULL, subprocess.PIPE).returncode == 1
+    assert _run(["run", "--no-cache"], root, subprocess.DEVNULL, subprocess.PIPE).returncode == 1
+    commands = {
+        ("gate", "latest", "--json"): 1,
+        ("runs", "--json"): 0,
+        ("inspect", "latest", "--json"): 0,
+        ("plan", "latest", "--run"): 0,
+        ("plan", "latest", "--run", "--json"): 0,
+        ("report", "latest", "-o", str(tmp_path / "r.html")): 0,
+        ("init", str(tmp_path / "new"), "--example", "starter"): 0,
+    }
+    ids = [r["id"] for r in json.loads(_run(["runs", "--json"], root, subprocess.PIPE,
+                                              subprocess.PIPE).stdout)]
+    compare = ("compare", ids[0], ids[1], "--json")
+    commands[compare] = _run(list(compare), root, subprocess.DEVNULL, subprocess.PIPE).returncode
+    for args, code in commands.items():
+        with open(FULL, "w") as full:
+            proc = _run(list(args), root, stdout=full, stderr=subprocess.PIPE)
+        assert proc.returncode == code, (args, proc.stderr)
+        assert "internal error" not in proc.stderr, (args, proc.stderr)
+        assert "the report could not be written (No space left on device)" in proc.stderr
+
+
+@needs_dev_full
+def test_a_report_asked_for_on_a_full_standard_output_is_an_error_saying_so(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", "ok")
+    assert _run(["run"], root, subprocess.DEVNULL, subprocess.PIPE).returncode == 0
+    with open(FULL, "w") as full:
+        proc = _run(["report", "latest", "-o", "-"], root, stdout=full, stderr=subprocess.PIPE)
+    assert proc.returncode == 2, proc.stderr
+    assert "cannot write the report (No space left on device)" in proc.stderr

@@ -13,6 +13,7 @@ from oloproof.api import compare
 from oloproof.cli._common import project_root
 from oloproof.render.compare import comparison_report
 from oloproof.render.console import print_to
+from oloproof.render.out import write_text
 from oloproof.store.comparisons import get_comparison
 from oloproof.textsafe import dumps, printable
 
@@ -34,7 +35,7 @@ def command(args: argparse.Namespace) -> int:
             # A warning may quote a case id (a shared id whose input differs): shown, not
             # sent to the terminal, as the tables show it.
             sys.stderr.write(f"oloproof compare: warning: {printable(warning)}\n")
-        sys.stdout.write(dumps(outcome.document) + "\n")
+        write_text(sys.stdout, dumps(outcome.document) + "\n")
         return outcome.exit_code
     print_to(sys.stdout, comparison_report(outcome.document, config_arg=args.config))
     return outcome.exit_code
@@ -44,7 +45,7 @@ def inspect_comparison(conn: Connection, cmp_id: str, *, as_json: bool = False) 
     """``oloproof inspect CMP_ID``: the comparison as it was stored."""
     record = get_comparison(conn, cmp_id)
     if as_json:
-        sys.stdout.write(dumps(record.document) + "\n")
+        write_text(sys.stdout, dumps(record.document) + "\n")
         return 0
     print_to(sys.stdout, comparison_report(record.document))
     return 0

@@ -13,6 +13,7 @@ from oloproof.api import read_run
 from oloproof.cli._ci import check_outputs, ci_run, wants_outputs, write_outputs
 from oloproof.cli._common import project_root
 from oloproof.render.console import print_to
+from oloproof.render.out import write_text
 from oloproof.render.tables import gate_note, result_report
 from oloproof.textsafe import dumps
 
@@ -32,13 +33,10 @@ def command(args: argparse.Namespace) -> int:
         keys = ("run_id", "status", "completeness", "gate", "exit_code", "decisions",
                 "metrics", "judges", "panels", "gate_notes", "declaration",
                 *(("sequential",) if result.sequential is not None else ()))
-        sys.stdout.write(
-            dumps(
-                {key: doc[key] for key in keys}
-                | ({"subset": doc["subset"]} if result.subset is not None else {}),
-            )
-            + "\n"
-        )
+        write_text(sys.stdout, dumps(
+            {key: doc[key] for key in keys}
+            | ({"subset": doc["subset"]} if result.subset is not None else {}),
+        ) + "\n")
     else:
         note = gate_note(result, args.policy)
         print_to(sys.stdout, result_report(result, note, policy_arg=args.policy,

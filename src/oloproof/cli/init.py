@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof.errors import UsageError
+from oloproof.render.out import write_text
 
 if TYPE_CHECKING:
     import argparse
@@ -68,10 +69,10 @@ def command(args: argparse.Namespace) -> int:
     where = "." if str(target) == "." else shlex.quote(str(target))
     first = "oloproof run --config baseline.yaml" if name == "compare" else "oloproof run"
     readme = " (see README.md)" if (target / "README.md").exists() else ""
-    sys.stdout.write(
+    write_text(sys.stdout, (
         f"Created the '{name}' project in {where}.\n"
         f"Next:  cd {where} && {first}{readme}\n"
-    )
+    ))
     return 0
 
 

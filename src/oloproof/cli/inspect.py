@@ -18,6 +18,7 @@ from oloproof.errors import UsageError
 from oloproof.policy.decide import Decision
 from oloproof.render.console import print_to
 from oloproof.render.inspect import case_view, failures_table, flaky_view, run_view
+from oloproof.render.out import write_text
 from oloproof.render.tables import judge_tables
 from oloproof.store.db import StoreUnreadable, has_table
 from oloproof.store.reader import (
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 
 def _json(doc: Any) -> int:
-    sys.stdout.write(dumps(doc) + "\n")
+    write_text(sys.stdout, dumps(doc) + "\n")
     return 0
 
 

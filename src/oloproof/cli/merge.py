@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from oloproof.api._merge import merge_with_details
 from oloproof.cli._common import project_root
 from oloproof.render.console import print_to
+from oloproof.render.out import write_text
 from oloproof.render.tables import run_report
 from oloproof.textsafe import dumps, printable
 
@@ -33,7 +34,7 @@ def command(args: argparse.Namespace) -> int:
         doc = result.to_dict()
         keys = ("run_id", "status", "completeness", "gate", "exit_code", "decisions",
                 "metrics", "judges", "panels")
-        sys.stdout.write(dumps(
+        write_text(sys.stdout, dumps(
             {key: doc[key] for key in keys}
             | {"merged_from": [{"shard": where, "run_id": run_id, "source": source}
                                for where, run_id, source in merged.shards],

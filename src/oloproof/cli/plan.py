@@ -17,6 +17,7 @@ from oloproof.analysis.plan import plan_exit_code
 from oloproof.api import plan
 from oloproof.cli._common import project_root
 from oloproof.errors import UsageError
+from oloproof.render.out import write_text
 from oloproof.render.plan import plan_text
 from oloproof.textsafe import dumps, printable
 
@@ -33,9 +34,9 @@ def printable_lines(text: str) -> str:
 
 def _print(doc: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(dumps(doc) + "\n")
+        write_text(sys.stdout, dumps(doc) + "\n")
     else:
-        sys.stdout.write(printable_lines(plan_text(doc)))  # rule ids are user text
+        write_text(sys.stdout, printable_lines(plan_text(doc)))  # rule ids are user text
 
 
 def _assurance(value: str | None) -> float | None:
@@ -94,7 +95,7 @@ def _plan_matrix(args: argparse.Namespace, ref: str) -> int:
     finally:
         conn.close()
     if args.json:
-        sys.stdout.write(dumps(doc) + "\n")
+        write_text(sys.stdout, dumps(doc) + "\n")
     else:
-        sys.stdout.write(printable_lines(plan_text(doc)))
+        write_text(sys.stdout, printable_lines(plan_text(doc)))
     return 0

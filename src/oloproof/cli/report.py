@@ -29,6 +29,7 @@ from oloproof.analysis.report import comparison_report_document, run_document
 from oloproof.cli._common import project_root, read_project_store
 from oloproof.errors import UsageError
 from oloproof.render.html import render_comparison, render_run
+from oloproof.render.out import write_text
 from oloproof.store.db import has_table
 from oloproof.store.location import PostgresLocation, StoreLocation, locate
 from oloproof.textsafe import printable
@@ -120,9 +121,14 @@ def command(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if args.output == "-":
-        sys.stdout.flush()
-        sys.stdout.buffer.write(html.encode("utf-8"))
-        sys.stdout.buffer.flush()
+        try:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(html.encode("utf-8"))
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            raise  # its reader went away (| head): as every command
+        except OSError as exc:  # a full disk: the report was asked for and is not there
+            raise UsageError(f"-: cannot write the report ({exc.strerror or exc})") from None
         return 0
     path = Path(args.output) if args.output else Path(f"oloproof-report-{ident}.html")
     try:
@@ -133,5 +139,5 @@ def command(args: argparse.Namespace) -> int:
             f" ({exc.strerror or exc})"
         ) from None
     if not stream:  # written into a pipe or a device (maybe our own stdout): say nothing
-        sys.stdout.write(f"Report written to {printable(str(path))}\n")
+        write_text(sys.stdout, f"Report written to {printable(str(path))}\n")
     return 0

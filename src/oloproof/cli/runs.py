@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from oloproof.api import RunInfo, list_comparisons, list_runs
 from oloproof.cli._common import project_root
+from oloproof.render.out import write_text
 from oloproof.store.location import PostgresLocation, locate
 from oloproof.textsafe import dumps
 
@@ -30,7 +31,7 @@ def command(args: argparse.Namespace) -> int:
     project_root(args.config)
     runs = list_runs(args.config, limit=args.limit)
     if args.json:
-        sys.stdout.write(dumps([run_json(r) for r in runs]) + "\n")
+        write_text(sys.stdout, dumps([run_json(r) for r in runs]) + "\n")
         return 0
     # The tables only when printing them; outside a terminal they are written without rich.
     from oloproof.render.console import print_to

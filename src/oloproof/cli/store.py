@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from oloproof.cli._common import project_root
 from oloproof.enums import ExitCode
 from oloproof.errors import UsageError
+from oloproof.render.out import write_text
 from oloproof.store.db import open_store, open_store_readonly
 from oloproof.store.location import PostgresLocation, locate, store_path
 from oloproof.textsafe import dumps, printable
@@ -81,7 +82,7 @@ def command(args: argparse.Namespace) -> int:
             f"oloproof store push: not pushed, still running: {', '.join(held)}; push"
             " again once it has finished (exit 5)") + "\n")
     if args.json:
-        sys.stdout.write(dumps({
+        write_text(sys.stdout, dumps({
             "store": team.display, "project": team.project,
             "runs": [{"id": run_id, "result": what} for run_id, what in done],
             "copied": copied, "already_there": present,
@@ -90,7 +91,7 @@ def command(args: argparse.Namespace) -> int:
         }) + "\n")
         return code
     for run_id, what in (*done, *pushed):
-        sys.stdout.write(f"{run_id}  {what}\n")
+        write_text(sys.stdout, f"{run_id}  {what}\n")
     matrices_said = (f" and {mx_copied} matri{'x' if mx_copied == 1 else 'ces'}"
                      if pushed else "")
     mx_present = sum(1 for _, what in pushed if what == PRESENT)
@@ -98,7 +99,7 @@ def command(args: argparse.Namespace) -> int:
     if mx_present:
         there = (f"{present} run{'' if present == 1 else 's'} and {mx_present}"
                  f" matri{'x' if mx_present == 1 else 'ces'} already there")
-    sys.stdout.write(printable(
+    write_text(sys.stdout, printable(
         f"Pushed {copied} run{'' if copied == 1 else 's'}{matrices_said} of project"
         f" {team.project!r} to {team.display}"
         + (f" ({there})" if present or mx_present else "") + "\n"

@@ -14,11 +14,11 @@ reads it as markup, and an escape sequence in it cannot drive the terminal.
 from __future__ import annotations
 
 import os
-import sys
 from typing import TYPE_CHECKING
 
 from oloproof.render import plain
 from oloproof.render.doc import Blocks, Line, Table, line
+from oloproof.render.out import unwritable, write_text
 
 if TYPE_CHECKING:
     from typing import IO
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
-__all__ = ["columns", "is_terminal", "make_console", "print_to", "text"]
+__all__ = ["columns", "is_terminal", "make_console", "print_to", "text", "write_text"]
 
 
 def is_terminal(stream: IO[str]) -> bool:
@@ -77,32 +77,9 @@ def print_to(
     if isinstance(item, str):
         item = line(item)
     if is_terminal(stream) if terminal is None else terminal:
-        make_console(stream).print(item)
-        return
-    try:
-        stream.write(_plain_text(stream, item))
-        stream.flush()
-    except (OSError, ValueError) as exc:
-        _unwritable(stream, exc)
-
-
-def _unwritable(stream: IO[str], exc: Exception) -> None:
-    """``stream`` failed: send what is left of it nowhere and, unless its reader simply
-    went away (``| head``), say so once on standard error when that is another stream."""
-    try:
-        fd = stream.fileno()
-        devnull = os.open(os.devnull, os.O_WRONLY)
         try:
-            os.dup2(devnull, fd)
-        finally:
-            os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass  # closed, or not a file: nothing more will reach it anyway
-    if isinstance(exc, BrokenPipeError) or stream is sys.stderr:
+            make_console(stream).print(item)
+        except (OSError, ValueError) as exc:  # the terminal hung up under us
+            unwritable(stream, exc)
         return
-    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    try:
-        sys.stderr.write(f"oloproof: warning: the report could not be written ({reason});"
-                         " the exit code is the command's as always\n")
-    except (OSError, ValueError):
-        pass
+    write_text(stream, _plain_text(stream, item))
