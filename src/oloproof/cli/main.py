@@ -55,6 +55,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     closed = sys.stdout is None
     if closed and not _output_to_devnull(1):
         return _EXIT_INTERNAL
+    if not (_utf8(sys.stdout) and _utf8(sys.stderr)):
+        # PYTHONIOENCODING=ascii, a non-UTF-8 locale: a character the stream cannot write
+        # ('·' in a table, an accented case id) is escaped, never an exception mid-report.
+        from oloproof.render.out import escape_unencodable
+
+        escape_unencodable(sys.stdout)
+        escape_unencodable(sys.stderr)
     kept = _top_help(words)
     if kept is not None:
         sys.stdout.write(kept)
@@ -134,6 +141,12 @@ def _error_line(command: str, message: str) -> None:
         sys.stderr.write(f"oloproof {command}: {printable(message)}\n")
     except (OSError, ValueError):
         pass  # standard error is gone: the exit code still says it
+
+
+def _utf8(stream: object) -> bool:
+    """Whether ``stream`` writes UTF-8 (the usual case, told without importing codecs)."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return encoding.lower().replace("_", "-") in ("utf-8", "utf8")
 
 
 def _output_to_devnull(target: int) -> bool:

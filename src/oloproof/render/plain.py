@@ -21,7 +21,8 @@ import is about four times the interpreter's own start-up). The format is ours, 
   wide or fullwidth character, none for a combining mark or a zero-width one, one for
   anything else; a tab is expanded to the next multiple of eight.
 - On a stream whose encoding has no box-drawing characters the boxes are ASCII
-  (``+``, ``-``, ``=``, ``|``).
+  (``+``, ``-``, ``=``, ``|``); a character the encoding cannot write (``·`` to ASCII) is
+  written as a ``\\uXXXX`` escape, measured as such, so the columns still line up.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Iterator
 
 from oloproof._records import dataclass
 from oloproof.render.doc import Blocks, Line, Table
+from oloproof.render.out import ESCAPE, register, writes_all
 
 __all__ = ["cell_width", "render"]
 
@@ -59,8 +61,12 @@ def _wide(char: str) -> int:
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
-def _lines(text: str) -> list[tuple[str, int]]:
-    """Each line of ``text`` with its width in cells, trailing spaces dropped."""
+def _lines(text: str, encoding: str | None = None) -> list[tuple[str, int]]:
+    """Each line of ``text`` with its width in cells, trailing spaces dropped; with an
+    ``encoding`` (one that cannot write every character), what it cannot write is
+    escaped first, so the escape is what is measured (render/out.py)."""
+    if encoding is not None and not text.isascii():
+        text = text.encode(encoding, ESCAPE).decode(encoding)
     out = []
     for part in text.split("\n"):
         part = part.expandtabs(8).rstrip()
@@ -89,9 +95,9 @@ def _rule(chars: tuple[str, str, str, str], widths: list[int]) -> str:
     return left + cross.join(horizontal * width for width in widths) + right
 
 
-def _natural(table: Table, box: _Box) -> Iterator[str]:
-    header = [_lines(column.header) for column in table.columns]
-    rows = [[_lines(cell.plain) for cell in row] for row in table.rows]
+def _natural(table: Table, box: _Box, enc: str | None) -> Iterator[str]:
+    header = [_lines(column.header, enc) for column in table.columns]
+    rows = [[_lines(cell.plain, enc) for cell in row] for row in table.rows]
     widths = [
         max(max(cells for cell in [header[i], *(row[i] for row in rows)] for _, cells in cell),
             column.min_width or 0) + 2
@@ -113,14 +119,15 @@ def _natural(table: Table, box: _Box) -> Iterator[str]:
     yield _rule(box.bottom, widths)
 
 
-def _stacked(table: Table) -> Iterator[str]:
+def _stacked(table: Table, enc: str | None) -> Iterator[str]:
     """One block per row: its first cell, then ``  Header  value`` for the others."""
-    headers = [" ".join(column.header.split("\n")) for column in table.columns[1:]]
+    headers = [" ".join(text for text, _ in _lines(column.header, enc))
+               for column in table.columns[1:]]
     label = max((cell_width(h) for h in headers), default=0)
     for row in table.rows:
-        yield from (text for text, _ in _lines(row[0].plain)) if row else ()
+        yield from (text for text, _ in _lines(row[0].plain, enc)) if row else ()
         for header, cell in zip(headers, row[1:], strict=True):
-            values = _lines(cell.plain)
+            values = _lines(cell.plain, enc)
             if not any(text for text, _ in values):
                 continue
             pad = " " * (label - cell_width(header))
@@ -129,35 +136,40 @@ def _stacked(table: Table) -> Iterator[str]:
                 yield (" " * (label + 4) + text).rstrip()
 
 
-def _table(table: Table, width: int | None, box: _Box) -> Iterator[str]:
+def _table(table: Table, width: int | None, box: _Box, enc: str | None) -> Iterator[str]:
     if table.title.plain:
-        yield from (text for text, _ in _lines(table.title.plain))
+        yield from (text for text, _ in _lines(table.title.plain, enc))
     if not table.columns:
         return
-    natural = list(_natural(table, box))
+    natural = list(_natural(table, box, enc))
     if width is not None and cell_width(natural[0]) > width:
-        yield from _stacked(table)
+        yield from _stacked(table, enc)
     else:
         yield from natural
 
 
-def _blocks(item: Line | Table | Blocks, width: int | None, box: _Box) -> Iterator[str]:
+def _blocks(
+    item: Line | Table | Blocks, width: int | None, box: _Box, enc: str | None
+) -> Iterator[str]:
     if isinstance(item, Blocks):
         for part in item.items:
-            yield from _blocks(part, width, box)
+            yield from _blocks(part, width, box, enc)
     elif isinstance(item, Table):
-        yield from _table(item, width, box)
+        yield from _table(item, width, box, enc)
     else:
-        yield from (text for text, _ in _lines(item.plain))
+        yield from (text for text, _ in _lines(item.plain, enc))
 
 
 def render(item: Line | Table | Blocks, *, width: int | None = None, encoding: str = "utf-8") -> str:
     """``item`` as plain text, every line ending in a newline. ``width``: the columns to
     keep tables within (None: natural width); ``encoding``: the stream's (box characters
-    only where it can write them)."""
+    only where it can write them; any other character it cannot write is escaped)."""
     try:
         _BOX_CHARS.encode(encoding)
         box = _UNICODE_BOX
     except (UnicodeEncodeError, LookupError):
         box = _ASCII_BOX
-    return "".join(text + "\n" for text in _blocks(item, width, box))
+    enc = None if writes_all(encoding) else encoding
+    if enc is not None:
+        register()
+    return "".join(text + "\n" for text in _blocks(item, width, box, enc))
