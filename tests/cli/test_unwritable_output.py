@@ -110,3 +110,17 @@ def test_a_report_asked_for_on_a_full_standard_output_is_an_error_saying_so(tmp_
         proc = _run(["report", "latest", "-o", "-"], root, stdout=full, stderr=subprocess.PIPE)
     assert proc.returncode == 2, proc.stderr
     assert "cannot write the report (No space left on device)" in proc.stderr
+
+
+@needs_dev_full
+def test_json_events_to_a_full_disk_stop_the_run_saying_why(tmp_path: Path) -> None:
+    """The events cannot be written: the run stops (exit 5), and says the disk is full,
+    not 'standard output was closed by its reader', which sent the user looking for a
+    reader that never went away."""
+    root = _project(tmp_path / "p", "ok")
+    with open(FULL, "w") as full:
+        proc = _run(["run", "--json"], root, stdout=full, stderr=subprocess.PIPE)
+    assert proc.returncode == 5, proc.stderr
+    assert "Stopped: standard output cannot be written (No space left on device)." in proc.stderr
+    listed = json.loads(_run(["runs", "--json"], root, subprocess.PIPE, subprocess.PIPE).stdout)
+    assert listed[0]["stop_reason"] == "standard output cannot be written (No space left on device)"

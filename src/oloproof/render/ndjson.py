@@ -140,8 +140,8 @@ class NdjsonWriter:
                             view = view[os.write(self._fd, view) :]
                         except BlockingIOError:  # a non-blocking stdout: wait until it drains
                             select.select([], [self._fd], [])
-        except (OSError, ValueError):
-            self._reader_gone()
+        except (OSError, ValueError) as exc:
+            self._reader_gone(exc)
             return
         self.lines += count
 
@@ -164,11 +164,16 @@ class NdjsonWriter:
                 pass
         return True
 
-    def _reader_gone(self) -> None:
+    def _reader_gone(self, exc: Exception) -> None:
         self.closed = True
         self._silence()
         if self.on_closed is not None:
-            self.on_closed(CLOSED_REASON)
+            # A pipe whose reader went away, or a closed descriptor: the usual case. A file
+            # on a full disk (ENOSPC) or an I/O error is said as what it is.
+            failed = isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError)
+            reason = exc.strerror if isinstance(exc, OSError) else None
+            self.on_closed(f"standard output cannot be written ({reason})"
+                           if failed and reason else CLOSED_REASON)
 
     def _silence(self) -> None:
         # Anything still bound for the closed pipe would fail again at interpreter
