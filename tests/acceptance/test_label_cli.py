@@ -149,3 +149,27 @@ def test_two_sessions_labelling_one_case_write_one_label(
     written = _lines(labels)
     assert len(written) == 1 and written[0]["pass"] is True
     assert run_cli("run", cwd=project, env=ENV).code in (3, 4)  # the file is still read
+
+
+def test_label_with_standard_input_closed_or_standard_output_full_says_so(
+    tmp_path: Path, srv: FakeServer
+) -> None:
+    """Started with `<&-` label ended as an internal error (exit 70, AttributeError on
+    None.readline); with standard output on a full disk, as one too (OSError). Both are
+    one clear line, exit 2."""
+    project = _example(tmp_path, srv)
+    cmd = " ".join(f"'{w}'" for w in OLOPROOF)
+    closed = subprocess.run(f"{cmd} label latest --criterion helpful <&-", shell=True,
+                            cwd=project, capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert closed.returncode == 2, closed.stderr
+    assert "standard input is closed, and label reads your answers there" in closed.stderr
+    if not Path("/dev/full").exists():
+        return
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([*OLOPROOF, "label", "latest", "--criterion", "helpful"],
+                              cwd=project, input="y\ny\n", stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "standard output cannot be written (No space left on device)" in done.stderr
+    assert "internal error" not in done.stderr

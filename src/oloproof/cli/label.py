@@ -76,27 +76,44 @@ def _show(value: object) -> str:
     return text
 
 
+class _CannotShow(Exception):
+    """Standard output failed (a full disk, a terminal gone): no case can be shown."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(exc.strerror or str(exc))
+
+
+def _out(text: str, *, flush: bool = False) -> None:
+    try:
+        sys.stdout.write(text)
+        if flush:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        raise  # its reader went away (| head): as every command
+    except OSError as exc:
+        raise _CannotShow(exc) from None
+
+
 def _ask(prompt: str, scale: tuple[int, int] | None = None) -> str | None:
     """The person's answer: one of the words, or (``scale``) a whole number on the scale."""
     while True:
-        sys.stdout.write(prompt)
-        sys.stdout.flush()
+        _out(prompt, flush=True)
         line = sys.stdin.readline()
         if not line:
-            sys.stdout.write("\n")
+            _out("\n")
             return None
         answer = line.strip().lower()
         if scale is None:
             if answer in _YES | _NO | _SKIP | _QUIT:
                 return answer
-            sys.stdout.write("  answer y (pass), n (fail), s (skip) or q (quit)\n")
+            _out("  answer y (pass), n (fail), s (skip) or q (quit)\n")
             continue
         if answer in _SKIP | _QUIT:
             return answer
         low, high = scale
         if _WHOLE.fullmatch(answer) and low <= int(answer) <= high:
             return str(int(answer))
-        sys.stdout.write(f"  answer a whole number from {low} to {high}, s (skip) or q (quit)\n")
+        _out(f"  answer a whole number from {low} to {high}, s (skip) or q (quit)\n")
 
 
 def _judge_said(judgment: object, scale: tuple[int, int] | None, answer: str) -> str:
@@ -161,6 +178,9 @@ def _same_label(line: bytes, label: dict[str, object]) -> bool:
 def command(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise UsageError(f"--n {args.n}: expected a whole number of cases of at least 1")
+    if sys.stdin is None:  # started with `<&-`: Python has no stream to read the answers from
+        raise UsageError("standard input is closed, and label reads your answers there: run"
+                         " it in a terminal, or pipe the answers in (one a line)")
     project_root(args.config)
     conn = read_project_store(args.config)
     run = get_run(conn, args.run_id)
@@ -198,21 +218,44 @@ def command(args: argparse.Namespace) -> int:
         )
         return 0
     sample = f"{UNIFORM}seed={seed} n={args.n} pool={len(pool)} run={run.id}"
+    try:
+        written = _session(args, run.id, chosen, len(pool), seed, sample, path, shown, scale)
+    except _CannotShow as exc:  # so no case can be asked about
+        raise UsageError(
+            f"standard output cannot be written ({exc}), and label shows each case there;"
+            f" the labels answered before it failed are in {shown}"
+        ) from None
+    hint = "" if configured else (
+        f" Add human_labels: {shown} to oloproof.yaml so that runs measure the judge against"
+        " them."
+    )
+    sys.stdout.write(
+        f"\n{written} label{'' if written == 1 else 's'} written to {shown}. Rerun (all from the"
+        f" cache) or `oloproof gate {run.id} --labels {shown}` to measure the judge.{hint}\n"
+    )
+    return 0
+
+
+def _session(
+    args: argparse.Namespace, run_id: str, chosen: list[CaseRow], pool: int, seed: int,
+    sample: str, path: Path, shown: str, scale: tuple[int, int] | None,
+) -> int:
+    """Show each chosen case, ask for its label and append it: the labels written."""
     how = ("y (passes), n (fails)" if scale is None
            else f"a whole number from {scale[0]} (worst) to {scale[1]} (best)")
-    sys.stdout.write(
-        f"Labelling {args.criterion} on {len(chosen)} of {len(pool)} unlabelled cases of"
-        f" {run.id}, drawn at random (seed {seed}; --seed {seed} draws them again).\n"
+    _out(
+        f"Labelling {args.criterion} on {len(chosen)} of {pool} unlabelled cases of"
+        f" {run_id}, drawn at random (seed {seed}; --seed {seed} draws them again).\n"
         f"Labels go to {shown}. Answer {how}, s (skip) or q (quit).\n"
     )
     written = 0
     for number, case in enumerate(chosen, 1):
         judgment = case.judgments.get(args.criterion)
-        sys.stdout.write(f"\n[{number}/{len(chosen)}] case {printable(case.case_id)}\n")
-        sys.stdout.write(f"input:\n{_show(case.input)}\n")
+        _out(f"\n[{number}/{len(chosen)}] case {printable(case.case_id)}\n")
+        _out(f"input:\n{_show(case.input)}\n")
         if case.expected is not None:
-            sys.stdout.write(f"expected:\n{_show(case.expected)}\n")
-        sys.stdout.write(f"output:\n{_show(case.output)}\n")
+            _out(f"expected:\n{_show(case.expected)}\n")
+        _out(f"output:\n{_show(case.output)}\n")
         if scale is None:
             answer = _ask(f"Does this output pass {args.criterion}? [y/n/s/q] ")
         else:
@@ -232,19 +275,11 @@ def command(args: argparse.Namespace) -> int:
         label["sample"] = sample
         label["seen"] = seen_digest(case.input, case.expected, case.output)
         if not _append(path, label):
-            sys.stdout.write(
+            _out(
                 f"case {printable(case.case_id)} was labelled for {args.criterion} meanwhile"
                 f" (another session on {shown}): this label is not written\n"
             )
             continue
         written += 1
-        sys.stdout.write(f"the judge said: {_judge_said(judgment, scale, answer)}\n")
-    hint = "" if configured else (
-        f" Add human_labels: {shown} to oloproof.yaml so that runs measure the judge against"
-        " them."
-    )
-    sys.stdout.write(
-        f"\n{written} label{'' if written == 1 else 's'} written to {shown}. Rerun (all from the"
-        f" cache) or `oloproof gate {run.id} --labels {shown}` to measure the judge.{hint}\n"
-    )
-    return 0
+        _out(f"the judge said: {_judge_said(judgment, scale, answer)}\n")
+    return written
