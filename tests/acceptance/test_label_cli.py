@@ -173,3 +173,28 @@ def test_label_with_standard_input_closed_or_standard_output_full_says_so(
     assert done.returncode == 2, done.stderr
     assert "standard output cannot be written (No space left on device)" in done.stderr
     assert "internal error" not in done.stderr
+
+
+def test_a_labels_file_named_with_an_escape_sequence_is_shown_escaped(
+    tmp_path: Path, srv: FakeServer
+) -> None:
+    """human_labels in a cloned project's oloproof.yaml (or --output) was echoed raw in
+    label's 'Labels go to ...' and closing lines: OSC 0 retitled the terminal."""
+    project = _example(tmp_path, srv)
+    name = "data/l\x1b]0;PWNED\x07\x1b[2J.jsonl"
+    (project / name).write_text("")
+    config = project / "oloproof.yaml"
+    config.write_text(config.read_text().replace(
+        "human_labels: data/labels.jsonl", 'human_labels: "data/l\\e]0;PWNED\\a\\e[2J.jsonl"'))
+    for args in ((), ("--output", str(project / name))):
+        code, out, err = _label(project, "q\n", *args)
+        assert code == 0, err
+        assert "\x1b" not in out + err and "\x07" not in out + err
+        assert "l\\x1b]0;PWNED\\x07\\x1b[2J.jsonl" in out
+
+
+def test_init_shows_a_typed_escape_sequence_escaped(tmp_path: Path) -> None:
+    done = run_cli("init", str(tmp_path / "p\x1b]0;PWNED\x07"), "--example", "starter",
+                   cwd=tmp_path)
+    assert done.code == 0, done.err
+    assert "\x1b" not in done.out and "p\\x1b]0;PWNED\\x07" in done.out

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from oloproof.errors import UsageError
 from oloproof.render.out import write_text
+from oloproof.textsafe import printable
 
 if TYPE_CHECKING:
     import argparse
@@ -66,7 +67,8 @@ def command(args: argparse.Namespace) -> int:
             f"cannot write the project into {target}: {reason or exc}"
             " (give a directory you may write, or one that can be created)"
         ) from None
-    where = "." if str(target) == "." else shlex.quote(str(target))
+    # Escaped: a typed escape sequence in the name must not drive the terminal.
+    where = "." if str(target) == "." else printable(shlex.quote(str(target)))
     first = "oloproof run --config baseline.yaml" if name == "compare" else "oloproof run"
     readme = " (see README.md)" if (target / "README.md").exists() else ""
     write_text(sys.stdout, (

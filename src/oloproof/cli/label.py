@@ -50,9 +50,10 @@ _WHOLE = re.compile(r"-?[0-9]{1,18}")  # a whole number, as a person types a sco
 
 
 def _labels_path(args: argparse.Namespace) -> tuple[Path, str, bool]:
-    """The labels file, how to show it, and whether oloproof.yaml names it."""
+    """The labels file, how to show it (escaped: a name in a cloned project's oloproof.yaml
+    may hold an escape sequence), and whether oloproof.yaml names it."""
     if args.output:
-        return Path(args.output), args.output, False
+        return Path(args.output), printable(args.output), False
     project = load_project(args.config)
     name = project.config.human_labels
     if name is None:
@@ -61,7 +62,7 @@ def _labels_path(args: argparse.Namespace) -> tuple[Path, str, bool]:
             " then measure the judge against it), or pass --output FILE"
         )
     shown = os.path.normpath(os.path.join(os.path.dirname(args.config), name))
-    return Path(project.root, name), shown, True
+    return Path(project.root, name), printable(shown), True
 
 
 def _show(value: object) -> str:
