@@ -114,3 +114,19 @@ def test_plain_output_honours_columns(project: Path, columns: int | None) -> Non
             assert all(len(line) <= columns for line in drawn), (args, columns, out)
         if args == ("gate", "latest") and columns == 80:  # the Decisions, one block a rule
             assert "\n  State   INSUFFICIENT_EVIDENCE\n" in out, out
+
+
+@pytest.mark.parametrize("columns", [12, 20])
+def test_a_very_narrow_terminal_still_shows_every_value(project: Path, columns: int) -> None:
+    """Below the width of a stacked block's longest name plus a few columns, rich gave
+    the values none: at 12 columns 'gate' showed 'State' with no state and 'runs' 'Gate'
+    with no gate. Each value then goes under its name, folded, never dropped."""
+    for args, words in _must_show(project).items():
+        if "plan" in " ".join(words):
+            words = [w for w in words if not w.startswith("oloproof plan")]
+        out = _terminal(list(args), project, columns)
+        flat = re.sub(r"\s+", "", out)  # values fold across lines at this width
+        for word in words:
+            assert re.sub(r"\s+", "", word) in flat, (args, columns, word, out)
+    runs = re.sub(r"\s+", "", _terminal(["runs"], project, columns))
+    assert "BLOCK(exit" in runs or "ALLOW(exit" in runs, runs

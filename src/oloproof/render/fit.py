@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Fitted", "fit"]
 
+#: The fewest columns a value is given beside its name in a stacked block.
+_MIN_VALUE = 8
+
 
 class Fitted:
     """A table drawn whole when it fits, stacked when it does not."""
@@ -36,7 +39,7 @@ class Fitted:
         if self._needed(console, options, Measurement) <= options.max_width:
             yield self.table
             return
-        yield from self._stacked()
+        yield from self._stacked(options.max_width)
 
     def _needed(self, console: Console, options: ConsoleOptions, measurement: Any) -> int:
         """The narrowest the table can be drawn without cutting anything: a column that
@@ -58,7 +61,8 @@ class Fitted:
             total += len(table.columns) + 1 if table.show_edge else len(table.columns) - 1
         return total
 
-    def _stacked(self) -> RenderResult:
+    def _stacked(self, width: int) -> RenderResult:
+        from rich.cells import cell_len
         from rich.padding import Padding
         from rich.table import Table
         from rich.text import Text
@@ -69,18 +73,27 @@ class Fitted:
             yield Text.assemble((title.plain, "bold"))
         columns = table.columns
         cells = [list(column.cells) for column in columns]
+        headers = [c.header if isinstance(c.header, str) else str(c.header) for c in columns[1:]]
+        # Beside its name, a value gets what the indent, the longest name and the gap leave;
+        # in a terminal narrower than a few columns more, rich gave it none and the value
+        # (a rule's state, a run's gate) vanished: there, each value goes under its name.
+        beside = width - 4 - max((cell_len(h) for h in headers), default=0) >= _MIN_VALUE
         for index in range(table.row_count):
             yield cells[0][index] if columns else Text("")
             grid = Table.grid(padding=(0, 2, 0, 0))
-            grid.add_column(no_wrap=True, style="dim")
+            if beside:
+                grid.add_column(no_wrap=True, style="dim")
             grid.add_column(overflow="fold")
-            for column, column_cells in zip(columns[1:], cells[1:], strict=True):
-                header = column.header if isinstance(column.header, str) else str(column.header)
+            for header, column_cells in zip(headers, cells[1:], strict=True):
                 value = column_cells[index]
                 if isinstance(value, Text) and not value.plain:
                     continue
-                grid.add_row(header, value)
-            yield Padding(grid, (0, 0, 0, 2))
+                if beside:
+                    grid.add_row(header, value)
+                else:
+                    grid.add_row(Text(header, style="dim", overflow="fold"))
+                    grid.add_row(value)
+            yield Padding(grid, (0, 0, 0, 2 if width > 2 * _MIN_VALUE else 0))
 
 
 def fit(table: Table) -> Fitted:
