@@ -124,3 +124,29 @@ def test_json_events_to_a_full_disk_stop_the_run_saying_why(tmp_path: Path) -> N
     assert "Stopped: standard output cannot be written (No space left on device)." in proc.stderr
     listed = json.loads(_run(["runs", "--json"], root, subprocess.PIPE, subprocess.PIPE).stdout)
     assert listed[0]["stop_reason"] == "standard output cannot be written (No space left on device)"
+
+
+@needs_dev_full
+def test_the_viewer_serves_when_its_address_line_cannot_be_written(tmp_path: Path) -> None:
+    """view with standard output on a full disk ended at once as an internal error (exit
+    70) before serving; it serves (a --token the user chose, or the browser it opens,
+    reaches it) and warns once."""
+    pytest.importorskip("uvicorn")
+    import signal
+    import time
+
+    root = _project(tmp_path / "p", "ok")
+    assert _run(["run"], root, subprocess.DEVNULL, subprocess.PIPE).returncode == 0
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
+    with open(FULL, "w") as full:
+        proc = subprocess.Popen([*OLOPROOF, "view", "--no-open", "--port", "0"], cwd=root,
+                                env=env, stdout=full, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+        try:
+            time.sleep(4)
+            assert proc.poll() is None, proc.communicate()
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+    assert "internal error" not in err, err
+    assert "could not be written (No space left on device)" in err, err

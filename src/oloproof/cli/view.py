@@ -124,13 +124,15 @@ def command(args: argparse.Namespace) -> int:
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1,
                             access_log=False)
     server = uvicorn.Server(config)
+    from oloproof.render.out import write_text
     from oloproof.textsafe import printable
 
-    sys.stdout.write(
+    # Standard output on a full disk or closed: the viewer still serves (a browser opened
+    # for it, or a --token the user chose, reaches it); one warning says the line is lost.
+    write_text(sys.stdout, (
         f"Viewing {printable(name)} at {url}\n"
         "  (read-only; the token lets only whoever holds this address in; Ctrl-C stops it)\n"
-    )
-    sys.stdout.flush()
+    ))
     with tempfile.TemporaryDirectory(prefix="oloproof-view-") as private:
         if not args.no_open:
             page = _opener(url, Path(private))
