@@ -116,20 +116,50 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-# The characters JSON leaves raw that still break a line or drive a terminal: the C1
-# controls (U+0085 ends a line for str.splitlines(); U+009B is a terminal's CSI, U+009D
-# its OSC) and the line and paragraph separators. JSON may escape any character.
-_JSON_ESCAPES = {
-    code: f"\\u{code:04x}" for code in (*range(0x80, 0xA0), 0x2028, 0x2029)
-}
+def _json_escape(code: int) -> str:
+    """``\\uXXXX``, or the surrogate pair JSON writes above U+FFFF."""
+    if code > 0xFFFF:
+        code -= 0x10000
+        return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
+    return f"\\u{code:04x}"
+
+
+def _unprintable_codes() -> list[int]:
+    """The code points :data:`_UNPRINTABLE` lists above ASCII's controls, its surrogates
+    left out (json_safe has replaced them): read from the pattern's own text."""
+    body, at = _UNPRINTABLE[1:-1], 0
+    codes: list[int] = []
+    while at < len(body):
+        if at + 2 < len(body) and body[at + 1] == "-":
+            codes.extend(range(ord(body[at]), ord(body[at + 2]) + 1))
+            at += 3
+        else:
+            codes.append(ord(body[at]))
+            at += 1
+    return [c for c in codes if c >= 0x7F and not 0xD800 <= c <= 0xDFFF]
+
+
+# The characters JSON leaves raw that still break a line, drive a terminal or reorder what
+# it shows: DEL and the C1 controls (U+0085 ends a line for str.splitlines(); U+009B is a
+# terminal's CSI, U+009D its OSC), the line and paragraph separators, and the invisible
+# format characters (the bidirectional overrides such as U+202E, zero-width spaces, the
+# tags): everything printable() escapes. JSON may escape any character. Built on first
+# use (0.2 ms): most output is ASCII and never needs it.
+_JSON_ESCAPES: dict[int, str] = {}
 
 
 def escape_separators(text: str) -> str:
-    """JSON text ``text`` with the C1 controls and U+2028/U+2029 written as ``\\uXXXX``
-    escapes: the same value to every parser, one line to every line splitter (Python's
-    ``str.splitlines()`` too), and inert on a terminal. They can only stand inside
-    strings, so the replacement is exact."""
-    return text if text.isascii() else text.translate(_JSON_ESCAPES)
+    """JSON text ``text`` with every character :func:`printable` would escape (the C1
+    controls, U+2028/U+2029, the bidirectional overrides and the other invisible format
+    characters) written as ``\\uXXXX`` escapes: the same value to every parser, one line
+    to every line splitter (Python's ``str.splitlines()`` too), and inert on a terminal
+    (a U+202E in a case id reversed the rest of a --json line as shown). They can only
+    stand inside strings, so the replacement is exact."""
+    if text.isascii():
+        return text
+    if not _JSON_ESCAPES:
+        _JSON_ESCAPES.update((code, _json_escape(code)) for code in _unprintable_codes())
+    return text.translate(_JSON_ESCAPES)
 
 
 def dumps(value: Any, *, indent: int | None = 2) -> str:

@@ -149,3 +149,39 @@ def test_an_error_is_not_cut_at_an_invisible_line_separator(tmp_path: Path) -> N
     report = cli(root, "report", "latest", "-o", "-")
     assert report.code == 0, report.text
     assert "cut \\u2029 here \\x85 and \\x9b2J there" in report.out
+
+
+BIDI = """
+    def answer(inp):
+        if inp["n"] == 1:
+            raise ValueError("PASS\\u202e LIAF \\u200b\\U000e0041")
+        return {"label": "ok\\u2066 \\ufeff"}
+"""
+# Invisible characters that reorder or hide what a terminal shows (Trojan Source):
+# right-to-left override, isolate, zero-width space, byte order mark, a tag character.
+INVISIBLE = ("\u202e", "\u2066", "\u200b", "\ufeff", "\U000e0041")
+
+
+def test_json_output_escapes_bidi_overrides_and_invisible_characters(tmp_path: Path) -> None:
+    """JSON leaves U+202E and the other format characters raw, so a case id holding one
+    reversed the rest of a --json line on a terminal (`"state":"FAIL"` shown backwards)
+    and a zero-width space made two ids look the same. The tables already showed them as
+    escapes; --json lines and documents now write them as \\uXXXX, the values unchanged."""
+    ids = ["rtl\u202eLIAF", "iso\u2066x", "zero\u200bw", "tag\U000e0041t"]
+    cases = [{"id": cid, "input": {"n": i}, "expected": {"label": "ok"}}
+             for i, cid in enumerate(ids)]
+    root = project(tmp_path / "p", BIDI, cases=cases, release=SMALL_RELEASE)
+    result = cli(root, "run", "--json")
+    no_traceback(result)
+    events = [json.loads(line) for line in result.out.splitlines()]
+    assert {e["scenario_id"] for e in events if e["type"] == "case_executed"} == set(ids)
+    failed = next(e for e in events if e["type"] == "case_executed" and e["status"] == "ERROR")
+    assert "PASS\u202e LIAF \u200b\U000e0041" in failed["error"]
+    assert not any(raw in result.out for raw in INVISIBLE), result.out
+    for command in (("inspect", "latest", "--json"), ("runs", "--json"),
+                    ("gate", "latest", "--json"), ("inspect", "latest", "--failures", "--json")):
+        shown = cli(root, *command)
+        assert not any(raw in shown.out for raw in INVISIBLE), (command, shown.out)
+        json.loads(shown.out)
+    doc = json.loads(cli(root, "inspect", "latest", "--json").out)
+    assert {c["id"] for c in doc["cases"]} == set(ids)
