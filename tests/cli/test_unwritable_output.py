@@ -150,3 +150,20 @@ def test_the_viewer_serves_when_its_address_line_cannot_be_written(tmp_path: Pat
             _, err = proc.communicate(timeout=30)
     assert "internal error" not in err, err
     assert "could not be written (No space left on device)" in err, err
+
+
+def test_annotations_to_a_reader_that_went_away_keep_the_gates_exit_code(tmp_path: Path) -> None:
+    """`gate --github-annotations | head -c 10`: the report reached the pipe, the
+    annotations after it met the closed reader, and BrokenPipeError ended the command with
+    5 in place of the gate's 1 (9 runs in 10). They are written as the report is."""
+    root = _project(tmp_path / "p", "no")
+    assert _run(["run"], root, subprocess.DEVNULL, subprocess.PIPE).returncode == 1
+    cmd = " ".join(f"'{w}'" for w in OLOPROOF)
+    env = {k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"}
+    for _ in range(5):
+        proc = subprocess.run(
+            f"{cmd} gate latest --github-annotations | head -c 10 >/dev/null;"
+            " echo ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", cwd=root, env=env,
+            text=True, capture_output=True, check=False, timeout=120, stdin=subprocess.DEVNULL)
+        assert proc.stdout.strip() == "1", proc.stderr
+        assert "Traceback" not in proc.stderr

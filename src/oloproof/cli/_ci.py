@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from oloproof.errors import UsageError
+from oloproof.render.out import write_text
 
 if TYPE_CHECKING:
     import argparse
@@ -120,9 +121,7 @@ def write_outputs(run: CiRun, args: argparse.Namespace, command: str) -> int:
         code = code or 2
     if getattr(args, "github_annotations", False):
         stream = sys.stderr if getattr(args, "json", False) else sys.stdout
-        for line in github_annotations(run):
-            stream.write(line + "\n")
-        stream.flush()
+        write_text(stream, "".join(line + "\n" for line in github_annotations(run)))
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         _append_summary([github_summary(run)], command)
     return code
@@ -150,10 +149,8 @@ def write_matrix_outputs(
             code = code or 2
     if getattr(args, "github_annotations", False):
         stream = sys.stderr if getattr(args, "json", False) else sys.stdout
-        for name, run in variants:
-            for line in github_annotations(run, variant=name):
-                stream.write(line + "\n")
-        stream.flush()
+        write_text(stream, "".join(line + "\n" for name, run in variants
+                                   for line in github_annotations(run, variant=name)))
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         _append_summary((github_summary(run, variant=name) for name, run in variants), "run")
     return code
