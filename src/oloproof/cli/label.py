@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,12 +40,7 @@ from oloproof.textsafe import printable
 if TYPE_CHECKING:
     import argparse
 
-_YES = frozenset({"y", "yes", "p", "pass"})
-_NO = frozenset({"n", "no", "f", "fail"})
-_SKIP = frozenset({"s", "skip"})
-_QUIT = frozenset({"q", "quit"})
-_SHOWN = 2000  # characters of a value shown; the rest is one `inspect --case` away
-_WHOLE = re.compile(r"-?[0-9]{1,18}")  # a whole number, as a person types a score
+from oloproof.cli._dialogue import QUIT, SKIP, YES, CannotShow, ask, out, show
 
 
 def _labels_path(args: argparse.Namespace) -> tuple[Path, str, bool]:
@@ -65,58 +59,6 @@ def _labels_path(args: argparse.Namespace) -> tuple[Path, str, bool]:
     return Path(project.root, name), printable(shown), True
 
 
-def _show(value: object) -> str:
-    if value == "":
-        return "(an empty string)"
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
-    text = printable(text) if "\n" not in text else "\n".join(
-        printable(line) for line in text.split("\n")
-    )
-    if len(text) > _SHOWN:
-        return text[:_SHOWN] + f"\n  … ({len(text) - _SHOWN} more characters)"
-    return text
-
-
-class _CannotShow(Exception):
-    """Standard output failed (a full disk, a terminal gone): no case can be shown."""
-
-    def __init__(self, exc: OSError) -> None:
-        super().__init__(exc.strerror or str(exc))
-
-
-def _out(text: str, *, flush: bool = False) -> None:
-    try:
-        sys.stdout.write(text)
-        if flush:
-            sys.stdout.flush()
-    except BrokenPipeError:
-        raise  # its reader went away (| head): as every command
-    except OSError as exc:
-        raise _CannotShow(exc) from None
-
-
-def _ask(prompt: str, scale: tuple[int, int] | None = None) -> str | None:
-    """The person's answer: one of the words, or (``scale``) a whole number on the scale."""
-    while True:
-        _out(prompt, flush=True)
-        line = sys.stdin.readline()
-        if not line:
-            _out("\n")
-            return None
-        answer = line.strip().lower()
-        if scale is None:
-            if answer in _YES | _NO | _SKIP | _QUIT:
-                return answer
-            _out("  answer y (pass), n (fail), s (skip) or q (quit)\n")
-            continue
-        if answer in _SKIP | _QUIT:
-            return answer
-        low, high = scale
-        if _WHOLE.fullmatch(answer) and low <= int(answer) <= high:
-            return str(int(answer))
-        _out(f"  answer a whole number from {low} to {high}, s (skip) or q (quit)\n")
-
-
 def _judge_said(judgment: object, scale: tuple[int, int] | None, answer: str) -> str:
     """What the judge said about the case, beside the person's answer."""
     status = getattr(judgment, "status", None)
@@ -131,7 +73,7 @@ def _judge_said(judgment: object, scale: tuple[int, int] | None, answer: str) ->
         passed = getattr(judgment, "passed", None)
         if judgment is None or status != JudgmentStatus.OK or passed is None:
             return "no verdict (the judge failed on this case)"
-        agrees = "agrees" if passed == (answer in _YES) else "DISAGREES"
+        agrees = "agrees" if passed == (answer in YES) else "DISAGREES"
         said = f"{'PASS' if passed else 'FAIL'} ({agrees})"
     reason = getattr(judgment, "reason", None)
     return said + (f": {printable(reason)}" if reason else "")
@@ -221,7 +163,7 @@ def command(args: argparse.Namespace) -> int:
     sample = f"{UNIFORM}seed={seed} n={args.n} pool={len(pool)} run={run.id}"
     try:
         written = _session(args, run.id, chosen, len(pool), seed, sample, path, shown, scale)
-    except _CannotShow as exc:  # so no case can be asked about
+    except CannotShow as exc:  # so no case can be asked about
         raise UsageError(
             f"standard output cannot be written ({exc}), and label shows each case there;"
             f" the labels answered before it failed are in {shown}"
@@ -244,7 +186,7 @@ def _session(
     """Show each chosen case, ask for its label and append it: the labels written."""
     how = ("y (passes), n (fails)" if scale is None
            else f"a whole number from {scale[0]} (worst) to {scale[1]} (best)")
-    _out(
+    out(
         f"Labelling {args.criterion} on {len(chosen)} of {pool} unlabelled cases of"
         f" {run_id}, drawn at random (seed {seed}; --seed {seed} draws them again).\n"
         f"Labels go to {shown}. Answer {how}, s (skip) or q (quit).\n"
@@ -252,23 +194,23 @@ def _session(
     written = 0
     for number, case in enumerate(chosen, 1):
         judgment = case.judgments.get(args.criterion)
-        _out(f"\n[{number}/{len(chosen)}] case {printable(case.case_id)}\n")
-        _out(f"input:\n{_show(case.input)}\n")
+        out(f"\n[{number}/{len(chosen)}] case {printable(case.case_id)}\n")
+        out(f"input:\n{show(case.input)}\n")
         if case.expected is not None:
-            _out(f"expected:\n{_show(case.expected)}\n")
-        _out(f"output:\n{_show(case.output)}\n")
+            out(f"expected:\n{show(case.expected)}\n")
+        out(f"output:\n{show(case.output)}\n")
         if scale is None:
-            answer = _ask(f"Does this output pass {args.criterion}? [y/n/s/q] ")
+            answer = ask(f"Does this output pass {args.criterion}? [y/n/s/q] ")
         else:
-            answer = _ask(f"Score this output for {args.criterion} from {scale[0]} to"
+            answer = ask(f"Score this output for {args.criterion} from {scale[0]} to"
                           f" {scale[1]} [{scale[0]}-{scale[1]}/s/q] ", scale)
-        if answer is None or answer in _QUIT:
+        if answer is None or answer in QUIT:
             break
-        if answer in _SKIP:
+        if answer in SKIP:
             continue
         label: dict[str, object] = {"id": case.case_id, "criterion": args.criterion}
         if scale is None:
-            label["pass"] = answer in _YES
+            label["pass"] = answer in YES
         else:
             label["score"] = int(answer)
         if args.labeler:
@@ -276,11 +218,11 @@ def _session(
         label["sample"] = sample
         label["seen"] = seen_digest(case.input, case.expected, case.output)
         if not _append(path, label):
-            _out(
+            out(
                 f"case {printable(case.case_id)} was labelled for {args.criterion} meanwhile"
                 f" (another session on {shown}): this label is not written\n"
             )
             continue
         written += 1
-        _out(f"the judge said: {_judge_said(judgment, scale, answer)}\n")
+        out(f"the judge said: {_judge_said(judgment, scale, answer)}\n")
     return written
