@@ -167,3 +167,28 @@ def test_annotations_to_a_reader_that_went_away_keep_the_gates_exit_code(tmp_pat
             text=True, capture_output=True, check=False, timeout=120, stdin=subprocess.DEVNULL)
         assert proc.stdout.strip() == "1", proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+@needs_dev_full
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_help_version_and_usage_errors_to_a_full_disk_keep_their_exit_code(
+    tmp_path: Path, unbuffered: str
+) -> None:
+    """With PYTHONUNBUFFERED=1 (set in many container images) the write itself fails on a
+    full disk: '--version' and '--help' ended with a traceback and exit 1, 'init --example
+    list' as an internal error (70), and a usage error with standard error full exited 1
+    (a FAIL) in place of 2."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OLOPROOF_DEBUG", "COLUMNS")}
+    env["PYTHONUNBUFFERED"] = unbuffered
+    cases = [(["--version"], "out", 0), (["--help"], "out", 0), ([], "out", 2),
+             (["gate", "--help"], "out", 0), (["init", "--example", "list"], "out", 0),
+             (["--bogus"], "err", 2), (["gate", "--bogus"], "err", 2)]
+    for args, where, code in cases:
+        with open(FULL, "w") as full:
+            proc = subprocess.run(
+                [*OLOPROOF, *args], cwd=tmp_path, env=env, text=True, check=False,
+                timeout=120, stdin=subprocess.DEVNULL,
+                stdout=full if where == "out" else subprocess.PIPE,
+                stderr=full if where == "err" else subprocess.PIPE)
+        assert proc.returncode == code, (args, proc.stderr)
+        assert "Traceback" not in (proc.stderr or ""), (args, proc.stderr)

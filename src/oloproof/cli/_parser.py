@@ -12,9 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from oloproof.cli._args import ARGUMENTS, COMMANDS
 from oloproof.cli._values import Group
+
+if TYPE_CHECKING:
+    from typing import IO
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,8 +29,18 @@ class _Parser(argparse.ArgumentParser):
         from oloproof.textsafe import printable
 
         self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {printable(message)}\n")
+        self._print_message(f"{self.prog}: error: {printable(message)}\n", sys.stderr)
         raise SystemExit(2)
+
+    def _print_message(self, message: str, file: object = None) -> None:
+        # Every help, usage and error line argparse prints comes through here: one that
+        # cannot be written (a full disk, a stream closed) is lost, not a traceback; the
+        # exit code stays argparse's (0 for --help, 2 for a usage error).
+        from oloproof.cli.main import write_or_drop
+
+        if message:
+            stream: IO[str] = file or sys.stderr  # type: ignore[assignment]
+            write_or_drop(stream, message)
 
 
 class _VersionAction(argparse.Action):
@@ -37,8 +51,9 @@ class _VersionAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
         import oloproof
+        from oloproof.cli.main import write_or_drop
 
-        sys.stdout.write(f"oloproof {oloproof.__version__}\n")
+        write_or_drop(sys.stdout, f"oloproof {oloproof.__version__}\n")
         parser.exit()
 
 

@@ -41,8 +41,8 @@ def command(args: argparse.Namespace) -> int:
     names = available()
     if args.example == "list":
         width = max(len(n) for n in names)
-        for name in names:
-            print(f"{name.ljust(width)}  {DESCRIPTIONS.get(name, '')}")
+        write_text(sys.stdout, "".join(f"{name.ljust(width)}  {DESCRIPTIONS.get(name, '')}\n"
+                                       for name in names))
         return 0
     name = args.example or "starter"
     if name not in names:

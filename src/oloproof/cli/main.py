@@ -14,6 +14,7 @@ import sys
 TYPE_CHECKING = False  # typing's own import is a third of --help's start-up
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import IO
 
 # Exit codes used here (oloproof.enums.ExitCode, not imported for --help).
 _EXIT_USAGE = 2
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         escape_unencodable(sys.stderr)
     kept = _top_help(words)
     if kept is not None:
-        sys.stdout.write(kept)
+        write_or_drop(sys.stdout, kept)
         return 0 if words else _EXIT_USAGE
     import importlib
 
@@ -130,6 +131,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return _EXIT_INTERNAL
     return code
+
+
+def write_or_drop(stream: IO[str], text: str) -> None:
+    """Write ``text`` (a help, a version) to ``stream``; a stream that cannot take it (a
+    full disk, with PYTHONUNBUFFERED set as many images do: the write itself fails) is
+    sent to /dev/null instead of ending the command with a traceback (exit 1)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
 
 
 def _error_line(command: str, message: str) -> None:
