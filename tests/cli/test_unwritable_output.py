@@ -192,3 +192,20 @@ def test_help_version_and_usage_errors_to_a_full_disk_keep_their_exit_code(
                 stderr=full if where == "err" else subprocess.PIPE)
         assert proc.returncode == code, (args, proc.stderr)
         assert "Traceback" not in (proc.stderr or ""), (args, proc.stderr)
+
+
+@needs_dev_full
+def test_both_streams_full_keep_the_exit_code_not_120(tmp_path: Path) -> None:
+    """Buffered standard error (PYTHONUNBUFFERED unset): the warning or the error line that
+    could not be written stayed in its buffer, failed again at the interpreter's exit, and
+    Python exited 120: 'gate latest >/dev/full 2>/dev/full' for a gate of 1, and every
+    refusal ('gate nosuchrun 2>/dev/full') in place of 2."""
+    root = _project(tmp_path / "p", "no")
+    assert _run(["run"], root, subprocess.DEVNULL, subprocess.PIPE).returncode == 1
+    env = {k: v for k, v in os.environ.items() if k not in ("OLOPROOF_DEBUG", "PYTHONUNBUFFERED")}
+    for args, code in ((["gate", "latest"], 1), (["gate", "latest", "--json"], 1),
+                       (["gate", "nosuchrun"], 2), (["run", "--policy", "nope.yaml"], 2)):
+        with open(FULL, "w") as out, open(FULL, "w") as err:
+            proc = subprocess.run([*OLOPROOF, *args], cwd=root, env=env, check=False,
+                                  timeout=120, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        assert proc.returncode == code, args

@@ -186,9 +186,15 @@ def _output_to_devnull(target: int) -> bool:
 
 def _silence_stdout() -> None:
     """After the reader of stdout went away, make sure exit does not complain."""
+    _silence(sys.stdout)
+
+
+def _silence(stream: IO[str]) -> None:
+    """Point ``stream``'s descriptor at /dev/null, so that nothing written or left there
+    fails again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
     except (OSError, ValueError):
         pass
 
@@ -220,12 +226,15 @@ def entry() -> None:
         code = main()
     finally:
         gc.enable()
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-    except (AttributeError, OSError, ValueError):
-        pass  # no standard output to flush
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            # A full disk or a reader gone: what is left in the buffer would fail again
+            # at the interpreter's exit, which then exits 120 whatever the gate said.
+            _silence(stream)
+        except AttributeError:
+            pass  # no such stream to flush
     raise SystemExit(code)
 
 
