@@ -130,3 +130,22 @@ def test_a_very_narrow_terminal_still_shows_every_value(project: Path, columns: 
             assert re.sub(r"\s+", "", word) in flat, (args, columns, word, out)
     runs = re.sub(r"\s+", "", _terminal(["runs"], project, columns))
     assert "BLOCK(exit" in runs or "ALLOW(exit" in runs, runs
+
+
+def test_columns_zero_in_a_terminal_still_prints_the_report(project: Path) -> None:
+    """rich read COLUMNS=0 as a width of 0 and printed nothing: 'gate latest' in a terminal
+    showed no decision and no gate line at all (the exit code was still right)."""
+    for args in (["gate", "latest"], ["runs"]):
+        child = pexpect.spawn(
+            OLOPROOF[0], [*OLOPROOF[1:], *args], cwd=str(project), dimensions=(40, 120),
+            encoding="utf-8", codec_errors="replace", timeout=60,
+            env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "PYTHONUNBUFFERED": "1",
+                 "COLUMNS": "0"},
+        )
+        child.expect(pexpect.EOF)
+        out = ANSI.sub("", child.before or "")
+        child.close()
+        assert child.exitstatus in (0, 1, 3), out
+        assert "DECIDED/COMPLETE" in out, (args, out)
+        if args[0] == "gate":
+            assert "exit code" in out and "exact-label-floor-for-the-release" in out, out

@@ -56,7 +56,21 @@ def make_console(stream: IO[str]) -> Console:
     read into what it prints."""
     from rich.console import Console
 
-    return Console(file=stream, stderr=False, highlight=False, markup=False, emoji=False)
+    return Console(file=stream, stderr=False, highlight=False, markup=False, emoji=False,
+                   width=_zero_columns_width(stream))
+
+
+def _zero_columns_width(stream: IO[str]) -> int | None:
+    """rich reads ``COLUMNS`` itself, and took ``COLUMNS=0`` as a width of 0: the report,
+    decisions and gate line included, was not printed at all. For that value, the
+    terminal's own width (80 when it reports none); ``None`` (rich decides) otherwise."""
+    value = os.environ.get("COLUMNS", "")
+    if not (value.isdigit() and int(value) == 0):
+        return None
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (OSError, ValueError, AttributeError):
+        return 80
 
 
 def _plain_text(stream: IO[str], item: Line | Table | Blocks) -> str:
