@@ -4,6 +4,7 @@ against the fake provider over real HTTP."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,3 +199,19 @@ def test_init_shows_a_typed_escape_sequence_escaped(tmp_path: Path) -> None:
                    cwd=tmp_path)
     assert done.code == 0, done.err
     assert "\x1b" not in done.out and "p\\x1b]0;PWNED\\x07" in done.out
+
+
+def test_an_answer_the_input_encoding_cannot_read_is_asked_again(
+    tmp_path: Path, srv: FakeServer
+) -> None:
+    """Under PYTHONIOENCODING=ascii an accented key ('é') raised UnicodeDecodeError reading
+    the answer: internal error, exit 70. It is a wrong answer, asked again."""
+    project = _example(tmp_path, srv)
+    done = subprocess.run(
+        [*OLOPROOF, "label", "latest", "--criterion", "helpful"], cwd=project,
+        input="é\ny\nq\n".encode(), capture_output=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONIOENCODING": "ascii"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"answer y (pass), n (fail), s (skip) or q (quit)" in done.stdout
+    assert len(_lines(project / "data" / "labels.jsonl")) == 1

@@ -22,6 +22,7 @@ from a pipe (one per line); the end of input stops like ``q``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -124,6 +125,10 @@ def command(args: argparse.Namespace) -> int:
     if sys.stdin is None:  # started with `<&-`: Python has no stream to read the answers from
         raise UsageError("standard input is closed, and label reads your answers there: run"
                          " it in a terminal, or pipe the answers in (one a line)")
+    with contextlib.suppress(AttributeError, ValueError):
+        # An answer its encoding cannot read (an accented key under PYTHONIOENCODING=ascii)
+        # is a wrong answer, asked again, not UnicodeDecodeError (exit 70).
+        sys.stdin.reconfigure(errors="replace")  # type: ignore[union-attr]
     project_root(args.config)
     conn = read_project_store(args.config)
     run = get_run(conn, args.run_id)
