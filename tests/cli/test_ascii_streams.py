@@ -69,7 +69,7 @@ def test_json_documents_keep_the_exit_code_and_the_same_values(root: Path, encod
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_reports_are_printed_whole_with_their_columns_lined_up(root: Path, encoding: str) -> None:
     for args in (["gate", "latest"], ["inspect", "latest"], ["runs"], ["plan", "latest", "--run"],
-                 ["store", "--help"], ["inspect", "latest", "--case", "café"],
+                 ["store", "--help"], ["--help"], ["inspect", "latest", "--case", "café"],
                  ["inspect", "latest", "--failures"]):
         proc = _run(args, root, encoding)
         assert proc.returncode == _run(args, root, "utf-8").returncode, (args, proc.stderr)
