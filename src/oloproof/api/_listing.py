@@ -29,7 +29,9 @@ def config_file(project: str | os.PathLike[str]) -> str:
     path = os.fspath(project)
     if os.path.isdir(path):
         path = os.path.join(path, "oloproof.yaml")
-    if not os.path.exists(path):
+    from oloproof._fs import absent
+
+    if absent(path):
         from oloproof._fs import missing  # only on the way to an error
 
         raise UsageError(

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 
 
 def project_root(config: str) -> str:
-    if not os.path.exists(config):
+    from oloproof._fs import absent
+
+    if absent(config):
         from oloproof._fs import missing  # only on the way to an error
 
         raise UsageError(

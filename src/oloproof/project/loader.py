@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
-from oloproof._fs import missing
+from oloproof._fs import absent, missing
 from oloproof.errors import ConfigError
 from oloproof.project._errors import as_written, to_config_error
 from oloproof.project._project import (
@@ -127,7 +127,7 @@ def resolve_release_policy(project: Project, policy_arg: str | None) -> Resolved
             return ResolvedPolicy(default_release_policy(), None, declared_none=True)
         path = Path(project.root, declared)
         shown = beside(project, declared)
-        if not path.exists():
+        if absent(path):
             raise ConfigError(
                 f"release policy {missing(path)}: {shown}"
                 f"{_near_hint(path)} (paths are relative to the project directory; "

@@ -56,7 +56,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from oloproof._fs import missing
+from oloproof._fs import absent, missing, not_a_file
 from oloproof._json import DEFAULT_MAX_JSON_DEPTH, MAX_JSON_DEPTH
 from oloproof.enums import MetricKind
 from oloproof.errors import ConfigError
@@ -493,7 +493,7 @@ class SystemConfig(_Model):
         root = _context(info, "root")
         if isinstance(root, Path):
             for index, entry in enumerate(self.code_paths):
-                if not (root / entry).exists():
+                if absent(root / entry):
                     fail(
                         f"not found: {entry} (code paths are relative to the project directory)",
                         at=("code_paths", index),
@@ -999,7 +999,7 @@ class RubricJudgeEvaluator(_EvaluatorBase):
     def _read_rubric(self, path: Path) -> str:
         where = ("rubric_file",)
         name = self.rubric_file
-        if not path.exists():
+        if absent(path):
             fail(f"{missing(path)}: {name} (relative to the project directory)", at=where)
         try:
             # Bounded, and never blocks on a FIFO or a device (see read_bytes).
@@ -1145,8 +1145,10 @@ class ProjectConfig(_Model):
     @classmethod
     def _check_labels(cls, value: str | None, info: ValidationInfo) -> str | None:
         root = _context(info, "root")
-        if value is not None and isinstance(root, Path) and not (root / value).is_file():
-            fail(f"{missing(root / value)}: {value} (relative to the project directory)")
+        problem = not_a_file(root / value) if value is not None and isinstance(
+            root, Path) else None
+        if problem is not None:
+            fail(f"{problem}: {value} (relative to the project directory)")
         return value
 
     @model_validator(mode="after")
@@ -1172,15 +1174,9 @@ class ProjectConfig(_Model):
     @classmethod
     def _check_dataset(cls, value: str, info: ValidationInfo) -> str:
         root = _context(info, "root")
-        path = root / value if isinstance(root, Path) else None
-        if path is not None and not path.is_file():
-            if path.is_dir():
-                what = "is a directory, not a file"
-            elif path.exists():
-                what = "is not a regular file (a device, a pipe or a socket)"
-            else:
-                what = missing(path)
-            fail(f"{what}: {value} (relative to the project directory)")
+        problem = not_a_file(root / value) if isinstance(root, Path) else None
+        if problem is not None:
+            fail(f"{problem}: {value} (relative to the project directory)")
         return value
 
     @field_validator("evaluators")

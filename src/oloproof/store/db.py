@@ -30,6 +30,7 @@ import stat
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from oloproof._fs import absent
 from oloproof.errors import StoreError
 from oloproof.store.dbapi import is_sqlite
 from oloproof.store.location import STORE_DIR, STORE_FILE, PostgresLocation, store_path
@@ -191,7 +192,7 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
     path = os.fspath(path)
     check_store_files(path)
     with _private_umask():
-        if not os.path.exists(path):
+        if absent(path):
             if not create:
                 raise StoreError(
                     f"no store at {path}: nothing has been run in this project yet"
@@ -384,7 +385,7 @@ def open_store_readonly(path: StoreLocation) -> Any:
         return pgshared.open_store_readonly(path)
     path = os.fspath(path)
     check_store_files(path)
-    if not os.path.exists(path):
+    if absent(path):  # a folder on the way that may not be searched: cannot be read
         raise StoreError(
             f"no store at {path}: nothing has been run in this project yet"
             " (run `oloproof run` first)"

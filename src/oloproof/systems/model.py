@@ -69,10 +69,11 @@ def _environment() -> Any:
 
 
 def _read_template(root: str | Path, name: str, field: str, file: str | None) -> str:
+    from oloproof._fs import absent
     from oloproof.project._files import read_bytes
 
     path = Path(root, name)
-    if not path.exists():
+    if absent(path):
         from oloproof._fs import missing  # only on the way to an error
 
         raise ConfigError(
