@@ -430,7 +430,21 @@ def schema_version(conn: Connection) -> int:
     if not has_table(conn, "meta"):
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row else 0
+    return _version_number(row[0]) if row else 0
+
+
+def _version_number(value: object) -> int:
+    """The stored schema version, a whole number (written as text by :func:`_step_up`);
+    anything else (``'4x'``, NULL, ``'3.5'``) is a damaged store, not an internal error."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    shown = "NULL" if value is None else repr(value)
+    raise StoreUnreadable(
+        f"the store cannot be read (its schema_version in table meta is {shown}, not a"
+        " whole number: the store is damaged); it was left untouched"
+    )
 
 
 def _check_identity(conn: sqlite3.Connection, path: str) -> int:
@@ -451,7 +465,10 @@ def _check_identity(conn: sqlite3.Connection, path: str) -> int:
 
 
 def _identity(conn: sqlite3.Connection, path: str) -> int:
-    current = schema_version(conn)
+    try:
+        current = schema_version(conn)
+    except StoreUnreadable as exc:
+        raise StoreUnreadable(f"{path}: {exc}") from None
     if current > SCHEMA_VERSION:
         raise StoreError(
             f"{path}: this store was written by a newer Oloproof (schema {current};"
