@@ -38,6 +38,11 @@ def check_outputs(args: argparse.Namespace) -> None:
         return
     if os.path.isdir(target):
         raise UsageError(f"--junit-xml {target}: is a folder; give a file name such as report.xml")
+    config = getattr(args, "config", None)
+    if config is not None:
+        from oloproof.cli._common import refuse_store_folder
+
+        refuse_store_folder("--junit-xml", target, config, "report.xml")
     parent = os.path.dirname(target) or "."
     if not os.path.isdir(parent):
         raise UsageError(f"--junit-xml {target}: the folder {parent} does not exist")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oloproof.analysis.report import comparison_report_document, run_document
-from oloproof.cli._common import project_root, read_project_store
+from oloproof.cli._common import project_root, read_project_store, refuse_store_folder
 from oloproof.errors import UsageError
 from oloproof.render.html import render_comparison, render_run
 from oloproof.render.out import write_text
@@ -97,6 +97,8 @@ def write_report(path: Path, html: str, *, mode: int = PRIVATE) -> bool:
 
 
 def command(args: argparse.Namespace) -> int:
+    if args.output and args.output != "-":
+        refuse_store_folder("--output", args.output, args.config, "report.html")
     conn = read_project_store(args.config)
     limit = getattr(args, "cases", 1000)
     root = project_root(args.config)
