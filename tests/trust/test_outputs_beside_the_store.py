@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
+import threading
 from pathlib import Path
 
+import pytest
 from tests.conftest import RELEASE_FLOOR, labelled_cases, run_cli, write_project
 
 from oloproof.store.db import store_path
@@ -62,3 +65,31 @@ def test_no_report_replaces_the_store(tmp_path: Path) -> None:
     assert run_cli("gate", "latest", "--junit-xml", "report.xml", cwd=root).code == 0
     assert run_cli("report", "latest", "-o", "report.html", cwd=root).code == 0
     assert (root / "report.xml").is_file() and (root / "report.html").is_file()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_junit_report_into_a_pipe_is_written_into_it(tmp_path: Path) -> None:
+    """``--junit-xml`` renamed its file over whatever was there: a named pipe became a
+    regular file, and as root ``--junit-xml /dev/stdout`` (or ``/dev/null``) replaced the
+    device in /dev with a file, for every process of the machine. It is written into, as
+    ``report -o`` does."""
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(12),
+                         release=RELEASE_FLOOR)
+    pipe = root / "junit.pipe"
+    os.mkfifo(pipe)
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(pipe, "rb") as fh:
+            got.append(fh.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    result = run_cli("run", "--junit-xml", "junit.pipe", cwd=root, timeout=60)
+    if reader.is_alive():  # nothing was written into the pipe: let the reader go
+        with open(pipe, "wb"):
+            pass
+    reader.join(10)
+    assert result.code == 0, result.text
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode), "the pipe was replaced by a file"
+    assert got and got[0].startswith(b"<?xml") and b"<testsuites" in got[0]

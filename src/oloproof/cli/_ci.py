@@ -1,7 +1,8 @@
 """Writing the CI outputs of ``run`` and ``gate``: ``--junit-xml``, annotations, step summary.
 
 - ``--junit-xml FILE``: its folder must exist before anything runs (exit 2 otherwise); the
-  file is written whole or not at all (a temporary file renamed over it). If it cannot be
+  file is written whole or not at all (a temporary file renamed over it). A path that is a
+  pipe, a terminal or a device (``/dev/stdout``) is written into, never replaced. If it cannot be
   written after the run, the error is one line and a run that would exit 0 exits 2 instead
   (a CI job asked for a report it did not get); a blocking exit code is kept as it is.
 - ``--github-annotations``: workflow command lines (``::error``/``::warning``), on standard
@@ -43,6 +44,8 @@ def check_outputs(args: argparse.Namespace) -> None:
         from oloproof.cli._common import refuse_store_folder
 
         refuse_store_folder("--junit-xml", target, config, "report.xml")
+    if os.path.exists(target) and not os.path.isfile(target):
+        return  # a pipe or a device, written into: its folder is not written
     parent = os.path.dirname(target) or "."
     if not os.path.isdir(parent):
         raise UsageError(f"--junit-xml {target}: the folder {parent} does not exist")
@@ -79,7 +82,19 @@ def _append_summary(texts: Iterable[str], command: str) -> None:
 
 
 def _write_whole(path: str, text: str) -> None:
+    import stat
     import tempfile
+
+    try:
+        mode = os.stat(path).st_mode  # follows a link
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        # A pipe, a terminal, a device (/dev/stdout): written into, as `cat > PATH` would
+        # and as `report -o` does; a rename would put a file in its place (in /dev, as root).
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
 
     fd, tmp = tempfile.mkstemp(
         prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(path) or "."
