@@ -247,7 +247,7 @@ def load_labels(path: str | os.PathLike[str], display: str, judges: Collection[s
         except UnicodeDecodeError:
             raise bad("the line is not UTF-8 text") from None
         except json.JSONDecodeError as exc:
-            raise bad(f"not a JSON object: {exc.msg}",
+            raise bad(f"not a JSON object: {exc.msg.removesuffix(' at')} at column {exc.colno}",
                       accepted='{"id": "case id", "criterion": "helpful", "pass": true}'
                       ) from None
         except JsonLimitError as exc:

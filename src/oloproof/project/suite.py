@@ -337,7 +337,8 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
                 spread = ("; the file looks like one JSON document written over several lines"
                           " (a pretty-printed array or object)")
             raise error(
-                f"not valid JSON: {exc.msg} at column {exc.colno}{spread}", number,
+                f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}{spread}",
+                number,
                 accepted=ACCEPTED_LINE,
             ) from None
         except _NotJson as exc:
