@@ -185,12 +185,13 @@ def load_suite(path: str | os.PathLike[str], display: str | None = None) -> Suit
     limit = max_suite_bytes()
     data = read_bytes(path, shown, limit, what=f"suite (set {SUITE_BYTES_ENV} to raise it)")
     text = _decode(data, shown)
+    del data  # the text is all that is read from now on: not both held through the lines
     # Building 100,000 small dicts would trigger many useless cyclic collections.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         hasher = sha256()
-        cases = _check_lines(_lines(text), shown, hasher)
+        cases = _check_lines(_lines(text, max_line_bytes()), shown, hasher)
     finally:
         if was_enabled:
             gc.enable()
@@ -279,20 +280,26 @@ def _refuse_repeated_key(raw: str, number: int, error: Any) -> None:
         )
 
 
-def _lines(text: str) -> Iterator[str]:
-    """The lines of ``text`` split on ``\\n`` only, one at a time (no list of them all)."""
+def _lines(text: str, max_chars: int) -> Iterator[str | None]:
+    """The lines of ``text`` split on ``\\n`` only, one at a time (no list of them all).
+
+    A line of more than ``max_chars`` characters (so more bytes than that too) is None,
+    never copied out of ``text``: a 200 MB line took 600 MB more to be refused."""
     start = 0
     find = text.find
     while True:
         end = find("\n", start)
+        stop = len(text) if end == -1 else end
+        if stop - start > max_chars:
+            yield None
+        else:
+            yield text[start:stop]
         if end == -1:
-            yield text[start:]
             return
-        yield text[start:end]
         start = end + 1
 
 
-def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
+def _check_lines(lines: Iterable[str | None], shown: str, hasher: Any) -> list[Case]:
     """Check every line in turn, raising on the first problem; hash the cases.
 
     The digest hashes the canonical JSON of the list of cases (module
@@ -320,15 +327,18 @@ def _check_lines(lines: Iterable[str], shown: str, hasher: Any) -> list[Case]:
     cases: list[Case] = []
     first_line: dict[str, int] = {}
     for number, raw in enumerate(lines, 1):
-        if not raw or raw.isspace():
-            continue
-        # Characters, not bytes: a line is at most 4 bytes per character.
-        if len(raw) > max_line // 4 and len(raw.encode("utf-8", "surrogatepass")) > max_line:
+        # Characters, not bytes: a line is at most 4 bytes per character (None: more
+        # characters than the limit has bytes, see _lines).
+        if raw is None or (
+                len(raw) > max_line // 4
+                and len(raw.encode("utf-8", "surrogatepass")) > max_line):
             raise error(
                 f"the line is longer than the limit of {max_line:,} bytes "
                 f"(set {LINE_BYTES_ENV} to raise it)",
                 number,
             )
+        if not raw or raw.isspace():
+            continue
         try:
             obj = decode(raw)
         except json.JSONDecodeError as exc:
