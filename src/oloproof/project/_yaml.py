@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from typing import Any
 
 import yaml
@@ -355,6 +356,14 @@ class _Builder:
             value = self._constructor.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
             raise _yaml_error(exc, self._display, self._source) from None
+        except ValueError:
+            # int() refuses more than sys.get_int_max_str_digits() digits (an exit 70).
+            raise ConfigError(
+                f"a number is too long to read (more than {sys.get_int_max_str_digits():,}"
+                " digits); write it as a string, in quotes",
+                file=self._display,
+                line=node.start_mark.line + 1,
+            ) from None
         # Plain (style None, or '' from libyaml), not quoted: YAML 1.2's number.
         if not node.style and isinstance(value, str) and _EXPONENT.match(value):
             value = float(value)
