@@ -162,6 +162,18 @@ def _character(char: str) -> tuple[str, str]:
     return f"{named}, an invisible character", "delete it"
 
 
+def suspect_note(text: str) -> str:
+    """``; it holds U+00A0 (NO-BREAK SPACE), ...: replace it with a space`` for the first
+    suspect character (:data:`_SUSPECT`) in a value read as text, or "": a document that is
+    one line of text because a no-break space follows its first key looks, quoted back,
+    like the mapping it was meant to be."""
+    found = _SUSPECT.search(text)
+    if found is None:
+        return ""
+    what, hint = _character(found.group())
+    return f"; it holds {what}: {hint}"
+
+
 def _suspect_error(
     source: str, display: str, span: tuple[int, int], lead: str, tail: str,
     field: str | None = None,

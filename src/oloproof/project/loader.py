@@ -37,7 +37,7 @@ from oloproof.project._project import (
     beside,
 )
 from oloproof.project._words import describe
-from oloproof.project._yaml import LineMap, load_yaml
+from oloproof.project._yaml import LineMap, load_yaml, suspect_note
 from oloproof.project.config import (
     EVALUATOR_TYPES,
     NO_POLICY,
@@ -267,7 +267,7 @@ def _validate(
     if not isinstance(data, dict):
         raise ConfigError(
             f"expected a mapping of keys (version: 1, {example}) at the top level, "
-            f"got {describe(data)}",
+            f"got {describe(data)}{suspect_note(data) if isinstance(data, str) else ''}",
             file=display,
             line=lines.exact(()),
         )
