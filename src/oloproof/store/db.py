@@ -128,8 +128,21 @@ def _not_regular(path: str, mode: int) -> StoreError:
 def check_store_files(path: str | os.PathLike[str]) -> None:
     """Refuse a store whose file, or a file SQLite would open beside it (``-wal``,
     ``-shm``, ``-journal``), is not a regular file: SQLite would block for ever reading
-    a named pipe, or fail on a device half-way. Checked without opening anything."""
+    a named pipe, or fail on a device half-way; and a store folder that is not a folder
+    (``run`` said "cannot be written (File exists)", the readers "no store").
+    Checked without opening anything."""
     path = os.fspath(path)
+    folder = os.path.dirname(path)
+    try:
+        folder_mode = os.stat(folder).st_mode
+    except OSError:
+        folder_mode = None  # none yet (a run makes it), or unreachable: opening it says why
+    if folder_mode is not None and not stat.S_ISDIR(folder_mode):
+        kind = "a file" if stat.S_ISREG(folder_mode) else "a pipe, a device or a socket"
+        raise StoreError(
+            f"{folder}: is not a folder ({kind}); the store is kept in the folder"
+            f" {STORE_DIR}/ beside oloproof.yaml. Move it away; nothing was read or written"
+        )
     for candidate in (path, *(f"{path}{side}" for side in SIDE_FILES)):
         try:
             mode = os.stat(candidate).st_mode
