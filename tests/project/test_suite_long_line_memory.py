@@ -48,3 +48,23 @@ def test_a_line_at_the_limit_in_characters_of_several_bytes(
     path.write_text('{"id": "a", "input": "' + "é" * 40 + '"}\n', encoding="utf-8")
     with pytest.raises(ConfigError, match="longer than the limit of 100 bytes"):
         load_suite(path, "cases.jsonl")
+
+
+def test_a_labels_file_of_one_enormous_line_is_refused_without_copies(tmp_path: Path) -> None:
+    """The labels file (up to 256 MiB) was split into a list of copies of its lines before
+    the first was read: three times its size in memory for one line that is not JSON."""
+    from oloproof.project.labels import load_labels
+
+    path = tmp_path / "labels.jsonl"
+    with path.open("wb") as fh:
+        fh.write(b'{"id": "a", "criterion": "helpful", "pass": true}\n')
+        fh.write(b"x" * SIZE)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigError) as info:
+            load_labels(path, "labels.jsonl", ["helpful"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "labels.jsonl:2" in str(info.value)
+    assert peak < 2.3 * SIZE, f"peak {peak / SIZE:.2f}x the line"

@@ -37,7 +37,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, digest, loads_strict
@@ -220,6 +220,25 @@ def _score_of(value: Any, scale: tuple[int, int]) -> str | int:
     return int(value)
 
 
+#: A line of ASCII whitespace only (what ``bytes.strip`` takes away), skipped.
+_BLANK = re.compile(rb"[ \t\n\r\x0b\x0c]*")
+
+
+def _lines(data: bytes) -> Iterator[memoryview]:
+    """The lines of ``data`` one at a time, as views into it: ``split`` copied the whole
+    file into a list of lines before the first was read (a 200 MB line took 636 MB to be
+    refused); each line is now decoded straight from the file's bytes."""
+    view = memoryview(data)
+    start = 0
+    while True:
+        end = data.find(b"\n", start)
+        if end == -1:
+            yield view[start:]
+            return
+        yield view[start:end]
+        start = end + 1
+
+
 def load_labels(path: str | os.PathLike[str], display: str, judges: Collection[str] | Scales) -> Labels:
     """Read and check a labels file. ``judges``: the project's judge criteria, each with
     its scale (a mapping; None for a pass/fail judge), or only their names (every judge
@@ -230,8 +249,8 @@ def load_labels(path: str | os.PathLike[str], display: str, judges: Collection[s
     data = read_bytes(path, display, MAX_LABELS_BYTES, what="labels file")
     labels: list[Label] = []
     seen: dict[tuple[str, str], list[tuple[str | None, int]]] = {}
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
+    for number, raw in enumerate(_lines(data), start=1):
+        if _BLANK.fullmatch(raw):
             continue
 
         def bad(message: str, field: str | None = None, accepted: str | None = None,
@@ -242,7 +261,7 @@ def load_labels(path: str | os.PathLike[str], display: str, judges: Collection[s
         try:
             # Strict: a key written twice ("pass": true, ..., "pass": false), NaN, and
             # nesting past the one depth limit are refused, not read one way or another.
-            item = loads_strict(raw.decode("utf-8-sig" if number == 1 else "utf-8"),
+            item = loads_strict(str(raw, "utf-8-sig" if number == 1 else "utf-8"),
                                 max_depth=MAX_JSON_DEPTH)
         except UnicodeDecodeError:
             raise bad("the line is not UTF-8 text") from None
