@@ -46,6 +46,7 @@ __all__ = [
     "output_snapshot",
     "reject_duplicate_keys",
     "storable",
+    "unseen_at",
 ]
 
 #: The deepest nesting of arrays and objects Oloproof reads, stores or prints anywhere:
@@ -257,3 +258,24 @@ def loads_strict(text: str | bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) 
         raise JsonLimitError(str(exc)) from None
     check_depth(value, max_depth=max_depth, text=text)
     return value
+
+
+#: Names the Unicode database does not give.
+_UNNAMED = {"\x00": "NUL", "\x09": "TAB", "\x0b": "VERTICAL TAB", "\x0c": "FORM FEED",
+            "\x0d": "CARRIAGE RETURN", "\x1b": "ESCAPE", "\x7f": "DELETE",
+            "\ufeff": "BYTE ORDER MARK"}
+
+
+def unseen_at(text: str, pos: int) -> str:
+    """``; it holds U+FEFF (BYTE ORDER MARK) there, which does not show: delete it`` when
+    the character at ``pos`` (where a JSON decoder stopped) does not show in an editor (a
+    control character, a byte order mark from files put together, a no-break space), else
+    "": "Expecting value at column 1" alone sends the reader looking at a line that looks
+    right."""
+    if not 0 <= pos < len(text) or text[pos].isprintable():
+        return ""
+    import unicodedata
+
+    char = text[pos]
+    name = _UNNAMED.get(char) or unicodedata.name(char, "") or "a control character"
+    return f"; it holds U+{ord(char):04X} ({name}) there, which does not show: delete it"

@@ -40,7 +40,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, digest, loads_strict
+from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, digest, loads_strict, unseen_at
 from oloproof._records import dataclass
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes
@@ -266,7 +266,8 @@ def load_labels(path: str | os.PathLike[str], display: str, judges: Collection[s
         except UnicodeDecodeError:
             raise bad("the line is not UTF-8 text") from None
         except json.JSONDecodeError as exc:
-            raise bad(f"not a JSON object: {exc.msg.removesuffix(' at')} at column {exc.colno}",
+            raise bad(f"not a JSON object: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+                      f"{unseen_at(exc.doc, exc.pos)}",
                       accepted='{"id": "case id", "criterion": "helpful", "pass": true}'
                       ) from None
         except JsonLimitError as exc:

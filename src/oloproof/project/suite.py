@@ -53,7 +53,13 @@ from collections.abc import Iterable, Iterator
 from hashlib import sha256
 from typing import Any, NamedTuple
 
-from oloproof._json import MAX_JSON_DEPTH, JsonLimitError, canonical_json, check_depth
+from oloproof._json import (
+    MAX_JSON_DEPTH,
+    JsonLimitError,
+    canonical_json,
+    check_depth,
+    unseen_at,
+)
 from oloproof._records import dataclass
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes, utf8_bom
@@ -347,7 +353,8 @@ def _check_lines(lines: Iterable[str | None], shown: str, hasher: Any) -> list[C
                 spread = ("; the file looks like one JSON document written over several lines"
                           " (a pretty-printed array or object)")
             raise error(
-                f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}{spread}",
+                f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+                f"{unseen_at(raw, exc.pos)}{spread}",
                 number,
                 accepted=ACCEPTED_LINE,
             ) from None
