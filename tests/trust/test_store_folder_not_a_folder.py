@@ -34,3 +34,16 @@ def test_store_folder_that_is_not_a_folder(tmp_path: Path, kind: str) -> None:
         assert f".oloproof: is not a folder ({shown})" in result.err, result.err
     if kind == "file":
         assert folder.read_text() == "notes\n"
+
+
+def test_project_file_that_is_a_directory(tmp_path: Path) -> None:
+    """``oloproof.yaml`` made a folder: every command said "oloproof.yaml/oloproof.yaml: no
+    such file", a path nobody typed."""
+    root = tmp_path / "p"
+    (root / "oloproof.yaml").mkdir(parents=True)
+    for command in (("run",), ("runs",), ("gate", "latest")):
+        result = run_cli(*command, cwd=root, timeout=60)
+        assert result.code == 2, (command, result.text)
+        assert result.err.count("\n") == 1, result.err
+        assert "oloproof.yaml: is a directory, expected the project's file" in result.err
+        assert "oloproof.yaml/oloproof.yaml" not in result.err

@@ -27,9 +27,15 @@ PathLike = str | os.PathLike[str]
 def config_file(project: str | os.PathLike[str]) -> str:
     """``project`` as the path of its oloproof.yaml: a directory, or the file itself."""
     path = os.fspath(project)
-    if os.path.isdir(path):
-        path = os.path.join(path, "oloproof.yaml")
     from oloproof._fs import absent
+
+    if os.path.isdir(path):
+        inside = os.path.join(path, "oloproof.yaml")
+        if absent(inside) and path.rstrip("/\\").endswith((".yaml", ".yml")):
+            # A folder where the project file was meant to be (`mkdir oloproof.yaml`):
+            # "oloproof.yaml/oloproof.yaml: no such file" named a path nobody typed.
+            raise UsageError(f"{path}: is a directory, expected the project's file")
+        path = inside
 
     if absent(path):
         from oloproof._fs import missing  # only on the way to an error
