@@ -58,7 +58,7 @@ def absent(path: str | os.PathLike[str]) -> bool:
     return False
 
 
-def not_a_file(path: str | os.PathLike[str]) -> str | None:
+def not_a_file(path: str | os.PathLike[str], absent: str = "file not found") -> str | None:
     """Why no regular file can be read at ``path`` (nothing there, a directory, a device,
     a pipe or a socket, a folder on the way that may not be searched), or None."""
     try:
@@ -66,9 +66,9 @@ def not_a_file(path: str | os.PathLike[str]) -> str | None:
     except OSError as exc:
         if _denied(exc):
             return f"cannot be read ({exc.strerror or exc})"
-        return missing(path)
+        return missing(path, absent)
     except ValueError:  # a NUL in the path
-        return "file not found"
+        return absent
     if stat.S_ISDIR(mode):
         return "is a directory, not a file"
     if not stat.S_ISREG(mode):

@@ -150,3 +150,25 @@ def test_store_behind_a_folder_that_cannot_be_searched(project: Path) -> None:
     (project / ".oloproof").chmod(0o700)
     gate = run_cli("gate", "latest", cwd=project)
     assert gate.code == 0, gate.text
+
+
+def test_merge_names_what_is_at_a_path_it_cannot_use(project: Path) -> None:
+    """``merge PATH``: a pipe, a device or a link to nothing was "no such file or
+    directory"; a store behind a folder that may not be searched, or in one that may not be
+    read, ended as an internal error (exit 70, PermissionError from pathlib)."""
+    os.mkfifo(project / "pipe.sqlite")
+    (project / "link.sqlite").symlink_to("nowhere.sqlite")
+    cases = [
+        (("merge", "pipe.sqlite"), "pipe.sqlite: is not a regular file (a device, a pipe or"),
+        (("merge", "/dev/zero"), "/dev/zero: is not a regular file"),
+        (("merge", "link.sqlite"), "link.sqlite: symlink to a missing file (nowhere.sqlite)"),
+    ]
+    for args, needle in cases:
+        _one_line(run_cli(*args, cwd=project, timeout=60), 2, needle)
+    (project / "priv").mkdir()
+    (project / "priv" / "store.sqlite").write_bytes(b"SQLite format 3\x00")
+    (project / "priv").chmod(0)
+    _one_line(_limited("merge", "priv/store.sqlite", cwd=project), 2,
+              "priv/store.sqlite: cannot be read (Permission denied)")
+    _one_line(_limited("merge", "priv", cwd=project), 2,
+              "priv: cannot be read (Permission denied)")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -184,7 +185,21 @@ def _sources(config: Path, local: StoreLocation, given: list[str]) -> list[tuple
             out.append((remote.display, remote))
             continue
         path = Path(text)
+        from oloproof._fs import not_a_file
+
+        problem = not_a_file(path, "no such file or directory")
+        if problem is not None and problem != "is a directory, not a file":
+            # Nothing there, a link to nothing, a pipe or a device, or a folder on the way
+            # that may not be searched (pathlib's is_dir() raised PermissionError: exit 70).
+            raise UsageError(
+                f"{text}: {problem} (accepted: a project directory, a store file such as"
+                " .oloproof/store.sqlite, or a postgresql:// URL)"
+            )
         if path.is_dir():
+            try:
+                os.listdir(path)
+            except OSError as exc:  # a folder that may not be read or searched
+                raise UsageError(f"{text}: cannot be read ({exc.strerror or exc})") from None
             if (path / "oloproof.yaml").is_file():
                 out.append((text, locate(path / "oloproof.yaml")))
             elif (path / ".oloproof" / "store.sqlite").is_file():
@@ -197,7 +212,7 @@ def _sources(config: Path, local: StoreLocation, given: list[str]) -> list[tuple
                     " (accepted: a project directory, a store file such as"
                     " .oloproof/store.sqlite, or a postgresql:// URL)"
                 )
-        elif path.is_file():
+        else:
             if not _looks_like_sqlite(path):
                 raise UsageError(
                     f"{text}: not a store (an SQLite file begins with 'SQLite format 3';"
@@ -205,11 +220,6 @@ def _sources(config: Path, local: StoreLocation, given: list[str]) -> list[tuple
                     " .oloproof/store.sqlite, or a postgresql:// URL)"
                 )
             out.append((text, str(path)))
-        else:
-            raise UsageError(
-                f"{text}: no such file or directory (accepted: a project directory, a store"
-                " file such as .oloproof/store.sqlite, or a postgresql:// URL)"
-            )
     return out
 
 
