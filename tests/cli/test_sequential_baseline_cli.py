@@ -163,7 +163,8 @@ def test_a_worse_candidate_fails_its_comparison_early(tmp_path: Path) -> None:
     (COMPARE, ("--baseline", "BASE"), "add --sequential"),
     (COMPARE, ("--sequential", "--baseline", "run_01AAAAAAAAAAAAAAAAAAAAAAAA"),
      "run_01AAAAAAAAAAAAAAAAAAAAAAAA"),
-    ("version: 1\nrules:\n  - id: days\n    kind: superiority\n    metric: days_error\n",
+    ("version: 1\nrules:\n  - id: days\n    kind: equivalence\n    metric: days_error\n"
+     + "    margin: 1\n",
      ("--sequential", "--baseline", "BASE"), "MEAN without a declared range"),
     ("version: 1\nrules:\n  - id: label-floor\n    kind: superiority\n    metric: exact_label\n",
      ("--sequential", "--baseline", "BASE"), "has the id of a release rule"),

@@ -349,13 +349,13 @@ def test_different_suites_missing_excluded_and_mean_metrics(tmp_path: Path) -> N
     # A MEAN comparison rule is sized approximately by plan, from the paired differences.
     (project / "compare.yaml").write_text(
         "version: 1\nrules:\n"
-        "  - {id: score-rule, kind: non_inferiority, metric: score_error, margin: 0.3}\n"
+        "  - {id: score-rule, kind: equivalence, metric: score_error, margin: 0.3}\n"
     )
     cmp_id = CMP_ID.search(run_cli("compare", cand, base, cwd=project).out).group(1)  # type: ignore[union-attr]
     plan = run_cli("plan", cmp_id, cwd=project)
     assert plan.code == 0, plan.text
     size = paired_mean_rule_size(
-        pt.estimate, pt.sd, 16, comparison_judge("non_inferiority", 0.3), False, 0.95
+        pt.estimate, pt.sd, 16, comparison_judge("equivalence", 0.3), False, 0.95
     )
     assert size.status == "sized" and size.approximate
     assert (
@@ -369,7 +369,7 @@ def test_different_suites_missing_excluded_and_mean_metrics(tmp_path: Path) -> N
     # the 15 pairs observed in both runs (the pair dropped for a missing case stays out).
     (project / "compare.yaml").write_text(
         "version: 1\nrules:\n"
-        "  - {id: score-rule, kind: non_inferiority, metric: score_error, margin: 0.3}\n"
+        "  - {id: score-rule, kind: equivalence, metric: score_error, margin: 0.3}\n"
         "  - {id: label-rule, kind: superiority, metric: exact_label}\n"
     )
     cmp_id = CMP_ID.search(run_cli("compare", cand, base, cwd=project).out).group(1)  # type: ignore[union-attr]

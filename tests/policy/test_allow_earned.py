@@ -352,12 +352,12 @@ def test_a_comparison_margin_beyond_a_mean_range_is_refused(project_dir: Path) -
     a = oloproof.run(project_dir)
     b = oloproof.run(project_dir, use_cache=False)
     policy = project_dir / "cmp.yaml"
-    policy.write_text("version: 1\nrules:\n  - {id: r, kind: non_inferiority, metric: days,"
+    policy.write_text("version: 1\nrules:\n  - {id: r, kind: equivalence, metric: days,"
                       " margin: 30}\n")
     with pytest.raises(oloproof.ConfigError, match=r"cmp.yaml:3: rules\[0\].margin: rule r:"
                        r" margin 30 is at or beyond the widest difference days can show"):
         oloproof.compare(a, b, project=project_dir, policy=policy)
-    policy.write_text("version: 1\nrules:\n  - {id: r, kind: non_inferiority, metric: days,"
+    policy.write_text("version: 1\nrules:\n  - {id: r, kind: equivalence, metric: days,"
                       " margin: 3}\n")
     assert oloproof.compare(a, b, project=project_dir, policy=policy).decisions
 

@@ -101,7 +101,7 @@ def test_a_comparison_of_huge_scores_is_undecided_not_a_crash(tmp_path: Path) ->
     cli(root, "run")
     ids = [r["id"] for r in json.loads(cli(root, "runs", "--json").out)]
     (root / "cmp.yaml").write_text(
-        "version: 1\nrules:\n  - {id: c, kind: non_inferiority, metric: days_error,"
+        "version: 1\nrules:\n  - {id: c, kind: equivalence, metric: days_error,"
         " margin: 0.1}\n")
     result = cli(root, "compare", ids[0], ids[1], "--policy", "cmp.yaml", "--json")
     no_traceback(result)

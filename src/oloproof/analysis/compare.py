@@ -40,7 +40,9 @@ __all__ = [
     "build_comparison",
     "compare_runs",
     "comparison_document",
+    "evaluator_types",
     "kind_names",
+    "metric_better",
     "resolve_compare_policy",
     "run_ref",
     "shared_metrics",
@@ -268,19 +270,59 @@ def build_comparison(
     return Comparison(candidate, baseline, cand_cases, base_cases, pairing, paired, warnings)
 
 
+def evaluator_types(config: str | os.PathLike[str]) -> dict[str, str]:
+    """Criterion -> evaluator type, as the project file declares them: which way is better
+    for an ``absolute_error`` metric (the stored runs do not keep the type). ``{}`` when
+    the file cannot be read: a comparison reads stored runs and needs no valid project
+    file, and the direction then comes from the release rules alone."""
+    try:
+        from oloproof.project._yaml import load_yaml  # PyYAML: only to read the types
+
+        data, _lines = load_yaml(config, str(config))
+    except Exception:  # noqa: BLE001 - a courtesy to the check; its own command says why
+        return {}
+    evaluators = data.get("evaluators") if isinstance(data, dict) else None
+    out: dict[str, str] = {}
+    for ev in evaluators if isinstance(evaluators, list) else ():
+        if isinstance(ev, dict) and isinstance(ev.get("criterion"), str):
+            out[ev["criterion"]] = str(ev.get("type"))
+    return out
+
+
+def metric_better(
+    criterion: str, kind: str, evaluator_type: str | None, release: dict[str, Any] | None
+) -> dict[str, str]:
+    """Which way is better for a metric, as the comparison policy check takes it
+    (``better``: ``higher`` or ``lower``; ``better_why`` for ``lower``): the matrix's
+    :func:`oloproof.analysis.matrix.metric_direction`, on the evaluator's type and the
+    release policy (as stored: ``policy.dump(mode="json")``)."""
+    from oloproof.analysis.matrix import metric_direction
+
+    better = metric_direction(criterion, kind, evaluator_type, release)
+    if better != "lower":
+        return {"better": better}
+    why = ("its evaluator is an absolute_error: the distance from the expected value"
+           if evaluator_type == "absolute_error"
+           else "every release rule on it is a max: ceiling")
+    return {"better": "lower", "better_why": why}
+
+
 def _declared(
     candidate: RunRecord, baseline: RunRecord, metrics: dict[str, str],
-    apart: dict[str, str] | None = None,
+    apart: dict[str, str] | None = None, types: dict[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each shared metric's kind, and its declared range where both runs declare the same;
-    ``judged_apart``: what differs in how the two runs judged it, for those in ``apart``."""
+    ``judged_apart``: what differs in how the two runs judged it, for those in ``apart``;
+    which way is better (:func:`metric_better`, on ``types`` and the candidate's release
+    policy)."""
     ranges = [{m.get("criterion"): m.get("range") for m in run.metrics}
               for run in (candidate, baseline)]
     out: dict[str, dict[str, Any]] = {}
     for name, kind in metrics.items():
         same = ranges[0].get(name) == ranges[1].get(name)
         out[name] = {"kind": kind, "range": ranges[0].get(name) if same else None,
-                     "judged_apart": (apart or {}).get(name)}
+                     "judged_apart": (apart or {}).get(name),
+                     **metric_better(name, kind, (types or {}).get(name), candidate.policy)}
     return out
 
 
@@ -427,7 +469,7 @@ def compare_runs(
 
         check_compare_policy(
             policy, PolicySource.file(policy_path),
-            _declared(candidate, baseline, readable, apart),
+            _declared(candidate, baseline, readable, apart, evaluator_types(config)),
         )
     level = float(policy.confidence_level)
     cmp = build_comparison(conn, candidate.id, baseline.id, level)

@@ -25,7 +25,10 @@ the line, the field, why the rule cannot fail, and what is accepted:
 - an ``exact_match``, ``contains`` or ``absolute_error`` evaluator whose expected value no
   case holds (a typo in ``field`` excluded every case);
 - a comparison margin at or beyond the width of a MEAN metric's declared range;
-- a comparison rule on a criterion the two runs judged by different evaluators.
+- a comparison rule on a criterion the two runs judged by different evaluators;
+- a ``superiority`` or ``non_inferiority`` comparison rule on a metric where lower is
+  better (an ``absolute_error``, or a MEAN metric whose release rules are all ``max:``):
+  both read "higher is better", so their PASS would say the candidate's error grew.
 
 It lives beside the decisions because the last check asks the decision procedure itself
 (:func:`oloproof.policy.decide.summarize`, :func:`oloproof.policy.rules.decide_threshold`):
@@ -504,13 +507,45 @@ def _bonferroni_sizes(
     return sizes
 
 
+def _refuse_direction(
+    rule: Any, index: int, metric: Mapping[str, Any], source: PolicySource
+) -> None:
+    """A ``superiority`` or ``non_inferiority`` rule on a metric where lower is better.
+
+    Both read the difference candidate - baseline as "higher is better": on an error its
+    PASS would say that the candidate's error grew (or did not shrink by much), and a
+    regression would be allowed."""
+    name = rule.metric
+    why = metric.get("better_why") or "lower is better for it"
+    margin = float(rule.margin or 0.0)
+    if rule.kind == "superiority":
+        reading = (f"its PASS would mean that the candidate's {name} grew"
+                   + (f" by more than {_number(margin)}" if margin > 0 else ""))
+    else:
+        reading = (f"it would PASS however much the candidate's {name} grew, and FAIL only"
+                   f" when it shrank by more than {_number(margin)}")
+    raise _refuse(
+        source, ("rules", index, "kind"),
+        f"rule {rule.id}: {rule.kind} reads the difference candidate - baseline as \"higher"
+        f" is better\", but lower is better for {name} ({why}): {reading}, so a regression"
+        f" would be allowed. Write kind: equivalence on {name} (it passes only when the"
+        " difference lies within ±margin, whichever way), or put the rule on a metric where"
+        " higher is better",
+        accepted=f"kind: equivalence on {name}, or superiority/non_inferiority on a metric"
+        " where higher is better",
+    )
+
+
 def check_compare_policy(
     policy: ComparePolicy, source: PolicySource, metrics: Mapping[str, Mapping[str, Any]]
 ) -> None:
     """Refuse a comparison policy that cannot block, or a rule that cannot fail.
 
-    ``metrics``: the metrics both runs hold (``kind`` and ``range`` of each, and
-    ``judged_apart``: what differs when the runs judged it by different evaluators)."""
+    ``metrics``: the metrics both runs hold (``kind`` and ``range`` of each,
+    ``judged_apart``: what differs when the runs judged it by different evaluators, and
+    ``better``: ``lower`` for a metric where lower is better, with ``better_why``, as
+    :func:`oloproof.analysis.compare.metric_better` says; a rule that reads "higher is
+    better" on such a metric is refused)."""
     if not policy.rules:
         raise _refuse(
             source, ("rules",),
@@ -532,6 +567,8 @@ def check_compare_policy(
                 " with the other's evaluator: its system's answers come from the cache)",
                 accepted="a metric both runs judged with the same evaluator",
             )
+        if m is not None and m.get("better") == "lower" and rule.kind != "equivalence":
+            _refuse_direction(rule, index, m, source)
         rng = m.get("range") if m is not None else None
         if m is None or m.get("kind") != MetricKind.MEAN or not rng:
             continue  # a rate's margin is refused at 1 or more by the loader

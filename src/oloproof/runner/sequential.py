@@ -101,7 +101,7 @@ def attach_baseline(
     compare.yaml beside oloproof.yaml) onto ``prepared.baseline``: the run then feeds its
     paired tests too, in the same order, and stops once they are decided as well
     (docs/sequential-decisions.md, "Comparisons")."""
-    from oloproof.analysis.compare import resolve_compare_policy, run_ref
+    from oloproof.analysis.compare import metric_better, resolve_compare_policy, run_ref
     from oloproof.analysis.sequential import load_baseline
     from oloproof.store.db import open_store
     from oloproof.store.location import locate
@@ -121,9 +121,16 @@ def attach_baseline(
         )
     from oloproof.policy.can_fail import PolicySource, check_compare_policy
 
-    # As `compare` refuses it: a policy that cannot block, a margin that cannot fail.
+    # As `compare` refuses it: a policy that cannot block, a margin that cannot fail, a
+    # rule that reads "higher is better" on a metric where lower is better.
+    types = {e.criterion: e.type for e in project.config.evaluators}
+    release = prepared.policy.dump(mode="json")
     check_compare_policy(policy, PolicySource.file(path), {
-        str(m["criterion"]): {"kind": m["kind"], "range": m.get("range")}
+        str(m["criterion"]): {
+            "kind": m["kind"], "range": m.get("range"),
+            **metric_better(str(m["criterion"]), str(m["kind"]),
+                            types.get(str(m["criterion"])), release),
+        }
         for m in prepared.metrics
     })
     clash = [r.id for r in policy.rules if r.id in {q.id for q in prepared.policy.rules}]
