@@ -216,3 +216,59 @@ def test_a_sequential_run_with_a_baseline_refuses_it_before_running(
                        policy.name, cwd=root)
         assert done.code != 2, done.text
         assert "Traceback" not in done.text
+
+
+# A rate whose release rule is a ceiling: the regex passes when the answer promises a
+# refund, and fewer are better. The candidate promises on every case, the baseline on 1 in 10.
+PROMISES_APP = """
+import os
+
+def answer(case_input):
+    promise = os.environ.get("PROMISE") == "1" or case_input["x"] % 10 == 0
+    return {"text": "we guarantee a refund" if promise else "we will look into it"}
+"""
+
+
+def _promises(root: Path, rules: str) -> tuple[Path, str, str]:
+    cases = [{"id": f"c{i:02d}", "input": {"x": i}} for i in range(60)]
+    write_project(root, app=PROMISES_APP, cases=cases,
+                  evaluators="- {type: regex, criterion: promises, field: text,"
+                             " pattern: guarantee}\n",
+                  release=f"version: 1\nrules:\n{rules}")
+    base = run_cli("run", cwd=root)
+    (root / "oloproof.yaml").write_text(
+        (root / "oloproof.yaml").read_text().replace('version: "1"', 'version: "2"'))
+    cand = run_cli("run", cwd=root, env={"PROMISE": "1"})
+    found_base, found_cand = RUN_ID.search(base.out), RUN_ID.search(cand.out)
+    assert found_base and found_cand, base.text + cand.text
+    return root, found_cand.group(1), found_base.group(1)
+
+
+def test_a_rate_whose_release_rules_are_ceilings_is_lower_is_better(tmp_path: Path) -> None:
+    """The finding: promises rose from 10% to 100% of the answers, non_inferiority margin
+    0.1 on them: PASS ALLOW, exit 0 (`[+78.2, +95.4] pts: lower > -10.0 pts`)."""
+    root, cand, base = _promises(tmp_path / "p", "  - {id: few, metric: promises, max: 0.3}\n")
+    policy = _policy(root, "cmp.yaml", "non_inferiority", "promises", 0.1)
+    done = run_cli("compare", cand, base, "--policy", policy.name, cwd=root)
+    assert done.code == 2, done.text
+    assert "cmp.yaml:4: rules[0].kind: rule not-worse: non_inferiority reads the difference" \
+        " candidate - baseline as \"higher is better\", but lower is better for promises" \
+        " (every release rule on its pass rate is a max: ceiling: fewer passes are better)" \
+        in done.err
+    policy = _policy(root, "cmp-eq.yaml", "equivalence", "promises", 0.1)
+    done = run_cli("compare", cand, base, "--policy", policy.name, "--json", cwd=root)
+    assert done.code == 1, done.text
+    assert json.loads(done.out)["decisions"][0]["state"] == "FAIL"
+
+
+def test_a_ceiling_beside_a_floor_leaves_a_rate_higher_is_better(tmp_path: Path) -> None:
+    """Beside a floor, a ceiling does not make the rate lower-is-better: the rule is read
+    as written and decided (here the candidate is the run promising on 1 case in 10, the
+    baseline on every case: a drop of 90 points, FAIL)."""
+    root, cand, base = _promises(
+        tmp_path / "p", "  - {id: floor, metric: promises, min: 0.1}\n"
+                        "  - {id: cap, metric: promises, max: 0.9}\n")
+    policy = _policy(root, "cmp.yaml", "non_inferiority", "promises", 0.1)
+    done = run_cli("compare", base, cand, "--policy", policy.name, "--json", cwd=root)
+    assert done.code == 1, done.text
+    assert json.loads(done.out)["decisions"][0]["state"] == "FAIL"

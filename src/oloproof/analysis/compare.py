@@ -295,9 +295,19 @@ def metric_better(
     """Which way is better for a metric, as the comparison policy check takes it
     (``better``: ``higher`` or ``lower``; ``better_why`` for ``lower``): the matrix's
     :func:`oloproof.analysis.matrix.metric_direction`, on the evaluator's type and the
-    release policy (as stored: ``policy.dump(mode="json")``)."""
+    release policy (as stored: ``policy.dump(mode="json")``); and lower for a rate whose
+    release rules are all ``max:`` ceilings (a regex that passes when a forbidden phrase
+    appears, ``max: 0.05``). A ``flaky_share`` ceiling says nothing of which way a pass
+    goes, and is not counted; a failure budget (``max_failures``) says a pass is better."""
     from oloproof.analysis.matrix import metric_direction
 
+    if kind == MetricKind.BINARY:
+        rules = [r for r in (release or {}).get("rules", [])
+                 if r.get("metric") == criterion and r.get("aggregate") != "flaky_share"]
+        if rules and all(r.get("max") is not None for r in rules):
+            return {"better": "lower", "better_why": "every release rule on its pass rate is"
+                    " a max: ceiling: fewer passes are better"}
+        return {"better": "higher"}
     better = metric_direction(criterion, kind, evaluator_type, release)
     if better != "lower":
         return {"better": better}

@@ -27,7 +27,8 @@ the line, the field, why the rule cannot fail, and what is accepted:
 - a comparison margin at or beyond the width of a MEAN metric's declared range;
 - a comparison rule on a criterion the two runs judged by different evaluators;
 - a ``superiority`` or ``non_inferiority`` comparison rule on a metric where lower is
-  better (an ``absolute_error``, or a MEAN metric whose release rules are all ``max:``):
+  better (an ``absolute_error``, or a MEAN metric or a rate whose release rules are all
+  ``max:``):
   both read "higher is better", so their PASS would say the candidate's error grew.
 
 It lives beside the decisions because the last check asks the decision procedure itself
