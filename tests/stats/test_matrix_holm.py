@@ -168,3 +168,18 @@ def test_a_sequential_comparison_read_at_a_data_dependent_time_keeps_its_level()
     # A valid procedure errs at most 10%; Binomial(150, 0.1)'s 99.9% quantile is 26.
     assert ours <= 26, ours
     assert fixed > ours, (fixed, ours)
+
+
+def test_a_rate_whose_release_rules_are_ceilings_ranks_lower_as_better() -> None:
+    """A regex that passes when a forbidden phrase appears, `max: 0.3`: fewer passes are
+    better, in the matrix as in a comparison's check (analysis/compare.py metric_better)."""
+    from oloproof.analysis.matrix import metric_direction
+
+    ceiling = {"rules": [{"metric": "promise", "max": 0.3}]}
+    assert metric_direction("promise", "BINARY", "regex", ceiling) == "lower"
+    both = {"rules": [{"metric": "promise", "max": 0.3}, {"metric": "promise", "min": 0.1}]}
+    assert metric_direction("promise", "BINARY", "regex", both) == "higher"
+    flaky = {"rules": [{"metric": "promise", "max": 0.1, "aggregate": "flaky_share"}]}
+    assert metric_direction("promise", "BINARY", "regex", flaky) == "higher"
+    assert metric_direction("promise", "BINARY", "regex", None) == "higher"
+    assert metric_direction("err", "MEAN", "absolute_error", None) == "lower"

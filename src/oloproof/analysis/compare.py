@@ -301,19 +301,15 @@ def metric_better(
     goes, and is not counted; a failure budget (``max_failures``) says a pass is better."""
     from oloproof.analysis.matrix import metric_direction
 
-    if kind == MetricKind.BINARY:
-        rules = [r for r in (release or {}).get("rules", [])
-                 if r.get("metric") == criterion and r.get("aggregate") != "flaky_share"]
-        if rules and all(r.get("max") is not None for r in rules):
-            return {"better": "lower", "better_why": "every release rule on its pass rate is"
-                    " a max: ceiling: fewer passes are better"}
-        return {"better": "higher"}
     better = metric_direction(criterion, kind, evaluator_type, release)
     if better != "lower":
         return {"better": better}
-    why = ("its evaluator is an absolute_error: the distance from the expected value"
-           if evaluator_type == "absolute_error"
-           else "every release rule on it is a max: ceiling")
+    if kind == MetricKind.BINARY:
+        why = "every release rule on its pass rate is a max: ceiling: fewer passes are better"
+    elif evaluator_type == "absolute_error":
+        why = "its evaluator is an absolute_error: the distance from the expected value"
+    else:
+        why = "every release rule on it is a max: ceiling"
     return {"better": "lower", "better_why": why}
 
 

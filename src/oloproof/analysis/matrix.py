@@ -33,7 +33,8 @@ are tuned at the family's level and only the threshold follows each step's level
 are nested in the level.
 
 "Better" follows the metric's direction: higher for a rate and for a MEAN metric, lower
-for an ``absolute_error`` metric and for a metric whose release rules are all ``max``.
+for an ``absolute_error`` metric and for a rate or a MEAN whose release rules are all
+``max`` (:func:`metric_direction`).
 Nothing here prints.
 """
 
@@ -245,12 +246,16 @@ def holm_intervals(
 def metric_direction(
     criterion: str, kind: str, evaluator_type: str | None, policy: Mapping[str, Any] | None
 ) -> str:
-    """Which way is better for a metric: ``higher`` or ``lower`` (see the module's doc)."""
-    if kind == MetricKind.BINARY:
-        return "higher"
-    if evaluator_type == "absolute_error":
+    """Which way is better for a metric: ``higher`` or ``lower`` (see the module's doc).
+
+    Lower for an ``absolute_error`` and for a metric whose release rules are all ``max:``
+    ceilings: a MEAN, or a rate (a regex that passes when a forbidden phrase appears,
+    ``max: 0.05``). A ``flaky_share`` ceiling says nothing of which way a pass goes and is
+    not counted; a failure budget (``max_failures``) says a pass is better."""
+    if kind != MetricKind.BINARY and evaluator_type == "absolute_error":
         return "lower"
-    rules = [r for r in (policy or {}).get("rules", []) if r.get("metric") == criterion]
+    rules = [r for r in (policy or {}).get("rules", [])
+             if r.get("metric") == criterion and r.get("aggregate") != "flaky_share"]
     if rules and all(r.get("max") is not None for r in rules):
         return "lower"
     return "higher"
