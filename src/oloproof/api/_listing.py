@@ -27,23 +27,26 @@ PathLike = str | os.PathLike[str]
 def config_file(project: str | os.PathLike[str]) -> str:
     """``project`` as the path of its oloproof.yaml: a directory, or the file itself."""
     path = os.fspath(project)
-    from oloproof._fs import absent
-
     if os.path.isdir(path):
         inside = os.path.join(path, "oloproof.yaml")
-        if absent(inside) and path.rstrip("/\\").endswith((".yaml", ".yml")):
-            # A folder where the project file was meant to be (`mkdir oloproof.yaml`):
-            # "oloproof.yaml/oloproof.yaml: no such file" named a path nobody typed.
-            raise UsageError(f"{path}: is a directory, expected the project's file")
+        if not os.path.exists(inside) and path.rstrip("/\\").endswith((".yaml", ".yml")):
+            from oloproof._fs import absent  # only on the way to an error
+
+            if absent(inside):
+                # A folder where the project file was meant to be (`mkdir oloproof.yaml`):
+                # "oloproof.yaml/oloproof.yaml: no such file" named a path nobody typed.
+                raise UsageError(f"{path}: is a directory, expected the project's file")
         path = inside
 
-    if absent(path):
-        from oloproof._fs import missing  # only on the way to an error
+    if not os.path.exists(path):
+        # Not there, or behind a folder that may not be searched (then reading it says so).
+        from oloproof._fs import absent, missing  # only on the way to an error
 
-        raise UsageError(
-            f"{path}: {missing(path, 'no such file')}; pass a project directory or its"
-            " oloproof.yaml (`oloproof init` creates a project)"
-        )
+        if absent(path):
+            raise UsageError(
+                f"{path}: {missing(path, 'no such file')}; pass a project directory or its"
+                " oloproof.yaml (`oloproof init` creates a project)"
+            )
     return path
 
 

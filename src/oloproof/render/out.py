@@ -1,7 +1,7 @@
 """Writing a command's output to a stream that may not take it.
 
-Imports nothing but ``codecs``, ``os`` and ``sys``: ``runs --json`` and the other commands
-that write a JSON document use it without the renderers.
+Imports nothing of Oloproof's: ``runs --json`` and the other commands that write a JSON
+document use it without the renderers.
 
 - :func:`write_text`: a report that cannot be written (its reader went away, the disk is
   full, the descriptor was closed under us) is dropped, and the stream sent to
@@ -19,8 +19,8 @@ from __future__ import annotations
 import codecs
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
 

@@ -30,7 +30,6 @@ import stat
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from oloproof._fs import absent
 from oloproof.errors import StoreError
 from oloproof.store.dbapi import is_sqlite
 from oloproof.store.location import STORE_DIR, STORE_FILE, PostgresLocation, store_path
@@ -69,6 +68,17 @@ class StoreUnavailable(StoreError):
     the timeout): nothing was stored or called; exit 5, like any store fault."""
 
     exit_code = 5
+
+
+def _absent(path: str) -> bool:
+    """Whether nothing is at ``path`` (oloproof._fs ``absent``: a path behind a folder that
+    may not be searched is not absent); ``_fs`` is imported only when ``os.path.exists``
+    says no, which it says of both (a store that is there needs no more on a command path)."""
+    if os.path.exists(path):
+        return False
+    from oloproof._fs import absent
+
+    return absent(path)
 
 
 def _fault(path: str, exc: OSError | sqlite3.OperationalError) -> StoreUnavailable:
@@ -205,7 +215,7 @@ def open_store(path: StoreLocation, *, create: bool = True) -> Any:
     path = os.fspath(path)
     check_store_files(path)
     with _private_umask():
-        if absent(path):
+        if _absent(path):
             if not create:
                 raise StoreError(
                     f"no store at {path}: nothing has been run in this project yet"
@@ -398,7 +408,7 @@ def open_store_readonly(path: StoreLocation) -> Any:
         return pgshared.open_store_readonly(path)
     path = os.fspath(path)
     check_store_files(path)
-    if absent(path):  # a folder on the way that may not be searched: cannot be read
+    if _absent(path):  # a folder on the way that may not be searched: cannot be read
         raise StoreError(
             f"no store at {path}: nothing has been run in this project yet"
             " (run `oloproof run` first)"
