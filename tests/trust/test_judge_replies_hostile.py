@@ -168,3 +168,61 @@ def test_a_verdict_that_cannot_be_read_beside_one_that_can_is_no_verdict(
         assert judgment["status"] == "ERROR" and judgment["passed"] is None
         assert 'judge reply holds a "pass" outside any object that can be read' in (
             judgment["reason"])
+
+
+# A reasoning model served without a reasoning parser (llama.cpp, Ollama, vLLM serving
+# DeepSeek-R1 or Qwen3) writes its thinking into the reply's text, drafts included.
+THINKING_THEN_PROSE = (
+    '<think>I would answer {"pass": true, "reason": "on topic"}, but wait: it does not'
+    " answer the question.</think>\nThe output fails the rubric."
+)
+# DeepSeek-R1's chat template writes the opening tag itself: only the closing one comes back.
+THINKING_THEN_FAIL = (
+    'First thought: {"pass": true, "reason": "looks fine"}. Checking again, no.\n</think>\n\n'
+    '{"pass": false, "reason": "does not answer"}'
+)
+
+
+@pytest.mark.parametrize("provider", ["openai_compatible", "anthropic"])
+def test_a_draft_verdict_in_the_judges_thinking_is_not_its_verdict(
+    tmp_path: Path, judge: tuple[str, type[_Judge]], monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+) -> None:
+    url, handler = judge
+    monkeypatch.setenv("JUDGE_KEY", "judge-key-for-tests")
+    handler.text = THINKING_THEN_PROSE
+    root = _project(tmp_path / "p", url, provider)
+    result = cli(root, "run")
+    no_traceback(result)
+    # The draft inside <think> was read as a pass on every case, and the gate allowed
+    # (exit 0) a judge that had answered "fails" every time.
+    assert result.code == 5, result.text
+    for case in cases_by_id(root).values():
+        judgment = case["judgments"]["exact_label"]
+        assert judgment["status"] == "ERROR" and judgment["passed"] is None, judgment
+        assert "holds no JSON object after its thinking" in judgment["reason"]
+
+    # Thinking with a draft pass, then the final verdict: the verdict is the final one
+    # (it used to be an error of two disagreeing objects, or, with the draft alone, a pass).
+    handler.text = THINKING_THEN_FAIL
+    again = cli(root, "run")
+    no_traceback(again)
+    assert again.code == 1, again.text
+    assert all(c["judgments"]["exact_label"]["passed"] is False
+               for c in cases_by_id(root).values())
+
+
+def test_thinking_that_never_ends_is_no_verdict(
+    tmp_path: Path, judge: tuple[str, type[_Judge]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, handler = judge
+    monkeypatch.setenv("JUDGE_KEY", "judge-key-for-tests")
+    handler.text = '<think>So far {"pass": true, "reason": "fine"}, unless'
+    root = _project(tmp_path / "p", url, "openai_compatible")
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 5, result.text
+    for case in cases_by_id(root).values():
+        judgment = case["judgments"]["exact_label"]
+        assert judgment["passed"] is None
+        assert "thinking that never ended" in judgment["reason"], judgment

@@ -257,15 +257,44 @@ def _quote(text: str, limit: int = 200) -> str:
     return repr(flat[:limit] + ("…" if len(flat) > limit else ""))
 
 
+# What a reasoning model served without a reasoning parser (llama.cpp, Ollama, vLLM serving
+# DeepSeek-R1, Qwen3, QwQ, Magistral...) writes into the reply's text around its thinking.
+_THINK_OPEN = re.compile(r"\A\s*(?:<(think|thinking|reasoning)>|\[(THINK)\])", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>|\[/(THINK)\]", re.IGNORECASE)
+
+
+def _after_thinking(text: str) -> tuple[str, bool]:
+    """The part of a reply that answers, and whether thinking was taken off before it.
+
+    A model that thinks in its reply's text (``<think>…</think>``, or only the closing tag
+    when the chat template wrote the opening one) drafts verdicts there that it may then
+    overturn: a verdict is read only from what follows the thinking. Thinking that never
+    ends holds no answer at all.
+    """
+    opened = _THINK_OPEN.match(text)
+    close = _THINK_CLOSE.search(text, opened.end() if opened else 0)
+    if close is None:
+        if opened is not None:
+            raise VerdictError(
+                f"judge reply is thinking that never ended ({opened.group(0).strip()} without"
+                f" its closing tag), and a verdict is never read from thinking: {_quote(text)}"
+            )
+        return text, False
+    return text[close.end():], True
+
+
 def parse_verdict(text: str) -> Verdict:
     """Read ``{"pass": bool, "reason": str}`` from a judge's reply.
 
     Raises :class:`VerdictError` when there is no JSON object, when ``pass`` is
-    missing or not a boolean, or when two objects disagree on ``pass``.
+    missing or not a boolean, or when two objects disagree on ``pass``. Thinking written
+    into the reply (``<think>…</think>``) is not read: only what follows it.
     """
+    text, thought = _after_thinking(text)
     objects = _json_objects(text, "pass")
     if not objects:
-        raise VerdictError(f"judge reply holds no JSON object: {_quote(text)}")
+        after = " after its thinking" if thought else ""
+        raise VerdictError(f"judge reply holds no JSON object{after}: {_quote(text)}")
     verdicts = [obj for obj in objects if "pass" in obj]
     if not verdicts:
         raise VerdictError(f'judge reply has no "pass" field: {_quote(text)}')
@@ -312,11 +341,14 @@ def parse_score(text: str, scale: tuple[int, int]) -> Score:
     not a number (a string, a boolean, NaN), not a whole number (``3.5``; ``4.0`` is 4), or
     outside ``scale``, or when two objects disagree on ``score``. Code fences and prose
     around the object are tolerated, as for :func:`parse_verdict`. A score is never
-    rounded, clipped or guessed: the case is missing for the criterion instead.
+    rounded, clipped or guessed: the case is missing for the criterion instead. Thinking
+    written into the reply is not read, as for :func:`parse_verdict`.
     """
+    text, thought = _after_thinking(text)
     objects = _json_objects(text, "score")
     if not objects:
-        raise VerdictError(f"judge reply holds no JSON object: {_quote(text)}")
+        after = " after its thinking" if thought else ""
+        raise VerdictError(f"judge reply holds no JSON object{after}: {_quote(text)}")
     scored = [obj for obj in objects if "score" in obj]
     if not scored:
         raise VerdictError(f'judge reply has no "score" field: {_quote(text)}')
