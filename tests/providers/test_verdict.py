@@ -192,3 +192,27 @@ def test_a_verdict_only_in_the_thinking_is_no_verdict(text: str) -> None:
         parse_verdict(text)
     with pytest.raises(VerdictError, match="thinking"):
         parse_score(text.replace('"pass": true', '"score": 5'), (1, 5))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{\"pass\": true, \"reason\": \"draft\"}\nFinal: {'pass': False, 'reason': 'no'}",
+        '{"pass": true, "reason": "draft"}\nFinal: {pass: false, reason: "no"}',
+        '{"pass": true, "reason": "draft"}\nFinal: {"PASS": false, "reason": "no"}',
+        '{"pass": true, "reason": "draft"}\nFinal: {"Pass": false, "reason": "no"}',
+    ],
+)
+def test_a_second_verdict_written_otherwise_is_no_verdict(text: str) -> None:
+    with pytest.raises(VerdictError, match="pass"):
+        parse_verdict(text)
+    with pytest.raises(VerdictError, match="score"):
+        scored = text.replace("true", "5").replace("false", "1").replace("False", "1")
+        for word, score in (("pass", "score"), ("PASS", "SCORE"), ("Pass", "Score")):
+            scored = scored.replace(word, score)
+        parse_score(scored, (1, 5))
+
+
+def test_the_word_pass_in_prose_beside_a_verdict_is_prose() -> None:
+    text = '{"pass": true, "reason": "on topic"}\nI give it a pass: it answers the question.'
+    assert parse_verdict(text).passed is True

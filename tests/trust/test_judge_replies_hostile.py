@@ -149,6 +149,9 @@ def test_a_number_too_long_to_read_is_a_judge_error_that_says_so(
         '{"pass": true, "reason": "draft"}\nFinal: {"pass": false, "reason": "it says "no""}',
         # The final verdict never closed, though the provider says the reply ended.
         '{"pass": true, "reason": "draft"} On reflection: {"pass": false',
+        # The final verdict written as a Python dict, or a JavaScript object.
+        "{\"pass\": true, \"reason\": \"draft\"}\nFinal: {'pass': False, 'reason': 'no'}",
+        '{"pass": true, "reason": "draft"}\nFinal: {pass: false, reason: "no"}',
     ],
 )
 def test_a_verdict_that_cannot_be_read_beside_one_that_can_is_no_verdict(

@@ -245,10 +245,20 @@ def _json_objects(text: str, key: str) -> list[dict[str, Any]]:
         rest.append(text[start:begin])
         start = end
     rest.append(text[start:])
-    if found and re.search(rf'"{key}"\s*:', " ".join(rest)):
+    # Written in any case, in single quotes or none (a Python dict, a JavaScript object),
+    # the key is a verdict all the same: the one that may override the others.
+    written = rf"""(["']){key}\1\s*:|[{{,]\s*{key}\s*:"""
+    if found and re.search(written, " ".join(rest), re.IGNORECASE):
         raise VerdictError(
             f'judge reply holds a "{key}" outside any object that can be read: {_quote(text)}'
         )
+    for obj in found:
+        other = next((k for k in obj if k != key and k.casefold() == key), None)
+        if other is not None:
+            raise VerdictError(
+                f'judge reply has a "{other}" field, not "{key}": which verdict it gives'
+                f" cannot be known: {_quote(text)}"
+            )
     return found
 
 
