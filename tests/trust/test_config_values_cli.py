@@ -106,3 +106,42 @@ def test_a_store_url_never_shows_a_secret_parameter(tmp_path: Path) -> None:
         assert done.code != 0, done.text
         assert "hunter2" not in done.text and "pw-SECRET" not in done.text, done.text
         assert "sslpassword=***&password=***" in done.err, done.err
+
+
+def test_a_variable_written_into_a_url_is_refused_not_sent_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """${NAME} is filled only in header values: in a URL it went out as written (the server
+    got '/triage?key=${INTAKE_TOKEN}', and a judge's base_url host '${JUDGE_HOST}'), so a key
+    meant for the query string was never sent and every call failed at the server."""
+    from http.server import BaseHTTPRequestHandler
+
+    from tests.trust._support import send_body, serving
+
+    seen: list[str] = []
+
+    class Answer(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            seen.append(self.path)
+            send_body(self, b'{"label": "ok"}')
+
+    monkeypatch.setenv("INTAKE_TOKEN", "intake-token-value")
+    monkeypatch.setenv("JUDGE_HOST", "127.0.0.1")
+    with serving(Answer) as base:
+        root = project(tmp_path / "http", RIGHT, system=(
+            f"  http:\n    version: v1\n    url: {base}/triage?key=${{INTAKE_TOKEN}}\n"))
+        line = _one_error_line(cli(root, "run"))
+        assert line.startswith(
+            "oloproof run: error: oloproof.yaml:9: system.http.url: a URL is sent as written,"
+            " and ${NAME} in it is not filled from the environment"), line
+        judge = ("  - type: rubric_judge\n    criterion: exact_label\n    provider:"
+                 " openai_compatible\n    model: m\n    rubric_text: ok?\n"
+                 "    base_url: http://${JUDGE_HOST}:8000/v1\n")
+        root = project(tmp_path / "judge", RIGHT, evaluators=judge)
+        line = _one_error_line(cli(root, "run"))
+        assert "evaluators[0].base_url: a URL is sent as written" in line, line
+        assert not (root / ".oloproof" / "store.sqlite").exists()
+    assert seen == []

@@ -166,6 +166,12 @@ def _check_url(value: str) -> str:
     if any(ch.isspace() or not ch.isprintable() for ch in value):
         fail("the URL holds white space or a control character (percent-encode it: %20"
              " for a space)", accepted=_URL_ACCEPTED)
+    if "${" in value:
+        # It would be sent as written, ${NAME} and all: a key meant for the query string
+        # reached the server as the text '${API_KEY}', and a host as '${HOST}'.
+        fail("a URL is sent as written, and ${NAME} in it is not filled from the"
+             " environment: write the URL itself (a key goes in api_key_env, or in an HTTP"
+             " system's headers: X-Api-Key: \"${API_KEY}\")", accepted=_URL_ACCEPTED)
     from urllib.parse import urlsplit  # only where a URL is configured
 
     try:
