@@ -783,3 +783,28 @@ def test_store_push_copies_a_matrix_that_the_team_store_then_shows(
     finally:
         view.terminate()
         view.wait(timeout=30)
+
+
+@pytest.mark.parametrize("use", [
+    '{{ input.pop("question") }}',
+    '{% set _ = input.setdefault("context", "none") %}{{ question }}',
+    '{% set _ = input.update({"question": "changed"}) %}{{ input.question }}',
+])
+def test_a_template_cannot_change_the_cases_input(
+    tmp_path: Path, server: FakeServer, key: str, use: str
+) -> None:
+    """The template's {{ input.pop("question") }} emptied the input the run stored ({}),
+    and the judgments, keyed by it, missed the cache on every later run."""
+    cases = _cases(8)
+    root = _project(tmp_path, server.openai_base_url, cases=cases,
+                    prompt="Categories: refund, shipping, account, billing\n" + use + "\n")
+    result = run_cli("run", "--json", cwd=root)
+    assert "Traceback" not in result.text
+    assert result.code == 5, result.text
+    shown = run_cli("inspect", "latest", "--json", cwd=root)
+    stored = {c["id"]: c for c in json.loads(shown.out)["cases"]}
+    for case in cases:
+        got = stored[case["id"]]
+        assert got["input"] == case["input"], got
+        assert got["status"] == "ERROR"
+        assert "prompts/answer.md: the sandbox refused the template" in got["error"], got

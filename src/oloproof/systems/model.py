@@ -60,10 +60,13 @@ _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?```\Z", r
 
 def _environment() -> Any:
     from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    # Prompts are text, not HTML: no escaping; a trailing newline is the author's.
-    return SandboxedEnvironment(
+    # Prompts are text, not HTML: no escaping; a trailing newline is the author's. Immutable:
+    # the case's input is the one the run stores and keys its caches by, and a template
+    # that changed it ({{ input.pop("question") }}, input.setdefault(...)) stored {} as the
+    # input and made every judgment miss the cache on the next run.
+    return ImmutableSandboxedEnvironment(
         undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True
     )
 
@@ -136,7 +139,7 @@ def render_error(exc: Exception, template: str) -> str:
                 )
         return f"{template}: the template uses a value the case does not have ({text})"
     if isinstance(exc, SecurityError):
-        return f"{template}: the sandbox refused the template: {exc}"
+        return f"{template}: the sandbox refused the template: {str(exc).rstrip('.')}"
     return f"{template}: the template failed on this case: {type(exc).__name__}: {exc}"
 
 
