@@ -808,3 +808,40 @@ def test_a_template_cannot_change_the_cases_input(
         assert got["input"] == case["input"], got
         assert got["status"] == "ERROR"
         assert "prompts/answer.md: the sandbox refused the template" in got["error"], got
+
+
+def test_case_data_is_sent_as_written_never_rendered_again(tmp_path: Path, key: str) -> None:
+    """Template syntax in a case's input is data: a model system's prompt holds it as
+    written (no second rendering, no environment variable), and a field named input is
+    input.input."""
+    from http.server import BaseHTTPRequestHandler
+
+    from tests.trust._support import send_body, serving
+
+    bodies: list[dict[str, Any]] = []
+
+    class Model(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            bodies.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+            send_body(self, json.dumps({"choices": [{"message": {
+                "role": "assistant", "content": "refund {{ 6 * 7 }}"},
+                "finish_reason": "stop"}]}).encode())
+
+    hostile = ("{{ 7 * 7 }} {% if true %}yes{% endif %} ${MODEL_TEST_KEY} {expected}"
+               " {{ lipsum.__globals__ }}")
+    cases = [{"id": f"c{i}", "input": {"question": hostile, "input": "inner"},
+              "expected": {"label": "{{ expected }}"}} for i in range(6)]
+    with serving(Model) as base:
+        root = _project(tmp_path, base + "/v1", cases=cases,
+                        prompt="Q: {{ question }} | {{ input.input }}\n")
+        result = run_cli("run", cwd=root)
+    assert "Traceback" not in result.text
+    assert len(bodies) == 6
+    for body in bodies:
+        assert body["messages"][-1]["content"] == f"Q: {hostile} | inner\n"
+        assert key not in json.dumps(body)
+    shown = json.loads(run_cli("inspect", "latest", "--json", cwd=root).out)
+    assert {c["output"] for c in shown["cases"]} == {"refund {{ 6 * 7 }}"}
