@@ -145,3 +145,27 @@ def test_a_variable_written_into_a_url_is_refused_not_sent_as_written(
         assert "evaluators[0].base_url: a URL is sent as written" in line, line
         assert not (root / ".oloproof" / "store.sqlite").exists()
     assert seen == []
+
+
+def test_a_judges_key_that_cannot_be_sent_names_that_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key with a line break in it was refused as 'oloproof.yaml:11: evaluators.api_key_env'
+    (the line of `evaluators:`): in a panel whose judges each read their own key, it said not
+    which judge's key to fix."""
+    monkeypatch.setenv("GOOD_KEY", "judge-key-for-tests")
+    monkeypatch.setenv("BAD_KEY", "judge-key\r\nX-Injected: 1")
+    judge = ("  - type: rubric_judge\n    criterion: exact_label\n    provider: openai_compatible\n"
+             "    model: m\n    rubric_text: ok?\n    base_url: http://127.0.0.1:9/v1\n"
+             "    api_key_env: GOOD_KEY\n    panel:\n      - {}\n      - api_key_env: BAD_KEY\n")
+    root = project(tmp_path / "p", RIGHT, evaluators=judge)
+    line = _one_error_line(cli(root, "run"))
+    assert line.startswith("oloproof run: error: oloproof.yaml:21: evaluators[0].panel[1]"
+                           ".api_key_env: the API key must be ASCII"), line
+    assert "X-Injected" not in line
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("GOOD_KEY", "BAD_KEY"))
+    line = _one_error_line(cli(root, "run"))
+    # The first judge inherits the evaluator's key: it is the one named.
+    assert line.startswith("oloproof run: error: oloproof.yaml:20: evaluators[0].panel[0]"
+                           ".api_key_env: the API key must be ASCII"), line

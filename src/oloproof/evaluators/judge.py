@@ -124,8 +124,10 @@ class RubricJudge:
             # given no client); start() builds the one that calls, on the run's client.
             self._provider: Provider = self._make_provider(cast("httpx.AsyncClient", None))
         except ConfigError as exc:
-            if exc.file is not None or file is None:
+            if exc.file is not None:
                 raise
+            # Qualified even when the project names no file here: a panel's judges each
+            # have their own key, and "evaluators.api_key_env" said not which one.
             raise ConfigError(
                 exc.detail, file=file, field=_qualify(exc.field, field), line=exc.line,
                 accepted=exc.accepted,
