@@ -59,3 +59,24 @@ def test_contains_excludes_an_empty_expected() -> None:
         assert contains.evaluate(view, {"a": "anything"}).status == "EXCLUDED"
     view = CaseView("q", {}, {"k": ["", "refund"]}, None)
     assert contains.evaluate(view, {"a": "anything"}).passed is False
+
+
+@pytest.mark.parametrize(("provider", "salted"), [
+    ("openai_compatible", True), ("openai", False), ("anthropic", False),
+])
+def test_judges_that_may_send_thinking_cache_under_a_new_key(
+    provider: str, salted: bool, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A draft verdict in the thinking an openai_compatible server writes into the text was
+    read as the verdict: such judges' cached verdicts are judged again; the identity stays."""
+    from oloproof.evaluators.judge import RubricJudge
+    from oloproof.project.config import RubricJudgeEvaluator
+
+    monkeypatch.setenv("JUDGE_KEY", "k")
+    config = {"type": "rubric_judge", "criterion": "helpful", "model": "m",
+              "rubric_text": "Pass when the answer helps.", "api_key_env": "JUDGE_KEY",
+              "provider": provider}
+    if provider == "openai_compatible":
+        config["base_url"] = "http://127.0.0.1:9/v1"
+    judge = RubricJudge(RubricJudgeEvaluator.validate(config), None, field="evaluators[0]")
+    assert (_key_identity(judge) != judge.identity) is salted

@@ -64,6 +64,10 @@ if TYPE_CHECKING:
     from oloproof.project.config import RubricJudgeEvaluator
 
 
+#: Salts the verdict cache of judges whose replies may hold thinking (RubricJudge).
+_THINKING_SALT = "verdict-after-thinking"
+
+
 class RubricJudge:
     """One ``rubric_judge`` evaluator: asks an LLM whether each output passes a rubric.
 
@@ -151,6 +155,14 @@ class RubricJudge:
             identity["scale"] = list(self.scale)
             identity["prompt_version"] = SCORE_PROMPT_VERSION
         self.identity = digest(identity)
+        #: What its verdicts are cached under (engine/pipeline.py ``_key_identity``). An
+        #: openai_compatible server may write a reasoning model's thinking into the reply's
+        #: text, and earlier versions read a draft verdict there as the verdict: those
+        #: judges' cached verdicts are judged again, once; the identity that compare and
+        #: merge match runs on stays as it was.
+        self.cache_identity = digest(
+            {"identity": self.identity, "salt": _THINKING_SALT}
+        ) if config.provider == "openai_compatible" else self.identity
 
     def __repr__(self) -> str:
         return (
@@ -355,6 +367,9 @@ class PanelJudge:
             "kind": "rubric_judge_panel", "rule": self.rule,
             "judges": [j.identity for j in self.judges],
         })
+        self.cache_identity = self.identity if all(
+            j.cache_identity == j.identity for j in self.judges
+        ) else digest({"identity": self.identity, "salt": _THINKING_SALT})
         self.scale = self.judges[0].scale if self.judges else None
         if self.scale is not None:
             self.metric_kind = MetricKind.MEAN
