@@ -54,7 +54,13 @@ from oloproof.systems.loading import (
     source_file,
 )
 from oloproof.transport.retry import AttemptFailure, PermanentFailure, RetryableFailure
-from oloproof.transport.threads import AsyncHost, UserBaseException, Workers, WorkersHeld
+from oloproof.transport.threads import (
+    AsyncHost,
+    CallTimedOut,
+    UserBaseException,
+    Workers,
+    WorkersHeld,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -266,30 +272,35 @@ class CallableSystem:
         import asyncio
 
         # Each path gives the output as taken when the function returned (_taken).
+        limit: asyncio.Timeout | None = None
         try:
             if job is not None:
                 assert self._workers is not None, "CallableSystem.start() was not awaited"
                 output, output_json = await self._workers.adopt(job)
             elif self.is_async:
                 assert self._host is not None, "CallableSystem.start() was not awaited"
-                async with asyncio.timeout(self.timeout_s):
+                async with asyncio.timeout(self.timeout_s) as limit:
                     output, output_json = await self._host.run(lambda: self._call_async(ctx))
             else:
                 assert self._workers is not None, "CallableSystem.start() was not awaited"
-                # The workers enforce timeout_s (TimeoutError), counted from the start.
+                # The workers enforce timeout_s (CallTimedOut), counted from the start.
                 output, output_json = await self._workers.submit(self._timed(ctx, began))
         except WorkersHeld as exc:  # never started: the threads are all held by hung calls
             raise PermanentFailure(
                 f"no answer within timeout_s = {self.timeout_s:g}s: {exc}", kind="TIMEOUT"
             ) from None
-        except TimeoutError:
-            raise PermanentFailure(
-                f"no answer within timeout_s = {self.timeout_s:g}s", kind="TIMEOUT"
-            ) from None
         except TransientError as exc:
             if exc.retryable:
                 raise RetryableFailure(_describe(exc)) from None
             raise PermanentFailure(_describe(exc)) from None
+        except TimeoutError as exc:
+            if isinstance(exc, CallTimedOut) or (limit is not None and limit.expired()):
+                raise PermanentFailure(
+                    f"no answer within timeout_s = {self.timeout_s:g}s", kind="TIMEOUT"
+                ) from None
+            # The system's own (its client's read timeout, an asyncio.wait_for of its
+            # own): its error, as any other, not our limit running out.
+            raise self._failure(exc) from None
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -298,17 +309,20 @@ class CallableSystem:
         except _NotJson as exc:
             raise PermanentFailure(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - no system error ever stops the run
-            rate = None
-            if self.rate_limits:  # concurrency.adaptive: its module only for the option
-                from oloproof.transport.ratelimit import exception_rate_signal
-
-                rate = exception_rate_signal(exc)
-            if rate is not None:
-                raise RetryableFailure(
-                    _describe(exc), retry_after_s=rate.wait_s, rate=rate
-                ) from None
-            raise PermanentFailure(_describe(exc)) from None
+            raise self._failure(exc) from None
         return CallResult(output, ctx.usage, output_json)
+
+    def _failure(self, exc: Exception) -> AttemptFailure:
+        """The failed attempt an exception the system raised stands for: a rate limit
+        (retried) with ``concurrency.adaptive`` when it reports a 429, else its error."""
+        rate = None
+        if self.rate_limits:  # concurrency.adaptive: its module only for the option
+            from oloproof.transport.ratelimit import exception_rate_signal
+
+            rate = exception_rate_signal(exc)
+        if rate is not None:
+            return RetryableFailure(_describe(exc), retry_after_s=rate.wait_s, rate=rate)
+        return PermanentFailure(_describe(exc))
 
 
     @property

@@ -3,7 +3,7 @@
 Sync systems, custom evaluators and regular expressions run here, never on the
 event loop: the loop stays free to honour a signal, to commit what finished
 and to time calls out. A call not answered within its deadline fails with
-:class:`TimeoutError` on the loop's side; Python cannot stop a thread, so the
+:class:`CallTimedOut` on the loop's side; Python cannot stop a thread, so the
 call keeps its thread until it returns and its result is dropped. The threads
 are daemon threads, so a stuck one never holds the process open at exit (the
 CLI also ends with ``os._exit`` when such a thread is left; cli/run.py).
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "AsyncHost", "Job", "UserBaseException", "Workers", "WorkersHeld", "describe_exception",
-    "innermost",
+    "AsyncHost", "CallTimedOut", "Job", "UserBaseException", "Workers", "WorkersHeld",
+    "describe_exception", "innermost",
 ]
 
 #: How long a closing :class:`AsyncHost` lets its cancelled calls end before it leaves
@@ -60,7 +60,15 @@ def innermost(exc: BaseException) -> BaseException:
     return exc
 
 
-class WorkersHeld(TimeoutError):
+class CallTimedOut(TimeoutError):
+    """A call given up by its pool: it ran past its timeout (:class:`Workers`).
+
+    Its own class, so that a caller can tell the pool's timeout from a ``TimeoutError``
+    the user code raised itself (its client's read timeout, an ``asyncio.wait_for``),
+    which is that code's error like any other."""
+
+
+class WorkersHeld(CallTimedOut):
     """A call that never started: every thread of its pool was held by a call past its
     timeout (see :class:`Workers`), for the whole of this call's own timeout.
 
@@ -108,9 +116,9 @@ class Workers:
     without a turn of the loop in between.
 
     A call not answered within its timeout, counted from when it *started*
-    (not from when it was submitted), fails with :class:`TimeoutError`. Python
-    cannot stop a thread: the call keeps its thread until it returns, and its
-    result is dropped. That thread no longer counts against ``limit``: another
+    (not from when it was submitted), fails with :class:`CallTimedOut` (a
+    :class:`TimeoutError`). Python cannot stop a thread: the call keeps its
+    thread until it returns, and its result is dropped. That thread no longer counts against ``limit``: another
     is started in its place, up to ``spare`` such stuck threads, and the stuck
     one ends once its call returns. Deadlines are checked by one timer, set for
     the earliest time a call could time out: cheaper than a timer per call,
@@ -185,7 +193,7 @@ class Workers:
     ) -> asyncio.Future[Any]:
         """Run ``fn()`` in a worker thread; its result, as a future of the loop.
 
-        The future fails with :class:`TimeoutError` when the call has not
+        The future fails with :class:`CallTimedOut` when the call has not
         returned ``timeout_s`` (the pool's own when ``None``) after it started."""
 
         future: asyncio.Future[Any] = self._bound.create_future()
@@ -386,7 +394,7 @@ class Workers:
                 job.timed_out = True
                 self._stuck += 1
                 self._live -= 1
-            future.set_exception(TimeoutError())
+            future.set_exception(CallTimedOut())
         if earliest is not None:
             self._check_at(earliest)
         self._start_threads()
