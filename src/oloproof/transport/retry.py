@@ -110,7 +110,8 @@ class RetryPolicy:
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds asked by a ``Retry-After`` header: delta-seconds or an HTTP date."""
+    """Seconds asked by a ``Retry-After`` header: delta-seconds or an HTTP date (in UTC,
+    whatever the local zone, when the date names none)."""
     if value is None:
         return None
     value = value.strip()
@@ -128,6 +129,13 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
         return None
     if when is None:
         return None
+    if when.tzinfo is None:
+        # An HTTP date is UTC (RFC 9110 5.6.7), also in the forms that name no zone: the
+        # asctime form and "-0000" (email.utils.formatdate's default). Read as local time,
+        # a 3 s wait was 5 hours on a machine in New York (the case given up at once).
+        from datetime import UTC
+
+        when = when.replace(tzinfo=UTC)
     current = time.time() if now is None else now
     return max(0.0, when.timestamp() - current)
 
