@@ -73,9 +73,15 @@ class TransientError(Exception):
     ``retryable=True`` asks Oloproof to call the system again under its retry
     policy (up to four attempts in all, growing jittered delays). With the
     default ``retryable=False`` the error is recorded on the case, which is then
-    missing for every criterion.
+    missing for every criterion. A subclass may set ``retryable = True`` once, as a
+    class attribute, for all its errors; the keyword, when given, wins.
     """
 
-    def __init__(self, message: str = "", *, retryable: bool = False) -> None:
+    #: The default of every instance that was not told otherwise: also of a subclass's
+    #: instance whose ``__init__`` does not call this one's.
+    retryable: bool = False
+
+    def __init__(self, message: str = "", *, retryable: bool | None = None) -> None:
         super().__init__(message)
-        self.retryable = retryable
+        if retryable is not None:
+            self.retryable = retryable

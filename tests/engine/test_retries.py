@@ -48,3 +48,38 @@ def test_non_retryable_errors_make_cases_missing(project_dir: Path) -> None:
     again = run_cli("run", cwd=project_dir)
     assert "executions 0 hits · 30 misses" in again.out
     assert "30 / 30 observed" in _metric_row(again.out)
+
+
+SUBCLASSES = """
+from pathlib import Path
+from oloproof import TransientError, current_case, system
+
+class Busy(TransientError):
+    retryable = True          # every Busy is worth another attempt
+
+class ProviderDown(TransientError):
+    def __init__(self, status):
+        Exception.__init__(self, f"provider down: HTTP {status}")  # not TransientError's
+
+@system(name="flaky", version="1")
+def answer(case_input):
+    if case_input["n"] == 0:
+        raise ProviderDown(503)
+    if current_case().attempt == 1:
+        raise Busy("provider busy")
+    return {"label": "ok"}
+"""
+
+
+def test_subclasses_of_transient_error(project_dir: Path) -> None:
+    """A subclass that says ``retryable = True`` as a class attribute is retried (it was
+    not: every instance got ``retryable=False`` from the keyword's default); one whose
+    ``__init__`` does not call TransientError's is its own error, not retried (it was an
+    ``AttributeError: ... has no attribute 'retryable'`` from Oloproof's side)."""
+    write_project(project_dir, app=SUBCLASSES, cases=labelled_cases(3))
+    run_cli("run", cwd=project_dir)
+    retried = run_cli("inspect", "latest", "--case", "q001", "--json", cwd=project_dir)
+    assert '"attempts": 2' in retried.out and '"status": "OK"' in retried.out, retried.out
+    down = run_cli("inspect", "latest", "--case", "q000", "--json", cwd=project_dir)
+    assert "ProviderDown: provider down: HTTP 503" in down.out, down.out
+    assert "AttributeError" not in down.out and '"attempts": 1' in down.out, down.out
