@@ -83,3 +83,38 @@ def test_subclasses_of_transient_error(project_dir: Path) -> None:
     down = run_cli("inspect", "latest", "--case", "q000", "--json", cwd=project_dir)
     assert "ProviderDown: provider down: HTTP 503" in down.out, down.out
     assert "AttributeError" not in down.out and '"attempts": 1' in down.out, down.out
+
+
+TASK_GROUP = """
+import asyncio
+from oloproof import TransientError, current_case, system
+
+async def fetch(n):
+    if current_case().attempt == 1:
+        raise TransientError("provider busy", retryable=True)
+    return n
+
+async def broken(n):
+    raise ValueError("bad request")
+
+@system(name="grouped", version="1")
+async def answer(case_input):
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(fetch(case_input["n"]))
+        if case_input["n"] == 0:
+            tg.create_task(broken(case_input["n"]))
+    return {"label": "ok"}
+"""
+
+
+def test_a_retryable_transient_error_inside_a_task_group_is_retried(project_dir: Path) -> None:
+    """An async system's ``asyncio.TaskGroup`` raises an ExceptionGroup around what its tasks
+    raised: when every error in it is a ``TransientError(retryable=True)`` the call is
+    retried (it was recorded as ``ExceptionGroup: unhandled errors in a TaskGroup`` and the
+    case was missing); with another error beside it, it is not."""
+    write_project(project_dir, app=TASK_GROUP, cases=labelled_cases(3))
+    run_cli("run", cwd=project_dir)
+    retried = run_cli("inspect", "latest", "--case", "q001", "--json", cwd=project_dir)
+    assert '"attempts": 2' in retried.out and '"status": "OK"' in retried.out, retried.out
+    mixed = run_cli("inspect", "latest", "--case", "q000", "--json", cwd=project_dir)
+    assert '"attempts": 1' in mixed.out and "ValueError: bad request" in mixed.out, mixed.out

@@ -90,6 +90,18 @@ def is_coroutine_function(fn: object) -> bool:
     return inspect.iscoroutinefunction(fn)
 
 
+def _retryable_in(group: ExceptionGroup[Exception]) -> TransientError | None:
+    """The first error of ``group`` when every error in it (at any depth) is a
+    ``TransientError(retryable=True)``; ``None`` otherwise."""
+    asked, rest = group.split(lambda exc: isinstance(exc, TransientError) and exc.retryable)
+    if asked is None or rest is not None:
+        return None
+    first: Exception = asked
+    while isinstance(first, ExceptionGroup) and first.exceptions:
+        first = first.exceptions[0]
+    return first if isinstance(first, TransientError) else None
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, UserBaseException):
         return str(exc)
@@ -308,6 +320,13 @@ class CallableSystem:
             raise PermanentFailure("CancelledError (raised by the system)") from None
         except _NotJson as exc:
             raise PermanentFailure(str(exc)) from None
+        except ExceptionGroup as group:
+            # An async system's TaskGroup wraps what its tasks raised: a retry is asked for
+            # when every error in it asks for one.
+            transient = _retryable_in(group)
+            if transient is not None:
+                raise RetryableFailure(_describe(transient)) from None
+            raise self._failure(group) from None
         except Exception as exc:  # noqa: BLE001 - no system error ever stops the run
             raise self._failure(exc) from None
         return CallResult(output, ctx.usage, output_json)
