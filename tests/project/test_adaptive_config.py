@@ -61,3 +61,17 @@ def test_a_bad_value_is_one_clear_error(
     write("oloproof.yaml", text)
     err = config_error(lambda: load_project("oloproof.yaml"))
     check(err, file="oloproof.yaml", field=field, line=line_of(text, "adaptive:"), contains=says)
+
+
+@pytest.mark.parametrize(("limit", "value"), [("system", "adaptive"), ("judge", "auto")])
+def test_a_limit_written_as_adaptive_says_where_adaptive_goes(
+    write: Writer, limit: str, value: str
+) -> None:
+    """``system: adaptive`` said only "expected a whole number"; it now says how an adaptive
+    limit is written."""
+    text = project_yaml(top=f"concurrency:\n  {limit}: {value}\n")
+    write("oloproof.yaml", text)
+    err = config_error(lambda: load_project("oloproof.yaml"))
+    check(err, file="oloproof.yaml", field=f"concurrency.{limit}", line=line_of(text, f"{limit}:"),
+          contains=(f"expected a whole number, got '{value}'",
+                    f"add `adaptive: {{{limit}: true}}` under concurrency"))

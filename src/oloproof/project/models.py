@@ -549,6 +549,20 @@ class ConcurrencyConfig(_Model):
     #: ``true`` / ``false`` for both limits, or one flag per limit.
     adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
 
+    @field_validator("system", "judge", mode="before")
+    @classmethod
+    def _a_limit_not_a_mode(cls, value: Any, info: ValidationInfo) -> Any:
+        # `system: adaptive` (or auto) reads as a way to ask for an adaptive limit: say
+        # where that is written, rather than only that a number was expected.
+        if isinstance(value, str) and value.strip().lower() in ("adaptive", "auto"):
+            fail(
+                f"expected a whole number, got {describe(value)}",
+                accepted=f"a whole number; for a limit that follows the rate limits, write"
+                f" the most calls at once here and add `adaptive: {{{info.field_name}: true}}`"
+                " under concurrency",
+            )
+        return value
+
     @field_validator("adaptive", mode="before")
     @classmethod
     def _adaptive(cls, value: Any) -> Any:
