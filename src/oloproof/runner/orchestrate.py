@@ -42,8 +42,14 @@ from oloproof.project._snapshot import save_stored_policy
 from oloproof.runner.build import Prepared, describe_system, expand_trials, policy_json
 from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
-from oloproof.store.db import connect_quickly, local_folder, open_store, set_busy_timeout
-from oloproof.store.dbapi import ERRORS
+from oloproof.store.db import (
+    StoreUnreadable,
+    connect_quickly,
+    local_folder,
+    open_store,
+    set_busy_timeout,
+)
+from oloproof.store.dbapi import ERRORS, is_damaged
 from oloproof.store.location import PostgresLocation, StoreLocation, locate
 from oloproof.store.reader import get_run, load_evidence
 from oloproof.store.reserve import Reserve, sweep
@@ -153,6 +159,10 @@ def _execute(
                 return decided
         return run.stopped(notice)
     except BaseException as exc:
+        if is_damaged(exc):
+            # SQLite found the store damaged (a cache page, the evidence being decided):
+            # nothing read from it can be trusted, and nothing more is written into it.
+            raise run.unreadable(exc) from exc
         run.abandon(exc)
         raise
     finally:
@@ -186,6 +196,7 @@ class _Run:
         self.reserve = Reserve(None)
         self.finished = False  # the run's end is being stored (or was)
         self.ended = False  # the run's end is stored
+        self.damaged = False  # SQLite found the store damaged: nothing more is written
 
     def store_start(self) -> None:
         """The run's row (and its labels), or :class:`StoreUnwritable` before any call."""
@@ -274,7 +285,10 @@ class _Run:
     ) -> str | None:
         """Store the run's end and emit ``run_finished``; the store's error as one line if
         it could not be stored (then nothing is emitted for a DECIDED end: the caller
-        ends the run as RUN_ERROR instead)."""
+        ends the run as RUN_ERROR instead). A commit that found the store damaged raises
+        :class:`StoreUnreadable` instead, and nothing is written."""
+        if self.writer.damage is not None:
+            raise self.unreadable(self.writer.damage)
         self.finished = True
         completeness = (
             _completeness(self.prepared) if status == RunStatus.DECIDED else Completeness.PARTIAL
@@ -351,9 +365,22 @@ class _Run:
                          ExitCode.INCOMPLETE, GateAction.BLOCK, [], summaries,
                          self.engine.totals, reason, notice, kept=not self.store_lost)
 
+    def unreadable(self, exc: BaseException) -> StoreUnreadable:
+        """The run's end when SQLite finds the store damaged: as for ``runs`` and ``gate``,
+        the store cannot be read (exit 5), and nothing more is written into it. Its
+        ``RUNNING`` row, stored before the damage was met, reads as ended without
+        finishing once this process is gone."""
+        self.damaged = True
+        return StoreUnreadable(
+            f"{self.location}: the store cannot be read ({exc}); the run stopped there and"
+            " wrote nothing more into it, and nothing was decided. Restore the store from a"
+            " backup, or move it away to start a new one"
+        )
+
     def abandon(self, exc: BaseException) -> None:
-        """Never leave a RUNNING row behind, whatever happened (the error is raised again)."""
-        if self.finished:
+        """Never leave a RUNNING row behind, whatever happened (the error is raised again),
+        unless the store is damaged: then nothing is written into it."""
+        if self.finished or self.damaged:
             return
         self.reserve.release()
         try:
@@ -488,6 +515,8 @@ def _drive(prepared: Prepared, engine: Engine, writer: StoreWriter, stop: StopRe
     except KeyboardInterrupt:
         stop("interrupted (Ctrl-C)")
     except ERRORS as exc:
+        if is_damaged(exc):
+            raise  # a damaged page: the run ends at once (_execute), writing nothing more
         # A cache read that failed (an I/O error, a vanished file): a store fault.
         stop.internal(f"the store could not be read ({exc})")
     except Exception:

@@ -35,6 +35,7 @@ __all__ = [
     "DatabaseError",
     "OperationalError",
     "RetryableError",
+    "is_damaged",
     "is_sqlite",
 ]
 
@@ -85,3 +86,17 @@ OPERATIONAL_ERRORS: tuple[type[Exception], ...] = (sqlite3.OperationalError, Ope
 
 def is_sqlite(conn: object) -> bool:
     return isinstance(conn, sqlite3.Connection)
+
+
+#: SQLite's primary result codes for a file that is not a sound database.
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
+def is_damaged(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite saying the store file itself is damaged ("database disk
+    image is malformed", "file is not a database"): what it holds cannot be trusted, and
+    nothing more may be written into it. A full disk, a lock or an I/O error is not."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)

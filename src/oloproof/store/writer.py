@@ -51,7 +51,10 @@ Two faults are handled here, at the one boundary between text and SQLite:
 - a commit that fails for the store itself (disk full, a lock held past the
   busy timeout, an I/O error): the writer stops accepting rows, keeps the
   error in :attr:`StoreWriter.fault` and calls ``on_fault`` once; the run then
-  stops calling the system. What was committed before stays committed.
+  stops calling the system. What was committed before stays committed. A commit
+  that fails because SQLite finds the file damaged ("database disk image is
+  malformed") also keeps the error in :attr:`StoreWriter.damage`: the run then
+  writes nothing more, not even its end (runner/orchestrate.py).
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ from oloproof.events import (
     utc_timestamp,
 )
 from oloproof.store.db import claim_run
-from oloproof.store.dbapi import ERRORS, RetryableError, is_sqlite
+from oloproof.store.dbapi import ERRORS, RetryableError, is_damaged, is_sqlite
 from oloproof.usage import Usage
 
 if TYPE_CHECKING:
@@ -227,6 +230,8 @@ class StoreWriter:
         self.on_fault = on_fault
         # The first store fault, as one line; once set, no more rows are taken.
         self.fault: str | None = None
+        #: SQLite's error, when that fault was a damaged store file (dbapi.is_damaged).
+        self.damage: Exception | None = None
         self._cases: _Rows = []
         self._exec_cache: _Rows = []
         self._judgments: _Rows = []
@@ -560,6 +565,8 @@ class StoreWriter:
                 # Rare: a lone surrogate somewhere. Clean every row, try once more.
                 self._commit_retrying(conn, tuple(_storable_rows(r) for r in rows))
         except ERRORS as exc:
+            if is_damaged(exc) and self.damage is None:
+                self.damage = exc
             return f"the store could not be written ({exc})"
         return None
 
