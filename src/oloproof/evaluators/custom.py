@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from oloproof.transport.processes import ProcessPool
 
 DEFAULT_TIMEOUT_S = 30.0
+_CACHE_SALT = "verdict-fields-typed"
 
 
 class Custom:
@@ -110,6 +111,10 @@ class Custom:
         if defining:
             identity["defined_in"] = file_digests(defining)
         self.identity = digest(identity)
+        #: What its verdicts are cached under (engine/pipeline.py, ``_key_identity``): a
+        #: Verdict's passed and excluded are booleans, read no more by truth value
+        #: (Verdict(passed='false') passed), so verdicts cached before then are judged again.
+        self.cache_identity: str = digest({"identity": self.identity, "salt": _CACHE_SALT})
         #: Project files the module uses outside its identity (an edit to them keeps the
         #: cached verdicts): the run warns about them once, as for the system's
         #: (runner/build.py, identity_warning).
@@ -228,39 +233,92 @@ class Custom:
             reason = result.reason
             if reason is not None and not isinstance(reason, str):
                 reason = _reason_text(reason)
-            if result.excluded:
+            # passed and excluded are read as booleans, never by truth value: the text
+            # 'false' (a judge's reply read as a string) is true, and passed every case.
+            for name in ("excluded", "passed"):
+                value = getattr(result, name)
+                if value is not None and _as_bool(value) is None:
+                    return Outcome(JudgmentStatus.ERROR, reason=(
+                        f"the Verdict's {name} is {_shown(value)}, not True or False"))
+            if _as_bool(result.excluded):
                 return Outcome(JudgmentStatus.EXCLUDED, reason=reason)
             if binary and result.passed is not None:
-                return Outcome(JudgmentStatus.OK, passed=bool(result.passed), reason=reason)
+                return Outcome(JudgmentStatus.OK, passed=_as_bool(result.passed), reason=reason)
             if not binary and result.score is not None:
+                if _as_number(result.score) is None:
+                    return Outcome(JudgmentStatus.ERROR, reason=(
+                        f"the Verdict's score is {_shown(result.score)}, not a number"))
                 return self._score(result.score, reason)
             need = "passed" if binary else "score"
             return Outcome(JudgmentStatus.ERROR, reason=f"the Verdict has no {need}")
-        if isinstance(result, bool):
+        flag = _as_bool(result)
+        if flag is not None:
             if binary:
-                return Outcome(JudgmentStatus.OK, passed=result)
+                return Outcome(JudgmentStatus.OK, passed=flag)
             return Outcome(JudgmentStatus.ERROR, reason="returned a bool for a MEAN criterion")
-        if isinstance(result, int | float):
+        number = _as_number(result)
+        if number is not None:
             if binary:
                 return Outcome(
                     JudgmentStatus.ERROR, reason="returned a number for a BINARY criterion"
                 )
-            try:
-                return self._score(float(result), None)
-            except OverflowError:
-                return Outcome(JudgmentStatus.ERROR, reason="returned a number too large for a float")
+            return self._score(number, None)
         return Outcome(
-            "ERROR", reason=f"returned {type(result).__name__}; expected bool, number or Verdict"
+            "ERROR", reason=f"returned {_type_name(result)}; expected bool, number or Verdict"
         )
 
-    def _score(self, score: float, reason: str | None) -> Outcome:
+    def _score(self, score: Any, reason: str | None) -> Outcome:
         try:
             score = float(score)
-        except (OverflowError, TypeError, ValueError):
+        except OverflowError:
+            return Outcome(JudgmentStatus.ERROR, reason="returned a number too large for a float")
+        except (TypeError, ValueError):
             return Outcome(JudgmentStatus.ERROR, reason=f"score {score!r:.40} is not a number")
         if not math.isfinite(score):
             return Outcome(JudgmentStatus.ERROR, reason=f"score {score} is not finite")
         return Outcome(JudgmentStatus.OK, score=float(score), reason=reason)
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+def _is_numpy_bool(value: Any) -> bool:
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
+
+
+def _as_bool(value: Any) -> bool | None:
+    """``value`` as True or False when it is a boolean (Python's, or NumPy's, which
+    ``numpy.isclose`` and comparisons of NumPy values return); else None."""
+    if isinstance(value, bool):
+        return value
+    if _is_numpy_bool(value):
+        return bool(value)
+    return None
+
+
+def _as_number(value: Any) -> Any:
+    """``value`` when it is a real number (an int or float, NumPy's float32 or int64, a
+    Decimal or a Fraction), never a boolean nor a text ('0.9'); else None."""
+    import numbers
+    from decimal import Decimal
+
+    if isinstance(value, bool) or _is_numpy_bool(value):
+        return None
+    if isinstance(value, numbers.Real | Decimal):
+        return value
+    return None
+
+
+def _shown(value: Any) -> str:
+    """``value`` named in a reason: its type and, briefly, what it holds."""
+    try:
+        held = repr(value)
+    except Exception:  # noqa: BLE001 - a __repr__ that raises
+        return _type_name(value)
+    return f"{_type_name(value)} {held[:60]}"
 
 
 def process_handler(
