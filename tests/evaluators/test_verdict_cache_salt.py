@@ -15,6 +15,7 @@ from oloproof.evaluators.deterministic import (
     AbsoluteError,
     Contains,
     ExactMatch,
+    JsonSchema,
     Regex,
     _config_identity,
     same_json,
@@ -23,6 +24,7 @@ from oloproof.project.config import (
     AbsoluteErrorEvaluator,
     ContainsEvaluator,
     ExactMatchEvaluator,
+    JsonSchemaEvaluator,
     RegexEvaluator,
 )
 
@@ -38,8 +40,15 @@ def test_changed_evaluators_cache_under_a_new_key(evaluator: Any) -> None:
 
 
 def test_other_evaluators_keep_their_cache() -> None:
+    schema = JsonSchema(JsonSchemaEvaluator(criterion="j", field="a", schema_={"type": "object"}))
+    assert _key_identity(schema) == schema.identity
+
+
+def test_regex_caches_under_a_new_key() -> None:
+    """Under no_match, each text of a value that is not text is searched too."""
     regex = Regex(RegexEvaluator(criterion="r", field="a", pattern="x"))
-    assert _key_identity(regex) == regex.identity
+    assert regex.identity == _config_identity(regex.config)
+    assert _key_identity(regex) != regex.identity
 
 
 @pytest.mark.parametrize(("a", "b", "same"), [

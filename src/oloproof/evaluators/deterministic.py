@@ -152,7 +152,29 @@ class Contains(_Comparing[ContainsEvaluator]):
         return Outcome(JudgmentStatus.OK, passed=True)
 
 
+def _texts_in(value: Any) -> list[str]:
+    """Every text a JSON value holds (its strings and its objects' keys), each once, in the
+    order first met; without recursion."""
+    seen: dict[str, None] = {}
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            seen.setdefault(item)
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                stack.extend((child, key))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return list(seen)
+
+
 class Regex(_Base[RegexEvaluator]):
+    #: Under no_match, the texts inside a value that is not text are searched too (the
+    #: value's JSON text hid a tab or a line break as \t or \n): verdicts cached before
+    #: then are judged again (engine/pipeline.py, ``_key_identity``).
+    cache_salt = "no-match-searches-each-text"
+
     def __init__(self, config: RegexEvaluator) -> None:
         super().__init__(config)
         self.pattern = config.compiled
@@ -162,6 +184,14 @@ class Regex(_Base[RegexEvaluator]):
         if is_missing(actual):
             return _absent_output(self.config.field)
         found = self.pattern.search(as_text(actual))
+        if found is None and self.config.pass_if == "no_match" and not isinstance(actual, str):
+            # The JSON text writes a tab, a line break or a quote as an escape and puts each
+            # text between quotes, so 'DROP\s+TABLE' or '^ignore' is not found in it where
+            # a text of the value holds it: each text is searched as it is.
+            for text in _texts_in(actual):
+                found = self.pattern.search(text)
+                if found is not None:
+                    break
         if self.config.pass_if == "match":
             return Outcome(
                 JudgmentStatus.OK,
