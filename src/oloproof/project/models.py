@@ -35,6 +35,7 @@ Choices worth knowing (also in the user docs):
 
 from __future__ import annotations
 
+import math
 import os.path
 import re
 from collections.abc import Iterator
@@ -730,6 +731,13 @@ class JsonSchemaEvaluator(_EvaluatorBase):
         # Imported here: jsonschema is slow to import and rarely needed.
         import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
+        for where, number in _non_finite(value):
+            # JSON has no NaN or infinity (YAML's .nan, .inf, 1.0e999): compared with
+            # NaN every number is neither above nor below, so maximum: .nan validated
+            # every output, as maximum: .inf does.
+            fail(f"{_yaml_float(number)} is not a JSON number (JSON has no NaN or infinity,"
+                 " and a number past 1.8e308 becomes one): a bound such as maximum: .nan or"
+                 " maximum: .inf lets every number through", at=where, accepted="a finite number")
         validator = jsonschema.validators.validator_for(value)
         try:
             validator.check_schema(value)
@@ -764,6 +772,24 @@ class JsonSchemaEvaluator(_EvaluatorBase):
                     at=where,
                 )
         return value
+
+
+def _non_finite(node: Any, at: tuple[str | int, ...] = ()) -> Iterator[
+        tuple[tuple[str | int, ...], float]]:
+    """Every float in ``node`` that is NaN or an infinity, with where it is."""
+    if isinstance(node, float) and not math.isfinite(node):
+        yield at, node
+    elif isinstance(node, dict):
+        for key, item in node.items():
+            yield from _non_finite(item, (*at, key))
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _non_finite(item, (*at, index))
+
+
+def _yaml_float(number: float) -> str:
+    """NaN or an infinity as YAML writes it: .nan, .inf, -.inf."""
+    return ".nan" if math.isnan(number) else (".inf" if number > 0 else "-.inf")
 
 
 #: Where a schema holds subschemas: one (``items: {...}``), a list of them (``anyOf``), or
