@@ -48,6 +48,28 @@ def _expected(case: CaseView, key: str | None) -> Any:
     return case.expected if key is None else get_field(case.expected, key)
 
 
+#: How much of a value a reason quotes.
+_QUOTED_CHARS = 200
+
+
+def _quoted(value: Any) -> str:
+    """``repr(value)``, cut to its first 200 characters with how long it is: a reason
+    quoted the whole output, so a 5 MB answer made a 5 MB reason, stored twice (the run's
+    verdict and the cache) beside the output, and printed in full by inspect."""
+    text = repr(value)
+    if len(text) <= _QUOTED_CHARS:
+        return text
+    return f"{text[:_QUOTED_CHARS]}… ({len(text):,} characters)"
+
+
+def _cut(text: str) -> str:
+    """A reason that quotes a value of its own (jsonschema's message quotes the output),
+    cut as :func:`_quoted` cuts a value."""
+    if len(text) <= 2 * _QUOTED_CHARS:
+        return text
+    return f"{text[:2 * _QUOTED_CHARS]}… ({len(text):,} characters)"
+
+
 def _absent_output(field: str | None) -> Outcome:
     return Outcome(JudgmentStatus.OK, passed=False, reason=f"the output has no field '{field}'")
 
@@ -119,7 +141,8 @@ class ExactMatch(_Comparing[ExactMatchEvaluator]):
     def compare(self, actual: Any, expected: Any) -> Outcome:
         ok = same_json(self._norm(actual), self._norm(expected))
         return Outcome(
-            JudgmentStatus.OK, passed=ok, reason=None if ok else f"expected {expected!r}, got {actual!r}"
+            JudgmentStatus.OK, passed=ok,
+            reason=None if ok else f"expected {_quoted(expected)}, got {_quoted(actual)}",
         )
 
 
@@ -148,7 +171,8 @@ class Contains(_Comparing[ContainsEvaluator]):
             n for n in needles if (as_text(n).casefold() if fold else as_text(n)) not in hay
         ]
         if absent:
-            return Outcome(JudgmentStatus.OK, passed=False, reason=f"does not contain {absent[0]!r}")
+            return Outcome(JudgmentStatus.OK, passed=False,
+                           reason=f"does not contain {_quoted(absent[0])}")
         return Outcome(JudgmentStatus.OK, passed=True)
 
 
@@ -201,7 +225,7 @@ class Regex(_Base[RegexEvaluator]):
         return Outcome(
             JudgmentStatus.OK,
             passed=found is None,
-            reason=None if found is None else f"matched {found.group(0)!r}",
+            reason=None if found is None else f"matched {_quoted(found.group(0))}",
         )
 
 
@@ -237,12 +261,12 @@ class JsonSchema(_Base[JsonSchemaEvaluator]):
             reason = self.guard.validate(actual)
             if reason is None:
                 return Outcome(JudgmentStatus.OK, passed=True)
-            return Outcome(JudgmentStatus.OK, passed=False, reason=reason)
+            return Outcome(JudgmentStatus.OK, passed=False, reason=_cut(reason))
         error = next(iter(self._get_validator().iter_errors(actual)), None)
         if error is None:
             return Outcome(JudgmentStatus.OK, passed=True)
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-        return Outcome(JudgmentStatus.OK, passed=False, reason=f"{where}: {error.message}")
+        return Outcome(JudgmentStatus.OK, passed=False, reason=_cut(f"{where}: {error.message}"))
 
 
 class AbsoluteError(_Base[AbsoluteErrorEvaluator]):
@@ -266,18 +290,22 @@ class AbsoluteError(_Base[AbsoluteErrorEvaluator]):
             return Outcome(JudgmentStatus.ERROR, reason=f"the output has no field '{self.config.field}'")
         if isinstance(actual, bool) or isinstance(expected, bool):
             # JSON true/false are not numbers, though Python reads them as 1 and 0.
-            return Outcome(JudgmentStatus.ERROR, reason=f"not a number: output {actual!r}, expected {expected!r}")
+            return Outcome(JudgmentStatus.ERROR, reason=(
+                f"not a number: output {_quoted(actual)}, expected {_quoted(expected)}"))
         try:
             a, e = float(actual), float(expected)
         except (TypeError, ValueError, OverflowError):
-            return Outcome(JudgmentStatus.ERROR, reason=f"not a number: output {actual!r}, expected {expected!r}")
+            return Outcome(JudgmentStatus.ERROR, reason=(
+                f"not a number: output {_quoted(actual)}, expected {_quoted(expected)}"))
         if not math.isfinite(a) or not math.isfinite(e):
-            return Outcome(JudgmentStatus.ERROR, reason=f"not a finite number: output {actual!r}, expected {expected!r}")
+            return Outcome(JudgmentStatus.ERROR, reason=(
+                f"not a finite number: output {_quoted(actual)},"
+                f" expected {_quoted(expected)}"))
         error = abs(a - e)
         if not math.isfinite(error):
             return Outcome(JudgmentStatus.ERROR, reason=(
-                f"the absolute error between {actual!r} and {expected!r} is beyond the"
-                " largest float"))
+                f"the absolute error between {_quoted(actual)} and {_quoted(expected)} is"
+                " beyond the largest float"))
         return Outcome(JudgmentStatus.OK, score=error)
 
 
