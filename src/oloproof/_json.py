@@ -61,6 +61,18 @@ DEFAULT_MAX_JSON_DEPTH = 64
 _SURROGATE = "[\ud800-\udfff]"  # compiled (by `re`) when a text holds one
 
 
+def _not_json(value: Any) -> Any:
+    """What a value JSON cannot hold raises: ``TypeError`` naming its type with its module
+    (NumPy 2 names its boolean ``bool``: 'Object of type bool is not JSON serializable' was
+    said of an output holding ``numpy.bool_(True)``), and how to turn a NumPy value into one."""
+    kind = type(value)
+    module = kind.__module__
+    name = kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    hint = (": a NumPy value, turn it into a Python one with .item() or .tolist()"
+            if module.split(".")[0] == "numpy" else "")
+    raise TypeError(f"Object of type {name} is not JSON serializable{hint}")
+
+
 def _encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[Any], str]:
     """``json.dumps(obj, sort_keys=..., separators=(",", ":"), ensure_ascii=False)``, faster.
 
@@ -71,13 +83,14 @@ def _encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[Any], str]:
     instead of ``ValueError``); the text is the same.
     """
     encoder = json.JSONEncoder(
-        sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=allow_nan
+        sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=allow_nan,
+        default=_not_json,
     )
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # pragma: no cover - CPython always has it
         return encoder.encode
     c_encode = make(
-        None, encoder.default, json.encoder.encode_basestring, None, ":", ",", sort_keys,
+        None, _not_json, json.encoder.encode_basestring, None, ":", ",", sort_keys,
         False, allow_nan,
     )
 
