@@ -147,9 +147,10 @@ class ExactMatch(_Comparing[ExactMatchEvaluator]):
 
 
 class Contains(_Comparing[ContainsEvaluator]):
-    #: An empty expected text excludes its case (it used to pass): verdicts cached before
-    #: then are judged again (engine/pipeline.py, ``_key_identity``).
-    cache_salt = "empty-expected-excluded"
+    #: An empty expected text excludes its case (it used to pass), and so does a null (it
+    #: was looked for as the text 'null'): verdicts cached before then are judged again
+    #: (engine/pipeline.py, ``_key_identity``).
+    cache_salt = "empty-or-null-expected-excluded"
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:
         key = self.config.expected_field or self.config.field
@@ -166,7 +167,9 @@ class Contains(_Comparing[ContainsEvaluator]):
         fold = self.config.casefold
         text = as_text(actual)
         hay = text.casefold() if fold else text
-        needles = expected if isinstance(expected, list) else [expected]
+        # A null among other texts asks for nothing (nothing_to_find): it is not the text 'null'.
+        needles = [n for n in (expected if isinstance(expected, list) else [expected])
+                   if n is not None]
         absent = [
             n for n in needles if (as_text(n).casefold() if fold else as_text(n)) not in hay
         ]

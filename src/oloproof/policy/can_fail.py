@@ -609,7 +609,7 @@ def check_evaluators(project: Project, expected: Sequence[Mapping[str, Any] | No
         at: tuple[str | int, ...] = ("evaluators", index)
         dataset = project.dataset_display
         if found and ev.type == "contains" and all(nothing_to_find(v) for v in found):
-            # "" and [] ask for no text: each such case is excluded when it is judged.
+            # "", null and [] ask for no text: each such case is excluded when it is judged.
             field = "expected_field" if explicit else "field"
             raise ConfigError(
                 f"every case of {dataset} that has expected.{key} holds an empty value"

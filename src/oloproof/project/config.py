@@ -321,12 +321,15 @@ class ContainsEvaluator(_EvaluatorBase):
 
 
 def nothing_to_find(expected: object) -> bool:
-    """Whether a ``contains`` expected value asks for no text at all: ``""``, ``[]``, or a
-    list of empty texts. Every output holds the empty text, so such a case would pass
-    whatever the system answered; it is excluded instead, as a case without the value
-    (and a ``contains`` whose every expected value is empty is refused at load)."""
+    """Whether a ``contains`` expected value asks for no text at all: ``""``, ``null``,
+    ``[]``, or a list of empty texts and nulls. Every output holds the empty text, so such
+    a case would pass whatever the system answered; it is excluded instead, as a case
+    without the value (and a ``contains`` whose every expected value is empty is refused
+    at load). ``null`` is what a blank cell becomes in many exports (pandas writes NaN as
+    null): it was looked for as the text 'null', which any output holding a null field
+    contains."""
     needles = expected if isinstance(expected, list) else [expected]
-    return all(n == "" for n in needles)
+    return all(n == "" or n is None for n in needles)
 
 
 @dataclass(frozen=True, kw_only=True)
