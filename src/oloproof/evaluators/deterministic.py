@@ -272,11 +272,17 @@ class JsonSchema(_Base[JsonSchemaEvaluator]):
         return Outcome(JudgmentStatus.OK, passed=False, reason=_cut(f"{where}: {error.message}"))
 
 
+def _is_number(value: Any) -> bool:
+    """A JSON number: an int or a float, never a boolean."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 class AbsoluteError(_Base[AbsoluteErrorEvaluator]):
     metric_kind = MetricKind.MEAN
-    #: An expected true/false is not a number (it was read as 1/0): verdicts cached before
-    #: then are judged again (engine/pipeline.py, ``_key_identity``).
-    cache_salt = "booleans-are-not-numbers"
+    #: An expected true/false is not a number (it was read as 1/0), nor is a text ('3',
+    #: ' 3 ', '1_000', read by float()); integers are subtracted exactly: verdicts cached
+    #: before then are judged again (engine/pipeline.py, ``_key_identity``).
+    cache_salt = "only-json-numbers"
 
     def __init__(self, config: AbsoluteErrorEvaluator) -> None:
         super().__init__(config)
@@ -291,20 +297,24 @@ class AbsoluteError(_Base[AbsoluteErrorEvaluator]):
         actual = get_field(output, self.config.field)
         if is_missing(actual):
             return Outcome(JudgmentStatus.ERROR, reason=f"the output has no field '{self.config.field}'")
-        if isinstance(actual, bool) or isinstance(expected, bool):
-            # JSON true/false are not numbers, though Python reads them as 1 and 0.
+        if not (_is_number(actual) and _is_number(expected)):
+            # JSON numbers only: true/false are not (Python reads them as 1 and 0), nor is
+            # a text (float() reads '3', ' 3 ', '1_000' and '٣'), as exact_match has it.
             return Outcome(JudgmentStatus.ERROR, reason=(
                 f"not a number: output {_quoted(actual)}, expected {_quoted(expected)}"))
         try:
-            a, e = float(actual), float(expected)
-        except (TypeError, ValueError, OverflowError):
-            return Outcome(JudgmentStatus.ERROR, reason=(
-                f"not a number: output {_quoted(actual)}, expected {_quoted(expected)}"))
-        if not math.isfinite(a) or not math.isfinite(e):
-            return Outcome(JudgmentStatus.ERROR, reason=(
-                f"not a finite number: output {_quoted(actual)},"
-                f" expected {_quoted(expected)}"))
-        error = abs(a - e)
+            if isinstance(actual, int) and isinstance(expected, int):
+                # Exactly: as floats, 9007199254740993 and ...992 were 0 apart.
+                error = float(abs(actual - expected))
+            else:
+                a, e = float(actual), float(expected)
+                if not math.isfinite(a) or not math.isfinite(e):
+                    return Outcome(JudgmentStatus.ERROR, reason=(
+                        f"not a finite number: output {_quoted(actual)},"
+                        f" expected {_quoted(expected)}"))
+                error = abs(a - e)
+        except OverflowError:
+            error = math.inf
         if not math.isfinite(error):
             return Outcome(JudgmentStatus.ERROR, reason=(
                 f"the absolute error between {_quoted(actual)} and {_quoted(expected)} is"
