@@ -39,9 +39,11 @@ def test_changed_evaluators_cache_under_a_new_key(evaluator: Any) -> None:
     assert _key_identity(evaluator) != evaluator.identity
 
 
-def test_other_evaluators_keep_their_cache() -> None:
+def test_json_schema_caches_under_a_new_key() -> None:
+    """format is checked (it was read as a note)."""
     schema = JsonSchema(JsonSchemaEvaluator(criterion="j", field="a", schema_={"type": "object"}))
-    assert _key_identity(schema) == schema.identity
+    assert schema.identity == _config_identity(schema.config)
+    assert _key_identity(schema) != schema.identity
 
 
 def test_regex_caches_under_a_new_key() -> None:

@@ -233,6 +233,10 @@ class Regex(_Base[RegexEvaluator]):
 
 
 class JsonSchema(_Base[JsonSchemaEvaluator]):
+    #: format is checked (it was read as a note, and let every value through): verdicts
+    #: cached before then are judged again (engine/pipeline.py, ``_key_identity``).
+    cache_salt = "formats-checked"
+
     def __init__(self, config: JsonSchemaEvaluator) -> None:
         super().__init__(config)
         self._validator: Any = None
@@ -253,7 +257,11 @@ class JsonSchema(_Base[JsonSchemaEvaluator]):
 
             schema = self.config.schema_
             cls = jsonschema.validators.validator_for(schema)
-            self._validator = cls(schema, registry=Registry(retrieve=never_retrieve))  # type: ignore[call-arg]
+            # format is checked (JSON Schema reads it as a note unless asked): `format:
+            # email` let any text through; a format no checker here knows is refused at
+            # load (project/models.py).
+            self._validator = cls(schema, registry=Registry(retrieve=never_retrieve),  # type: ignore[call-arg]
+                                  format_checker=cls.FORMAT_CHECKER)
         return self._validator
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:

@@ -744,6 +744,15 @@ class JsonSchemaEvaluator(_EvaluatorBase):
         except jsonschema.SchemaError as exc:
             fail(f"not a valid JSON Schema: {exc.message}", at=tuple(exc.absolute_path))
         keywords = set(validator.VALIDATORS)
+        checked = validator.FORMAT_CHECKER.checkers
+        for where, name in _formats(value):
+            if name not in checked:
+                # A format no checker knows checks nothing: every value passes it.
+                fail(f"format '{name}' cannot be checked here, so it would let every value"
+                     " through (jsonschema checks only the formats it has a checker for:"
+                     " date-time, uri and others need jsonschema's extra packages,"
+                     " pip install 'jsonschema[format]'); write the check as a pattern",
+                     at=where, accepted=", ".join(sorted(checked)))
         for where, word in _unknown_keywords(value, keywords | _SCHEMA_ANNOTATIONS):
             hint = _misspelt(word, keywords)
             if hint is not None:
@@ -772,6 +781,24 @@ class JsonSchemaEvaluator(_EvaluatorBase):
                     at=where,
                 )
         return value
+
+
+#: Keywords whose values are data, not schemas: a key "format" inside them is no keyword.
+_SCHEMA_DATA = frozenset({"enum", "const", "default", "examples"})
+
+
+def _formats(node: Any, at: tuple[str | int, ...] = ()) -> Iterator[
+        tuple[tuple[str | int, ...], str]]:
+    """Every ``format: NAME`` of a schema, with where it is."""
+    if isinstance(node, dict):
+        for key, item in node.items():
+            if key == "format" and isinstance(item, str):
+                yield (*at, key), item
+            elif key not in _SCHEMA_DATA:
+                yield from _formats(item, (*at, key))
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _formats(item, (*at, index))
 
 
 def _non_finite(node: Any, at: tuple[str | int, ...] = ()) -> Iterator[

@@ -75,8 +75,9 @@ def never_retrieve(uri):
     raise NoSuchResource(ref=uri)
 
 schema = setup["schema"]
-validator = jsonschema.validators.validator_for(schema)(
-    schema, registry=Registry(retrieve=never_retrieve))
+cls = jsonschema.validators.validator_for(schema)
+validator = cls(schema, registry=Registry(retrieve=never_retrieve),
+                format_checker=cls.FORMAT_CHECKER)
 sys.stdout.write("ready\n")
 sys.stdout.flush()
 for line in sys.stdin:
