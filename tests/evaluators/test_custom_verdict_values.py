@@ -96,6 +96,24 @@ def test_verdicts_cached_by_the_truthy_reading_are_judged_again(tmp_path: Path) 
     assert _key_identity(custom) != custom.identity
 
 
+def test_a_ray_worker_evaluator_keys_verdicts_as_the_local_one(tmp_path: Path) -> None:
+    """Under --executor ray a custom evaluator is a RayCustom: it keyed its verdicts on the
+    unsalted identity (no cache_identity of its own), so a Ray run reused verdicts cached by
+    the truthy reading and stored other judge keys than a local run of the same project."""
+    from oloproof.runner.ray_executor import RayCustom
+
+    (tmp_path / "helper.py").write_text("LIMIT = 3\n")
+    (tmp_path / "checks.py").write_text(
+        "from helper import LIMIT\n\ndef check(output, case):\n    return True\n"
+    )
+    config = CustomEvaluator(criterion="checked", function="checks:check")
+    custom = Custom(config, str(tmp_path), file="oloproof.yaml", field="evaluators[0].function")
+    remote = RayCustom(None, custom)  # type: ignore[arg-type]  # no executor: nothing is called
+    assert _key_identity(remote) == _key_identity(custom) != custom.identity
+    assert remote.outside_identity == custom.outside_identity == ["helper.py"]
+    assert remote.module_file == custom.module_file
+
+
 def test_numpy_booleans_and_numbers_are_read_as_such(tmp_path: Path) -> None:
     pytest.importorskip("numpy")
     failing = _project(tmp_path / "b", "import numpy; return numpy.bool_(False)")

@@ -471,6 +471,12 @@ class RayCustom:
         self.metric_kind = local.metric_kind
         self.value_range = local.value_range
         self.identity = local.identity
+        # What its verdicts are cached under, and the files its warning names, as the
+        # local evaluator's: without them a Ray run keyed custom verdicts on the unsalted
+        # identity, and reused verdicts the local run judges again (evaluators/custom.py).
+        self.cache_identity = local.cache_identity
+        self.outside_identity = local.outside_identity
+        self.module_file = local.module_file
         self.timeout_s = local.timeout_s
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:  # pragma: no cover - async only
