@@ -309,3 +309,33 @@ def test_the_files_that_define_a_function(tmp_path: Path) -> None:
         found[attr] = [os.path.relpath(p, os.path.realpath(root))
                        for p in defining_files(fn, module, str(root))]  # type: ignore[arg-type]
     assert found == {"imported": ["impl.py"], "wrapped": ["deco.py"], "own": [], "cached": []}
+
+
+def test_a_ray_run_warns_about_the_same_files_as_a_local_one(tmp_path: Path) -> None:
+    """Under executor: ray the system and the custom evaluators are wrapped to run on Ray
+    workers (runner/ray_executor.py); the wrappers did not carry the files outside their
+    identity, so a Ray run never warned that an edit to helpers.py keeps the cache. Built
+    here without starting Ray (nothing starts before the first call)."""
+    pytest.importorskip("ray")
+    from oloproof.runner.build import identity_warning, prepare
+
+    evaluators = """
+      - type: exact_match
+        criterion: exact_label
+        field: label
+      - type: custom
+        criterion: checked
+        function: checks:check
+    """
+    root = write_project(
+        tmp_path / "p", app=APP, cases=labelled_cases(5), extra_files={
+            **FILES, "checks.py": "from rules import OK\ndef check(output, case):\n    return OK\n",
+            "rules.py": "OK = True\n"},
+        evaluators=evaluators,
+    )
+    config = str(root / "oloproof.yaml")
+    local = identity_warning(prepare(config, None, executor="local"))
+    remote = prepare(config, None, executor="ray")
+    assert type(remote.system).__name__ == "RaySystem"
+    assert local is not None and "app.py uses project code" in local and "rules.py" in local
+    assert identity_warning(remote) == local

@@ -353,7 +353,7 @@ def identity_warning(prepared: Prepared) -> str | None:
     sentences = []
     files = list(getattr(prepared.system, "outside_identity", None) or [])
     if files:
-        own = getattr(prepared.system, "module_file", "the system's module")
+        own = getattr(prepared.system, "module_file", None) or "the system's module"
         shown, listed, them = _files_shown(files)
         sentences.append(
             f"{own} uses project code that is not part of the system's identity ({shown}):"
@@ -366,7 +366,7 @@ def identity_warning(prepared: Prepared) -> str | None:
         files = list(getattr(evaluator, "outside_identity", None) or [])
         if not files:
             continue
-        own = getattr(evaluator, "module_file", "the evaluator's module")
+        own = getattr(evaluator, "module_file", None) or "the evaluator's module"
         shown, listed, them = _files_shown(files)
         sentences.append(
             f"{own} (evaluator {evaluator.criterion}) uses project code that is not part of"

@@ -432,8 +432,11 @@ class RaySystem:
         self.name = local.name
         self.target = local.target  # what a call reaches, for messages
         self.local = local
-        # What the report and ``describe_system`` read of a system.
+        # What the report and ``describe_system`` read of a system, and the files outside
+        # its identity the run warns about (runner/build.py, identity_warning): a callable's.
         self.version = getattr(local, "version", None)
+        self.outside_identity: list[str] = list(getattr(local, "outside_identity", None) or [])
+        self.module_file: str | None = getattr(local, "module_file", None)
 
     async def start(self) -> None:
         await self.executor.start()
