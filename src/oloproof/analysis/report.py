@@ -24,18 +24,20 @@ from __future__ import annotations
 from typing import Any
 
 from oloproof._json import compact_json
-from oloproof._records import dataclass
+from oloproof._records import dataclass, field
 from oloproof.analysis.compare import shared_metrics
 from oloproof.analysis.stored import (
     StoredEvidenceError,
     decide_stored,
+    policy_edited,
     sequential_report,
     stored_policy,
 )
 from oloproof.analysis.trials import flaky_cases
-from oloproof.enums import CaseStatus, MetricKind
+from oloproof.enums import CaseStatus, Completeness, MetricKind
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.policy.compare import pair_runs
+from oloproof.policy.decide import Decision, gate, gate_declaration, gate_notes
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.store.comparisons import get_comparison
 from oloproof.store.dbapi import Connection
@@ -45,7 +47,6 @@ from oloproof.store.reader import (
     RunRecord,
     get_run,
     load_cases,
-    load_decisions,
     load_trial_cases,
 )
 from oloproof.textsafe import first_line, json_safe
@@ -400,6 +401,9 @@ class RunSummary:
     #: A sequential run: what its decision read (analysis/sequential.py
     #: ``SequentialReading.report``); None for any other run.
     sequential: dict[str, Any] | None = None
+    #: The policy it is decided under, and its decisions as ``gate`` makes them now.
+    policy: Any = None
+    decided: list[Decision] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -419,7 +423,7 @@ def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSum
     kinds = {m["criterion"]: m["kind"] for m in run.metrics}
     index = _index(conn, run.id, kinds)
     policy = stored_policy(run, root)
-    _, summaries = decide_stored(conn, run.id, policy)
+    decided, summaries = decide_stored(conn, run.id, policy)
     metrics = []
     for s in summaries.values():
         m = s.to_json()
@@ -429,7 +433,11 @@ def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSum
             m["interval_text"] += " approximate (t)"
         m["cases_text"] = s.cases_text()
         metrics.append(m)
-    decisions = load_decisions(conn, run.id)
+    # The decisions ``gate`` makes of it now (those the run recorded, unless a later
+    # version corrected them); none for a run still going or stopped part way.
+    if run.status == "RUNNING" or run.completeness == Completeness.PARTIAL:
+        decided = []
+    decisions = [d.to_json() for d in decided]
     sequential = sequential_report(conn, run, policy)
     for d in decisions:
         d["metric_kind"] = kinds.get(d.get("metric", ""), MetricKind.BINARY)
@@ -437,7 +445,32 @@ def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSum
             d["method"] = sequential["methods"].get(d.get("rule", ""))
     flaky = flaky_cases(conn, run) if run.trials > 1 else []
     return RunSummary(run, kinds, index, metrics, decisions,
-                      float(policy.confidence_level), flaky, sequential)
+                      float(policy.confidence_level), flaky, sequential, policy, decided)
+
+
+def _gate_document(summary: RunSummary) -> dict[str, Any]:
+    """The gate a page shows: the one ``oloproof gate RUN`` exits on (the run decided again
+    from its stored evidence, under its stored policy), with the lines the terminal prints
+    beside it (incomplete evidence, a policy file changed since, FAIL declared not to
+    block), and what the run itself recorded when that differs (a run stored by an earlier
+    version, whose decision a later one corrected). None for a run still going."""
+    run = summary.run
+    if run.status == "RUNNING" or run.gate is None:
+        return {"gate": run.gate, "exit_code": run.exit_code, "notes": [],
+                "declaration": None, "recorded": None}
+    decisions = summary.decided
+    whole = run.completeness in (Completeness.COMPLETE, Completeness.SEQUENTIAL)
+    label, code = gate(decisions, incomplete=not whole)
+    recorded = None
+    if (str(label), int(code)) != (str(run.gate), run.exit_code):
+        recorded = {"gate": run.gate, "exit_code": run.exit_code}
+    return {
+        "gate": str(label), "exit_code": int(code),
+        "notes": [*gate_notes(decisions, summary.policy, run.id),
+                  *policy_edited(run, summary.policy, decisions)],
+        "declaration": gate_declaration(summary.policy) if decisions else None,
+        "recorded": recorded,
+    }
 
 
 def run_document(
@@ -453,8 +486,10 @@ def run_document(
     run's :func:`summarize_run`, when the caller kept it.
 
     The metrics are summarised at the level of the policy the run was decided under; the
-    decisions are those the run recorded. A run still going has no decisions yet, and its
-    metrics are over the cases stored so far.
+    decisions and the gate are those ``oloproof gate RUN`` makes of its stored evidence
+    (``doc["gate"]``: with the notes the terminal prints beside it, and what the run
+    recorded when that differs). A run still going has no decisions yet, and its metrics
+    are over the cases stored so far.
     """
     if summary is None:
         summary = summarize_run(conn, ref, root)
@@ -497,6 +532,7 @@ def run_document(
         "flaky_cases": len({f.case_id for f in summary.flaky}),
         "flaky_rows": len(summary.flaky),
         "run": _run_header(run, len(index.ids), index.errored),
+        "gate": _gate_document(summary),
         "level_text": level_text(summary.level),
         "decisions": summary.decisions,
         "sequential": summary.sequential,

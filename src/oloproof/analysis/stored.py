@@ -8,11 +8,13 @@ one line, and the command exits 5 (evidence unreadable), never with a traceback.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from oloproof.enums import ExitCode, MetricKind
-from oloproof.errors import OloproofError
+from oloproof.errors import ConfigError, OloproofError
 from oloproof.evidence import LabelledScores, LabelledVerdicts
 from oloproof.policy.decide import Decision, MetricSummary, decide_run
 from oloproof.policy.judges import AnyJudgeReport, judge_report
@@ -42,6 +44,7 @@ __all__ = [
     "grouped_stored_evidence",
     "judge_reports",
     "labelled_verdicts",
+    "policy_edited",
     "sequential_reading",
     "sequential_report",
     "stored_evidence",
@@ -202,6 +205,43 @@ def decide_stored(
         return decisions, summaries
     evidence, policy = grouped_stored_evidence(conn, record, policy, group_by)
     return decide_run(evidence, policy, labelled_verdicts(conn, record, chosen))
+
+
+def policy_edited(
+    record: RunRecord, release: ReleasePolicy, decisions: Sequence[object]
+) -> list[str]:
+    """A note when a run decided under its stored policy has rules and the file that
+    policy was read from now says something else: a stricter release.yaml must not pass
+    for what ``gate latest`` applied (``gate``, ``report`` and ``view`` say it alike). The
+    file is found where the run showed it (relative to the directory the command runs
+    in). It is validated only when it was written after the run started (one ``stat``
+    otherwise: no pydantic on the usual path), and the note given only when what it holds
+    differs from the stored policy (a checkout that rewrote the same file says nothing)."""
+    if not decisions or record.policy_path is None:
+        return []
+    path = record.policy_path
+    try:
+        started = datetime.fromisoformat(record.created_at)
+        if os.stat(path).st_mtime <= started.timestamp():
+            return []
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
+    from oloproof.project.labels import scales_of_run
+    from oloproof.project.loader import load_release_policy
+
+    metrics = {m["criterion"]: m["kind"] for m in record.metrics}
+    try:
+        if load_release_policy(path, metrics, judges=scales_of_run(record.metrics)) == release:
+            return []
+    except ConfigError:
+        pass  # it no longer validates for this run: it differs all the same
+    when = started.strftime("%Y-%m-%d %H:%M:%S UTC")
+    note = (
+        f"{path} has changed since this run started ({when}): these decisions are under"
+        f" the policy stored with the run; `oloproof gate {record.id} --policy {path}`"
+        " decides under the file as it is now."
+    )
+    return [note]
 
 
 def sequential_reading(

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from oloproof.analysis.stored import (
     decide_stored,
     judge_reports,
+    policy_edited,
     sequential_reading,
     stored_labels,
     stored_policy,
@@ -125,48 +125,11 @@ def read_run(
         rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
         trials=record.trials, flaky=flaky,
         gate_notes=[*gate_notes(decisions, release, record.id),
-                    *_policy_edited(record, release, decisions, policy)],
+                    *([] if policy is not None else policy_edited(record, release, decisions))],
         declaration=gate_declaration(release) if decisions else None,
         sequential=sequential[0] if sequential else None,
         sequential_note=sequential[1] if sequential else None,
     )
-
-
-def _policy_edited(
-    record: Any, release: Any, decisions: Sequence[object], policy: PathLike | None
-) -> list[str]:
-    """A note when the run is decided under its stored policy and the file that policy was
-    read from now says something else: a stricter release.yaml must not pass for what
-    ``gate latest`` applied. The file is found where the run showed it (relative to the
-    directory the command runs in). It is validated only when it was written after the
-    run started (one ``stat`` otherwise: no pydantic on the usual path), and the note
-    given only when what it holds differs from the stored policy (a checkout that
-    rewrote the same file says nothing)."""
-    if policy is not None or not decisions or record.policy_path is None:
-        return []
-    path = record.policy_path
-    try:
-        started = datetime.fromisoformat(record.created_at)
-        if os.stat(path).st_mtime <= started.timestamp():
-            return []
-    except (OSError, ValueError, TypeError, AttributeError):
-        return []
-    from oloproof.project.labels import scales_of_run
-    from oloproof.project.loader import load_release_policy
-
-    metrics = {m["criterion"]: m["kind"] for m in record.metrics}
-    try:
-        if load_release_policy(path, metrics, judges=scales_of_run(record.metrics)) == release:
-            return []
-    except ConfigError:
-        pass  # it no longer validates for this run: it differs all the same
-    when = started.strftime("%Y-%m-%d %H:%M:%S UTC")
-    note = (
-        f"{path} has changed since this run started ({when}): these decisions are under"
-        f" the policy stored with the run; `oloproof gate {record.id} --policy {path}`"
-        " decides under the file as it is now."
-    )
-    return [note]
 
 
 def _in_policy(exc: ConfigError, policy: PathLike | None) -> ConfigError:
