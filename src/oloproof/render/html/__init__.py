@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shlex
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from oloproof._records import dataclass
 from oloproof.enums import MetricKind
 from oloproof.policy.compare import fmt_difference, fmt_difference_interval
 from oloproof.policy.format import estimate_text, interval_text, level_text
@@ -31,8 +33,11 @@ from oloproof.render.html.plots import comparison_plot, rule_plot
 from oloproof.textsafe import json_safe, printable
 
 __all__ = [
+    "VALUE_CHARS",
+    "Clipped",
     "case_url",
     "chip",
+    "clip",
     "page_url",
     "pretty_json",
     "render_case_page",
@@ -65,6 +70,34 @@ def pretty_json(value: Any) -> str:
     return json.dumps(json_safe(value), ensure_ascii=False, indent=2, sort_keys=True)
 
 
+#: The most of one value (an input, an output, a reason, an error) a page writes, in
+#: characters; the page says where it cut and how to see the rest. A report file carries up
+#: to 1,000 cases: 20 outputs of 5 MB made a file of 200 MB (each written twice, on its
+#: page and in the search text), 1,000 of them would have made 10 GB. The viewer shows one
+#: case per page, and more of it.
+VALUE_CHARS = {"report": 10_000, "viewer": 1_000_000}
+#: What the search box of a report file's case table matches of each value of a case.
+SEARCH_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class Clipped:
+    """A value's text as a page writes it: at most ``VALUE_CHARS`` characters of it."""
+
+    text: str
+    chars: int  # of the whole text
+
+    @property
+    def cut(self) -> bool:
+        return len(self.text) < self.chars
+
+
+def clip(text: str | None, mode: str) -> Clipped:
+    """``text`` (None: empty) as a page of ``mode`` (``report``, ``viewer``) writes it."""
+    whole = text or ""
+    return Clipped(whole[:VALUE_CHARS.get(mode, VALUE_CHARS["report"])], len(whole))
+
+
 def _shown(value: Any) -> Any:
     """What every ``{{ ... }}`` of a page writes, before it is HTML-escaped: text made
     printable (:func:`oloproof.textsafe.printable`), so that a NUL or another control
@@ -90,11 +123,12 @@ def _ms(value: float | None) -> str:
 
 
 def _search_text(case: dict[str, Any]) -> str:
-    """What the case search matches: id, input, expected, output, error and reasons."""
-    parts = [case["id"], pretty_json(case["input"]), pretty_json(case["expected"]),
+    """What the case search matches: id, input, expected, output, error and reasons (the
+    first :data:`SEARCH_CHARS` characters of each)."""
+    parts = [pretty_json(case["input"]), pretty_json(case["expected"]),
              pretty_json(case["output"]), case.get("error") or ""]
     parts += [j.get("reason") or "" for j in case["judgments"]]
-    return " ".join(parts).lower()
+    return " ".join([case["id"], *(p[:SEARCH_CHARS] for p in parts)]).lower()
 
 
 def case_url(run_id: str, case_id: str) -> str:
@@ -158,12 +192,13 @@ def environment() -> Environment:
         level=level_text,
         search_text=_search_text,
         seg=lambda s: quote(str(s), safe=""),
+        shell=lambda s: shlex.quote(str(s)),
         verdict=lambda v: "" if v is None else ("passed" if v else "failed"),
     )
     script = (TEMPLATES / "script.js").read_text(encoding="utf-8")
     env.globals.update(
         rule_plot=rule_plot, comparison_plot=comparison_plot, BINARY=MetricKind.BINARY,
-        case_url=case_url, page_url=page_url, chip=chip,
+        case_url=case_url, page_url=page_url, chip=chip, clip=clip,
         css=(TEMPLATES / "style.css").read_text(encoding="utf-8"),
         script=script,
         # The page's one script is allowed by its hash (Content-Security-Policy): a script
