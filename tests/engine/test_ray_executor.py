@@ -481,3 +481,39 @@ def test_a_matrix_joins_a_ray_cluster_once(tmp_path: Path, cluster: RayCluster) 
     for v in doc["variants"]:
         assert f"{v['name']}: Ran on the Ray cluster at {cluster.address}: 2 workers on 2 nodes" \
             in done.out, done.out
+
+
+# -- the workers as Ray makes them, built here without starting Ray ----------------------
+
+
+def _ray_prepared(root: Path) -> Any:
+    """The run ``oloproof run --executor ray`` prepares (nothing started), and its executor."""
+    pytest.importorskip("ray")
+    from oloproof.runner.build import prepare
+
+    prepared = prepare(str(root / "oloproof.yaml"), None, executor="ray")
+    return prepared, prepared.system.executor
+
+
+def test_a_worker_that_sees_another_custom_evaluator_is_refused(tmp_path: Path) -> None:
+    """A worker checked the system's identity against the driver's, not the custom
+    evaluators': checks.py edited while Ray started (tens of seconds), or a node holding
+    another checkout, had the worker judge with other code than the driver's, and its
+    verdicts were stored and cached under the driver's evaluator identity (a later run of
+    the driver's code took them from the cache)."""
+    from oloproof.runner.ray_executor import ExecutorError, _Worker
+
+    root = _project(tmp_path / "p", n=8)
+    _, executor = _ray_prepared(root)
+    args = executor.worker_args()
+    assert _Worker(*args).customs["even"].identity == executor.customs[0].identity
+    (root / "checks.py").write_text(CHECKS.replace("% 2 == 0", "% 2 == 1"))
+    with pytest.raises(ExecutorError, match=r"sees other code for the custom evaluator even"
+                       r" than the driver: identity sha256:"):
+        _Worker(*args)
+    # An oloproof.yaml that no longer has the criterion: refused too, before any call.
+    (root / "checks.py").write_text(CHECKS)
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("criterion: even", "criterion: odd"))
+    with pytest.raises(ExecutorError, match=r"finds no custom evaluator even in .*oloproof\.yaml"):
+        _Worker(*args)

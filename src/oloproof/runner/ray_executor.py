@@ -27,8 +27,8 @@ project directory is then shipped to it as the workers' working directory (Ray's
 ``runtime_env``; ``.oloproof/``, ``.git/`` and virtual environments left out, and what the
 project's ``.gitignore`` ignores). Without an address the run starts a local Ray instance
 and stops it at its end; its workers read the project where it is. Either way each worker
-checks that the system it built has the driver's identity, so workers that see other code
-are refused, never used.
+checks that the system and the custom evaluators it built have the driver's identities, so
+workers that see other code are refused, never used.
 
 **Why a thread of its own.** Ray ties the processes of a local instance to the *thread*
 that started them (the kernel's parent-death signal is per thread): started from a thread
@@ -309,15 +309,9 @@ class RayExecutor:
             num_cpus=1, max_concurrency=self.per_worker, max_restarts=0, max_task_retries=0,
             scheduling_strategy="SPREAD",
         )
-        root = str(self.project.root)
-        config_name = os.path.basename(self.project.config_path)
-        criteria = [c.criterion for c in self.customs]
+        args = self.worker_args()
         try:
-            self._actors = [
-                worker.remote(root, config_name, self.policy_arg, self.identity, criteria,
-                              self.variant)
-                for _ in range(count)
-            ]
+            self._actors = [worker.remote(*args) for _ in range(count)]
             self.workers = ray.get([a.ready.remote() for a in self._actors],
                                    timeout=START_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
@@ -334,6 +328,14 @@ class RayExecutor:
             ) from None
         self._in_flight = [0] * count
         self._alive = [True] * count
+
+    def worker_args(self) -> tuple[str, str, str | None, str, dict[str, str], str | None]:
+        """What each worker is made with (:class:`_Worker`): the project, the policy, and the
+        identities it must find, the system's and each custom evaluator's (by criterion),
+        since what it answers is stored and cached under them."""
+        return (str(self.project.root), os.path.basename(self.project.config_path),
+                self.policy_arg, self.identity, {c.criterion: c.identity for c in self.customs},
+                self.variant)
 
     async def close(self) -> None:
         import asyncio
@@ -540,7 +542,7 @@ class _Worker:
     process, then called (made a Ray actor by :meth:`RayExecutor._start`)."""
 
     def __init__(self, root: str, config_name: str, policy_arg: str | None, identity: str,
-                 criteria: list[str], variant: str | None = None) -> None:
+                 criteria: dict[str, str], variant: str | None = None) -> None:
         here = Path(root)
         if not (here / config_name).is_file():
             here = Path.cwd()  # the project shipped as the working directory (a cluster)
@@ -569,10 +571,26 @@ class _Worker:
         file = config.name
         for i, ev in enumerate(project.config.evaluators):
             if ev.type == "custom" and ev.criterion in criteria:
-                self.customs[ev.criterion] = Custom(
+                custom = self.customs[ev.criterion] = Custom(
                     ev, project.root, file=file, field=f"evaluators[{i}].function",
                     default_timeout_s=project.config.limits.evaluator_timeout_s,
                 )
+                if custom.identity != criteria[ev.criterion]:
+                    # Its verdicts would be stored, and cached, under the driver's identity
+                    # (checks.py edited while Ray started, a node holding another checkout).
+                    raise ExecutorError(
+                        f"this worker (pid {os.getpid()}) sees other code for the custom"
+                        f" evaluator {ev.criterion} than the driver: identity"
+                        f" {custom.identity[:19]}…, the driver's {criteria[ev.criterion][:19]}…"
+                        " (every node must run the same project)"
+                    )
+        missing = sorted(set(criteria) - set(self.customs))
+        if missing:
+            raise ExecutorError(
+                f"this worker (pid {os.getpid()}) finds no custom evaluator"
+                f" {', '.join(missing)} in {config}: it sees another oloproof.yaml than the"
+                " driver (every node must run the same project)"
+            )
         self._started = False
 
     def ready(self) -> tuple[int, str, str]:
