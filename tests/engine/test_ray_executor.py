@@ -517,3 +517,52 @@ def test_a_worker_that_sees_another_custom_evaluator_is_refused(tmp_path: Path) 
     config.write_text(config.read_text().replace("criterion: even", "criterion: odd"))
     with pytest.raises(ExecutorError, match=r"finds no custom evaluator even in .*oloproof\.yaml"):
         _Worker(*args)
+
+
+HELD = """
+import threading
+
+RELEASED = threading.Event()
+
+
+async def held(output, case):
+    RELEASED.wait(30)  # blocks its loop, as a sync client called inside async def does
+    return RELEASED.is_set()
+"""
+
+
+def test_an_async_evaluator_that_blocks_its_loop_holds_no_system_call(tmp_path: Path) -> None:
+    """A worker awaited an ``async def`` custom evaluator on its own actor loop, where the
+    system's calls are answered: one that blocked its loop (a time.sleep or a sync client
+    inside async def) held every call sent to that worker until it returned, for ever for
+    one that never does (the run hung), and its timeout_s could not fire. Locally it runs on
+    a loop of its own (engine/pipeline.py); on a worker now too. Here the evaluator waits
+    for the system's call to have been answered: it was not, until its 30 s ran out."""
+    import asyncio
+
+    from oloproof.runner.ray_executor import _Worker
+
+    root = _project(tmp_path / "p", n=8)
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("function: checks:even", "function: held:held"))
+    (root / "held.py").write_text(HELD)
+    (root / "app.py").write_text(APP.replace("n % 7 == 3", "False"))
+    (root / "pause").write_text("0")
+    _, executor = _ray_prepared(root)
+    worker = _Worker(*executor.worker_args())
+    released = worker.customs["even"].fn.__globals__["RELEASED"]
+
+    async def scenario() -> tuple[Any, Any]:
+        judged = asyncio.create_task(worker.evaluate(
+            "even", ("q000", {"n": 0}, None, None), {"label": "ko", "n": 0}, 60.0))
+        await asyncio.sleep(0)  # the evaluation starts, and blocks whichever loop it is on
+        answered = await worker.call("q002", {"n": 2}, 1)
+        released.set()
+        return answered, await judged
+
+    try:
+        answered, verdict = asyncio.run(scenario())
+    finally:
+        released.set()
+    assert answered[0] == "ok" and answered[1] == {"label": "ok", "n": 2}
+    assert verdict[:3] == ("ok", "OK", True)  # released by the answered call, not timed out

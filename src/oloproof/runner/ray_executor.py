@@ -60,6 +60,7 @@ from oloproof.errors import ConfigError, OloproofError, UsageError
 from oloproof.evaluators.base import CaseView, Outcome
 from oloproof.systems.base import CallResult
 from oloproof.transport.retry import AttemptFailure, PermanentFailure, RetryableFailure
+from oloproof.transport.threads import AsyncHost, describe_exception
 from oloproof.usage import Usage
 
 if TYPE_CHECKING:
@@ -592,6 +593,8 @@ class _Worker:
                 " driver (every node must run the same project)"
             )
         self._started = False
+        #: Where ``async def`` custom evaluators run (made at the first such evaluation).
+        self._host: AsyncHost | None = None
 
     def ready(self) -> tuple[int, str, str]:
         import socket
@@ -632,7 +635,16 @@ class _Worker:
         case = CaseView(*view)
         try:
             if custom.is_async:
-                outcome = await asyncio.wait_for(custom.evaluate_async(case, output), timeout_s)
+                # On a loop of its own, as in a local run (engine/pipeline.py), never this
+                # actor's: an ``async def`` that blocks its loop (a time.sleep, a sync client)
+                # held this one, so every system call sent to the worker waited for it (the
+                # run hung for good on one that never returned) and its timeout_s never fired.
+                if self._host is None:
+                    self._host = AsyncHost(name="oloproof-async-evaluator")
+                host = self._host
+                outcome = await asyncio.wait_for(
+                    host.run(lambda: custom.evaluate_async(case, output)), timeout_s
+                )
             else:
                 outcome = await asyncio.wait_for(
                     asyncio.to_thread(custom.evaluate, case, output), timeout_s
@@ -640,6 +652,8 @@ class _Worker:
         except TimeoutError:
             return ("timeout",)
         except Exception as exc:  # noqa: BLE001 - an evaluator's bug is the case's error
-            return ("ok", JudgmentStatus.ERROR, None, None, f"{type(exc).__name__}: {exc}", None)
+            # Worded as the engine words it for a local run (a CancelledError of the
+            # evaluator's own comes back from the host loop as a UserBaseException).
+            return ("ok", JudgmentStatus.ERROR, None, None, describe_exception(exc), None)
         return ("ok", str(outcome.status), outcome.passed, outcome.score, outcome.reason,
                 outcome.latency_ms)
