@@ -566,3 +566,40 @@ def test_an_async_evaluator_that_blocks_its_loop_holds_no_system_call(tmp_path: 
         released.set()
     assert answered[0] == "ok" and answered[1] == {"label": "ok", "n": 2}
     assert verdict[:3] == ("ok", "OK", True)  # released by the answered call, not timed out
+
+
+DIES = """
+import os
+
+def even(output, case):
+    if output["n"] == 4:
+        os._exit(1)  # generated code run by the check ends its process, the worker with it
+    return output["n"] % 2 == 0
+"""
+
+
+@pytest.mark.slow  # a Ray cluster
+def test_a_run_whose_last_worker_died_during_its_evaluations_stops(
+    tmp_path: Path, cluster: RayCluster
+) -> None:
+    """Every worker gone while only custom evaluations were left (the outputs cached, a check
+    that runs generated code, which ended its process): each evaluation after it failed with
+    'every Ray worker of the run has ended', never a stop, and the run was decided on the
+    verdicts left: DECIDED/COMPLETE (blocked here by max_missing, 4 of 8 verdicts missing;
+    under a policy that tolerates missing cases, decided on the 4 judged before the loss).
+    A system call meeting the same stopped the run. It stops now, RUN_ERROR/PARTIAL, exit 5."""
+    root = _project(tmp_path / "p", n=8)
+    (root / "app.py").write_text(APP.replace("n % 7 == 3", "False").replace(
+        "n % 5 == 1 and", "False and"))
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("concurrency:\n", "concurrency:\n  evaluator: 1\n")
+                      + "ray:\n  workers: 1\n")
+    first = run_cli("run", "--executor", "local", cwd=root)  # caches every output
+    assert first.code in (0, 1, 3), first.text
+    (root / "checks.py").write_text(DIES)  # a new evaluator: its verdicts are not cached
+    done = run_cli("run", "--executor", "ray", "--ray-address", cluster.address, cwd=root,
+                   env=_env(cluster), timeout=600)
+    assert done.code == 5, done.text
+    assert "RUN_ERROR/PARTIAL" in done.out, done.out
+    assert "every Ray worker of the run has ended" in done.out, done.out
+    assert "executions 8 hits · 0 misses" in done.out, done.out  # no system call was made

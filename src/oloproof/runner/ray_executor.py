@@ -239,6 +239,9 @@ class RayExecutor:
         self.workers: list[tuple[int, str, str]] = []
         self._started_ray = False
         self._lock = threading.Lock()
+        #: Why no call can be made any more (every worker has ended), once an evaluation
+        #: met it: read by the engine through :attr:`RayCustom.fatal`, which stops the run.
+        self.fatal: str | None = None
 
     # -- start and stop -----------------------------------------------------------------
     async def start(self) -> None:
@@ -397,10 +400,13 @@ class RayExecutor:
         except ray.exceptions.RayActorError as exc:
             with self._lock:
                 self._alive[index] = False
+                last = not any(self._alive)
             pid, node, _host = self.workers[index]
+            # The last worker gone: the run stops, whether or not another call comes.
             raise PermanentFailure(
                 f"the Ray worker running this call ended (pid {pid}, node {node[:12]}):"
-                f" {_cause(exc)}"
+                f" {_cause(exc)}" + ("; every Ray worker of the run has ended" if last else ""),
+                stops_run=last,
             ) from None
         finally:
             self._done(index)
@@ -418,6 +424,10 @@ class RayExecutor:
         try:
             reply = await self._remote("evaluate", criterion, view, output, timeout_s)
         except AttemptFailure as failure:
+            if failure.stops_run and self.fatal is None:
+                # No worker left: the engine stops the run (RayCustom.fatal), as it does when
+                # a system call meets this; the evaluations left would all be errors.
+                self.fatal = failure.message
             return Outcome(JudgmentStatus.ERROR, reason=failure.message)
         if reply[0] == "timeout":
             raise TimeoutError  # the engine words it as for a local call
@@ -484,6 +494,13 @@ class RayCustom:
         self.outside_identity = local.outside_identity
         self.module_file = local.module_file
         self.timeout_s = local.timeout_s
+
+    @property
+    def fatal(self) -> str | None:
+        """Why the run must stop (every Ray worker has ended), read by the engine after each
+        evaluation, as a judge's: the evaluations left could only be errors, and a run that
+        lost its workers is stopped (RUN_ERROR/PARTIAL), not decided on what is left."""
+        return self.executor.fatal
 
     def evaluate(self, case: CaseView, output: Any) -> Outcome:  # pragma: no cover - async only
         raise RuntimeError("a Ray evaluator is awaited (evaluate_async)")
