@@ -481,3 +481,125 @@ def test_a_matrix_joins_a_ray_cluster_once(tmp_path: Path, cluster: RayCluster) 
     for v in doc["variants"]:
         assert f"{v['name']}: Ran on the Ray cluster at {cluster.address}: 2 workers on 2 nodes" \
             in done.out, done.out
+
+
+# -- the workers as Ray makes them, built here without starting Ray ----------------------
+
+
+def _ray_prepared(root: Path) -> Any:
+    """The run ``oloproof run --executor ray`` prepares (nothing started), and its executor."""
+    pytest.importorskip("ray")
+    from oloproof.runner.build import prepare
+
+    prepared = prepare(str(root / "oloproof.yaml"), None, executor="ray")
+    return prepared, prepared.system.executor
+
+
+def test_a_worker_that_sees_another_custom_evaluator_is_refused(tmp_path: Path) -> None:
+    """A worker checked the system's identity against the driver's, not the custom
+    evaluators': checks.py edited while Ray started (tens of seconds), or a node holding
+    another checkout, had the worker judge with other code than the driver's, and its
+    verdicts were stored and cached under the driver's evaluator identity (a later run of
+    the driver's code took them from the cache)."""
+    from oloproof.runner.ray_executor import ExecutorError, _Worker
+
+    root = _project(tmp_path / "p", n=8)
+    _, executor = _ray_prepared(root)
+    args = executor.worker_args()
+    assert _Worker(*args).customs["even"].identity == executor.customs[0].identity
+    (root / "checks.py").write_text(CHECKS.replace("% 2 == 0", "% 2 == 1"))
+    with pytest.raises(ExecutorError, match=r"sees other code for the custom evaluator even"
+                       r" than the driver: identity sha256:"):
+        _Worker(*args)
+    # An oloproof.yaml that no longer has the criterion: refused too, before any call.
+    (root / "checks.py").write_text(CHECKS)
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("criterion: even", "criterion: odd"))
+    with pytest.raises(ExecutorError, match=r"finds no custom evaluator even in .*oloproof\.yaml"):
+        _Worker(*args)
+
+
+HELD = """
+import threading
+
+RELEASED = threading.Event()
+
+
+async def held(output, case):
+    RELEASED.wait(30)  # blocks its loop, as a sync client called inside async def does
+    return RELEASED.is_set()
+"""
+
+
+def test_an_async_evaluator_that_blocks_its_loop_holds_no_system_call(tmp_path: Path) -> None:
+    """A worker awaited an ``async def`` custom evaluator on its own actor loop, where the
+    system's calls are answered: one that blocked its loop (a time.sleep or a sync client
+    inside async def) held every call sent to that worker until it returned, for ever for
+    one that never does (the run hung), and its timeout_s could not fire. Locally it runs on
+    a loop of its own (engine/pipeline.py); on a worker now too. Here the evaluator waits
+    for the system's call to have been answered: it was not, until its 30 s ran out."""
+    import asyncio
+
+    from oloproof.runner.ray_executor import _Worker
+
+    root = _project(tmp_path / "p", n=8)
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("function: checks:even", "function: held:held"))
+    (root / "held.py").write_text(HELD)
+    (root / "app.py").write_text(APP.replace("n % 7 == 3", "False"))
+    (root / "pause").write_text("0")
+    _, executor = _ray_prepared(root)
+    worker = _Worker(*executor.worker_args())
+    released = worker.customs["even"].fn.__globals__["RELEASED"]
+
+    async def scenario() -> tuple[Any, Any]:
+        judged = asyncio.create_task(worker.evaluate(
+            "even", ("q000", {"n": 0}, None, None), {"label": "ko", "n": 0}, 60.0))
+        await asyncio.sleep(0)  # the evaluation starts, and blocks whichever loop it is on
+        answered = await worker.call("q002", {"n": 2}, 1)
+        released.set()
+        return answered, await judged
+
+    try:
+        answered, verdict = asyncio.run(scenario())
+    finally:
+        released.set()
+    assert answered[0] == "ok" and answered[1] == {"label": "ok", "n": 2}
+    assert verdict[:3] == ("ok", "OK", True)  # released by the answered call, not timed out
+
+
+DIES = """
+import os
+
+def even(output, case):
+    if output["n"] == 4:
+        os._exit(1)  # generated code run by the check ends its process, the worker with it
+    return output["n"] % 2 == 0
+"""
+
+
+@pytest.mark.slow  # a Ray cluster
+def test_a_run_whose_last_worker_died_during_its_evaluations_stops(
+    tmp_path: Path, cluster: RayCluster
+) -> None:
+    """Every worker gone while only custom evaluations were left (the outputs cached, a check
+    that runs generated code, which ended its process): each evaluation after it failed with
+    'every Ray worker of the run has ended', never a stop, and the run was decided on the
+    verdicts left: DECIDED/COMPLETE (blocked here by max_missing, 4 of 8 verdicts missing;
+    under a policy that tolerates missing cases, decided on the 4 judged before the loss).
+    A system call meeting the same stopped the run. It stops now, RUN_ERROR/PARTIAL, exit 5."""
+    root = _project(tmp_path / "p", n=8)
+    (root / "app.py").write_text(APP.replace("n % 7 == 3", "False").replace(
+        "n % 5 == 1 and", "False and"))
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("concurrency:\n", "concurrency:\n  evaluator: 1\n")
+                      + "ray:\n  workers: 1\n")
+    first = run_cli("run", "--executor", "local", cwd=root)  # caches every output
+    assert first.code in (0, 1, 3), first.text
+    (root / "checks.py").write_text(DIES)  # a new evaluator: its verdicts are not cached
+    done = run_cli("run", "--executor", "ray", "--ray-address", cluster.address, cwd=root,
+                   env=_env(cluster), timeout=600)
+    assert done.code == 5, done.text
+    assert "RUN_ERROR/PARTIAL" in done.out, done.out
+    assert "every Ray worker of the run has ended" in done.out, done.out
+    assert "executions 8 hits · 0 misses" in done.out, done.out  # no system call was made

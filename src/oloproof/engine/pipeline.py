@@ -867,6 +867,11 @@ class Engine:
             state, evaluator, jkey = item
             outcome = await self._evaluate_inline(evaluator, state.view, state.output)
             self._eval_tallies[evaluator.criterion].add(_error_of(outcome), False)
+            # An evaluator whose calls can no longer be made (a Ray run whose every worker
+            # has ended: runner/ray_executor.py) stops the run, as a judge's 401 does.
+            fatal = getattr(evaluator, "fatal", None)
+            if fatal and self.on_fatal is not None:
+                self.on_fatal(_one_line(fatal))
             outcome = enforce_range(outcome, evaluator.value_range)
             self._judged(state, evaluator.criterion, outcome, jkey, False)
             state.pending -= 1

@@ -27,8 +27,8 @@ project directory is then shipped to it as the workers' working directory (Ray's
 ``runtime_env``; ``.oloproof/``, ``.git/`` and virtual environments left out, and what the
 project's ``.gitignore`` ignores). Without an address the run starts a local Ray instance
 and stops it at its end; its workers read the project where it is. Either way each worker
-checks that the system it built has the driver's identity, so workers that see other code
-are refused, never used.
+checks that the system and the custom evaluators it built have the driver's identities, so
+workers that see other code are refused, never used.
 
 **Why a thread of its own.** Ray ties the processes of a local instance to the *thread*
 that started them (the kernel's parent-death signal is per thread): started from a thread
@@ -60,6 +60,7 @@ from oloproof.errors import ConfigError, OloproofError, UsageError
 from oloproof.evaluators.base import CaseView, Outcome
 from oloproof.systems.base import CallResult
 from oloproof.transport.retry import AttemptFailure, PermanentFailure, RetryableFailure
+from oloproof.transport.threads import AsyncHost, describe_exception
 from oloproof.usage import Usage
 
 if TYPE_CHECKING:
@@ -238,6 +239,9 @@ class RayExecutor:
         self.workers: list[tuple[int, str, str]] = []
         self._started_ray = False
         self._lock = threading.Lock()
+        #: Why no call can be made any more (every worker has ended), once an evaluation
+        #: met it: read by the engine through :attr:`RayCustom.fatal`, which stops the run.
+        self.fatal: str | None = None
 
     # -- start and stop -----------------------------------------------------------------
     async def start(self) -> None:
@@ -309,15 +313,9 @@ class RayExecutor:
             num_cpus=1, max_concurrency=self.per_worker, max_restarts=0, max_task_retries=0,
             scheduling_strategy="SPREAD",
         )
-        root = str(self.project.root)
-        config_name = os.path.basename(self.project.config_path)
-        criteria = [c.criterion for c in self.customs]
+        args = self.worker_args()
         try:
-            self._actors = [
-                worker.remote(root, config_name, self.policy_arg, self.identity, criteria,
-                              self.variant)
-                for _ in range(count)
-            ]
+            self._actors = [worker.remote(*args) for _ in range(count)]
             self.workers = ray.get([a.ready.remote() for a in self._actors],
                                    timeout=START_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
@@ -334,6 +332,14 @@ class RayExecutor:
             ) from None
         self._in_flight = [0] * count
         self._alive = [True] * count
+
+    def worker_args(self) -> tuple[str, str, str | None, str, dict[str, str], str | None]:
+        """What each worker is made with (:class:`_Worker`): the project, the policy, and the
+        identities it must find, the system's and each custom evaluator's (by criterion),
+        since what it answers is stored and cached under them."""
+        return (str(self.project.root), os.path.basename(self.project.config_path),
+                self.policy_arg, self.identity, {c.criterion: c.identity for c in self.customs},
+                self.variant)
 
     async def close(self) -> None:
         import asyncio
@@ -394,10 +400,13 @@ class RayExecutor:
         except ray.exceptions.RayActorError as exc:
             with self._lock:
                 self._alive[index] = False
+                last = not any(self._alive)
             pid, node, _host = self.workers[index]
+            # The last worker gone: the run stops, whether or not another call comes.
             raise PermanentFailure(
                 f"the Ray worker running this call ended (pid {pid}, node {node[:12]}):"
-                f" {_cause(exc)}"
+                f" {_cause(exc)}" + ("; every Ray worker of the run has ended" if last else ""),
+                stops_run=last,
             ) from None
         finally:
             self._done(index)
@@ -415,6 +424,10 @@ class RayExecutor:
         try:
             reply = await self._remote("evaluate", criterion, view, output, timeout_s)
         except AttemptFailure as failure:
+            if failure.stops_run and self.fatal is None:
+                # No worker left: the engine stops the run (RayCustom.fatal), as it does when
+                # a system call meets this; the evaluations left would all be errors.
+                self.fatal = failure.message
             return Outcome(JudgmentStatus.ERROR, reason=failure.message)
         if reply[0] == "timeout":
             raise TimeoutError  # the engine words it as for a local call
@@ -482,6 +495,13 @@ class RayCustom:
         self.module_file = local.module_file
         self.timeout_s = local.timeout_s
 
+    @property
+    def fatal(self) -> str | None:
+        """Why the run must stop (every Ray worker has ended), read by the engine after each
+        evaluation, as a judge's: the evaluations left could only be errors, and a run that
+        lost its workers is stopped (RUN_ERROR/PARTIAL), not decided on what is left."""
+        return self.executor.fatal
+
     def evaluate(self, case: CaseView, output: Any) -> Outcome:  # pragma: no cover - async only
         raise RuntimeError("a Ray evaluator is awaited (evaluate_async)")
 
@@ -540,7 +560,7 @@ class _Worker:
     process, then called (made a Ray actor by :meth:`RayExecutor._start`)."""
 
     def __init__(self, root: str, config_name: str, policy_arg: str | None, identity: str,
-                 criteria: list[str], variant: str | None = None) -> None:
+                 criteria: dict[str, str], variant: str | None = None) -> None:
         here = Path(root)
         if not (here / config_name).is_file():
             here = Path.cwd()  # the project shipped as the working directory (a cluster)
@@ -569,11 +589,29 @@ class _Worker:
         file = config.name
         for i, ev in enumerate(project.config.evaluators):
             if ev.type == "custom" and ev.criterion in criteria:
-                self.customs[ev.criterion] = Custom(
+                custom = self.customs[ev.criterion] = Custom(
                     ev, project.root, file=file, field=f"evaluators[{i}].function",
                     default_timeout_s=project.config.limits.evaluator_timeout_s,
                 )
+                if custom.identity != criteria[ev.criterion]:
+                    # Its verdicts would be stored, and cached, under the driver's identity
+                    # (checks.py edited while Ray started, a node holding another checkout).
+                    raise ExecutorError(
+                        f"this worker (pid {os.getpid()}) sees other code for the custom"
+                        f" evaluator {ev.criterion} than the driver: identity"
+                        f" {custom.identity[:19]}…, the driver's {criteria[ev.criterion][:19]}…"
+                        " (every node must run the same project)"
+                    )
+        missing = sorted(set(criteria) - set(self.customs))
+        if missing:
+            raise ExecutorError(
+                f"this worker (pid {os.getpid()}) finds no custom evaluator"
+                f" {', '.join(missing)} in {config}: it sees another oloproof.yaml than the"
+                " driver (every node must run the same project)"
+            )
         self._started = False
+        #: Where ``async def`` custom evaluators run (made at the first such evaluation).
+        self._host: AsyncHost | None = None
 
     def ready(self) -> tuple[int, str, str]:
         import socket
@@ -614,7 +652,16 @@ class _Worker:
         case = CaseView(*view)
         try:
             if custom.is_async:
-                outcome = await asyncio.wait_for(custom.evaluate_async(case, output), timeout_s)
+                # On a loop of its own, as in a local run (engine/pipeline.py), never this
+                # actor's: an ``async def`` that blocks its loop (a time.sleep, a sync client)
+                # held this one, so every system call sent to the worker waited for it (the
+                # run hung for good on one that never returned) and its timeout_s never fired.
+                if self._host is None:
+                    self._host = AsyncHost(name="oloproof-async-evaluator")
+                host = self._host
+                outcome = await asyncio.wait_for(
+                    host.run(lambda: custom.evaluate_async(case, output)), timeout_s
+                )
             else:
                 outcome = await asyncio.wait_for(
                     asyncio.to_thread(custom.evaluate, case, output), timeout_s
@@ -622,6 +669,8 @@ class _Worker:
         except TimeoutError:
             return ("timeout",)
         except Exception as exc:  # noqa: BLE001 - an evaluator's bug is the case's error
-            return ("ok", JudgmentStatus.ERROR, None, None, f"{type(exc).__name__}: {exc}", None)
+            # Worded as the engine words it for a local run (a CancelledError of the
+            # evaluator's own comes back from the host loop as a UserBaseException).
+            return ("ok", JudgmentStatus.ERROR, None, None, describe_exception(exc), None)
         return ("ok", str(outcome.status), outcome.passed, outcome.score, outcome.reason,
                 outcome.latency_ms)
