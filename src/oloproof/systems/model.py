@@ -180,10 +180,29 @@ def parse_json_output(text: str, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Any
 _ENDED = (None, "stop", "end_turn", "stop_sequence")
 #: The stop reasons of a reply cut at the request's token limit.
 _CUT = ("length", "max_tokens")
+#: The stop reasons of a reply the model did not end with its answer, whatever text it
+#: holds: a refusal or a content filter midway, a tool call (the text before it is a
+#: preamble), a server's error or abort (OpenRouter's ``error``, vLLM's ``abort``), a
+#: paused turn. Any other stop (TGI's ``eos_token``...) ends an answer.
+_NOT_ENDED = {
+    "refusal": "the model refused midway",
+    "content_filter": "the provider stopped the reply before the model ended it",
+    "tool_calls": "the model asked to call a tool instead of answering",
+    "function_call": "the model asked to call a tool instead of answering",
+    "tool_use": "the model asked to call a tool instead of answering",
+    "pause_turn": "the provider paused the turn before the model ended it",
+    "error": "the provider stopped the reply with an error",
+    "abort": "the server aborted the reply",
+}
 
 
 def unanswered(reply: JudgeReply, stop_field: str = "finish_reason") -> str | None:
     """Why a model's reply is no answer to evaluate, or None when it is one.
+
+    A reply the model did not end with its answer is one too, whatever text it holds (a
+    refusal or a content filter midway, a tool call after a line of preamble: ``_NOT_ENDED``):
+    its partial text passed a no-PII check. A reply cut at the token limit after some text
+    is kept: the limit is part of the system.
 
     A reply with no text is an error of its case (missing), not an empty output: a
     refusal, a reply cut at the token limit before any text (a reasoning model can spend
@@ -194,6 +213,9 @@ def unanswered(reply: JudgeReply, stop_field: str = "finish_reason") -> str | No
     name for the stop reason, for the message.
     """
     if reply.text.strip():
+        if reply.stop in _NOT_ENDED:
+            return (f"{_NOT_ENDED[reply.stop]} ({stop_field}: {reply.stop}); its text is no"
+                    f" answer to evaluate: {_excerpt(reply.text)}")
         return None
     if reply.refusal is not None:
         return f"the model refused instead of answering: {reply.refusal!r}"
@@ -209,6 +231,11 @@ def unanswered(reply: JudgeReply, stop_field: str = "finish_reason") -> str | No
         why = f" ({stop_field}: {reply.stop})" if reply.stop else ""
         return f"the reply has no text content{why}"
     return None
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return repr(flat[:120] + ("…" if len(flat) > 120 else ""))
 
 
 class ModelSystem:
