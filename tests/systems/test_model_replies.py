@@ -190,3 +190,45 @@ def test_record_usage_refuses_what_is_not_a_count() -> None:
                 {"cost_usd": float("nan")}, {"cost_usd": -1.0}):
         with pytest.raises(ValueError, match="record_usage: token counts must be"):
             ctx.record_usage(**bad)
+
+
+@pytest.mark.parametrize(("provider_name", "reply", "says"), [
+    # Azure's content filter stopped the answer midway: what it let through is no answer.
+    ("openai_compatible", _openai({"content": "Sure. The customer's number is"},
+                                  "content_filter"),
+     ("the provider stopped the reply before the model ended it (finish_reason:"
+      " content_filter)")),
+    # Anthropic's classifiers stopped Claude midway (stop_reason: refusal).
+    ("anthropic", _anthropic([{"type": "text", "text": "Here is how you"}], "refusal"),
+     "the model refused midway (stop_reason: refusal)"),
+    # A model given tools (extra_body) that says a line and then asks for a tool.
+    ("openai_compatible", _openai({"content": "Let me look that up.", "tool_calls": [
+        {"id": "t", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        "tool_calls"),
+     "the model asked to call a tool instead of answering (finish_reason: tool_calls)"),
+    ("anthropic", _anthropic([{"type": "text", "text": "Let me check."},
+                              {"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+                             "tool_use"),
+     "the model asked to call a tool instead of answering (stop_reason: tool_use)"),
+])
+def test_a_reply_stopped_before_the_model_ended_it_is_missing_not_its_partial_text(
+    tmp_path: Path, provider: _Scripted, provider_name: str, reply: dict[str, Any], says: str,
+) -> None:
+    provider.reply = reply
+    code, case, text = _run(_project(tmp_path, provider, provider_name))
+    # It was ALLOW (exit 0): pii_free 30/30 observed on the partial text.
+    assert code == 5, text
+    assert case["status"] == "ERROR", case
+    assert says in case["error"], case["error"]
+    assert "Gate      ALLOW" not in text
+
+
+@pytest.mark.parametrize("finish_reason", ["eos_token", "length"])
+def test_other_stops_of_an_answer_keep_its_text(
+    tmp_path: Path, provider: _Scripted, finish_reason: str
+) -> None:
+    # TGI names the end of an answer eos_token; a reply cut at the limit is the system's.
+    provider.reply = _openai({"content": "no numbers here"}, finish_reason)
+    code, case, _ = _run(_project(tmp_path, provider))
+    assert code == 0
+    assert case["status"] == "OK" and case["output"] == "no numbers here"

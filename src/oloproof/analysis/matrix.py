@@ -9,7 +9,10 @@ any run is. What the matrix adds (:func:`conclude_matrix`):
   Newcombe's hybrid score interval for a BINARY metric, for a MEAN metric with a declared
   range the betting interval on the paired differences (valid at every n for bounded
   differences: stats/betting.py), and otherwise a paired Student t interval (labelled
-  approximate);
+  approximate). A pair missing in either run (the system or the judge failed on that case)
+  is held at its worst, as `compare` holds it: the lower end with the missing sides filled
+  against the variant, the upper end with them filled for it (no interval for a MEAN
+  without a range), so a variant is never "better" by failing to answer its hard cases;
 - family-wise control: the comparisons are one family under Holm's step-down procedure
   (Holm 1979), so that the chance of any false "better" or "worse" in the whole table is at
   most 1 - confidence_level. With R the comparisons not yet decided, each is computed at
@@ -47,9 +50,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from oloproof._records import dataclass
 from oloproof.analysis.compare import _outcomes, shared_metrics
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
-from oloproof.policy.compare import CaseOutcome, pair_metric, pair_runs
+from oloproof.policy.compare import (
+    CaseOutcome,
+    PairedMetric,
+    _with_missing_ranges,
+    _worst_binary,
+    pair_metric,
+    pair_runs,
+)
 from oloproof.stats.intervals import mean_and_sd
-from oloproof.stats.paired import paired_mean_difference
+from oloproof.stats.paired import (
+    paired_betting_difference,
+    paired_mean_difference,
+    paired_proportion_difference,
+)
 from oloproof.store.reader import RunRecord, get_run, load_cases
 
 if TYPE_CHECKING:
@@ -195,12 +209,37 @@ def _interval(test: _Test, level: float) -> MatrixComparison:
     method, lower, upper, estimate = pm.method, pm.lower, pm.upper, pm.estimate
     if value_range is not None:
         method = BOUNDED_PAIRED
+    if pm.missing_pairs:
+        lower, upper, method = _held_at_worst(pm, method)
     return MatrixComparison(
         test.variant, test.metric, test.kind, method, pm.pairs,
         pm.dropped_missing + pm.dropped_excluded, estimate, lower, upper, level,
         _verdict(lower, upper, test.direction), test.direction,
         pm.candidate_value, pm.baseline_value,
     )
+
+
+def _held_at_worst(pm: PairedMetric, method: str) -> tuple[float | None, float | None, str]:
+    """The interval of a fixed-n comparison with its dropped missing pairs at their worst,
+    as `compare` holds a PASS (policy/compare.py ``hold_missing_pairs``): the lower end
+    with every missing side filled against the variant (the variant failing, the baseline
+    passing), the upper end with every one filled for it. A variant that errors on the
+    cases it would fail, or a baseline that errored on those it would have passed, is then
+    never "better" (nor "worse") for it. Each end is monotone in the level, so the
+    intervals stay nested for Holm. A MEAN without a range cannot bound a missing score:
+    no interval, not separated."""
+    m = len(pm.missing_pairs)
+    said = f"{method}; {m} missing pair{'' if m == 1 else 's'} held at their worst"
+    if pm.kind == MetricKind.BINARY:
+        low = paired_proportion_difference(*_worst_binary(pm, True), pm.level).interval
+        high = paired_proportion_difference(*_worst_binary(pm, False), pm.level).interval
+        return (None if low is None else low.lower, None if high is None else high.upper,
+                said)
+    if pm.value_range is None:
+        return None, None, (f"{method}; {m} missing pair{'' if m == 1 else 's'}, unbounded"
+                            " without a declared range")
+    iv = paired_betting_difference(_with_missing_ranges(pm), pm.value_range, pm.level)
+    return (None, None, said) if iv is None else (iv.lower, iv.upper, said)
 
 
 def _verdict(lower: float | None, upper: float | None, direction: str) -> str:

@@ -39,6 +39,7 @@ __all__ = [
     "parse_verdict",
     "read_section",
     "score_system_prompt",
+    "split_thinking",
     "unescape_data",
 ]
 
@@ -273,6 +274,20 @@ _THINK_OPEN = re.compile(r"\A\s*(?:<(think|thinking|reasoning)>|\[(THINK)\])", r
 _THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>|\[/(THINK)\]", re.IGNORECASE)
 
 
+def split_thinking(text: str) -> tuple[str, bool, str | None]:
+    """What follows the thinking a model wrote into its reply's text, whether there was
+    thinking, and the opening tag of thinking that never ended (None when it ended or
+    there was none; the answer is then ""). The closing tag alone ends thinking that the
+    chat template opened (DeepSeek-R1's writes ``<think>`` into the prompt)."""
+    opened = _THINK_OPEN.match(text)
+    close = _THINK_CLOSE.search(text, opened.end() if opened else 0)
+    if close is None:
+        if opened is not None:
+            return "", True, opened.group(0).strip()
+        return text, False, None
+    return text[close.end():], True, None
+
+
 def _after_thinking(text: str) -> tuple[str, bool]:
     """The part of a reply that answers, and whether thinking was taken off before it.
 
@@ -281,16 +296,13 @@ def _after_thinking(text: str) -> tuple[str, bool]:
     overturn: a verdict is read only from what follows the thinking. Thinking that never
     ends holds no answer at all.
     """
-    opened = _THINK_OPEN.match(text)
-    close = _THINK_CLOSE.search(text, opened.end() if opened else 0)
-    if close is None:
-        if opened is not None:
-            raise VerdictError(
-                f"judge reply is thinking that never ended ({opened.group(0).strip()} without"
-                f" its closing tag), and a verdict is never read from thinking: {_quote(text)}"
-            )
-        return text, False
-    return text[close.end():], True
+    answer, thought, unclosed = split_thinking(text)
+    if unclosed is not None:
+        raise VerdictError(
+            f"judge reply is thinking that never ended ({unclosed} without"
+            f" its closing tag), and a verdict is never read from thinking: {_quote(text)}"
+        )
+    return answer, thought
 
 
 def parse_verdict(text: str) -> Verdict:

@@ -91,7 +91,8 @@ def _methods(doc: dict[str, Any]) -> Line:
         + ("Sequential: the pairs are the cases both runs read before their decisions, in"
            " the runs' seeded order; a pair missing in either run counts at its worst."
            if any(v.get("sequential") for v in doc["variants"])
-           else "Only cases observed in both runs are paired.")
+           else "Only cases observed in both runs are paired; a pair missing in either run"
+           " holds the interval at its worst.")
     )
 
 

@@ -11,6 +11,14 @@ answer. A name the case does not have is a per-case error naming it (the case is
 missing, never sent with a blank); a template that does not parse is refused when the
 system is built, with its file and line (exit 2).
 
+Thinking a reasoning model wrote into the reply's text (``<think>…</think>``, or the
+closing tag alone after a chat template that opened it; also ``<thinking>``,
+``<reasoning>``, ``[THINK]``) is set aside, as a judge's is (providers/verdict.py
+``split_thinking``): the output is what follows it, and thinking that never ends is an error
+of the case (missing). Kept, it made a ``contains`` find a word only the thinking held.
+Outputs cached by earlier versions kept it, so a system that may be served with it (an
+``openai_compatible`` one, or any with a ``base_url``) has ``thinking`` in its identity.
+
 ``output: text`` keeps the reply's text; ``output: json`` parses it as JSON. A reply that
 is not JSON is a per-case error (missing), never guessed. One code fence around the whole
 reply (```` ```json ... ``` ````, which chat models add unasked) is taken off first; prose
@@ -36,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from oloproof._json import DEFAULT_MAX_JSON_DEPTH, JsonLimitError, check_depth, digest
+from oloproof._records import replace
 from oloproof.errors import ConfigError
 from oloproof.providers.base import (
     JudgeReply,
@@ -44,6 +53,7 @@ from oloproof.providers.base import (
     resolve_api_key,
 )
 from oloproof.providers.factory import make_provider
+from oloproof.providers.verdict import split_thinking
 from oloproof.systems.base import CallResult
 from oloproof.transport.http import DEFAULT_MAX_RESPONSE_BYTES, mask, mask_quoted, shown_url
 from oloproof.transport.retry import PermanentFailure
@@ -170,10 +180,29 @@ def parse_json_output(text: str, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> Any
 _ENDED = (None, "stop", "end_turn", "stop_sequence")
 #: The stop reasons of a reply cut at the request's token limit.
 _CUT = ("length", "max_tokens")
+#: The stop reasons of a reply the model did not end with its answer, whatever text it
+#: holds: a refusal or a content filter midway, a tool call (the text before it is a
+#: preamble), a server's error or abort (OpenRouter's ``error``, vLLM's ``abort``), a
+#: paused turn. Any other stop (TGI's ``eos_token``...) ends an answer.
+_NOT_ENDED = {
+    "refusal": "the model refused midway",
+    "content_filter": "the provider stopped the reply before the model ended it",
+    "tool_calls": "the model asked to call a tool instead of answering",
+    "function_call": "the model asked to call a tool instead of answering",
+    "tool_use": "the model asked to call a tool instead of answering",
+    "pause_turn": "the provider paused the turn before the model ended it",
+    "error": "the provider stopped the reply with an error",
+    "abort": "the server aborted the reply",
+}
 
 
 def unanswered(reply: JudgeReply, stop_field: str = "finish_reason") -> str | None:
     """Why a model's reply is no answer to evaluate, or None when it is one.
+
+    A reply the model did not end with its answer is one too, whatever text it holds (a
+    refusal or a content filter midway, a tool call after a line of preamble: ``_NOT_ENDED``):
+    its partial text passed a no-PII check. A reply cut at the token limit after some text
+    is kept: the limit is part of the system.
 
     A reply with no text is an error of its case (missing), not an empty output: a
     refusal, a reply cut at the token limit before any text (a reasoning model can spend
@@ -184,6 +213,9 @@ def unanswered(reply: JudgeReply, stop_field: str = "finish_reason") -> str | No
     name for the stop reason, for the message.
     """
     if reply.text.strip():
+        if reply.stop in _NOT_ENDED:
+            return (f"{_NOT_ENDED[reply.stop]} ({stop_field}: {reply.stop}); its text is no"
+                    f" answer to evaluate: {_excerpt(reply.text)}")
         return None
     if reply.refusal is not None:
         return f"the model refused instead of answering: {reply.refusal!r}"
@@ -199,6 +231,11 @@ def unanswered(reply: JudgeReply, stop_field: str = "finish_reason") -> str | No
         why = f" ({stop_field}: {reply.stop})" if reply.stop else ""
         return f"the reply has no text content{why}"
     return None
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return repr(flat[:120] + ("…" if len(flat) > 120 else ""))
 
 
 class ModelSystem:
@@ -272,6 +309,11 @@ class ModelSystem:
             "max_tokens": self.config.get("max_tokens"),
             "max_completion_tokens": self.config.get("max_completion_tokens"),
             "extra_body": dict(self.config.get("extra_body") or {}),
+            # A server other than the provider's own may write thinking into the text,
+            # which earlier versions kept in the output: their cached outputs are not
+            # this system's (module docstring).
+            **({"thinking": "set aside"} if self.provider_name == "openai_compatible"
+               or self.config.get("base_url") else {}),
         })
         url = getattr(self._provider, "url", None)
         #: What a call reaches, for messages (never a key).
@@ -377,6 +419,17 @@ class ModelSystem:
                 stops_run=True,
             ) from None
         stop_field = "stop_reason" if self.provider_name == "anthropic" else "finish_reason"
+        # Thinking written into the text is set aside, as a judge's is (module docstring).
+        answer, thought, unclosed = split_thinking(reply.text)
+        if unclosed is not None:
+            cut = (f"; the model stopped at the token limit ({stop_field}: {reply.stop})"
+                   " while thinking: raise max_tokens or max_completion_tokens"
+                   if reply.stop in _CUT else "")
+            raise PermanentFailure(self._masked(
+                f"{self._what}: the reply is thinking that never ended ({unclosed} without"
+                f" its closing tag), and no answer follows it{cut}"))
+        if thought:
+            reply = replace(reply, text=answer.lstrip())
         no_answer = unanswered(reply, stop_field)
         if no_answer is not None:
             raise PermanentFailure(self._masked(f"{self._what}: {no_answer}"))
