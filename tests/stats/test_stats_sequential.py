@@ -440,3 +440,35 @@ def test_a_tiny_margin_keeps_the_evalue_exact_and_the_false_pass_rate(
     assert at_floor.pass_probability <= HALF_ALPHA
     below = stopping_distribution(t, "min", t - 0.3, 2000, LEVEL, margin)
     assert below.pass_probability <= HALF_ALPHA
+
+
+# -- a threshold at an end of [0, 1] ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("t", "side"), [(0.0, +1), (1.0, -1)])
+def test_a_threshold_at_an_end_is_ruled_out_by_one_case_and_valid_under_its_null(
+    t: float, side: int
+) -> None:
+    """At t = 0 the null rate never passes a case: E+ is infinite from the first pass, and
+    with no pass it is the prior's mean of (1 - p)^n (scipy), at most 1; t = 1 mirrors it.
+    So under the null the test never decides (exactly), and any other rate decides it."""
+    prior = binary_prior(t, side, LEVEL)
+    for n in (1, 5, 50, 500):
+        none = 0 if side > 0 else n  # every case as the null has it
+        expected = special.betaln(prior.a, n + prior.b) if side > 0 else special.betaln(
+            n + prior.a, prior.b)
+        ref = float(expected - special.betaln(prior.a, prior.b))
+        assert log_evalue(none, n, prior) == pytest.approx(ref, rel=1e-9, abs=1e-9)
+        assert log_evalue(none, n, prior) <= 0.0
+        assert log_evalue(none + side, n, prior) == math.inf
+    direction = "max" if side > 0 else "min"
+    null = stopping_distribution(t, direction, t, 400, LEVEL)
+    assert null.pass_probability == 0.0 and null.fail_probability == 0.0
+    other = stopping_distribution(t, direction, 0.5, 400, LEVEL)
+    assert other.fail_probability == pytest.approx(1.0) and other.median == 1
+    test = BinaryTest(t, direction, LEVEL)
+    for _ in range(300):
+        assert test.add(side < 0) is None  # the null's own cases: never decided
+    assert test.add(side > 0) == "FAIL"
+    with pytest.raises(ValueError):
+        binary_prior(t, -side, LEVEL)
