@@ -57,3 +57,35 @@ def test_gate_policy_with_a_rule_at_an_end_decides_a_stored_sequential_run(
     gate = run_cli("gate", "latest", "--policy", "zero.yaml", "--json", cwd=root)
     assert gate.code == 1, gate.text
     assert json.loads(gate.out)["decisions"][0]["state"] == "FAIL"
+
+
+MEAN_APP = """
+def answer(case_input):
+    return {"label": "ok", "days": 2}
+"""
+
+MEAN_EVALUATORS = """
+  - type: absolute_error
+    criterion: days_error
+    field: days
+    range: [0, 10]
+"""
+
+
+def test_a_mean_rule_at_the_bottom_of_its_range_fails_rather_than_being_refused(
+    tmp_path: Path,
+) -> None:
+    """`max: 0` on an error with range [0, 10] (every answer one day off): a fixed run FAILs
+    it; `run --sequential` refused it, exit 2, saying its test "could not FAIL it within
+    the 200 cases of its scope even if every one failed"."""
+    cases = [{"id": f"c{i:03d}", "input": {"n": i}, "expected": {"days": 1}} for i in range(200)]
+    root = write_project(tmp_path / "p", app=MEAN_APP, cases=cases, evaluators=MEAN_EVALUATORS,
+                         release="version: 1\nrules:\n  - id: m\n    metric: days_error\n"
+                                 "    max: 0\n")
+    fixed = run_cli("run", "--json", cwd=root)
+    assert fixed.code == 1, fixed.text
+    done = run_cli("run", "--sequential", "--json", cwd=root)
+    assert done.code == 1, done.text
+    [d] = [json.loads(line) for line in done.out.splitlines()][-1]["decisions"]
+    assert (d["state"], d["reason"]) == ("FAIL", "sequential_fail"), d
+    assert "that the mean is above 0" in d["detail"]

@@ -516,3 +516,25 @@ def test_another_margin_or_a_fixed_run_first_is_one_more_try() -> None:
     assert float(either.mean()) > HALF_ALPHA + 4 * se, float(either.mean())
     any_margin = np.logical_or.reduce(list(by_margin.values()))
     assert float(any_margin.mean()) > HALF_ALPHA + 4 * se, float(any_margin.mean())
+
+
+@pytest.mark.parametrize(("t", "direction", "null", "other"), [
+    (0.0, "max", 0.0, 1.0),  # max: 0 on a range [0, 10]: the mean error must be 0
+    (10.0, "min", 10.0, 9.0),  # min: 10: every score at the top
+])
+def test_a_mean_threshold_at_an_end_of_its_range_is_failed_by_scores_off_that_end(
+    t: float, direction: str, null: float, other: float
+) -> None:
+    """The side that shows the mean is off the end of its range was never computed, so a
+    fixed run FAILed `max: 0` (range [0, 10], every error 1) and the sequential run refused
+    it as one it "could not FAIL". Under its null every score is at that end and the
+    capital stays exactly 1, so it never decides; scores off the end FAIL it."""
+    test = MeanTest(t, direction, (0.0, 10.0), LEVEL, horizon=1000)
+    for _ in range(1000):
+        assert test.add(null) is None
+    assert test.log_e == 0.0
+    off = MeanTest(t, direction, (0.0, 10.0), LEVEL, horizon=1000)
+    states = [off.add(other) for _ in range(200)]
+    assert "FAIL" in states and "PASS" not in states
+    missing = MeanTest(t, direction, (0.0, 10.0), LEVEL, horizon=1000)
+    assert all(missing.add(None) is None for _ in range(1000))  # missing never decides it

@@ -274,15 +274,16 @@ class MeanTest:
         m = self.m
         low = 0.0 if score is None else min(1.0, max(0.0, (score - self.lo) / self.width))
         high = 1.0 if score is None else low
-        # At m = 0 (or 1) no score lies below (above) the threshold: that side never rejects.
-        if m > 0.0:
-            for g, lam in enumerate(self.up_bets):
-                self.up[g] += math.log1p(lam * (low - m))
-        if m < 1.0:
-            for g, lam in enumerate(self.down_bets):
-                self.down[g] += math.log1p(-lam * (high - m))
-        up = _log_mean_exp(self.up) if m > 0.0 else -math.inf
-        down = _log_mean_exp(self.down) if m < 1.0 else -math.inf
+        # At m = 0 no score lies below the threshold: the side that shows the mean is above it
+        # can only gain (any score above the bottom is evidence, and under its null, every
+        # score at the bottom, its capital stays 1), and the other side never gains, so never
+        # rejects. m = 1 the other way round.
+        for g, lam in enumerate(self.up_bets):
+            self.up[g] += math.log1p(lam * (low - m))
+        for g, lam in enumerate(self.down_bets):
+            self.down[g] += math.log1p(-lam * (high - m))
+        up = _log_mean_exp(self.up)
+        down = _log_mean_exp(self.down)
         self.log_e = max(self.log_e, up, down)
         if up >= self.threshold:
             self.state, self.log_e = ("PASS" if self.direction == "min" else "FAIL"), up
