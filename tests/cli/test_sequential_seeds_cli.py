@@ -77,3 +77,75 @@ def test_the_same_seed_again_and_a_changed_system_are_not_held(project_dir: Path
     changed = run_cli("run", cwd=project_dir)
     assert changed.code == 0, changed.text
     assert "other_seeds_tried" not in changed.out
+
+
+def _with_margin(root: Path, margin: float) -> None:
+    cfg = root / "oloproof.yaml"
+    text = cfg.read_text().split("\nsequential:")[0].rstrip("\n")
+    cfg.write_text(f"{text}\nsequential:\n  seed: 0\n  margin: {margin}\n")
+
+
+def test_a_pass_under_a_second_margin_is_manual_review(project_dir: Path) -> None:
+    """The margin tunes the test's prior as the seed picks its order: each is a valid test on
+    its own, and at a true rate on the floor (2,000 cases, simulated) margins 0.01 to 0.19
+    pass 0.1% to 2.3% each and 3.7% at least one of six. A second margin on the same seed
+    was not held: only a different seed was."""
+    write_project(project_dir, app=APP, cases=CASES, release=FLOOR)
+    _with_margin(project_dir, 0.05)
+    assert run_cli("run", cwd=project_dir).code == 0
+    first_id = json.loads(run_cli("runs", "--json", cwd=project_dir).out)[0]["id"]
+    _with_seed(project_dir, 0)  # the default margin, 0.05, said otherwise: the same test
+    assert run_cli("run", cwd=project_dir).code == 0
+    _with_margin(project_dir, 0.2)
+    second = run_cli("run", "--json", cwd=project_dir)
+    assert second.code == 4, second.text
+    d = json.loads(second.out.splitlines()[-1])["decisions"][0]
+    assert (d["state"], d["reason"]) == ("MANUAL_REVIEW", "other_seeds_tried"), d
+    assert f"a sequential run under seed 0 with margin 0.05 ({first_id}" in d["detail"], d
+    assert "the rule alone: PASS" in d["detail"]
+
+
+def _lucky_start() -> tuple[list[dict[str, object]], str]:
+    """300 cases whose first 45 in seed 0's order are right and the rest right one time in
+    two: 57.5% in all, a floor of 60% that the whole suite cannot show."""
+    from oloproof.policy.sequential import sequential_order
+
+    ids = [f"c{i:03d}" for i in range(300)]
+    order = sequential_order(ids, 0)
+    good = set(order[:45]) | {c for j, c in enumerate(order[45:]) if j % 2}
+    cases = [{"id": c, "input": {"good": c in good}, "expected": {"label": "ok"}} for c in ids]
+    return cases, 'def answer(x):\n    return {"label": "ok" if x["good"] else "no"}\n'
+
+
+def test_a_sequential_pass_after_a_fixed_run_that_did_not_allow_is_manual_review(
+    project_dir: Path,
+) -> None:
+    """A fixed run of the whole suite: INSUFFICIENT_EVIDENCE, exit 3. The same system and
+    suite run again with --sequential, every case from the cache: it PASSed after 38 cases,
+    ALLOW, exit 0, though the store held all 300 and they did not show the floor. Trying
+    the sequential test after the fixed one is one more try (simulated at a true rate on a
+    floor of 0.8, 2,000 cases: 2.2% false passes fixed, 4.0% fixed or else sequential)."""
+    cases, app = _lucky_start()
+    write_project(project_dir, app=app, cases=cases, release=FLOOR)
+    fixed = run_cli("run", cwd=project_dir)
+    assert fixed.code == 3, fixed.text
+    fixed_id = json.loads(run_cli("runs", "--json", cwd=project_dir).out)[0]["id"]
+    seq = run_cli("run", "--sequential", "--json", cwd=project_dir)
+    assert seq.code == 4, seq.text
+    d = json.loads(seq.out.splitlines()[-1])["decisions"][0]
+    assert (d["state"], d["reason"]) == ("MANUAL_REVIEW", "other_seeds_tried"), d
+    assert ("a fixed run of the whole suite that did not allow, exit 3"
+            f" ({fixed_id})") in d["detail"], d
+    assert "the rule alone: PASS (decided after" in d["detail"]
+    assert run_cli("gate", "latest", cwd=project_dir).code == 4
+
+
+def test_a_sequential_run_after_a_fixed_run_that_allowed_or_a_subset_is_not_held(
+    project_dir: Path,
+) -> None:
+    write_project(project_dir, app=APP, cases=CASES, release=FLOOR)
+    assert run_cli("run", "--limit", "20", cwd=project_dir).code == 5  # a subset: never allows
+    assert run_cli("run", cwd=project_dir).code == 0  # 90% right, floor 60%: ALLOW
+    seq = run_cli("run", "--sequential", cwd=project_dir)
+    assert seq.code == 0, seq.text
+    assert "other_seeds_tried" not in seq.out

@@ -440,3 +440,101 @@ def test_a_tiny_margin_keeps_the_evalue_exact_and_the_false_pass_rate(
     assert at_floor.pass_probability <= HALF_ALPHA
     below = stopping_distribution(t, "min", t - 0.3, 2000, LEVEL, margin)
     assert below.pass_probability <= HALF_ALPHA
+
+
+# -- a threshold at an end of [0, 1] ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("t", "side"), [(0.0, +1), (1.0, -1)])
+def test_a_threshold_at_an_end_is_ruled_out_by_one_case_and_valid_under_its_null(
+    t: float, side: int
+) -> None:
+    """At t = 0 the null rate never passes a case: E+ is infinite from the first pass, and
+    with no pass it is the prior's mean of (1 - p)^n (scipy), at most 1; t = 1 mirrors it.
+    So under the null the test never decides (exactly), and any other rate decides it."""
+    prior = binary_prior(t, side, LEVEL)
+    for n in (1, 5, 50, 500):
+        none = 0 if side > 0 else n  # every case as the null has it
+        expected = special.betaln(prior.a, n + prior.b) if side > 0 else special.betaln(
+            n + prior.a, prior.b)
+        ref = float(expected - special.betaln(prior.a, prior.b))
+        assert log_evalue(none, n, prior) == pytest.approx(ref, rel=1e-9, abs=1e-9)
+        assert log_evalue(none, n, prior) <= 0.0
+        assert log_evalue(none + side, n, prior) == math.inf
+    direction = "max" if side > 0 else "min"
+    null = stopping_distribution(t, direction, t, 400, LEVEL)
+    assert null.pass_probability == 0.0 and null.fail_probability == 0.0
+    other = stopping_distribution(t, direction, 0.5, 400, LEVEL)
+    assert other.fail_probability == pytest.approx(1.0) and other.median == 1
+    test = BinaryTest(t, direction, LEVEL)
+    for _ in range(300):
+        assert test.add(side < 0) is None  # the null's own cases: never decided
+    assert test.add(side > 0) == "FAIL"
+    with pytest.raises(ValueError):
+        binary_prior(t, -side, LEVEL)
+
+
+# -- trying analyses until one passes ---------------------------------------------------
+
+
+def _first_pass(counts: np.ndarray, up: np.ndarray, down: np.ndarray) -> np.ndarray:
+    """Per path (running pass counts), whether the test PASSes (its upper cut first)."""
+    horizon = counts.shape[1]
+    hit_up, hit_down = counts >= up[1:horizon + 1], counts <= down[1:horizon + 1]
+    first_up = np.where(hit_up.any(axis=1), hit_up.argmax(axis=1), horizon + 1)
+    first_down = np.where(hit_down.any(axis=1), hit_down.argmax(axis=1), horizon + 1)
+    return first_up < first_down
+
+
+def test_another_margin_or_a_fixed_run_first_is_one_more_try() -> None:
+    """Why a sequential PASS is held when the same system and suite were decided before
+    under another margin, or by a fixed run that did not allow (analysis/sequential.py
+    ``earlier_seeds``): at a true rate exactly on a floor of 0.8, 2,000 cases and the same
+    cases in the same order each time, each analysis alone passes at most 2.5% of the time,
+    and passing by any of them (a fixed run, else the sequential one; or one margin after
+    another) does so clearly more often."""
+    t, horizon, runs = 0.8, 2000, 6000
+    margins = (0.01, 0.02, 0.05, 0.1, 0.19)
+    cuts = {m: (np.array(binary_cuts(binary_prior(t, +1, LEVEL, m), horizon, LEVEL)),
+                np.array(binary_cuts(binary_prior(t, -1, LEVEL, m), horizon, LEVEL)))
+            for m in margins}
+    rng = np.random.default_rng(2026)
+    by_margin = {m: np.zeros(runs, dtype=bool) for m in margins}
+    fixed = np.zeros(runs, dtype=bool)
+    for start in range(0, runs, 1500):
+        stop = min(runs, start + 1500)
+        counts = np.cumsum(rng.random((stop - start, horizon)) < t, axis=1, dtype=np.int32)
+        for m in margins:
+            by_margin[m][start:stop] = _first_pass(counts, *cuts[m])
+        k = counts[:, -1]
+        lower = stats.beta.ppf(HALF_ALPHA, np.maximum(k, 1), horizon - k + 1)
+        fixed[start:stop] = (k > 0) & (lower >= t)
+    for alone in (fixed, *by_margin.values()):
+        assert _within(float(alone.mean()), HALF_ALPHA, runs)
+    se = math.sqrt(HALF_ALPHA * (1 - HALF_ALPHA) / runs)
+    either = fixed | by_margin[0.05]
+    assert float(either.mean()) > HALF_ALPHA + 4 * se, float(either.mean())
+    any_margin = np.logical_or.reduce(list(by_margin.values()))
+    assert float(any_margin.mean()) > HALF_ALPHA + 4 * se, float(any_margin.mean())
+
+
+@pytest.mark.parametrize(("t", "direction", "null", "other"), [
+    (0.0, "max", 0.0, 1.0),  # max: 0 on a range [0, 10]: the mean error must be 0
+    (10.0, "min", 10.0, 9.0),  # min: 10: every score at the top
+])
+def test_a_mean_threshold_at_an_end_of_its_range_is_failed_by_scores_off_that_end(
+    t: float, direction: str, null: float, other: float
+) -> None:
+    """The side that shows the mean is off the end of its range was never computed, so a
+    fixed run FAILed `max: 0` (range [0, 10], every error 1) and the sequential run refused
+    it as one it "could not FAIL". Under its null every score is at that end and the
+    capital stays exactly 1, so it never decides; scores off the end FAIL it."""
+    test = MeanTest(t, direction, (0.0, 10.0), LEVEL, horizon=1000)
+    for _ in range(1000):
+        assert test.add(null) is None
+    assert test.log_e == 0.0
+    off = MeanTest(t, direction, (0.0, 10.0), LEVEL, horizon=1000)
+    states = [off.add(other) for _ in range(200)]
+    assert "FAIL" in states and "PASS" not in states
+    missing = MeanTest(t, direction, (0.0, 10.0), LEVEL, horizon=1000)
+    assert all(missing.add(None) is None for _ in range(1000))  # missing never decides it

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from oloproof._records import dataclass, replace
-from oloproof.enums import MetricKind, RuleState
+from oloproof.enums import Completeness, MetricKind, RuleState, RunStatus
 from oloproof.evidence import CriterionEvidence, Outcome, classify_outcome, group_name
 from oloproof.policy.decide import Decision, MetricSummary, SequentialEvidence, decide_run
 from oloproof.policy.sequential import (
@@ -25,6 +25,7 @@ from oloproof.policy.sequential import (
     RuleResult,
     SequentialSpec,
 )
+from oloproof.stats.sequential import DEFAULT_MARGIN
 from oloproof.store.reader import RunRecord, stored_json
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ def decide_sequential(
     """Decide a stored sequential run under ``policy``, as the run did."""
     reading = read_sequential(conn, record, policy)
     expanded = _expand(policy, reading.evidence)
-    tried = earlier_seeds(conn, record, reading.spec.seed)
+    tried = earlier_seeds(conn, record, reading.spec.seed, reading.spec.margin)
     seq = SequentialEvidence(reading.results, reading.ordered, reading.spec.cases_total,
                              reading.fed, reading.spec.margin, tried)
     decisions, summaries = decide_run(reading.evidence, expanded, labelled, seq)
@@ -234,32 +235,54 @@ def decide_sequential(
     return decisions, summaries, reading
 
 
-def earlier_seeds(conn: Connection, record: RunRecord, seed: int) -> list[tuple[str, int]]:
-    """The sequential runs stored before ``record`` (run id, seed) of the same project,
-    system identity and suite whose seed was not ``seed``, oldest first."""
+def earlier_seeds(
+    conn: Connection, record: RunRecord, seed: int, margin: float = DEFAULT_MARGIN,
+) -> list[tuple[str, str]]:
+    """The runs stored before ``record`` of the same project, system identity and suite that
+    decided it by another analysis, as (run id, what it was), oldest first: a sequential run
+    whose seed or margin was not ``seed`` and ``margin`` (each a valid test on its own, and
+    the cache makes trying another cheap: picking the one that passes is not), and a fixed
+    run of the whole suite that did not allow (its exit code not 0): reading the same cases
+    again sequentially after that result was seen is one more try. Such a run's PASS is
+    held (policy/decide.py ``hold_other_seeds``)."""
     from oloproof.store.reader import project_scope
 
     scope, params = project_scope(conn, "r.project")
     rows = conn.execute(
-        "SELECT r.id, r.created_at, q.sequential_json FROM runs r"
-        " JOIN run_sequential q ON q.run_id = r.id"
+        "SELECT r.id, r.created_at, q.sequential_json, r.status, r.completeness, r.exit_code"
+        " FROM runs r LEFT JOIN run_sequential q ON q.run_id = r.id"
         f" WHERE {scope} AND r.system_identity = ? AND r.suite_digest = ? AND r.id <> ?",
         (*params, record.system_identity, record.suite_digest, record.id),
     ).fetchall()
-    tried: list[tuple[str, str, int]] = []
-    for run_id, created_at, text in rows:
+    tried: list[tuple[str, str, str]] = []
+    for run_id, created_at, text, status, completeness, exit_code in rows:
         if (str(created_at), str(run_id)) >= (record.created_at, record.id):
-            continue  # made after this run: not a seed tried before it
+            continue  # made after this run: not an analysis tried before it
+        if text is None:  # a fixed run: one of the whole suite that did not allow
+            if (str(status) == RunStatus.DECIDED and str(completeness) == Completeness.COMPLETE
+                    and exit_code is not None and int(exit_code) != 0):
+                what = f"a fixed run of the whole suite that did not allow, exit {int(exit_code)}"
+                tried.append((str(created_at), str(run_id), what))
+            continue
         data = stored_json(str(run_id), "sequential", text)
-        other = data.get("seed") if isinstance(data, Mapping) else None
-        if isinstance(other, int) and other != seed:
-            tried.append((str(created_at), str(run_id), other))
-    return [(run_id, other) for _, run_id, other in sorted(tried)]
-
+        if not isinstance(data, Mapping) or not isinstance(data.get("seed"), int):
+            continue
+        other = int(data["seed"])
+        try:
+            theirs = float(data.get("margin", DEFAULT_MARGIN))
+        except (TypeError, ValueError):
+            continue
+        if other == seed and math.isclose(theirs, margin, rel_tol=0.0, abs_tol=1e-12):
+            continue
+        what = f"a sequential run under seed {other}"
+        if not math.isclose(theirs, margin, rel_tol=0.0, abs_tol=1e-12):
+            what += f" with margin {theirs:g}"
+        tried.append((str(created_at), str(run_id), what))
+    return [(run_id, what) for _, run_id, what in sorted(tried)]
 
 
 def comparison_decisions(
-    reading: SequentialReading, tried: Sequence[tuple[str, int]] = ()
+    reading: SequentialReading, tried: Sequence[tuple[str, str]] = ()
 ) -> list[Decision]:
     """The comparison rules a sequential run decided against its baseline while it ran
     (``run --sequential --baseline RUN``), after the decisions of its release rules; none
@@ -300,7 +323,6 @@ def load_baseline(
     would compare two different questions. A :class:`~oloproof.errors.ConfigError` says
     what is wrong (exit 2)."""
     from oloproof.analysis.compare import _outcomes
-    from oloproof.enums import Completeness
     from oloproof.errors import ConfigError
     from oloproof.store.reader import get_run, load_cases
 
@@ -471,13 +493,14 @@ def decide_sequential_comparison(
 
 def paired_decision(
     common: dict[str, Any], diffs: Sequence[float | None], test: PairedTest, width: float,
-    where: str, policy: Any, tried: Sequence[tuple[str, int]] = (),
+    where: str, policy: Any, tried: Sequence[tuple[str, str]] = (),
 ) -> Decision:
     """A comparison rule decided by its sequential paired test (policy/sequential.py
     ``PairedTest``) from the differences it was fed in order (None: a pair missing in a
     run, taken at its worst), with the betting confidence sequence over them as its
     interval; ``where`` says how far the order was read ("after 44 pairs ..."); ``tried``:
-    the seeds of earlier sequential runs of the same system and suite (a PASS is held)."""
+    the runs that decided the same system and suite before by another analysis (a PASS is
+    held)."""
     from oloproof.policy.decide import (
         INSUFFICIENT,
         NO_OBSERVED,

@@ -565,29 +565,31 @@ def hold_unfailable_sequential(
     d.state, d.reason = INSUFFICIENT, CANNOT_FAIL
 
 
-#: The reason of a sequential PASS held because the same system and suite were run
-#: sequentially under other seeds before (:func:`hold_other_seeds`).
+#: The reason of a sequential PASS held because the same system and suite were decided
+#: before by another analysis: a sequential run under another seed or margin, or a fixed run
+#: that did not allow (:func:`hold_other_seeds`).
 OTHER_SEEDS = "other_seeds_tried"
 
 
-def hold_other_seeds(d: Decision, tried: Sequence[tuple[str, int]]) -> None:
-    """A PASS of a sequential run whose system and suite were run sequentially under other
-    seeds before (``tried``: run id, seed) is MANUAL_REVIEW: each seed's order keeps the
-    stated error level on its own, but trying seeds until one passes does not (the cache
-    makes each try cheap), so a person decides whether this seed was fixed before its
-    result was seen."""
+def hold_other_seeds(d: Decision, tried: Sequence[tuple[str, str]]) -> None:
+    """A PASS of a sequential run whose system and suite were decided before by another
+    analysis (``tried``: run id, what it was: ``a sequential run under seed 7``, ``... under
+    seed 0 with margin 0.1``, ``a fixed run of the whole suite that did not allow, exit
+    3``) is MANUAL_REVIEW: each analysis keeps the stated error level on its own, but
+    trying one after another until one passes does not (the cache makes each try cheap),
+    so a person decides whether this one was fixed before those results were seen."""
     if d.state != PASS or not tried:
         return
-    seeds = sorted({seed for _, seed in tried})
-    runs = ", ".join(run_id for run_id, _ in tried[:3])
-    if len(tried) > 3:
-        runs += f" and {len(tried) - 3} more"
-    word = "seed" if len(seeds) == 1 else "seeds"
-    d.detail = (f"this system and suite were run sequentially before under {word}"
-                f" {', '.join(map(str, seeds))} ({runs}): each seed keeps the error level"
-                " on its own, trying seeds until one passes does not; a person decides"
-                " whether this seed was fixed before its result was seen; the rule alone:"
-                f" PASS ({d.detail})")
+    runs: dict[str, list[str]] = {}
+    for run_id, what in tried:
+        runs.setdefault(what, []).append(run_id)
+    items = [f"{what} ({', '.join(ids[:3])}{f' and {len(ids) - 3} more' if len(ids) > 3 else ''})"
+             for what, ids in runs.items()]
+    listing = "; ".join(items[:3]) + (f"; and {len(items) - 3} more" if len(items) > 3 else "")
+    d.detail = (f"this system and suite were decided before by {listing}: each analysis keeps"
+                " the error level on its own, trying one after another until one passes does"
+                " not; a person decides whether this run's seed and margin were fixed before"
+                f" those results were seen; the rule alone: PASS ({d.detail})")
     d.state, d.reason = MANUAL, OTHER_SEEDS
 
 
@@ -664,9 +666,9 @@ class SequentialEvidence:
     horizon: int
     fed: int
     margin: float = 0.05
-    #: The sequential runs of the same system and suite stored before this one under
-    #: other seeds, as (run id, seed), oldest first (:func:`hold_other_seeds`).
-    tried: Sequence[tuple[str, int]] = ()
+    #: The runs of the same system and suite stored before this one that decided it by
+    #: another analysis, as (run id, what it was), oldest first (:func:`hold_other_seeds`).
+    tried: Sequence[tuple[str, str]] = ()
 
 
 def summarize_sequence(

@@ -33,6 +33,7 @@ Pure: no I/O; the runner feeds it events, ``gate`` feeds it stored rows.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
@@ -158,12 +159,13 @@ class RuleResult:
 
     @property
     def e_value(self) -> float:
-        return math.exp(min(self.log_e, 700.0))
+        """The e-value; inf when a case ruled the null out (a pass against ``max: 0``)."""
+        return math.inf if self.log_e == math.inf else math.exp(min(self.log_e, 700.0))
 
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule, "metric": self.metric, "method": self.method,
                 "state": self.state, "n": self.n, "position": self.position,
-                "e_value": self.e_value, "level": self.level}
+                "e_value": min(self.e_value, sys.float_info.max), "level": self.level}
 
 
 @dataclass

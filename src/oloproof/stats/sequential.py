@@ -131,9 +131,15 @@ def binary_prior(t: float, side: int, level: float, margin: float = DEFAULT_MARG
     """The prior of one side of a BINARY rule at threshold ``t``: centred on the design
     alternative t + margin (side +1) or t - margin (side -1), kept inside the side (at most
     half-way to its end), with a + b = half the :func:`design_size` (at least 2, at most
-    ``_MAX_PRIOR_WEIGHT``, where log E is still exact to about 1e-9)."""
-    if not 0.0 < t < 1.0:
-        raise ValueError(f"a threshold strictly between 0 and 1 is needed, got {t!r}")
+    ``_MAX_PRIOR_WEIGHT``, where log E is still exact to about 1e-9).
+
+    A threshold at an end of [0, 1] leaves one side: t = 0 (``max: 0``) only side +1, whose
+    null, a rate of 0, never passes a case, so a single pass rejects it (its e-value is
+    infinite, see :func:`log_evalue`); t = 1 (``min: 1``) only side -1, rejected by a single
+    failure."""
+    if not (0.0 <= t < 1.0 if side > 0 else 0.0 < t <= 1.0):
+        raise ValueError(f"a threshold in {'[0, 1)' if side > 0 else '(0, 1]'} is needed for"
+                         f" this side, got {t!r}")
     if not 0.0 < margin < 1.0:
         raise ValueError(f"the margin must lie strictly between 0 and 1, got {margin!r}")
     if side > 0:
@@ -149,18 +155,20 @@ def binary_prior(t: float, side: int, level: float, margin: float = DEFAULT_MARG
 
 def log_evalue(k: int, n: int, prior: BinaryPrior) -> float:
     """log E(n, k): the mixture e-value of k passes among n cases (see the module's notes);
-    0 at n = 0, -inf where it is 0."""
+    0 at n = 0, -inf where it is 0. At t = 0 (t = 1) the null rate never passes (fails) a
+    case: a pass (a failure) rejects it for good, +inf."""
     if n == 0:
         return 0.0
     t, a, b = prior.t, prior.a, prior.b
+    if (t == 0.0 and k > 0) or (t == 1.0 and k < n):
+        return math.inf
     below, above = _betainc_pair(k + a, n - k + b, t, 1.0 - t)
     tail = above if prior.side > 0 else below
     if tail <= 0.0:
         return -math.inf
-    return (
-        _log_beta(k + a, n - k + b) + math.log(tail) - _log_beta(a, b) - prior.log_mass
-        - k * math.log(t) - (n - k) * math.log1p(-t)
-    )
+    # k log t and (n - k) log(1 - t), each 0 when its count is (t at an end of [0, 1]).
+    null = (k * math.log(t) if k else 0.0) + ((n - k) * math.log1p(-t) if n > k else 0.0)
+    return _log_beta(k + a, n - k + b) + math.log(tail) - _log_beta(a, b) - prior.log_mass - null
 
 
 def binary_cuts(prior: BinaryPrior, horizon: int, level: float) -> list[int]:
@@ -266,15 +274,16 @@ class MeanTest:
         m = self.m
         low = 0.0 if score is None else min(1.0, max(0.0, (score - self.lo) / self.width))
         high = 1.0 if score is None else low
-        # At m = 0 (or 1) no score lies below (above) the threshold: that side never rejects.
-        if m > 0.0:
-            for g, lam in enumerate(self.up_bets):
-                self.up[g] += math.log1p(lam * (low - m))
-        if m < 1.0:
-            for g, lam in enumerate(self.down_bets):
-                self.down[g] += math.log1p(-lam * (high - m))
-        up = _log_mean_exp(self.up) if m > 0.0 else -math.inf
-        down = _log_mean_exp(self.down) if m < 1.0 else -math.inf
+        # At m = 0 no score lies below the threshold: the side that shows the mean is above it
+        # can only gain (any score above the bottom is evidence, and under its null, every
+        # score at the bottom, its capital stays 1), and the other side never gains, so never
+        # rejects. m = 1 the other way round.
+        for g, lam in enumerate(self.up_bets):
+            self.up[g] += math.log1p(lam * (low - m))
+        for g, lam in enumerate(self.down_bets):
+            self.down[g] += math.log1p(-lam * (high - m))
+        up = _log_mean_exp(self.up)
+        down = _log_mean_exp(self.down)
         self.log_e = max(self.log_e, up, down)
         if up >= self.threshold:
             self.state, self.log_e = ("PASS" if self.direction == "min" else "FAIL"), up
