@@ -35,6 +35,7 @@ from oloproof.engine.pipeline import Engine, EngineTotals
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.errors import OloproofError
 from oloproof.events import Event, RunFinished, RunPhaseChanged
+from oloproof.evidence import group_name
 from oloproof.ids import new_run_id
 from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
 from oloproof.policy.judges import AnyJudgeReport
@@ -51,6 +52,7 @@ from oloproof.store.db import (
 )
 from oloproof.store.dbapi import ERRORS, is_damaged
 from oloproof.store.location import PostgresLocation, StoreLocation, locate
+from oloproof.store.pgshared import check_keys
 from oloproof.store.reader import get_run, load_evidence
 from oloproof.store.reserve import Reserve, sweep
 from oloproof.store.writer import MIN_COMMIT_INTERVAL_S, StoreWriter
@@ -178,6 +180,8 @@ class _Run:
         self.prepared, self.stop, self.run_id = prepared, stop, run_id
         self.root = prepared.project.root
         self.location = locate(prepared.project.config_path)
+        if isinstance(self.location, PostgresLocation):
+            _check_keys(self.location, prepared)
         self.conn = open_store(self.location)
         self.store_file = _file_id(self.location)
         self.store_lost = False
@@ -471,6 +475,25 @@ def _file_id(location: StoreLocation) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def _check_keys(location: PostgresLocation, prepared: Prepared) -> None:
+    """Refuse a run whose case ids or decisions' rule ids (those of each group of an
+    ``each_group`` rule hold the group's value) a team store cannot hold apart, before
+    anything is called (store/pgshared.py)."""
+    group_by = {m["criterion"]: m.get("group_by", []) for m in prepared.metrics}
+    rule_ids: list[str] = []
+    for rule in prepared.policy.rules:
+        rule_ids.append(rule.id)
+        if getattr(rule, "each_group", False):
+            for key in group_by.get(rule.metric, []):
+                values = {canonical_json(v): v for v in
+                          ((c.metadata or {}).get(key) for c in prepared.cases)}
+                rule_ids += [rule.id + group_name(rule.metric, key, v)[len(rule.metric):]
+                             for v in values.values()]
+    check_keys(location, project=prepared.project.config.project,
+               case_ids=(c.id for c in prepared.cases),
+               criteria=[m["criterion"] for m in prepared.metrics], rule_ids=rule_ids)
 
 
 def _in_order(cases: list[Any]) -> bool:
