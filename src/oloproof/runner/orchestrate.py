@@ -50,7 +50,7 @@ from oloproof.store.db import (
     open_store,
     set_busy_timeout,
 )
-from oloproof.store.dbapi import ERRORS, is_damaged
+from oloproof.store.dbapi import ERRORS, OPERATIONAL_ERRORS, is_damaged
 from oloproof.store.location import PostgresLocation, StoreLocation, locate
 from oloproof.store.pgshared import check_keys
 from oloproof.store.reader import get_run, load_evidence
@@ -304,19 +304,44 @@ class _Run:
                 set_busy_timeout(self.conn, FINAL_BUSY_TIMEOUT_S)
         self.reserve.release()  # its room is for this transaction
         failed = None
+        end: dict[str, Any] = {
+            "status": status, "completeness": completeness, "exit_code": exit_code,
+            "gate": gate_label, "cache": self._cache_json(), "decisions": decisions,
+            "stop_reason": reason,
+        }
         try:
-            self.writer.finish_run(
-                status=status, completeness=completeness, exit_code=exit_code, gate=gate_label,
-                cache=self._cache_json(), decisions=decisions, stop_reason=reason,
-            )
+            self.writer.finish_run(**end)
             self.ended = True
         except ERRORS as exc:
             failed = f"the end of the run could not be stored ({exc})"
             if status == RunStatus.DECIDED:
-                return failed
+                return failed  # the caller stops the run and stores that end instead
+            self.ended = self._finish_anew(end, exc)
+            if self.ended:
+                failed = None
         self.emit(RunFinished(self.run_id, status=status, completeness=completeness,
                               exit_code=exit_code, decisions=decisions))
         return failed
+
+    def _finish_anew(self, end: dict[str, Any], exc: Exception) -> bool:
+        """A team store whose connection was lost (the server restarted or failed over, a
+        proxy or an administrator cut it: the fault that stopped the run, often): the run's
+        end on a new connection, so that it says why it stopped rather than read as
+        ended without finishing. Whether it was stored."""
+        if not isinstance(self.location, PostgresLocation) or not isinstance(
+                exc, OPERATIONAL_ERRORS):
+            return False
+        try:
+            own = connect_quickly(self.location, FINAL_BUSY_TIMEOUT_S)
+        except _PARTIAL_FAULTS:  # the server still away, a wrong password now...
+            return False
+        try:
+            StoreWriter(own, self.run_id).finish_run(**end)
+        except ERRORS:
+            return False
+        finally:
+            own.close()
+        return True
 
     def decide(self, notice: str | None) -> RunResult | None:
         """Decide the stored evidence and store the DECIDED end; ``None`` when that end could
