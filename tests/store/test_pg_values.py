@@ -135,3 +135,34 @@ def test_a_group_value_too_long_for_the_index_is_refused_before_any_call(
     assert f"the rule id 'floor[lang={long_value[:29]}…' (a group's" in on_team.err
     assert "6,012 bytes long" in on_team.err
     _nothing_run(team, pg_url)
+
+
+def test_store_push_of_a_run_whose_ids_the_team_store_would_merge_is_refused(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """A local run of 60 cases with ids 'dup\\x00' and 'dup\\ufffd' was pushed as "copied":
+    its insert's ON CONFLICT DO NOTHING kept 59 cases, and the team store's copy silently
+    lacked one (59 rows of run_cases, 59 judgments, beside decisions made on 60)."""
+    from tests.conftest import Backend
+
+    root = write_project(tmp_path / "p", app=APP, cases=_cases(60, {0: "dup\x00", 1: "dup\ufffd"}),
+                         release=FLOOR)
+    assert run_cli("run", cwd=root).code == 0
+    pushed = run_cli("store", "push", cwd=root, env={"OLOPROOF_STORE": pg_url})
+    assert pushed.code == 2, pushed.text
+    assert "the case ids 'dup\\x00' and 'dup\ufffd' would be one" in pushed.err
+    assert "was not pushed" in pushed.err and "copied" not in pushed.out
+    team = Backend("postgresql", pg_url)
+    assert team.count(root, "runs") == team.count(root, "run_cases") == 0
+
+
+def test_store_push_of_a_run_with_an_id_too_long_for_the_index_is_refused(
+    tmp_path: Path, pg_url: str
+) -> None:
+    long_id = _random_text(6000)
+    root = write_project(tmp_path / "p", app=APP, cases=_cases(60, {5: long_id}), release=FLOOR)
+    assert run_cli("run", cwd=root).code == 0
+    pushed = run_cli("store", "push", cwd=root, env={"OLOPROOF_STORE": pg_url})
+    assert pushed.code == 2, pushed.text
+    assert f"the case id '{long_id[:40]}…' is 6,000 bytes long" in pushed.err
+    assert "was not pushed" in pushed.err

@@ -87,7 +87,8 @@ def _size(text: str) -> int:
 
 def check_keys(
     location: PostgresLocation, *, project: str, case_ids: Iterable[str],
-    criteria: Sequence[str], rule_ids: Iterable[str],
+    criteria: Sequence[str], rule_ids: Iterable[str], refused: str = "nothing was run",
+    instead: str = "run this project on the SQLite store",
 ) -> None:
     """Refuse, before anything is called, the keys a run would store that the team store
     cannot hold apart (:class:`StoreError`, exit 2): a case id or a decision's rule id
@@ -95,10 +96,11 @@ def check_keys(
     that differ only where one holds a NUL character and the other U+FFFD (PostgreSQL's
     text cannot hold a NUL, which the store writes as U+FFFD). Without this the run called
     every case, then could not store its cases or its end (RUN_ERROR, exit 5), where the
-    same project on the SQLite store was decided."""
+    same project on the SQLite store was decided. ``refused`` says what was not done,
+    ``instead`` what can be done instead (a run's, by default; ``store push`` says its own)."""
     where = location.display
-    limit = "(PostgreSQL refuses an index row over 2,704 bytes); nothing was run. Shorten it"
-    sqlite = ", or run this project on the SQLite store"
+    limit = f"(PostgreSQL refuses an index row over 2,704 bytes); {refused}. Shorten it"
+    sqlite = f", or {instead}"
     if _size(project) > KEY_TEXT_BYTES:
         raise StoreError(
             f"{where}: the project's name is {_size(project):,} bytes long, more than the"
@@ -121,7 +123,7 @@ def check_keys(
                 raise StoreError(
                     f"{where}: the {what}s {_shown(other)} and {_shown(text)} would be one in"
                     " a team store: PostgreSQL's text cannot hold a NUL character (\\x00),"
-                    " which the store writes as U+FFFD; nothing was run. Rename one of them"
+                    f" which the store writes as U+FFFD; {refused}. Rename one of them"
                     f"{sqlite}")
 
 
