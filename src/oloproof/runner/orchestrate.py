@@ -35,6 +35,7 @@ from oloproof.engine.pipeline import Engine, EngineTotals
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.errors import OloproofError
 from oloproof.events import Event, RunFinished, RunPhaseChanged
+from oloproof.evidence import group_name
 from oloproof.ids import new_run_id
 from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
 from oloproof.policy.judges import AnyJudgeReport
@@ -49,8 +50,9 @@ from oloproof.store.db import (
     open_store,
     set_busy_timeout,
 )
-from oloproof.store.dbapi import ERRORS, is_damaged
+from oloproof.store.dbapi import ERRORS, OPERATIONAL_ERRORS, is_damaged
 from oloproof.store.location import PostgresLocation, StoreLocation, locate
+from oloproof.store.pgshared import check_keys
 from oloproof.store.reader import get_run, load_evidence
 from oloproof.store.reserve import Reserve, sweep
 from oloproof.store.writer import MIN_COMMIT_INTERVAL_S, StoreWriter
@@ -178,6 +180,8 @@ class _Run:
         self.prepared, self.stop, self.run_id = prepared, stop, run_id
         self.root = prepared.project.root
         self.location = locate(prepared.project.config_path)
+        if isinstance(self.location, PostgresLocation):
+            _check_keys(self.location, prepared)
         self.conn = open_store(self.location)
         self.store_file = _file_id(self.location)
         self.store_lost = False
@@ -300,19 +304,44 @@ class _Run:
                 set_busy_timeout(self.conn, FINAL_BUSY_TIMEOUT_S)
         self.reserve.release()  # its room is for this transaction
         failed = None
+        end: dict[str, Any] = {
+            "status": status, "completeness": completeness, "exit_code": exit_code,
+            "gate": gate_label, "cache": self._cache_json(), "decisions": decisions,
+            "stop_reason": reason,
+        }
         try:
-            self.writer.finish_run(
-                status=status, completeness=completeness, exit_code=exit_code, gate=gate_label,
-                cache=self._cache_json(), decisions=decisions, stop_reason=reason,
-            )
+            self.writer.finish_run(**end)
             self.ended = True
         except ERRORS as exc:
             failed = f"the end of the run could not be stored ({exc})"
             if status == RunStatus.DECIDED:
-                return failed
+                return failed  # the caller stops the run and stores that end instead
+            self.ended = self._finish_anew(end, exc)
+            if self.ended:
+                failed = None
         self.emit(RunFinished(self.run_id, status=status, completeness=completeness,
                               exit_code=exit_code, decisions=decisions))
         return failed
+
+    def _finish_anew(self, end: dict[str, Any], exc: Exception) -> bool:
+        """A team store whose connection was lost (the server restarted or failed over, a
+        proxy or an administrator cut it: the fault that stopped the run, often): the run's
+        end on a new connection, so that it says why it stopped rather than read as
+        ended without finishing. Whether it was stored."""
+        if not isinstance(self.location, PostgresLocation) or not isinstance(
+                exc, OPERATIONAL_ERRORS):
+            return False
+        try:
+            own = connect_quickly(self.location, FINAL_BUSY_TIMEOUT_S)
+        except _PARTIAL_FAULTS:  # the server still away, a wrong password now...
+            return False
+        try:
+            StoreWriter(own, self.run_id).finish_run(**end)
+        except ERRORS:
+            return False
+        finally:
+            own.close()
+        return True
 
     def decide(self, notice: str | None) -> RunResult | None:
         """Decide the stored evidence and store the DECIDED end; ``None`` when that end could
@@ -471,6 +500,25 @@ def _file_id(location: StoreLocation) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def _check_keys(location: PostgresLocation, prepared: Prepared) -> None:
+    """Refuse a run whose case ids or decisions' rule ids (those of each group of an
+    ``each_group`` rule hold the group's value) a team store cannot hold apart, before
+    anything is called (store/pgshared.py)."""
+    group_by = {m["criterion"]: m.get("group_by", []) for m in prepared.metrics}
+    rule_ids: list[str] = []
+    for rule in prepared.policy.rules:
+        rule_ids.append(rule.id)
+        if getattr(rule, "each_group", False):
+            for key in group_by.get(rule.metric, []):
+                values = {canonical_json(v): v for v in
+                          ((c.metadata or {}).get(key) for c in prepared.cases)}
+                rule_ids += [rule.id + group_name(rule.metric, key, v)[len(rule.metric):]
+                             for v in values.values()]
+    check_keys(location, project=prepared.project.config.project,
+               case_ids=(c.id for c in prepared.cases),
+               criteria=[m["criterion"] for m in prepared.metrics], rule_ids=rule_ids)
 
 
 def _in_order(cases: list[Any]) -> bool:

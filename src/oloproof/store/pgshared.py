@@ -25,17 +25,18 @@ from typing import TYPE_CHECKING
 
 from oloproof.errors import ConfigError, StoreError
 from oloproof.store.dbapi import DatabaseError
+from oloproof.textsafe import printable
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
     from typing import Any
 
     from oloproof.store.location import PostgresLocation
 
 __all__ = [
-    "DRIVER_ENV", "LOCK_NAMESPACE", "MIGRATION_LOCK", "PgBase", "check_identity",
-    "open_store_readonly", "psycopg_store", "run_lock_key", "schema_version", "store_params", "store_tables",
-    "store_value",
+    "DRIVER_ENV", "KEY_TEXT_BYTES", "LOCK_NAMESPACE", "MIGRATION_LOCK", "PgBase",
+    "check_identity", "check_keys", "open_store_readonly", "psycopg_store", "run_lock_key",
+    "schema_version", "store_params", "store_tables", "store_value",
 ]
 
 #: Which client reads a team store: ``auto`` (the default: the wire client where it can be
@@ -66,6 +67,64 @@ def store_value(v: Any) -> Any:
 
 def store_params(params: Sequence[Any]) -> list[Any]:
     return [store_value(v) for v in params]
+
+
+#: The most bytes (UTF-8) of text one row's key may hold in a team store beside its run id:
+#: a case id with its criterion's name (``run_judgments``), a decision's rule id, the
+#: project's name. PostgreSQL's B-tree refuses an index row over 2,704 bytes (a case id
+#: of 2,645 random characters with a criterion of one, on PostgreSQL 15); what is left
+#: is room for the row's headers and a judge panel's member names. SQLite has no limit.
+KEY_TEXT_BYTES = 2400
+
+
+def _shown(text: str) -> str:
+    return "'" + printable(text if len(text) <= 40 else text[:40] + "…") + "'"
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def check_keys(
+    location: PostgresLocation, *, project: str, case_ids: Iterable[str],
+    criteria: Sequence[str], rule_ids: Iterable[str], refused: str = "nothing was run",
+    instead: str = "run this project on the SQLite store",
+) -> None:
+    """Refuse, before anything is called, the keys a run would store that the team store
+    cannot hold apart (:class:`StoreError`, exit 2): a case id or a decision's rule id
+    (``floor[lang=…]``: a group's value is in it) too long for PostgreSQL's index, or two
+    that differ only where one holds a NUL character and the other U+FFFD (PostgreSQL's
+    text cannot hold a NUL, which the store writes as U+FFFD). Without this the run called
+    every case, then could not store its cases or its end (RUN_ERROR, exit 5), where the
+    same project on the SQLite store was decided. ``refused`` says what was not done,
+    ``instead`` what can be done instead (a run's, by default; ``store push`` says its own)."""
+    where = location.display
+    limit = f"(PostgreSQL refuses an index row over 2,704 bytes); {refused}. Shorten it"
+    sqlite = f", or {instead}"
+    if _size(project) > KEY_TEXT_BYTES:
+        raise StoreError(
+            f"{where}: the project's name is {_size(project):,} bytes long, more than the"
+            f" {KEY_TEXT_BYTES:,} a team store can index {limit}{sqlite}")
+    criterion = max(criteria, key=len, default="")
+    for what, texts, budget, beside in (
+        ("case id", case_ids, KEY_TEXT_BYTES - len(criterion),
+         f" beside the criterion '{criterion}'" if criterion else ""),
+        ("rule id", rule_ids, KEY_TEXT_BYTES, ""),
+    ):
+        seen: dict[str, str] = {}
+        for text in texts:
+            if _size(text) > budget:
+                group = " (a group's: the group's value is part of it)" if "[" in text else ""
+                raise StoreError(
+                    f"{where}: the {what} {_shown(text)}{group} is {_size(text):,} bytes long,"
+                    f" more than the {budget:,} a team store can index{beside} {limit}{sqlite}")
+            other = seen.setdefault(store_value(text), text)
+            if other != text:
+                raise StoreError(
+                    f"{where}: the {what}s {_shown(other)} and {_shown(text)} would be one in"
+                    " a team store: PostgreSQL's text cannot hold a NUL character (\\x00),"
+                    f" which the store writes as U+FFFD; {refused}. Rename one of them"
+                    f"{sqlite}")
 
 
 _STORE_TABLES: list[str] = []

@@ -40,6 +40,7 @@ above it is the same for both:
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -72,6 +73,13 @@ __all__ = [
     "PgConnection", "Upsert", "check_identity", "column_types", "connect", "ddl",
     "run_lock_key", "schema_version", "store_tables", "translate",
 ]
+
+# psycopg logs what it could not do while already failing ("error ignored terminating
+# <psycopg.Pipeline [BAD]>: the connection is lost", when a server goes away in the middle of
+# a commit): with no handler of the application's, Python's last resort printed it on
+# stderr beside the one message that says what happened. A handler the application sets
+# up (on "psycopg" or the root logger) still receives it.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 _SQL: dict[str, str] = {}
 
@@ -205,6 +213,9 @@ class PgConnection(PgBase):
     # -- errors --------------------------------------------------------------
     def _error(self, exc: Exception) -> DatabaseError:
         text = scrub(" ".join(str(exc).split()) or type(exc).__name__, self.location.url)
+        if self.raw.closed and "connection" not in text:
+            # What the lost connection was doing when it went (write_batch).
+            text = f"the connection to the server was lost: {text}"
         error: DatabaseError
         if isinstance(exc, (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)):
             error = RetryableError(text)
@@ -269,6 +280,12 @@ class PgConnection(PgBase):
                 raw.execute("COMMIT")
         except psycopg.Error as exc:
             self._rollback()
+            if not self.raw.closed:
+                # A connection lost under the pipeline may say only "cannot exit pipeline
+                # mode while busy", and look open until it is used again: asked once more,
+                # so that the run's stop says the connection was lost.
+                with contextlib.suppress(psycopg.Error):
+                    self.raw.execute("SELECT 1")
             raise self._error(exc) from None
         except UnicodeEncodeError:  # a lone surrogate: the writer cleans the text, tries again
             self._rollback()

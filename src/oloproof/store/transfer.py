@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 
 from oloproof.enums import RunStatus
 from oloproof.store.db import has_table
+from oloproof.store.dbapi import is_sqlite
+from oloproof.store.pgshared import check_keys
 from oloproof.store.reader import RunRecord, get_run
 
 if TYPE_CHECKING:
@@ -114,6 +116,27 @@ def _cache_rows(src: Connection, table: str, keys: list[str]) -> tuple[list[str]
     return names, rows
 
 
+def _column(tables: list[tuple[str, list[str], list[Any]]], table: str, column: str) -> list[Any]:
+    return [row[names.index(column)] for name, names, rows in tables if name == table
+            for row in rows]
+
+
+def _check_keys(dst: Connection, run_id: str, project: str,
+                tables: list[tuple[str, list[str], list[Any]]]) -> None:
+    """Refuse a run whose case ids or rule ids a team store cannot hold apart (two ids
+    that differ only by a NUL and a U+FFFD, an id too long for its index:
+    store/pgshared.py): ``ON CONFLICT DO NOTHING`` kept one case of two and said
+    "copied"."""
+    criteria = sorted({str(c) for c in (*_column(tables, "run_judgments", "criterion"),
+                                        *_column(tables, "trial_judgments", "criterion"))})
+    check_keys(
+        dst.location, project=project,  # type: ignore[attr-defined]
+        case_ids=[str(c) for c in _column(tables, "run_cases", "case_id")],
+        criteria=criteria, rule_ids=[str(r) for r in _column(tables, "decisions", "rule_id")],
+        refused=f"the run {run_id} was not pushed", instead="keep it on the SQLite store",
+    )
+
+
 def copy_run(src: Connection, dst: Connection, ref: str) -> tuple[str, str]:
     """Copy the run ``ref`` names in ``src`` (an id, a unique prefix, ``latest``) to ``dst``
     (migrated to this version's schema); ``(run id, what happened)``: :data:`COPIED`,
@@ -128,6 +151,8 @@ def copy_run(src: Connection, dst: Connection, ref: str) -> tuple[str, str]:
         (table, *_rows(src, f"SELECT * FROM {table} WHERE run_id = ?", (record.id,)))
         for table in _RUN_TABLES if has_table(src, table)
     ]
+    if not is_sqlite(dst):
+        _check_keys(dst, record.id, run_row[run_names.index("project")], tables)
     execs, judges = _cache_keys(src, record.id)
     caches = [("exec_cache", *_cache_rows(src, "exec_cache", execs)),
               ("judge_cache", *_cache_rows(src, "judge_cache", judges))]
