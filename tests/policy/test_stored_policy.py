@@ -89,3 +89,24 @@ def test_gate_says_when_the_policy_file_now_differs_from_the_stored_one(tmp_path
     os.utime(policy, (later, later))
     again = run_cli("gate", "latest", cwd=project)
     assert again.code == 0 and not _changed_note(again.out), again.text
+
+
+def test_the_changed_policy_is_found_from_another_directory(tmp_path: Path) -> None:
+    """The run stores its policy file as it showed it (`release.yaml`, from the project's
+    directory); `gate --config p/oloproof.yaml` run from elsewhere looked for that path in
+    its own directory, found nothing and said nothing. The project's directory is looked
+    in first."""
+    import os
+    import time
+
+    loose = "version: 1\nrules:\n  - {id: floor, metric: exact_label, min: 0.3}\n"
+    project = write_project(tmp_path / "p", app=APP, cases=labelled_cases(40), release=loose)
+    assert run_cli("run", cwd=project).code == 0
+    policy = project / "release.yaml"
+    policy.write_text(loose.replace("0.3", "0.99"))
+    later = time.time() + 5
+    os.utime(policy, (later, later))
+    elsewhere = run_cli("gate", "latest", "--config", "p/oloproof.yaml", cwd=tmp_path)
+    assert elsewhere.code == 0, elsewhere.text
+    assert "p/release.yaml has changed since this run started" in elsewhere.out, elsewhere.text
+    assert "--policy p/release.yaml` decides under the file as it is now" in elsewhere.out

@@ -404,6 +404,8 @@ class RunSummary:
     #: The policy it is decided under, and its decisions as ``gate`` makes them now.
     policy: Any = None
     decided: list[Decision] = field(default_factory=list)
+    #: The project's directory, where the run's policy file is looked for first.
+    root: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -445,7 +447,8 @@ def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSum
             d["method"] = sequential["methods"].get(d.get("rule", ""))
     flaky = flaky_cases(conn, run) if run.trials > 1 else []
     return RunSummary(run, kinds, index, metrics, decisions,
-                      float(policy.confidence_level), flaky, sequential, policy, decided)
+                      float(policy.confidence_level), flaky, sequential, policy, decided,
+                      root)
 
 
 def _gate_document(summary: RunSummary) -> dict[str, Any]:
@@ -467,7 +470,7 @@ def _gate_document(summary: RunSummary) -> dict[str, Any]:
     return {
         "gate": str(label), "exit_code": int(code),
         "notes": [*gate_notes(decisions, summary.policy, run.id),
-                  *policy_edited(run, summary.policy, decisions)],
+                  *policy_edited(run, summary.policy, decisions, summary.root)],
         "declaration": gate_declaration(summary.policy) if decisions else None,
         "recorded": recorded,
     }

@@ -208,24 +208,31 @@ def decide_stored(
 
 
 def policy_edited(
-    record: RunRecord, release: ReleasePolicy, decisions: Sequence[object]
+    record: RunRecord, release: ReleasePolicy, decisions: Sequence[object],
+    root: str | None = None,
 ) -> list[str]:
     """A note when a run decided under its stored policy has rules and the file that
     policy was read from now says something else: a stricter release.yaml must not pass
     for what ``gate latest`` applied (``gate``, ``report`` and ``view`` say it alike). The
-    file is found where the run showed it (relative to the directory the command runs
-    in). It is validated only when it was written after the run started (one ``stat``
+    file is the path the run showed, taken from the project directory ``root`` (a run
+    made there) or else from the directory the command runs in. It is validated only when it was written after the run started (one ``stat``
     otherwise: no pydantic on the usual path), and the note given only when what it holds
     differs from the stored policy (a checkout that rewrote the same file says nothing)."""
     if not decisions or record.policy_path is None:
         return []
-    path = record.policy_path
+    shown = record.policy_path
+    candidates = [shown] if root is None or os.path.isabs(shown) else [
+        os.path.join(root, shown), shown]
+    path = next((c for c in candidates if os.path.isfile(c)), None)
+    if path is None:
+        return []  # moved or removed: nothing to compare
     try:
         started = datetime.fromisoformat(record.created_at)
         if os.stat(path).st_mtime <= started.timestamp():
             return []
     except (OSError, ValueError, TypeError, AttributeError):
         return []
+    path = shown if path == shown else os.path.relpath(path)
     from oloproof.project.labels import scales_of_run
     from oloproof.project.loader import load_release_policy
 

@@ -125,7 +125,7 @@ def read_run(
         rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
         trials=record.trials, flaky=flaky,
         gate_notes=[*gate_notes(decisions, release, record.id),
-                    *([] if policy is not None else policy_edited(record, release, decisions))],
+                    *([] if policy is not None else policy_edited(record, release, decisions, root))],
         declaration=gate_declaration(release) if decisions else None,
         sequential=sequential[0] if sequential else None,
         sequential_note=sequential[1] if sequential else None,
