@@ -107,3 +107,68 @@ def test_merges_that_start_together_make_one_merged_run(tmp_path: Path) -> None:
     assert sorted(d["already_merged"] for d in docs) == [False, True, True]
     runs = json.loads(run_cli("runs", "--json", cwd=root).out)
     assert sorted(r["completeness"] for r in runs) == ["COMPLETE", "SUBSET", "SUBSET"]
+
+
+def _failing_on(root: Path, ids: list[str]) -> None:
+    """The project's system raises on the cases ``ids`` (listed in a file it reads)."""
+    (root / "failing.json").write_text(json.dumps(ids))
+    app = root / "app.py"
+    app.write_text(app.read_text().replace(
+        "    n = case_input[\"n\"]\n",
+        "    n = case_input[\"n\"]\n"
+        "    import json, pathlib\n"
+        "    if f\"case-{n:03d}\" in json.loads((pathlib.Path(__file__).parent / 'failing.json')"
+        ".read_text()):\n"
+        "        raise RuntimeError(f'no answer for {n}')\n", 1))
+
+
+def test_a_shard_whose_slice_holds_only_failing_cases_is_merged(tmp_path: Path) -> None:
+    """The run rule "the system failed on every call: no evidence, stopped" (SPEC §5) was
+    applied to each shard: a slice holding only the cases the system fails on (2 of 12 here)
+    was stopped RUN_ERROR/PARTIAL every time it ran, and `merge` refused to go on without it,
+    while the whole suite in one run is decided. The shard is now decided (a shard never
+    allows) and the merged run is the single run's; the rule applies to the shards together."""
+    from oloproof.api._subset import shard_of
+
+    root = _project(tmp_path / "p", n=12)
+    ids = [json.loads(line)["id"] for line in (root / "data" / "cases.jsonl").read_text().splitlines()]
+    slice_3 = [i for i in ids if shard_of(i, 3) == 3]
+    assert 0 < len(slice_3) < len(ids)
+    _failing_on(root, slice_3)
+    single_root = tmp_path / "single"
+    shutil.copytree(root, single_root)
+    single = run_cli("run", "--json", cwd=single_root)
+    single_end = json.loads(single.out.splitlines()[-1])
+    assert single_end["status"] == "DECIDED", single.text
+    for index in (1, 2, 3):
+        done = run_cli("run", "--shard", f"{index}/3", cwd=root)
+        assert done.code == 5 and "DECIDED/SUBSET" in done.out, done.text
+    merged = run_cli("merge", "--json", cwd=root)
+    doc = json.loads(merged.out)
+    assert (doc["status"], doc["completeness"]) == ("DECIDED", "COMPLETE"), merged.text
+    assert merged.code == single.code
+    assert [d["state"] for d in doc["decisions"]] == [d["state"] for d in single_end["decisions"]]
+
+
+def test_shards_whose_system_failed_on_every_case_merge_into_a_stopped_run(
+    tmp_path: Path,
+) -> None:
+    """A shard whose every call failed is no longer stopped on its own (the test above), so
+    the rule is `merge`'s: shards that hold no output between them make a RUN_ERROR/PARTIAL
+    run, exit 5, naming why, as one run of the whole suite is; never a decision."""
+    root = _project(tmp_path / "p", n=12)
+    ids = [json.loads(line)["id"] for line in (root / "data" / "cases.jsonl").read_text().splitlines()]
+    _failing_on(root, ids)
+    whole = run_cli("run", cwd=tmp_path / "p")
+    assert whole.code == 5 and "failed on every call" in whole.text, whole.text
+    for index in (1, 2):
+        assert run_cli("run", "--shard", f"{index}/2", cwd=root).code == 5
+    merged = run_cli("merge", "--json", cwd=root)
+    assert merged.code == 5, merged.text
+    doc = json.loads(merged.out)
+    assert (doc["status"], doc["completeness"]) == ("RUN_ERROR", "PARTIAL")
+    assert doc["decisions"] == []
+    runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+    stopped = [r for r in runs if r["completeness"] == "PARTIAL"]
+    assert any("the system failed on every case of the merged shards (12)" in
+               (r.get("stop_reason") or "") for r in stopped), runs

@@ -48,7 +48,9 @@ def command(args: argparse.Namespace) -> int:
             run_id=result.run_id, status=result.status, completeness=result.completeness,
             decisions=result.decisions, summaries=list(result.metrics.values()),
             cache=result.cache, gate=result.gate, exit_code=result.exit_code,
-            policy_arg=None, config_arg=args.config, note=printable(made),
+            policy_arg=None, config_arg=args.config,
+            note=printable(made + (f"\nStopped: {result.stop_reason}" if result.stop_reason
+                                   else "")),
             judges=result.judges,
         ),
     )

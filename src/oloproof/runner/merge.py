@@ -431,10 +431,12 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
         conn.execute("INSERT INTO run_merges (run_id, shards_json) VALUES (?, ?)",
                      (run_id, compact_json(sorted(ids))))
         conn.execute("COMMIT")
-        record = get_run(conn, run_id)
-        decisions, _summaries, gate_label, code = decide_and_gate(
-            conn, run_id, stored_policy(record), incomplete=False
-        )
+        failed = _no_result_of(conn, run_id)
+        if failed is None:
+            record = get_run(conn, run_id)
+            decisions, _summaries, gate_label, code = decide_and_gate(
+                conn, run_id, stored_policy(record), incomplete=False
+            )
     except BaseException as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -447,11 +449,48 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
                 decisions=[], stop_reason=f"the merge failed: {describe_exception(exc)}",
             )
         raise
+    if failed is not None:
+        # SPEC §5, as a run of the whole suite has it (runner/orchestrate.py): no result of
+        # a source is no evidence, whatever the policy. A shard is not stopped for it (its
+        # slice may hold only the cases the system fails on); the merged run is.
+        writer.finish_run(
+            status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
+            exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK, cache=_cache_sum(shards),
+            decisions=[], stop_reason=f"incomplete: {failed}",
+        )
+        return run_id
     writer.finish_run(
         status=RunStatus.DECIDED, completeness=Completeness.COMPLETE, exit_code=code,
         gate=gate_label, cache=_cache_sum(shards), decisions=[d.to_json() for d in decisions],
     )
     return run_id
+
+
+def _no_result_of(conn: Connection, run_id: str) -> str | None:
+    """One line naming the system, or each evaluator or judge, that failed on every case of
+    the merged run (no output, or an error wherever it judged): what a run of the whole
+    suite is stopped for (``EngineTotals.failed_source``), here over the shards together."""
+    lines = []
+    total = ok = 0
+    for table in ("run_cases", "trial_cases"):
+        if not has_table(conn, table):
+            continue
+        row = conn.execute(
+            f"SELECT count(*), sum(CASE WHEN status = 'OK' THEN 1 ELSE 0 END) FROM {table}"
+            " WHERE run_id = ?", (run_id,),
+        ).fetchone()
+        total, ok = total + int(row[0] or 0), ok + int(row[1] or 0)
+    if total and not ok:
+        lines.append(f"the system failed on every case of the merged shards ({total}), so"
+                     " the run holds no result of it")
+    for criterion, judged in conn.execute(
+        "SELECT criterion, count(*) FROM run_judgments WHERE run_id = ? AND status <> 'MISSING'"
+        " GROUP BY criterion HAVING sum(CASE WHEN status = 'ERROR' THEN 0 ELSE 1 END) = 0"
+        " ORDER BY criterion", (run_id,),
+    ).fetchall():
+        lines.append(f"{criterion} failed on every case it judged in the merged shards"
+                     f" ({judged}), so the run holds no result of it")
+    return "; ".join(lines) or None
 
 
 def _cache_sum(shards: list[_Shard]) -> dict[str, int]:

@@ -150,9 +150,13 @@ def _execute(
             stop.internal(f"only {done} of {total} cases finished"
                           " (the run was cancelled from inside)")
         failed = engine.totals.failed_source()
-        if stop.reason is None and failed is not None:
+        shard = prepared.subset is not None and prepared.subset.get("shard") is not None
+        if stop.reason is None and failed is not None and not shard:
             # SPEC §5: no result of the system (or of a judge) is not evidence; whatever
             # the policy (policy: none, max_missing: 1, warn_on), the run is incomplete.
+            # Not a shard's: its slice may hold only the cases the system fails on, and a
+            # stopped shard could never be merged; `merge` applies the rule to the shards
+            # together (runner/merge.py, _no_result_of). A shard never allows on its own.
             stop.internal(f"incomplete: {failed}")
         notice = engine.totals.failure_notice(prepared.project.config.limits.failure_threshold)
         if stop.reason is None:
