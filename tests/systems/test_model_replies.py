@@ -112,6 +112,18 @@ def _run(root: Path) -> tuple[int, dict[str, Any], str]:
     return result.code, json.loads(case.out), result.text
 
 
+def _assert_missing(
+    tmp_path: Path, provider: _Scripted, provider_name: str, reply: dict[str, Any], says: str,
+) -> None:
+    """The reply makes its case an error (missing, exit 5) that says why, never an output."""
+    provider.reply = reply
+    code, case, text = _run(_project(tmp_path, provider, provider_name))
+    assert code == 5, text
+    assert case["status"] == "ERROR", case
+    assert says in case["error"], case["error"]
+    assert "Gate      ALLOW" not in text
+
+
 @pytest.mark.parametrize(("provider_name", "reply", "says"), [
     # A reasoning model that spent max_completion_tokens thinking: content "", length.
     ("openai_compatible", _openai({"content": ""}, "length"),
@@ -130,13 +142,8 @@ def _run(root: Path) -> tuple[int, dict[str, Any], str]:
 def test_a_reply_with_no_answer_is_missing_never_an_empty_output_that_passes(
     tmp_path: Path, provider: _Scripted, provider_name: str, reply: dict[str, Any], says: str,
 ) -> None:
-    provider.reply = reply
-    code, case, text = _run(_project(tmp_path, provider, provider_name))
     # It was ALLOW (exit 0): pii_free 30/30 observed on the output "".
-    assert code == 5, text
-    assert case["status"] == "ERROR", case
-    assert says in case["error"], case["error"]
-    assert "Gate      ALLOW" not in text
+    _assert_missing(tmp_path, provider, provider_name, reply, says)
 
 
 def test_an_empty_answer_the_model_ended_itself_is_its_output(
@@ -214,13 +221,8 @@ def test_record_usage_refuses_what_is_not_a_count() -> None:
 def test_a_reply_stopped_before_the_model_ended_it_is_missing_not_its_partial_text(
     tmp_path: Path, provider: _Scripted, provider_name: str, reply: dict[str, Any], says: str,
 ) -> None:
-    provider.reply = reply
-    code, case, text = _run(_project(tmp_path, provider, provider_name))
     # It was ALLOW (exit 0): pii_free 30/30 observed on the partial text.
-    assert code == 5, text
-    assert case["status"] == "ERROR", case
-    assert says in case["error"], case["error"]
-    assert "Gate      ALLOW" not in text
+    _assert_missing(tmp_path, provider, provider_name, reply, says)
 
 
 @pytest.mark.parametrize("finish_reason", ["eos_token", "length"])
