@@ -116,6 +116,10 @@ def _modules_after(args: list[str], cwd: Path, env: dict[str, str] | None = None
 # pathlib imports urllib.parse and ipaddress (before Python 3.13): a tenth of `gate`'s
 # instructions. The command paths handle paths as strings (docs/design-notes.md).
 _PATHLIB = ("pathlib", "urllib.parse", "ipaddress")
+# A team store's modules (PostgreSQL): never on a SQLite store's paths (a rerun imported
+# store/pgshared.py, for the team store's key checks, and zlib behind it).
+_TEAM_STORE = ("psycopg", "oloproof.store.postgres", "oloproof.store.pgwire",
+               "oloproof.store.pgshared")
 
 
 def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
@@ -134,18 +138,18 @@ def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     assert "oloproof.store.reader" in listed  # it did read the store
     # Nor OpenSSL: listing runs makes no digest (hashlib is imported where one is made).
     assert not {"pydantic", "yaml", "rich", "oloproof.project", "oloproof.policy.decide",
-                "oloproof.stats.intervals", "asyncio", "hashlib", *_PATHLIB} & listed
+                "oloproof.stats.intervals", "asyncio", "hashlib", *_PATHLIB, *_TEAM_STORE} & listed
     gated = _modules_after(["gate", "latest"], tmp_path)
     assert "oloproof.policy.decide" in gated
     assert not {"oloproof.analysis.plan", "oloproof.analysis.compare", "httpx", "jsonschema",
-                "asyncio", "threading", *_PATHLIB} & gated
+                "asyncio", "threading", *_PATHLIB, *_TEAM_STORE} & gated
     # The stored policy's records only: not the project's (project/policies.py).
     assert "oloproof.project.policies" in gated and "oloproof.project.config" not in gated
     # A run from the cache makes no call: no event loop, no thread, nor their modules.
     rerun = _modules_after(["run"], tmp_path)
     assert "oloproof.engine.pipeline" in rerun
     assert not {"threading", "asyncio", "pydantic", "yaml", "httpx", "jsonschema",
-                *_PATHLIB} & rerun
+                *_PATHLIB, *_TEAM_STORE} & rerun
 
 
 # Bytecode written, as a user's Python does (an empty value unsets it).

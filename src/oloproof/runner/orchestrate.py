@@ -52,7 +52,6 @@ from oloproof.store.db import (
 )
 from oloproof.store.dbapi import ERRORS, OPERATIONAL_ERRORS, is_damaged
 from oloproof.store.location import PostgresLocation, StoreLocation, locate
-from oloproof.store.pgshared import check_keys
 from oloproof.store.reader import get_run, load_evidence
 from oloproof.store.reserve import Reserve, sweep
 from oloproof.store.writer import MIN_COMMIT_INTERVAL_S, StoreWriter
@@ -510,6 +509,8 @@ def _check_keys(location: PostgresLocation, prepared: Prepared) -> None:
     """Refuse a run whose case ids or decisions' rule ids (those of each group of an
     ``each_group`` rule hold the group's value) a team store cannot hold apart, before
     anything is called (store/pgshared.py)."""
+    from oloproof.store.pgshared import check_keys  # a team store's only
+
     group_by = {m["criterion"]: m.get("group_by", []) for m in prepared.metrics}
     rule_ids: list[str] = []
     for rule in prepared.policy.rules:
