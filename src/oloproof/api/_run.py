@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from oloproof._records import dataclass
+from oloproof.api._args import run_arguments
 from oloproof.api._listing import config_file
 from oloproof.api._results import RunResult, Subset
 from oloproof.enums import Completeness, GateAction, MetricKind, RunStatus
@@ -418,6 +419,9 @@ def run(
     Holm: a :class:`~oloproof.api.MatrixResult` with one run result per variant and the
     comparisons (docs/prompts-and-models.md).
     """
+    lists = run_arguments("run", locals())  # a wrong type: one TypeError, nothing run
+    cases, where, group_by, variants = (
+        lists["cases"], lists["where"], lists["group_by"], lists["variants"])
     if matrix and (baseline is not None or compare_policy is not None):
         raise UsageError("matrix=True compares its variants with its own baseline variant:"
                          " baseline= and compare_policy= compare one run with a stored run")
@@ -580,6 +584,8 @@ async def run_async(
     loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
     stops the run (stored as RUN_ERROR/PARTIAL) and re-raises ``CancelledError`` once
     its end is stored."""
+    lists = run_arguments("run_async", locals())  # a wrong type: one TypeError, nothing run
+    cases, where, group_by = lists["cases"], lists["where"], lists["group_by"]
     import asyncio
 
     loop = asyncio.get_running_loop()

@@ -1,0 +1,103 @@
+"""The API's arguments: a wrong type is one TypeError naming the function and the argument,
+raised before anything is stored or called (real projects, real SQLite stores)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import RELEASE_FLOOR, labelled_cases, write_project
+
+import oloproof
+
+APP = """
+def answer(case_input):
+    return {"label": "ok"}
+"""
+
+
+def _runs(root: Path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(root / ".oloproof" / "store.sqlite")
+    try:
+        return [tuple(r) for r in conn.execute("SELECT id, status FROM runs ORDER BY id")]
+    finally:
+        conn.close()
+
+
+WRONG: list[tuple[Any, type[Exception], str]] = [
+    # use_cache="false" is true: the run read the cache it was asked not to read.
+    (lambda p: oloproof.run(p, use_cache="false"), TypeError,
+     "run() argument 'use_cache' must be True or False, not str"),
+    # The run started and was stored RUN_ERROR/PARTIAL at its first event.
+    (lambda p: oloproof.run(p, on_event="print"), TypeError,
+     "run() argument 'on_event' must be a function of one event, or None, not str"),
+    (lambda p: oloproof.run(p, cases=5), TypeError,
+     "run() argument 'cases' must be a case id or a list of them, not int"),
+    (lambda p: oloproof.run(p, cases=["q001", 2]), TypeError,
+     "run() argument 'cases' must be a case id or a list of them; it holds int 2"),
+    (lambda p: oloproof.run(p, where=1), TypeError, "run() argument 'where' must be"),
+    (lambda p: oloproof.run(p, group_by=3), TypeError,
+     "run() argument 'group_by' must be a metadata key or a list of them, not int"),
+    (lambda p: oloproof.run(p, sample="yes", limit=3), TypeError,
+     "run() argument 'sample' must be True or False, not str"),
+    (lambda p: oloproof.run(p, progress="on"), TypeError,
+     "run() argument 'progress' must be True, False or None, not str"),
+    (lambda p: oloproof.run(p, policy=5), TypeError,
+     "run() argument 'policy' must be a path (str or os.PathLike), not int"),
+    (lambda p: oloproof.run(None), TypeError,
+     "run() argument 'project' must be a path (str or os.PathLike), not NoneType"),
+    (lambda p: oloproof.run(str(p).encode()), TypeError,
+     "run() argument 'project' must be a path (str or os.PathLike), not bytes"),
+    (lambda p: oloproof.run(p, sequential=True, baseline=7), TypeError,
+     "run() argument 'baseline' must be a run id or None, not int"),
+    (lambda p: oloproof.read_run("latest", p, group_by=2), TypeError,
+     "read_run() argument 'group_by' must be a metadata key or a list of them, not int"),
+    (lambda p: oloproof.read_run("latest", None), TypeError,
+     "read_run() argument 'project' must be a path"),
+    (lambda p: oloproof.list_runs(p, limit="3"), TypeError,
+     "list_runs() argument 'limit' must be a whole number or None, not str"),
+    (lambda p: oloproof.list_runs(p, limit=0), ValueError,
+     "list_runs() argument 'limit' must be 1 or more, got 0"),
+    (lambda p: oloproof.compare("latest", "latest", project=None), TypeError,
+     "compare() argument 'project' must be a path"),
+    (lambda p: oloproof.plan("latest", project=p, assurance="0.9"), TypeError,
+     "plan() argument 'assurance' must be a number strictly between 0 and 1, or None, not str"),
+    (lambda p: oloproof.merge([p, 3], p), TypeError,
+     ("merge() argument 'sources' must be a list of project directories, store files or"
+      " postgresql:// URLs; it holds int 3")),
+]
+
+
+IDS = ["use_cache-text", "on_event-text", "cases-int", "cases-holds-int", "where-int",
+       "group_by-int", "sample-text", "progress-text", "policy-int", "project-None",
+       "project-bytes", "baseline-int", "read_run-group_by", "read_run-project",
+       "list_runs-limit-text", "list_runs-limit-0", "compare-project", "plan-assurance",
+       "merge-sources"]
+
+
+@pytest.mark.parametrize(("call", "error", "message"), WRONG, ids=IDS)
+def test_a_wrong_argument_is_one_clear_error_and_nothing_runs(
+    project_dir: Path, call: Any, error: type[Exception], message: str
+) -> None:
+    write_project(project_dir, app=APP, cases=labelled_cases(10), release=RELEASE_FLOOR)
+    oloproof.run(project_dir)
+    before = _runs(project_dir)
+    with pytest.raises(error, match="^" + re.escape(message)):
+        call(project_dir)
+    assert _runs(project_dir) == before  # nothing stored, nothing called
+
+
+def test_case_ids_from_any_iterable_and_merge_of_one_source(project_dir: Path) -> None:
+    write_project(project_dir, app=APP, cases=labelled_cases(10), release=RELEASE_FLOOR)
+    picked = oloproof.run(project_dir, cases=(c for c in ("q001", "q002")))
+    assert picked.subset is not None and picked.subset.case_ids == ("q001", "q002")
+    for i in (1, 2):
+        oloproof.run(project_dir, shard=f"{i}/2")
+    # A source given alone is one source: it used to be read letter by letter
+    # ("/: no such file or directory", then "t", "m", "p", ...).
+    merged = oloproof.merge(str(project_dir), project_dir)
+    assert (merged.completeness, merged.exit_code) == ("COMPLETE", 0)
+    assert merged.metrics["exact_label"].observed == 10
