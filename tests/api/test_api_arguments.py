@@ -3,6 +3,7 @@ raised before anything is stored or called (real projects, real SQLite stores)."
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
 from pathlib import Path
@@ -101,3 +102,42 @@ def test_case_ids_from_any_iterable_and_merge_of_one_source(project_dir: Path) -
     merged = oloproof.merge(str(project_dir), project_dir)
     assert (merged.completeness, merged.exit_code) == ("COMPLETE", 0)
     assert merged.metrics["exact_label"].observed == 10
+
+
+SLOW_APP = """
+import time
+
+def answer(case_input):
+    time.sleep(0.3)
+    return {"label": "ok"}
+"""
+
+
+def test_run_async_cancelled_twice_raises_only_once_its_end_is_stored(project_dir: Path) -> None:
+    # The second cancellation (a timeout around a task that is cancelled too) raised at
+    # once: the caller found the run RUNNING, its end still to be stored by a daemon
+    # thread that the process's end would kill.
+    write_project(project_dir, app=SLOW_APP, cases=labelled_cases(20), release=RELEASE_FLOOR,
+                  concurrency=(1, 1))
+    seen: list[list[tuple[str, str]]] = []
+
+    async def main() -> None:
+        executed = asyncio.Event()
+        task = asyncio.create_task(oloproof.run_async(
+            project_dir, use_cache=False,
+            on_event=lambda e: executed.set() if e.type == "case_executed" else None,
+        ))
+        await executed.wait()
+        task.cancel()
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        seen.append([status for _, status in _runs(project_dir)])
+
+    asyncio.run(main())
+    assert seen == [["RUN_ERROR"]]
+    result = oloproof.read_run("latest", project_dir)
+    assert result.stop_reason == "cancelled by the caller (run_async)"
+    again = oloproof.run(project_dir, limit=2)  # a second run in this process works
+    assert (again.status, again.metrics["exact_label"].observed) == ("DECIDED", 2)

@@ -633,10 +633,17 @@ async def run_async(
         return result
     except asyncio.CancelledError:
         stop.internal("cancelled by the caller (run_async)")
-        try:
-            await asyncio.shield(future)
-        except BaseException:  # noqa: BLE001, S110 - the cancellation is what we raise
-            pass
+        # A second cancellation (a timeout around a task that is cancelled as well, a
+        # task group shutting down) must not raise before the run's end is stored: the
+        # caller would find it RUNNING, and a process that ends then kills the run's
+        # daemon thread with it, leaving it RUNNING for good.
+        while not future.done():
+            try:
+                await asyncio.shield(future)
+            except asyncio.CancelledError:
+                continue
+            except BaseException:  # noqa: BLE001 - the cancellation is what we raise
+                break
         raise
 
 
