@@ -141,3 +141,19 @@ def test_run_async_cancelled_twice_raises_only_once_its_end_is_stored(project_di
     assert result.stop_reason == "cancelled by the caller (run_async)"
     again = oloproof.run(project_dir, limit=2)  # a second run in this process works
     assert (again.status, again.metrics["exact_label"].observed) == ("DECIDED", 2)
+
+
+def test_a_run_read_from_a_relative_path_reads_its_cases_after_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # read_run(id, "bot") kept "bot/oloproof.yaml": after os.chdir (a notebook changing
+    # folder) cases() opened ./bot's store there, another project's, and yielded nothing.
+    for where, n in (("a", 10), ("b", 6)):
+        write_project(tmp_path / where / "bot", app=APP, cases=labelled_cases(n),
+                      release=RELEASE_FLOOR)
+        oloproof.run(tmp_path / where / "bot")
+    monkeypatch.chdir(tmp_path / "a")
+    stored = oloproof.read_run("latest", "bot")
+    monkeypatch.chdir(tmp_path / "b")
+    assert len(list(stored.cases())) == 10
+    assert len(stored.to_records()) == 10

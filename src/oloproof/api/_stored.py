@@ -122,7 +122,10 @@ def read_run(
     return RunResult(
         run_id=record.id, status=record.status, completeness=record.completeness, gate=label,
         exit_code=int(code), decisions=decisions, metrics=summaries, project_dir=root,
-        config_path=str(config_file(project)), cache=record.cache, stop_reason=record.stop_reason,
+        # Absolute: cases() read after a chdir read another directory's store (none there,
+        # or another project's, where the run is not: no case, and no error).
+        config_path=os.path.abspath(config_file(project)), cache=record.cache,
+        stop_reason=record.stop_reason,
         policy_path=str(policy) if policy is not None else record.policy_path,
         subset=Subset.from_json(record.subset), project=record.project,
         rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
