@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +158,25 @@ def test_a_run_read_from_a_relative_path_reads_its_cases_after_a_chdir(
     monkeypatch.chdir(tmp_path / "b")
     assert len(list(stored.cases())) == 10
     assert len(stored.to_records()) == 10
+
+
+def test_a_stale_cache_warning_raised_as_an_error_stops_every_run(
+    project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under `-W error` (pytest's filterwarnings = error) the first run raised the warning
+    # and the next ran silently on the cache it warns about: the next test passed.
+    write_project(project_dir, app="from helpers import LABEL\n\ndef answer(case_input):\n"
+                  "    return {'label': LABEL}\n", cases=labelled_cases(10),
+                  release=RELEASE_FLOOR, extra_files={"helpers.py": "LABEL = 'ok'\n"})
+    monkeypatch.setattr("oloproof.api._run._WARNED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", oloproof.StaleCacheWarning)
+        for _ in range(2):
+            with pytest.raises(oloproof.StaleCacheWarning, match="^app.py uses project code"):
+                oloproof.run(project_dir)
+    assert not (project_dir / ".oloproof" / "store.sqlite").exists()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert oloproof.run(project_dir).allowed
+        assert oloproof.run(project_dir).allowed
+    assert [w.category for w in caught].count(oloproof.StaleCacheWarning) == 1  # once shown

@@ -100,7 +100,6 @@ def _warn_stale_cache(loaded: PreparedRun) -> None:
     key = (str(loaded.prepared.project.config_path), message)
     if key in _WARNED:
         return
-    _WARNED.add(key)
     import warnings
 
     from oloproof.errors import StaleCacheWarning
@@ -108,6 +107,10 @@ def _warn_stale_cache(loaded: PreparedRun) -> None:
     # stacklevel 1: the warning names this module, the same for every caller (run() in
     # a notebook runs in a helper thread, where the caller's frame is not on the stack).
     warnings.warn(message, StaleCacheWarning, stacklevel=1)
+    # Counted as given only once it was: raised as an error (`-W error`, pytest's
+    # filterwarnings = error), it stopped this run, and must stop the next one too (the
+    # next test of the session ran on the cache it warns about, and passed).
+    _WARNED.add(key)
 
 
 def load(
