@@ -201,3 +201,41 @@ def test_the_project_runs_its_own_helpers_not_the_test_suites(tmp_path: Path) ->
     assert "floor (exact_label): FAIL [BLOCK]" in proc.stdout
     cli = run_cli("run", cwd=bot)
     assert cli.code == 1 and "Gate      BLOCK   exit code 1" in cli.out, cli.text
+
+
+def test_relative_policy_paths_are_found_from_the_test_file(tmp_path: Path) -> None:
+    """tests/strict.yaml (min 0.99: FAILs) beside the test file; a lenient strict.yaml in
+    the directory pytest runs in. ``oloproof_run("../bot", policy="strict.yaml")`` was
+    decided under the lenient one and passed (started from tests/, the same test failed);
+    a marker's ``compare_policy`` was found from there too."""
+    from oloproof.api import run
+
+    for name in ("bot", "compared"):  # two projects: a run of one is no earlier try of the other
+        write_project(tmp_path / name, app=APP, cases=labelled_cases(100),
+                      release="version: 1\nrules:\n  - {id: floor, metric: exact_label, min: 0.5}\n")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    for where, rule, floor in ((tests, "strict-floor", 0.99), (tmp_path, "cwd-floor", 0.5)):
+        (where / "strict.yaml").write_text(
+            f"version: 1\nrules:\n  - {{id: {rule}, metric: exact_label, min: {floor}}}\n")
+    for where, rule in ((tests, "label-better"), (tmp_path, "cwd-better")):
+        (where / "compare.yaml").write_text(
+            f"version: 1\nrules:\n  - {{id: {rule}, kind: superiority, metric: exact_label}}\n")
+    baseline = run(tmp_path / "compared")
+    proc = _pytest(tmp_path, f"""
+        import pytest
+
+        def test_policy(oloproof_run):
+            oloproof_run("../bot", policy="strict.yaml").assert_allowed()
+
+        @pytest.mark.oloproof("../compared", sequential=True, baseline="{baseline.run_id}",
+                              compare_policy="compare.yaml")
+        def test_compared(oloproof_rule):
+            oloproof_rule.assert_allowed()
+    """)
+    out = proc.stdout
+    assert "test_rules.py::test_policy FAILED" in out, out
+    assert "strict-floor (exact_label): FAIL [BLOCK]" in out and "cwd-floor" not in out, out
+    assert "test_rules.py::test_compared[floor] FAILED" in out, out
+    assert "label-better (exact_label): INSUFFICIENT_EVIDENCE [BLOCK]" in out, out
+    assert "cwd-better" not in out, out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from oloproof.api._args import count, path
 from oloproof.api._results import RunInfo
 from oloproof.errors import UsageError
 from oloproof.store.db import has_table, open_store_readonly
@@ -57,6 +58,8 @@ def _read(project: PathLike) -> Connection:
 
 def list_runs(project: PathLike = ".", *, limit: int | None = None) -> list[RunInfo]:
     """The project's stored runs, newest first (at most ``limit``)."""
+    path(project, "project", "list_runs")
+    limit = count(limit, "limit", "list_runs")
     conn = _read(project)
     try:
         return [RunInfo.from_record(r) for r in _list_runs(conn, limit=limit)]
@@ -68,6 +71,8 @@ def list_comparisons(project: PathLike = ".", *, limit: int | None = None) -> li
     """The project's stored comparisons, newest first (at most ``limit``)."""
     from oloproof.store.comparisons import list_comparisons as _list_comparisons
 
+    path(project, "project", "list_comparisons")
+    limit = count(limit, "limit", "list_comparisons")
     conn = _read(project)
     try:
         # A store read as it is (never migrated by a reader) may predate comparisons.
@@ -85,6 +90,7 @@ def concurrency_history(
     the starting limit first (``reason`` ``start``, ``previous`` None), then each
     ``rate_limited`` decrease and ``clean_window`` increase. Empty for a run without
     adaptive concurrency."""
+    path(project, "project", "concurrency_history")
     conn = _read(project)
     try:
         return load_concurrency(conn, get_run(conn, run_id).id)

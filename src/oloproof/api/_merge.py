@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from oloproof.api import _args as args
 from oloproof.api._listing import config_file
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ def merge_with_details(
     from oloproof.api._stored import read_run
     from oloproof.runner.merge import merge_shards
 
-    config = config_file(project)
-    merged = merge_shards(config, [os.fspath(s) for s in sources])
+    found = args.sources(sources, "merge")  # merge("shards/"): one source, not its letters
+    config = config_file(args.path(project, "project", "merge"))
+    merged = merge_shards(config, found)
     return read_run(merged.run_id, config), merged

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from oloproof._records import dataclass
+from oloproof.api._args import run_arguments
 from oloproof.api._listing import config_file
 from oloproof.api._results import RunResult, Subset
 from oloproof.enums import Completeness, GateAction, MetricKind, RunStatus
@@ -99,7 +100,6 @@ def _warn_stale_cache(loaded: PreparedRun) -> None:
     key = (str(loaded.prepared.project.config_path), message)
     if key in _WARNED:
         return
-    _WARNED.add(key)
     import warnings
 
     from oloproof.errors import StaleCacheWarning
@@ -107,6 +107,10 @@ def _warn_stale_cache(loaded: PreparedRun) -> None:
     # stacklevel 1: the warning names this module, the same for every caller (run() in
     # a notebook runs in a helper thread, where the caller's frame is not on the stack).
     warnings.warn(message, StaleCacheWarning, stacklevel=1)
+    # Counted as given only once it was: raised as an error (`-W error`, pytest's
+    # filterwarnings = error), it stopped this run, and must stop the next one too (the
+    # next test of the session ran on the cache it warns about, and passed).
+    _WARNED.add(key)
 
 
 def load(
@@ -418,6 +422,9 @@ def run(
     Holm: a :class:`~oloproof.api.MatrixResult` with one run result per variant and the
     comparisons (docs/prompts-and-models.md).
     """
+    lists = run_arguments("run", locals())  # a wrong type: one TypeError, nothing run
+    cases, where, group_by, variants = (
+        lists["cases"], lists["where"], lists["group_by"], lists["variants"])
     if matrix and (baseline is not None or compare_policy is not None):
         raise UsageError("matrix=True compares its variants with its own baseline variant:"
                          " baseline= and compare_policy= compare one run with a stored run")
@@ -580,6 +587,8 @@ async def run_async(
     loop stays free. ``on_event`` is called on the caller's loop. Cancelling the await
     stops the run (stored as RUN_ERROR/PARTIAL) and re-raises ``CancelledError`` once
     its end is stored."""
+    lists = run_arguments("run_async", locals())  # a wrong type: one TypeError, nothing run
+    cases, where, group_by = lists["cases"], lists["where"], lists["group_by"]
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -627,10 +636,17 @@ async def run_async(
         return result
     except asyncio.CancelledError:
         stop.internal("cancelled by the caller (run_async)")
-        try:
-            await asyncio.shield(future)
-        except BaseException:  # noqa: BLE001, S110 - the cancellation is what we raise
-            pass
+        # A second cancellation (a timeout around a task that is cancelled as well, a
+        # task group shutting down) must not raise before the run's end is stored: the
+        # caller would find it RUNNING, and a process that ends then kills the run's
+        # daemon thread with it, leaving it RUNNING for good.
+        while not future.done():
+            try:
+                await asyncio.shield(future)
+            except asyncio.CancelledError:
+                continue
+            except BaseException:  # noqa: BLE001 - the cancellation is what we raise
+                break
         raise
 
 

@@ -16,6 +16,7 @@ from oloproof.analysis.stored import (
     stored_labels,
     stored_policy,
 )
+from oloproof.api import _args as args
 from oloproof.api._listing import PathLike, _read, config_file, list_comparisons, list_runs
 from oloproof.api._results import ComparisonResult, RunResult, Subset
 from oloproof.enums import Completeness
@@ -63,6 +64,10 @@ def read_run(
     every case's metadata, any key can be grouped afterwards). ``labels``: measure the
     judges against this human-labels file instead of the labels stored with the run."""
     run_id = _id(run_id, "run_id", "read_run", "a run id (run_… or 'latest')")
+    args.path(project, "project", "read_run")
+    args.optional_path(policy, "policy", "read_run")
+    args.optional_path(labels, "labels", "read_run")
+    group_by = args.texts(group_by, "group_by", "read_run", "a metadata key")
     root = _root(project)
     conn = open_store_readonly(locate(config_file(project)))
     try:
@@ -76,8 +81,6 @@ def read_run(
                                           judges=scales_of_run(record.metrics))
         else:
             release = stored_policy(record, root)
-        if isinstance(group_by, str):
-            group_by = [group_by]
         _check_stored(conn, record, release, policy, list(group_by or ()))
         sequential = None
         if record.sequential is not None:
@@ -119,7 +122,10 @@ def read_run(
     return RunResult(
         run_id=record.id, status=record.status, completeness=record.completeness, gate=label,
         exit_code=int(code), decisions=decisions, metrics=summaries, project_dir=root,
-        config_path=str(config_file(project)), cache=record.cache, stop_reason=record.stop_reason,
+        # Absolute: cases() read after a chdir read another directory's store (none there,
+        # or another project's, where the run is not: no case, and no error).
+        config_path=os.path.abspath(config_file(project)), cache=record.cache,
+        stop_reason=record.stop_reason,
         policy_path=str(policy) if policy is not None else record.policy_path,
         subset=Subset.from_json(record.subset), project=record.project,
         rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
@@ -181,6 +187,8 @@ def compare(
     base = baseline.run_id if isinstance(baseline, RunResult) else baseline
     cand = _id(cand, "candidate", "compare", _RUN)
     base = _id(base, "baseline", "compare", _RUN)
+    args.path(project, "project", "compare")
+    args.optional_path(policy, "policy", "compare")
     # Comparing and planning import the paired statistics and the sample-size search:
     # only here, so that reading a run (`oloproof gate`) does not pay for them.
     from oloproof.analysis.compare import compare_runs, run_ref
@@ -226,6 +234,9 @@ def plan(
         ref = _id(run_or_cmp, "run_or_cmp", "plan",
                   "a run id (run_… or 'latest'), a comparison id (cmp_…), or a result of"
                   " run(), read_run() or compare()")
+    args.path(project, "project", "plan")
+    args.optional_path(policy, "policy", "plan")
+    assurance = args.probability(assurance, "assurance", "plan")
     if assurance is not None and not 0.0 < assurance < 1.0:
         raise UsageError(f"assurance: expected a probability strictly between 0 and 1, got {assurance!r}")
     policy_path = None if policy is None else str(policy)

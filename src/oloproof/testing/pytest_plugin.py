@@ -18,12 +18,13 @@ every item of that project and those keywords reads the same run. An item fails 
 rule blocks the release, and every item fails when the run as a whole cannot allow it
 (stopped, a subset, too many cases missing), so all items pass only when
 ``oloproof run`` would exit 0. The marker takes :func:`oloproof.run`'s keywords
-(``policy=``, ``use_cache=``, ``limit=``, ...); relative ``project`` and ``policy`` paths
-are found from the test file's directory. A project that declares ``policy: none`` has
-one item, ``gate``.
+(``policy=``, ``use_cache=``, ``limit=``, ...); relative ``project``, ``policy`` and
+``compare_policy`` paths are found from the test file's directory. A project that
+declares ``policy: none`` has one item, ``gate``.
 
 ``oloproof_run``: the whole suite as one test: ``oloproof_run("path").assert_allowed()``
-(:func:`oloproof.run`, with a relative project found from the test file's directory).
+(:func:`oloproof.run`, with a relative project, ``policy`` and ``compare_policy`` found from
+the test file's directory).
 
 Runs go to the project's store like any other (``oloproof runs`` lists them), and use its
 cache: a system's identity is its module's source plus ``code_paths``, so code the module
@@ -71,7 +72,7 @@ def oloproof_run(request: pytest.FixtureRequest) -> Callable[..., RunResult]:
         from oloproof.api import RunResult as Result
         from oloproof.api import run as api_run
 
-        result = api_run(_rebase(base, project), **kwargs)
+        result = api_run(_rebase(base, project), **_rebased(base, kwargs))
         if not isinstance(result, Result):  # matrix=True: a MatrixResult
             raise TypeError("oloproof_run runs one project; for a matrix call"
                             " oloproof.run(..., matrix=True) directly")
@@ -83,6 +84,21 @@ def oloproof_run(request: pytest.FixtureRequest) -> Callable[..., RunResult]:
 def _rebase(base: Path, path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     return path if path.is_absolute() else Path(os.path.normpath(base / path))
+
+
+#: The run keywords that name files: a relative one is found from the test file's directory,
+#: as the project is (from the directory pytest was started in, it named another file, or
+#: none, depending on where pytest ran).
+_PATHS = ("policy", "compare_policy")
+
+
+def _rebased(base: Path, kwargs: dict[str, Any]) -> dict[str, Any]:
+    out = dict(kwargs)
+    for name in _PATHS:
+        value = out.get(name)
+        if isinstance(value, str | os.PathLike):
+            out[name] = _rebase(base, value)
+    return out
 
 
 def _target(definition: Any, path: Path) -> tuple[Path, dict[str, Any]]:
@@ -101,9 +117,7 @@ def _target(definition: Any, path: Path) -> tuple[Path, dict[str, Any]]:
     base = path.parent
     kwargs = dict(marker.kwargs)
     project = marker.args[0] if marker.args else kwargs.pop("project", ".")
-    if kwargs.get("policy") is not None:
-        kwargs["policy"] = _rebase(base, kwargs["policy"])
-    return _rebase(base, project), kwargs
+    return _rebase(base, project), _rebased(base, kwargs)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
