@@ -44,6 +44,7 @@ __all__ = [
     "grouped_stored_evidence",
     "judge_reports",
     "labelled_verdicts",
+    "labels_edited",
     "policy_edited",
     "sequential_reading",
     "sequential_report",
@@ -247,6 +248,52 @@ def policy_edited(
         f"{path} has changed since this run started ({when}): these decisions are under"
         f" the policy stored with the run; `oloproof gate {record.id} --policy {path}`"
         " decides under the file as it is now."
+    )
+    return [note]
+
+
+def _uses_labels(release: ReleasePolicy) -> bool:
+    return any(getattr(r, "judge_validation", None) is not None
+               or getattr(r, "estimate", None) == "corrected" for r in release.rules)
+
+
+def labels_edited(
+    record: RunRecord, release: ReleasePolicy, labels: Labels | None,
+    decisions: Sequence[object], root: str | None = None,
+) -> list[str]:
+    """A note when a run decided with the human labels stored with it has rules that use
+    them, and the labels file they were read from now holds other labels: a person who
+    corrected a label after the run (the judge wrong where it had seemed right) must not
+    see ``gate latest`` allow on the labels as they were, without a word. The file is found
+    and compared as :func:`policy_edited` does for the policy (a ``stat`` first; read only
+    when written after the run started; the note only when its digest differs, or it no
+    longer reads for this run)."""
+    if not decisions or labels is None or not _uses_labels(release):
+        return []
+    shown = labels.path
+    candidates = [shown] if root is None or os.path.isabs(shown) else [
+        os.path.join(root, shown), shown]
+    path = next((c for c in candidates if os.path.isfile(c)), None)
+    if path is None:
+        return []  # moved or removed: nothing to compare
+    try:
+        started = datetime.fromisoformat(record.created_at)
+        if os.stat(path).st_mtime <= started.timestamp():
+            return []
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
+    from oloproof.project.labels import load_labels, scales_of_run
+
+    try:
+        if load_labels(path, shown, scales_of_run(record.metrics)).digest == labels.digest:
+            return []
+    except ConfigError:
+        pass  # it no longer reads for this run: it differs all the same
+    when = started.strftime("%Y-%m-%d %H:%M:%S UTC")
+    note = (
+        f"{shown} has changed since this run started ({when}): the judges are measured"
+        f" against the labels stored with the run; `oloproof gate {record.id} --labels"
+        f" {shown}` measures them against the file as it is now."
     )
     return [note]
 
