@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from oloproof._records import replace
 from oloproof.enums import ExitCode, MetricKind
 from oloproof.errors import ConfigError, OloproofError
 from oloproof.evidence import LabelledScores, LabelledVerdicts
@@ -46,6 +47,7 @@ __all__ = [
     "labelled_verdicts",
     "labels_edited",
     "policy_edited",
+    "rule_labels",
     "sequential_reading",
     "sequential_report",
     "stored_evidence",
@@ -205,7 +207,51 @@ def decide_stored(
             ) from None
         return decisions, summaries
     evidence, policy = grouped_stored_evidence(conn, record, policy, group_by)
-    return decide_run(evidence, policy, labelled_verdicts(conn, record, chosen))
+    return decide_run(evidence, policy, rule_labels(conn, record, chosen, policy, group_by))
+
+
+def rule_labels(
+    conn: Connection, record: RunRecord, labels: Labels | None, policy: ReleasePolicy,
+    group_by: Sequence[str] = (),
+) -> dict[str, LabelledVerdicts | LabelledScores]:
+    """:func:`labelled_verdicts`, and for the rules of ``policy`` (its groups expanded:
+    :func:`grouped_stored_evidence`) on a judge's group, that group's verdicts and labels."""
+    labelled = labelled_verdicts(conn, record, labels)
+    criteria = {m.get("criterion") for m in record.metrics}
+    if labelled and any(r.metric not in criteria for r in policy.rules):
+        labelled |= _grouped_labels(conn, record, labelled, group_by)
+    return labelled
+
+
+def _grouped_labels(
+    conn: Connection, record: RunRecord,
+    labelled: Mapping[str, LabelledVerdicts | LabelledScores], group_by: Sequence[str],
+) -> dict[str, LabelledVerdicts | LabelledScores]:
+    """Per group metric of a labelled judge (``helpful[lang=fr]``), its verdicts and labels
+    on that group's cases only: a rule on a group measures the judge there, and corrects
+    that group's rate (not the whole run's). Earlier versions found no labels under the
+    group's name, and a group rule with ``judge_validation`` said "no human labels on this
+    run" whatever the labels, for ever."""
+    from oloproof.analysis.groups import group_cases, group_keys
+
+    try:
+        found = group_cases(conn, record, group_keys(record, group_by), labelled)
+    except _UNGROUPABLE as exc:
+        raise StoredEvidenceError(
+            f"the metadata stored for {record.id} cannot be grouped ({type(exc).__name__}: {exc})"
+        ) from None
+    out: dict[str, LabelledVerdicts | LabelledScores] = {}
+    for name, (criterion, ids) in found.items():
+        lv = labelled[criterion]
+        if isinstance(lv, LabelledScores):
+            out[name] = replace(
+                lv, criterion=name, scores={i: v for i, v in lv.scores.items() if i in ids},
+                labels={i: v for i, v in lv.labels.items() if i in ids})
+        else:
+            out[name] = replace(
+                lv, criterion=name, verdicts={i: v for i, v in lv.verdicts.items() if i in ids},
+                labels={i: v for i, v in lv.labels.items() if i in ids})
+    return out
 
 
 def policy_edited(
