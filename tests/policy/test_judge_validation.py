@@ -15,7 +15,7 @@ from oloproof.evidence import CriterionEvidence, LabelledScores, LabelledVerdict
 from oloproof.policy.decide import decide_run, gate
 from oloproof.project.config import ReleasePolicy
 from oloproof.project.labels import labels_from_json, load_labels
-from oloproof.stats.agreement import labels_to_settle
+from oloproof.stats.agreement import labels_to_settle, mean_abs_diff
 from oloproof.stats.ppi import ppi_mean
 
 
@@ -390,3 +390,48 @@ def test_scored_labels_load_beside_pass_fail_ones_and_round_trip(tmp_path: Path)
     assert stored[0] == {"id": "a", "criterion": "quality", "score": 5}
     again = labels_from_json(stored, "l")
     assert again == labels and again.digest == labels.digest
+
+
+def test_labelled_cases_without_a_score_count_at_their_worst_difference() -> None:
+    """400 pairs one point apart on every fifth (mean absolute difference 0.2, Hoeffding
+    upper 0.47 <= 0.5: validated), and 20 labelled cases the judge gave no score. Earlier
+    versions left the 20 out and validated the judge; each now counts at the largest
+    difference it could have had (the judge at the far end of the scale)."""
+    judge, person = _close_scores(420)
+    for i in range(400, 420):
+        judge[i] = None
+    evidence, labelled = _scored(judge, person)
+    [d], _ = decide_run(evidence, _scored_policy({"max_mean_abs_diff": 0.5}), labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_mean_abs_diff_unproven"), d.detail
+    # The bound is the largest over every score the 20 could have had: Hoeffding's upper
+    # bound grows with the mean, each case's largest difference is to the scale's far end.
+    pairs = [(j, person[i]) for i, j in enumerate(judge) if j is not None]
+    worst = [(1.0 if p - 1 >= 5 - p else 5.0, p) for p in (person[i] for i in range(400, 420))]
+    mad, iv = mean_abs_diff([j for j, _ in pairs + worst], [p for _, p in pairs + worst], 4.0)
+    assert mad is not None and iv is not None and iv.upper > 0.5
+    assert f"mean absolute difference {mad:.4f} points (20 without a score" in d.detail, d.detail
+    assert "rerun to get the judge's scores on them" in d.detail
+    # Kappa is not shown while scores are missing; with them, the judge is validated.
+    [d], _ = decide_run(evidence, _scored_policy({"min_weighted_kappa": 0.6}), labelled)
+    assert (d.state, d.reason) == ("MANUAL_REVIEW", "judge_weighted_kappa_unproven"), d.detail
+    assert "not shown while 20 others have none" in d.detail
+    evidence, labelled = _scored(judge[:400], {i: person[i] for i in range(400)})
+    for validation in ({"max_mean_abs_diff": 0.5}, {"min_weighted_kappa": 0.6}):
+        [d], _ = decide_run(evidence, _scored_policy(validation), labelled)
+        assert d.state == "PASS", d.detail
+
+
+def test_the_worst_difference_is_the_largest_bound_over_every_completion() -> None:
+    from itertools import product
+
+    from oloproof.stats.agreement import mean_abs_diff_worst
+
+    judge, person = [3.0, 4.0, 2.0, 5.0], [3.0, 3.0, 2.0, 4.0]
+    missing = [1.0, 3.0, 4.0]
+    mad, _ = mean_abs_diff(judge, person, 4.0)
+    worst, bound = mean_abs_diff_worst(mad, 4, missing, (1.0, 5.0))
+    highest = max(
+        mean_abs_diff(judge + list(fill), person + missing, 4.0)[1].upper  # type: ignore[union-attr]
+        for fill in product([1.0, 2.0, 3.0, 4.0, 5.0], repeat=3))
+    assert bound.upper == pytest.approx(highest, abs=1e-12)
+    assert worst == pytest.approx((0 + 1 + 0 + 1 + 4 + 2 + 3) / 7)

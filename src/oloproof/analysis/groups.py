@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from oloproof.project.config import ReleasePolicy
     from oloproof.store.dbapi import Connection
 
-__all__ = ["expand_policy", "group_keys", "group_name", "grouped_evidence", "with_groups"]
+__all__ = ["expand_policy", "group_cases", "group_keys", "group_name", "grouped_evidence",
+           "with_groups"]
 
 
 def group_keys(run: RunRecord, extra: Iterable[str] = ()) -> dict[str, list[str]]:
@@ -97,6 +98,29 @@ def grouped_evidence(
                 status, None if passed is None else bool(passed), score, case_id
             )
     return _ordered(found, keys)
+
+
+def group_cases(
+    conn: Connection, run: RunRecord, keys: Mapping[str, Sequence[str]],
+    criteria: Iterable[str],
+) -> dict[str, tuple[str, set[str]]]:
+    """Per group metric of ``criteria`` (``helpful[lang=fr]``), its metric and the ids of
+    its cases: what a judge is measured on against a person's labels for a rule on that
+    group (policy/judges.py)."""
+    wanted = {c: keys[c] for c in criteria if keys.get(c)}
+    if not wanted:
+        return {}
+    out: dict[str, tuple[str, set[str]]] = {}
+    for case_id, text in conn.execute(
+        "SELECT case_id, metadata_json FROM run_cases WHERE run_id = ?", (run.id,)
+    ):
+        metadata = stored_json(run.id, f"metadata of case {case_id!r}", text)
+        for criterion, criterion_keys in wanted.items():
+            for key in criterion_keys:
+                value = metadata.get(key) if isinstance(metadata, dict) else None
+                name = group_name(criterion, key, value)
+                out.setdefault(name, (criterion, set()))[1].add(case_id)
+    return out
 
 
 def _ordered(

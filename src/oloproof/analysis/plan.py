@@ -34,6 +34,7 @@ from oloproof.analysis.compare import build_comparison, kind_names, shared_metri
 from oloproof.analysis.stored import (
     StoredEvidenceError,
     labelled_verdicts,
+    rule_labels,
     stored_labels,
     stored_policy,
 )
@@ -1043,9 +1044,11 @@ def plan_stored_run(
     # Rules on groups (group:, each_group:) are planned as the per-group rules they
     # are decided as, and rules with an aggregate as rules on the derived metric.
     evidence, policy = grouped_stored_evidence(conn, run, policy)
+    # Decided as gate decides it: judges measured against the labels stored with the run
+    # (on a rule's group, and on the metric its aggregate derives from).
+    decisions, _ = decide_run(
+        evidence, policy, rule_labels(conn, run, stored_labels(conn, run), policy))
     evidence, policy = with_aggregates(evidence, policy)
-    # Decided as gate decides it: judges measured against the labels stored with the run.
-    decisions, _ = decide_run(evidence, policy, _stored_labelled(conn, run))
     rules = plan_run(cases, evidence, decisions, policy, assurance=assurance)
     return RunPlan(
         run_id=run.id,

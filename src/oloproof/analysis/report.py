@@ -29,8 +29,10 @@ from oloproof.analysis.compare import shared_metrics
 from oloproof.analysis.stored import (
     StoredEvidenceError,
     decide_stored,
+    labels_edited,
     policy_edited,
     sequential_report,
+    stored_labels,
     stored_policy,
 )
 from oloproof.analysis.trials import flaky_cases
@@ -406,6 +408,8 @@ class RunSummary:
     decided: list[Decision] = field(default_factory=list)
     #: The project's directory, where the run's policy file is looked for first.
     root: str | None = None
+    #: The human labels stored with the run (its judges are measured against them).
+    labels: Any = None
 
     @property
     def finished(self) -> bool:
@@ -425,7 +429,8 @@ def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSum
     kinds = {m["criterion"]: m["kind"] for m in run.metrics}
     index = _index(conn, run.id, kinds)
     policy = stored_policy(run, root)
-    decided, summaries = decide_stored(conn, run.id, policy)
+    labels = stored_labels(conn, run)
+    decided, summaries = decide_stored(conn, run.id, policy, labels)
     metrics = []
     for s in summaries.values():
         m = s.to_json()
@@ -448,7 +453,7 @@ def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSum
     flaky = flaky_cases(conn, run) if run.trials > 1 else []
     return RunSummary(run, kinds, index, metrics, decisions,
                       float(policy.confidence_level), flaky, sequential, policy, decided,
-                      root)
+                      root, labels)
 
 
 def _gate_document(summary: RunSummary) -> dict[str, Any]:
@@ -470,7 +475,9 @@ def _gate_document(summary: RunSummary) -> dict[str, Any]:
     return {
         "gate": str(label), "exit_code": int(code),
         "notes": [*gate_notes(decisions, summary.policy, run.id),
-                  *policy_edited(run, summary.policy, decisions, summary.root)],
+                  *policy_edited(run, summary.policy, decisions, summary.root),
+                  *labels_edited(run, summary.policy, summary.labels, decisions,
+                                 summary.root)],
         "declaration": gate_declaration(summary.policy) if decisions else None,
         "recorded": recorded,
     }

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from oloproof._records import replace
 from oloproof.enums import ExitCode, MetricKind
 from oloproof.errors import ConfigError, OloproofError
 from oloproof.evidence import LabelledScores, LabelledVerdicts
@@ -44,7 +45,9 @@ __all__ = [
     "grouped_stored_evidence",
     "judge_reports",
     "labelled_verdicts",
+    "labels_edited",
     "policy_edited",
+    "rule_labels",
     "sequential_reading",
     "sequential_report",
     "stored_evidence",
@@ -204,7 +207,51 @@ def decide_stored(
             ) from None
         return decisions, summaries
     evidence, policy = grouped_stored_evidence(conn, record, policy, group_by)
-    return decide_run(evidence, policy, labelled_verdicts(conn, record, chosen))
+    return decide_run(evidence, policy, rule_labels(conn, record, chosen, policy, group_by))
+
+
+def rule_labels(
+    conn: Connection, record: RunRecord, labels: Labels | None, policy: ReleasePolicy,
+    group_by: Sequence[str] = (),
+) -> dict[str, LabelledVerdicts | LabelledScores]:
+    """:func:`labelled_verdicts`, and for the rules of ``policy`` (its groups expanded:
+    :func:`grouped_stored_evidence`) on a judge's group, that group's verdicts and labels."""
+    labelled = labelled_verdicts(conn, record, labels)
+    criteria = {m.get("criterion") for m in record.metrics}
+    if labelled and any(r.metric not in criteria for r in policy.rules):
+        labelled |= _grouped_labels(conn, record, labelled, group_by)
+    return labelled
+
+
+def _grouped_labels(
+    conn: Connection, record: RunRecord,
+    labelled: Mapping[str, LabelledVerdicts | LabelledScores], group_by: Sequence[str],
+) -> dict[str, LabelledVerdicts | LabelledScores]:
+    """Per group metric of a labelled judge (``helpful[lang=fr]``), its verdicts and labels
+    on that group's cases only: a rule on a group measures the judge there, and corrects
+    that group's rate (not the whole run's). Earlier versions found no labels under the
+    group's name, and a group rule with ``judge_validation`` said "no human labels on this
+    run" whatever the labels, for ever."""
+    from oloproof.analysis.groups import group_cases, group_keys
+
+    try:
+        found = group_cases(conn, record, group_keys(record, group_by), labelled)
+    except _UNGROUPABLE as exc:
+        raise StoredEvidenceError(
+            f"the metadata stored for {record.id} cannot be grouped ({type(exc).__name__}: {exc})"
+        ) from None
+    out: dict[str, LabelledVerdicts | LabelledScores] = {}
+    for name, (criterion, ids) in found.items():
+        lv = labelled[criterion]
+        if isinstance(lv, LabelledScores):
+            out[name] = replace(
+                lv, criterion=name, scores={i: v for i, v in lv.scores.items() if i in ids},
+                labels={i: v for i, v in lv.labels.items() if i in ids})
+        else:
+            out[name] = replace(
+                lv, criterion=name, verdicts={i: v for i, v in lv.verdicts.items() if i in ids},
+                labels={i: v for i, v in lv.labels.items() if i in ids})
+    return out
 
 
 def policy_edited(
@@ -247,6 +294,52 @@ def policy_edited(
         f"{path} has changed since this run started ({when}): these decisions are under"
         f" the policy stored with the run; `oloproof gate {record.id} --policy {path}`"
         " decides under the file as it is now."
+    )
+    return [note]
+
+
+def _uses_labels(release: ReleasePolicy) -> bool:
+    return any(getattr(r, "judge_validation", None) is not None
+               or getattr(r, "estimate", None) == "corrected" for r in release.rules)
+
+
+def labels_edited(
+    record: RunRecord, release: ReleasePolicy, labels: Labels | None,
+    decisions: Sequence[object], root: str | None = None,
+) -> list[str]:
+    """A note when a run decided with the human labels stored with it has rules that use
+    them, and the labels file they were read from now holds other labels: a person who
+    corrected a label after the run (the judge wrong where it had seemed right) must not
+    see ``gate latest`` allow on the labels as they were, without a word. The file is found
+    and compared as :func:`policy_edited` does for the policy (a ``stat`` first; read only
+    when written after the run started; the note only when its digest differs, or it no
+    longer reads for this run)."""
+    if not decisions or labels is None or not _uses_labels(release):
+        return []
+    shown = labels.path
+    candidates = [shown] if root is None or os.path.isabs(shown) else [
+        os.path.join(root, shown), shown]
+    path = next((c for c in candidates if os.path.isfile(c)), None)
+    if path is None:
+        return []  # moved or removed: nothing to compare
+    try:
+        started = datetime.fromisoformat(record.created_at)
+        if os.stat(path).st_mtime <= started.timestamp():
+            return []
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
+    from oloproof.project.labels import load_labels, scales_of_run
+
+    try:
+        if load_labels(path, shown, scales_of_run(record.metrics)).digest == labels.digest:
+            return []
+    except ConfigError:
+        pass  # it no longer reads for this run: it differs all the same
+    when = started.strftime("%Y-%m-%d %H:%M:%S UTC")
+    note = (
+        f"{shown} has changed since this run started ({when}): the judges are measured"
+        f" against the labels stored with the run; `oloproof gate {record.id} --labels"
+        f" {shown}` measures them against the file as it is now."
     )
     return [note]
 

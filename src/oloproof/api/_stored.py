@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from oloproof.analysis.stored import (
     decide_stored,
     judge_reports,
+    labels_edited,
     policy_edited,
     sequential_reading,
     stored_labels,
@@ -131,7 +132,9 @@ def read_run(
         rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
         trials=record.trials, flaky=flaky,
         gate_notes=[*gate_notes(decisions, release, record.id),
-                    *([] if policy is not None else policy_edited(record, release, decisions, root))],
+                    *([] if policy is not None else policy_edited(record, release, decisions, root)),
+                    *([] if labels is not None
+                      else labels_edited(record, release, chosen, decisions, root))],
         declaration=gate_declaration(release) if decisions else None,
         sequential=sequential[0] if sequential else None,
         sequential_note=sequential[1] if sequential else None,

@@ -848,7 +848,10 @@ def decide_run(
             hold_unfailable_sequential(d, rule, evidence[rule.metric], sequential)
             hold_other_seeds(d, sequential.tried)
         if isinstance(rule, IntervalRule) and rule.judge_validation is not None:
-            unproven = validate(rule.judge_validation, reports.get(rule.metric), level)
+            # The metric it names before an aggregate pointed it at a derived one: the
+            # judge is measured on the cases (of its group) its verdicts are on.
+            report = reports.get(rule.metric) or reports.get(metric)
+            unproven = validate(rule.judge_validation, report, level)
             if unproven is not None:
                 alone = f"; the rule alone: {d.state} ({d.detail})"
                 d.state, d.reason, d.detail = MANUAL, unproven[0], unproven[1] + alone

@@ -24,7 +24,7 @@ from oloproof._records import dataclass
 from oloproof.enums import MetricKind
 from oloproof.evidence import LabelledScores, LabelledVerdicts
 from oloproof.policy.format import estimate_text, interval_text, level_text, value_text
-from oloproof.stats.intervals import Interval, mean_and_sd
+from oloproof.stats.intervals import Interval, clopper_pearson, mean_and_sd
 
 if TYPE_CHECKING:
     from typing import Any
@@ -87,6 +87,7 @@ class JudgeReport:
     drawn_uniformly: bool = False  # the labels' draw was recorded as uniform (oloproof label)
     corrected_reason: str = "corrected_estimate_needs_labels"  # why corrected is None
     labels_stale: int = 0  # the run's cases labelled on another output: not used
+    missing_passed: int = 0  # of judge_missing, the cases the person passes
 
     @property
     def assumption(self) -> str:
@@ -150,6 +151,7 @@ class ScoredJudgeReport:
     raw_observed: int
     drawn_uniformly: bool = False
     labels_stale: int = 0  # the run's cases labelled on another output: not used
+    missing_labels: tuple[float, ...] = ()  # the person's scores where the judge gave none
 
     @property
     def n(self) -> int:
@@ -252,6 +254,7 @@ def judge_report(lv: LabelledVerdicts | LabelledScores, level: float) -> AnyJudg
             score_agreement(judge, person, lv.scale, level),
             mean_and_sd(observed_scores)[0],
             len(observed_scores), lv.drawn_uniformly, lv.labels_stale,
+            tuple(p for i, p in lv.labels.items() if lv.scores.get(i) is None),
         )
     from oloproof.stats.agreement import agreement  # only for runs with human labels
 
@@ -264,6 +267,7 @@ def judge_report(lv: LabelledVerdicts | LabelledScores, level: float) -> AnyJudg
         lv.criterion, len(lv.labels), missing, lv.labels_elsewhere, stats,
         sum(observed) / len(observed) if observed else None, len(observed), corrected, note,
         lv.drawn_uniformly, reason or NEEDS_LABELS, lv.labels_stale,
+        sum(1 for i, p in lv.labels.items() if p and lv.verdicts.get(i) is None),
     )
 
 
@@ -277,8 +281,10 @@ class _Check:
     ``state``: ``shown`` (the bound is on the right side), ``unproven`` (the estimate is,
     the bound is not yet), ``hopeless`` (the estimate itself is on the wrong side, or
     undefined where it cannot become defined), ``unmeasured`` (no labelled case of the
-    kind it is measured on). ``total``: about how many labels in all would show it if the
-    figures held (None: no number would, or it is not known).
+    kind it is measured on), ``missing`` (labelled cases without a verdict, counted as
+    the misses they could have been, keep it from being shown). ``total``: about how many
+    labels in all would show it if the figures held (None: no number would, or it is not
+    known). ``missing``: the labelled cases it is measured on that have no verdict.
     """
 
     name: str
@@ -287,16 +293,39 @@ class _Check:
     bar: str
     total: int | None = None
     short: str = ""  # the observed figure alone: ``1/2 = 50.0%``, ``0.625``
+    missing: int = 0
+
+
+def _without(missing: int, what: str = "verdict") -> str:
+    many = missing != 1
+    return (f"{missing} labelled case{'s' if many else ''} {'have' if many else 'has'} no"
+            f" {what} (the system or the judge failed): a missing {what} could have been a"
+            f" miss; rerun to get the judge's {what}s on them")
 
 
 def _rate_check(name: str, p: Proportion, floor: float, level: float, share: float | None,
-                whom: str) -> _Check:
+                whom: str, missing: int = 0) -> _Check:
     """A Clopper-Pearson lower bound against ``floor``. ``share``: the part of all labels
     this rate is measured on (sensitivity: the cases the person passes), to turn labels of
-    that kind into labels in all."""
+    that kind into labels in all. ``missing``: the labelled cases of that kind without a
+    verdict: each is counted as a miss (k of n + missing), the worst they could have been,
+    since a missing verdict never makes a figure look better (the lower bound only falls
+    as n grows at the same k)."""
     from oloproof.stats.agreement import labels_to_settle
 
     bar = value_text(floor, MetricKind.BINARY)
+    observed_hopeless = (p.n > 0 and p.interval is not None and p.interval.lower < floor
+                         and labels_to_settle(p.k, p.n, floor, level) is None)
+    if missing and not observed_hopeless:
+        n = p.n + missing
+        bounded = clopper_pearson(p.k, n, level)
+        lower, upper = bounded.lower, bounded.upper
+        short = f"{p.k}/{n} = {estimate_text(p.k / n, MetricKind.BINARY)}"
+        seen = (f"{name} {short} ({missing} without a verdict, counted as misses),"
+                f" {level_text(level)} CP {interval_text(lower, upper, MetricKind.BINARY)}")
+        if lower >= floor:
+            return _Check(name, "shown", seen, bar, short=short)
+        return _Check(name, "missing", seen, bar, short=short, missing=missing)
     if p.n == 0 or p.interval is None or p.estimate is None:
         return _Check(name, "unmeasured",
                       f"{name} not measured: no labelled case the person {whom}", bar)
@@ -316,15 +345,17 @@ def _binary_checks(config: JudgeValidation, report: JudgeReport, level: float) -
     a = report.agreement
     n = a.n
     positives = a.sensitivity.n
+    passed = report.missing_passed
     checks = [
         _rate_check("sensitivity", a.sensitivity, config.sensitivity_floor, level,
-                    positives / n if n else None, "passes"),
+                    positives / n if n else None, "passes", passed),
         _rate_check("specificity", a.specificity, config.specificity_floor, level,
-                    (n - positives) / n if n else None, "fails"),
+                    (n - positives) / n if n else None, "fails",
+                    report.judge_missing - passed),
     ]
     if config.min_agreement is not None:
         checks.append(_rate_check("agreement", a.agreement, float(config.min_agreement), level,
-                                  None, "labels"))
+                                  None, "labels", report.judge_missing))
     return checks
 
 
@@ -344,10 +375,24 @@ def _scored_checks(config: JudgeValidation, report: ScoredJudgeReport,
     lv = level_text(level)
     checks: list[_Check] = []
     ceiling = config.max_mean_abs_diff
+    missing = len(report.missing_labels)
     if ceiling is not None:
         bar = value_text(float(ceiling), MetricKind.MEAN)
         mad, iv = a.mean_abs_diff, a.mean_abs_diff_interval
-        if mad is None or iv is None:
+        if missing and (mad is None or mad < ceiling):
+            # Each labelled case without a score counted at the largest difference it
+            # could have had: a missing score never makes the judge look closer.
+            from oloproof.stats.agreement import mean_abs_diff_worst
+
+            worst, wiv = mean_abs_diff_worst(mad, a.n, report.missing_labels, a.scale, level)
+            short = estimate_text(worst, MetricKind.MEAN)
+            seen = (f"mean absolute difference {short} points ({missing} without a score,"
+                    f" counted at the largest difference each could have had), {lv}"
+                    f" {interval_text(wiv.lower, wiv.upper, MetricKind.MEAN)}")
+            checks.append(_Check("mean absolute difference",
+                                 "shown" if wiv.upper <= ceiling else "missing", seen, bar,
+                                 short=short, missing=missing))
+        elif mad is None or iv is None:
             checks.append(_Check("mean absolute difference", "unmeasured",
                                  "mean absolute difference not measured", bar))
         else:
@@ -367,7 +412,16 @@ def _scored_checks(config: JudgeValidation, report: ScoredJudgeReport,
     if floor is not None:
         bar = f"{float(floor):g}"
         kappa, iv = a.weighted_kappa, a.weighted_kappa_interval
-        if kappa is None:
+        if missing and (kappa is None or kappa > floor):
+            # Kappa over every score the missing ones could have had is not bounded here:
+            # it is not shown until the judge has scored every labelled case.
+            figure = "undefined" if kappa is None else f"{kappa:.2f}"
+            checks.append(_Check(
+                "weighted kappa", "missing",
+                f"weighted kappa {figure} on the {a.n} labelled cases with a score, not"
+                f" shown while {missing} other{'s have' if missing != 1 else ' has'} none",
+                bar, short=figure, missing=missing))
+        elif kappa is None:
             checks.append(_Check("weighted kappa", "unmeasured",
                                  "weighted kappa undefined (the judge and the person gave "
                                  "every labelled case one and the same score)", bar))
@@ -390,7 +444,7 @@ def _scored_checks(config: JudgeValidation, report: ScoredJudgeReport,
 
 def _outlook(checks: list[_Check], n: int, scored: bool) -> str:
     """What more labels would do, at the observed figures (nothing to say without any)."""
-    if n == 0:
+    if n == 0 and not any(c.state == "missing" for c in checks):
         return ""
     hopeless = [c for c in checks if c.state == "hopeless"]
     if hopeless:
@@ -399,6 +453,9 @@ def _outlook(checks: list[_Check], n: int, scored: bool) -> str:
         figure = f" ({c.short})" if c.short else ""
         return (f"at the observed {c.name}{figure} no number of labels shows it {side} "
                 f"{c.bar}: review the rubric or the judge")
+    short = [c for c in checks if c.state == "missing"]
+    if short:
+        return _without(max(c.missing for c in short), "score" if scored else "verdict")
     unmeasured = [c for c in checks if c.state == "unmeasured"]
     if unmeasured:
         return f"{unmeasured[0].seen}: label more cases, drawn at random"

@@ -36,6 +36,7 @@ __all__ = [
     "cohens_kappa",
     "labels_to_settle",
     "mean_abs_diff",
+    "mean_abs_diff_worst",
     "quadratic_weighted_kappa",
     "score_agreement",
 ]
@@ -343,8 +344,31 @@ def mean_abs_diff(
         return None, None
     diffs = [abs(x - y) for x, y in zip(xs, ys, strict=True)]
     mean = math.fsum(diffs) / n
+    return mean, _hoeffding(mean, n, width, level)
+
+
+def _hoeffding(mean: float, n: int, width: float, level: float) -> Interval:
     half = width * math.sqrt(math.log(2.0 / (1.0 - level)) / (2.0 * n))
-    return mean, Interval(max(0.0, mean - half), min(width, mean + half))
+    return Interval(max(0.0, mean - half), min(width, mean + half))
+
+
+def mean_abs_diff_worst(
+    mean: float | None, n: int, missing: Sequence[float], scale: tuple[float, float],
+    level: float = 0.95,
+) -> tuple[float, Interval]:
+    """:func:`mean_abs_diff` of ``n`` pairs (their mean ``mean``) and of the labelled cases
+    the judge gave no score (``missing``: the person's scores), each of those counted at
+    the largest difference it could have had: the judge at the end of the scale farthest
+    from the person's score. Hoeffding's upper bound only grows with the mean at a given
+    number of pairs, so this is its largest value over every score the judge could have
+    given them."""
+    low, high = float(scale[0]), float(scale[1])
+    total = (mean or 0.0) * n + math.fsum(max(p - low, high - p) for p in missing)
+    count = n + len(missing)
+    if count == 0:
+        raise ValueError("no pair and no missing score")
+    worst = total / count
+    return worst, _hoeffding(worst, count, high - low, level)
 
 
 def score_agreement(

@@ -1,0 +1,71 @@
+"""Labels corrected after a run. A run stores the labels it measured its judges against,
+and ``gate RUN`` decides with those (reproducibly); a person who then corrected the labels
+file (the judge was wrong on 10 cases she had first marked as it said) got ``gate latest``
+ALLOW, exit 0, without a word, where ``--labels`` with the file makes the rule
+MANUAL_REVIEW. As for a policy file changed since the run, the gate (and the report) now
+says the file changed and how to decide with it; a file rewritten with the same labels
+says nothing. A real judge over HTTP (the offline fake provider), the CLI in a
+subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.conftest import run_cli
+from tests.fakes.provider import FakeServer
+from tests.policy.test_judge_validation_missing_cli import ENV, _project
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeServer]:
+    with FakeServer() as server:
+        yield server
+
+
+def _lines(labels: dict[int, bool]) -> str:
+    return "".join(json.dumps({"id": f"c{i:03d}", "criterion": "helpful", "pass": p}) + "\n"
+                   for i, p in labels.items())
+
+
+def _changed(text: str) -> bool:
+    return "labels.jsonl has changed since this run started" in text
+
+
+def test_labels_changed_since_the_run_are_said_beside_the_gate(
+    project_dir: Path, provider: FakeServer
+) -> None:
+    first = {i: True for i in range(50)} | {i: False for i in range(120, 170)}
+    _project(project_dir, provider.url, first)
+    assert run_cli("run", cwd=project_dir, env=ENV).code == 0
+    labels = project_dir / "labels.jsonl"
+    later = time.time() + 5
+    # The same labels written again (another order of keys, a blank line): no note.
+    labels.write_text(_lines(first) + "\n")
+    os.utime(labels, (later, later))
+    same = run_cli("gate", "latest", cwd=project_dir)
+    assert same.code == 0 and not _changed(same.out), same.text
+    # The person corrects ten labels: the judge failed cases she now passes.
+    labels.write_text(_lines(first | {i: True for i in range(160, 170)}))
+    os.utime(labels, (later, later))
+    stored = run_cli("gate", "latest", cwd=project_dir)
+    assert stored.code == 0, stored.text  # the stored labels, as before
+    assert _changed(stored.out), stored.out
+    run_id = json.loads(run_cli("gate", "latest", "--json", cwd=project_dir).out)["run_id"]
+    assert f"`oloproof gate {run_id} --labels labels.jsonl` measures them" in stored.out
+    doc = json.loads(run_cli("gate", "latest", "--json", cwd=project_dir).out)
+    assert any(_changed(n) for n in doc["gate_notes"]), doc["gate_notes"]
+    now = run_cli("gate", "latest", "--labels", "labels.jsonl", cwd=project_dir)
+    assert now.code == 4 and "judge_sensitivity_below_floor" in now.out, now.text
+    assert not _changed(now.out)
+    assert run_cli("report", "latest", "-o", "r.html", cwd=project_dir).code == 0
+    assert _changed((project_dir / "r.html").read_text())
+    # A file that no longer reads for this run differs all the same.
+    labels.write_text('{"id": "c000", "criterion": "helpful", "pass": "yes"}\n')
+    os.utime(labels, (later, later))
+    broken = run_cli("gate", "latest", cwd=project_dir)
+    assert broken.code == 0 and _changed(broken.out), broken.text
