@@ -122,3 +122,13 @@ def test_a_file_name_of_such_bytes_is_still_a_file_name(project: Path) -> None:
     finally:
         (project / name).unlink()
     assert result.code == 1, result.text
+
+
+@pytest.mark.parametrize("port", ["65536", "99999", "-1"])
+def test_a_port_out_of_range_is_a_usage_error(project: Path, port: str) -> None:
+    """``view --port 99999`` (or -1) reached the socket's bind: "internal error:
+    OverflowError: bind(): port must be 0-65535", exit 70."""
+    result = run_cli("view", "--no-open", "--port", port, cwd=project, timeout=60)
+    assert result.code == 2, result.text
+    _refused(result.err, "--port")
+    assert "0 (any free one) to 65535" in result.err

@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from oloproof.cli._values import Group, case_cap, given, name, positive_int, run_limit, trials
+from oloproof.cli._values import (
+    Group,
+    case_cap,
+    given,
+    name,
+    port,
+    positive_int,
+    run_limit,
+    trials,
+)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -220,7 +229,7 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
     ),
     "view": (
         _CONFIG,
-        _arg("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)"),
+        _arg("--port", type=port, default=0, help="the port on 127.0.0.1 (default: a free one)"),
         _arg("--no-open", action="store_true",
              help="print the address; do not open a browser"),
         _arg("--token", metavar="TOKEN",

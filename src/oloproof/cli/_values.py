@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from oloproof.cli._args import Declared
 
-__all__ = ["MAX_RUNS_LIMIT", "Group", "case_cap", "given", "name", "positive_int", "run_limit",
-           "trials"]
+__all__ = ["MAX_RUNS_LIMIT", "Group", "case_cap", "given", "name", "port", "positive_int",
+           "run_limit", "trials"]
 
 
 def given(value: str) -> str:
@@ -88,6 +88,15 @@ def trials(value: str) -> int:
     n = _whole(value, 1, 100)
     if n is None:
         raise _type_error(f"expected a whole number of trials from 1 to 100, got '{value}'")
+    return n
+
+
+def port(value: str) -> int:
+    """``view --port``: a TCP port, 0 (any free one) to 65535. A port outside reached the
+    socket's bind: "internal error: OverflowError", exit 70."""
+    n = _whole(value, 0, 65535)
+    if n is None:
+        raise _type_error(f"expected a port from 0 (any free one) to 65535, got '{value}'")
     return n
 
 
