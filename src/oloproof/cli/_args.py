@@ -192,7 +192,7 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
              help="draw the same cases again (default: a new draw, its seed printed)"),
         _arg("--output", type=given, metavar="FILE",
              help="the labels file (default: human_labels in oloproof.yaml)"),
-        _arg("--labeler", help="your name or initials, stored with each label"),
+        _arg("--labeler", type=name, help="your name or initials, stored with each label"),
         _CONFIG,
     ),
     "plan": (
