@@ -132,3 +132,15 @@ def test_a_port_out_of_range_is_a_usage_error(project: Path, port: str) -> None:
     assert result.code == 2, result.text
     _refused(result.err, "--port")
     assert "0 (any free one) to 65535" in result.err
+
+
+def test_init_into_an_empty_name_creates_nothing(tmp_path: Path) -> None:
+    """``oloproof init "$DIR"`` with DIR not set created the starter project in the current
+    directory ("Created the 'starter' project in .")."""
+    result = run_cli("init", "", cwd=tmp_path)
+    assert result.code == 2, result.text
+    _refused(result.err, "DIR")
+    assert list(tmp_path.iterdir()) == []
+    result = run_cli("merge", "", cwd=tmp_path)
+    assert result.code == 2, result.text
+    _refused(result.err, "PATH")

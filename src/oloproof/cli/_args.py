@@ -176,7 +176,7 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
         _JSON,
     ),
     "init": (
-        _arg("directory", nargs="?", default=".", metavar="DIR",
+        _arg("directory", nargs="?", type=given, default=".", metavar="DIR",
              help="where to create the project (default: .)"),
         _arg("--example", type=given, metavar="NAME",
              help="copy an example project; 'list' lists them"),
@@ -248,7 +248,7 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
         _arg("--json", action="store_true", help="print what was pushed as JSON"),
     ),
     "merge": (
-        _arg("paths", nargs="*", metavar="PATH",
+        _arg("paths", nargs="*", type=given, metavar="PATH",
              help="where the shard runs are: project directories, store files"
                   " (.oloproof/store.sqlite) or postgresql:// URLs (default: this project's"
                   " store)"),
