@@ -215,3 +215,18 @@ def test_an_answer_the_input_encoding_cannot_read_is_asked_again(
     assert done.returncode == 0, done.stderr
     assert b"answer y (pass), n (fail), s (skip) or q (quit)" in done.stdout
     assert len(_lines(project / "data" / "labels.jsonl")) == 1
+
+
+def test_a_labeler_name_of_bytes_that_are_not_utf8_is_refused_before_a_label_is_written(
+    tmp_path: Path, srv: FakeServer
+) -> None:
+    """``--labeler "$(whoami)"`` in a Latin-1 terminal (``Jos\\xe9``: a lone surrogate to
+    Python): the session drew the cases and asked, then the first answer could not be
+    written: "internal error: UnicodeEncodeError", exit 70. It is refused first, exit 2."""
+    project = _example(tmp_path, srv)
+    labels = project / "data" / "labels.jsonl"
+    code, out, err = _label(project, "y\nq\n", "--n", "1", "--labeler", "Jos\udce9")
+    assert code == 2, (out, err)
+    assert "argument --labeler: expected text" in err and "Traceback" not in err
+    assert labels.read_text() == ""
+    assert run_cli("run", cwd=project, env=ENV).code in (3, 4)

@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from oloproof.cli import _values
 from oloproof.cli._args import COMMANDS
 from oloproof.cli._fast import arguments, fast_parse
 from oloproof.cli._parser import build_parser
@@ -50,6 +51,10 @@ def _tokens(name: str) -> list[str]:
         "metadata.lang == 'fr'",
         "-x y",
         "run",
+        # Bytes of argv that are not UTF-8 (a lone surrogate to Python), and an empty value.
+        "run_\udcff",
+        "\udce9t\u00e9",
+        "",
     ]
     for arg in arguments(name):
         pool += list(arg.flags) * 3
@@ -64,7 +69,7 @@ def _plausible(name: str, rng: random.Random) -> list[str]:
     for arg in arguments(name):
         if not arg.flags[0].startswith("-"):
             if arg.nargs is None or rng.random() < 0.5:
-                words.insert(rng.randint(1, len(words)), rng.choice(["latest", "r1", "a b"]))
+                words.insert(rng.randint(1, len(words)), _text(rng, ["latest", "r1", "a b"]))
             continue
         for _ in range(rng.choice([0, 0, 1, 2]) if not arg.required else 1):
             words.append(rng.choice(arg.flags))
@@ -72,11 +77,17 @@ def _plausible(name: str, rng: random.Random) -> list[str]:
                 continue
             if arg.choices:
                 words.append(rng.choice([*arg.choices, "other"]))
-            elif arg.type is not None:
-                words.append(rng.choice(["1", "7", "100", "101", "0", "x"]))
+            elif arg.type in (None, _values.given, _values.name):
+                words.append(_text(rng, ["f.yaml", "lang", "a=b"]))
             else:
-                words.append(rng.choice(["f.yaml", "lang", "", "-", "a=b"]))
+                words.append(rng.choice(["1", "7", "100", "101", "0", "x", "65536"]))
     return words
+
+
+def _text(rng: random.Random, usual: list[str]) -> str:
+    """One of ``usual``, or now and then a value that is empty, a dash, or holds bytes of
+    argv that are not UTF-8 (lone surrogates to Python)."""
+    return rng.choice(usual) if rng.random() < 0.8 else rng.choice(["", "-", "k\udcff"])
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

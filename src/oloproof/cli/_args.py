@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from oloproof.cli._values import Group, case_cap, positive_int, run_limit, trials
+from oloproof.cli._values import (
+    Group,
+    case_cap,
+    given,
+    name,
+    port,
+    positive_int,
+    run_limit,
+    trials,
+)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -58,12 +67,12 @@ def _arg(*flags: str, **options: Any) -> Declared:
     return (flags, options)
 
 
-_CONFIG = _arg("--config", default="oloproof.yaml",
+_CONFIG = _arg("--config", type=given, default="oloproof.yaml",
                help="the project file (default: ./oloproof.yaml)")
 _JSON = _arg("--json", action="store_true", help="print one JSON document")
 # The CI report options run and gate share.
 _CI = (
-    _arg("--junit-xml", metavar="FILE",
+    _arg("--junit-xml", type=given, metavar="FILE",
          help="also write the decisions as a JUnit XML report (one test case per rule)"),
     _arg("--junit-undecided", choices=("auto", "skipped", "failure"), default="auto",
          help="INSUFFICIENT_EVIDENCE and MANUAL_REVIEW in the JUnit report: a failure when the"
@@ -78,14 +87,15 @@ _CI = (
 ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
     "run": (
         _CONFIG,
-        _arg("--policy", help="the release policy (default: policy: in oloproof.yaml, else"
-                              " release.yaml beside it; required)"),
+        _arg("--policy", type=given,
+             help="the release policy (default: policy: in oloproof.yaml, else release.yaml"
+                  " beside it; required)"),
         _arg("--json", action="store_true",
              help="stream events as JSON lines on stdout; tables go to stderr"),
         _arg("--no-cache", action="store_true",
              help="call everything afresh, and refresh the cache"),
         *_CI,
-        _arg("--group-by", action="append", metavar="KEY",
+        _arg("--group-by", action="append", type=name, metavar="KEY",
              help="break every metric down by metadata KEY, each group with its own interval"
                   " (repeatable)"),
         _arg("--trials", type=trials, metavar="K",
@@ -94,23 +104,23 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
         _arg("--matrix", action="store_true",
              help="run every variant of matrix: in oloproof.yaml as its own run, then compare"
                   " each with the baseline under Holm (docs/prompts-and-models.md)"),
-        _arg("--variant", action="append", metavar="NAME",
+        _arg("--variant", action="append", type=name, metavar="NAME",
              help="with --matrix: run only this variant, and the baseline (repeatable)"),
         _arg("--sequential", action="store_true", default=None,
              help="decide every rule by an anytime-valid test, case after case in a seeded"
                   " order, and stop calling once every rule is decided (default: sequential:"
                   " in oloproof.yaml); see docs/sequential-decisions.md"),
-        _arg("--baseline", metavar="RUN",
+        _arg("--baseline", type=name, metavar="RUN",
              help="with --sequential: a stored run to compare with case by case while the run"
                   " goes; the rules of compare.yaml are decided by sequential paired tests in"
                   " the same order, and the run stops once they are decided too"),
-        _arg("--compare-policy", metavar="FILE",
+        _arg("--compare-policy", type=given, metavar="FILE",
              help="with --baseline: the comparison policy (default: compare.yaml beside"
                   " oloproof.yaml)"),
         _arg("--executor", choices=("local", "ray"),
              help="where the system's calls and custom evaluators run (default: executor: in"
                   " oloproof.yaml, else local); ray needs oloproof[ray], see docs/scaling.md"),
-        _arg("--ray-address", metavar="ADDRESS",
+        _arg("--ray-address", type=given, metavar="ADDRESS",
              help="with --executor ray: the Ray cluster to use (default: RAY_ADDRESS, else a"
                   " local Ray instance started for the run)"),
         Group(
@@ -123,32 +133,33 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
             _arg("--seed", type=int, metavar="S",
                  help="with --sample: the seed of the random choice (default: a new one each"
                       " run)"),
-            _arg("--case", action="append", metavar="ID", help="this case (repeatable)"),
+            _arg("--case", action="append", type=name, metavar="ID", help="this case (repeatable)"),
             _arg("--where", action="append", metavar="EXPR",
                  help="""cases where EXPR holds, e.g. 'metadata.lang == "fr"' (repeatable: all"""
                       " must hold)"),
-            _arg("--shard", metavar="I/K",
+            _arg("--shard", type=given, metavar="I/K",
                  help="shard I of K (numbered from 1) by a stable hash of the case id;"
                       " `oloproof merge` joins the K shards into one run (docs/scaling.md)"),
         ),
     ),
     "gate": (
-        _arg("run_id", metavar="RUN_ID", help="a run id, or 'latest'"),
+        _arg("run_id", type=name, metavar="RUN_ID", help="a run id, or 'latest'"),
         _CONFIG,
-        _arg("--policy",
+        _arg("--policy", type=given,
              help="the policy to decide under (default: the one the run was decided under)"),
-        _arg("--labels", metavar="FILE", help="human labels to measure the judges against"
-                                              " (default: the ones stored with the run)"),
-        _arg("--group-by", action="append", metavar="KEY",
+        _arg("--labels", type=given, metavar="FILE",
+             help="human labels to measure the judges against (default: the ones stored with"
+                  " the run)"),
+        _arg("--group-by", action="append", type=name, metavar="KEY",
              help="break every metric down by metadata KEY too (repeatable)"),
         _arg("--json", action="store_true", help="print the decisions as one JSON document"),
         *_CI,
     ),
     "inspect": (
-        _arg("run_id", metavar="RUN_ID",
+        _arg("run_id", type=name, metavar="RUN_ID",
              help="a run id, a comparison id, a matrix id (mx_…), or 'latest'"),
         _CONFIG,
-        _arg("--case", metavar="ID",
+        _arg("--case", type=name, metavar="ID",
              help="show one case: input, expected, output, judgments, attempts, errors"),
         _arg("--failures", action="store_true",
              help="show only cases that failed, erred or went missing"),
@@ -165,31 +176,32 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
         _JSON,
     ),
     "init": (
-        _arg("directory", nargs="?", default=".", metavar="DIR",
+        _arg("directory", nargs="?", type=given, default=".", metavar="DIR",
              help="where to create the project (default: .)"),
-        _arg("--example", metavar="NAME", help="copy an example project; 'list' lists them"),
+        _arg("--example", type=given, metavar="NAME",
+             help="copy an example project; 'list' lists them"),
         _arg("--force", action="store_true",
              help="write into a directory that is not empty, replacing files of the same"
                   " names (a .gitignore keeps its lines)"),
     ),
     "label": (
-        _arg("run_id", metavar="RUN_ID", help="a run id, or 'latest'"),
-        _arg("--criterion", required=True, help="the judge criterion to label"),
+        _arg("run_id", type=name, metavar="RUN_ID", help="a run id, or 'latest'"),
+        _arg("--criterion", type=name, required=True, help="the judge criterion to label"),
         _arg("--n", type=int, default=20, help="how many cases to draw (default 20)"),
         _arg("--seed", type=int,
              help="draw the same cases again (default: a new draw, its seed printed)"),
-        _arg("--output", metavar="FILE",
+        _arg("--output", type=given, metavar="FILE",
              help="the labels file (default: human_labels in oloproof.yaml)"),
-        _arg("--labeler", help="your name or initials, stored with each label"),
+        _arg("--labeler", type=name, help="your name or initials, stored with each label"),
         _CONFIG,
     ),
     "plan": (
-        _arg("ref", metavar="RUN_ID|CMP_ID|MX_ID",
+        _arg("ref", type=name, metavar="RUN_ID|CMP_ID|MX_ID",
              help="a run id (with --run), a comparison id, or a matrix id (mx_…: how many"
                   " more cases would separate its top two variants)"),
         _arg("--run", action="store_true", help="size the rules of a run (RUN_ID)"),
         _CONFIG,
-        _arg("--policy",
+        _arg("--policy", type=given,
              help="the policy whose rules to size (default: the one stored with the run)"),
         _arg("--json", action="store_true", help="print the plan as one JSON document"),
         _arg("--assurance", metavar="P",
@@ -197,18 +209,18 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
                   " for a comparison, the true paired outcomes) is as observed; BINARY rules"),
     ),
     "compare": (
-        _arg("candidate", metavar="CANDIDATE", help="the candidate run id"),
-        _arg("baseline", metavar="BASELINE", help="the baseline run id"),
+        _arg("candidate", type=name, metavar="CANDIDATE", help="the candidate run id"),
+        _arg("baseline", type=name, metavar="BASELINE", help="the baseline run id"),
         _CONFIG,
-        _arg("--policy",
+        _arg("--policy", type=given,
              help="the comparison policy (default: compare.yaml beside the project, if any)"),
         _arg("--json", action="store_true", help="print the comparison as one JSON document"),
     ),
     "report": (
-        _arg("ref", metavar="RUN_ID|CMP_ID|MX_ID",
+        _arg("ref", type=name, metavar="RUN_ID|CMP_ID|MX_ID",
              help="a run id, 'latest', a comparison id or a matrix id"),
         _CONFIG,
-        _arg("--output", "-o", metavar="FILE",
+        _arg("--output", "-o", type=given, metavar="FILE",
              help="where to write it (default: oloproof-report-<id>.html; '-' for standard"
                   " output)"),
         _arg("--cases", type=case_cap, default="1000", metavar="N|all",
@@ -217,7 +229,7 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
     ),
     "view": (
         _CONFIG,
-        _arg("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)"),
+        _arg("--port", type=port, default=0, help="the port on 127.0.0.1 (default: a free one)"),
         _arg("--no-open", action="store_true",
              help="print the address; do not open a browser"),
         _arg("--token", metavar="TOKEN",
@@ -228,7 +240,7 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
         _arg("action", choices=["push"],
              help="push: copy runs of .oloproof/ to the team store (store: or OLOPROOF_STORE);"
                   " a run already there is left as it is"),
-        _arg("runs", nargs="*", metavar="RUN",
+        _arg("runs", nargs="*", type=name, metavar="RUN",
              help="run ids, unique prefixes, latest, or matrix ids (mx_…: the matrix and its"
                   " variants' runs; default: every run of the local store, then every"
                   " matrix)"),
@@ -236,7 +248,7 @@ ARGUMENTS: dict[str, tuple[Declared | Group, ...]] = {
         _arg("--json", action="store_true", help="print what was pushed as JSON"),
     ),
     "merge": (
-        _arg("paths", nargs="*", metavar="PATH",
+        _arg("paths", nargs="*", type=given, metavar="PATH",
              help="where the shard runs are: project directories, store files"
                   " (.oloproof/store.sqlite) or postgresql:// URLs (default: this project's"
                   " store)"),

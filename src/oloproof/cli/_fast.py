@@ -80,7 +80,10 @@ def fast_parse(words: Sequence[str]) -> Namespace | None:
         if not word.startswith("-"):
             if filled == len(positionals):
                 return None
-            values[positionals[filled].dest] = word
+            value = _value(positionals[filled], word)
+            if value is _REFUSED:
+                return None
+            values[positionals[filled].dest] = value
             filled += 1
             i += 1
             continue
@@ -94,17 +97,13 @@ def fast_parse(words: Sequence[str]) -> Namespace | None:
             continue
         if i + 1 == len(words) or words[i + 1].startswith("-"):
             return None
-        text = words[i + 1]
-        if arg.choices is not None and text not in arg.choices:
+        value = _value(arg, words[i + 1])
+        if value is _REFUSED:
             return None
-        value: Any = text
-        if arg.type is not None:
-            try:
-                value = arg.type(text)
-            except Exception:  # noqa: BLE001 - argparse reports what the type refused
-                return None
         if arg.action == "append":
-            values[arg.dest] = [*(values[arg.dest] or ()), value]
+            if values[arg.dest] is arg.default:  # a list of this parse's own, appended to:
+                values[arg.dest] = list(arg.default or ())  # copying it was quadratic
+            values[arg.dest].append(value)
         else:
             values[arg.dest] = value
         i += 2
@@ -114,6 +113,24 @@ def fast_parse(words: Sequence[str]) -> Namespace | None:
         if arg.dest not in seen and isinstance(arg.default, str) and arg.type is not None:
             values[arg.dest] = arg.type(arg.default)
     return SimpleNamespace(**values)  # type: ignore[return-value]  # reads as argparse's
+
+
+#: What :func:`_value` returns for a value argparse would refuse.
+_REFUSED = object()
+
+
+def _value(arg: _Argument, text: str) -> Any:
+    """``text`` as argparse makes it ``arg``'s value (its ``type``, then its ``choices``,
+    an option's or a positional's alike), or :data:`_REFUSED` (argparse then says why)."""
+    value: Any = text
+    if arg.type is not None:
+        try:
+            value = arg.type(text)
+        except Exception:  # noqa: BLE001 - argparse reports what the type refused
+            return _REFUSED
+    if arg.choices is not None and value not in arg.choices:
+        return _REFUSED
+    return value
 
 
 def _declared(name: str) -> list[Declared]:
