@@ -216,6 +216,10 @@ class PgConnection(PgBase):
         if self.raw.closed and "connection" not in text:
             # What the lost connection was doing when it went (write_batch).
             text = f"the connection to the server was lost: {text}"
+        elif "pipeline mode while busy" in text and "connection" not in text:
+            # A commit's round trip left unanswered (write_batch), the connection not yet
+            # seen to be closed: on a loaded machine, a server that dropped it says no more.
+            text = f"the connection to the server stopped answering in a commit: {text}"
         error: DatabaseError
         if isinstance(exc, (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)):
             error = RetryableError(text)
@@ -286,7 +290,10 @@ class PgConnection(PgBase):
                 # so that the run's stop says the connection was lost.
                 with contextlib.suppress(psycopg.Error):
                     self.raw.execute("SELECT 1")
-            raise self._error(exc) from None
+            # "cannot exit pipeline mode while busy" is raised on the way out of the block
+            # and hides what went wrong inside it: that, when there is one, is the reason.
+            inner = exc.__context__
+            raise self._error(inner if isinstance(inner, psycopg.Error) else exc) from None
         except UnicodeEncodeError:  # a lone surrogate: the writer cleans the text, tries again
             self._rollback()
             raise
