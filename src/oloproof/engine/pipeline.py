@@ -87,12 +87,17 @@ class EngineCase:
 class SourceFailures:
     """How the calls of one source (the system, or one judge) went.
 
-    ``streak`` counts the calls in a row (in the order they finished) that failed for a
-    reason another attempt could have fixed: their retries ran out (HTTP 429, 5xx, a
-    refused or dropped connection, DNS, TLS; a ``TransientError(retryable=True)``), or
-    they timed out. A success ends the streak; a failure of the call's own (an exception
-    of your code, an HTTP 400, a body that is not JSON) neither counts nor ends it.
-    ``streak_first`` is the first error of the streak.
+    ``streak`` counts the calls in a row that failed for a reason another attempt could
+    have fixed: their retries ran out (HTTP 429, 5xx, a refused or dropped connection,
+    DNS, TLS; a ``TransientError(retryable=True)``), or they timed out. "In a row" is in
+    the order the calls *started*: a failure counts only if its call started after the
+    latest-started call that succeeded, and such a success drops from the streak the
+    failures of calls started before it. In the order they finished, calls that hang on a
+    few inputs all time out together at the end of a run at high concurrency (after the
+    other calls, started later, have finished): 104 of 10,000 cases hanging at
+    ``system: 200`` stopped the run as an outage with 70 cases never called. A failure of
+    the call's own (an exception of your code, an HTTP 400, a body that is not JSON)
+    neither counts nor ends the streak. ``streak_first`` is the first error of the streak.
 
     ``who`` names the source in messages (with its method and URL, or its callable);
     ``cached`` counts its results taken from the cache (successes of earlier calls:
@@ -106,20 +111,28 @@ class SourceFailures:
     first_error: str | None = None
     streak: int = 0
     streak_first: str | None = None
+    # When the latest-started successful call began (time.monotonic()), and the failures
+    # of the streak with when each began, in the order they finished.
+    ok_started: float = -math.inf
+    row: list[tuple[float, str]] = field(default_factory=list)
 
-    def add(self, error: str | None, outage: bool = True) -> None:
+    def add(self, error: str | None, outage: bool = True, started: float | None = None) -> None:
+        """A call that ended (``error`` None: it succeeded); ``started``: when it began
+        (``time.monotonic()``; now when not given)."""
+        began = time.monotonic() if started is None else started
         self.calls += 1
         if error is not None:
             self.failed += 1
             if self.first_error is None:
                 self.first_error = error
-            if outage:
-                self.streak += 1
-                if self.streak == 1:
-                    self.streak_first = error
-        else:
-            self.streak = 0
-            self.streak_first = None
+            if outage and began > self.ok_started:
+                self.row.append((began, error))
+        elif began > self.ok_started:
+            self.ok_started = began
+            if self.row:
+                self.row = [failure for failure in self.row if failure[0] > began]
+        self.streak = len(self.row)
+        self.streak_first = self.row[0][1] if self.row else None
 
 
 def _key_identity(evaluator: Any) -> str:
@@ -693,9 +706,10 @@ class Engine:
             output_json: str | None = known or canonical_json(cached.output)
         else:
             totals.exec_misses += 1
+            started = time.monotonic()
             event, output_json, outage = await self._execute(case, key)
             tally = self._system_tally
-            tally.add(event.error if output_json is None else None, outage)
+            tally.add(event.error if output_json is None else None, outage, started)
             self._watch(tally)
         self.emit(event)
         if output_json is None:
@@ -957,10 +971,11 @@ class Engine:
             if item is None:
                 return
             state, judge, jkey = item  # not in the cache (_run_case looked)
+            started = time.monotonic()
             outcome = await self._evaluate_judge(judge, state)
             tally = self._judge_source(judge)
             tally.add(outcome.reason if outcome.status == JudgmentStatus.ERROR else None,
-                      outcome.outage)
+                      outcome.outage, started)
             self._watch(tally)
             fatal = getattr(judge, "fatal", None)
             if fatal and self.on_fatal is not None:

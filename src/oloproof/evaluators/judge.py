@@ -113,8 +113,12 @@ class RubricJudge:
         self.retry = RetryPolicy()
         self.concurrency = 4
         # concurrency.adaptive for judges: one limiter for every judge of the run, a
-        # slot per provider call (bind_limits()); None: the judge workers' bound only.
+        # slot per provider call (bind_limits()).
         self.limiter: AdaptiveLimiter | None = None
+        # Without it, the run's concurrency.judge slots, shared by every judge of the run
+        # and taken per provider call (bind_limits()): the engine's judge workers bound
+        # the judgments in flight, but a panel makes one call per judge of it at once.
+        self.slots: asyncio.Semaphore | None = None
         # One pooled client per judge, sized to concurrency.judge in bind_limits().
         # The engine's judge workers already bound the calls in flight to
         # concurrency.judge across all judges, so the pools never queue.
@@ -194,11 +198,13 @@ class RubricJudge:
         )
 
     def bind_limits(
-        self, concurrency: int, retry: RetryPolicy, limiter: AdaptiveLimiter | None = None
+        self, concurrency: int, retry: RetryPolicy, limiter: AdaptiveLimiter | None = None,
+        slots: asyncio.Semaphore | None = None,
     ) -> None:
         self.concurrency = concurrency
         self.retry = retry
         self.limiter = limiter
+        self.slots = slots
 
     async def start(self) -> None:
         if self._client is not None:
@@ -250,6 +256,7 @@ class RubricJudge:
         )
         latency = [0.0]
         limiter = self.limiter
+        slots = self.slots
 
         async def call() -> JudgeReply:
             started = time.perf_counter()
@@ -259,8 +266,14 @@ class RubricJudge:
                 latency[0] = (time.perf_counter() - started) * 1000.0
 
         async def attempt(n: int) -> JudgeReply:
-            # Adaptive: a slot per attempt, so a retry's wait holds none.
-            return await (call() if limiter is None else limiter.run(call, retry=n > 1))
+            # A slot per attempt, so a retry's wait holds none, nor does the wait count
+            # in the call's latency or against its timeout.
+            if limiter is not None:
+                return await limiter.run(call, retry=n > 1)
+            if slots is None:
+                return await call()
+            async with slots:
+                return await call()
 
         try:
             done = await call_with_retries(attempt, self.retry)
@@ -388,10 +401,11 @@ class PanelJudge:
         return "; ".join(j.target for j in self.judges)
 
     def bind_limits(
-        self, concurrency: int, retry: RetryPolicy, limiter: AdaptiveLimiter | None = None
+        self, concurrency: int, retry: RetryPolicy, limiter: AdaptiveLimiter | None = None,
+        slots: asyncio.Semaphore | None = None,
     ) -> None:
         for judge in self.judges:
-            judge.bind_limits(concurrency, retry, limiter)
+            judge.bind_limits(concurrency, retry, limiter, slots)
 
     async def start(self) -> None:
         for judge in self.judges:

@@ -614,11 +614,12 @@ def _run_on_a_loop(
         task = asyncio.current_task()
         assert task is not None
         with stop.attached(task):
+            limit = prepared.project.config.concurrency.judge
+            # concurrency.judge bounds the provider calls of every judge together: an
+            # adaptive limiter's slots, or these (a panel calls all its judges at once).
+            slots = asyncio.Semaphore(limit) if engine.judge_limiter is None else None
             for judge in prepared.judges:
-                judge.bind_limits(
-                    prepared.project.config.concurrency.judge, prepared.retry,
-                    engine.judge_limiter,
-                )
+                judge.bind_limits(limit, prepared.retry, engine.judge_limiter, slots)
                 await judge.start()
             try:
                 await engine.run()
