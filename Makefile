@@ -34,13 +34,15 @@ venv: $(VENV)/.installed
 # the exit code instead of failing on it. Run it twice: the second run is all cache.
 # It ends by writing the run's HTML report and pointing at it.
 demo: $(VENV)/.installed
-	@test -f $(DEMO)/oloproof.yaml || $(OLO) init $(DEMO) --example support_bot
+	@test -f $(DEMO)/oloproof.yaml || { $(OLO) init $(DEMO) --example support_bot >/dev/null \
+	  && echo "Copied the support_bot example into $(DEMO)/"; }
 	@cd $(DEMO) && ../../$(OLO) run; code=$$?; \
 	  echo; echo "oloproof run exited with code $$code (3 = a blocking INSUFFICIENT_EVIDENCE)"; \
 	  echo "Project: $(DEMO) · try: cd $(DEMO) && ../../$(OLO) plan latest --run"; \
 	  test $$code -le 5 -a $$code -ne 2 || exit $$code; \
 	  report=$$(../../$(OLO) report latest) || exit 2; \
-	  echo "HTML report: $(DEMO)/$${report#Report written to } (one file; open it in a browser, offline)"
+	  echo "HTML report: $(DEMO)/$${report#Report written to } (one file; open it in a browser, offline)"; \
+	  echo "To type the oloproof commands above as they are printed: . $(VENV)/bin/activate && cd $(DEMO)"
 
 # Everything, as .ci/run runs it: the whole suite on this Python (test-suite), then the fast
 # tier and every example on every other Python the package claims (test-pythons), and the

@@ -57,3 +57,80 @@ def test_init_next_line_quotes_a_directory_with_spaces(tmp_path: Path) -> None:
     r = run_cli("init", "my evals ü", cwd=tmp_path)
     assert r.code == 0, r.text
     assert "cd 'my evals ü' && oloproof run" in r.out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drops to nobody with setpriv")
+@pytest.mark.parametrize("where", ["noread", "noread/sub"])
+def test_init_into_a_directory_it_cannot_read_is_bad_input(tmp_path: Path, where: str) -> None:
+    """A directory of mode 000 (or a path under one): Path.exists and iterdir raised
+    PermissionError before the copy, and that was `internal error: PermissionError`, exit 70."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import OLOPROOF
+
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv missing")
+    (tmp_path / "noread").mkdir(mode=0o000)
+    tmp_path.chmod(0o777)
+    p = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *OLOPROOF, "init", where],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=60,
+    )
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == (
+        f"oloproof init: error: cannot read {where}: Permission denied"
+        " (give a directory you may write, or one that can be created)\n"
+    )
+
+
+def test_init_force_keeps_a_gitignore_that_is_not_utf8_byte_for_byte(tmp_path: Path) -> None:
+    """A .gitignore in Latin-1 (git reads bytes) ended `init --force` in
+    `internal error: UnicodeDecodeError`, exit 70, after nothing was copied; a CRLF one was
+    rewritten with LF lines. Both are kept as they were, the project's lines appended."""
+    latin1 = tmp_path / "latin1"
+    latin1.mkdir()
+    (latin1 / ".gitignore").write_bytes(b"caf\xe9/\n*.secret")
+    r = run_cli("init", "latin1", "--force", "--example", "support_bot", cwd=tmp_path)
+    assert r.code == 0, r.text
+    assert (latin1 / ".gitignore").read_bytes() == b"caf\xe9/\n*.secret\n.oloproof/\n__pycache__/\n"
+    assert (latin1 / "oloproof.yaml").is_file()
+
+    crlf = tmp_path / "crlf"
+    crlf.mkdir()
+    (crlf / ".gitignore").write_bytes(b"node_modules/\r\n__pycache__/\r\n")
+    r = run_cli("init", "crlf", "--force", cwd=tmp_path)
+    assert r.code == 0, r.text
+    assert (crlf / ".gitignore").read_bytes() == b"node_modules/\r\n__pycache__/\r\n.oloproof/\r\n"
+
+
+def test_init_next_line_for_a_name_that_starts_with_a_dash(tmp_path: Path) -> None:
+    """`cd -proj` reads the name as options (`cd: -p: invalid option`): the hint says ./-proj."""
+    import subprocess
+
+    r = run_cli("init", "--", "-proj", cwd=tmp_path)
+    assert r.code == 0, r.text
+    assert "Next:  cd ./-proj && oloproof run\n" in r.out
+    cd = r.out.split("Next:  ", 1)[1].split(" && ")[0]
+    assert subprocess.run(["bash", "-c", cd], cwd=tmp_path, check=False).returncode == 0
+
+
+def test_every_example_ignores_what_running_it_leaves_behind(tmp_path: Path) -> None:
+    """The code and sequential examples shipped Python modules and a .gitignore of
+    `.oloproof/` alone: after their first run, `git status` listed `__pycache__/` beside the
+    project's files. Every example with Python in it now ignores it, as the others did."""
+    listed = run_cli("init", "--example", "list", cwd=tmp_path)
+    names = [row.split()[0] for row in listed.out.splitlines()]
+    assert {"code", "sequential", "support_bot", "starter"} <= set(names)
+    for name in names:
+        r = run_cli("init", name, "--example", name, cwd=tmp_path)
+        assert r.code == 0, r.text
+        project = tmp_path / name
+        lines = (project / ".gitignore").read_text().splitlines()
+        assert ".oloproof/" in lines, name
+        if any(project.rglob("*.py")):
+            assert "__pycache__/" in lines, name
+        # The first command the hint gives names a config that is there.
+        first = r.out.split("&& ", 1)[1]
+        config = first.split("--config ", 1)[1].split()[0] if "--config" in first else "oloproof.yaml"
+        assert (project / config).is_file(), (name, first)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import re
 import shlex
 import time
 from pathlib import Path
 
 import pexpect
+from rich.console import Console
 from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
 from tests.progress._support import INSTANT, SLOW, checked_events, cli_env, plain
+
+from oloproof.enums import CaseStatus, JudgmentStatus
+from oloproof.events import CaseExecuted, CaseJudged
+from oloproof.render.live import LiveView
 
 TITLE = re.compile(r"(\d+)/120 cases · (\d+) cached · (\d+) errors")
 CAPTION = "Provisional Wilson estimates over finished cases; not a decision."
@@ -113,3 +119,32 @@ def test_outside_a_terminal_nothing_is_redrawn(project_dir: Path) -> None:
         assert "\x1b[" not in result.out + result.err
         assert "cases · " not in result.err  # no frame at all
         assert result.text.count("Metrics") == 1  # the tables, once
+
+
+# The frame of the seed page ("Progress and concurrency"), as that page printed it: 56 of
+# 120 cases executed, 49 of them judged, 44 of those right. Written out here from the page,
+# never from our own output, so a drift in a figure, a header, the caption or the layout
+# fails (SPEC §9 item 5).
+SEED_FRAME = """\
+                    56/120 cases · 0 cached · 0 errors
+┏━━━━━━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━┓
+┃ Metric      ┃ Estimate ┃ Provisional interval ┃ Cases                   ┃
+┡━━━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━┩
+│ exact_label │ 89.8%    │ [78.2%, 95.6%]       │ 49 observed · 0 missing │
+└─────────────┴──────────┴──────────────────────┴─────────────────────────┘
+     Provisional Wilson estimates over finished cases; not a decision.
+"""
+
+
+def test_the_frame_of_the_seed_page_byte_for_byte() -> None:
+    view = LiveView(Console(file=io.StringIO(), width=120), ["exact_label"], 120)
+    for i in range(56):
+        view(CaseExecuted("run_x", scenario_id=f"q{i:03d}", status=CaseStatus.OK,
+                          from_cache=False, latency_ms=100.0, attempts=1, error=None))
+    for i in range(49):
+        view(CaseJudged("run_x", scenario_id=f"q{i:03d}", criterion="exact_label",
+                        status=JudgmentStatus.OK, passed=i < 44, score=None, from_cache=False))
+    out = io.StringIO()
+    Console(file=out, width=120, color_system=None, force_terminal=True).print(view.render())
+    drawn = "".join(line.rstrip() + "\n" for line in plain(out.getvalue()).splitlines())
+    assert drawn == SEED_FRAME

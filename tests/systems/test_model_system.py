@@ -444,6 +444,29 @@ def test_run_matrix_through_the_cli_and_plan_the_top_two(
     assert "Traceback" not in unknown.err
 
 
+def test_a_variant_run_is_named_the_same_by_inspect_compare_and_report(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    """A model system has no version: `inspect` printed `system triage None`, and `compare`
+    named both sides `triage`, whatever their variants; every command now names a run's
+    system as `runs` does (`triage [stepwise/large]`)."""
+    root = _project(tmp_path, server.openai_base_url, matrix=MATRIX, cases=_cases(8),
+                    extra={"prompts/stepwise.md": STEPWISE})
+    done = run_cli("run", "--matrix", cwd=root, env={"MODEL_TEST_KEY": KEY})
+    assert done.code == 0, done.text
+    ids = [w for w in run_cli("runs", cwd=root).out.split() if w.startswith("run_")]
+    shown = run_cli("inspect", ids[0], cwd=root)
+    assert "   system triage [stepwise/large]   started " in shown.out, shown.out
+    compared = run_cli("compare", ids[0], ids[-1], cwd=root)
+    assert f"candidate  {ids[0]}  triage [stepwise/large]  (8 cases" in compared.out, compared.out
+    assert f"baseline   {ids[-1]}  triage [answer/small]  (8 cases" in compared.out
+    out = tmp_path / "run.html"
+    assert run_cli("report", ids[0], "-o", str(out), cwd=root).code == 0
+    page = out.read_text()
+    assert "<dt>System</dt><dd>triage [stepwise/large]" in page
+    assert "None" not in shown.out + compared.out
+
+
 def test_matrix_true_without_a_matrix_is_a_usage_error(tmp_path: Path, key: str) -> None:
     root = _project(tmp_path, "http://127.0.0.1:9/v1")
     with pytest.raises(UsageError, match="declares no matrix"):

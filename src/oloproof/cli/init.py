@@ -48,15 +48,15 @@ def command(args: argparse.Namespace) -> int:
     if name not in names:
         raise UsageError(f"unknown example '{name}' (accepted: {', '.join(names)})")
     target = Path(args.directory)
-    if target.exists() and not target.is_dir():
-        raise UsageError(f"{target} exists and is not a directory")
-    if target.exists() and any(target.iterdir()) and not args.force:
-        if (target / "oloproof.yaml").exists():
-            raise UsageError(
-                f"{target} already holds a project (oloproof.yaml); nothing was changed"
-                " (use --force to overwrite its example files)"
-            )
-        raise UsageError(f"{target} is not empty; nothing was written (use --force to write anyway)")
+    try:
+        _refuse_occupied(target, force=args.force)
+    except OSError as exc:
+        # A directory that may not be read or searched (mode 000, a parent without x):
+        # Path.exists raised PermissionError from its stat, and iterdir from its listing.
+        raise UsageError(
+            f"cannot read {target}: {exc.strerror or exc}"
+            " (give a directory you may write, or one that can be created)"
+        ) from None
     source = examples_root() / name
     try:
         _copy(source, target)
@@ -68,7 +68,9 @@ def command(args: argparse.Namespace) -> int:
             " (give a directory you may write, or one that can be created)"
         ) from None
     # Escaped: a typed escape sequence in the name must not drive the terminal.
-    where = "." if str(target) == "." else printable(shlex.quote(str(target)))
+    # A name that starts with "-" is given as ./-name: `cd -name` would read it as options.
+    shown = f"./{target}" if str(target).startswith("-") else str(target)
+    where = "." if shown == "." else printable(shlex.quote(shown))
     first = "oloproof run --config baseline.yaml" if name == "compare" else "oloproof run"
     readme = " (see README.md)" if (target / "README.md").exists() else ""
     write_text(sys.stdout, (
@@ -78,6 +80,19 @@ def command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_occupied(target: Path, *, force: bool) -> None:
+    """A file in the way, or (without --force) a directory that is not empty: exit 2."""
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} exists and is not a directory")
+    if target.exists() and any(target.iterdir()) and not force:
+        if (target / "oloproof.yaml").exists():
+            raise UsageError(
+                f"{target} already holds a project (oloproof.yaml); nothing was changed"
+                " (use --force to overwrite its example files)"
+            )
+        raise UsageError(f"{target} is not empty; nothing was written (use --force to write anyway)")
+
+
 def _copy(source: Path, target: Path) -> None:
     """The example's files into target; a .gitignore already there keeps its lines.
 
@@ -85,13 +100,20 @@ def _copy(source: Path, target: Path) -> None:
     a repository's .gitignore lost everything it held under ``init --force``.
     """
     gitignore = target / ".gitignore"
-    lines = gitignore.read_text().splitlines() if gitignore.is_file() else []
+    # As bytes, and appended to: git reads a .gitignore as bytes, and one in Latin-1 or with
+    # CRLF lines is the user's to keep as it is; only the lines the project needs are added.
+    existing = gitignore.read_bytes() if gitignore.is_file() else None
     shutil.copytree(
         source, target, dirs_exist_ok=True,
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".oloproof", ".gitignore"),
     )
     shipped = source / ".gitignore"
-    wanted = [*(shipped.read_text().splitlines() if shipped.is_file() else []), ".oloproof/"]
-    added = [line for line in dict.fromkeys(wanted) if line and line not in lines]
-    if added or not gitignore.exists():
-        gitignore.write_text("\n".join([*lines, *added]) + "\n")
+    wanted = [*(shipped.read_bytes().splitlines() if shipped.is_file() else []), b".oloproof/"]
+    have = {line.strip() for line in (existing or b"").splitlines()}
+    added = [line for line in dict.fromkeys(wanted) if line and line not in have]
+    if existing is None:
+        gitignore.write_bytes(b"\n".join(added) + b"\n")
+    elif added:
+        eol = b"\r\n" if b"\r\n" in existing else b"\n"
+        joint = b"" if not existing or existing.endswith((b"\n", b"\r")) else eol
+        gitignore.write_bytes(existing + joint + eol.join(added) + eol)

@@ -13,7 +13,7 @@ from oloproof.enums import MetricKind
 from oloproof.policy.compare import fmt_difference, fmt_difference_interval
 from oloproof.policy.decide import CANNOT_FAIL, Decision
 from oloproof.policy.format import estimate_text, level_text
-from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
+from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line, system_label
 from oloproof.render.tables import decisions_table, gate_line
 
 _SHOWN_IDS = 5
@@ -32,7 +32,7 @@ def _value(x: float | None, kind: str) -> str:
 
 def _run_line(label: str, run: dict[str, Any]) -> Line:
     system = run.get("system") or {}
-    name = f"{system.get('name', '')} {system.get('version', '')}".strip()
+    name = system_label(system)
     return line(
         f"  {label:<10} {run['run_id']}  {name}  "
         f"({run['cases_stored']} cases, {run['state']})"

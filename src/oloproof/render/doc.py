@@ -18,8 +18,8 @@ is drawn. This module imports nothing of rich.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from oloproof._records import dataclass, field
 from oloproof.textsafe import printable
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from oloproof.render.fit import Fitted
 
-__all__ = ["Blocks", "Column", "Line", "Table", "assemble", "line"]
+__all__ = ["Blocks", "Column", "Line", "Table", "assemble", "line", "system_label"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,15 @@ class Line:
 def line(value: object, style: str = "", *, whole: bool = False) -> Line:
     """``value`` as literal text: never read as markup, nothing unprintable in it."""
     return Line(((printable("" if value is None else str(value)), style),), whole)
+
+
+def system_label(system: Mapping[str, Any]) -> str:
+    """A run's system as every command names it: ``support-bot keywords-v2``, and for a
+    model system (which has no version) of a matrix, ``support-triage [fewshot/fake-large]``."""
+    label = f"{system.get('name') or ''} {system.get('version') or ''}".strip()
+    if system.get("variant"):
+        label += f" [{system['variant']}]"  # a variant of a matrix (run --matrix)
+    return label
 
 
 def assemble(*parts: Line) -> Line:

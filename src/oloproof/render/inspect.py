@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from oloproof.enums import CaseStatus
-from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
+from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line, system_label
 from oloproof.render.tables import cache_line, decisions_table, metrics_table, run_title
 from oloproof.textsafe import first_line
 
@@ -127,8 +127,8 @@ def run_view(
     """``inspect RUN``: what the run was, its decisions, metrics, cache and gate."""
     parts: list[Line | Table] = [
         run_title(run.id, run.status, run.completeness),
-        line(f"  project   {run.project}   system {run.system.get('name')} "
-             f"{run.system.get('version')}   started {run.created_at}"),
+        line(f"  project   {run.project}   system {system_label(run.system)}"
+             f"   started {run.created_at}"),
         line(f"  cases     {len(cases)} of {run.cases_total} stored   "
              f"{sum(c.status != CaseStatus.OK for c in cases)} errors"
              f"   suite {run.suite_digest[:19]}…"),

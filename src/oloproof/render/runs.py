@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from oloproof.render.doc import Column, Table, line
+from oloproof.render.doc import Column, Table, line, system_label
 
 if TYPE_CHECKING:
     from oloproof.api import RunInfo
@@ -33,10 +33,10 @@ def runs_table(runs: Sequence[RunInfo], *, title: str = "Runs") -> Table:
         *(["Stopped because"] if stopped else [])))
     for r in runs:
         gate = f"{r.gate} (exit {r.exit_code})" if r.gate else ""
-        system = f"{r.system.get('name', '')} {r.system.get('version') or ''}".strip()
-        if r.system.get("variant"):
-            system += f" [{r.system['variant']}]"  # a variant of a matrix (run --matrix)
-        cells = [r.run_id, _time(r.created_at), r.state, gate, str(r.cases_total), system]
+        cells = [
+            r.run_id, _time(r.created_at), r.state, gate, str(r.cases_total),
+            system_label(r.system),
+        ]
         table.add_row(*map(line, [*cells, *([r.stop_reason] if stopped else [])]))
     return table
 

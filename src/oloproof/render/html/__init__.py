@@ -29,6 +29,7 @@ from oloproof._records import dataclass
 from oloproof.enums import MetricKind
 from oloproof.policy.compare import fmt_difference, fmt_difference_interval
 from oloproof.policy.format import estimate_text, interval_text, level_text
+from oloproof.render.doc import system_label
 from oloproof.render.html.plots import comparison_plot, rule_plot
 from oloproof.textsafe import json_safe, printable
 
@@ -198,7 +199,7 @@ def environment() -> Environment:
     script = (TEMPLATES / "script.js").read_text(encoding="utf-8")
     env.globals.update(
         rule_plot=rule_plot, comparison_plot=comparison_plot, BINARY=MetricKind.BINARY,
-        case_url=case_url, page_url=page_url, chip=chip, clip=clip,
+        case_url=case_url, page_url=page_url, chip=chip, clip=clip, system_label=system_label,
         css=(TEMPLATES / "style.css").read_text(encoding="utf-8"),
         script=script,
         # The page's one script is allowed by its hash (Content-Security-Policy): a script
