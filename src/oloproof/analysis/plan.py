@@ -407,7 +407,9 @@ def _binary_run_rule(
     if assurance is not None and n and entry.plan == "sized":
         result = binary_assurance_size(k, n, t, judge, assurance, level, missing=m)
         entry.assurance = _assurance_json(
-            result, f"the true pass rate equals the observed {estimate_text(k / n, 'BINARY')}"
+            result, f"the true pass rate equals the observed {estimate_text(k / n, 'BINARY')},"
+            f" and the {_plural(n, 'case')} observed keep their outcomes: only the cases to"
+            " come are drawn"
         )
 
 
