@@ -3,6 +3,8 @@ real pytest session, in a subprocess, on real projects."""
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -97,6 +99,13 @@ def test_one_item_per_rule_shows_which_rule_blocked(tmp_path: Path) -> None:
     assert "floor-fails (exact_label): FAIL [BLOCK]: 95% CP" in out
     assert "floor-undecided (exact_label): INSUFFICIENT_EVIDENCE [BLOCK]" in out
     assert "size it with: oloproof plan run_" in out
+    # The command works as printed from where pytest ran, outside the project.
+    hint = re.search(r"size it with: (oloproof plan .*)$", out, re.MULTILINE)
+    assert hint is not None
+    argv = shlex.split(hint.group(1))
+    assert argv[-2:] == ["--config", str(root / "oloproof.yaml")]
+    plan = run_cli(*argv[1:], cwd=tmp_path)
+    assert plan.code == 0 and "floor-undecided: about " in plan.out, plan.text
     assert "oloproof.api._results" not in out
     assert _runs(root) == 1  # three items, one run
 

@@ -313,14 +313,18 @@ def test_plan_holds_missing_cases_missing(tmp_path: Path) -> None:
     assert resolved["if_all_pass"] == ("PASS" if lo_pass >= 0.8 else None)
 
 
-def _decision_probability(total: int, rate: float, t: float, level: float) -> float:
-    x = np.arange(total + 1)
+def _decision_probability(total: int, rate: float, t: float, level: float,
+                          kept: tuple[int, int] = (13, 18)) -> float:
+    """P(decided at ``total``) when the ``kept`` (passes, cases) of the run stay and the
+    cases to come pass at ``rate`` (scipy's binomial pmf and beta quantiles)."""
+    k0, n0 = kept
+    x = np.arange(k0, k0 + total - n0 + 1)
     a = 1 - level
     with np.errstate(all="ignore"):
         lower = np.where(x == 0, 0.0, stats.beta.ppf(a / 2, x, total - x + 1))
         upper = np.where(x == total, 1.0, stats.beta.ppf(1 - a / 2, x + 1, total - x))
     decided = (lower >= t) | (upper < t)
-    return float(stats.binom.pmf(x, total, rate)[decided].sum())
+    return float(stats.binom.pmf(x - k0, total - n0, rate)[decided].sum())
 
 
 SEED_APP = """
@@ -362,6 +366,7 @@ def test_plan_assurance_on_the_seed_example(tmp_path: Path) -> None:
         f"1,614 more decide it at the observed rate; {total - 18:,} more decide it 80% of the"
         " time" in text
     )
-    assert "the true pass rate equals the observed 72.2%" in text
+    assert ("the true pass rate equals the observed 72.2%, and the 18 cases observed keep"
+            " their outcomes: only the cases to come are drawn") in text
     bad = run_cli("plan", "latest", "--run", "--assurance", "1.5", cwd=project)
     assert bad.code == 2 and "--assurance" in bad.err and "Traceback" not in bad.err

@@ -12,9 +12,14 @@ from oloproof.stats.sample_size import binary_assurance_size, binary_decision_pr
 
 
 def _probability(total: int, missing: int, rate: float, t: float, direction: str,
-                 level: float) -> float:
+                 level: float, kept: tuple[int, int] = (0, 0)) -> float:
+    """P(decided) at ``total`` cases when the ``kept`` (passes, cases) stay as they are and
+    the cases to come pass with probability ``rate`` (all drawn afresh when nothing is
+    kept), by summing scipy's binomial pmf over the outcomes that scipy's beta quantiles
+    decide."""
     seen = total - missing
-    x = np.arange(seen + 1)
+    k0, n0 = kept
+    x = np.arange(k0, k0 + seen - n0 + 1)
     a = 1 - level
     with np.errstate(all="ignore"):
         lower = np.where(x == 0, 0.0, stats.beta.ppf(a / 2, x, total - x + 1))
@@ -24,7 +29,7 @@ def _probability(total: int, missing: int, rate: float, t: float, direction: str
         decided = (lower >= t) | (upper < t)
     else:
         decided = (upper <= t) | (lower > t)
-    return float(stats.binom.pmf(x, seen, rate)[decided].sum())
+    return float(stats.binom.pmf(x - k0, seen - n0, rate)[decided].sum())
 
 
 @pytest.mark.parametrize(
@@ -47,15 +52,58 @@ def test_assurance_size_equals_brute_force(
         (
             total
             for total in range(n + m + 1, 3001)
-            if _probability(total, m, k / n, t, direction, 0.95) >= target
+            if _probability(total, m, k / n, t, direction, 0.95, (k, n)) >= target
         ),
         None,
     )
     assert result.status == "sized" and result.total == brute
     assert result.more == brute - n - m
     assert result.probability == pytest.approx(
-        _probability(brute, m, k / n, t, direction, 0.95), abs=1e-9
+        _probability(brute, m, k / n, t, direction, 0.95, (k, n)), abs=1e-9
     )
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "m", "t", "direction", "target"),
+    [
+        (25, 27, 0, 0.8, "min", 0.8),
+        (74, 100, 0, 0.7, "min", 0.2),
+        (9, 10, 0, 0.7, "min", 0.9),
+        (48, 50, 2, 0.9, "min", 0.8),
+        (3, 20, 0, 0.3, "max", 0.8),
+        (4, 5, 0, 0.99, "min", 0.8),
+    ],
+)
+def test_adding_the_planned_cases_decides_as_often_as_promised(
+    k: int, n: int, m: int, t: float, direction: Direction, target: float
+) -> None:
+    """The promise, simulated: keep the run's k of n (and its m missing cases), add the
+    planned number of cases passing at k/n, and decide each suite with scipy's
+    Clopper-Pearson limits. It decides in the promised share of suites, and one case fewer
+    does not reach it. (Earlier versions drew all N cases afresh: 25 of 27 was planned at
+    62 cases for 80%, which decide it 89% of the time, and 74 of 100 at 170 for 20%, which
+    decide it 10% of the time.)"""
+    judge = threshold_judge(t, direction)
+    result = binary_assurance_size(k, n, t, judge, target, 0.95, missing=m)
+    assert result.status == "sized" and result.total is not None
+    assert result.probability is not None and result.probability >= target
+    rng = np.random.default_rng(20261204)
+    draws = 200_000
+    passes = k + rng.binomial(result.more, k / n, size=draws)
+    seen = result.total - m
+    lower = np.where(passes == 0, 0.0, stats.beta.ppf(0.025, passes, result.total - passes + 1))
+    top = passes + m
+    upper = np.where(top == result.total, 1.0,
+                     stats.beta.ppf(0.975, top + 1, np.maximum(result.total - top, 1)))
+    assert seen == n + result.more
+    if direction == "min":
+        decided = (lower >= t) | (upper < t)
+    else:
+        decided = (upper <= t) | (lower > t)
+    share = float(decided.mean())
+    # 200,000 suites: the share is within 0.005 of the probability (over 5 standard errors)
+    assert share == pytest.approx(result.probability, abs=0.005)
+    assert _probability(result.total - 1, m, k / n, t, direction, 0.95, (k, n)) < target
 
 
 def test_decision_probability_matches_the_sum_over_outcomes() -> None:
@@ -64,13 +112,17 @@ def test_decision_probability_matches_the_sum_over_outcomes() -> None:
         assert binary_decision_probability(total, 13 / 18, 0.7, judge) == pytest.approx(
             _probability(total, 0, 13 / 18, 0.7, "min", 0.95), abs=1e-9
         )
+        assert binary_decision_probability(
+            total, 13 / 18, 0.7, judge, kept=(13, 18)
+        ) == pytest.approx(_probability(total, 0, 13 / 18, 0.7, "min", 0.95, (13, 18)), abs=1e-9)
 
 
 def _every_size(k: int, n: int, m: int, t: float, judge: object, target: float, level: float,
                 limit: int) -> int | None:
     """What the search answered before issue 33: the exact probability at every size."""
     for total in range(n + m + 1, limit + 1):
-        if binary_decision_probability(total, k / n, t, judge, level, missing=m) >= target:
+        if binary_decision_probability(total, k / n, t, judge, level, missing=m,
+                                       kept=(k, n)) >= target:
             return total
     return None
 

@@ -253,6 +253,9 @@ class RulePlan:
     #: the trials of each), and what more trials of the cases already run would do instead.
     calls: int | None = None
     trials: dict[str, Any] | None = None
+    #: When the rule's cases are not every case run (a rule on a group, a metric that
+    #: excluded some cases): the group, and how many of the run's cases it counts.
+    scope: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -282,6 +285,8 @@ class RulePlan:
             data["calls"] = self.calls
         if self.trials is not None:
             data["trials"] = self.trials
+        if self.scope is not None:
+            data["scope"] = self.scope
         return data
 
     def price(self, costs: CaseCosts) -> None:
@@ -402,7 +407,9 @@ def _binary_run_rule(
     if assurance is not None and n and entry.plan == "sized":
         result = binary_assurance_size(k, n, t, judge, assurance, level, missing=m)
         entry.assurance = _assurance_json(
-            result, f"the true pass rate equals the observed {estimate_text(k / n, 'BINARY')}"
+            result, f"the true pass rate equals the observed {estimate_text(k / n, 'BINARY')},"
+            f" and the {_plural(n, 'case')} observed keep their outcomes: only the cases to"
+            " come are drawn"
         )
 
 
@@ -687,11 +694,15 @@ def plan_run(
     policy: ReleasePolicy,
     *,
     assurance: float | None = None,
+    groups: Mapping[str, str] | None = None,
 ) -> list[RulePlan]:
-    """One plan per rule of a run's policy, in declared order."""
+    """One plan per rule of a run's policy, in declared order. ``groups``: the group
+    metrics (``exact_label[lang=fr]``) to their group (``lang=fr``), whose rules are sized
+    in that group's cases."""
     level = float(policy.confidence_level)
     costs = case_costs(cases)
     ran = len(cases)
+    groups = groups or {}
     out: list[RulePlan] = []
     for rule, d in zip(policy.rules, decisions, strict=True):
         entry = _base(d)
@@ -741,7 +752,7 @@ def plan_run(
             )
             continue
         rule_level = d.confidence_level if d.confidence_level is not None else level
-        assuming = [f"the cases to come resemble the {ran} already run"]
+        assuming = [_scope(entry, ev, ran, groups.get(rule.metric))]
         over_trials = ev.case_trials is not None and ev.trials > 1
         derived = ev.case_trials is None and ev.trials > 1
         if over_trials and ev.kind == MetricKind.BINARY:
@@ -787,6 +798,28 @@ def plan_run(
         if entry.plan == "sized":
             entry.price(costs)
     return out
+
+
+def _scope(entry: RulePlan, ev: CriterionEvidence, ran: int, group: str | None) -> str:
+    """The first ``assuming`` line: which cases are to come. A rule on a group is sized in
+    that group's cases, and a metric that excluded cases in the cases it scores: the size
+    counts those, not the suite's cases (``entry.scope`` says so, and the text with it)."""
+    excluded = ev.excluded if ev.case_trials is None else 0
+    if group is None and not excluded:
+        return f"the cases to come resemble the {ran} already run"
+    counted = (len(ev.case_trials) if ev.case_trials is not None
+               else ev.observed + ev.missing + ev.excluded)
+    entry.scope = {"group": group, "cases": counted, "run_cases": ran, "excluded": excluded}
+    if group is not None:
+        text = (f"the cases to come are in the group {group} and resemble the"
+                f" {_plural(counted, 'case')} of it already run (of the {ran} run)")
+    else:
+        text = (f"the cases to come are scored by {ev.criterion} and resemble the"
+                f" {counted - excluded} of the {ran} already run that it scored")
+    if excluded:
+        text += (f"; {_plural(excluded, 'case')} {'was' if excluded == 1 else 'were'}"
+                 " excluded from it, and cases like them do not count towards the size")
+    return text
 
 
 def plan_comparison(
@@ -1044,12 +1077,13 @@ def plan_stored_run(
     # Rules on groups (group:, each_group:) are planned as the per-group rules they
     # are decided as, and rules with an aggregate as rules on the derived metric.
     evidence, policy = grouped_stored_evidence(conn, run, policy)
+    groups = _group_labels(evidence, [m["criterion"] for m in run.metrics])
     # Decided as gate decides it: judges measured against the labels stored with the run
     # (on a rule's group, and on the metric its aggregate derives from).
     decisions, _ = decide_run(
         evidence, policy, rule_labels(conn, run, stored_labels(conn, run), policy))
     evidence, policy = with_aggregates(evidence, policy)
-    rules = plan_run(cases, evidence, decisions, policy, assurance=assurance)
+    rules = plan_run(cases, evidence, decisions, policy, assurance=assurance, groups=groups)
     return RunPlan(
         run_id=run.id,
         project=run.project,
@@ -1062,6 +1096,19 @@ def plan_stored_run(
         assurance=assurance,
         trials=run.trials,
     )
+
+
+def _group_labels(evidence: Mapping[str, Any], criteria: Sequence[str]) -> dict[str, str]:
+    """The group metrics among ``evidence`` (``exact_label[lang=fr]``) to their groups
+    (``lang=fr``): the names that are not a stored criterion but one's group."""
+    out: dict[str, str] = {}
+    for name in evidence:
+        if name in criteria or not name.endswith("]"):
+            continue
+        base = max((c for c in criteria if name.startswith(c + "[")), key=len, default=None)
+        if base is not None:
+            out[name] = name[len(base) + 1:-1]
+    return out
 
 
 #: The longest suite a sequential plan looks at (the exact stopping distribution costs about

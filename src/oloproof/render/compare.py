@@ -14,7 +14,7 @@ from oloproof.policy.compare import fmt_difference, fmt_difference_interval
 from oloproof.policy.decide import CANNOT_FAIL, Decision
 from oloproof.policy.format import estimate_text, level_text
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line, system_label
-from oloproof.render.tables import decisions_table, gate_line
+from oloproof.render.tables import config_option, decisions_table, gate_line
 
 _SHOWN_IDS = 5
 
@@ -127,7 +127,7 @@ def comparison_report(doc: dict[str, Any], *, config_arg: str | None = None) -> 
     parts.append(gate_line(doc["gate"], int(doc["exit_code"]), doc.get("declaration")))
     undecided = [d for d in decisions if d.state == "INSUFFICIENT_EVIDENCE"]
     if undecided:
-        extra = f" --config {config_arg}" if config_arg and config_arg != "oloproof.yaml" else ""
+        extra = config_option(config_arg)
         parts.append(line("Undecided rules:"))
         for d in undecided:
             if d.reason == CANNOT_FAIL:

@@ -9,7 +9,7 @@ from oloproof.enums import MetricKind
 from oloproof.policy.compare import fmt_difference, fmt_difference_interval
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
-from oloproof.render.tables import gate_line
+from oloproof.render.tables import config_option, gate_line
 
 __all__ = ["comparisons_table", "matrix_report", "variants_table"]
 
@@ -140,7 +140,7 @@ def matrix_report(doc: dict[str, Any], *, config_arg: str | None = None) -> Bloc
         if len(ranked) >= 2:
             kind = next((m["kind"] for m in doc["metrics"] if m["metric"] == metric), "")
             top, second = ranked[0], ranked[1]
-            extra = f" --config {config_arg}" if config_arg and config_arg != "oloproof.yaml" else ""
+            extra = config_option(config_arg)
             parts.append(line(
                 f"Top on {metric}: {top['variant']} ({estimate_text(top['estimate'], kind)}),"
                 f" then {second['variant']} ({estimate_text(second['estimate'], kind)});"

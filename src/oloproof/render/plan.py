@@ -112,6 +112,14 @@ def _sized_head(rule: dict[str, Any], comparison: bool) -> str:
     else:
         holds = "if the observed rate holds"
     total = f"{rule['total']} in total"
+    scope = rule.get("scope")
+    if scope and scope.get("group") is not None:
+        # Sized in the group's cases: cases of other groups do not count towards it.
+        what = f"more cases of the group {scope['group']}"
+        total = f"{rule['total']} of the group in total"
+    elif scope:
+        what = f"more cases scored by {rule['metric']}"
+        total = f"{rule['total']} scored in total"
     if rule.get("approximate"):
         total += "; approximate"
     return f"{rule['rule']}: about {rule['more']} {what} would decide it, {holds} ({total})"

@@ -10,6 +10,7 @@ background while the first calls are in flight, off the run's critical path.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -160,6 +161,14 @@ def gate_line(gate: str, exit_code: int, declaration: str | None = None) -> Line
     )
 
 
+def config_option(config_arg: str | None) -> str:
+    """`` --config FILE`` for a command a report suggests, quoted for a shell (a path with a
+    space or a quote in it is one argument); empty for the default, ./oloproof.yaml."""
+    if not config_arg or config_arg == "oloproof.yaml":
+        return ""
+    return f" --config {shlex.quote(config_arg)}"
+
+
 def plan_hints(
     run_id: str,
     decisions: Sequence[Decision],
@@ -167,9 +176,8 @@ def plan_hints(
     config_arg: str | None = None,
     summaries: Sequence[MetricSummary] = (),
 ) -> list[Line]:
-    extra = f" --policy {policy_arg}" if policy_arg else ""
-    if config_arg and config_arg != "oloproof.yaml":
-        extra = f" --config {config_arg}" + extra
+    config = config_option(config_arg)
+    extra = config + (f" --policy {shlex.quote(policy_arg)}" if policy_arg else "")
     by_metric = {s.metric: s for s in summaries}
     hints = []
     for d in decisions:
@@ -186,7 +194,7 @@ def plan_hints(
             hints.append(line(
                 f"  {d.rule}: no evidence (0 observed, {s.missing} missing): see what failed with"
             ))
-            hints.append(line(f"    oloproof inspect {run_id} --failures", whole=True))
+            hints.append(line(f"    oloproof inspect {run_id} --failures{config}", whole=True))
         elif s is not None and s.observed == 0:
             hints.append(line(
                 f"  {d.rule}: no observed case: every case was excluded from {d.metric},"
@@ -198,12 +206,12 @@ def plan_hints(
                 f"  {d.rule}: too few cases in its scope to fail it, whatever their"
                 " outcomes: see them with"
             ))
-            hints.append(line(f"    oloproof inspect {run_id}", whole=True))
+            hints.append(line(f"    oloproof inspect {run_id}{config}", whole=True))
         elif d.incomplete:
             hints.append(line(
                 f"  {d.rule}: too much is missing to size it: see what failed with"
             ))
-            hints.append(line(f"    oloproof inspect {run_id} --failures", whole=True))
+            hints.append(line(f"    oloproof inspect {run_id} --failures{config}", whole=True))
         else:
             # The command on a line of its own, never wrapped: it fits 80 columns whole.
             hints.append(line(f"  {d.rule}: size it with"))

@@ -889,20 +889,24 @@ def binary_decision_probability(
     level: float = 0.95,
     *,
     missing: int = 0,
+    kept: tuple[int, int] = (0, 0),
 ) -> float:
     """P(the rule is decided) when ``total`` cases are run, ``missing`` of them stay missing
-    and each observed one passes with probability ``rate``, independently.
+    and each observed one passes with probability ``rate``, independently; ``kept`` =
+    (passes, cases): cases already run and observed, whose outcomes stay as they are.
 
-    Exact: X ~ Binomial(total - missing, rate) passes, and the sum of P(X = x) over every x
-    whose interval (Clopper–Pearson bounded for the missing cases, the policy's) the
-    ``judge`` (a min/max rule at ``threshold``) decides. The decided x form {x <= a} and
-    {x >= b}, because both bounds grow with x, so the sum is two binomial tails.
+    Exact: with (k, n) = ``kept``, k + X passes, X ~ Binomial(total - missing - n, rate),
+    and the sum of P(X = x) over every x whose interval (Clopper–Pearson bounded for the
+    missing cases, the policy's) the ``judge`` (a min/max rule at ``threshold``) decides.
+    The decided counts form {<= a} and {>= b}, because both bounds grow with the count, so
+    the sum is two binomial tails.
     """
+    k, n = kept
     seen = total - missing
-    if seen < 0:
-        raise ValueError("total must be at least missing")
+    if seen < n or not 0 <= k <= n:
+        raise ValueError("total must be at least missing plus the cases kept")
     a, b = _decided_cuts(seen, missing, threshold, judge, level, None)
-    return _tails_probability(seen, rate, a, b)
+    return _tails_probability(seen - n, rate, a - k, b - k)
 
 
 def _tails_probability(seen: int, rate: float, a: int, b: int) -> float:
@@ -910,6 +914,8 @@ def _tails_probability(seen: int, rate: float, a: int, b: int) -> float:
         return 1.0 if a >= 0 or b <= 0 else 0.0
     if rate >= 1.0:
         return 1.0 if b <= seen or a >= seen else 0.0
+    if a >= seen or b <= 0:
+        return 1.0
     low = binom_tails(a, seen, rate)[0] if a >= 0 else 0.0
     high = binom_tails(b - 1, seen, rate)[1] if b <= seen else 0.0
     return min(1.0, low + high)
@@ -1055,7 +1061,9 @@ def binary_assurance_size(
     """The smallest total N > n + missing that decides a BINARY run rule with probability
     >= ``target`` if the true pass rate equals the observed k/n (and the ``missing`` cases
     stay missing), by :func:`binary_decision_probability` at each N (exact, no
-    simulation). The decision probability is not monotone in N, so every N is looked at
+    simulation). The k passes of the n cases run are kept: only the N - n - missing cases
+    to come are drawn (drawing all N afresh, as earlier versions did, answers another
+    question, and put 25 of 27 at 62 cases for 80% where 62 decide it 89% of the time). The decision probability is not monotone in N, so every N is looked at
     from the smallest up; ``limit`` caps the search.
 
     Most N are passed over by a bound rather than the exact sum (issue 33: 701 of 1000
@@ -1065,8 +1073,8 @@ def binary_assurance_size(
     inequalities of Zubkov & Serov (2013, Theory Probab. Appl. 57:539-544) bound those
     tails by Phi(+-sqrt(2 N H(x/N, t))), H the Kullback-Leibler divergence: so the decided
     outcomes lie at or below a cut a+ and at or above a cut b-, found by solving
-    2 N H(q, t) = z^2. The same inequalities bound P(X <= a+) + P(X >= b-) for the outcomes
-    X ~ Binomial(N - missing, rate) from above; only where that bound reaches the target is
+    2 N H(q, t) = z^2. The same inequalities bound P(k + X <= a+) + P(k + X >= b-) for
+    the outcomes X ~ Binomial(N - missing - n, rate) of the cases to come from above; only where that bound reaches the target is
     the exact sum computed. Sizes are passed over in blocks of about sqrt(N)/8 where the
     bound holds for the whole block (both cuts grow with N, and so do the outcomes).
     """
@@ -1109,21 +1117,23 @@ def binary_assurance_size(
             if last > total:
                 a_end = cut_bounds(last)[0]
                 b_start = cut_bounds(total)[1]
-                first_seen, last_seen = seen, last - missing
-                bound = (_at_most_above(min(a_end, first_seen), first_seen, rate)
-                         + _at_least_above(b_start, last_seen, rate))
+                first_new, last_new = seen - n, last - missing - n
+                bound = (_at_most_above(min(a_end, seen) - k, first_new, rate)
+                         + _at_least_above(b_start - k, last_new, rate))
                 if bound < target * (1.0 - 1e-9):
                     total = last + 1
                     cuts = None
                     continue
             a, b = cut_bounds(total)
-            bound = _at_most_above(min(a, seen), seen, rate) + _at_least_above(b, seen, rate)
+            bound = (_at_most_above(min(a, seen) - k, seen - n, rate)
+                     + _at_least_above(b - k, seen - n, rate))
             if bound < target * (1.0 - 1e-9):
                 total += 1
                 cuts = None
                 continue
         cuts = _decided_cuts(seen, missing, threshold, judge, level, cuts)
-        probability = _tails_probability(seen, rate, *cuts)
+        # The k passes of the n cases run stay; only the seen - n cases to come are drawn.
+        probability = _tails_probability(seen - n, rate, cuts[0] - k, cuts[1] - k)
         if probability >= target:
             return AssuranceResult(
                 "sized", target, total=total, more=total - n - missing,

@@ -38,6 +38,7 @@ Oloproof costs other projects' test sessions nothing.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "oloproof(project='.', **run_keywords): the Oloproof project whose release rules"
         " the oloproof_rule fixture makes one test item each",
     )
+
+
+def _config(run: RunResult) -> str:
+    """`` --config FILE`` (quoted for a shell) when the run's project is not the directory
+    pytest runs in: the command a failure suggests must find the run's store as printed."""
+    path = run.config_path or os.path.join(run.project_dir, "oloproof.yaml")
+    if os.path.realpath(path) == os.path.realpath("oloproof.yaml"):
+        return ""
+    return f" --config {shlex.quote(path)}"
 
 
 @pytest.fixture
@@ -202,7 +212,7 @@ class RuleOutcome:
                     f" gate {run.gate} (exit {run.exit_code})")
             tail = []
             if any(d.state == "INSUFFICIENT_EVIDENCE" for d in self.decisions):
-                tail = [f"  size it with: oloproof plan {run.run_id} --run"]
+                tail = [f"  size it with: oloproof plan {run.run_id} --run{_config(run)}"]
             raise GateNotAllowed("\n".join([head, *problems, *tail]))
         return self
 
