@@ -12,16 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from oloproof.cli._values import (
-    Group,
-    case_cap,
-    given,
-    name,
-    port,
-    positive_int,
-    run_limit,
-    trials,
-)
+from oloproof.cli._values import Group, case_cap, given, name, port, positive_int, run_limit, trials
 
 if TYPE_CHECKING:
     from typing import Any
