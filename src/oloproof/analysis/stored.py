@@ -254,6 +254,27 @@ def _grouped_labels(
     return out
 
 
+def _written_since(
+    record: RunRecord, shown: str, root: str | None
+) -> tuple[str, datetime] | None:
+    """The file ``shown`` (a path as the run showed it: from the project directory
+    ``root`` first, else from the directory the command runs in) and when the run
+    started, when that file was written after it started; None otherwise (older, moved,
+    removed, or not readable): one ``stat``, nothing read."""
+    candidates = [shown] if root is None or os.path.isabs(shown) else [
+        os.path.join(root, shown), shown]
+    path = next((c for c in candidates if os.path.isfile(c)), None)
+    if path is None:
+        return None
+    try:
+        started = datetime.fromisoformat(record.created_at)
+        if os.stat(path).st_mtime <= started.timestamp():
+            return None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return path, started
+
+
 def policy_edited(
     record: RunRecord, release: ReleasePolicy, decisions: Sequence[object],
     root: str | None = None,
@@ -262,24 +283,17 @@ def policy_edited(
     policy was read from now says something else: a stricter release.yaml must not pass
     for what ``gate latest`` applied (``gate``, ``report`` and ``view`` say it alike). The
     file is the path the run showed, taken from the project directory ``root`` (a run
-    made there) or else from the directory the command runs in. It is validated only when it was written after the run started (one ``stat``
-    otherwise: no pydantic on the usual path), and the note given only when what it holds
-    differs from the stored policy (a checkout that rewrote the same file says nothing)."""
+    made there) or else from the directory the command runs in. It is validated only
+    when it was written after the run started (one ``stat`` otherwise: no pydantic on the
+    usual path), and the note given only when what it holds differs from the stored
+    policy (a checkout that rewrote the same file says nothing)."""
     if not decisions or record.policy_path is None:
         return []
-    shown = record.policy_path
-    candidates = [shown] if root is None or os.path.isabs(shown) else [
-        os.path.join(root, shown), shown]
-    path = next((c for c in candidates if os.path.isfile(c)), None)
-    if path is None:
-        return []  # moved or removed: nothing to compare
-    try:
-        started = datetime.fromisoformat(record.created_at)
-        if os.stat(path).st_mtime <= started.timestamp():
-            return []
-    except (OSError, ValueError, TypeError, AttributeError):
+    written = _written_since(record, record.policy_path, root)
+    if written is None:
         return []
-    path = shown if path == shown else os.path.relpath(path)
+    path, started = written
+    path = record.policy_path if path == record.policy_path else os.path.relpath(path)
     from oloproof.project.labels import scales_of_run
     from oloproof.project.loader import load_release_policy
 
@@ -317,17 +331,10 @@ def labels_edited(
     if not decisions or labels is None or not _uses_labels(release):
         return []
     shown = labels.path
-    candidates = [shown] if root is None or os.path.isabs(shown) else [
-        os.path.join(root, shown), shown]
-    path = next((c for c in candidates if os.path.isfile(c)), None)
-    if path is None:
-        return []  # moved or removed: nothing to compare
-    try:
-        started = datetime.fromisoformat(record.created_at)
-        if os.stat(path).st_mtime <= started.timestamp():
-            return []
-    except (OSError, ValueError, TypeError, AttributeError):
+    written = _written_since(record, shown, root)
+    if written is None:
         return []
+    path, started = written
     from oloproof.project.labels import load_labels, scales_of_run
 
     try:
