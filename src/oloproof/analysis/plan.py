@@ -885,38 +885,36 @@ def _comparison_rule(
         estimate = difference_text((b - c) / pm.pairs, pm.kind) if pm.pairs else "none"
         outcomes = f"{a} both pass · {dd} both fail · {b} candidate only · {c} baseline only"
         assuming = [f"the cases to come resemble the {pm.pairs} already paired ({outcomes})"]
-    elif pm.value_range is not None:
-        # Sized by the interval that decides it: the betting interval on differences in
-        # [-w, w], the dropped pairs held missing at their worst.
-        mean = pm.estimate if pm.estimate is not None else 0.0
-        width = pm.value_range[1] - pm.value_range[0]
-        size = betting_rule_size(
-            pm.differences, pm.dropped_missing, (-width, width), judge,
-            on_comparison_bar(mean, kind, margin), level,
-        )
-        entry.observed = {"mean_difference": pm.estimate, "sd": pm.sd, "pairs": pm.pairs}
-        estimate = f"{pm.estimate:+.4g}" if pm.estimate is not None else "none"
-        assuming = [
-            (
-                f"the cases to come resemble the {pm.pairs} already paired, with the same"
-                f" mix of differences (mean {estimate})"
-            ),
-            "approximate: the betting interval is projected from that mix",
-        ]
     else:
         mean = pm.estimate if pm.estimate is not None else 0.0
-        size = paired_mean_rule_size(
-            mean, pm.sd, pm.pairs, judge, on_comparison_bar(mean, kind, margin), level
-        )
         entry.observed = {"mean_difference": pm.estimate, "sd": pm.sd, "pairs": pm.pairs}
         estimate = f"{pm.estimate:+.4g}" if pm.estimate is not None else "none"
-        assuming = [
-            (
-                f"the cases to come resemble the {pm.pairs} already paired, with the mean"
-                f" difference ({estimate}) and its spread (sd {pm.sd or 0:.4g})"
-            ),
-            "approximate: the paired t interval is projected from that mean and spread",
-        ]
+        if pm.value_range is not None:
+            # Sized by the interval that decides it: the betting interval on differences in
+            # [-w, w], the dropped pairs held missing at their worst.
+            width = pm.value_range[1] - pm.value_range[0]
+            size = betting_rule_size(
+                pm.differences, pm.dropped_missing, (-width, width), judge,
+                on_comparison_bar(mean, kind, margin), level,
+            )
+            assuming = [
+                (
+                    f"the cases to come resemble the {pm.pairs} already paired, with the same"
+                    f" mix of differences (mean {estimate})"
+                ),
+                "approximate: the betting interval is projected from that mix",
+            ]
+        else:
+            size = paired_mean_rule_size(
+                mean, pm.sd, pm.pairs, judge, on_comparison_bar(mean, kind, margin), level
+            )
+            assuming = [
+                (
+                    f"the cases to come resemble the {pm.pairs} already paired, with the mean"
+                    f" difference ({estimate}) and its spread (sd {pm.sd or 0:.4g})"
+                ),
+                "approximate: the paired t interval is projected from that mean and spread",
+            ]
     shown = value_text(margin, MetricKind.MEAN)
     bar = {"superiority": shown, "non_inferiority": f"-{shown}"}.get(kind, f"±{shown}")
     _from_size(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _refuse(function: str, name: str, accepted: str, value: object) -> TypeError:
+def refuse(function: str, name: str, accepted: str, value: object) -> TypeError:
     return TypeError(
         f"{function}() argument '{name}' must be {accepted}, not {type(value).__name__}"
     )
@@ -29,7 +29,7 @@ def path(value: object, name: str, function: str) -> str | os.PathLike[str]:
         return value
     if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
         return value
-    raise _refuse(function, name, "a path (str or os.PathLike)", value)
+    raise refuse(function, name, "a path (str or os.PathLike)", value)
 
 
 def optional_path(value: object, name: str, function: str) -> str | os.PathLike[str] | None:
@@ -41,7 +41,7 @@ def flag(value: object, name: str, function: str, *, optional: bool = False) -> 
     read by its truth (``use_cache="false"`` is true)."""
     if isinstance(value, bool) or (optional and value is None):
         return value
-    raise _refuse(function, name, "True, False or None" if optional else "True or False", value)
+    raise refuse(function, name, "True, False or None" if optional else "True or False", value)
 
 
 def texts(value: object, name: str, function: str, what: str) -> list[str] | None:
@@ -64,14 +64,14 @@ def texts(value: object, name: str, function: str, what: str) -> list[str] | Non
 
 def _items(value: object, name: str, function: str, accepted: str) -> list[Any]:
     if isinstance(value, bytes | bytearray) or not isinstance(value, Iterable):
-        raise _refuse(function, name, accepted, value)
+        raise refuse(function, name, accepted, value)
     return list(value)
 
 
 def callback(value: object, name: str, function: str) -> Any:
     if value is None or callable(value):
         return value
-    raise _refuse(function, name, "a function of one event, or None", value)
+    raise refuse(function, name, "a function of one event, or None", value)
 
 
 def count(value: object, name: str, function: str) -> int | None:
@@ -79,7 +79,7 @@ def count(value: object, name: str, function: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _refuse(function, name, "a whole number or None", value)
+        raise refuse(function, name, "a whole number or None", value)
     if value < 1:
         raise ValueError(f"{function}() argument '{name}' must be 1 or more, got {value}")
     return value
@@ -88,14 +88,14 @@ def count(value: object, name: str, function: str) -> int | None:
 def optional_text(value: object, name: str, function: str, what: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    raise _refuse(function, name, what + " or None", value)
+    raise refuse(function, name, what + " or None", value)
 
 
 def probability(value: object, name: str, function: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _refuse(function, name, "a number strictly between 0 and 1, or None", value)
+        raise refuse(function, name, "a number strictly between 0 and 1, or None", value)
     return float(value)
 
 

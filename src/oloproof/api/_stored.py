@@ -39,9 +39,7 @@ def _id(value: object, name: str, function: str, accepted: str) -> str:
     """``value`` as an id, or a TypeError naming the argument and what it accepts (as a
     path argument's own TypeError does): ``plan(None)`` raised AttributeError."""
     if not isinstance(value, str):
-        raise TypeError(
-            f"{function}() argument '{name}' must be {accepted}, not {type(value).__name__}"
-        )
+        raise args.refuse(function, name, accepted, value)
     return value
 
 

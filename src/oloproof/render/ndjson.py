@@ -38,6 +38,7 @@ from typing import IO, Any
 
 from oloproof._loop import running_loop
 from oloproof.events import Event
+from oloproof.render.out import send_nowhere
 from oloproof.textsafe import escape_separators, json_safe
 
 CLOSED_REASON = "standard output was closed by its reader"
@@ -179,11 +180,6 @@ class NdjsonWriter:
         # Anything still bound for the closed pipe would fail again at interpreter
         # exit and print "Exception ignored ... BrokenPipeError"; send it nowhere.
         try:
-            fd = self._fd if self._fd is not None else self.stream.fileno()
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, fd)
-            finally:
-                os.close(devnull)
+            send_nowhere(self._fd if self._fd is not None else self.stream.fileno())
         except (OSError, ValueError, AttributeError):
             pass

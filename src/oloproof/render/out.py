@@ -82,16 +82,21 @@ def write_text(stream: IO[str], text: str) -> None:
         unwritable(stream, exc)
 
 
+def send_nowhere(fd: int) -> None:
+    """Point the descriptor ``fd`` at the null device: what is still bound for a stream
+    that failed (a closed pipe, a full disk) would fail again at the interpreter's exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
 def unwritable(stream: IO[str], exc: Exception) -> None:
     """``stream`` failed: send what is left of it nowhere and, unless its reader simply
     went away (``| head``), say so once on standard error when that is another stream."""
     try:
-        fd = stream.fileno()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, fd)
-        finally:
-            os.close(devnull)
+        send_nowhere(stream.fileno())
     except (OSError, ValueError, AttributeError):
         pass  # closed, or not a file: nothing more will reach it anyway
     if isinstance(exc, BrokenPipeError) or stream is sys.stderr:
