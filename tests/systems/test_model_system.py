@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from tests.conftest import run_cli
 from tests.fakes.provider import FakeServer
+from tests.report._browser import chromium, needs_chromium
 
 import oloproof
 from oloproof.errors import ConfigError, UsageError
@@ -868,3 +869,28 @@ def test_case_data_is_sent_as_written_never_rendered_again(tmp_path: Path, key: 
         assert key not in json.dumps(body)
     shown = json.loads(run_cli("inspect", "latest", "--json", cwd=root).out)
     assert {c["output"] for c in shown["cases"]} == {"refund {{ 6 * 7 }}"}
+
+
+@pytest.mark.slow  # a browser
+@needs_chromium
+def test_a_variant_runs_report_names_its_system_in_a_browser(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    """The report's header, read in Chromium: the system of a variant run is named as
+    `runs` names it (the page said `triage None` where a model system has no version)."""
+    root = _project(tmp_path, server.openai_base_url, matrix=MATRIX, cases=_cases(8),
+                    extra={"prompts/stepwise.md": STEPWISE})
+    assert run_cli("run", "--matrix", cwd=root, env={"MODEL_TEST_KEY": KEY}).code == 0
+    ids = [w for w in run_cli("runs", cwd=root).out.split() if w.startswith("run_")]
+    out = tmp_path / "run.html"
+    assert run_cli("report", ids[0], "-o", str(out), cwd=root).code == 0
+    with chromium() as browser:
+        page = browser.new_page()
+        page.goto(out.as_uri())
+        page.wait_for_load_state("load")
+        shown = page.evaluate(
+            "() => [...document.querySelectorAll('dt')]"
+            ".filter(dt => dt.textContent.trim() === 'System')"
+            ".map(dt => dt.nextElementSibling.innerText.trim())"
+        )
+    assert shown and shown[0].startswith("triage [stepwise/large]"), shown
