@@ -22,12 +22,13 @@ OLOPROOF = [sys.executable, "-m", "oloproof.cli.main"]
 # starts a process or a server, which is what costs: its own code, a helper it calls (of its
 # module or of tests/), or a fixture it uses (at any depth) names one of _SPAWNING (the real
 # CLI through run_cli, or tests/trust/_support.py's `cli`; subprocess; pexpect; the fake
-# provider's server; tests/pgserver.py's PostgreSQL). In-process tests stay fast whatever
+# provider's servers, FakeServer and tests/fakes/chat.py's ScriptedChat; tests/pgserver.py's
+# PostgreSQL). In-process tests stay fast whatever
 # their module imports; `backend`'s PostgreSQL half is marked where its parameter is
 # declared. A test that is slow for another reason (it waits on real time, or computes for
 # seconds) says so itself with @pytest.mark.slow; `make test-fast` must stay under a minute.
 _SPAWNING = frozenset({"run_cli", "cli", "subprocess", "Popen", "pexpect", "FakeServer",
-                       "OLOPROOF", "pgserver"})
+                       "OLOPROOF", "pgserver", "ScriptedChat"})
 
 
 def _names(code: types.CodeType) -> set[str]:

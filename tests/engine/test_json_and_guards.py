@@ -123,6 +123,7 @@ class _SlowToStart(GuardedPattern):
         return self._started(code, b"", "the regular expression's process")
 
 
+@pytest.mark.slow  # starts the guard's child process and waits on it: measured 1.3 s
 def test_a_childs_start_is_not_part_of_a_cases_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """A search that matches at once is not a timeout because the child took longer than
     the limit to start (a CI run on a loaded machine timed out its quick cases); the

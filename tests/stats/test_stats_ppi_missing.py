@@ -88,6 +88,7 @@ def test_the_reference_is_the_runtime_interval() -> None:
         assert iv.upper == pytest.approx(min(1.0, hi), abs=1e-12)
 
 
+@pytest.mark.slow  # measured 2.6 s
 def test_the_bounds_are_those_of_the_worst_completion_on_random_configurations() -> None:
     """2,000 random small configurations (2-12 labelled, 2-14 unlabelled cases, up to 60%
     of the verdicts missing, level 80-99%, lam = 1 and, the proof allowing it, lam in
@@ -196,7 +197,7 @@ def _old_hull(y: list[float], f: list[float | None], fu: list[float | None]) -> 
 
 
 @pytest.mark.parametrize(("p", "n", "big_n", "q"), [
-    (0.7, 30, 300, 0.5),
+    pytest.param(0.7, 30, 300, 0.5, marks=pytest.mark.slow),  # measured 1.5 s
     pytest.param(0.85, 50, 300, 0.8, marks=pytest.mark.slow),  # measured 3.4 s
 ])
 def test_the_decision_keeps_its_level_with_verdicts_missing_where_it_hurts(
