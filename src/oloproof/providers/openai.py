@@ -18,6 +18,7 @@ from oloproof.providers.base import (
 )
 from oloproof.transport.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
+    error_body_failure,
     parse_json_response,
     send_attempt,
 )
@@ -109,6 +110,11 @@ class OpenAIProvider:
         data = parse_json_response(response, secrets, self._what)
         message = reply_field(data, "choices", 0, "message")
         if not isinstance(message, dict):
+            # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}) fails as the
+            # status it names: a rate limit or a server error is retried.
+            failure = error_body_failure(response, data, secrets, self._what)
+            if failure is not None:
+                raise failure
             raise malformed(self._what, "no choices[0].message in the response")
         content = message.get("content")
         textless = False
