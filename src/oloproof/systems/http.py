@@ -31,6 +31,8 @@ from oloproof.transport.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     MIN_MASK_TOKEN,
     body_excerpt,
+    error_body_failure,
+    error_of_body,
     mask_value,
     parse_json_response,
     resolve_header_templates,
@@ -280,9 +282,20 @@ class HttpSystem:
             # An endpoint that echoes a header back must not get it into the store.
             body = mask_value(body, self._output_secrets)
         output = body
+        if self.output_path is None and isinstance(body, dict) and set(body) == {"error"}:
+            # {"error": ...} and nothing else is the endpoint failing, not an output to
+            # score: a case that fails as the status it names (docs/http-endpoint.md).
+            failure = error_body_failure(response, body, self._secrets, self._what)
+            if failure is not None:
+                raise failure
         if self.output_path is not None:
             output = _follow_path(body, self.output_path)
             if output is _MISSING:
+                # Not there, and the body reports an error: that error, retried if it
+                # names a rate limit or a server error.
+                failure = error_body_failure(response, body, self._secrets, self._what)
+                if failure is not None:
+                    raise failure
                 raise PermanentFailure(
                     f"{self._what}: HTTP {response.status_code} from {response.request}:"
                     " output_path "
@@ -294,6 +307,13 @@ class HttpSystem:
             reported = _follow_path(body, self.usage_path)
             usage = None if reported is _MISSING else Usage.from_report(reported)
         return CallResult(output=output, usage=usage)
+
+    def refuses_cached(self, output: object) -> bool:
+        """True for a stored output that this system reads as an error, not an output: a
+        whole body that is only ``{"error": ...}``, stored before such a body was read as
+        an error (the engine calls the case again instead of scoring it)."""
+        return (self.output_path is None and isinstance(output, dict)
+                and set(output) == {"error"} and error_of_body(output) is not None)
 
     def _query_params(self, case_input: Any) -> dict[str, str | int | float | bool | None]:
         if not isinstance(case_input, dict):
