@@ -12,12 +12,14 @@ import json
 import sqlite3
 import textwrap
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.conftest import run_cli
 from tests.fakes.provider import FakeServer
+from tests.trust._support import serving
 
 from oloproof.systems.base import CallResult
 from oloproof.systems.http import HttpSystem
@@ -189,3 +191,55 @@ def test_an_error_body_an_earlier_version_cached_is_called_again(
     assert srv.total_calls("/system") == 5
     assert again.code != 0 and "ALLOW" not in again.out, again.text
     assert "1 missing" in again.out, again.out
+
+
+def test_a_202_receipt_is_not_an_answer_and_a_201_is(srv: FakeServer) -> None:
+    receipt = {"job": "j-17", "status": "queued"}
+    failure = call(srv, {"respond": receipt, "status": 202})
+    assert isinstance(failure, PermanentFailure) and failure.attempts == 1, failure
+    assert "HTTP 202 from POST http://127.0.0.1:" in failure.message
+    assert "accepted to be processed later, not answered" in failure.message
+    assert '"job": "j-17"' in failure.message
+    created = call(srv, {"respond": {"label": "bug"}, "status": 201})
+    assert isinstance(created, Attempted) and created.value.output == {"label": "bug"}
+
+
+class _Redirect(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        where = ("/v2/extract" if self.path == "/relative"
+                 else "https://jo:pa55@login.example.com/sso?session=s3ss10n-t0ken&next=%2F")
+        self.send_response(302)
+        self.send_header("location", where)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+
+def test_a_redirect_is_named_without_its_query_or_user_info() -> None:
+    """A Location is shown as a URL called is: a sign-in page's session token and user info
+    stay out of the error (stored with the case); a relative one is resolved."""
+    with serving(_Redirect) as base:
+        for path in ("/sso", "/relative"):
+            system = HttpSystem(name="demo", url=base + path, version="v1", timeout_s=5.0)
+
+            async def go(system: HttpSystem = system) -> AttemptFailure:
+                await system.start()
+                try:
+                    await system.call("c1", {"text": "x"}, 1)
+                except AttemptFailure as refused:
+                    return refused
+                finally:
+                    await system.aclose()
+                raise AssertionError("the redirect was followed")
+
+            failure = asyncio.run(go())
+            assert isinstance(failure, PermanentFailure)
+            if path == "/sso":
+                assert "a redirect to https://login.example.com/sso?…, not followed" in (
+                    failure.message), failure.message
+                assert "s3ss10n" not in failure.message and "pa55" not in failure.message
+            else:
+                assert f"a redirect to {base}/v2/extract, not followed" in failure.message

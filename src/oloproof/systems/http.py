@@ -275,6 +275,13 @@ class HttpSystem:
                 secrets=self._secrets,
                 max_bytes=self.max_response_bytes,
             )
+        if response.status_code == 202:
+            # Accepted for later: the body is a receipt (a job id, "queued"), not an answer.
+            raise PermanentFailure(
+                f"{self._what}: HTTP 202 from {response.request}: the request was accepted"
+                " to be processed later, not answered (the url must answer in the response):"
+                f" {body_excerpt(response.text, self._secrets)}"
+            )
         body = parse_json_response(
             response, self._secrets, self._what, max_depth=self.max_json_depth
         )

@@ -206,13 +206,25 @@ def _from(reply: HttpReply) -> str:
     return f"HTTP {reply.status_code}" + (f" from {reply.request}" if reply.request else "")
 
 
+def _shown_location(reply: HttpReply, location: str) -> str:
+    """Where a redirect points, as :func:`shown_url` shows a URL (no user info, no query:
+    a sign-in page's ``?session=…`` is not for the store), a relative one resolved against
+    the URL called."""
+    called = reply.request.split(" ", 1)[-1].split("?", 1)[0]
+    try:
+        target: str | httpx.URL = httpx.URL(called).join(location) if called else location
+    except (httpx.InvalidURL, TypeError, ValueError):
+        target = location
+    return shown_url(target)
+
+
 def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> AttemptFailure:
     status = reply.status_code
     message = f"{what}: {_from(reply)}: {body_excerpt(reply.text, secrets)}"
     if 300 <= status <= 399:
         # Redirects are never followed (credentials would go wherever they point).
         location = reply.headers.get("location")
-        where = f" to {mask(location, secrets)}" if location else ""
+        where = f" to {mask(_shown_location(reply, location), secrets)}" if location else ""
         message = (f"{what}: {_from(reply)}: a redirect{where}, not followed (set the url to"
                    f" where it points): {body_excerpt(reply.text, secrets)}")
     rate = rate_signal(status, reply.headers)
