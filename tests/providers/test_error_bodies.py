@@ -86,6 +86,9 @@ RETRIED = [
     ({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, 503),
     ({"error": {"code": 502, "message": "upstream connect error"}}, 502),
     ({"error": {"message": "The server had an error", "type": "server_error"}}, 503),
+    # vLLM's own error object, with no "error" member.
+    ({"object": "error", "message": "engine is dead", "type": "InternalServerError",
+      "code": 500}, 500),
 ]
 
 

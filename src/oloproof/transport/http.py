@@ -252,8 +252,10 @@ _SERVER_WORDS = ("overloaded", "server_error", "api_error", "internal", "unavail
 
 
 def error_of_body(data: Any) -> Any:
-    """The error a JSON body reports (its ``error`` member: a non-empty object or text), or
-    ``None`` when it reports none (no ``error``, or ``null``, ``false``, ``""``, ``{}``)."""
+    """The error a JSON body reports: its ``error`` member (a non-empty object or text), or
+    the body itself when it says it is one with a message (vLLM's and FastChat's
+    ``{"object": "error", "message": …, "code": 400}``); ``None`` when it reports none (no
+    ``error``, or ``null``, ``false``, ``""``, ``{}``)."""
     if not isinstance(data, dict):
         return None
     error = data.get("error")
@@ -261,6 +263,10 @@ def error_of_body(data: Any) -> Any:
         return error
     if isinstance(error, str) and error.strip():
         return error
+    if "error" in (data.get("object"), data.get("type")) and isinstance(
+        data.get("message"), str
+    ):
+        return data
     return None
 
 
