@@ -159,3 +159,29 @@ def test_the_adaptive_limiter_counts_a_200_naming_a_429_as_a_rate_limit(
     before, after, limited, errors = asyncio.run(go())
     assert limited == 1 and errors == 0
     assert after < before  # the limit came down, as for a 429
+
+
+def _choice_error(content: str, error: Any) -> dict[str, Any]:
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "error",
+                              "message": {"role": "assistant", "content": content}}
+    if error is not None:
+        choice["error"] = error
+    return {"id": "gen-1", "model": "judge-model-1", "choices": [choice]}
+
+
+@pytest.mark.parametrize(("error", "status"), [
+    ({"code": 502, "message": "provider returned error"}, 502),
+    (None, 503),  # finish_reason "error" alone: a server error
+])
+def test_an_error_inside_the_choice_is_not_read_as_a_verdict(
+    srv: FakeServer, error: Any, status: int
+) -> None:
+    """OpenRouter answers 200 when an error meets the model mid-reply, with finish_reason
+    "error" and the error in the choice: the text written before it (here a whole verdict)
+    is not read; the call is retried as the server error it is."""
+    body = _choice_error('{"pass": true, "reason": "fine"}', error)
+    srv.configure(PATHS["openai"], error_body_always=True, error_body=body)
+    failure = judge_once(srv, "openai")
+    assert isinstance(failure, RetryableFailure), failure
+    assert failure.attempts == 4 and failure.status == status
+    assert "the body is an error" in failure.message
