@@ -76,6 +76,19 @@ def test_a_body_that_is_only_an_error_is_an_error_of_the_case(
     assert "the body is an error" in failure.message and said in failure.message
 
 
+def test_an_error_beside_null_members_is_an_error_of_the_case(srv: FakeServer) -> None:
+    body = {"result": None, "usage": None, "error": {"code": 429, "message": "slow down"}}
+    failure = call(srv, {"respond": body})
+    assert isinstance(failure, RetryableFailure) and failure.attempts == 4, failure
+    srv.reset()
+    failure = call(srv, {"respond": body}, output_path="result")  # found, but null
+    assert isinstance(failure, RetryableFailure) and failure.attempts == 4, failure
+    assert "read as HTTP 429" in failure.message
+    srv.reset()
+    null = call(srv, {"respond": {"result": None, "error": None}}, output_path="result")
+    assert isinstance(null, Attempted) and null.value.output is None  # no error: null it is
+
+
 def test_a_200_naming_a_rate_limit_is_retried_until_the_answer(srv: FakeServer) -> None:
     srv.configure("/system", error_body_first_n=2)
     result = call(srv, {"text": "Refund please"})
@@ -88,8 +101,10 @@ def test_a_200_naming_a_rate_limit_is_retried_until_the_answer(srv: FakeServer) 
     {"error": None},                                   # reports no error
     {"error": ""},
     {"error": {}},
+    {"error": None, "label": None},
     {"error": "shown", "label": "refund"},             # an output with other keys
     {"result": "ok", "error": {"code": 500}},
+    {"result": "", "error": "partial"},                # an empty text is an output
 ])
 def test_an_output_that_is_more_than_an_error_is_kept(
     srv: FakeServer, body: dict[str, Any]

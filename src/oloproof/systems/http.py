@@ -64,6 +64,16 @@ def _follow_path(data: Any, path: str) -> Any:
     return _MISSING if found is MISSING else found
 
 
+def _only_an_error(body: Any) -> bool:
+    """A body that reports an error and nothing else: a non-empty ``error`` whose fellow
+    members, if any, are all null (``{"result": null, "error": "timeout"}``)."""
+    return (
+        isinstance(body, dict)
+        and error_of_body({"error": body.get("error")}) is not None
+        and all(value is None for key, value in body.items() if key != "error")
+    )
+
+
 # --------------------------------------------------------------------------- #
 # The system
 # --------------------------------------------------------------------------- #
@@ -289,7 +299,7 @@ class HttpSystem:
             # An endpoint that echoes a header back must not get it into the store.
             body = mask_value(body, self._output_secrets)
         output = body
-        if self.output_path is None and isinstance(body, dict) and set(body) == {"error"}:
+        if self.output_path is None and _only_an_error(body):
             # {"error": ...} and nothing else is the endpoint failing, not an output to
             # score: a case that fails as the status it names (docs/http-endpoint.md).
             failure = error_body_failure(response, body, self._secrets, self._what)
@@ -297,12 +307,13 @@ class HttpSystem:
                 raise failure
         if self.output_path is not None:
             output = _follow_path(body, self.output_path)
-            if output is _MISSING:
-                # Not there, and the body reports an error: that error, retried if it
-                # names a rate limit or a server error.
+            if output is _MISSING or output is None:
+                # Not there (or null), and the body reports an error: that error, retried
+                # if it names a rate limit or a server error.
                 failure = error_body_failure(response, body, self._secrets, self._what)
                 if failure is not None:
                     raise failure
+            if output is _MISSING:
                 raise PermanentFailure(
                     f"{self._what}: HTTP {response.status_code} from {response.request}:"
                     " output_path "
@@ -319,8 +330,7 @@ class HttpSystem:
         """True for a stored output that this system reads as an error, not an output: a
         whole body that is only ``{"error": ...}``, stored before such a body was read as
         an error (the engine calls the case again instead of scoring it)."""
-        return (self.output_path is None and isinstance(output, dict)
-                and set(output) == {"error"} and error_of_body(output) is not None)
+        return self.output_path is None and _only_an_error(output)
 
     def _query_params(self, case_input: Any) -> dict[str, str | int | float | bool | None]:
         if not isinstance(case_input, dict):
