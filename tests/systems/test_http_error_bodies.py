@@ -23,6 +23,7 @@ from tests.trust._support import serving
 
 from oloproof.systems.base import CallResult
 from oloproof.systems.http import HttpSystem
+from oloproof.transport.limiter import AdaptiveLimiter
 from oloproof.transport.retry import (
     Attempted,
     AttemptFailure,
@@ -258,3 +259,26 @@ def test_a_redirect_is_named_without_its_query_or_user_info() -> None:
                 assert "s3ss10n" not in failure.message and "pa55" not in failure.message
             else:
                 assert f"a redirect to {base}/v2/extract, not followed" in failure.message
+
+
+def test_the_adaptive_limiter_counts_a_200_naming_a_429_as_a_rate_limit(
+    srv: FakeServer,
+) -> None:
+    srv.configure("/system", error_body_first_n=1)
+    system = HttpSystem(name="demo", url=srv.system_url, version="v1", timeout_s=5.0)
+
+    async def go() -> tuple[int, int, int, int]:
+        limiter = AdaptiveLimiter("system", 16)
+        before = limiter.limit
+        await system.start()
+        try:
+            with pytest.raises(RetryableFailure):
+                await limiter.run(lambda: system.call("c1", {"text": "a"}, 1))
+            await limiter.run(lambda: system.call("c1", {"text": "a"}, 2), retry=True)
+        finally:
+            await system.aclose()
+        return before, limiter.limit, limiter.aimd.rate_limits, limiter.aimd.errors
+
+    before, after, limited, errors = asyncio.run(go())
+    assert (limited, errors) == (1, 0)
+    assert after < before
