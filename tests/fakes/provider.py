@@ -111,7 +111,8 @@ class Behaviour:
     """What a path does besides answering. Attempts are counted per request key.
 
     Precedence for one attempt: ``drop``, then ``timeout``, then a failing
-    status (``fail_always``, or ``fail_first_n``), then ``garbage``, then the
+    status (``fail_always``, or ``fail_first_n``), then an error body with 200
+    (``error_body_always``, ``error_body_first_n``), then ``garbage``, then the
     normal answer. ``delay_s`` is waited before any answer (not before a drop).
     """
 
@@ -150,6 +151,13 @@ class Behaviour:
     capacity_retry_after_ms: int | None = 100
     capacity_retry_after: str | None = None
     capacity_headers: dict[str, str] = field(default_factory=dict)
+    # A 200 whose JSON body is an error, as some gateways and proxies answer: error_body
+    # (default {"error": {"code": 429, "message": "rate limited"}}) to each key's first
+    # error_body_first_n attempts, or to every attempt with error_body_always; Retry-After
+    # as retry_after says.
+    error_body_first_n: int = 0
+    error_body_always: bool = False
+    error_body: Any = None
     # Headers added to every reply of the path (rate-limit headers on a 200, say).
     reply_headers: dict[str, str] = field(default_factory=dict)
 
@@ -395,6 +403,12 @@ class _Handler(Handler):
                 {"error": {"message": f"scripted failure {status}", "attempt": attempt}},
                 headers,
             )
+        if behaviour.error_body_always or attempt <= behaviour.error_body_first_n:
+            body = behaviour.error_body
+            if body is None:
+                body = {"error": {"code": 429, "message": "rate limited"}}
+            extra = {} if behaviour.retry_after is None else {"Retry-After": behaviour.retry_after}
+            return json_reply(200, body, extra)
         garbage = attempt <= behaviour.garbage_first_n or behaviour.garbage_always
         kind = behaviour.garbage_kind
         if kind == "auto":

@@ -51,7 +51,7 @@ from oloproof.events import (
 )
 from oloproof.evidence import CriterionEvidence
 from oloproof.stats.intervals import wilson
-from oloproof.store.cache import Cache
+from oloproof.store.cache import Cache, CachedExecution
 from oloproof.systems.base import CallResult, SystemRunner
 from oloproof.transport.retry import (
     AttemptFailure,
@@ -301,6 +301,9 @@ class Engine:
         self.run_id = run_id
         self.suite_digest = suite_digest
         self.system = system
+        # A system that can tell a stored output is not one (HttpSystem.refuses_cached).
+        self._refuses_cached: Callable[[object], bool] | None = getattr(
+            system, "refuses_cached", None)
         self.inline = list(inline)
         # Evaluators with a timeout_s run user code or may backtrack: off the loop,
         # under concurrency.evaluator. The others are pure and quick: inline.
@@ -434,7 +437,7 @@ class Engine:
         cases = self.cases
         # In bulk (store/cache.py); on SQLite only once the first case is found, so that a
         # run with nothing cached does not look every key up before its first call.
-        if cases and not cache.bulk and cache.execution(self._exec_key(cases[0])) is None:
+        if cases and not cache.bulk and self._cached_execution(self._exec_key(cases[0])) is None:
             self._forget()
             return False
         self._preload(evaluators)
@@ -442,7 +445,7 @@ class Engine:
             key = self._exec_key(case)
             output_json = keys.get(("output", key))  # the output's JSON, made by _preload
             if output_json is None:
-                hit = cache.execution(key)
+                hit = self._cached_execution(key)
                 if hit is None:
                     self._forget()
                     return False
@@ -463,12 +466,22 @@ class Engine:
         judgments: list[str] = []
         for case in cases:
             key = self._exec_key(case)
-            hit = cache.execution(key)
+            hit = self._cached_execution(key)
             if hit is None:
                 continue
             output_json = self._keys[("output", key)] = canonical_json(hit.output)  # type: ignore[index]
             judgments += [self._judge_key(_key_identity(e), case, output_json) for e in evaluators]
         cache.preload(judgments=judgments)
+
+    def _cached_execution(self, key: str) -> CachedExecution | None:
+        """The cache's execution under ``key``, unless the system says its output is not
+        one (an HTTP system's ``{"error": ...}`` stored before it was read as an error)."""
+        hit = self.cache.execution(key)
+        if hit is not None and self._refuses_cached is not None and self._refuses_cached(
+            hit.output
+        ):
+            return None
+        return hit
 
     def _forget(self) -> None:
         self.cache.remember(False)
@@ -510,7 +523,7 @@ class Engine:
             return
         first = self.cases[: self.system_concurrency]
         if self.cache.enabled:
-            first = [c for c in first if self.cache.execution(self._exec_key(c)) is None]
+            first = [c for c in first if self._cached_execution(self._exec_key(c)) is None]
         start([(case.id, case.input) for case in first])
 
     def run_cached(self, after_case: Callable[[], None] | None = None) -> EngineTotals:
@@ -690,7 +703,7 @@ class Engine:
 
     async def _run_case(self, case: EngineCase) -> None:
         key = self._exec_key(case)
-        cached = self.cache.execution(key)
+        cached = self._cached_execution(key)
         totals = self.totals
         if cached is not None:
             totals.exec_hits += 1

@@ -14,6 +14,7 @@ from oloproof.providers.base import (
 )
 from oloproof.transport.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
+    error_body_failure,
     parse_json_response,
     send_attempt,
 )
@@ -100,6 +101,11 @@ class AnthropicProvider:
         data = parse_json_response(response, secrets, self._what)
         blocks = reply_field(data, "content")
         if not isinstance(blocks, list):
+            # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}) fails as the
+            # status it names: a rate limit or a server error is retried.
+            failure = error_body_failure(response, data, secrets, self._what)
+            if failure is not None:
+                raise failure
             raise malformed(self._what, "no 'content' list in the response")
         texts = [
             block["text"]

@@ -4,7 +4,8 @@ A :class:`Provider` answers one prompt pair per call (ONE attempt): it raises
 :class:`~oloproof.transport.retry.RetryableFailure` for 429, 5xx, timeouts and
 dropped connections (honouring ``Retry-After``) and
 :class:`~oloproof.transport.retry.PermanentFailure` for other 4xx and malformed
-replies. The judge wraps it with
+replies. A 200 whose body is an error fails as the status it names
+(:func:`~oloproof.transport.http.error_body_failure`). The judge wraps it with
 :func:`~oloproof.transport.retry.call_with_retries`, as the engine does a system.
 
 This module names no provider class: :mod:`oloproof.providers.factory` builds

@@ -18,6 +18,8 @@ from oloproof.providers.base import (
 )
 from oloproof.transport.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
+    error_body_failure,
+    error_of_body,
     parse_json_response,
     send_attempt,
 )
@@ -109,7 +111,21 @@ class OpenAIProvider:
         data = parse_json_response(response, secrets, self._what)
         message = reply_field(data, "choices", 0, "message")
         if not isinstance(message, dict):
+            # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}) fails as the
+            # status it names: a rate limit or a server error is retried.
+            failure = error_body_failure(response, data, secrets, self._what)
+            if failure is not None:
+                raise failure
             raise malformed(self._what, "no choices[0].message in the response")
+        choice = reply_field(data, "choices", 0)
+        if error_of_body(choice) is not None or choice.get("finish_reason") == "error":
+            # An error met while the model wrote (OpenRouter: finish_reason "error", the
+            # error in the choice): whatever text came before it is no reply to read.
+            said = choice if error_of_body(choice) is not None else {
+                "error": {"type": "server_error"}}
+            failure = error_body_failure(response, said, secrets, self._what)
+            if failure is not None:
+                raise failure
         content = message.get("content")
         textless = False
         if content is None:

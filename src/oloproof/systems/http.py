@@ -31,6 +31,8 @@ from oloproof.transport.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     MIN_MASK_TOKEN,
     body_excerpt,
+    error_body_failure,
+    error_of_body,
     mask_value,
     parse_json_response,
     resolve_header_templates,
@@ -60,6 +62,16 @@ def _follow_path(data: Any, path: str) -> Any:
     """Follow ``a.b.0.c`` / ``items.-1`` (the one rule: :func:`oloproof.paths.lookup`)."""
     found = lookup(data, path)
     return _MISSING if found is MISSING else found
+
+
+def _only_an_error(body: Any) -> bool:
+    """A body that reports an error and nothing else: a non-empty ``error`` whose fellow
+    members, if any, are all null (``{"result": null, "error": "timeout"}``)."""
+    return (
+        isinstance(body, dict)
+        and error_of_body({"error": body.get("error")}) is not None
+        and all(value is None for key, value in body.items() if key != "error")
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -273,6 +285,13 @@ class HttpSystem:
                 secrets=self._secrets,
                 max_bytes=self.max_response_bytes,
             )
+        if response.status_code == 202:
+            # Accepted for later: the body is a receipt (a job id, "queued"), not an answer.
+            raise PermanentFailure(
+                f"{self._what}: HTTP 202 from {response.request}: the request was accepted"
+                " to be processed later, not answered (the url must answer in the response):"
+                f" {body_excerpt(response.text, self._secrets)}"
+            )
         body = parse_json_response(
             response, self._secrets, self._what, max_depth=self.max_json_depth
         )
@@ -280,8 +299,20 @@ class HttpSystem:
             # An endpoint that echoes a header back must not get it into the store.
             body = mask_value(body, self._output_secrets)
         output = body
+        if self.output_path is None and _only_an_error(body):
+            # {"error": ...} and nothing else is the endpoint failing, not an output to
+            # score: a case that fails as the status it names (docs/http-endpoint.md).
+            failure = error_body_failure(response, body, self._secrets, self._what)
+            if failure is not None:
+                raise failure
         if self.output_path is not None:
             output = _follow_path(body, self.output_path)
+            if output is _MISSING or output is None:
+                # Not there (or null), and the body reports an error: that error, retried
+                # if it names a rate limit or a server error.
+                failure = error_body_failure(response, body, self._secrets, self._what)
+                if failure is not None:
+                    raise failure
             if output is _MISSING:
                 raise PermanentFailure(
                     f"{self._what}: HTTP {response.status_code} from {response.request}:"
@@ -294,6 +325,12 @@ class HttpSystem:
             reported = _follow_path(body, self.usage_path)
             usage = None if reported is _MISSING else Usage.from_report(reported)
         return CallResult(output=output, usage=usage)
+
+    def refuses_cached(self, output: object) -> bool:
+        """True for a stored output that this system reads as an error, not an output: a
+        whole body that is only ``{"error": ...}``, stored before such a body was read as
+        an error (the engine calls the case again instead of scoring it)."""
+        return self.output_path is None and _only_an_error(output)
 
     def _query_params(self, case_input: Any) -> dict[str, str | int | float | bool | None]:
         if not isinstance(case_input, dict):

@@ -54,6 +54,8 @@ __all__ = [
     "HttpReply",
     "body_excerpt",
     "check_proxy_environment",
+    "error_body_failure",
+    "error_of_body",
     "mask",
     "mask_value",
     "parse_json_response",
@@ -204,13 +206,25 @@ def _from(reply: HttpReply) -> str:
     return f"HTTP {reply.status_code}" + (f" from {reply.request}" if reply.request else "")
 
 
+def _shown_location(reply: HttpReply, location: str) -> str:
+    """Where a redirect points, as :func:`shown_url` shows a URL (no user info, no query:
+    a sign-in page's ``?session=…`` is not for the store), a relative one resolved against
+    the URL called."""
+    called = reply.request.split(" ", 1)[-1].split("?", 1)[0]
+    try:
+        target: str | httpx.URL = httpx.URL(called).join(location) if called else location
+    except (httpx.InvalidURL, TypeError, ValueError):
+        target = location
+    return shown_url(target)
+
+
 def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> AttemptFailure:
     status = reply.status_code
     message = f"{what}: {_from(reply)}: {body_excerpt(reply.text, secrets)}"
     if 300 <= status <= 399:
         # Redirects are never followed (credentials would go wherever they point).
         location = reply.headers.get("location")
-        where = f" to {mask(location, secrets)}" if location else ""
+        where = f" to {mask(_shown_location(reply, location), secrets)}" if location else ""
         message = (f"{what}: {_from(reply)}: a redirect{where}, not followed (set the url to"
                    f" where it points): {body_excerpt(reply.text, secrets)}")
     rate = rate_signal(status, reply.headers)
@@ -225,6 +239,100 @@ def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> Atte
     failure.status = status
     failure.body = mask(reply.text, secrets)
     failure.rate = rate
+    return failure
+
+
+# What an error object's ``type``, ``code`` or ``status`` words say, when it names no HTTP
+# status: OpenAI's "rate_limit_exceeded" / "server_error", Anthropic's "rate_limit_error" /
+# "overloaded_error" / "api_error", Google's "RESOURCE_EXHAUSTED" / "UNAVAILABLE".
+_RATE_WORDS = ("rate_limit", "ratelimit", "rate limit", "too_many_requests",
+               "resource_exhausted", "throttl")
+_SERVER_WORDS = ("overloaded", "server_error", "api_error", "internal", "unavailable",
+                 "bad_gateway", "gateway_timeout", "deadline_exceeded")
+
+
+def error_of_body(data: Any) -> Any:
+    """The error a JSON body reports: its ``error`` member (a non-empty object or text), or
+    the body itself when it says it is one with a message (vLLM's and FastChat's
+    ``{"object": "error", "message": …, "code": 400}``); ``None`` when it reports none (no
+    ``error``, or ``null``, ``false``, ``""``, ``{}``)."""
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    if isinstance(error, dict) and error:
+        return error
+    if isinstance(error, str) and error.strip():
+        return error
+    if "error" in (data.get("object"), data.get("type")) and isinstance(
+        data.get("message"), str
+    ):
+        return data
+    return None
+
+
+def _named_status(error: Any, data: Any) -> int | None:
+    """The HTTP status an error body names: a failing status in its ``code``, ``status`` or
+    ``status_code`` (a number, or digits), else what its ``type``/``code``/``status`` words
+    say (a rate limit: 429; an overloaded or failing server: 503), else ``None``."""
+    words: list[str] = []
+    for holder in (error, data):
+        if not isinstance(holder, dict):
+            continue
+        for key in ("code", "status", "status_code"):
+            value = holder.get(key)
+            if isinstance(value, str) and value.strip().isdigit():
+                value = int(value.strip())
+            if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
+                return value
+        if holder is error:
+            words += [v.lower() for k in ("type", "code", "status")
+                      if isinstance(v := holder.get(k), str)]
+    said = " ".join(words)
+    if any(word in said for word in _RATE_WORDS):
+        return 429
+    if any(word in said for word in _SERVER_WORDS):
+        return 503
+    return None
+
+
+def error_body_failure(
+    reply: HttpReply, data: Any, secrets: Iterable[str], what: str
+) -> AttemptFailure | None:
+    """The failure a 2xx reply whose JSON body is an error reports, classified as the HTTP
+    status it names (:func:`_named_status`): a rate limit (429) is retried and carries its
+    rate signal, as a 429 does; a server error (5xx) is retried; anything else is a failure
+    of this call, not retried, quoting the body. ``None`` when ``data`` reports no error.
+
+    Several OpenAI-compatible gateways and proxies answer ``200`` with
+    ``{"error": {"code": 429, "message": "rate limited"}}``: neither an answer nor a
+    malformed reply, but the failure it names.
+    """
+    error = error_of_body(data)
+    if error is None:
+        return None
+    secrets = tuple(secrets)
+    status = _named_status(error, data)
+    if status == 429:
+        read = " (read as HTTP 429, a rate limit)"
+    elif status is not None and status >= 500:
+        read = f" (read as HTTP {status}, a server error)"
+    elif status is not None:
+        read = f" (read as HTTP {status})"
+    else:
+        read = ""
+    message = (f"{what}: {_from(reply)}: the body is an error{read}: "
+               f"{body_excerpt(reply.text, secrets)}")
+    if status is not None and (status == 429 or status >= 500):
+        rate = rate_signal(status, reply.headers)
+        retryable = RetryableFailure(
+            message, retry_after_s=parse_retry_after(reply.headers.get("retry-after")),
+            rate=rate,
+        )
+        retryable.status = status
+        return retryable
+    failure = PermanentFailure(message)
+    failure.status = status
+    failure.body = mask(reply.text, secrets)
     return failure
 
 

@@ -1,0 +1,187 @@
+"""A judge provider answering 200 with an error body, over real HTTP: the failure it names.
+
+Several OpenAI-compatible gateways and proxies answer ``200`` with
+``{"error": {"code": 429, "message": "rate limited"}}``. That used to be a *malformed
+reply*: not retried, and not counted by the adaptive limiter. It now fails as the status
+it names: a rate limit and a server error are retried (after ``Retry-After``), and the
+limiter counts the rate limit as it counts a 429.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.fakes.provider import FakeServer
+
+from oloproof.providers.base import JudgeReply, make_judge_client
+from oloproof.providers.factory import make_provider
+from oloproof.transport.limiter import AdaptiveLimiter
+from oloproof.transport.retry import (
+    Attempted,
+    AttemptFailure,
+    PermanentFailure,
+    RetryableFailure,
+    RetryPolicy,
+    call_with_retries,
+)
+
+FAST = RetryPolicy(base_delay_s=0.01, max_delay_s=0.05)
+KEY = "sk-test-SECRET-0123456789"
+PATHS = {
+    "anthropic": "/v1/messages",
+    "openai": "/v1/chat/completions",
+    "openai_compatible": "/v1/chat/completions",
+}
+
+
+@pytest.fixture
+def srv() -> Iterator[FakeServer]:
+    with FakeServer() as server:
+        yield server
+
+
+def _provider(srv: FakeServer, provider: str, client: Any) -> Any:
+    base = srv.anthropic_base_url if provider == "anthropic" else srv.openai_base_url
+    return make_provider(provider, "judge-model-1", KEY, base, 0.0, 256, 5.0, client)
+
+
+def judge_once(
+    srv: FakeServer, provider: str, policy: RetryPolicy = FAST
+) -> Attempted[JudgeReply] | AttemptFailure:
+    async def go() -> Attempted[JudgeReply] | AttemptFailure:
+        client = make_judge_client(2)
+        judge = _provider(srv, provider, client)
+        try:
+            return await call_with_retries(
+                lambda attempt: judge.complete("Judge.", "<output>fine</output>"), policy
+            )
+        except AttemptFailure as failure:
+            return failure
+        finally:
+            await client.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("provider", list(PATHS))
+def test_a_200_naming_a_429_is_retried_after_its_retry_after(
+    srv: FakeServer, provider: str
+) -> None:
+    srv.configure(PATHS[provider], error_body_first_n=1, retry_after="1")
+    result = judge_once(srv, provider)
+    assert isinstance(result, Attempted), result
+    assert result.attempts == 2
+    first, second = srv.calls(PATHS[provider])
+    assert (first.status, second.status) == (200, 200)
+    assert second.t - first.t >= 1.0  # the server's own clock: Retry-After was honoured
+
+
+RETRIED = [
+    ({"error": {"code": "429", "message": "slow down"}}, 429),
+    ({"error": {"type": "rate_limit_error", "message": "too many requests"}}, 429),
+    ({"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}, 429),
+    ({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, 503),
+    ({"error": {"code": 502, "message": "upstream connect error"}}, 502),
+    ({"error": {"message": "The server had an error", "type": "server_error"}}, 503),
+    # vLLM's own error object, with no "error" member.
+    ({"object": "error", "message": "engine is dead", "type": "InternalServerError",
+      "code": 500}, 500),
+]
+
+
+@pytest.mark.parametrize(("body", "status"), RETRIED)
+def test_rate_limit_and_server_error_bodies_are_retried(
+    srv: FakeServer, body: dict[str, Any], status: int
+) -> None:
+    srv.configure(PATHS["openai"], error_body_always=True, error_body=body)
+    failure = judge_once(srv, "openai")
+    assert isinstance(failure, RetryableFailure), failure
+    assert failure.attempts == 4 and srv.total_calls(PATHS["openai"]) == 4
+    assert failure.status == status
+    assert "malformed" not in failure.message
+    assert "HTTP 200 from POST http://127.0.0.1:" in failure.message
+    assert f"read as HTTP {status}" in failure.message
+
+
+PERMANENT = [
+    ({"error": {"message": "The model `judge-model-1` does not exist",
+                "type": "invalid_request_error", "code": "model_not_found"}}, "does not exist"),
+    ({"error": "backend refused the request"}, "backend refused the request"),
+    ({"error": {"code": 400, "message": "bad prompt"}}, "bad prompt"),
+]
+
+
+@pytest.mark.parametrize(("body", "said"), PERMANENT)
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_other_error_bodies_fail_once_with_the_providers_message(
+    srv: FakeServer, provider: str, body: dict[str, Any], said: str
+) -> None:
+    srv.configure(PATHS[provider], error_body_always=True, error_body=body)
+    failure = judge_once(srv, provider)
+    assert isinstance(failure, PermanentFailure), failure
+    assert failure.attempts == 1 and srv.total_calls(PATHS[provider]) == 1
+    assert "malformed" not in failure.message
+    assert "the body is an error" in failure.message and said in failure.message
+
+
+@pytest.mark.parametrize("body", [{"error": None, "id": "x"}, {"error": {}}, {"id": "x"}])
+def test_a_body_reporting_no_error_is_still_malformed(
+    srv: FakeServer, body: dict[str, Any]
+) -> None:
+    srv.configure(PATHS["openai"], error_body_always=True, error_body=body)
+    failure = judge_once(srv, "openai")
+    assert isinstance(failure, PermanentFailure) and failure.attempts == 1
+    assert "malformed reply" in failure.message
+
+
+def test_the_adaptive_limiter_counts_a_200_naming_a_429_as_a_rate_limit(
+    srv: FakeServer,
+) -> None:
+    srv.configure(PATHS["openai"], error_body_first_n=1, retry_after="0")
+
+    async def go() -> tuple[int, int, int, int]:
+        client = make_judge_client(8)
+        judge = _provider(srv, "openai", client)
+        limiter = AdaptiveLimiter("judge", 16)
+        before = limiter.limit
+        try:
+            with pytest.raises(RetryableFailure):
+                await limiter.run(lambda: judge.complete("Judge.", "<output>fine</output>"))
+            limited = limiter.aimd.rate_limits
+            await limiter.run(lambda: judge.complete("Judge.", "<output>fine</output>"))
+        finally:
+            await client.aclose()
+        return before, limiter.limit, limited, limiter.aimd.errors
+
+    before, after, limited, errors = asyncio.run(go())
+    assert limited == 1 and errors == 0
+    assert after < before  # the limit came down, as for a 429
+
+
+def _choice_error(content: str, error: Any) -> dict[str, Any]:
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "error",
+                              "message": {"role": "assistant", "content": content}}
+    if error is not None:
+        choice["error"] = error
+    return {"id": "gen-1", "model": "judge-model-1", "choices": [choice]}
+
+
+@pytest.mark.parametrize(("error", "status"), [
+    ({"code": 502, "message": "provider returned error"}, 502),
+    (None, 503),  # finish_reason "error" alone: a server error
+])
+def test_an_error_inside_the_choice_is_not_read_as_a_verdict(
+    srv: FakeServer, error: Any, status: int
+) -> None:
+    """OpenRouter answers 200 when an error meets the model mid-reply, with finish_reason
+    "error" and the error in the choice: the text written before it (here a whole verdict)
+    is not read; the call is retried as the server error it is."""
+    body = _choice_error('{"pass": true, "reason": "fine"}', error)
+    srv.configure(PATHS["openai"], error_body_always=True, error_body=body)
+    failure = judge_once(srv, "openai")
+    assert isinstance(failure, RetryableFailure), failure
+    assert failure.attempts == 4 and failure.status == status
+    assert "the body is an error" in failure.message
