@@ -172,3 +172,30 @@ def test_shards_whose_system_failed_on_every_case_merge_into_a_stopped_run(
     stopped = [r for r in runs if r["completeness"] == "PARTIAL"]
     assert any("the system failed on every case of the merged shards (12)" in
                (r.get("stop_reason") or "") for r in stopped), runs
+
+
+def test_merging_the_same_failed_shards_again_makes_no_new_run(tmp_path: Path) -> None:
+    """Shards with no output between them made a new RUN_ERROR/PARTIAL merged run at each
+    `merge` (three merges: three identical stopped runs in `runs`). What stopped it is in
+    the shards' rows, so merging them again stores it again: the run made before is
+    returned, "Already merged", exit 5, as a decided merge is."""
+    root = _project(tmp_path / "p", n=12)
+    ids = [json.loads(line)["id"] for line in (root / "data" / "cases.jsonl").read_text().splitlines()]
+    _failing_on(root, ids)
+    for index in (1, 2):
+        assert run_cli("run", "--shard", f"{index}/2", cwd=root).code == 5
+    first = run_cli("merge", "--json", cwd=root)
+    assert first.code == 5, first.text
+    doc = json.loads(first.out)
+    assert doc["status"] == "RUN_ERROR" and doc["already_merged"] is False
+    for _ in range(2):
+        again = run_cli("merge", "--json", cwd=root)
+        assert again.code == 5, again.text
+        redo = json.loads(again.out)
+        assert (redo["run_id"], redo["status"]) == (doc["run_id"], "RUN_ERROR")
+        assert redo["already_merged"] is True
+    text = run_cli("merge", cwd=root)
+    assert text.code == 5 and "Already merged from 2 shards" in text.out
+    assert "the system failed on every case of the merged shards (12)" in text.out
+    runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+    assert sorted(r["completeness"] for r in runs) == ["PARTIAL", "SUBSET", "SUBSET"], runs

@@ -380,15 +380,30 @@ def _metrics_differ(a: RunRecord, b: RunRecord) -> str:
 # -- storing the merged run ---------------------------------------------------------------
 
 
+#: The start of the stop reason of a merged run whose shards hold no result of a source
+#: (:func:`_no_result_of`): read from the shards' rows alone, it is what merging them
+#: again would store again.
+_INCOMPLETE = "incomplete: "
+
+
 def _merged_before(conn: Connection, shard_ids: list[str]) -> str | None:
-    """A finished run already merged from exactly these shard runs."""
+    """A run already merged from exactly these shard runs: decided, or stopped for what
+    the shards themselves hold (no result of the system or of a judge), which a merge of
+    the same shards would store again (each attempt made a new RUN_ERROR run, and `runs`
+    filled with them). A merge that failed on its way (the store, a signal) is tried
+    again."""
     if not has_table(conn, "run_merges"):
         return None
     wanted = compact_json(sorted(shard_ids))
-    for run_id, merged_json in conn.execute("SELECT run_id, shards_json FROM run_merges"):
+    for run_id, merged_json in conn.execute(
+        "SELECT run_id, shards_json FROM run_merges ORDER BY run_id"
+    ).fetchall():
         if merged_json == wanted:
             record = get_run(conn, str(run_id))
-            if record.status == RunStatus.DECIDED:
+            if record.status == RunStatus.DECIDED or (
+                record.status == RunStatus.RUN_ERROR
+                and (record.stop_reason or "").startswith(_INCOMPLETE)
+            ):
                 return record.id
     return None
 
@@ -456,7 +471,7 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
         writer.finish_run(
             status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
             exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK, cache=_cache_sum(shards),
-            decisions=[], stop_reason=f"incomplete: {failed}",
+            decisions=[], stop_reason=f"{_INCOMPLETE}{failed}",
         )
         return run_id
     writer.finish_run(
