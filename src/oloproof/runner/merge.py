@@ -38,6 +38,7 @@ from oloproof._records import dataclass, field
 from oloproof.analysis.stored import stored_policy
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.errors import UsageError
+from oloproof.evidence import group_name
 from oloproof.ids import new_run_id
 from oloproof.runner.orchestrate import decide_and_gate
 from oloproof.store.db import has_table, open_store, open_store_readonly
@@ -120,6 +121,8 @@ def merge_shards(config: Path | str, sources: list[str]) -> Merged:
             conn = conns[name] = open_store_readonly(location)
             shards += _shard_runs(conn, name)
         chosen = _choose(shards, [name for name, _ in found])
+        if isinstance(local, PostgresLocation):
+            _check_team_keys(local, conns, chosen)
         dst = open_store(local)
         try:
             copied = 0
@@ -375,6 +378,46 @@ def _metrics_differ(a: RunRecord, b: RunRecord) -> str:
         return f"criteria {sorted(mine)} against {sorted(theirs)}"
     changed = [c for c in mine if mine[c] != theirs[c]]
     return f"criterion {', '.join(changed)} judged by another evaluator"
+
+
+def _check_team_keys(location: PostgresLocation, conns: dict[str, Connection],
+                     shards: list[_Shard]) -> None:
+    """Refuse (exit 2, nothing copied or stored) a merge into a team store whose merged run
+    would hold two keys the team store cannot hold apart: case ids, or the rule ids of an
+    ``each_group`` rule's groups, that differ only where one holds a NUL and the other
+    U+FFFD, in two shards that were each run (and checked) on a store of their own. Each
+    shard was copied, then the merged run's cases or decisions could not be stored."""
+    from oloproof.store.pgshared import check_keys  # a team store's only
+
+    first = shards[0].record
+    group_by = {str(m["criterion"]): list(m.get("group_by") or []) for m in first.metrics}
+    rules = [r for r in (first.policy or {}).get("rules") or [] if isinstance(r, dict)]
+    keys = {str(k) for r in rules if r.get("each_group")
+            for k in group_by.get(str(r.get("metric")), [])}
+    case_ids: list[str] = []
+    values: dict[str, dict[str, object]] = {key: {} for key in keys}
+    for shard in shards:
+        for case_id, metadata_json in conns[shard.source].execute(
+            "SELECT case_id, metadata_json FROM run_cases WHERE run_id = ?", (shard.record.id,)
+        ).fetchall():
+            case_ids.append(str(case_id))
+            if keys:
+                metadata = json.loads(metadata_json) if metadata_json else None
+                for key in keys:
+                    value = metadata.get(key) if isinstance(metadata, dict) else None
+                    values[key].setdefault(compact_json(value), value)
+    rule_ids: list[str] = []
+    for rule in rules:
+        rule_ids.append(str(rule.get("id")))
+        if rule.get("each_group"):
+            metric = str(rule.get("metric"))
+            for key in group_by.get(metric, []):
+                rule_ids += [str(rule.get("id")) + group_name(metric, key, v)[len(metric):]
+                             for v in values[key].values()]
+    check_keys(location, project=location.project, case_ids=case_ids,
+               criteria=list(group_by), rule_ids=rule_ids,
+               refused="nothing was merged (the merged run would hold both)",
+               instead="merge them into a project on the SQLite store")
 
 
 # -- storing the merged run ---------------------------------------------------------------
