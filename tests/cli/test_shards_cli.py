@@ -199,3 +199,53 @@ def test_merging_the_same_failed_shards_again_makes_no_new_run(tmp_path: Path) -
     assert "the system failed on every case of the merged shards (12)" in text.out
     runs = json.loads(run_cli("runs", "--json", cwd=root).out)
     assert sorted(r["completeness"] for r in runs) == ["PARTIAL", "SUBSET", "SUBSET"], runs
+
+
+ALL_RIGHT = """
+from oloproof import system
+
+@system(name="right", version="1")
+def answer(case_input):
+    return {"label": "ok"}
+"""
+
+
+def test_a_shard_s_plan_sizes_the_rule_in_cases_of_the_merged_run(tmp_path: Path) -> None:
+    """`plan` of a shard sized the rule from the shard's cases as if more could be added to
+    it: shard 1/3 of 9 (2 cases, both right, `min: 0.8`) said "about 15 more cases would
+    decide it (17 in total)", while the rule is decided at merge, on the suite's 9. It now
+    says so, and sizes it in cases of the merged run: 8 more cases of the suite (17 in
+    total); of a suite of 30, none: the merged run decides it. Both are what the merge
+    then does; the 17 is the least n whose 95% Clopper-Pearson lower bound at n of n
+    clears 0.8 (scipy)."""
+    from scipy.stats import beta
+    from tests.conftest import write_project
+
+    need = next(n for n in range(1, 100) if beta.ppf(0.025, n, 1) >= 0.8)
+    release = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.8\n"
+    for suite in (9, 30):
+        root = write_project(
+            tmp_path / f"p{suite}", app=ALL_RIGHT, release=release,
+            cases=[{"id": f"q{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}}
+                   for i in range(suite)],
+        )
+        for index in (1, 2, 3):
+            assert run_cli("run", "--shard", f"{index}/3", cwd=root).code == 5
+        runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+        shard_run = next(r["id"] for r in runs if 0 < r["cases"] < need)
+        planned = run_cli("plan", shard_run, "--run", "--json", cwd=root)
+        assert planned.code == 0, planned.text
+        (rule,) = json.loads(planned.out)["rules"]
+        assert rule["plan"] == "sized" and rule["total"] == need
+        assert rule["scope"]["shard"].endswith("/3") and rule["scope"]["suite_cases"] == suite
+        assert rule["more"] == max(0, need - suite)
+        text = run_cli("plan", shard_run, "--run", cwd=root).out
+        assert f"floor: decided at merge, on the {suite} cases of the suite" in text, text
+        merged = json.loads(run_cli("merge", "--json", cwd=root).out)
+        (decision,) = merged["decisions"]
+        if rule["more"]:
+            assert f"about {need - suite} more cases of the suite would ({need} in total)" in text
+            assert decision["state"] == "INSUFFICIENT_EVIDENCE"
+        else:
+            assert "so the merged run of the suite would" in text
+            assert decision["state"] == "PASS"

@@ -1082,6 +1082,11 @@ def plan_stored_run(
         evidence, policy, rule_labels(conn, run, stored_labels(conn, run), policy))
     evidence, policy = with_aggregates(evidence, policy)
     rules = plan_run(cases, evidence, decisions, policy, assurance=assurance, groups=groups)
+    subset = run.subset or {}
+    if subset.get("shard") is not None:
+        index, count = subset["shard"]
+        _at_merge(rules, f"{index}/{count}", int(subset["suite_cases"]), len(cases),
+                  case_costs(cases))
     return RunPlan(
         run_id=run.id,
         project=run.project,
@@ -1094,6 +1099,39 @@ def plan_stored_run(
         assurance=assurance,
         trials=run.trials,
     )
+
+
+def _at_merge(rules: Sequence[RulePlan], slice_: str, suite: int, ran: int,
+              costs: CaseCosts) -> None:
+    """A shard's rules are decided at ``merge``, on the whole suite, not on the shard: a
+    size is said in cases of the merged run. Sized from the shard's own cases, "about 1
+    more cases would decide it (17 in total)" was a size no run would ever have (a shard's
+    slice is fixed, and the merged run holds the suite's 60). ``more`` is now the cases
+    beyond the suite (0: the merged run of the suite is enough, if the other slices
+    resemble this one), ``scope.shard`` says so; a rule sized in a group's (or a metric's
+    scored) cases gives its total only, the suite's count of those being unknown here."""
+    for entry in rules:
+        if entry.plan != "sized" or entry.total is None:
+            continue
+        scoped = entry.scope is not None
+        entry.scope = {**(entry.scope or {}), "shard": slice_, "suite_cases": suite,
+                       "shard_cases": ran}
+        trials = None if entry.calls is None or not entry.more else entry.calls // entry.more
+        entry.more = None if scoped else max(0, entry.total - suite)
+        if entry.calls is not None and trials is not None:
+            entry.calls = None if entry.more is None else entry.more * trials
+        if entry.assurance is not None and entry.assurance.get("total") is not None:
+            a = entry.assurance
+            a["more"] = None if scoped else max(0, int(a["total"]) - suite)
+        entry.assuming = [
+            f"the cases of the other slices of the suite (and any added to it) resemble the"
+            f" {ran} of this shard ({slice_}); the rule is decided by `oloproof merge`, on"
+            " them all" + ("" if not scoped else f"; {entry.assuming[0]}"),
+            *entry.assuming[1:],
+        ]
+        entry.time_s = entry.tokens = entry.cost_usd = None
+        if entry.more:
+            entry.price(costs)
 
 
 def _group_labels(evidence: Mapping[str, Any], criteria: Sequence[str]) -> dict[str, str]:
