@@ -249,3 +249,40 @@ def test_a_shard_s_plan_sizes_the_rule_in_cases_of_the_merged_run(tmp_path: Path
         else:
             assert "so the merged run of the suite would" in text
             assert decision["state"] == "PASS"
+
+
+def test_shards_decided_under_a_policy_the_project_no_longer_holds_are_not_merged(
+    tmp_path: Path,
+) -> None:
+    """Two shards run under `min: 0.5`, then release.yaml made `min: 0.99`: `merge` decided
+    the new run under the shards' stored policy, `Gate ALLOW exit code 0` on 9 of 10 right,
+    and `gate latest` said nothing either (the file is older than the merged run), where
+    `run` of the same suite exits 1. Refused, exit 2, nothing merged; with the file as it
+    was, the merge goes on."""
+    from tests.conftest import write_project
+
+    app = ALL_RIGHT.replace('return {"label": "ok"}',
+                            'return {"label": "ok" if case_input["n"] % 10 else "ko"}')
+    lax = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
+    root = write_project(tmp_path / "p", app=app, release=lax,
+                         cases=[{"id": f"q{i:03d}", "input": {"n": i},
+                                 "expected": {"label": "ok"}} for i in range(60)])
+    for index in (1, 2):
+        assert run_cli("run", "--shard", f"{index}/2", cwd=root).code == 5
+    (root / "release.yaml").write_text(lax.replace("0.5", "0.99"))
+    merged = run_cli("merge", cwd=root)
+    assert merged.code == 2, merged.text
+    assert merged.err.splitlines() == [
+        "oloproof merge: error: the shards cannot be merged into one run:",
+        ("  a different policy: the shards were decided under release.yaml as it was when they"
+         " ran, and release.yaml now says otherwise, so the merged run would be decided under"
+         " a policy this project no longer holds; run the shards again under it (`oloproof"
+         " run --shard I/K`), or put release.yaml back as it was"),
+    ]
+    runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+    assert sorted(r["completeness"] for r in runs) == ["SUBSET", "SUBSET"]
+    assert run_cli("run", cwd=root).code == 1  # the suite under the file as it is: FAIL
+    (root / "release.yaml").write_text(lax)
+    again = run_cli("merge", "--json", cwd=root)
+    assert again.code == 0, again.text
+    assert json.loads(again.out)["completeness"] == "COMPLETE"
