@@ -199,3 +199,32 @@ def test_init_force_that_fails_midway_puts_every_file_back(tmp_path: Path) -> No
     assert _tree(repo) == before
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     assert "repo/data/support.jsonl: Permission denied; nothing was changed" in p.stderr
+
+
+def test_init_force_interrupted_midway_puts_every_file_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the files are moved in: the user's files that were already moved aside
+    were deleted with the staging folder. They are put back before the interrupt goes on."""
+    from oloproof.cli import init
+
+    repo = tmp_path / "repo"
+    (repo / "data").mkdir(parents=True)
+    (repo / "app.py").write_text("mine\n")
+    (repo / "oloproof.yaml").write_text("mine: true\n")
+    (repo / ".gitignore").write_bytes(b"node_modules/\n")
+    before = _tree(repo)
+    real, calls = os.replace, []
+
+    def interrupted(src: object, dst: object) -> None:
+        calls.append(dst)
+        if len(calls) == 5:  # app.py and oloproof.yaml replaced, the user's moved aside
+            raise KeyboardInterrupt
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(init.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        init._copy(init.examples_root() / "support_bot", repo)
+    monkeypatch.undo()
+    assert len(calls) > 5  # the rollback's moves
+    assert _tree(repo) == before

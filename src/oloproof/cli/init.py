@@ -217,7 +217,7 @@ def _move_in(staged: Path, target: Path) -> None:
                     _step(dst, os.replace, dst, old)
                 moved.append((dst, old))
                 _step(dst, os.replace, Path(here) / name, dst)
-    except OSError:
+    except BaseException:  # an interrupt too: the user's files must not stay aside, deleted
         lost = []
         for dst, old in reversed(moved):
             try:
