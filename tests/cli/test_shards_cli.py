@@ -286,3 +286,36 @@ def test_shards_decided_under_a_policy_the_project_no_longer_holds_are_not_merge
     again = run_cli("merge", "--json", cwd=root)
     assert again.code == 0, again.text
     assert json.loads(again.out)["completeness"] == "COMPLETE"
+
+
+def test_shards_measured_against_labels_since_corrected_are_not_merged(tmp_path: Path) -> None:
+    """The judge example in two shards; a person then corrects a label (q02: the judge's
+    pass was wrong). `merge` measured the judges against the labels stored with the shards
+    and `gate latest` did not say the file had changed (it is older than the merged run).
+    Refused, exit 2, nothing merged; with the file as it was, the merge goes on."""
+    from tests.fakes.provider import FakeServer
+
+    env = {"FAKE_PROVIDER_KEY": "dummy-key-for-the-fake"}
+    root = tmp_path / "j"
+    assert run_cli("init", str(root), "--example", "judge", cwd=tmp_path).code == 0
+    with FakeServer() as srv:
+        config = root / "oloproof.yaml"
+        config.write_text(config.read_text().replace("http://127.0.0.1:8787",
+                                                     srv.anthropic_base_url))
+        for index in (1, 2):
+            assert run_cli("run", "--shard", f"{index}/2", cwd=root, env=env).code == 5
+    labels = root / "data" / "labels.jsonl"
+    kept = labels.read_bytes()
+    rows = [json.loads(line) for line in kept.decode().splitlines()]
+    rows[1]["pass"] = not rows[1]["pass"]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    merged = run_cli("merge", cwd=root)
+    assert merged.code == 2, merged.text
+    assert merged.err.splitlines()[1].startswith(
+        "  different human labels: the shards' judges were measured against data/labels.jsonl"
+        " as it was when they ran, and data/labels.jsonl now holds other labels")
+    runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+    assert sorted(r["completeness"] for r in runs) == ["SUBSET", "SUBSET"]
+    labels.write_bytes(kept)
+    again = run_cli("merge", "--json", cwd=root)
+    assert json.loads(again.out)["completeness"] == "COMPLETE", again.text

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from oloproof._json import compact_json
 from oloproof._records import dataclass, field
-from oloproof.analysis.stored import policy_edited, stored_policy
+from oloproof.analysis.stored import labels_edited, policy_edited, stored_labels, stored_policy
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.errors import UsageError
 from oloproof.evidence import group_name
@@ -121,7 +121,7 @@ def merge_shards(config: Path | str, sources: list[str]) -> Merged:
             conn = conns[name] = open_store_readonly(location)
             shards += _shard_runs(conn, name)
         chosen = _choose(shards, [name for name, _ in found])
-        _refuse_an_edited_policy(config, chosen)
+        _refuse_edited_files(config, conns, chosen)
         if isinstance(local, PostgresLocation):
             _check_team_keys(local, conns, chosen)
         dst = open_store(local)
@@ -381,27 +381,43 @@ def _metrics_differ(a: RunRecord, b: RunRecord) -> str:
     return f"criterion {', '.join(changed)} judged by another evaluator"
 
 
-def _refuse_an_edited_policy(config: Path, shards: list[_Shard]) -> None:
-    """Refuse (:class:`MergeRefused`) shards decided under a policy file that this project
-    now holds otherwise. The merged run is decided under the policy stored with its
-    shards, and it is a new run: `gate` compares the file with the run's start, the
-    merge's, and said nothing. Shards run under `min: 0.5`, release.yaml then made
-    `min: 0.99`: `merge` exited 0 on 90% right, where `run` exits 1. The file is read only
-    when it was written after the first shard started (as `gate` does)."""
-    first = min(shards, key=lambda s: (s.record.created_at, s.record.id)).record
+def _refuse_edited_files(config: Path, conns: dict[str, Connection],
+                         shards: list[_Shard]) -> None:
+    """Refuse (:class:`MergeRefused`) shards decided under a policy file (or measured against
+    a human labels file) that this project now holds otherwise. The merged run is decided
+    under the policy and labels stored with its shards, and it is a new run: `gate`
+    compares the files with the run's start, the merge's, and said nothing. Shards run under `min: 0.5`, release.yaml then made
+    `min: 0.99`: `merge` exited 0 on 90% right, where `run` exits 1; labels corrected
+    after the shards ran, likewise. A file is read only when it was written after the
+    first shard started (as `gate` does)."""
+    earliest = min(shards, key=lambda s: (s.record.created_at, s.record.id))
+    first = earliest.record
     root = str(config.parent)
     rules = (first.policy or {}).get("rules") or []
-    if not policy_edited(first, stored_policy(first), rules, root) or first.policy_path is None:
-        return
-    path = first.policy_path
-    shown = path if root == "." or os.path.isabs(path) else os.path.join(root, path)
-    raise MergeRefused(
-        "the shards cannot be merged into one run:\n  a different policy: the shards were"
-        f" decided under {path} as it was when they ran, and {shown} now says otherwise,"
-        " so the merged run would be decided under a policy this project no longer holds;"
-        " run the shards again under it (`oloproof run --shard I/K`), or put"
-        f" {path} back as it was"
-    )
+    release = stored_policy(first)
+    problems = []
+    if policy_edited(first, release, rules, root) and first.policy_path is not None:
+        path = first.policy_path
+        problems.append(
+            f"a different policy: the shards were decided under {path} as it was when they"
+            f" ran, and {_shown(root, path)} now says otherwise, so the merged run would be"
+            " decided under a policy this project no longer holds; run the shards again"
+            f" under it (`oloproof run --shard I/K`), or put {path} back as it was")
+    labels = stored_labels(conns[earliest.source], first)
+    if labels is not None and labels_edited(first, release, labels, rules, root):
+        problems.append(
+            f"different human labels: the shards' judges were measured against {labels.path}"
+            f" as it was when they ran, and {_shown(root, labels.path)} now holds other"
+            " labels, so the merged run would be decided on labels this project no longer"
+            " holds; run the shards again (`oloproof run --shard I/K`: their calls come"
+            f" from the cache), or put {labels.path} back as it was")
+    if problems:
+        raise MergeRefused("the shards cannot be merged into one run:\n  "
+                           + "\n  ".join(problems))
+
+
+def _shown(root: str, path: str) -> str:
+    return path if root == "." or os.path.isabs(path) else os.path.join(root, path)
 
 
 def _check_team_keys(location: PostgresLocation, conns: dict[str, Connection],
