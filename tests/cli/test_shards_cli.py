@@ -319,3 +319,30 @@ def test_shards_measured_against_labels_since_corrected_are_not_merged(tmp_path:
     labels.write_bytes(kept)
     again = run_cli("merge", "--json", cwd=root)
     assert json.loads(again.out)["completeness"] == "COMPLETE", again.text
+
+
+def test_a_shard_s_plan_over_trials_prices_the_cases_beyond_the_suite(tmp_path: Path) -> None:
+    """Over 3 trials a case costs 3 calls: the calls are those of the cases beyond the
+    suite (48 more cases, 144 calls, for shard 3/3 of 30), and more trials per case, sized
+    over the shard's own cases, are not offered for a shard."""
+    from tests.conftest import write_project
+
+    app = ALL_RIGHT.replace('return {"label": "ok"}',
+                            'return {"label": "ok" if case_input["n"] % 7 else "ko"}')
+    release = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.6\n"
+    root = write_project(tmp_path / "p", app=app, release=release,
+                         cases=[{"id": f"q{i:03d}", "input": {"n": i},
+                                 "expected": {"label": "ok"}} for i in range(30)])
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text() + "trials: 3\n")
+    for index in (1, 2, 3):
+        assert run_cli("run", "--shard", f"{index}/3", cwd=root).code == 5
+    for run in json.loads(run_cli("runs", "--json", cwd=root).out):
+        doc = json.loads(run_cli("plan", run["id"], "--run", "--json", cwd=root).out)
+        (rule,) = doc["rules"]
+        if rule["plan"] != "sized":
+            continue
+        assert rule["more"] == max(0, rule["total"] - 30)
+        assert rule["calls"] == 3 * rule["more"]
+        text = run_cli("plan", run["id"], "--run", cwd=root).out
+        assert "decided at merge, on the 30 cases" in text and "  trials  " not in text

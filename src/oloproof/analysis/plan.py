@@ -444,6 +444,11 @@ def _trial_fractions(trials: int, rate: float, icc: float | None) -> tuple[list[
     when it is 1)."""
     k = trials
     values = [j / k for j in range(k + 1)]
+    if rate <= 0.0 or rate >= 1.0:
+        # Every trial failed (or passed): every case at 0 (or 1), whatever the correlation;
+        # log(0) and lgamma(0) below were `internal error: ValueError: math domain error`.
+        return values, [float(rate >= 1.0 and j == k or rate <= 0.0 and j == 0)
+                        for j in range(k + 1)]
     if icc is None or icc <= 0.0:
         logs = [math.lgamma(k + 1) - math.lgamma(j + 1) - math.lgamma(k - j + 1)
                 + (j * math.log(rate) if j else 0.0)
@@ -1086,7 +1091,7 @@ def plan_stored_run(
     if subset.get("shard") is not None:
         index, count = subset["shard"]
         _at_merge(rules, f"{index}/{count}", int(subset["suite_cases"]), len(cases),
-                  case_costs(cases))
+                  case_costs(cases), run.trials)
     return RunPlan(
         run_id=run.id,
         project=run.project,
@@ -1102,7 +1107,7 @@ def plan_stored_run(
 
 
 def _at_merge(rules: Sequence[RulePlan], slice_: str, suite: int, ran: int,
-              costs: CaseCosts) -> None:
+              costs: CaseCosts, trials: int) -> None:
     """A shard's rules are decided at ``merge``, on the whole suite, not on the shard: a
     size is said in cases of the merged run. Sized from the shard's own cases, "about 1
     more cases would decide it (17 in total)" was a size no run would ever have (a shard's
@@ -1116,17 +1121,20 @@ def _at_merge(rules: Sequence[RulePlan], slice_: str, suite: int, ran: int,
         scoped = entry.scope is not None
         entry.scope = {**(entry.scope or {}), "shard": slice_, "suite_cases": suite,
                        "shard_cases": ran}
-        trials = None if entry.calls is None or not entry.more else entry.calls // entry.more
         entry.more = None if scoped else max(0, entry.total - suite)
-        if entry.calls is not None and trials is not None:
+        if entry.calls is not None:  # over repeated trials: each new case costs its trials
             entry.calls = None if entry.more is None else entry.more * trials
+
         if entry.assurance is not None and entry.assurance.get("total") is not None:
             a = entry.assurance
             a["more"] = None if scoped else max(0, int(a["total"]) - suite)
+        first = entry.assuming[0]
+        usual = f"the cases to come resemble the {ran} already run"
         entry.assuming = [
             f"the cases of the other slices of the suite (and any added to it) resemble the"
-            f" {ran} of this shard ({slice_}); the rule is decided by `oloproof merge`, on"
-            " them all" + ("" if not scoped else f"; {entry.assuming[0]}"),
+            f" {ran} of this shard ({slice_})"
+            + (first[len(usual):] if first.startswith(usual) else f"; {first}")
+            + "; the rule is decided by `oloproof merge`, on them all",
             *entry.assuming[1:],
         ]
         entry.time_s = entry.tokens = entry.cost_usd = None

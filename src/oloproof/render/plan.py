@@ -217,7 +217,9 @@ def _trials_lines(rule: dict[str, Any]) -> list[str]:
     if rule.get("calls") is not None:
         out.append(_line("calls", f"{fmt_count(rule['calls'])} more calls of the system"))
     option = rule.get("trials")
-    if not option:
+    if not option or (rule.get("scope") or {}).get("shard") is not None:
+        # A shard's: more trials were sized over its own cases, and every shard would have
+        # to run with them (merge refuses shards of different trials).
         return out
     if option["status"] == "sized":
         text = (
