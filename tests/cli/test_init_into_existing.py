@@ -134,3 +134,97 @@ def test_every_example_ignores_what_running_it_leaves_behind(tmp_path: Path) -> 
         first = r.out.split("&& ", 1)[1]
         config = first.split("--config ", 1)[1].split()[0] if "--config" in first else "oloproof.yaml"
         assert (project / config).is_file(), (name, first)
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every path under root, with a file's bytes (None for a folder)."""
+    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("in_the_way", ["release.yaml", "data"])
+def test_init_force_over_something_in_the_way_changes_nothing(
+    tmp_path: Path, in_the_way: str
+) -> None:
+    """A folder where the example has a file (`release.yaml/`) took the file inside it:
+    `Created`, exit 0, a project `run` refused ("release.yaml: is a directory"); a file
+    where it has a folder (`data`) wrote the other files over the user's, then exit 2. Now
+    nothing is written: exit 2 naming the path, the user's files as they were."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "app.py").write_text("mine\n")
+    (repo / ".gitignore").write_bytes(b"node_modules/\n")
+    if in_the_way == "data":
+        (repo / "data").write_text("a file of mine\n")
+    else:
+        (repo / in_the_way).mkdir()
+        (repo / in_the_way / "notes.txt").write_text("mine\n")
+    before = _tree(repo)
+    r = run_cli("init", "repo", "--force", "--example", "support_bot", cwd=tmp_path)
+    assert r.code == 2, r.text
+    assert _tree(repo) == before
+    assert r.err.count("\n") == 1 and "Traceback" not in r.err
+    assert f"repo/{in_the_way}" in r.err and "nothing was changed" in r.err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drops to nobody with setpriv")
+def test_init_force_that_fails_midway_puts_every_file_back(tmp_path: Path) -> None:
+    """A read-only data/ in the target: the top-level files (app.py, oloproof.yaml, the
+    .gitignore...) were written over the user's, then data/support.jsonl could not be, exit
+    2, half an example. Every file is now put back as it was, and the message names it."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import OLOPROOF
+
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv missing")
+    tmp_path.chmod(0o755)
+    repo = tmp_path / "repo"
+    (repo / "data").mkdir(parents=True)
+    (repo / "app.py").write_text("mine\n")
+    (repo / "oloproof.yaml").write_text("mine: true\n")
+    (repo / ".gitignore").write_bytes(b"node_modules/\n")
+    (repo / "data" / "mine.jsonl").write_text("{}\n")
+    for path in (repo, *repo.rglob("*")):
+        os.chown(path, 65534, 65534)
+    (repo / "data").chmod(0o555)
+    before = _tree(repo)
+    p = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *OLOPROOF, "init",
+         "repo", "--force", "--example", "support_bot"],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=60,
+    )
+    assert p.returncode == 2, p.stderr
+    assert _tree(repo) == before
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    assert "repo/data/support.jsonl: Permission denied; nothing was changed" in p.stderr
+
+
+def test_init_force_interrupted_midway_puts_every_file_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the files are moved in: the user's files that were already moved aside
+    were deleted with the staging folder. They are put back before the interrupt goes on."""
+    from oloproof.cli import init
+
+    repo = tmp_path / "repo"
+    (repo / "data").mkdir(parents=True)
+    (repo / "app.py").write_text("mine\n")
+    (repo / "oloproof.yaml").write_text("mine: true\n")
+    (repo / ".gitignore").write_bytes(b"node_modules/\n")
+    before = _tree(repo)
+    real, calls = os.replace, []
+
+    def interrupted(src: object, dst: object) -> None:
+        calls.append(dst)
+        if len(calls) == 5:  # app.py and oloproof.yaml replaced, the user's moved aside
+            raise KeyboardInterrupt
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(init.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        init._copy(init.examples_root() / "support_bot", repo)
+    monkeypatch.undo()
+    assert len(calls) > 5  # the rollback's moves
+    assert _tree(repo) == before

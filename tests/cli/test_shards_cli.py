@@ -172,3 +172,177 @@ def test_shards_whose_system_failed_on_every_case_merge_into_a_stopped_run(
     stopped = [r for r in runs if r["completeness"] == "PARTIAL"]
     assert any("the system failed on every case of the merged shards (12)" in
                (r.get("stop_reason") or "") for r in stopped), runs
+
+
+def test_merging_the_same_failed_shards_again_makes_no_new_run(tmp_path: Path) -> None:
+    """Shards with no output between them made a new RUN_ERROR/PARTIAL merged run at each
+    `merge` (three merges: three identical stopped runs in `runs`). What stopped it is in
+    the shards' rows, so merging them again stores it again: the run made before is
+    returned, "Already merged", exit 5, as a decided merge is."""
+    root = _project(tmp_path / "p", n=12)
+    ids = [json.loads(line)["id"] for line in (root / "data" / "cases.jsonl").read_text().splitlines()]
+    _failing_on(root, ids)
+    for index in (1, 2):
+        assert run_cli("run", "--shard", f"{index}/2", cwd=root).code == 5
+    first = run_cli("merge", "--json", cwd=root)
+    assert first.code == 5, first.text
+    doc = json.loads(first.out)
+    assert doc["status"] == "RUN_ERROR" and doc["already_merged"] is False
+    for _ in range(2):
+        again = run_cli("merge", "--json", cwd=root)
+        assert again.code == 5, again.text
+        redo = json.loads(again.out)
+        assert (redo["run_id"], redo["status"]) == (doc["run_id"], "RUN_ERROR")
+        assert redo["already_merged"] is True
+    text = run_cli("merge", cwd=root)
+    assert text.code == 5 and "Already merged from 2 shards" in text.out
+    assert "the system failed on every case of the merged shards (12)" in text.out
+    runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+    assert sorted(r["completeness"] for r in runs) == ["PARTIAL", "SUBSET", "SUBSET"], runs
+
+
+ALL_RIGHT = """
+from oloproof import system
+
+@system(name="right", version="1")
+def answer(case_input):
+    return {"label": "ok"}
+"""
+
+
+def test_a_shard_s_plan_sizes_the_rule_in_cases_of_the_merged_run(tmp_path: Path) -> None:
+    """`plan` of a shard sized the rule from the shard's cases as if more could be added to
+    it: shard 1/3 of 9 (2 cases, both right, `min: 0.8`) said "about 15 more cases would
+    decide it (17 in total)", while the rule is decided at merge, on the suite's 9. It now
+    says so, and sizes it in cases of the merged run: 8 more cases of the suite (17 in
+    total); of a suite of 30, none: the merged run decides it. Both are what the merge
+    then does; the 17 is the least n whose 95% Clopper-Pearson lower bound at n of n
+    clears 0.8 (scipy)."""
+    from scipy.stats import beta
+    from tests.conftest import write_project
+
+    need = next(n for n in range(1, 100) if beta.ppf(0.025, n, 1) >= 0.8)
+    release = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.8\n"
+    for suite in (9, 30):
+        root = write_project(
+            tmp_path / f"p{suite}", app=ALL_RIGHT, release=release,
+            cases=[{"id": f"q{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}}
+                   for i in range(suite)],
+        )
+        for index in (1, 2, 3):
+            assert run_cli("run", "--shard", f"{index}/3", cwd=root).code == 5
+        runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+        shard_run = next(r["id"] for r in runs if 0 < r["cases"] < need)
+        planned = run_cli("plan", shard_run, "--run", "--json", cwd=root)
+        assert planned.code == 0, planned.text
+        (rule,) = json.loads(planned.out)["rules"]
+        assert rule["plan"] == "sized" and rule["total"] == need
+        assert rule["scope"]["shard"].endswith("/3") and rule["scope"]["suite_cases"] == suite
+        assert rule["more"] == max(0, need - suite)
+        text = run_cli("plan", shard_run, "--run", cwd=root).out
+        assert f"floor: decided at merge, on the {suite} cases of the suite" in text, text
+        merged = json.loads(run_cli("merge", "--json", cwd=root).out)
+        (decision,) = merged["decisions"]
+        if rule["more"]:
+            assert f"about {need - suite} more cases of the suite would ({need} in total)" in text
+            assert decision["state"] == "INSUFFICIENT_EVIDENCE"
+        else:
+            assert "so the merged run of the suite would" in text
+            assert decision["state"] == "PASS"
+
+
+def test_shards_decided_under_a_policy_the_project_no_longer_holds_are_not_merged(
+    tmp_path: Path,
+) -> None:
+    """Two shards run under `min: 0.5`, then release.yaml made `min: 0.99`: `merge` decided
+    the new run under the shards' stored policy, `Gate ALLOW exit code 0` on 9 of 10 right,
+    and `gate latest` said nothing either (the file is older than the merged run), where
+    `run` of the same suite exits 1. Refused, exit 2, nothing merged; with the file as it
+    was, the merge goes on."""
+    from tests.conftest import write_project
+
+    app = ALL_RIGHT.replace('return {"label": "ok"}',
+                            'return {"label": "ok" if case_input["n"] % 10 else "ko"}')
+    lax = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
+    root = write_project(tmp_path / "p", app=app, release=lax,
+                         cases=[{"id": f"q{i:03d}", "input": {"n": i},
+                                 "expected": {"label": "ok"}} for i in range(60)])
+    for index in (1, 2):
+        assert run_cli("run", "--shard", f"{index}/2", cwd=root).code == 5
+    (root / "release.yaml").write_text(lax.replace("0.5", "0.99"))
+    merged = run_cli("merge", cwd=root)
+    assert merged.code == 2, merged.text
+    assert merged.err.splitlines() == [
+        "oloproof merge: error: the shards cannot be merged into one run:",
+        ("  a different policy: the shards were decided under release.yaml as it was when they"
+         " ran, and release.yaml now says otherwise, so the merged run would be decided under"
+         " a policy this project no longer holds; run the shards again under it (`oloproof"
+         " run --shard I/K`), or put release.yaml back as it was"),
+    ]
+    runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+    assert sorted(r["completeness"] for r in runs) == ["SUBSET", "SUBSET"]
+    assert run_cli("run", cwd=root).code == 1  # the suite under the file as it is: FAIL
+    (root / "release.yaml").write_text(lax)
+    again = run_cli("merge", "--json", cwd=root)
+    assert again.code == 0, again.text
+    assert json.loads(again.out)["completeness"] == "COMPLETE"
+
+
+def test_shards_measured_against_labels_since_corrected_are_not_merged(tmp_path: Path) -> None:
+    """The judge example in two shards; a person then corrects a label (q02: the judge's
+    pass was wrong). `merge` measured the judges against the labels stored with the shards
+    and `gate latest` did not say the file had changed (it is older than the merged run).
+    Refused, exit 2, nothing merged; with the file as it was, the merge goes on."""
+    from tests.fakes.provider import FakeServer
+
+    env = {"FAKE_PROVIDER_KEY": "dummy-key-for-the-fake"}
+    root = tmp_path / "j"
+    assert run_cli("init", str(root), "--example", "judge", cwd=tmp_path).code == 0
+    with FakeServer() as srv:
+        config = root / "oloproof.yaml"
+        config.write_text(config.read_text().replace("http://127.0.0.1:8787",
+                                                     srv.anthropic_base_url))
+        for index in (1, 2):
+            assert run_cli("run", "--shard", f"{index}/2", cwd=root, env=env).code == 5
+    labels = root / "data" / "labels.jsonl"
+    kept = labels.read_bytes()
+    rows = [json.loads(line) for line in kept.decode().splitlines()]
+    rows[1]["pass"] = not rows[1]["pass"]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    merged = run_cli("merge", cwd=root)
+    assert merged.code == 2, merged.text
+    assert merged.err.splitlines()[1].startswith(
+        "  different human labels: the shards' judges were measured against data/labels.jsonl"
+        " as it was when they ran, and data/labels.jsonl now holds other labels")
+    runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+    assert sorted(r["completeness"] for r in runs) == ["SUBSET", "SUBSET"]
+    labels.write_bytes(kept)
+    again = run_cli("merge", "--json", cwd=root)
+    assert json.loads(again.out)["completeness"] == "COMPLETE", again.text
+
+
+def test_a_shard_s_plan_over_trials_prices_the_cases_beyond_the_suite(tmp_path: Path) -> None:
+    """Over 3 trials a case costs 3 calls: the calls are those of the cases beyond the
+    suite (48 more cases, 144 calls, for shard 3/3 of 30), and more trials per case, sized
+    over the shard's own cases, are not offered for a shard."""
+    from tests.conftest import write_project
+
+    app = ALL_RIGHT.replace('return {"label": "ok"}',
+                            'return {"label": "ok" if case_input["n"] % 7 else "ko"}')
+    release = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.6\n"
+    root = write_project(tmp_path / "p", app=app, release=release,
+                         cases=[{"id": f"q{i:03d}", "input": {"n": i},
+                                 "expected": {"label": "ok"}} for i in range(30)])
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text() + "trials: 3\n")
+    for index in (1, 2, 3):
+        assert run_cli("run", "--shard", f"{index}/3", cwd=root).code == 5
+    for run in json.loads(run_cli("runs", "--json", cwd=root).out):
+        doc = json.loads(run_cli("plan", run["id"], "--run", "--json", cwd=root).out)
+        (rule,) = doc["rules"]
+        if rule["plan"] != "sized":
+            continue
+        assert rule["more"] == max(0, rule["total"] - 30)
+        assert rule["calls"] == 3 * rule["more"]
+        text = run_cli("plan", run["id"], "--run", cwd=root).out
+        assert "decided at merge, on the 30 cases" in text and "  trials  " not in text

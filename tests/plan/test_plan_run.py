@@ -443,3 +443,29 @@ def test_plan_usage_errors(tmp_path: Path) -> None:
     assert unknown_cmp.code == 2 and "no comparison 'cmp_01ZZZZZZZZZZZZZZZZZZZZZZZZ'" in unknown_cmp.err
     garbage = run_cli("plan", "banana", "--run", cwd=project)
     assert garbage.code == 2 and "neither a run id" in garbage.err
+
+
+@pytest.mark.parametrize("icc", [None, 0.0, 0.3, 1.0])
+@pytest.mark.parametrize("rate", [0.0, 1e-6, 0.4, 1 - 1e-6, 1.0])
+def test_trial_fractions_at_the_ends_of_the_rate_are_the_binomial_limit(
+    rate: float, icc: float | None
+) -> None:
+    """A run (or a shard) whose every trial passed sized more trials with log(1 - 1) and
+    ended `plan` in `internal error: ValueError: math domain error`. At a rate of 0 or 1
+    every case is at 0 or 1 whatever the correlation: scipy's binomial there; inside, the
+    beta-binomial (scipy's betabinom) the docstring names."""
+    from oloproof.analysis.plan import _trial_fractions
+
+    k = 5
+    values, weights = _trial_fractions(k, rate, icc)
+    got = np.array(weights) / sum(weights)
+    if icc is None or icc <= 0.0 or rate in (0.0, 1.0):
+        want = stats.binom.pmf(range(k + 1), k, rate)
+    elif icc >= 1.0:
+        values, want = [0.0, 1.0], np.array([1 - rate, rate])
+    else:
+        a, b = rate * (1 / icc - 1), (1 - rate) * (1 / icc - 1)
+        want = stats.betabinom.pmf(range(k + 1), k, a, b)
+    assert values == ([0.0, 1.0] if icc is not None and icc >= 1.0 and rate not in (0.0, 1.0)
+                      else [j / k for j in range(k + 1)])
+    assert np.allclose(got, want, atol=1e-9)

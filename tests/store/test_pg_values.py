@@ -166,3 +166,81 @@ def test_store_push_of_a_run_with_an_id_too_long_for_the_index_is_refused(
     assert pushed.code == 2, pushed.text
     assert f"the case id '{long_id[:40]}…' is 6,000 bytes long" in pushed.err
     assert "was not pushed" in pushed.err
+
+
+def _split(ids: list[str]) -> list[str]:
+    """``ids`` in the order of their shards of 2: the first in shard 1, the last in 2."""
+    from oloproof.api._subset import shard_of
+
+    return sorted(ids, key=lambda i: shard_of(i, 2))
+
+
+def test_a_shard_is_refused_keys_that_collide_with_another_shard_s(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Each shard was checked over its own slice: 'a\\x00' cases all in shard 1/2 and
+    'a\\ufffd' cases all in 2/2 (or the case ids 'dup\\x00' and 'dup\\ufffd' in two
+    slices) passed, both shards called every case, and the collision came at `merge`. A
+    shard is now checked over its whole suite: refused before any call, exit 2; on SQLite
+    the same shards run."""
+    from oloproof.api._subset import shard_of
+
+    cases = _cases(40)
+    for case in cases:
+        case["metadata"] = {"lang": "a\x00" if shard_of(case["id"], 2) == 1 else "a\ufffd"}
+    pair = next(p for p in ((f"dup{n}\x00", f"dup{n}\ufffd") for n in range(100))
+                if shard_of(p[0], 2) != shard_of(p[1], 2))
+    ids = _cases(40, dict(enumerate(_split(list(pair)))))
+    for name, project, words in (
+        ("groups", {"cases": cases, "evaluators": GROUPED, "release": EACH_GROUP},
+         "the rule ids 'floor[lang=a\\x00]' and 'floor[lang=a\ufffd]' would be one"),
+        ("ids", {"cases": ids, "release": FLOOR},
+         "would be one in a team store"),
+    ):
+        local, team = tmp_path / name / "local", tmp_path / name / "team"
+        for root in (local, team):
+            write_project(root, app=APP, **project)
+        for index in (1, 2):
+            on_sqlite = run_cli("run", "--shard", f"{index}/2", cwd=local)
+            assert on_sqlite.code == 5, on_sqlite.text  # a shard never allows
+            on_team = run_cli("run", "--shard", f"{index}/2", cwd=team,
+                              env={"OLOPROOF_STORE": pg_url})
+            assert on_team.code == 2, on_team.text
+            assert words in on_team.err, on_team.err
+            assert "a shard is checked over its whole suite" in on_team.err
+            assert "Traceback" not in on_team.err
+        assert not (team / "calls").exists()  # not one case called
+
+
+def test_merging_local_shards_into_a_team_store_checks_the_merged_keys(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Shards run on SQLite stores, 'a\\x00' cases all in 1/2 and 'a\\ufffd' all in 2/2
+    (and the ids 'dup\\x00', 'dup\\ufffd' in two slices), merged by a project on a team
+    store: each shard run was copied (each alone fits), then the merged run could not be
+    stored. Refused before anything is copied or stored, exit 2."""
+    from oloproof.api._subset import shard_of
+
+    cases = _cases(40)
+    for case in cases:
+        case["metadata"] = {"lang": "a\x00" if shard_of(case["id"], 2) == 1 else "a\ufffd"}
+    pair = next(p for p in ((f"dup{n}\x00", f"dup{n}\ufffd") for n in range(100))
+                if shard_of(p[0], 2) != shard_of(p[1], 2))
+    ids = _cases(40, dict(enumerate(_split(list(pair)))))
+    for name, project, words in (
+        ("groups", {"cases": cases, "evaluators": GROUPED, "release": EACH_GROUP},
+         "the rule ids 'floor[lang=a\\x00]' and 'floor[lang=a\ufffd]' would be one"),
+        ("ids", {"cases": ids, "release": FLOOR}, "would be one in a team store"),
+    ):
+        jobs = []
+        for index in (1, 2):
+            root = write_project(tmp_path / name / f"job-{index}", app=APP, **project)
+            assert run_cli("run", "--shard", f"{index}/2", cwd=root).code == 5
+            jobs.append(str(root / ".oloproof" / "store.sqlite"))
+        merger = write_project(tmp_path / name / "merge", app=APP, **project)
+        merged = run_cli("merge", *jobs, cwd=merger, env={"OLOPROOF_STORE": pg_url})
+        assert merged.code == 2, merged.text
+        assert words in merged.err and "nothing was merged" in merged.err, merged.err
+        assert "Traceback" not in merged.err
+        runs = run_cli("runs", "--json", cwd=merger, env={"OLOPROOF_STORE": pg_url})
+        assert runs.code == 2 and "no runs in the team store" in runs.err, runs.text

@@ -157,12 +157,25 @@ def test_a_case_s_shard_depends_on_its_id_only_not_on_the_process() -> None:
     ("2", "cannot be read"), ("0/4", "I must be from 1 to 4"), ("5/4", "I must be from 1 to 4"),
     ("1/0", "K must be from 1 to 10,000"), ("a/b", "cannot be read"), ("-1/3", "cannot be read"),
     ("1/10001", "K must be from 1 to 10,000"), ("1.5/3", "cannot be read"),
+    # str.isdigit() took these to int(): '²' was `internal error: ValueError`, exit 70, and
+    # so was a K of 5,000 digits (int() reads at most 4,300); '١/٣' ran as shard 1/3.
+    ("²/3", "cannot be read"), ("1/٣", "cannot be read"),
+    ("1/" + "9" * 5000, "K must be from 1 to 10,000"), (" 0003 / 0004x", "cannot be read"),
 ])
 def test_bad_shard_forms_are_refused_with_what_is_accepted(text: str, words: str) -> None:
     with pytest.raises(oloproof.UsageError) as caught:
         parse_shard(text)
     assert words in str(caught.value)
     assert "numbered from 1" in str(caught.value)
+    assert len(str(caught.value)) < 400  # a long value is shown cut
+
+
+def test_a_shard_of_a_superscript_digit_is_exit_2_not_an_internal_error(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    root = _project(tmp_path / "p", n=6)
+    bad = run_cli("run", "--shard", "²/3", cwd=root)
+    assert bad.code == 2 and "cannot be read" in bad.err and "internal error" not in bad.err
 
 
 @pytest.mark.slow  # several runs in this process

@@ -444,6 +444,11 @@ def _trial_fractions(trials: int, rate: float, icc: float | None) -> tuple[list[
     when it is 1)."""
     k = trials
     values = [j / k for j in range(k + 1)]
+    if rate <= 0.0 or rate >= 1.0:
+        # Every trial failed (or passed): every case at 0 (or 1), whatever the correlation;
+        # log(0) and lgamma(0) below were `internal error: ValueError: math domain error`.
+        return values, [float(rate >= 1.0 and j == k or rate <= 0.0 and j == 0)
+                        for j in range(k + 1)]
     if icc is None or icc <= 0.0:
         logs = [math.lgamma(k + 1) - math.lgamma(j + 1) - math.lgamma(k - j + 1)
                 + (j * math.log(rate) if j else 0.0)
@@ -1082,6 +1087,11 @@ def plan_stored_run(
         evidence, policy, rule_labels(conn, run, stored_labels(conn, run), policy))
     evidence, policy = with_aggregates(evidence, policy)
     rules = plan_run(cases, evidence, decisions, policy, assurance=assurance, groups=groups)
+    subset = run.subset or {}
+    if subset.get("shard") is not None:
+        index, count = subset["shard"]
+        _at_merge(rules, f"{index}/{count}", int(subset["suite_cases"]), len(cases),
+                  case_costs(cases), run.trials)
     return RunPlan(
         run_id=run.id,
         project=run.project,
@@ -1094,6 +1104,42 @@ def plan_stored_run(
         assurance=assurance,
         trials=run.trials,
     )
+
+
+def _at_merge(rules: Sequence[RulePlan], slice_: str, suite: int, ran: int,
+              costs: CaseCosts, trials: int) -> None:
+    """A shard's rules are decided at ``merge``, on the whole suite, not on the shard: a
+    size is said in cases of the merged run. Sized from the shard's own cases, "about 1
+    more cases would decide it (17 in total)" was a size no run would ever have (a shard's
+    slice is fixed, and the merged run holds the suite's 60). ``more`` is now the cases
+    beyond the suite (0: the merged run of the suite is enough, if the other slices
+    resemble this one), ``scope.shard`` says so; a rule sized in a group's (or a metric's
+    scored) cases gives its total only, the suite's count of those being unknown here."""
+    for entry in rules:
+        if entry.plan != "sized" or entry.total is None:
+            continue
+        scoped = entry.scope is not None
+        entry.scope = {**(entry.scope or {}), "shard": slice_, "suite_cases": suite,
+                       "shard_cases": ran}
+        entry.more = None if scoped else max(0, entry.total - suite)
+        if entry.calls is not None:  # over repeated trials: each new case costs its trials
+            entry.calls = None if entry.more is None else entry.more * trials
+
+        if entry.assurance is not None and entry.assurance.get("total") is not None:
+            a = entry.assurance
+            a["more"] = None if scoped else max(0, int(a["total"]) - suite)
+        first = entry.assuming[0]
+        usual = f"the cases to come resemble the {ran} already run"
+        entry.assuming = [
+            f"the cases of the other slices of the suite (and any added to it) resemble the"
+            f" {ran} of this shard ({slice_})"
+            + (first[len(usual):] if first.startswith(usual) else f"; {first}")
+            + "; the rule is decided by `oloproof merge`, on them all",
+            *entry.assuming[1:],
+        ]
+        entry.time_s = entry.tokens = entry.cost_usd = None
+        if entry.more:
+            entry.price(costs)
 
 
 def _group_labels(evidence: Mapping[str, Any], criteria: Sequence[str]) -> dict[str, str]:

@@ -173,6 +173,7 @@ def load(
 
         index, count = slice_
         total = len(prepared.cases)
+        prepared.suite = prepared.cases
         prepared.cases = [c for c in prepared.cases if shard_of(c.id, count) == index]
         subset = Subset(suite_cases=total, selected=len(prepared.cases), shard=slice_)
     elif spec is not None and not spec.is_whole:

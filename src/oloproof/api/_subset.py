@@ -180,15 +180,24 @@ def parse_shard(text: str) -> tuple[int, int]:
         f"accepted: I/K with whole numbers 1 <= I <= K <= {MAX_SHARDS:,}, e.g. --shard 1/4"
         " ... --shard 4/4 (shards are numbered from 1)"
     )
-    left, sep, right = text.strip().partition("/")
-    if not sep or not left.strip().isdigit() or not right.strip().isdigit():
-        raise UsageError(f"--shard {text!r}: cannot be read ({accepted})")
-    index, count = int(left), int(right)
+    # ASCII digits only: str.isdigit() let '²' through to int(), an internal error (exit
+    # 70), and '١/٣' read as 1/3; a number of 5,000 digits was int()'s ValueError too.
+    m = re.fullmatch(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*", text)
+    shown = repr(text if len(text) <= 80 else text[:77] + "...")
+    if m is None:
+        raise UsageError(f"--shard {shown}: cannot be read ({accepted})")
+    index, count = (_whole(g) for g in m.groups())
     if count < 1 or count > MAX_SHARDS:
-        raise UsageError(f"--shard {text!r}: K must be from 1 to {MAX_SHARDS:,} ({accepted})")
+        raise UsageError(f"--shard {shown}: K must be from 1 to {MAX_SHARDS:,} ({accepted})")
     if not 1 <= index <= count:
-        raise UsageError(f"--shard {text!r}: I must be from 1 to {count} ({accepted})")
+        raise UsageError(f"--shard {shown}: I must be from 1 to {count} ({accepted})")
     return index, count
+
+
+def _whole(digits: str) -> int:
+    """ASCII digits as a number; past 18 digits, one larger than any shard count."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10**18
 
 
 def shard_of(case_id: str, count: int) -> int:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shlex
 import shutil
 import sys
+import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +18,7 @@ from oloproof.textsafe import printable
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
 
 DESCRIPTIONS = {
     "starter": "a minimal project to fill in: one callable, one criterion, one rule",
@@ -60,11 +64,17 @@ def command(args: argparse.Namespace) -> int:
     source = examples_root() / name
     try:
         _copy(source, target)
+    except _Kept as exc:
+        raise UsageError(f"cannot write the project into {target}: {exc}") from None
     except OSError as exc:
         # shutil.Error carries one (source, destination, reason) per file; the first one says it
-        reason = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args[0] else exc.strerror
+        reason: str | None = exc.strerror
+        if isinstance(exc, _NotWritten):
+            reason = str(exc)
+        elif isinstance(exc, shutil.Error) and exc.args[0]:
+            reason = exc.args[0][0][2]
         raise UsageError(
-            f"cannot write the project into {target}: {reason or exc}"
+            f"cannot write the project into {target}: {reason or exc}; nothing was changed"
             " (give a directory you may write, or one that can be created)"
         ) from None
     # Escaped: a typed escape sequence in the name must not drive the terminal.
@@ -94,26 +104,145 @@ def _refuse_occupied(target: Path, *, force: bool) -> None:
 
 
 def _copy(source: Path, target: Path) -> None:
-    """The example's files into target; a .gitignore already there keeps its lines.
+    """The example's files into target, all or nothing; a .gitignore already there keeps
+    its lines.
 
     The example's own .gitignore lines are added after the user's, each once: copied over it,
     a repository's .gitignore lost everything it held under ``init --force``.
+
+    The files are first copied into a folder of their own inside target (the same file
+    system), then each is moved into place, the file it replaces moved aside; whatever
+    fails on the way (a read-only folder, a folder where the example has a file), every
+    file is put back as it was and :class:`_NotWritten` says why. Copied straight in, the
+    example was half written over the user's files, and a folder named like one of its
+    files (``release.yaml/``) took the file inside it: ``Created``, exit 0, and a project
+    that ``run`` refused.
     """
-    gitignore = target / ".gitignore"
-    # As bytes, and appended to: git reads a .gitignore as bytes, and one in Latin-1 or with
-    # CRLF lines is the user's to keep as it is; only the lines the project needs are added.
-    existing = gitignore.read_bytes() if gitignore.is_file() else None
-    shutil.copytree(
-        source, target, dirs_exist_ok=True,
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".oloproof", ".gitignore"),
-    )
-    shipped = source / ".gitignore"
-    wanted = [*(shipped.read_bytes().splitlines() if shipped.is_file() else []), b".oloproof/"]
-    have = {line.strip() for line in (existing or b"").splitlines()}
-    added = [line for line in dict.fromkeys(wanted) if line and line not in have]
-    if existing is None:
-        gitignore.write_bytes(b"\n".join(added) + b"\n")
-    elif added:
-        eol = b"\r\n" if b"\r\n" in existing else b"\n"
-        joint = b"" if not existing or existing.endswith((b"\n", b"\r")) else eol
-        gitignore.write_bytes(existing + joint + eol.join(added) + eol)
+    created = _make_dirs(target)
+    try:
+        staged = Path(tempfile.mkdtemp(prefix=".oloproof-init-", dir=target))
+    except OSError:
+        _remove_made(created)
+        raise
+    try:
+        shutil.copytree(
+            source, staged, dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".oloproof", ".gitignore"),
+        )
+        gitignore = target / ".gitignore"
+        # As bytes, and appended to: git reads a .gitignore as bytes, and one in Latin-1 or
+        # with CRLF lines is the user's to keep as it is; only the lines needed are added.
+        existing = gitignore.read_bytes() if gitignore.is_file() else None
+        shipped = source / ".gitignore"
+        wanted = [*(shipped.read_bytes().splitlines() if shipped.is_file() else []),
+                  b".oloproof/"]
+        have = {line.strip() for line in (existing or b"").splitlines()}
+        added = [line for line in dict.fromkeys(wanted) if line and line not in have]
+        if existing is None:
+            (staged / ".gitignore").write_bytes(b"\n".join(added) + b"\n")
+        elif added:
+            eol = b"\r\n" if b"\r\n" in existing else b"\n"
+            joint = b"" if not existing or existing.endswith((b"\n", b"\r")) else eol
+            (staged / ".gitignore").write_bytes(existing + joint + eol.join(added) + eol)
+        _refuse_in_the_way(staged, target)
+        _move_in(staged, target)
+    except BaseException as exc:
+        if not isinstance(exc, _Kept):
+            shutil.rmtree(staged, ignore_errors=True)
+            _remove_made(created)
+        raise
+    shutil.rmtree(staged, ignore_errors=True)
+
+
+class _NotWritten(OSError):
+    """Why the example could not be written; nothing of it was."""
+
+
+def _make_dirs(target: Path) -> list[Path]:
+    """Create target and its missing parents; the ones created, deepest first."""
+    missing = []
+    for path in (target, *target.parents):
+        if os.path.lexists(path):
+            break
+        missing.append(path)
+    target.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def _remove_made(created: list[Path]) -> None:
+    for path in created:
+        with contextlib.suppress(OSError):
+            path.rmdir()
+
+
+def _refuse_in_the_way(staged: Path, target: Path) -> None:
+    """A folder of the user's where the example has a file, or a file (or a link) where it
+    has a folder: nothing is written, and the path is named."""
+    for here, dirs, files in os.walk(staged):
+        rel = Path(here).relative_to(staged)
+        for name in dirs:
+            dst = target / rel / name
+            if os.path.lexists(dst) and not dst.is_dir():
+                raise _NotWritten(f"{dst} is in the way: the example has a folder there")
+        for name in files:
+            dst = target / rel / name
+            if dst.is_dir() and not dst.is_symlink():
+                raise _NotWritten(f"{dst} is a folder, and the example has a file there")
+
+
+def _move_in(staged: Path, target: Path) -> None:
+    """Each staged file moved into place, the one it replaces moved aside (into staged's
+    ``.replaced``); if a move fails, every file is put back as it was."""
+    aside = staged / ".replaced"
+    aside.mkdir()
+    moved: list[tuple[Path, Path | None]] = []  # (placed, the user's file moved aside)
+    made: list[Path] = []
+    try:
+        for here, dirs, files in os.walk(staged):
+            if Path(here) == aside:
+                dirs[:] = []
+                continue
+            rel = Path(here).relative_to(staged)
+            dirs.sort()
+            for name in dirs:
+                dst = target / rel / name
+                if Path(here) / name != aside and not dst.is_dir():
+                    _step(dst, dst.mkdir)
+                    made.append(dst)
+            for name in sorted(files):
+                dst = target / rel / name
+                old = None
+                if os.path.lexists(dst):
+                    old = aside / str(len(moved))
+                    _step(dst, os.replace, dst, old)
+                moved.append((dst, old))
+                _step(dst, os.replace, Path(here) / name, dst)
+    except BaseException:  # an interrupt too: the user's files must not stay aside, deleted
+        lost = []
+        for dst, old in reversed(moved):
+            try:
+                if old is None:
+                    dst.unlink(missing_ok=True)
+                elif os.path.lexists(old):
+                    os.replace(old, dst)
+            except OSError:
+                lost.append(dst)
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        if lost:  # never deleted: the files that could not be put back are kept
+            raise _Kept(f"{len(lost)} of your files could not be put back ({lost[0]} …);"
+                        f" they are kept in {aside}") from None
+        raise
+
+
+class _Kept(_NotWritten):
+    """Files of the user's that could not be put back, kept where the message says."""
+
+
+def _step(dst: Path, do: Callable[..., object], *args: Path) -> None:
+    """One move or folder, failing as :class:`_NotWritten` naming its destination."""
+    try:
+        do(*args)
+    except OSError as exc:
+        raise _NotWritten(f"{dst}: {exc.strerror or exc}") from None

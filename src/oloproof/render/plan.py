@@ -120,9 +120,31 @@ def _sized_head(rule: dict[str, Any], comparison: bool) -> str:
     elif scope:
         what = f"more cases scored by {rule['metric']}"
         total = f"{rule['total']} scored in total"
+    if scope and scope.get("shard") is not None:
+        return _merge_head(rule, holds) + ("; approximate" if rule.get("approximate") else "")
     if rule.get("approximate"):
         total += "; approximate"
     return f"{rule['rule']}: about {rule['more']} {what} would decide it, {holds} ({total})"
+
+
+def _merge_head(rule: dict[str, Any], holds: str) -> str:
+    """A shard's rule: decided at merge, sized in cases of the merged run."""
+    scope = rule["scope"]
+    total, more, suite = rule["total"], rule["more"], scope["suite_cases"]
+    head = (f"{rule['rule']}: decided at merge, on the {fmt_count(suite)} cases of the suite"
+            f" (this shard, {scope['shard']}, ran {fmt_count(scope['shard_cases'])})")
+    if scope.get("group") is not None:
+        return (f"{head}: about {fmt_count(total)} cases of the group {scope['group']} in"
+                f" total would decide it, {holds}")
+    if more is None:
+        return (f"{head}: about {fmt_count(total)} cases scored by {rule['metric']} in total"
+                f" would decide it, {holds}")
+    if not more:
+        return (f"{head}: about {fmt_count(total)} cases would decide it, {holds}, so the"
+                " merged run of the suite would if the other slices resemble this one")
+    return (f"{head}: about {fmt_count(total)} cases would decide it, {holds}: the suite's"
+            f" {fmt_count(suite)} would not, and about {fmt_count(more)} more cases of the"
+            f" suite would ({fmt_count(total)} in total)")
 
 
 def _one_line(rule: dict[str, Any]) -> str:
@@ -169,6 +191,12 @@ def _assurance_line(rule: dict[str, Any], comparison: bool) -> list[str]:
     share = f"{100.0 * a['target']:g}%"
     if a["status"] != "sized":
         return [_line("assurance", f"{share} of the time: {a['reason']}")]
+    if (rule.get("scope") or {}).get("shard") is not None:
+        return [
+            _line("assurance", f"{fmt_count(a['total'])} cases in total decide it {share} of"
+                               " the time"),
+            _line("", f"assuming {a['assumption']}; {a['method']}"),
+        ]
     observed = "the observed paired outcomes" if comparison else "the observed rate"
     if (rule.get("observed") or {}).get("interval") == "betting":
         observed = "the observed mix of scores"
@@ -189,7 +217,9 @@ def _trials_lines(rule: dict[str, Any]) -> list[str]:
     if rule.get("calls") is not None:
         out.append(_line("calls", f"{fmt_count(rule['calls'])} more calls of the system"))
     option = rule.get("trials")
-    if not option:
+    if not option or (rule.get("scope") or {}).get("shard") is not None:
+        # A shard's: more trials were sized over its own cases, and every shard would have
+        # to run with them (merge refuses shards of different trials).
         return out
     if option["status"] == "sized":
         text = (
@@ -233,10 +263,10 @@ def plan_text(doc: dict[str, Any]) -> str:
         extra += _trials_lines(rule)
         if rule.get("if_resolved"):
             extra.append(_line("missing", _resolved_text(rule["if_resolved"])))
-        blocks.append(
-            [first, *_priced(rule, who, doc.get("per_case")), *extra,
-             *_lines("assuming", rule["assuming"])]
-        )
+        # A shard's rule is priced for the cases beyond the suite only, when there are any.
+        at_merge = (rule.get("scope") or {}).get("shard") is not None and not rule["more"]
+        priced = [] if at_merge else _priced(rule, who, doc.get("per_case"))
+        blocks.append([first, *priced, *extra, *_lines("assuming", rule["assuming"])])
     if others:
         blocks.append([_one_line(r) for r in others])
     if not rules:

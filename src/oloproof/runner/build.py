@@ -64,6 +64,9 @@ class Prepared:
     #: --sequential --baseline RUN``), and the file those rules came from; None: none.
     baseline: Baseline | None = None
     compare_policy_path: str | None = None
+    #: A shard's whole suite (``cases`` is its slice): what the run ``oloproof merge``
+    #: makes of the shards holds, whose keys a team store is checked for (runner/orchestrate.py).
+    suite: list[EngineCase] | None = None
 
 
 def load_configuration(

@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING
 
 from oloproof._json import compact_json
 from oloproof._records import dataclass, field
-from oloproof.analysis.stored import stored_policy
+from oloproof.analysis.stored import labels_edited, policy_edited, stored_labels, stored_policy
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.errors import UsageError
+from oloproof.evidence import group_name
 from oloproof.ids import new_run_id
 from oloproof.runner.orchestrate import decide_and_gate
 from oloproof.store.db import has_table, open_store, open_store_readonly
@@ -120,6 +121,9 @@ def merge_shards(config: Path | str, sources: list[str]) -> Merged:
             conn = conns[name] = open_store_readonly(location)
             shards += _shard_runs(conn, name)
         chosen = _choose(shards, [name for name, _ in found])
+        _refuse_edited_files(config, conns, chosen)
+        if isinstance(local, PostgresLocation):
+            _check_team_keys(local, conns, chosen)
         dst = open_store(local)
         try:
             copied = 0
@@ -377,18 +381,112 @@ def _metrics_differ(a: RunRecord, b: RunRecord) -> str:
     return f"criterion {', '.join(changed)} judged by another evaluator"
 
 
+def _refuse_edited_files(config: Path, conns: dict[str, Connection],
+                         shards: list[_Shard]) -> None:
+    """Refuse (:class:`MergeRefused`) shards decided under a policy file (or measured against
+    a human labels file) that this project now holds otherwise. The merged run is decided
+    under the policy and labels stored with its shards, and it is a new run: `gate`
+    compares the files with the run's start, the merge's, and said nothing. Shards run under `min: 0.5`, release.yaml then made
+    `min: 0.99`: `merge` exited 0 on 90% right, where `run` exits 1; labels corrected
+    after the shards ran, likewise. A file is read only when it was written after the
+    first shard started (as `gate` does)."""
+    earliest = min(shards, key=lambda s: (s.record.created_at, s.record.id))
+    first = earliest.record
+    root = str(config.parent)
+    rules = (first.policy or {}).get("rules") or []
+    release = stored_policy(first)
+    problems = []
+    if policy_edited(first, release, rules, root) and first.policy_path is not None:
+        path = first.policy_path
+        problems.append(
+            f"a different policy: the shards were decided under {path} as it was when they"
+            f" ran, and {_shown(root, path)} now says otherwise, so the merged run would be"
+            " decided under a policy this project no longer holds; run the shards again"
+            f" under it (`oloproof run --shard I/K`), or put {path} back as it was")
+    labels = stored_labels(conns[earliest.source], first)
+    if labels is not None and labels_edited(first, release, labels, rules, root):
+        problems.append(
+            f"different human labels: the shards' judges were measured against {labels.path}"
+            f" as it was when they ran, and {_shown(root, labels.path)} now holds other"
+            " labels, so the merged run would be decided on labels this project no longer"
+            " holds; run the shards again (`oloproof run --shard I/K`: their calls come"
+            f" from the cache), or put {labels.path} back as it was")
+    if problems:
+        raise MergeRefused("the shards cannot be merged into one run:\n  "
+                           + "\n  ".join(problems))
+
+
+def _shown(root: str, path: str) -> str:
+    return path if root == "." or os.path.isabs(path) else os.path.join(root, path)
+
+
+def _check_team_keys(location: PostgresLocation, conns: dict[str, Connection],
+                     shards: list[_Shard]) -> None:
+    """Refuse (exit 2, nothing copied or stored) a merge into a team store whose merged run
+    would hold two keys the team store cannot hold apart: case ids, or the rule ids of an
+    ``each_group`` rule's groups, that differ only where one holds a NUL and the other
+    U+FFFD, in two shards that were each run (and checked) on a store of their own. Each
+    shard was copied, then the merged run's cases or decisions could not be stored."""
+    from oloproof.store.pgshared import check_keys  # a team store's only
+
+    first = shards[0].record
+    group_by = {str(m["criterion"]): list(m.get("group_by") or []) for m in first.metrics}
+    rules = [r for r in (first.policy or {}).get("rules") or [] if isinstance(r, dict)]
+    keys = {str(k) for r in rules if r.get("each_group")
+            for k in group_by.get(str(r.get("metric")), [])}
+    case_ids: list[str] = []
+    values: dict[str, dict[str, object]] = {key: {} for key in keys}
+    for shard in shards:
+        for case_id, metadata_json in conns[shard.source].execute(
+            "SELECT case_id, metadata_json FROM run_cases WHERE run_id = ?", (shard.record.id,)
+        ).fetchall():
+            case_ids.append(str(case_id))
+            if keys:
+                metadata = json.loads(metadata_json) if metadata_json else None
+                for key in keys:
+                    value = metadata.get(key) if isinstance(metadata, dict) else None
+                    values[key].setdefault(compact_json(value), value)
+    rule_ids: list[str] = []
+    for rule in rules:
+        rule_ids.append(str(rule.get("id")))
+        if rule.get("each_group"):
+            metric = str(rule.get("metric"))
+            for key in group_by.get(metric, []):
+                rule_ids += [str(rule.get("id")) + group_name(metric, key, v)[len(metric):]
+                             for v in values[key].values()]
+    check_keys(location, project=location.project, case_ids=case_ids,
+               criteria=list(group_by), rule_ids=rule_ids,
+               refused="nothing was merged (the merged run would hold both)",
+               instead="merge them into a project on the SQLite store")
+
+
 # -- storing the merged run ---------------------------------------------------------------
 
 
+#: The start of the stop reason of a merged run whose shards hold no result of a source
+#: (:func:`_no_result_of`): read from the shards' rows alone, it is what merging them
+#: again would store again.
+_INCOMPLETE = "incomplete: "
+
+
 def _merged_before(conn: Connection, shard_ids: list[str]) -> str | None:
-    """A finished run already merged from exactly these shard runs."""
+    """A run already merged from exactly these shard runs: decided, or stopped for what
+    the shards themselves hold (no result of the system or of a judge), which a merge of
+    the same shards would store again (each attempt made a new RUN_ERROR run, and `runs`
+    filled with them). A merge that failed on its way (the store, a signal) is tried
+    again."""
     if not has_table(conn, "run_merges"):
         return None
     wanted = compact_json(sorted(shard_ids))
-    for run_id, merged_json in conn.execute("SELECT run_id, shards_json FROM run_merges"):
+    for run_id, merged_json in conn.execute(
+        "SELECT run_id, shards_json FROM run_merges ORDER BY run_id"
+    ).fetchall():
         if merged_json == wanted:
             record = get_run(conn, str(run_id))
-            if record.status == RunStatus.DECIDED:
+            if record.status == RunStatus.DECIDED or (
+                record.status == RunStatus.RUN_ERROR
+                and (record.stop_reason or "").startswith(_INCOMPLETE)
+            ):
                 return record.id
     return None
 
@@ -456,7 +554,7 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
         writer.finish_run(
             status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
             exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK, cache=_cache_sum(shards),
-            decisions=[], stop_reason=f"incomplete: {failed}",
+            decisions=[], stop_reason=f"{_INCOMPLETE}{failed}",
         )
         return run_id
     writer.finish_run(

@@ -511,6 +511,9 @@ def _check_keys(location: PostgresLocation, prepared: Prepared) -> None:
     anything is called (store/pgshared.py)."""
     from oloproof.store.pgshared import check_keys  # a team store's only
 
+    # A shard is checked over its whole suite: two ids in two slices are two keys of the
+    # run `oloproof merge` makes of the shards, and each shard alone held one of them.
+    cases = prepared.cases if prepared.suite is None else prepared.suite
     group_by = {m["criterion"]: m.get("group_by", []) for m in prepared.metrics}
     rule_ids: list[str] = []
     for rule in prepared.policy.rules:
@@ -518,12 +521,16 @@ def _check_keys(location: PostgresLocation, prepared: Prepared) -> None:
         if getattr(rule, "each_group", False):
             for key in group_by.get(rule.metric, []):
                 values = {canonical_json(v): v for v in
-                          ((c.metadata or {}).get(key) for c in prepared.cases)}
+                          ((c.metadata or {}).get(key) for c in cases)}
                 rule_ids += [rule.id + group_name(rule.metric, key, v)[len(rule.metric):]
                              for v in values.values()]
+    refused = "nothing was run" if prepared.suite is None else (
+        "nothing was run (a shard is checked over its whole suite: `oloproof merge` makes"
+        " one run of the shards, which would hold both)")
     check_keys(location, project=prepared.project.config.project,
-               case_ids=(c.id for c in prepared.cases),
-               criteria=[m["criterion"] for m in prepared.metrics], rule_ids=rule_ids)
+               case_ids=(c.id for c in cases),
+               criteria=[m["criterion"] for m in prepared.metrics], rule_ids=rule_ids,
+               refused=refused)
 
 
 def _in_order(cases: list[Any]) -> bool:
