@@ -365,8 +365,9 @@ def _paired_assurance_json(
     )
     return _assurance_json(
         result,
-        "each pair falls in the four cells of the paired table with the observed shares"
-        f" ({shares})",
+        "each pair to come falls in the four cells of the paired table with the observed"
+        f" shares ({shares}), and the {_plural(n, 'pair')} compared keep their cells: only"
+        " the pairs to come are drawn",
     )
 
 
