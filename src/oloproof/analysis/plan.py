@@ -683,8 +683,8 @@ def _betting_run_rule(
         result = betting_assurance_size(scores, missing, value_range, t, assurance, level)
         entry.assurance = _assurance_json(
             result,
-            f"the scores to come are drawn from the {_plural(len(scores), 'observed score')}"
-            f" (mean {mean:.4g})",
+            f"the {_plural(len(scores), 'observed score')} (mean {mean:.4g}) keep their"
+            " values, and the scores to come are drawn from them",
         )
 
 
