@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import run_cli, write_project
 from tests.stats.test_stats_paired_assurance import _brute, _vector_probability
 
 RUN_ID = re.compile(r"Run (run_[0-9A-Z]{26})")
@@ -122,3 +122,43 @@ def test_a_bad_assurance_is_a_usage_error(compared: tuple[Path, str]) -> None:
         result = run_cli("plan", cmp_id, "--assurance", bad, cwd=project)
         assert result.code == 2 and "--assurance" in result.err, result.text
         assert "Traceback" not in result.err
+
+
+def _compare_identical_runs(project: Path, cases: int) -> tuple[int, str, str]:
+    """Both runs answer every case right; ``cases`` cases: (exit code, cmp id, output)."""
+    (project / "data" / "cases.jsonl").write_text("".join(
+        json.dumps({"id": f"q{i:03d}", "input": {}, "expected": {"label": "ok"}}) + "\n"
+        for i in range(cases)))
+    base = RUN_ID.search(run_cli("run", "--config", "baseline.yaml", cwd=project).text)
+    cand = RUN_ID.search(run_cli("run", cwd=project).text)
+    assert base and cand
+    made = run_cli("compare", cand.group(1), base.group(1), cwd=project)
+    found = CMP_ID.search(made.out)
+    assert found, made.text
+    return made.code, found.group(1), made.out
+
+
+def test_a_size_compare_would_hold_is_not_given(tmp_path: Path) -> None:
+    # 2 pairs, both passing in both runs, under a non-inferiority margin of 50 points. The
+    # plan said 2 more (4 in total) would decide it, and 4 would 80% of the time; compare
+    # holds a PASS on 4 pairs (no outcome of 4 pairs could FAIL the rule). 8 is the first.
+    project = write_project(tmp_path / "p", app="def answer(case_input):\n"
+                            "    return {'label': 'ok'}\n", cases=[])
+    config = (project / "oloproof.yaml").read_text()
+    (project / "baseline.yaml").write_text(config.replace('version: "1"', 'version: "0"'))
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules:\n"
+        "  - {id: no-worse, kind: non_inferiority, metric: exact_label, margin: 0.5}\n")
+    code, cmp_id, _ = _compare_identical_runs(project, 2)
+    assert code == 3
+    plan = run_cli("plan", cmp_id, "--assurance", "0.8", "--json", cwd=project)
+    assert plan.code == 0, plan.text
+    [rule] = json.loads(plan.out)["rules"]
+    assert (rule["plan"], rule["total"], rule["more"]) == ("sized", 8, 6)
+    assert (rule["assurance"]["total"], rule["assurance"]["more"]) == (8, 6)
+    code, _, out = _compare_identical_runs(project, 4)
+    assert code == 3 and "evidence_cannot_fail" in out, out
+    code, _, out = _compare_identical_runs(project, 7)
+    assert code == 3 and "evidence_cannot_fail" in out, out
+    code, _, out = _compare_identical_runs(project, 8)
+    assert code == 0 and "candidate_not_worse" in out, out

@@ -28,6 +28,7 @@ from oloproof.stats.paired_assurance import (
     paired_binary_assurance_size,
     paired_decision_probability,
 )
+from oloproof.stats.sample_size import apportion, paired_binary_rule_size, paired_fewest_failable
 
 Z95 = float(stats.norm.ppf(0.975))
 
@@ -325,6 +326,54 @@ def test_the_assurance_matches_a_simulation_keeping_the_observed_pairs(
     # Drawing all N pairs afresh (as earlier versions did) gives another figure, far off.
     afresh, _ = paired_decision_probability(*cells, total, comparison_judge(kind, margin))
     assert abs(simulated - afresh) > 10 * error, (simulated, afresh)
+
+
+def _compare_probability(cells: tuple[int, int, int, int], n: int, kind: str,
+                         margin: float) -> float:
+    """P(`compare` decides the table of n pairs): every table of the pairs to come, added
+    to ``cells`` (kept), decided by decide_comparison, the holds included."""
+    shares = [x / sum(cells) for x in cells]
+    total = 0.0
+    for coming in _tables(n - sum(cells)):
+        weight = _log_multinomial(coming, shares)
+        table = tuple(x + y for x, y in zip(cells, coming, strict=True))
+        if weight > -math.inf and _compare_state(table, kind, margin) in ("PASS", "FAIL"):
+            total += math.exp(weight)
+    return total
+
+
+@pytest.mark.parametrize(("cells", "kind", "margin"), [
+    ((2, 0, 0, 0), "non_inferiority", 0.5),
+    ((3, 1, 0, 0), "non_inferiority", 0.4),
+    ((3, 0, 0, 1), "equivalence", 0.5),
+    ((3, 1, 1, 0), "non_inferiority", 0.45),
+])
+def test_no_size_below_the_fewest_pairs_that_can_fail(
+    cells: tuple[int, int, int, int], kind: ComparisonKind, margin: float
+) -> None:
+    # compare holds a PASS on fewer pairs than could FAIL the rule (evidence_cannot_fail):
+    # 2 pairs both passing under a non-inferiority margin of 50 points were sized at 4 (the
+    # scaled table PASSes there, and compare holds it) and assured at 4 with probability 1.
+    judge = comparison_judge(kind, margin)
+    n = sum(cells)
+    fewest = paired_fewest_failable(judge, 0.95)
+    assert fewest == next(k for k in range(1, 100)
+                          if _compare_state((0, 0, k, 0), kind, margin) == "FAIL")
+    assert fewest > n + 1
+    # Below it no table of that many pairs is decided by compare, not even a FAIL.
+    for k in range(n + 1, fewest):
+        assert all(_compare_state(table, kind, margin) == "INSUFFICIENT_EVIDENCE"
+                   for table in _tables(k)), k
+    size = paired_binary_rule_size(*cells, judge, False)
+    assert size.total == next(k for k in range(n + 1, 100) if _compare_state(
+        tuple(apportion(cells, k)), kind, margin) in ("PASS", "FAIL"))
+    result = paired_binary_assurance_size(*cells, judge, 0.8, limit=40)
+    assert result.status == "sized" and result.total is not None
+    assert result.total >= fewest
+    for k in range(n + 1, result.total):
+        assert _compare_probability(cells, k, kind, margin) < 0.8, k
+    assert result.probability == pytest.approx(
+        _compare_probability(cells, result.total, kind, margin), abs=1e-10)
 
 
 # -- the size ---------------------------------------------------------------------------------

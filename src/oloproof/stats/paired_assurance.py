@@ -85,6 +85,7 @@ from oloproof.stats.sample_size import (
     Judge,
     _min_quadratic,
     _z_quantile,
+    paired_fewest_failable,
 )
 
 __all__ = [
@@ -1003,8 +1004,12 @@ def paired_binary_assurance_size(
     if n == 0:
         return AssuranceResult("not_computable", target, method=method,
                                reason="no pair was observed")
+    # compare decides no table of fewer pairs than can FAIL the rule (a PASS there is held
+    # as evidence_cannot_fail), so no such size is decided at all.
+    failable = paired_fewest_failable(judge, level, limit)
+    first = limit + 1 if failable is None else max(n + 1, failable)
     sums = _PairedSums(cells, judge, level, kept=cells)
-    for total in range(n + 1, limit + 1):
+    for total in range(first, limit + 1):
         eta = _SCAN_ETA
         while True:
             low, high = sums.probability(total, eta, target)

@@ -58,6 +58,7 @@ __all__ = [
     "binary_rule_size",
     "mean_rule_size",
     "paired_binary_rule_size",
+    "paired_fewest_failable",
     "paired_mean_rule_size",
     "round_half_even",
 ]
@@ -796,6 +797,37 @@ def _paired_block_undecidable(
     return judge(lower_max, upper_min) is None
 
 
+def paired_fewest_failable(judge: Judge, level: float, limit: int = DEFAULT_LIMIT) -> int | None:
+    """The fewest pairs on which a comparison rule on a rate can FAIL, or None beyond
+    ``limit``: the first N at which Newcombe's interval of the N pairs most against the
+    candidate (it fails every case the baseline passes: 0, 0, N, 0) is judged FAIL.
+
+    ``compare`` holds a PASS on fewer pairs as ``evidence_cannot_fail`` (policy/compare.py,
+    hold_unfailable_pairs), so no table of fewer pairs is decided there: two pairs both
+    passing under a non-inferiority margin of 50 points are sized at 4 by the scaled table,
+    which compare holds; 8 is the first size it can decide. That table's upper limit is
+    -1 + sqrt(2) z^2 / (N + z^2) (phi is 0, an empty margin), falling with N, so the
+    sizes that can FAIL are a range from it up, found by bisection."""
+    z = -_z_quantile(0.5 * _check_level(level))
+
+    def fails(n: int) -> bool:
+        return judge(*_newcombe_bounds(0, 0, n, 0, z)) == RuleState.FAIL
+
+    hi = 1
+    while not fails(hi):
+        if hi >= limit:
+            return None
+        hi = min(2 * hi, limit)
+    lo = hi // 2  # fails(lo) is false (or lo is 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fails(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def paired_binary_rule_size(
     both_pass: int,
     cand_only: int,
@@ -829,8 +861,14 @@ def paired_binary_rule_size(
     if n == 0:
         return SizeResult("not_computable", method=method, reason="no pair was observed")
     z = -_z_quantile(0.5 * alpha)
+    # Below the fewest pairs that can FAIL it, compare decides no table (a PASS is held).
+    failable = paired_fewest_failable(judge, level, limit)
+    if failable is None:
+        return SizeResult("beyond_limit", method=method, reason=f"more than {limit} cases")
 
     def state_at(total: int) -> RuleState | None:
+        if total < failable:
+            return None
         scaled = cells if total == n else apportion(cells, total)
         lower, upper = _newcombe_bounds(*scaled, z)
         return judge(lower, upper)
@@ -845,7 +883,7 @@ def paired_binary_rule_size(
             reason="the observed difference sits exactly on the bar, so no number of pairs "
             "decides it",
         )
-    size = n + 1
+    size = max(n + 1, failable)
     block = 2
     while size <= limit:
         if block >= 2:
