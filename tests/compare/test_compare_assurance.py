@@ -162,3 +162,38 @@ def test_a_size_compare_would_hold_is_not_given(tmp_path: Path) -> None:
     assert code == 3 and "evidence_cannot_fail" in out, out
     code, _, out = _compare_identical_runs(project, 8)
     assert code == 0 and "candidate_not_worse" in out, out
+
+
+def test_a_pass_held_by_a_dropped_pair_is_planned_not_called_decided(tmp_path: Path) -> None:
+    # 10 both pass, 5 candidate only, 3 both fail, and one case the candidate failed to
+    # answer where the baseline passed. compare holds the PASS (with that pair at its worst,
+    # a baseline-only pair, the rule would not pass); plan said "the observed pairs decide
+    # it (PASS)". It is now sized with the pair kept dropped at its worst.
+    cells = [(True, True)] * 10 + [(True, False)] * 5 + [(False, False)] * 3 + [(None, True)]
+    app = ("def cand(case_input):\n"
+           "    if case_input['c'] is None:\n"
+           "        raise ValueError('no answer')\n"
+           "    return {'label': 'ok' if case_input['c'] else 'no'}\n\n"
+           "def base(case_input):\n"
+           "    return {'label': 'ok' if case_input['b'] else 'no'}\n")
+    project = write_project(tmp_path / "p", app=app, cases=[
+        {"id": f"q{i:03d}", "input": {"c": c, "b": b}, "expected": {"label": "ok"}}
+        for i, (c, b) in enumerate(cells)])
+    config = (project / "oloproof.yaml").read_text()
+    (project / "oloproof.yaml").write_text(config.replace("app:answer", "app:cand"))
+    (project / "baseline.yaml").write_text(config.replace("app:answer", "app:base"))
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules:\n  - {id: better, kind: superiority, metric: exact_label}\n")
+    base = RUN_ID.search(run_cli("run", "--config", "baseline.yaml", cwd=project).text)
+    cand = RUN_ID.search(run_cli("run", cwd=project).text)
+    assert base and cand
+    made = run_cli("compare", cand.group(1), base.group(1), "--json", cwd=project)
+    assert made.code == 3, made.text
+    doc = json.loads(made.out)
+    [decision] = doc["decisions"]
+    assert (decision["state"], decision["reason"]) == (
+        "INSUFFICIENT_EVIDENCE", "missing_pairs_could_fail")
+    plan = run_cli("plan", doc["comparison_id"], "--json", cwd=project)
+    assert plan.code == 0, plan.text
+    [rule] = json.loads(plan.out)["rules"]
+    assert (rule["plan"], rule["total"], rule["more"]) == ("sized", 24, 6), rule

@@ -18,7 +18,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from oloproof.policy.compare import CaseOutcome, decide_comparison, pair_metric
+from oloproof.policy.compare import (
+    CaseOutcome,
+    PairedMetric,
+    decide_comparison,
+    missing_pair_fills,
+    pair_metric,
+)
 from oloproof.policy.rules import ComparisonKind, comparison_judge, decide_comparison_interval
 from oloproof.project.policies import ComparePolicy
 from oloproof.stats.paired import _newcombe_bounds, paired_proportion_difference
@@ -281,18 +287,29 @@ def test_probability_matches_a_simulation() -> None:
     assert 0.75 < low < 0.8  # not a degenerate probability
 
 
-def _compare_state(table: tuple[int, int, int, int], kind: str, margin: float) -> str:
-    """The state `compare` gives a rule on a paired table: the cases paired as compare pairs
-    them and decided by the policy's whole decision (the holds included)."""
-    outcomes = [(True, True), (True, False), (False, True), (False, False)]
+Dropped = tuple[tuple[bool | None, bool | None], ...]
+
+
+def _paired(table: tuple[int, int, int, int], dropped: Dropped = ()) -> PairedMetric:
+    """The cases of a paired table (and ``dropped`` pairs: (candidate, baseline), None for a
+    side that went missing) paired as compare pairs them."""
+    outcomes: list[tuple[bool | None, bool | None]] = [
+        (True, True), (True, False), (False, True), (False, False)]
     cand: dict[str, CaseOutcome] = {}
     base: dict[str, CaseOutcome] = {}
-    for count, (c, b) in zip(table, outcomes, strict=True):
-        for _ in range(count):
-            case = f"c{len(cand)}"
-            cand[case] = CaseOutcome("OBSERVED", c)
-            base[case] = CaseOutcome("OBSERVED", b)
-    pm = pair_metric("m", "BINARY", list(cand), cand, base, 0.95)
+    pairs = [o for count, o in zip(table, outcomes, strict=True) for _ in range(count)]
+    for c, b in [*pairs, *dropped]:
+        case = f"c{len(cand)}"
+        cand[case] = CaseOutcome("MISSING") if c is None else CaseOutcome("OBSERVED", c)
+        base[case] = CaseOutcome("MISSING") if b is None else CaseOutcome("OBSERVED", b)
+    return pair_metric("m", "BINARY", list(cand), cand, base, 0.95)
+
+
+def _compare_state(table: tuple[int, int, int, int], kind: str, margin: float,
+                   dropped: Dropped = ()) -> str:
+    """The state `compare` gives a rule on a paired table: the cases paired as compare pairs
+    them and decided by the policy's whole decision (the holds included)."""
+    pm = _paired(table, dropped)
     policy = ComparePolicy.validate({
         "version": 1, "rules": [{"id": "r", "kind": kind, "metric": "m", "margin": margin}]})
     [d] = decide_comparison({"m": pm}, policy)
@@ -329,17 +346,63 @@ def test_the_assurance_matches_a_simulation_keeping_the_observed_pairs(
 
 
 def _compare_probability(cells: tuple[int, int, int, int], n: int, kind: str,
-                         margin: float) -> float:
+                         margin: float, dropped: Dropped = ()) -> float:
     """P(`compare` decides the table of n pairs): every table of the pairs to come, added
-    to ``cells`` (kept), decided by decide_comparison, the holds included."""
+    to ``cells`` (kept), decided by decide_comparison, the holds included (``dropped``:
+    pairs dropped as missing, which stay dropped)."""
     shares = [x / sum(cells) for x in cells]
     total = 0.0
     for coming in _tables(n - sum(cells)):
         weight = _log_multinomial(coming, shares)
         table = tuple(x + y for x, y in zip(cells, coming, strict=True))
-        if weight > -math.inf and _compare_state(table, kind, margin) in ("PASS", "FAIL"):
+        if weight > -math.inf and _compare_state(
+                table, kind, margin, dropped) in ("PASS", "FAIL"):  # type: ignore[arg-type]
             total += math.exp(weight)
     return total
+
+
+MISSING_CASES: list[tuple[tuple[int, int, int, int], ComparisonKind, float, Dropped]] = [
+    # the candidate failed to answer where the baseline passed; and where both failed to
+    ((9, 3, 1, 4), "superiority", 0.0, ((None, True),)),
+    ((9, 3, 1, 4), "non_inferiority", 0.1, ((None, True), (None, None), (False, None))),
+    ((8, 2, 2, 6), "equivalence", 0.3, ((None, False), (True, None))),
+    ((12, 2, 0, 1), "superiority", 0.0, ((None, True),)),
+]
+
+
+@pytest.mark.parametrize(("cells", "kind", "margin", "dropped"), MISSING_CASES)
+def test_pairs_dropped_as_missing_stay_dropped_at_their_worst(
+    cells: tuple[int, int, int, int], kind: ComparisonKind, margin: float, dropped: Dropped
+) -> None:
+    # compare holds a PASS the dropped pairs at their worst would undo (missing_pairs_could_
+    # fail); the sizes counted it decided. 12/2/0/1 with one pair the candidate failed to
+    # answer (the baseline passed it), superiority: the default size was 34 and the 80%
+    # assurance 46, where compare decides 49 and 65 at the earliest.
+    judge = comparison_judge(kind, margin)
+    n = sum(cells)
+    fills = missing_pair_fills(_paired(cells, dropped), kind)
+    assert fills
+    fewest = paired_fewest_failable(judge, 0.95)
+    assert fewest is not None
+    for size in range(max(n, fewest), n + 7):
+        reference = _compare_probability(cells, size, kind, margin, dropped)
+        low, high = paired_decision_probability(*cells, size, judge, kept=cells, fills=fills)
+        assert low - 1e-12 <= reference <= high + 1e-12, size
+        assert high - low < 1e-10
+    size = paired_binary_rule_size(*cells, judge, False, fills=fills)
+    assert size.status == "sized" and size.total is not None
+    assert size.total == next(k for k in range(n + 1, 10_000) if _compare_state(
+        tuple(apportion(cells, k)), kind, margin, dropped) in ("PASS", "FAIL"))  # type: ignore[arg-type]
+    result = paired_binary_assurance_size(*cells, judge, 0.8, limit=45, fills=fills)
+    if result.status == "sized":
+        assert result.total is not None
+        for k in range(n + 1, result.total):
+            assert _compare_probability(cells, k, kind, margin, dropped) < 0.8, k
+        assert result.probability == pytest.approx(
+            _compare_probability(cells, result.total, kind, margin, dropped), abs=1e-10)
+    else:
+        for k in range(n + 1, 46):
+            assert _compare_probability(cells, k, kind, margin, dropped) < 0.8, k
 
 
 @pytest.mark.parametrize(("cells", "kind", "margin"), [

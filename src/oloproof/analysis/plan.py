@@ -40,7 +40,7 @@ from oloproof.analysis.stored import (
 )
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
 from oloproof.errors import OloproofError
-from oloproof.policy.compare import PairedMetric, decide_comparison
+from oloproof.policy.compare import PairedMetric, decide_comparison, missing_pair_fills
 from oloproof.policy.decide import CANNOT_FAIL, Decision, decide_run, with_aggregates
 from oloproof.policy.format import difference_text, estimate_text, level_text, value_text
 from oloproof.policy.rules import (
@@ -874,13 +874,15 @@ def _comparison_rule(
     kind = rule.kind
     judge = comparison_judge(kind, margin)
     cells: tuple[int, int, int, int] | None = None
+    # The pairs dropped as missing stay dropped, at their worst as compare bounds them.
+    fills = missing_pair_fills(pm, kind) if pm.kind == MetricKind.BINARY else []
     if pm.kind == MetricKind.BINARY:
         a, b, c, dd = cells = (
             int(pm.both_pass or 0), int(pm.cand_only or 0), int(pm.base_only or 0),
             int(pm.both_fail or 0),
         )
         on_bar = bool(pm.pairs) and on_comparison_bar((b - c) / pm.pairs, kind, margin)
-        size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level)
+        size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level, fills=fills)
         entry.observed = {"both_pass": a, "candidate_only": b, "baseline_only": c,
                           "both_fail": dd}
         estimate = difference_text((b - c) / pm.pairs, pm.kind) if pm.pairs else "none"
@@ -923,10 +925,15 @@ def _comparison_rule(
     )
     if pm.dropped_missing:
         dropped = pm.dropped_missing
+        held = ""
+        if fills:
+            held = ("; it stays dropped and counts against the rule at its worst, as compare"
+                    " bounds it" if dropped == 1 else "; they stay dropped and count against"
+                    " the rule at their worst, as compare bounds them")
         assuming.append(
             f"none of the cases to come goes missing ({dropped}"
             f" {'pair was' if dropped == 1 else 'pairs were'} dropped because a case was"
-            " missing in one run)"
+            f" missing in one run{held})"
         )
     assuming.append(
         "each case runs in both systems, one after another; concurrency divides the time"
@@ -941,7 +948,7 @@ def _comparison_rule(
     if assurance is None or entry.plan != "sized":
         return
     if cells is not None:
-        result = paired_binary_assurance_size(*cells, judge, assurance, level)
+        result = paired_binary_assurance_size(*cells, judge, assurance, level, fills=fills)
         entry.assurance = _paired_assurance_json(result, cells)
     else:
         entry.assurance = {

@@ -75,18 +75,23 @@ Unresolved probability, and what "exact" means here
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from oloproof._records import dataclass, field
+from oloproof.enums import RuleState
 from oloproof.stats._special import binom_pmf
 from oloproof.stats.intervals import _check_level
-from oloproof.stats.paired import NEWCOMBE_PAIRED, _newcombe_bounds
+from oloproof.stats.paired import NEWCOMBE_PAIRED
 from oloproof.stats.sample_size import (
     AssuranceResult,
     Judge,
     _min_quadratic,
     _z_quantile,
     paired_fewest_failable,
+    paired_table_state,
 )
+
+PASS = RuleState.PASS
 
 __all__ = [
     "PAIRED_ASSURANCE_LIMIT",
@@ -548,14 +553,23 @@ def _largest(x: float, n1: int, n2: int) -> float:
 _POINTS = 8  # boxes of at most this many tables are decided table by table
 
 
+Fills = tuple[tuple[int, int, int, int], ...]
+
+
 def _certify(
-    judge: Judge, z: float, n1: int, n2: int, s: int, b1: int, b2: int, a1: int, a2: int
+    judge: Judge, z: float, n1: int, n2: int, s: int, b1: int, b2: int, a1: int, a2: int,
+    fills: Fills = (),
 ) -> int:
     """_DEC if every table of the box decides the rule, _UND if none does, 0 if the bounds
     cannot tell. Every rule is monotone in the interval (policy/rules.py): the widest
     interval the box allows deciding proves every table decided; the narrowest not deciding
     proves none is. A box of at most _POINTS tables is decided table by table instead, with
-    the function the policy uses (0 when they disagree)."""
+    the function the policy uses (0 when they disagree).
+
+    ``fills``: the dropped pairs at their worst (paired_table_state): a PASS counts only if
+    every table plus each fill PASSes too. A box decided by its widest interval has one
+    state throughout; if it is PASS, the box shifted by each fill is certified the same way
+    (all PASS, or none)."""
     if (n2 - n1 + 1) * (b2 - b1 + 1) * (a2 - a1 + 1) <= _POINTS:
         found = 0
         for n in range(n1, n2 + 1):
@@ -563,13 +577,27 @@ def _certify(
                 for a in range(a1, a2 + 1):
                     if n - s - a < 0:
                         continue
-                    lower, upper = _newcombe_bounds(a, b, s - b, n - s - a, z)
-                    kind = _DEC if judge(lower, upper) is not None else _UND
+                    state = paired_table_state(judge, z, (a, b, s - b, n - s - a), fills)
+                    kind = _DEC if state is not None else _UND
                     if found and kind != found:
                         return 0
                     found = kind
         return found or _UND
-    return _judge_box(judge, _limit_bounds(z, n1, n2, s, b1, b2, a1, a2))
+    bounds = _limit_bounds(z, n1, n2, s, b1, b2, a1, a2)
+    kind = _judge_box(judge, bounds)
+    if kind != _DEC or not fills or judge(bounds[0] - _SLACK, bounds[3] + _SLACK) != PASS:
+        return kind
+    for fa, fb, fc, fd in fills:
+        m = fa + fb + fc + fd
+        shifted = _limit_bounds(z, n1 + m, n2 + m, s + fb + fc, b1 + fb, b2 + fb, a1 + fa,
+                                a2 + fa)
+        if judge(shifted[0] - _SLACK, shifted[3] + _SLACK) == PASS:
+            continue  # every table plus this fill PASSes
+        lower_max, upper_min = shifted[1] + _SLACK, shifted[2] - _SLACK
+        if lower_max <= upper_min and judge(lower_max, upper_min) != PASS:
+            return _UND  # no table plus this fill PASSes: every PASS of the box is held
+        return 0
+    return _DEC
 
 
 def _judge_box(judge: Judge, bounds: tuple[float, float, float, float]) -> int:
@@ -646,8 +674,10 @@ class _PairedSums:
         level: float,
         eps: float = EPS,
         kept: tuple[int, int, int, int] = (0, 0, 0, 0),
+        fills: Fills = (),
     ) -> None:
         a, b, c, d = cells
+        self.fills = fills
         n = a + b + c + d
         self.judge = judge
         self.z = -_z_quantile(0.5 * _check_level(level))
@@ -735,7 +765,7 @@ class _PairedSums:
                 kind = _OPEN
             else:
                 self.certificates += 1
-                kind = _certify(judge, z, n1, n2, s, b, b, x1, x2)
+                kind = _certify(judge, z, n1, n2, s, b, b, x1, x2, self.fills)
             if kind:
                 parts.append((x1, x2, kind))
                 continue
@@ -768,7 +798,9 @@ class _PairedSums:
             n2 = n + span - 1
             cover = self._cover(s, n, n2)
             self.certificates += 1
-            kind = _certify(self.judge, self.z, n, n2, s, b1, b2, cover[0], cover[1])
+            kind = _certify(
+                self.judge, self.z, n, n2, s, b1, b2, cover[0], cover[1], self.fills
+            )
             if kind:
                 out.append(_Segment(b1, b2, kind, n2, span, cover[0], cover[1]))
                 return
@@ -930,10 +962,10 @@ class _PairedSums:
 
 def _exact(
     cells: tuple[int, int, int, int], n: int, judge: Judge, level: float,
-    kept: tuple[int, int, int, int],
+    kept: tuple[int, int, int, int], fills: Fills = (),
 ) -> float:
     """P(decided at n pairs) with nothing left unresolved."""
-    low, _ = _PairedSums(cells, judge, level, eps=0.0, kept=kept).probability(n)
+    low, _ = _PairedSums(cells, judge, level, eps=0.0, kept=kept, fills=fills).probability(n)
     return low
 
 
@@ -948,11 +980,14 @@ def paired_decision_probability(
     *,
     exhaustive: bool = False,
     kept: tuple[int, int, int, int] = (0, 0, 0, 0),
+    fills: Sequence[tuple[int, int, int, int]] = (),
 ) -> tuple[float, float]:
     """A bracket [low, high] holding P(the comparison rule is decided on ``pairs`` pairs)
     when each pair to come falls in the four cells with the observed proportions; ``kept``
     = (both pass, candidate only, baseline only, both fail): pairs already compared, which
-    keep their cells (the table of ``pairs`` pairs is ``kept`` plus the pairs to come).
+    keep their cells (the table of ``pairs`` pairs is ``kept`` plus the pairs to come);
+    ``fills``: the pairs dropped as missing, at their worst as ``compare`` bounds them
+    (:func:`~oloproof.stats.sample_size.paired_table_state`).
 
     ``high - low`` is the probability left unresolved in the far tails (below 1e-10);
     ``exhaustive=True`` leaves nothing unresolved (slower: every table is accounted for).
@@ -962,7 +997,8 @@ def paired_decision_probability(
         raise ValueError(f"kept counts must be >= 0, got {kept}")
     if pairs < max(1, sum(kept)):
         raise ValueError(f"pairs must be >= 1 and at least the {sum(kept)} kept, got {pairs}")
-    sums = _PairedSums(cells, judge, level, eps=0.0 if exhaustive else EPS, kept=kept)
+    sums = _PairedSums(cells, judge, level, eps=0.0 if exhaustive else EPS, kept=kept,
+                       fills=tuple(fills))
     return sums.probability(pairs)
 
 
@@ -985,11 +1021,14 @@ def paired_binary_assurance_size(
     level: float = 0.95,
     *,
     limit: int = PAIRED_ASSURANCE_LIMIT,
+    fills: Sequence[tuple[int, int, int, int]] = (),
 ) -> AssuranceResult:
     """The smallest number of pairs N > n (the observed pairs) such that, if the n pairs
     observed keep their cells and each of the N - n pairs to come falls in the four cells
     with the observed proportions, the comparison rule (``judge``) is decided by Newcombe's
-    interval at ``level`` with probability >= ``target``.
+    interval at ``level`` with probability >= ``target``. ``fills``: the pairs dropped as
+    missing stay dropped, and a PASS counts only if it holds with them at their worst, as
+    ``compare`` decides it (:func:`~oloproof.stats.sample_size.paired_table_state`).
 
     As for run rules (:func:`~oloproof.stats.sample_size.binary_assurance_size`), the
     probability is not monotone in N, so every N from n + 1 up is tried, to ``limit``.
@@ -1008,7 +1047,7 @@ def paired_binary_assurance_size(
     # as evidence_cannot_fail), so no such size is decided at all.
     failable = paired_fewest_failable(judge, level, limit)
     first = limit + 1 if failable is None else max(n + 1, failable)
-    sums = _PairedSums(cells, judge, level, kept=cells)
+    sums = _PairedSums(cells, judge, level, kept=cells, fills=tuple(fills))
     for total in range(first, limit + 1):
         eta = _SCAN_ETA
         while True:
@@ -1019,7 +1058,7 @@ def paired_binary_assurance_size(
         if high < target:
             continue
         if low < target:  # the target lies in the unresolved sliver: resolve it all
-            exact = _exact(cells, total, judge, level, cells)
+            exact = _exact(cells, total, judge, level, cells, tuple(fills))
             if exact < target:
                 continue
         else:  # both are lower bounds on the sum; the second is within 1e-10 of it

@@ -60,6 +60,7 @@ __all__ = [
     "paired_binary_rule_size",
     "paired_fewest_failable",
     "paired_mean_rule_size",
+    "paired_table_state",
     "round_half_even",
 ]
 
@@ -797,6 +798,23 @@ def _paired_block_undecidable(
     return judge(lower_max, upper_min) is None
 
 
+def paired_table_state(
+    judge: Judge,
+    z: float,
+    table: Sequence[int],
+    fills: Sequence[tuple[int, int, int, int]] = (),
+) -> RuleState | None:
+    """The rule's state on a paired table as ``compare`` gives it with the dropped pairs
+    ``fills`` at their worst: a PASS that the table plus a fill does not PASS is held."""
+    a, b, c, d = table
+    state = judge(*_newcombe_bounds(a, b, c, d, z))
+    if state == RuleState.PASS:
+        for fa, fb, fc, fd in fills:
+            if judge(*_newcombe_bounds(a + fa, b + fb, c + fc, d + fd, z)) != RuleState.PASS:
+                return None
+    return state
+
+
 def paired_fewest_failable(judge: Judge, level: float, limit: int = DEFAULT_LIMIT) -> int | None:
     """The fewest pairs on which a comparison rule on a rate can FAIL, or None beyond
     ``limit``: the first N at which Newcombe's interval of the N pairs most against the
@@ -837,6 +855,8 @@ def paired_binary_rule_size(
     on_bar: bool,
     level: float = 0.95,
     limit: int = DEFAULT_LIMIT,
+    *,
+    fills: Sequence[tuple[int, int, int, int]] = (),
 ) -> SizeResult:
     """The smallest number of pairs N > n that would decide a comparison on a BINARY metric.
 
@@ -851,6 +871,11 @@ def paired_binary_rule_size(
     (from the range each scaled cell can take in it) show that none of them can decide; the
     blocks grow while that holds and shrink to single sizes near the answer, where each size
     is computed exactly. The skipping never changes the answer, only the time.
+
+    ``fills``: the pairs dropped as missing, filled at their worst as ``compare`` bounds
+    them (:func:`oloproof.policy.compare.missing_pair_fills`): they stay dropped, and a
+    PASS counts only if the table plus each fill still PASSes, as ``compare`` holds it
+    otherwise (``missing_pairs_could_fail``).
     """
     cells = (both_pass, cand_only, base_only, both_fail)
     if any(x < 0 for x in cells):
@@ -870,8 +895,7 @@ def paired_binary_rule_size(
         if total < failable:
             return None
         scaled = cells if total == n else apportion(cells, total)
-        lower, upper = _newcombe_bounds(*scaled, z)
-        return judge(lower, upper)
+        return paired_table_state(judge, z, scaled, fills)
 
     now = state_at(n)
     if now is not None:
