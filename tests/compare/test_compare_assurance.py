@@ -197,3 +197,46 @@ def test_a_pass_held_by_a_dropped_pair_is_planned_not_called_decided(tmp_path: P
     assert plan.code == 0, plan.text
     [rule] = json.loads(plan.out)["rules"]
     assert (rule["plan"], rule["total"], rule["more"]) == ("sized", 24, 6), rule
+
+
+def test_a_mean_without_a_range_and_a_dropped_pair_is_not_sized_to_pass(tmp_path: Path) -> None:
+    # A MEAN without a declared range cannot bound a dropped pair: compare holds every PASS
+    # while one is missing (missing_pairs_unbounded). plan sized it all the same ("about 17
+    # more paired cases would decide it (28 in total)", a PASS compare holds at any size).
+    app = ("ERRORS = {'cand': [0.0, 1.0] * 6, 'base': [1.0, 0.0] * 6}\n\n"
+           "def answer(case_input, side):\n"
+           "    if side == 'cand' and case_input['i'] == 11:\n"
+           "        raise ValueError('no answer')\n"
+           "    return {'days': case_input['truth'] + ERRORS[side][case_input['i']]}\n\n"
+           "def cand(case_input):\n    return answer(case_input, 'cand')\n\n"
+           "def base(case_input):\n    return answer(case_input, 'base')\n")
+    evaluators = ("- {type: absolute_error, criterion: days_error, field: days,"
+                  " expected_field: truth}\n")
+    project = write_project(tmp_path / "p", app=app, evaluators=evaluators, cases=[
+        {"id": f"d{i:02d}", "input": {"i": i, "truth": 10}, "expected": {"truth": 10}}
+        for i in range(12)])
+    config = (project / "oloproof.yaml").read_text()
+    (project / "oloproof.yaml").write_text(config.replace("app:answer", "app:cand"))
+    (project / "baseline.yaml").write_text(config.replace("app:answer", "app:base"))
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules:\n"
+        "  - {id: same-error, kind: equivalence, metric: days_error, margin: 0.5}\n")
+    base = RUN_ID.search(run_cli("run", "--config", "baseline.yaml", cwd=project).text)
+    cand = RUN_ID.search(run_cli("run", cwd=project).text)
+    assert base and cand
+    made = run_cli("compare", cand.group(1), base.group(1), "--json", cwd=project)
+    assert made.code == 3, made.text
+    doc = json.loads(made.out)
+    [metric] = doc["metrics"]
+    assert (metric["pairs"], metric["dropped_missing"]) == (11, 1)
+    plan = run_cli("plan", doc["comparison_id"], "--json", cwd=project)
+    assert plan.code == 0, plan.text
+    [rule] = json.loads(plan.out)["rules"]
+    assert (rule["plan"], rule["total"]) == ("not_computable", None), rule
+    assert rule["reason"] == (
+        "1 pair dropped as missing and days_error declares no range: compare holds every PASS"
+        " while a pair is missing, so no number of pairs passes it; fix what failed and run"
+        " again")
+    text = run_cli("plan", doc["comparison_id"], cwd=project)
+    assert "same-error: no size can be computed: 1 pair dropped as missing" in text.out, text.out
+    assert "Traceback" not in text.text

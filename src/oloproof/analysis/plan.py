@@ -911,6 +911,17 @@ def _comparison_rule(
             size = paired_mean_rule_size(
                 mean, pm.sd, pm.pairs, judge, on_comparison_bar(mean, kind, margin), level
             )
+            if pm.dropped_missing and size.state_at_total == RuleState.PASS:
+                # compare holds every PASS of a MEAN without a range while a pair is dropped
+                # (missing_pairs_unbounded): no number of pairs passes it, as for a run's
+                # missing cases without a range.
+                dropped = pm.dropped_missing
+                size = SizeResult(
+                    "not_computable", approximate=True, method=size.method,
+                    reason=f"{_plural(dropped, 'pair')} dropped as missing and {rule.metric}"
+                    " declares no range: compare holds every PASS while a pair is missing, so"
+                    " no number of pairs passes it; fix what failed and run again",
+                )
             assuming = [
                 (
                     f"the cases to come resemble the {pm.pairs} already paired, with the mean"
