@@ -366,7 +366,10 @@ def test_different_suites_missing_excluded_and_mean_metrics(tmp_path: Path) -> N
     assert "none of the cases to come goes missing (1 pair was dropped" in plan.out
 
     # --assurance: a MEAN rule is not computable, as for runs; a BINARY rule is sized over
-    # the 15 pairs observed in both runs (the pair dropped for a missing case stays out).
+    # the 15 pairs observed in both runs, the pair dropped for a missing case (c12: the
+    # candidate failed, the baseline passed) staying dropped at its worst, as compare bounds
+    # it: a baseline-only pair. Without it the plan said 34 pairs, 46 for 80%; compare
+    # holds every PASS of 34 pairs then (tests/stats/test_stats_paired_assurance.py).
     (project / "compare.yaml").write_text(
         "version: 1\nrules:\n"
         "  - {id: score-rule, kind: equivalence, metric: score_error, margin: 0.3}\n"
@@ -386,12 +389,17 @@ def test_different_suites_missing_excluded_and_mean_metrics(tmp_path: Path) -> N
     assert label["observed"] == {"both_pass": 12, "candidate_only": 2, "baseline_only": 0,
                                  "both_fail": 1}
     expected = paired_binary_assurance_size(12, 2, 0, 1, comparison_judge("superiority", 0.0),
-                                            0.8)
+                                            0.8, fills=[(0, 0, 1, 0)])
     assert expected.status == "sized" and expected.total is not None
     assert (label["assurance"]["total"], label["assurance"]["more"]) == (
         expected.total, expected.total - 15
-    )
-    assert any("1 pair was dropped" in line for line in label["assuming"])
+    ) == (65, 50)
+    assert (label["plan"], label["total"]) == ("sized", 49)
+    assert (
+        "none of the cases to come goes missing (1 pair was dropped because a case was missing"
+        " in one run; it stays dropped and counts against the rule at its worst, as compare"
+        " bounds it)"
+    ) in label["assuming"]
     text = run_cli("plan", cmp_id, "--assurance", "0.8", cwd=project).out
     assert (
         "  assurance 80% of the time: an assurance is computed exactly for rates only; the"

@@ -40,7 +40,7 @@ from oloproof.analysis.stored import (
 )
 from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
 from oloproof.errors import OloproofError
-from oloproof.policy.compare import PairedMetric, decide_comparison
+from oloproof.policy.compare import PairedMetric, decide_comparison, missing_pair_fills
 from oloproof.policy.decide import CANNOT_FAIL, Decision, decide_run, with_aggregates
 from oloproof.policy.format import difference_text, estimate_text, level_text, value_text
 from oloproof.policy.rules import (
@@ -365,8 +365,9 @@ def _paired_assurance_json(
     )
     return _assurance_json(
         result,
-        "each pair falls in the four cells of the paired table with the observed shares"
-        f" ({shares})",
+        "each pair to come falls in the four cells of the paired table with the observed"
+        f" shares ({shares}), and the {_plural(n, 'pair')} compared keep their cells: only"
+        " the pairs to come are drawn",
     )
 
 
@@ -687,8 +688,8 @@ def _betting_run_rule(
         result = betting_assurance_size(scores, missing, value_range, t, assurance, level)
         entry.assurance = _assurance_json(
             result,
-            f"the scores to come are drawn from the {_plural(len(scores), 'observed score')}"
-            f" (mean {mean:.4g})",
+            f"the {_plural(len(scores), 'observed score')} (mean {mean:.4g}) keep their"
+            " values, and the scores to come are drawn from them",
         )
 
 
@@ -878,13 +879,15 @@ def _comparison_rule(
     kind = rule.kind
     judge = comparison_judge(kind, margin)
     cells: tuple[int, int, int, int] | None = None
+    # The pairs dropped as missing stay dropped, at their worst as compare bounds them.
+    fills = missing_pair_fills(pm, kind) if pm.kind == MetricKind.BINARY else []
     if pm.kind == MetricKind.BINARY:
         a, b, c, dd = cells = (
             int(pm.both_pass or 0), int(pm.cand_only or 0), int(pm.base_only or 0),
             int(pm.both_fail or 0),
         )
         on_bar = bool(pm.pairs) and on_comparison_bar((b - c) / pm.pairs, kind, margin)
-        size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level)
+        size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level, fills=fills)
         entry.observed = {"both_pass": a, "candidate_only": b, "baseline_only": c,
                           "both_fail": dd}
         estimate = difference_text((b - c) / pm.pairs, pm.kind) if pm.pairs else "none"
@@ -913,6 +916,17 @@ def _comparison_rule(
             size = paired_mean_rule_size(
                 mean, pm.sd, pm.pairs, judge, on_comparison_bar(mean, kind, margin), level
             )
+            if pm.dropped_missing and size.state_at_total == RuleState.PASS:
+                # compare holds every PASS of a MEAN without a range while a pair is dropped
+                # (missing_pairs_unbounded): no number of pairs passes it, as for a run's
+                # missing cases without a range.
+                dropped = pm.dropped_missing
+                size = SizeResult(
+                    "not_computable", approximate=True, method=size.method,
+                    reason=f"{_plural(dropped, 'pair')} dropped as missing and {rule.metric}"
+                    " declares no range: compare holds every PASS while a pair is missing, so"
+                    " no number of pairs passes it; fix what failed and run again",
+                )
             assuming = [
                 (
                     f"the cases to come resemble the {pm.pairs} already paired, with the mean"
@@ -927,10 +941,15 @@ def _comparison_rule(
     )
     if pm.dropped_missing:
         dropped = pm.dropped_missing
+        held = ""
+        if fills:
+            held = ("; it stays dropped and counts against the rule at its worst, as compare"
+                    " bounds it" if dropped == 1 else "; they stay dropped and count against"
+                    " the rule at their worst, as compare bounds them")
         assuming.append(
             f"none of the cases to come goes missing ({dropped}"
             f" {'pair was' if dropped == 1 else 'pairs were'} dropped because a case was"
-            " missing in one run)"
+            f" missing in one run{held})"
         )
     assuming.append(
         "each case runs in both systems, one after another; concurrency divides the time"
@@ -945,7 +964,7 @@ def _comparison_rule(
     if assurance is None or entry.plan != "sized":
         return
     if cells is not None:
-        result = paired_binary_assurance_size(*cells, judge, assurance, level)
+        result = paired_binary_assurance_size(*cells, judge, assurance, level, fills=fills)
         entry.assurance = _paired_assurance_json(result, cells)
     else:
         entry.assurance = {

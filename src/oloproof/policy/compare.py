@@ -78,6 +78,7 @@ __all__ = [
     "fmt_difference_interval",
     "hold_missing_pairs",
     "hold_unfailable_pairs",
+    "missing_pair_fills",
     "pair_metric",
     "pair_runs",
 ]
@@ -465,6 +466,25 @@ def _worst_binary(pm: PairedMetric, low: bool) -> tuple[int, int, int, int]:
         else:
             d += 1
     return a, b, c, d
+
+
+def missing_pair_fills(pm: PairedMetric, kind: str) -> list[tuple[int, int, int, int]]:
+    """The dropped pairs of a rate as :func:`hold_missing_pairs` fills them, one paired table
+    (both pass, candidate only, baseline only, both fail) of them per fill it tries: against
+    the candidate, and for ``equivalence`` for it as well; none when no pair was dropped.
+    A PASS holds only if the observed table plus each of these still PASSes (what ``plan``
+    sizes with)."""
+    if not pm.missing_pairs:
+        return []
+    observed = (int(pm.both_pass or 0), int(pm.cand_only or 0), int(pm.base_only or 0),
+                int(pm.both_fail or 0))
+    sides = [True] if kind != "equivalence" else [True, False]
+    fills = []
+    for low in sides:
+        worst = _worst_binary(pm, low)
+        fills.append((worst[0] - observed[0], worst[1] - observed[1], worst[2] - observed[2],
+                      worst[3] - observed[3]))
+    return fills
 
 
 def _with_missing_ranges(pm: PairedMetric) -> list[tuple[float, float]]:

@@ -58,7 +58,9 @@ __all__ = [
     "binary_rule_size",
     "mean_rule_size",
     "paired_binary_rule_size",
+    "paired_fewest_failable",
     "paired_mean_rule_size",
+    "paired_table_state",
     "round_half_even",
 ]
 
@@ -618,14 +620,18 @@ def betting_assurance_size(
 
     The betting interval of N cases (:func:`oloproof.stats.betting.projected_bounds`, the
     missing cases held missing at their worst) moves with the mean of the N - missing
-    scores to come; that mean is taken to be normal around the observed one with the
-    observed spread over sqrt(N - missing) (the central limit theorem), and to move both
-    bounds with it. So the rule is decided with probability
+    scores observed then. The n scores observed already keep their values (as a run's
+    BINARY assurance keeps its outcomes); only the f = N - missing - n scores to come are
+    drawn, so that mean is normal around the observed one with sd spread x sqrt(f) /
+    (N - missing) (the central limit theorem), and it moves both bounds with it, scaled by
+    (N - missing)/N. So the rule is decided with probability
     Phi((L - t)/sd) + Phi((t - U)/sd), the first term the chance the interval lies above the
-    bar t, the second below it, with sd = (N - missing)/N x spread / sqrt(N - missing).
-    Approximate: the interval's own randomness (its running intersection) is left out,
-    which makes the figure conservative; tests/stats/test_stats_betting_plan.py checks it
-    against simulated suites decided by the interval itself."""
+    bar t, the second below it, with sd = spread x sqrt(f) / N. (Earlier versions drew all
+    N - missing scores afresh, sd = spread x sqrt(N - missing) / N, and sized the first
+    configuration of the tests at 73 cases where 67 do.) Approximate: the interval's own
+    randomness (its running intersection) is left out, which makes the figure
+    conservative; tests/stats/test_stats_betting_plan.py checks it against simulated suites,
+    the observed scores kept, decided by the interval itself."""
     from oloproof.stats.betting import BETTING, projected_bounds
 
     if not 0.0 < target < 1.0:
@@ -645,7 +651,7 @@ def betting_assurance_size(
     def probability(total: int) -> float:
         a, b = projected_bounds(units, total, missing, level)
         seen = total - missing
-        sd = spread * seen / total / math.sqrt(seen)
+        sd = spread * math.sqrt(seen - n) / total
         if sd <= 0.0:
             return 1.0 if (a >= t or b < t) else 0.0
         return min(1.0, normal((a - t) / sd) + normal((t - b) / sd))
@@ -792,6 +798,54 @@ def _paired_block_undecidable(
     return judge(lower_max, upper_min) is None
 
 
+def paired_table_state(
+    judge: Judge,
+    z: float,
+    table: Sequence[int],
+    fills: Sequence[tuple[int, int, int, int]] = (),
+) -> RuleState | None:
+    """The rule's state on a paired table as ``compare`` gives it with the dropped pairs
+    ``fills`` at their worst: a PASS that the table plus a fill does not PASS is held."""
+    a, b, c, d = table
+    state = judge(*_newcombe_bounds(a, b, c, d, z))
+    if state == RuleState.PASS:
+        for fa, fb, fc, fd in fills:
+            if judge(*_newcombe_bounds(a + fa, b + fb, c + fc, d + fd, z)) != RuleState.PASS:
+                return None
+    return state
+
+
+def paired_fewest_failable(judge: Judge, level: float, limit: int = DEFAULT_LIMIT) -> int | None:
+    """The fewest pairs on which a comparison rule on a rate can FAIL, or None beyond
+    ``limit``: the first N at which Newcombe's interval of the N pairs most against the
+    candidate (it fails every case the baseline passes: 0, 0, N, 0) is judged FAIL.
+
+    ``compare`` holds a PASS on fewer pairs as ``evidence_cannot_fail`` (policy/compare.py,
+    hold_unfailable_pairs), so no table of fewer pairs is decided there: two pairs both
+    passing under a non-inferiority margin of 50 points are sized at 4 by the scaled table,
+    which compare holds; 8 is the first size it can decide. That table's upper limit is
+    -1 + sqrt(2) z^2 / (N + z^2) (phi is 0, an empty margin), falling with N, so the
+    sizes that can FAIL are a range from it up, found by bisection."""
+    z = -_z_quantile(0.5 * _check_level(level))
+
+    def fails(n: int) -> bool:
+        return judge(*_newcombe_bounds(0, 0, n, 0, z)) == RuleState.FAIL
+
+    hi = 1
+    while not fails(hi):
+        if hi >= limit:
+            return None
+        hi = min(2 * hi, limit)
+    lo = hi // 2  # fails(lo) is false (or lo is 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fails(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def paired_binary_rule_size(
     both_pass: int,
     cand_only: int,
@@ -801,6 +855,8 @@ def paired_binary_rule_size(
     on_bar: bool,
     level: float = 0.95,
     limit: int = DEFAULT_LIMIT,
+    *,
+    fills: Sequence[tuple[int, int, int, int]] = (),
 ) -> SizeResult:
     """The smallest number of pairs N > n that would decide a comparison on a BINARY metric.
 
@@ -815,6 +871,11 @@ def paired_binary_rule_size(
     (from the range each scaled cell can take in it) show that none of them can decide; the
     blocks grow while that holds and shrink to single sizes near the answer, where each size
     is computed exactly. The skipping never changes the answer, only the time.
+
+    ``fills``: the pairs dropped as missing, filled at their worst as ``compare`` bounds
+    them (:func:`oloproof.policy.compare.missing_pair_fills`): they stay dropped, and a
+    PASS counts only if the table plus each fill still PASSes, as ``compare`` holds it
+    otherwise (``missing_pairs_could_fail``).
     """
     cells = (both_pass, cand_only, base_only, both_fail)
     if any(x < 0 for x in cells):
@@ -825,11 +886,16 @@ def paired_binary_rule_size(
     if n == 0:
         return SizeResult("not_computable", method=method, reason="no pair was observed")
     z = -_z_quantile(0.5 * alpha)
+    # Below the fewest pairs that can FAIL it, compare decides no table (a PASS is held).
+    failable = paired_fewest_failable(judge, level, limit)
+    if failable is None:
+        return SizeResult("beyond_limit", method=method, reason=f"more than {limit} cases")
 
     def state_at(total: int) -> RuleState | None:
+        if total < failable:
+            return None
         scaled = cells if total == n else apportion(cells, total)
-        lower, upper = _newcombe_bounds(*scaled, z)
-        return judge(lower, upper)
+        return paired_table_state(judge, z, scaled, fills)
 
     now = state_at(n)
     if now is not None:
@@ -841,7 +907,7 @@ def paired_binary_rule_size(
             reason="the observed difference sits exactly on the bar, so no number of pairs "
             "decides it",
         )
-    size = n + 1
+    size = max(n + 1, failable)
     block = 2
     while size <= limit:
         if block >= 2:
