@@ -37,6 +37,7 @@ from oloproof.analysis.stored import (
 )
 from oloproof.analysis.trials import flaky_cases
 from oloproof.enums import CaseStatus, Completeness, MetricKind
+from oloproof.errors import OloproofError
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.policy.compare import pair_runs
 from oloproof.policy.decide import Decision, gate, gate_declaration, gate_notes
@@ -62,6 +63,7 @@ __all__ = [
     "comparison_report_document",
     "criterion_outcome",
     "run_document",
+    "stored_gate",
     "summarize_run",
 ]
 
@@ -454,6 +456,27 @@ def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSum
     return RunSummary(run, kinds, index, metrics, decisions,
                       float(policy.confidence_level), flaky, sequential, policy, decided,
                       root, labels)
+
+
+def stored_gate(conn: Connection, run: RunRecord, root: str | None = None) -> tuple[str, int]:
+    """The gate and exit code ``oloproof gate RUN`` exits on for ``run`` (decided again from
+    its stored evidence, under its stored policy), without the rest of a page: what the
+    viewer's index shows of each finished run. A run still going: what its row holds.
+
+    Evidence or a policy that cannot be read is what ``gate`` makes of it: BLOCK, with the
+    error's exit code (5 for a damaged store)."""
+    if run.status == "RUNNING" or run.gate is None:
+        return str(run.gate or ""), int(run.exit_code or 0)
+    if run.completeness == Completeness.PARTIAL:
+        label, code = gate([], incomplete=True)
+        return str(label), int(code)
+    try:
+        decided, _ = decide_stored(conn, run, stored_policy(run, root))
+    except OloproofError as exc:
+        return "BLOCK", int(exc.exit_code)
+    whole = run.completeness in (Completeness.COMPLETE, Completeness.SEQUENTIAL)
+    label, code = gate(decided, incomplete=not whole)
+    return str(label), int(code)
 
 
 def _gate_document(summary: RunSummary) -> dict[str, Any]:
