@@ -105,6 +105,9 @@ class RunRecord:
     #: How a sequential run ordered and tested its cases (policy/sequential.py
     #: ``SequentialSpec`` plus ``order``, its case ids in order); ``None``: not sequential.
     sequential: dict[str, Any] | None = None
+    #: The cases it stored (a sequential run stops before the suite's end, a stopped or
+    #: running one is part way), read by :func:`list_runs` only; ``None`` where not read.
+    cases_stored: int | None = None
 
     @property
     def state(self) -> str:
@@ -228,7 +231,34 @@ def list_runs(conn: Connection, limit: int | None = None) -> list[RunRecord]:
     if limit is not None:
         # Within the databases' integers: a larger limit is simply "all of them".
         sql += f" LIMIT {max(0, min(int(limit), 2**63 - 1))}"
-    return [_record(conn, r) for r in conn.execute(sql, params).fetchall()]
+    runs = [_record(conn, r) for r in conn.execute(sql, params).fetchall()]
+    _count_stored(conn, runs)
+    return runs
+
+
+def _count_stored(conn: Connection, runs: list[RunRecord]) -> None:
+    """Set each run's ``cases_stored``. A run decided on all its cases (COMPLETE, or every
+    case of its SUBSET) stored ``cases_total``; the others (sequential, stopped, running)
+    are counted, by key, so that a list of large finished runs reads no case."""
+    counted = []
+    for r in runs:
+        whole = r.status == RunStatus.DECIDED and r.completeness in (
+            Completeness.COMPLETE, Completeness.SUBSET)
+        if whole:
+            r.cases_stored = r.cases_total
+        else:
+            r.cases_stored = 0
+            counted.append(r)
+    by_id = {r.id: r for r in counted}
+    ids = list(by_id)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        rows = conn.execute(
+            f"SELECT run_id, COUNT(*) FROM run_cases WHERE run_id IN ({', '.join('?' * len(chunk))})"
+            " GROUP BY run_id", tuple(chunk),
+        ).fetchall()
+        for run_id, n in rows:
+            by_id[str(run_id)].cases_stored = int(n)
 
 
 def resolve_run_id(conn: Connection, ref: str) -> str:

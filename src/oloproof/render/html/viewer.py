@@ -348,6 +348,7 @@ def create_app(
                             else {"gate": r.gate, "exit_code": r.exit_code})
                 runs.append({"id": r.id, "created_at": r.created_at, "system": r.system,
                              "status": r.status, "state": r.state, "cases_total": r.cases_total,
+                             "cases_stored": r.cases_stored,
                              "gate": label if r.gate is not None else None,
                              "exit_code": code if r.gate is not None else r.exit_code,
                              "recorded": recorded})
