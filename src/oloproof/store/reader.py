@@ -441,8 +441,10 @@ def load_evidence(conn: Connection, run: RunRecord) -> dict[str, CriterionEviden
 
     Each stored judgment is sorted by ``oloproof.evidence.classify_outcome``
     (the one rule for observed, missing, excluded). A case whose execution
-    failed is stored as missing for every criterion; a case with no stored
-    judgment at all (a partial run) adds nothing.
+    failed is stored as missing for every criterion. A run that stopped part way
+    (``PARTIAL``) may have stored a case before a criterion's judgment finished (cancelled
+    by the stop): that case is missing for it, not left out, so that what the stop lost is
+    counted; a case with no stored row at all (never called) adds nothing.
     """
     evidence: dict[str, CriterionEvidence] = {}
     for m in run.metrics:
@@ -466,6 +468,7 @@ def load_evidence(conn: Connection, run: RunRecord) -> dict[str, CriterionEviden
             for case_id, outcomes in by_case.items():
                 ev.add_case(case_id, outcomes)
         return evidence
+    judged: dict[str, set[str]] = {c: set() for c in evidence}
     for case_id, criterion, status, passed, score in conn.execute(
         "SELECT case_id, criterion, status, passed, score FROM run_judgments WHERE run_id = ?",
         (run.id,),
@@ -474,6 +477,14 @@ def load_evidence(conn: Connection, run: RunRecord) -> dict[str, CriterionEviden
         if ev is not None:
             # The case id places a MEAN's score in the canonical order (evidence.py).
             ev.add(status, None if passed is None else bool(passed), score, case_id)
+            judged[criterion].add(case_id)
+    if run.completeness == Completeness.PARTIAL:
+        for (case_id,) in conn.execute(
+            "SELECT case_id FROM run_cases WHERE run_id = ?", (run.id,)
+        ).fetchall():
+            for criterion, ev in evidence.items():
+                if case_id not in judged[criterion]:
+                    ev.add(JUDGMENT_MISSING, None, None, case_id)
     return evidence
 
 
@@ -483,8 +494,8 @@ def load_trial_outcomes(
     """Per criterion, per case (in suite order), its judgments in trial order.
 
     A case some of whose trials left no judgment (a run that stopped) has the absent ones
-    as ``MISSING``, so a gap never reads as a pass; a case with no judgment at all adds
-    nothing, as for a run of one trial.
+    as ``MISSING``, so a gap never reads as a pass; so has a stored case of a run that
+    stopped part way with no judgment at all on a criterion, as for a run of one trial.
     """
     order = {
         r[0]: r[1]
@@ -505,6 +516,11 @@ def load_trial_outcomes(
             status, None if passed is None else bool(passed), score,
         )
     missing: TrialOutcome = (JUDGMENT_MISSING, None, None)
+    if run.completeness == Completeness.PARTIAL:
+        for m in run.metrics:
+            by_case = found.setdefault(str(m.get("criterion")), {})
+            for case_id in order:
+                by_case.setdefault(case_id, {})
     out: dict[str, dict[str, list[TrialOutcome]]] = {}
     for criterion, by_case in found.items():
         ids = sorted(by_case, key=lambda c: (order.get(c, len(order)), c))
