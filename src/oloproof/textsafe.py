@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["dumps", "escape_separators", "first_line", "json_safe", "printable"]
+__all__ = ["TextHead", "dumps", "escape_separators", "first_line", "json_safe", "printable"]
 
 REPLACEMENT = "\ufffd"
 
@@ -95,6 +95,20 @@ def _safe_str(text: str) -> str:
     if text.isascii():
         return text
     return re.sub(_SURROGATES, REPLACEMENT, text)
+
+
+class TextHead(str):
+    """The start of a stored text too long to read whole, as a report reads it: the stored
+    JSON of a value (not parsed), or an error or a reason. ``chars``: how long the whole
+    text is, in characters. A page writes it as it is (it is already JSON) and says where
+    it was cut."""
+
+    chars: int
+
+    def __new__(cls, head: str, chars: int) -> Self:
+        self = super().__new__(cls, head)
+        self.chars = chars
+        return self
 
 
 def json_safe(value: Any) -> Any:

@@ -36,6 +36,7 @@ from oloproof.evidence import (
     classify_outcome,
 )
 from oloproof.store.db import StoreUnreadable, has_table, run_alive
+from oloproof.textsafe import TextHead
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -385,53 +386,81 @@ def _id_chunks(case_ids: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 def load_cases(
     conn: Connection, run_id: str, case_id: str | None = None, *,
-    case_ids: Sequence[str] | None = None,
+    case_ids: Sequence[str] | None = None, head: int | None = None,
 ) -> list[CaseRow]:
     """The stored cases of a run in suite order, each with its judgments (or just
-    ``case_id``, or just those of ``case_ids``: read by key, whatever the run's size)."""
+    ``case_id``, or just those of ``case_ids``: read by key, whatever the run's size).
+
+    ``head``: read at most that many characters of each input, expected value, metadata,
+    output, error and reason (a report, which writes only the start of each); a longer one
+    is a :class:`~oloproof.textsafe.TextHead` of its stored text, not parsed, and the rest
+    never leaves the store."""
     if case_ids is not None:
         found = [
             row
             for where, chunk in _id_chunks(case_ids)
-            for row in _load_cases(conn, run_id, where, [run_id, *chunk])
+            for row in _load_cases(conn, run_id, where, [run_id, *chunk], head)
         ]
         return sorted(found, key=lambda c: c.idx)
     where, params = "", [run_id]
     if case_id is not None:
         where = " AND case_id = ?"
         params.append(case_id)
-    return _load_cases(conn, run_id, where, params)
+    return _load_cases(conn, run_id, where, params, head)
+
+
+def _column(name: str, head: int | None) -> str:
+    """``name`` whole, or (``head``) its length and at most its first ``head`` characters:
+    SQLite and PostgreSQL count characters, not bytes, in both."""
+    if head is None:
+        return f"{name}, NULL"
+    return (f"CASE WHEN length({name}) > {int(head)} THEN substr({name}, 1, {int(head)})"
+            f" ELSE {name} END, length({name})")
+
+
+def _value(run_id: str, what: str, text: str | None, chars: int | None) -> Any:
+    if text is not None and chars is not None and chars > len(text):
+        return TextHead(text, int(chars))
+    return _json(run_id, what, text)
+
+
+def _text(text: str | None, chars: int | None) -> str | None:
+    if text is not None and chars is not None and chars > len(text):
+        return TextHead(text, int(chars))
+    return text
 
 
 def _load_cases(
-    conn: Connection, run_id: str, where: str, params: list[str]
+    conn: Connection, run_id: str, where: str, params: list[str], head: int | None = None,
 ) -> list[CaseRow]:
     where = "run_id = ?" + where
     cases: dict[str, CaseRow] = {}
+    values = ", ".join(_column(c, head) for c in (
+        "input_json", "expected_json", "metadata_json", "output_json", "error"))
     for r in conn.execute(
-        "SELECT case_id, idx, input_json, expected_json, metadata_json, status, output_json,"
-        f" error, attempts, latency_ms, usage_json, from_cache FROM run_cases WHERE {where}"
-        " ORDER BY idx",
+        f"SELECT case_id, idx, status, attempts, latency_ms, usage_json, from_cache, {values}"
+        f" FROM run_cases WHERE {where} ORDER BY idx",
         params,
     ).fetchall():
         where_case = f"case {r[0]!r}"
         cases[r[0]] = CaseRow(
-            r[0], r[1], _json(run_id, f"input of {where_case}", r[2]),
-            _json(run_id, f"expected of {where_case}", r[3]),
-            _json(run_id, f"metadata of {where_case}", r[4]), r[5],
-            _json(run_id, f"output of {where_case}", r[6]), r[7], r[8], r[9],
-            _json(run_id, f"usage of {where_case}", r[10]), bool(r[11]),
+            r[0], r[1], _value(run_id, f"input of {where_case}", r[7], r[8]),
+            _value(run_id, f"expected of {where_case}", r[9], r[10]),
+            _value(run_id, f"metadata of {where_case}", r[11], r[12]), r[2],
+            _value(run_id, f"output of {where_case}", r[13], r[14]), _text(r[15], r[16]),
+            r[3], r[4], _json(run_id, f"usage of {where_case}", r[5]), bool(r[6]),
         )
     for j in conn.execute(
-        "SELECT case_id, criterion, status, passed, score, reason, from_cache, latency_ms,"
-        f" attempts, usage_json FROM run_judgments WHERE {where}",
+        "SELECT case_id, criterion, status, passed, score, from_cache, latency_ms,"
+        f" attempts, usage_json, {_column('reason', head)} FROM run_judgments WHERE {where}",
         params,
     ).fetchall():
         row = cases.get(j[0])
         if row is not None:
             row.judgments[j[1]] = JudgmentRow(
-                j[1], j[2], None if j[3] is None else bool(j[3]), j[4], j[5], bool(j[6]), j[7],
-                j[8], _json(run_id, f"usage of a judgment of case {j[0]!r}", j[9]),
+                j[1], j[2], None if j[3] is None else bool(j[3]), j[4], _text(j[9], j[10]),
+                bool(j[5]), j[6], j[7],
+                _json(run_id, f"usage of a judgment of case {j[0]!r}", j[8]),
             )
     return list(cases.values())
 
