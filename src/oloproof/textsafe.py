@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Self
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["TextHead", "dumps", "escape_separators", "first_line", "json_safe", "printable"]
+__all__ = [
+    "TextHead", "dumps", "escape_separators", "first_line", "json_safe", "one_line", "printable",
+]
 
 REPLACEMENT = "\ufffd"
 
@@ -79,6 +81,17 @@ def printable(text: str) -> str:
     if text.isprintable() or text.replace("\n", "").replace("\t", "").isprintable():
         return text
     return re.sub(_UNPRINTABLE, _escape, text)
+
+
+def one_line(text: str) -> str:
+    """A name shown on one line (a case id): :func:`printable`, and a newline or a tab in it
+    written ``\\n``, ``\\t`` too. Kept, they would lay the name out over lines of a listing
+    of its own: the id ``"q1\\n  Status     PASS"`` would print a line of its own that reads
+    as another case's."""
+    shown = printable(text)
+    if "\n" in shown or "\t" in shown:
+        shown = shown.replace("\n", "\\n").replace("\t", "\\t")
+    return shown
 
 
 def first_line(text: str | None) -> str:

@@ -31,7 +31,7 @@ from oloproof.policy.compare import fmt_difference, fmt_difference_interval
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.render.doc import system_label
 from oloproof.render.html.plots import comparison_plot, rule_plot
-from oloproof.textsafe import TextHead, json_safe, printable
+from oloproof.textsafe import TextHead, json_safe, one_line, printable
 
 __all__ = [
     "READ_CHARS",
@@ -205,6 +205,7 @@ def environment() -> Environment:
         difference_interval=fmt_difference_interval,
         level=level_text,
         search_text=_search_text,
+        one_line=one_line,
         seg=lambda s: quote(str(s), safe=""),
         shell=lambda s: shlex.quote(str(s)),
         verdict=lambda v: "" if v is None else ("passed" if v else "failed"),
