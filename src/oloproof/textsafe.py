@@ -112,15 +112,17 @@ def _safe_str(text: str) -> str:
 
 class TextHead(str):
     """The start of a stored text too long to read whole, as a report reads it: the stored
-    JSON of a value (not parsed), or an error or a reason. ``chars``: how long the whole
-    text is, in characters. A page writes it as it is (it is already JSON) and says where
-    it was cut."""
+    JSON of a value (``json``, not parsed), or an error or a reason. ``chars``: how long
+    the whole text is, in characters. A page writes it as it is and says where it was
+    cut."""
 
     chars: int
+    json: bool
 
-    def __new__(cls, head: str, chars: int) -> Self:
+    def __new__(cls, head: str, chars: int, *, json: bool = True) -> Self:
         self = super().__new__(cls, head)
         self.chars = chars
+        self.json = json
         return self
 
 

@@ -152,7 +152,7 @@ def _strip(text: str) -> str:
     """``text.strip()``; the start of a text too long to read whole stays one, and keeps
     its length (:class:`TextHead`)."""
     if isinstance(text, TextHead):
-        return TextHead(text.strip(), text.chars)
+        return TextHead(text.strip(), text.chars, json=text.json)
     return text.strip()
 
 

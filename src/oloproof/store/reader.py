@@ -426,7 +426,7 @@ def _value(run_id: str, what: str, text: str | None, chars: int | None) -> Any:
 
 def _text(text: str | None, chars: int | None) -> str | None:
     if text is not None and chars is not None and chars > len(text):
-        return TextHead(text, int(chars))
+        return TextHead(text, int(chars), json=False)
     return text
 
 

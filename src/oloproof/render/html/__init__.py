@@ -108,7 +108,7 @@ def clip(text: str | None, mode: str) -> Clipped:
     whole = text or ""
     shown = whole[:VALUE_CHARS.get(mode, VALUE_CHARS["report"])]
     if isinstance(whole, TextHead):
-        return Clipped(str(shown), whole.chars, stored=True)
+        return Clipped(str(shown), whole.chars, stored=whole.json)
     return Clipped(shown, len(whole))
 
 
