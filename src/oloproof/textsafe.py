@@ -26,12 +26,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["dumps", "escape_separators", "first_line", "json_safe", "printable"]
+__all__ = [
+    "TextHead", "dumps", "escape_separators", "first_line", "json_safe", "one_line", "printable",
+]
 
 REPLACEMENT = "\ufffd"
 
@@ -81,6 +83,17 @@ def printable(text: str) -> str:
     return re.sub(_UNPRINTABLE, _escape, text)
 
 
+def one_line(text: str) -> str:
+    """A name shown on one line (a case id): :func:`printable`, and a newline or a tab in it
+    written ``\\n``, ``\\t`` too. Kept, they would lay the name out over lines of a listing
+    of its own: the id ``"q1\\n  Status     PASS"`` would print a line of its own that reads
+    as another case's."""
+    shown = printable(text)
+    if "\n" in shown or "\t" in shown:
+        shown = shown.replace("\n", "\\n").replace("\t", "\\t")
+    return shown
+
+
 def first_line(text: str | None) -> str:
     """The first line of ``text`` (stripped), ended by a newline only.
 
@@ -95,6 +108,22 @@ def _safe_str(text: str) -> str:
     if text.isascii():
         return text
     return re.sub(_SURROGATES, REPLACEMENT, text)
+
+
+class TextHead(str):
+    """The start of a stored text too long to read whole, as a report reads it: the stored
+    JSON of a value (``json``, not parsed), or an error or a reason. ``chars``: how long
+    the whole text is, in characters. A page writes it as it is and says where it was
+    cut."""
+
+    chars: int
+    json: bool
+
+    def __new__(cls, head: str, chars: int, *, json: bool = True) -> Self:
+        self = super().__new__(cls, head)
+        self.chars = chars
+        self.json = json
+        return self
 
 
 def json_safe(value: Any) -> Any:

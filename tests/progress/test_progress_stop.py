@@ -10,6 +10,7 @@ import json
 import re
 import shlex
 import signal
+import sqlite3
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -265,3 +266,40 @@ def test_sigterm_with_slow_evaluations_running_and_queued_ahead(
     judged = _judged(project_dir)
     assert len(judged) == 2 and judged < set(started)
     _stopped_run_is_shown_as_such(project_dir, "terminated (SIGTERM)")
+
+
+def test_judgments_a_closed_stdout_cancelled_are_counted_missing(project_dir: Path) -> None:
+    """`run --json | head -3` with a custom check that takes 10 s: the stop stores the cases
+    whose exact_label judgment finished, each without its `slow` verdict (the check was
+    cancelled). The run, `inspect` and `runs` said `slow 0 / 0 observed · 0 missing`, as if
+    nothing had been lost; each such case is now missing for `slow`."""
+    evaluators = """
+      - type: exact_match
+        criterion: exact_label
+        field: label
+      - type: custom
+        criterion: slow
+        function: checks:slow
+        kind: binary
+    """
+    write_project(project_dir, app=SLOW, cases=labelled_cases(60), evaluators=evaluators,
+                  extra_files={"checks.py": "import time\n\ndef slow(output):\n"
+                               "    time.sleep(10)\n    return True\n"})
+    script = (f"{shlex.join(OLOPROOF)} run --json 2> err.txt | head -3 > head.txt;"
+              ' echo "${PIPESTATUS[0]}" > code.txt')
+    subprocess.run(["bash", "-c", script], cwd=project_dir, env=cli_env(), timeout=60,
+                   check=True, stdin=subprocess.DEVNULL)
+    assert (project_dir / "code.txt").read_text().strip() == "5"
+    with sqlite3.connect(project_dir / ".oloproof" / "store.sqlite") as conn:
+        stored = conn.execute("SELECT count(*) FROM run_cases").fetchone()[0]
+        judged = dict(conn.execute(
+            "SELECT criterion, count(*) FROM run_judgments GROUP BY criterion").fetchall())
+    lost = stored - judged.get("slow", 0)
+    assert stored >= 1 and lost >= 1, (stored, judged)
+    said = f"{judged.get('slow', 0)} / {judged.get('slow', 0)} observed · {lost} missing"
+    err = (project_dir / "err.txt").read_text()
+    assert said in err, err
+    inspect = run_cli("inspect", "latest", "--json", cwd=project_dir)
+    slow = next(m for m in json.loads(inspect.out)["metrics"] if m["metric"] == "slow")
+    assert (slow["observed"], slow["missing"]) == (judged.get("slow", 0), lost), slow
+    assert said in run_cli("inspect", "latest", cwd=project_dir, env={"COLUMNS": "200"}).out

@@ -139,3 +139,35 @@ def test_the_page_shows_the_gate_the_cli_exits_on_not_a_stale_stored_one(
     recorded = str(page.inner_text("#gate-recorded"))
     assert recorded.startswith("The run recorded ALLOW (exit code 0) when it ended"), recorded
     assert recorded.endswith("it is BLOCK (exit code 3)."), recorded
+
+
+def test_the_viewer_index_shows_the_gate_the_cli_exits_on(
+    tmp_path: Path, browser: Any,
+) -> None:
+    """Two runs: one whose row says ALLOW, exit 0 (as an earlier version that decided it
+    wrongly would have stored) while `oloproof gate` exits 3 on its evidence (32 of 40 against
+    min 0.9), and one that really allows (floor 0.5, then the policy relaxed in its row is
+    left alone). The index coloured the first green and said `ALLOW (exit 0)`; it now says
+    what `gate` exits on, and what the run recorded beside it."""
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(40),
+                         release=RELEASE_FLOOR.replace("0.5", "0.9"))
+    assert run_cli("run", cwd=root).code == 3
+    stale = json.loads(run_cli("gate", "latest", "--json", cwd=root).out)["run_id"]
+    with sqlite3.connect(root / ".oloproof" / "store.sqlite") as conn:
+        conn.execute("UPDATE runs SET gate = 'ALLOW', exit_code = 0")
+    assert run_cli("gate", stale, cwd=root).code == 3
+    (root / "release.yaml").write_text(RELEASE_FLOOR)
+    assert run_cli("run", cwd=root).code == 0
+    good = json.loads(run_cli("gate", "latest", "--json", cwd=root).out)["run_id"]
+
+    with running_viewer(root) as viewer:
+        page = browser.new_page()
+        page.goto(viewer.url)
+        rows = {str(r[0]): r[1:] for r in page.eval_on_selector_all(
+            "#runs-table tbody tr", """rows => rows.map(r => [
+                r.cells[0].textContent.trim(), r.cells[5].textContent.trim(),
+                r.querySelector('.runstate').className])""")}
+    assert rows[stale][0] == "BLOCK (exit 3) recorded ALLOW (exit 0)", rows
+    assert "chip-BLOCK" in rows[stale][1] and "chip-ALLOW" not in rows[stale][1], rows
+    assert rows[good][0] == "ALLOW (exit 0)", rows
+    assert "chip-ALLOW" in rows[good][1], rows

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from tests.conftest import run_cli
 from tests.report._browser import Requests, chromium, needs_chromium
+from tests.report._viewer import running_viewer
 
 pytestmark = pytest.mark.slow  # the sequential example, through the CLI
 
@@ -106,3 +107,28 @@ def test_the_sequential_note_in_the_browser(
         assert method.is_visible() and method.inner_text() == "beta-binomial mixture e-process"
         assert seen.errors == []
         page.close()
+
+
+@needs_chromium
+def test_every_list_of_runs_says_how_many_cases_a_sequential_run_stored(
+    sequential_report: tuple[Path, dict[str, Any]],
+) -> None:
+    """A sequential run decided after about 57 of the 2,000 cases and stored the few more in
+    flight. `runs` said "Cases 2000", `runs --json` `"cases": 2000` and the viewer's list
+    2000, while `inspect` and the run's page said "65 of 2000 stored". Every list now says
+    the cases stored, of the suite's: the same number `inspect --json` reads."""
+    root = sequential_report[0].parent
+    stored = json.loads(run_cli("inspect", "latest", "--json", cwd=root).out)["run"]
+    assert stored["cases_total"] == 2000 and stored["cases_stored"] < 200
+    shown = f"{stored['cases_stored']} of 2000"
+    listed = json.loads(run_cli("runs", "--json", cwd=root).out)[0]
+    assert (listed["cases"], listed["cases_stored"]) == (2000, stored["cases_stored"])
+    table = run_cli("runs", cwd=root, env={"COLUMNS": "200"})
+    assert re.search(rf"│ {shown}\s+│", table.out), table.out
+
+    with running_viewer(root) as viewer, chromium() as browser:
+        page = browser.new_page()
+        page.goto(viewer.url)
+        cells = page.eval_on_selector_all(
+            "#runs-table tbody td.cases", "els => els.map(e => e.textContent.trim())")
+        assert cells == [shown], cells

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pexpect
 from tests.conftest import OLOPROOF, run_cli, write_project
+from tests.report._browser import chromium, needs_chromium
 from tests.store._support import runs_json, store_of, strict_json
 
 # An OSC sequence that would retitle the terminal, and SGR 8 that would hide text.
@@ -227,3 +228,60 @@ def test_invalid_text_in_the_store_never_crashes_a_reader(tmp_path: Path) -> Non
     assert len(doc["cases"]) == len(HOSTILE_IDS)  # nothing lost
     bad = next(c for c in doc["cases"] if c["id"] == case_id)
     assert bad["output"]["label"] == "\ufffd\ufffd" and "k\ufffd" in bad["output"]
+
+
+SPOOF_APP = """
+from oloproof import system
+
+@system(name="s", version="1")
+def answer(case_input):
+    return {"label": "no"}
+"""
+
+
+def test_a_case_id_cannot_lay_out_lines_of_its_own(tmp_path: Path) -> None:
+    """A case id holding newlines (`"q1\\n  Execution  OK\\n..."`): `inspect --failures` in a
+    pipe and at COLUMNS=20 lays each failed case out as a block of lines under its id, and
+    the id's newlines printed lines of their own: a block that read as another case's, a
+    case `new` that does not exist. A case id is now shown on one line, its newlines and
+    tabs written `\\n` and `\\t`; so is the header of `inspect --case`."""
+    spoof = "q1\n  Execution  OK\n  Status     PASS\nnew"
+    cases = [{"id": spoof, "input": {"n": 0}, "expected": {"label": "ok"}},
+             {"id": "tab\there", "input": {"n": 1}, "expected": {"label": "ok"}}]
+    root = write_project(tmp_path / "p", app=SPOOF_APP, cases=cases)
+    assert run_cli("run", cwd=root).code == 0
+    shown = spoof.replace("\n", "\\n")
+    for env in ({}, {"COLUMNS": "20"}):
+        failures = run_cli("inspect", "latest", "--failures", cwd=root, env=env)
+        assert failures.code == 0, failures.text
+        lines = failures.out.splitlines()
+        assert "new" not in [s.strip() for s in lines], failures.out
+        assert not any(s.strip() == "Status     PASS" for s in lines), failures.out
+        assert shown in failures.out.replace("\n", "") or any(
+            s.strip() == shown for s in lines), failures.out
+        assert "tab\\there" in failures.out, failures.out
+    case = run_cli("inspect", "latest", "--case", spoof, cwd=root)
+    assert case.code == 0, case.text
+    assert case.out.splitlines()[0].startswith(f"Case {shown}  in run_"), case.out
+
+
+@needs_chromium
+def test_ids_a_newline_or_a_space_apart_look_different_in_the_report(tmp_path: Path) -> None:
+    """Two cases `c\\nnew` and `c new`: in the report's case table and on each case's
+    heading, HTML laid the newline out as a space, and the two ids read the same. Each id is
+    now written on one line, its newline as `\\n`, in Chromium as in the terminal."""
+    cases = [{"id": i, "input": {"n": n}, "expected": {"label": "ok"}}
+             for n, i in enumerate(["c\nnew", "c new", "t\tab"])]
+    root = write_project(tmp_path / "p", app=SPOOF_APP, cases=cases)
+    assert run_cli("run", cwd=root).code == 0
+    assert run_cli("report", "latest", "-o", "r.html", cwd=root).code == 0
+    with chromium() as browser:
+        page = browser.new_page()
+        page.goto((root / "r.html").as_uri())
+        page.wait_for_load_state("load")
+        ids = [str(t).strip() for t in page.eval_on_selector_all(
+            "td.case-id a", "els => els.map(e => e.innerText)")]
+        assert ids == ["c\\nnew", "c new", "t\\tab"], ids
+        heads = [str(t).strip() for t in page.eval_on_selector_all(
+            "code.case-id", "els => els.map(e => e.innerText)")]
+        assert sorted(heads) == sorted(ids), heads

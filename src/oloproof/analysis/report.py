@@ -37,6 +37,7 @@ from oloproof.analysis.stored import (
 )
 from oloproof.analysis.trials import flaky_cases
 from oloproof.enums import CaseStatus, Completeness, MetricKind
+from oloproof.errors import OloproofError
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.policy.compare import pair_runs
 from oloproof.policy.decide import Decision, gate, gate_declaration, gate_notes
@@ -51,7 +52,7 @@ from oloproof.store.reader import (
     load_cases,
     load_trial_cases,
 )
-from oloproof.textsafe import first_line, json_safe
+from oloproof.textsafe import TextHead, first_line, json_safe
 
 __all__ = [
     "OUTCOMES",
@@ -62,6 +63,7 @@ __all__ = [
     "comparison_report_document",
     "criterion_outcome",
     "run_document",
+    "stored_gate",
     "summarize_run",
 ]
 
@@ -146,13 +148,21 @@ def _clip(text: str, size: int) -> str:
 
 
 
+def _strip(text: str) -> str:
+    """``text.strip()``; the start of a text too long to read whole stays one, and keeps
+    its length (:class:`TextHead`)."""
+    if isinstance(text, TextHead):
+        return TextHead(text.strip(), text.chars, json=text.json)
+    return text.strip()
+
+
 def _why(case: CaseRow, per: dict[str, str]) -> list[dict[str, str]]:
     """Why a case did not pass: its execution error, then each failing or missing
     criterion with its judge's or evaluator's reason (empty for a case that passed)."""
     out = []
     if case.status != CaseStatus.OK:
         out.append({"criterion": "execution", "outcome": "missing",
-                    "reason": (case.error or case.status).strip()})
+                    "reason": _strip(case.error or case.status)})
         return out
     for name, state in per.items():
         if state not in ("failed", "missing"):
@@ -160,7 +170,7 @@ def _why(case: CaseRow, per: dict[str, str]) -> list[dict[str, str]]:
         j = case.judgments.get(name)
         reason = (j.reason if j is not None else None) or (
             "no judgment stored" if j is None else f"judgment {j.status}")
-        out.append({"criterion": name, "outcome": state, "reason": reason.strip()})
+        out.append({"criterion": name, "outcome": state, "reason": _strip(reason)})
     return out
 
 
@@ -171,6 +181,8 @@ def case_document(case: CaseRow, kinds: dict[str, str]) -> dict[str, Any]:
     why = _why(case, per)
     if case.status != CaseStatus.OK:
         output_text = first_line(case.error) or str(case.status)
+    elif isinstance(case.output, TextHead):
+        output_text = str(case.output)  # already compact JSON, read no further
     else:
         output_text = compact_json(json_safe(case.output))
     first = why[0] if why else None
@@ -456,6 +468,27 @@ def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSum
                       root, labels)
 
 
+def stored_gate(conn: Connection, run: RunRecord, root: str | None = None) -> tuple[str, int]:
+    """The gate and exit code ``oloproof gate RUN`` exits on for ``run`` (decided again from
+    its stored evidence, under its stored policy), without the rest of a page: what the
+    viewer's index shows of each finished run. A run still going: what its row holds.
+
+    Evidence or a policy that cannot be read is what ``gate`` makes of it: BLOCK, with the
+    error's exit code (5 for a damaged store)."""
+    if run.status == "RUNNING" or run.gate is None:
+        return str(run.gate or ""), int(run.exit_code or 0)
+    if run.completeness == Completeness.PARTIAL:
+        label, code = gate([], incomplete=True)
+        return str(label), int(code)
+    try:
+        decided, _ = decide_stored(conn, run, stored_policy(run, root))
+    except OloproofError as exc:
+        return "BLOCK", int(exc.exit_code)
+    whole = run.completeness in (Completeness.COMPLETE, Completeness.SEQUENTIAL)
+    label, code = gate(decided, incomplete=not whole)
+    return str(label), int(code)
+
+
 def _gate_document(summary: RunSummary) -> dict[str, Any]:
     """The gate a page shows: the one ``oloproof gate RUN`` exits on (the run decided again
     from its stored evidence, under its stored policy), with the lines the terminal prints
@@ -486,6 +519,7 @@ def _gate_document(summary: RunSummary) -> dict[str, Any]:
 def run_document(
     conn: Connection, ref: str, *, page: CasePage | None = None,
     limit: int | None = None, summary: RunSummary | None = None, root: str | None = None,
+    head: int | None = None,
 ) -> dict[str, Any]:
     """A stored run: header, gate, decisions, metrics, and its cases (in suite order).
 
@@ -493,7 +527,8 @@ def run_document(
     (``doc["paging"]`` says which); or with ``limit``, at most that many for a report file,
     the failed and missing ones first (``doc["capped"]`` says what was left out, None when
     nothing was). The outcome counts are always over every stored case. ``summary``: the
-    run's :func:`summarize_run`, when the caller kept it.
+    run's :func:`summarize_run`, when the caller kept it. ``head``: read at most that many
+    characters of each value (``load_cases``), for a page that writes only their start.
 
     The metrics are summarised at the level of the policy the run was decided under; the
     decisions and the gate are those ``oloproof gate RUN`` makes of its stored evidence
@@ -512,8 +547,8 @@ def run_document(
         shown, capped = _select_capped(index, max(0, limit))
     else:
         shown = index.ids
-    cases = load_cases(conn, run.id) if shown is index.ids else load_cases(
-        conn, run.id, case_ids=shown)
+    cases = load_cases(conn, run.id, head=head) if shown is index.ids else load_cases(
+        conn, run.id, case_ids=shown, head=head)
     case_docs = [case_document(c, kinds) for c in cases]
     if run.trials > 1:
         # Trials 1 .. k - 1 of each case, shown on its page after trial 0.

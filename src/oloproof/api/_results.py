@@ -240,13 +240,25 @@ class RunInfo:
     system: dict[str, Any]
     suite_digest: str
     stop_reason: str | None
+    #: The cases it stored: ``cases_total`` for a run decided on all of them, fewer for a
+    #: sequential run that stopped once every rule was decided, or a run stopped part way.
+    cases_stored: int | None = None
 
     @classmethod
     def from_record(cls, r: RunRecord) -> RunInfo:
         return cls(
             r.id, r.project, r.created_at, r.finished_at, r.status, r.completeness, r.gate,
             r.exit_code, r.cases_total, r.system, r.suite_digest, r.stop_reason,
+            r.cases_stored,
         )
+
+    @property
+    def cases_text(self) -> str:
+        """The "Cases" of ``oloproof runs``: ``120``, or ``65 of 2000`` when it stored fewer
+        cases than it was given (a sequential run, a run stopped or still going)."""
+        if self.cases_stored is None or self.cases_stored == self.cases_total:
+            return str(self.cases_total)
+        return f"{self.cases_stored} of {self.cases_total}"
 
     @property
     def state(self) -> str:

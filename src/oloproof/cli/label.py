@@ -36,7 +36,7 @@ from oloproof.errors import UsageError
 from oloproof.project import load_project
 from oloproof.project.labels import UNIFORM, load_labels, scales_of_run, seen_digest
 from oloproof.store.reader import CaseRow, get_run, load_cases
-from oloproof.textsafe import printable
+from oloproof.textsafe import one_line, printable
 
 if TYPE_CHECKING:
     import argparse
@@ -199,7 +199,7 @@ def _session(
     written = 0
     for number, case in enumerate(chosen, 1):
         judgment = case.judgments.get(args.criterion)
-        out(f"\n[{number}/{len(chosen)}] case {printable(case.case_id)}\n")
+        out(f"\n[{number}/{len(chosen)}] case {one_line(case.case_id)}\n")
         out(f"input:\n{show(case.input)}\n")
         if case.expected is not None:
             out(f"expected:\n{show(case.expected)}\n")
@@ -224,7 +224,7 @@ def _session(
         label["seen"] = seen_digest(case.input, case.expected, case.output)
         if not _append(path, label):
             out(
-                f"case {printable(case.case_id)} was labelled for {args.criterion} meanwhile"
+                f"case {one_line(case.case_id)} was labelled for {args.criterion} meanwhile"
                 f" (another session on {shown}): this label is not written\n"
             )
             continue

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from oloproof.analysis.report import comparison_report_document, run_document
 from oloproof.cli._common import project_root, read_project_store, refuse_store_folder
 from oloproof.errors import UsageError
-from oloproof.render.html import render_comparison, render_run
+from oloproof.render.html import READ_CHARS, render_comparison, render_run
 from oloproof.render.out import write_text
 from oloproof.store.db import has_table
 from oloproof.store.location import PostgresLocation, StoreLocation, locate
@@ -117,7 +117,7 @@ def command(args: argparse.Namespace) -> int:
             ident = doc["comparison"]["comparison_id"]
             html = render_comparison(doc, project_root=root)
         else:
-            doc = run_document(conn, args.ref, limit=limit, root=root)
+            doc = run_document(conn, args.ref, limit=limit, root=root, head=READ_CHARS)
             ident = doc["run"]["id"]
             html = render_run(doc, project_root=root)
     finally:

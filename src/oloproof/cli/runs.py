@@ -21,7 +21,7 @@ def run_json(r: RunInfo) -> dict[str, Any]:
     return {
         "id": r.run_id, "created_at": r.created_at, "finished_at": r.finished_at,
         "status": r.status, "completeness": r.completeness, "gate": r.gate,
-        "exit_code": r.exit_code, "cases": r.cases_total,
+        "exit_code": r.exit_code, "cases": r.cases_total, "cases_stored": r.cases_stored,
         "system": r.system, "suite_digest": r.suite_digest,
         "stop_reason": r.stop_reason,
     }

@@ -92,7 +92,9 @@ def print_to(
         item = line(item)
     if is_terminal(stream) if terminal is None else terminal:
         try:
-            make_console(stream).print(item)
+            # Not cropped: a line that may not wrap (a command to copy) is written whole, and
+            # the terminal folds it, rather than cut at the width.
+            make_console(stream).print(item, crop=False)
         except (OSError, ValueError) as exc:  # the terminal hung up under us
             unwritable(stream, exc)
         return

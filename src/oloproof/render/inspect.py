@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from oloproof.enums import CaseStatus
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line, system_label
 from oloproof.render.tables import cache_line, decisions_table, metrics_table, run_title
-from oloproof.textsafe import first_line
+from oloproof.textsafe import first_line, one_line
 
 if TYPE_CHECKING:
     from typing import Any
@@ -59,7 +59,7 @@ def _trials_table(trials: Sequence[TrialRow]) -> Table:
 def case_view(run: RunRecord, c: CaseRow, others: Sequence[TrialRow]) -> Blocks:
     """``inspect --case ID``: the case's input, expected, call and output, its judgments."""
     parts: list[Line | Table] = [
-        assemble(line("Case ", "bold"), line(c.case_id, "bold cyan"), line(f"  in {run.id}")),
+        assemble(line("Case ", "bold"), line(one_line(c.case_id), "bold cyan"), line(f"  in {run.id}")),
         line(f"  input     {_dump(c.input)}"),
         line(f"  expected  {_dump(c.expected)}"),
         line(f"  status    {c.status}   attempts {c.attempts}   "
@@ -94,7 +94,7 @@ def failures_table(run_id: str, rows: Sequence[FailureRow], failed: int, total: 
     table = Table(line(f"Failures in {run_id}: {failed} of {total} cases"), _columns(
         "Case", "Execution", "Attempts", "Criterion", "Status", "Reason"))
     for r in rows:
-        table.add_row(*map(line, (r.case_id, r.execution, r.attempts, r.criterion, r.state,
+        table.add_row(*map(line, (one_line(r.case_id), r.execution, r.attempts, r.criterion, r.state,
                                   r.reason)))
     return table
 
@@ -116,7 +116,7 @@ def flaky_view(run: RunRecord, flaky: Sequence[FlakyCase], cases: int) -> Line |
         shown = f"{f.passed} / {f.passed + f.failed}"
         if f.missing:
             shown += f" ({f.missing} missing)"
-        table.add_row(*map(line, (f.case_id, f.criterion, shown, f.trials_text)))
+        table.add_row(*map(line, (one_line(f.case_id), f.criterion, shown, f.trials_text)))
     return Blocks([title, table])
 
 

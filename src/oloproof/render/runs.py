@@ -34,7 +34,7 @@ def runs_table(runs: Sequence[RunInfo], *, title: str = "Runs") -> Table:
     for r in runs:
         gate = f"{r.gate} (exit {r.exit_code})" if r.gate else ""
         cells = [
-            r.run_id, _time(r.created_at), r.state, gate, str(r.cases_total),
+            r.run_id, _time(r.created_at), r.state, gate, r.cases_text,
             system_label(r.system),
         ]
         table.add_row(*map(line, [*cells, *([r.stop_reason] if stopped else [])]))

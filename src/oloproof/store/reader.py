@@ -36,6 +36,7 @@ from oloproof.evidence import (
     classify_outcome,
 )
 from oloproof.store.db import StoreUnreadable, has_table, run_alive
+from oloproof.textsafe import TextHead
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -105,6 +106,9 @@ class RunRecord:
     #: How a sequential run ordered and tested its cases (policy/sequential.py
     #: ``SequentialSpec`` plus ``order``, its case ids in order); ``None``: not sequential.
     sequential: dict[str, Any] | None = None
+    #: The cases it stored (a sequential run stops before the suite's end, a stopped or
+    #: running one is part way), read by :func:`list_runs` only; ``None`` where not read.
+    cases_stored: int | None = None
 
     @property
     def state(self) -> str:
@@ -228,7 +232,34 @@ def list_runs(conn: Connection, limit: int | None = None) -> list[RunRecord]:
     if limit is not None:
         # Within the databases' integers: a larger limit is simply "all of them".
         sql += f" LIMIT {max(0, min(int(limit), 2**63 - 1))}"
-    return [_record(conn, r) for r in conn.execute(sql, params).fetchall()]
+    runs = [_record(conn, r) for r in conn.execute(sql, params).fetchall()]
+    _count_stored(conn, runs)
+    return runs
+
+
+def _count_stored(conn: Connection, runs: list[RunRecord]) -> None:
+    """Set each run's ``cases_stored``. A run decided on all its cases (COMPLETE, or every
+    case of its SUBSET) stored ``cases_total``; the others (sequential, stopped, running)
+    are counted, by key, so that a list of large finished runs reads no case."""
+    counted = []
+    for r in runs:
+        whole = r.status == RunStatus.DECIDED and r.completeness in (
+            Completeness.COMPLETE, Completeness.SUBSET)
+        if whole:
+            r.cases_stored = r.cases_total
+        else:
+            r.cases_stored = 0
+            counted.append(r)
+    by_id = {r.id: r for r in counted}
+    ids = list(by_id)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        rows = conn.execute(
+            f"SELECT run_id, COUNT(*) FROM run_cases WHERE run_id IN ({', '.join('?' * len(chunk))})"
+            " GROUP BY run_id", tuple(chunk),
+        ).fetchall()
+        for run_id, n in rows:
+            by_id[str(run_id)].cases_stored = int(n)
 
 
 def resolve_run_id(conn: Connection, ref: str) -> str:
@@ -355,53 +386,81 @@ def _id_chunks(case_ids: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 def load_cases(
     conn: Connection, run_id: str, case_id: str | None = None, *,
-    case_ids: Sequence[str] | None = None,
+    case_ids: Sequence[str] | None = None, head: int | None = None,
 ) -> list[CaseRow]:
     """The stored cases of a run in suite order, each with its judgments (or just
-    ``case_id``, or just those of ``case_ids``: read by key, whatever the run's size)."""
+    ``case_id``, or just those of ``case_ids``: read by key, whatever the run's size).
+
+    ``head``: read at most that many characters of each input, expected value, metadata,
+    output, error and reason (a report, which writes only the start of each); a longer one
+    is a :class:`~oloproof.textsafe.TextHead` of its stored text, not parsed, and the rest
+    never leaves the store."""
     if case_ids is not None:
         found = [
             row
             for where, chunk in _id_chunks(case_ids)
-            for row in _load_cases(conn, run_id, where, [run_id, *chunk])
+            for row in _load_cases(conn, run_id, where, [run_id, *chunk], head)
         ]
         return sorted(found, key=lambda c: c.idx)
     where, params = "", [run_id]
     if case_id is not None:
         where = " AND case_id = ?"
         params.append(case_id)
-    return _load_cases(conn, run_id, where, params)
+    return _load_cases(conn, run_id, where, params, head)
+
+
+def _column(name: str, head: int | None) -> str:
+    """``name`` whole, or (``head``) its length and at most its first ``head`` characters:
+    SQLite and PostgreSQL count characters, not bytes, in both."""
+    if head is None:
+        return f"{name}, NULL"
+    return (f"CASE WHEN length({name}) > {int(head)} THEN substr({name}, 1, {int(head)})"
+            f" ELSE {name} END, length({name})")
+
+
+def _value(run_id: str, what: str, text: str | None, chars: int | None) -> Any:
+    if text is not None and chars is not None and chars > len(text):
+        return TextHead(text, int(chars))
+    return _json(run_id, what, text)
+
+
+def _text(text: str | None, chars: int | None) -> str | None:
+    if text is not None and chars is not None and chars > len(text):
+        return TextHead(text, int(chars), json=False)
+    return text
 
 
 def _load_cases(
-    conn: Connection, run_id: str, where: str, params: list[str]
+    conn: Connection, run_id: str, where: str, params: list[str], head: int | None = None,
 ) -> list[CaseRow]:
     where = "run_id = ?" + where
     cases: dict[str, CaseRow] = {}
+    values = ", ".join(_column(c, head) for c in (
+        "input_json", "expected_json", "metadata_json", "output_json", "error"))
     for r in conn.execute(
-        "SELECT case_id, idx, input_json, expected_json, metadata_json, status, output_json,"
-        f" error, attempts, latency_ms, usage_json, from_cache FROM run_cases WHERE {where}"
-        " ORDER BY idx",
+        f"SELECT case_id, idx, status, attempts, latency_ms, usage_json, from_cache, {values}"
+        f" FROM run_cases WHERE {where} ORDER BY idx",
         params,
     ).fetchall():
         where_case = f"case {r[0]!r}"
         cases[r[0]] = CaseRow(
-            r[0], r[1], _json(run_id, f"input of {where_case}", r[2]),
-            _json(run_id, f"expected of {where_case}", r[3]),
-            _json(run_id, f"metadata of {where_case}", r[4]), r[5],
-            _json(run_id, f"output of {where_case}", r[6]), r[7], r[8], r[9],
-            _json(run_id, f"usage of {where_case}", r[10]), bool(r[11]),
+            r[0], r[1], _value(run_id, f"input of {where_case}", r[7], r[8]),
+            _value(run_id, f"expected of {where_case}", r[9], r[10]),
+            _value(run_id, f"metadata of {where_case}", r[11], r[12]), r[2],
+            _value(run_id, f"output of {where_case}", r[13], r[14]), _text(r[15], r[16]),
+            r[3], r[4], _json(run_id, f"usage of {where_case}", r[5]), bool(r[6]),
         )
     for j in conn.execute(
-        "SELECT case_id, criterion, status, passed, score, reason, from_cache, latency_ms,"
-        f" attempts, usage_json FROM run_judgments WHERE {where}",
+        "SELECT case_id, criterion, status, passed, score, from_cache, latency_ms,"
+        f" attempts, usage_json, {_column('reason', head)} FROM run_judgments WHERE {where}",
         params,
     ).fetchall():
         row = cases.get(j[0])
         if row is not None:
             row.judgments[j[1]] = JudgmentRow(
-                j[1], j[2], None if j[3] is None else bool(j[3]), j[4], j[5], bool(j[6]), j[7],
-                j[8], _json(run_id, f"usage of a judgment of case {j[0]!r}", j[9]),
+                j[1], j[2], None if j[3] is None else bool(j[3]), j[4], _text(j[9], j[10]),
+                bool(j[5]), j[6], j[7],
+                _json(run_id, f"usage of a judgment of case {j[0]!r}", j[8]),
             )
     return list(cases.values())
 
@@ -411,8 +470,10 @@ def load_evidence(conn: Connection, run: RunRecord) -> dict[str, CriterionEviden
 
     Each stored judgment is sorted by ``oloproof.evidence.classify_outcome``
     (the one rule for observed, missing, excluded). A case whose execution
-    failed is stored as missing for every criterion; a case with no stored
-    judgment at all (a partial run) adds nothing.
+    failed is stored as missing for every criterion. A run that stopped part way
+    (``PARTIAL``) may have stored a case before a criterion's judgment finished (cancelled
+    by the stop): that case is missing for it, not left out, so that what the stop lost is
+    counted; a case with no stored row at all (never called) adds nothing.
     """
     evidence: dict[str, CriterionEvidence] = {}
     for m in run.metrics:
@@ -436,6 +497,7 @@ def load_evidence(conn: Connection, run: RunRecord) -> dict[str, CriterionEviden
             for case_id, outcomes in by_case.items():
                 ev.add_case(case_id, outcomes)
         return evidence
+    judged: dict[str, set[str]] = {c: set() for c in evidence}
     for case_id, criterion, status, passed, score in conn.execute(
         "SELECT case_id, criterion, status, passed, score FROM run_judgments WHERE run_id = ?",
         (run.id,),
@@ -444,6 +506,14 @@ def load_evidence(conn: Connection, run: RunRecord) -> dict[str, CriterionEviden
         if ev is not None:
             # The case id places a MEAN's score in the canonical order (evidence.py).
             ev.add(status, None if passed is None else bool(passed), score, case_id)
+            judged[criterion].add(case_id)
+    if run.completeness == Completeness.PARTIAL:
+        for (case_id,) in conn.execute(
+            "SELECT case_id FROM run_cases WHERE run_id = ?", (run.id,)
+        ).fetchall():
+            for criterion, ev in evidence.items():
+                if case_id not in judged[criterion]:
+                    ev.add(JUDGMENT_MISSING, None, None, case_id)
     return evidence
 
 
@@ -453,8 +523,8 @@ def load_trial_outcomes(
     """Per criterion, per case (in suite order), its judgments in trial order.
 
     A case some of whose trials left no judgment (a run that stopped) has the absent ones
-    as ``MISSING``, so a gap never reads as a pass; a case with no judgment at all adds
-    nothing, as for a run of one trial.
+    as ``MISSING``, so a gap never reads as a pass; so has a stored case of a run that
+    stopped part way with no judgment at all on a criterion, as for a run of one trial.
     """
     order = {
         r[0]: r[1]
@@ -475,6 +545,11 @@ def load_trial_outcomes(
             status, None if passed is None else bool(passed), score,
         )
     missing: TrialOutcome = (JUDGMENT_MISSING, None, None)
+    if run.completeness == Completeness.PARTIAL:
+        for m in run.metrics:
+            by_case = found.setdefault(str(m.get("criterion")), {})
+            for case_id in order:
+                by_case.setdefault(case_id, {})
     out: dict[str, dict[str, list[TrialOutcome]]] = {}
     for criterion, by_case in found.items():
         ids = sorted(by_case, key=lambda c: (order.get(c, len(order)), c))

@@ -51,6 +51,7 @@ from oloproof.analysis.report import (
     case_page_document,
     comparison_report_document,
     run_document,
+    stored_gate,
     summarize_run,
 )
 from oloproof.enums import CaseStatus, MetricKind, RunStatus
@@ -65,6 +66,7 @@ from oloproof.events import (
 )
 from oloproof.evidence import CriterionEvidence
 from oloproof.render.html import (
+    READ_CHARS,
     render_case_page,
     render_comparison,
     render_index,
@@ -274,6 +276,33 @@ class _Summaries:
         return summary
 
 
+class _Gates:
+    """The gate ``oloproof gate RUN`` exits on, per run the index lists (:func:`stored_gate`),
+    kept for a finished run (whose evidence and stored policy never change): the index
+    decides each run once, not at every visit."""
+
+    KEEP = 5000
+
+    def __init__(self, root: str | None) -> None:
+        self.root = root
+        self._kept: OrderedDict[tuple[str, str, str | None], tuple[str, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, conn: Connection, run: RunRecord) -> tuple[str, int]:
+        key = (run.id, str(run.status), run.finished_at)
+        with self._lock:
+            kept = self._kept.get(key)
+        if kept is not None:
+            return kept
+        found = stored_gate(conn, run, self.root)
+        if run.status != RunStatus.RUNNING and run.finished_at is not None:
+            with self._lock:
+                self._kept[key] = found
+                while len(self._kept) > self.KEEP:
+                    self._kept.popitem(last=False)
+        return found
+
+
 def _case_page_query(request: Request, criteria: list[str]) -> CasePage:
     q = request.query_params
     try:
@@ -299,6 +328,7 @@ def create_app(
     token."""
     followers = Followers(store)
     summaries = _Summaries(project_root)
+    gates = _Gates(project_root)
     warm_templates()  # compiled now, not on the first request
 
     def read(fn: Callable[[Connection], Any]) -> Any:
@@ -310,12 +340,19 @@ def create_app(
 
     def index(request: Request) -> Response:
         def load(conn: Connection) -> str:
-            runs = [
-                {"id": r.id, "created_at": r.created_at, "system": r.system, "status": r.status,
-                 "state": r.state, "cases_total": r.cases_total, "gate": r.gate,
-                 "exit_code": r.exit_code}
-                for r in list_runs(conn, 200)
-            ]
+            runs = []
+            for r in list_runs(conn, 200):
+                # The gate `oloproof gate RUN` exits on, as the run's page shows it; and
+                # what the run recorded, when that differs.
+                label, code = gates.get(conn, r)
+                recorded = (None if r.gate is None or (str(r.gate), r.exit_code) == (label, code)
+                            else {"gate": r.gate, "exit_code": r.exit_code})
+                runs.append({"id": r.id, "created_at": r.created_at, "system": r.system,
+                             "status": r.status, "state": r.state, "cases_total": r.cases_total,
+                             "cases_stored": r.cases_stored,
+                             "gate": label if r.gate is not None else None,
+                             "exit_code": code if r.gate is not None else r.exit_code,
+                             "recorded": recorded})
             comparisons = [
                 {"id": c.id, "created_at": c.created_at, "candidate_run": c.candidate_run,
                  "baseline_run": c.baseline_run, "gate": c.gate, "exit_code": c.exit_code}
@@ -339,7 +376,10 @@ def create_app(
         def load(conn: Connection) -> str:
             summary = summaries.get(conn, run_id)
             page = _case_page_query(request, list(summary.kinds))
-            doc = run_document(conn, summary.run.id, page=page, summary=summary)
+            # Its case table writes the start of each output and reason: read no more of
+            # them (a page of 100 outputs of 4.4 MB took 1.1 GB and 12 s).
+            doc = run_document(conn, summary.run.id, page=page, summary=summary,
+                               head=READ_CHARS)
             doc["loaded_at"] = utc_timestamp()
             return render_run(doc, mode="viewer", project_root=project_root)
 
