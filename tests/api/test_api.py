@@ -445,3 +445,85 @@ def test_an_id_that_is_not_text_is_a_clear_type_error(
     oloproof.run(project_dir)
     with pytest.raises(TypeError, match=message.replace("(", r"\(").replace(")", r"\)")):
         call(project_dir)
+
+
+def test_a_helper_imported_by_name_at_call_time_and_edited_runs_its_new_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A system that imports its helper by name when called (``importlib.import_module``),
+    the helper listed in code_paths, edited between two runs in one process within the
+    second its bytecode was written, to the same size: the identity followed the file (the
+    second run missed the cache), but the import machinery trusted the old bytecode, so
+    the old code ran and its answers were stored under the new identity (6 of 6 passed,
+    where the edited helper fails all 6)."""
+    import os
+    import time
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    app = (
+        "import importlib\n\n"
+        "def answer(case_input):\n"
+        "    return {'label': importlib.import_module('helpers').label()}\n"
+    )
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(6), release=RELEASE_FLOOR,
+                         system_extra="code_paths: [helpers.py]",
+                         extra_files={"helpers.py": "def label():\n    return 'ok'\n"})
+    helper = root / "helpers.py"
+    second = int(time.time()) + 5  # both versions "written" in one second, as by an editor
+    os.utime(helper, (second, second))
+    first = oloproof.run(root)
+    assert first.metrics["exact_label"].passed == 6
+    helper.write_text("def label():\n    return 'no'\n")  # the same size
+    os.utime(helper, (second, second))
+    edited = oloproof.run(root)
+    assert edited.cache is not None and edited.cache["execution_misses"] == 6
+    assert {c.output["label"] for c in edited.cases()} == {"no"}, "ran the old helper"
+    assert not edited.allowed
+
+
+def test_a_helper_imported_by_name_is_warned_about_and_read_afresh(tmp_path: Path) -> None:
+    """``importlib.import_module("helpers")`` in the function, helpers.py not in
+    code_paths: no StaleCacheWarning named it (only import statements and globals were
+    looked at), and after an edit to it, a run without the cache in the same process
+    still called the old helper (6 of 6 passed; `oloproof run --no-cache` fails all 6)."""
+    app = (
+        "import importlib\n\n"
+        "def answer(case_input):\n"
+        "    return {'label': importlib.import_module('helpers').label()}\n"
+    )
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(6), release=RELEASE_FLOOR,
+                         extra_files={"helpers.py": "def label():\n    return 'ok'\n"})
+    with pytest.warns(oloproof.StaleCacheWarning, match=r"\(helpers\.py\)"):
+        assert oloproof.run(root).metrics["exact_label"].passed == 6
+    (root / "helpers.py").write_text("def label():\n    return 'not ok'\n")
+    again = oloproof.run(root, use_cache=False)
+    assert {c.output["label"] for c in again.cases()} == {"not ok"}, "ran the old helper"
+    assert again.metrics["exact_label"].passed == 0
+
+
+def test_a_helper_the_caller_imported_before_an_edit_is_not_run_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notebook imports the project's helper (to try it), the helper is edited, then the
+    project runs: the system's `from helpers import label` got the module the notebook had
+    imported, of the old file, while the identity (helpers.py in code_paths) is the new
+    file's; the old answers were stored under it (6 of 6 passed) and a later `oloproof
+    run` would read them from the cache."""
+    import os
+    import time
+
+    app = "from helpers import label\n\ndef answer(case_input):\n    return {'label': label()}\n"
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(6), release=RELEASE_FLOOR,
+                         system_extra="code_paths: [helpers.py]",
+                         extra_files={"helpers.py": "def label():\n    return 'ok'\n"})
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.delitem(sys.modules, "helpers", raising=False)
+    import helpers  # type: ignore[import-not-found]
+
+    assert helpers.label() == "ok"
+    (root / "helpers.py").write_text("def label():\n    return 'not ok'\n")
+    an_hour_ago = time.time() - 3600  # edited well after its bytecode was written
+    os.utime(root / "helpers.py", (an_hour_ago, an_hour_ago))
+    result = oloproof.run(root)
+    assert {c.output["label"] for c in result.cases()} == {"not ok"}, "ran the old helper"
+    assert not result.allowed

@@ -50,12 +50,20 @@ def import_callable(
         _forget_if_code_paths_changed(module_name, root_s, code_paths)
     _forget_if_stale(module_name, root_s)
     _drop_racy_bytecode(os.path.join(root_s, *module_name.split(".")))
+    for path in code_paths or ():
+        if path.endswith(".py"):  # imported by name at call time, too: from its file
+            _drop_racy_bytecode(os.path.join(root_s, path)[:-3])
+    before = set(sys.modules)
     began = time.time_ns()
     try:
         module = importlib.import_module(module_name)
         uses = [m for m, _ in project_modules(module, root_s)]
         racy = [m for m in uses if _racy(m)]
-        if racy:  # a helper's bytecode may be older than its source: from the sources
+        # A helper imported before, where Oloproof did not see it (a notebook's `import
+        # helpers`, then an edit): of its file as it was then, for all anyone knows.
+        unseen = [m for m in uses
+                  if m.__name__ in before and not hasattr(m, "__oloproof_source__")]
+        if racy or unseen:  # a helper's code may be older than its source: from the sources
             for used in racy:
                 _drop_bytecode(used)
             _forget(module_name, uses)
@@ -197,10 +205,14 @@ def _forget_if_stale(module_name: str, root: str) -> None:
         uses = project_modules(loaded, root)
         edited = [m for m, path in uses if _edited(m, path)]
         if edited:
-            stale = True
             for used in edited:
                 _drop_bytecode(used)
-            _forget(None, [m for m, _ in uses])
+            held = {m.__name__ for m, _ in project_modules(loaded, root, by_name=False)}
+            if any(m.__name__ in held for m in edited):
+                stale = True
+                _forget(None, [m for m, _ in uses])
+            else:  # imported by name when called (held by nothing): those alone
+                _forget(None, edited)
     if stale and (_within(file, root) or _shadowed(module_name, root)):
         _forget(module_name, [])
 
@@ -335,7 +347,11 @@ def _racy_file(source: str, cached: str) -> bool:
 
 def _drop_racy_bytecode(base: str) -> None:
     """Before the system's module is imported (``base``: its path without ``.py``), drop
-    its bytecode if it is racy (:func:`_racy`): the module's code must be its file's."""
+    its bytecode if it is racy (:func:`_racy`): the module's code must be its file's. So
+    for every ``.py`` file under ``code_paths``: part of the identity, such a file may be
+    imported where the import machinery trusts its bytecode, not where Oloproof looks
+    (``importlib.import_module("helpers")`` in the function), and a same-size edit within
+    the second of the last one ran the old code under the new identity."""
     for source in (base + ".py", os.path.join(base, "__init__.py")):
         try:
             cached = importlib.util.cache_from_source(source)
@@ -346,10 +362,12 @@ def _drop_racy_bytecode(base: str) -> None:
 
 
 def _edited(module: ModuleType, path: str) -> bool:
-    """Whether ``module``'s file changed since it was imported (as far as we recorded)."""
+    """Whether ``module``'s file may have changed since it was imported: it did, or it was
+    imported where Oloproof did not see it (by the caller, or by the system when called,
+    ``importlib.import_module("helpers")``), as it was then, which nothing records."""
     recorded = getattr(module, "__oloproof_source__", None)
     if recorded is None:
-        return False  # imported before Oloproof saw it: nothing to compare with
+        return True
     try:
         return bool(_read(path) != recorded)
     except OSError:
@@ -553,9 +571,10 @@ def imports_outside_identity(
     The identity of a callable system is the source of its own module plus the files of
     ``code_paths`` (SPEC §2), so an edit to any other file it imports leaves its cached
     results in place. A module "uses" what its ``import`` statements name (read from its
-    source, so ``from helpers import RULES`` counts though ``RULES`` is data) and what its
-    globals hold (modules, and the modules imported functions and classes come from),
-    followed through every module so reached that is itself project code: a helper of a
+    source, so ``from helpers import RULES`` counts though ``RULES`` is data), what it
+    imports by a name written in its source (``importlib.import_module("helpers")``, loaded
+    or not yet: a call may import it), and what its globals hold (modules, and the modules
+    imported functions and classes come from), followed through every module so reached that is itself project code: a helper of a
     helper counts. "Project code" is a source file under the project directory, outside
     hidden folders (``.venv``, ``.oloproof``) and ``site-packages``. The answer is those
     files, relative to the project directory and sorted, less the module's own file and
@@ -567,22 +586,43 @@ def imports_outside_identity(
     covered = [os.path.realpath(os.path.join(base, entry)) for entry in code_paths]
     own = source_file(module)
     in_identity = {os.path.realpath(own) if own else None, *(defining or ())}
+    unloaded: list[str] = []
+    used = {path for _, path in project_modules(module, base, unloaded=unloaded)}
+    for name in unloaded:  # imported by name when the code runs: its project file, if any
+        own = os.path.join(base, *name.split("."))
+        for path in (own + ".py", os.path.join(own, "__init__.py")):
+            if os.path.isfile(path) and _project_file_path(os.path.realpath(path), base):
+                used.add(os.path.realpath(path))
     found = {
-        path for _, path in project_modules(module, base)
+        path for path in used
         if path not in in_identity and not any(_within(path, c) for c in covered)
     }
     return sorted(os.path.relpath(p, base) for p in found)
 
 
-def project_modules(module: ModuleType, base: str) -> list[tuple[ModuleType, str]]:
+def project_modules(
+    module: ModuleType, base: str, *, by_name: bool = True, unloaded: list[str] | None = None
+) -> list[tuple[ModuleType, str]]:
     """Every project module ``module`` uses, directly or through other project modules
-    (see :func:`imports_outside_identity`), with its resolved source file."""
+    (see :func:`imports_outside_identity`), with its resolved source file. ``by_name``:
+    with the loaded modules it imports by name (:data:`_BY_NAME`); without them, only
+    those whose objects a module may hold (an import statement, a global). ``unloaded``
+    receives the names imported by name that are not loaded (yet)."""
     seen: set[str] = {module.__name__}
     reached: list[tuple[ModuleType, str]] = []
     todo = [module]
     while todo:
         current = todo.pop()
-        for used in _uses(current, base):
+        static, named = _imported_names(current)
+        if unloaded is not None:
+            unloaded.extend(n for n in named if n not in sys.modules)
+        found = [sys.modules[n] for n in (*static, *(named if by_name else ()))
+                 if n in sys.modules]
+        for value in list(vars(current).values()):
+            held = _module_of(value)
+            if held is not None:
+                found.append(held)
+        for used in found:
             if used.__name__ in seen:
                 continue
             seen.add(used.__name__)
@@ -598,10 +638,14 @@ _IMPORT = re.compile(
     r"(?P<names>\([^)]*\)|[^\n#;]*)|import[ \t]+(?P<plain>[^\n#;]+))",
     re.MULTILINE,
 )
+#: A module imported by name, when the code runs: ``importlib.import_module("helpers")``,
+#: ``__import__("lib.words")`` (a literal, absolute name; what a variable holds is unseen).
+_BY_NAME = re.compile(r"""\b(?:import_module|__import__)\(\s*(?P<q>['"])(?P<name>\w[\w.]*)(?P=q)""")
 
 
-def _uses(module: ModuleType, base: str) -> list[ModuleType]:
-    """The loaded modules ``module`` names in its imports or holds in its globals."""
+def _imported_names(module: ModuleType) -> tuple[list[str], list[str]]:
+    """The module names ``module``'s source names in its import statements, and those it
+    imports by name (:data:`_BY_NAME`), each with its parents, in order."""
     names: list[str] = []
     path = source_file(module)
     try:
@@ -628,12 +672,8 @@ def _uses(module: ModuleType, base: str) -> list[ModuleType]:
             name = part.split(" as ")[0].strip()
             if name and name != "*":
                 names.append(f"{stem}.{name}" if stem else name)
-    found = [sys.modules[n] for n in dict.fromkeys(names) if n in sys.modules]
-    for value in list(vars(module).values()):
-        reached = _module_of(value)
-        if reached is not None:
-            found.append(reached)
-    return found
+    named = [p for m in _BY_NAME.finditer(source) for p in _prefixes(m.group("name"))]
+    return list(dict.fromkeys(names)), list(dict.fromkeys(named))
 
 
 def _prefixes(dotted: str) -> list[str]:
