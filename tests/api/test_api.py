@@ -527,3 +527,45 @@ def test_a_helper_the_caller_imported_before_an_edit_is_not_run_as_it_was(
     result = oloproof.run(root)
     assert {c.output["label"] for c in result.cases()} == {"not ok"}, "ran the old helper"
     assert not result.allowed
+
+
+def test_two_projects_loaded_at_once_in_threads_each_import_their_own_app(
+    tmp_path: Path,
+) -> None:
+    """Two projects with an app.py each, run at once from two threads of one process
+    (`asyncio.gather` of two `run_async`, a thread pool): the second one's load took the
+    first one's `app` out of sys.modules while it was being imported, and the first run
+    failed with "cannot import module 'app': KeyError: 'app'" (or, a moment later, imported
+    the second project's app.py and ran it under its own project). Loading is now one at a
+    time."""
+    import threading
+
+    slow = (
+        "import os, time\n"
+        "open(os.path.join(os.path.dirname(__file__), 'importing'), 'w').close()\n"
+        "time.sleep(0.5)\n"
+        "def answer(case_input):\n    return {'label': 'ok'}\n"
+    )
+    fast = "def answer(case_input):\n    return {'label': 'no'}\n"
+    a = write_project(tmp_path / "a", app=slow, cases=labelled_cases(6))
+    b = write_project(tmp_path / "b", app=fast, cases=labelled_cases(6))
+    results: dict[str, Any] = {}
+
+    def run(name: str, root: Path) -> None:
+        try:
+            results[name] = oloproof.run(root)
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            results[name] = exc
+
+    first = threading.Thread(target=run, args=("a", a))
+    first.start()
+    while first.is_alive() and not (a / "importing").exists():
+        first.join(0.01)
+    second = threading.Thread(target=run, args=("b", b))
+    second.start()
+    first.join()
+    second.join()
+    assert not isinstance(results["a"], Exception), results["a"]
+    assert not isinstance(results["b"], Exception), results["b"]
+    assert {c.output["label"] for c in results["a"].cases()} == {"ok"}
+    assert {c.output["label"] for c in results["b"].cases()} == {"no"}

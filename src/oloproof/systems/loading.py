@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import importlib
 import importlib.util
@@ -20,6 +21,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+#: One import of user code at a time in this process: each puts its project's folder first
+#: on ``sys.path`` and takes other projects' modules out of ``sys.modules``. Two runs loaded
+#: at once from two threads (``asyncio.gather`` of two ``run_async``) took the first one's
+#: ``app`` out while it was being imported ("KeyError: 'app'"), or gave it the second
+#: project's ``app.py``. ``_thread``: built in, already loaded (start-up).
+_IMPORTING = _thread.RLock()
+
+
 def import_callable(
     spec: str, root: str, *, file: str, field: str, line: int | None = None,
     code_paths: dict[str, str] | None = None,
@@ -29,6 +38,15 @@ def import_callable(
     ``code_paths``: the digests of the files under the caller's ``code_paths``
     (:func:`code_paths_digest`), read before the import; a module imported while they
     held something else is imported afresh (:func:`_forget_if_code_paths_changed`)."""
+    with _IMPORTING:
+        return _import_callable(spec, root, file=file, field=field, line=line,
+                                code_paths=code_paths)
+
+
+def _import_callable(
+    spec: str, root: str, *, file: str, field: str, line: int | None,
+    code_paths: dict[str, str] | None,
+) -> tuple[Callable[..., Any], ModuleType]:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigError(
