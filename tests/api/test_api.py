@@ -187,6 +187,60 @@ def test_cancelling_run_async_stores_a_partial_run(project_dir: Path) -> None:
     assert _statuses(project_dir) == ["RUN_ERROR"]
 
 
+_CTRL_C_SCRIPT = """
+import asyncio, sys
+import oloproof
+
+def started(event):
+    if event.type == "case_executed" and not started.said:
+        started.said = True
+        print("started", flush=True)
+started.said = False
+
+async def both():
+    await asyncio.gather(*(oloproof.run_async(p, on_event=started) for p in sys.argv[1:]))
+
+loop = asyncio.new_event_loop()  # as a notebook's kernel runs a cell: not asyncio.run
+loop.run_until_complete(both())
+"""
+
+
+@pytest.mark.parametrize("projects", [1, 2], ids=["one-run", "two-runs-gathered"])
+def test_ctrl_c_in_run_until_complete_of_run_async_stops_the_run(
+    tmp_path: Path, projects: int
+) -> None:
+    """The first Ctrl-C while `loop.run_until_complete(oloproof.run_async(...))` waited
+    (Python's own SIGINT handler in place, as in an IPython kernel): KeyboardInterrupt was
+    raised in the loop at once, the run went on in its thread, and the process ended with
+    it RUNNING for good. It now stops each run awaited on the loop as `oloproof run`'s first
+    Ctrl-C does (stored RUN_ERROR/PARTIAL, "interrupted (Ctrl-C)"), then raises."""
+    import os
+    import signal
+    import subprocess
+
+    cases = [{"id": f"s{i}", "input": {"n": i, "sleep": 0.3}, "expected": {"label": "ok"}}
+             for i in range(40)]
+    roots = [write_project(tmp_path / f"p{i}", app=APP, cases=cases, release=RELEASE_FLOOR,
+                           concurrency=(2, 2)) for i in range(projects)]
+    (tmp_path / "go.py").write_text(_CTRL_C_SCRIPT)
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "go.py"), *map(str, roots)], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"},
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line == "started\n", line + proc.communicate(timeout=60)[1]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err
+    for root in roots:
+        stored = oloproof.read_run("latest", root)
+        assert (stored.status, stored.completeness) == ("RUN_ERROR", "PARTIAL"), root
+        assert stored.stop_reason == "interrupted (Ctrl-C)"
+        assert stored.metrics["exact_label"].observed < 40
+
+
 def test_a_callback_that_raises_stops_the_run(project_dir: Path) -> None:
     _project(project_dir, n=30)
 

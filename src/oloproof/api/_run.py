@@ -30,6 +30,7 @@ __all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"
 from typing import TYPE_CHECKING, Literal, overload
 
 if TYPE_CHECKING:
+    import asyncio
     import logging
     import threading
     from typing import Any
@@ -631,8 +632,14 @@ async def run_async(
     import threading
 
     threading.Thread(target=target, name="oloproof-run", daemon=True).start()
+    interrupts, undo = _stop_on_ctrl_c(loop, stop, future)
     try:
         result: RunResult = await asyncio.shield(future)
+        if interrupts:  # stopped by Ctrl-C, its end stored: the caller is interrupted too
+            # Once every run the Ctrl-C stopped has stored its end: the KeyboardInterrupt
+            # ends the loop, and with it the process, and a run still storing was RUNNING.
+            await asyncio.wait(interrupts[0])
+            raise KeyboardInterrupt
         return result
     except asyncio.CancelledError:
         stop.internal("cancelled by the caller (run_async)")
@@ -648,6 +655,63 @@ async def run_async(
             except BaseException:  # noqa: BLE001 - the cancellation is what we raise
                 break
         raise
+    finally:
+        undo()
+
+
+def _stop_on_ctrl_c(
+    loop: asyncio.AbstractEventLoop, stop: StopRequest, end: asyncio.Future[Any]
+) -> tuple[list[list[asyncio.Future[Any]]], Callable[[], None]]:
+    """While :func:`run_async` waits on the main thread with Python's own SIGINT handler
+    in place (``loop.run_until_complete``, an IPython kernel; not ``asyncio.run``, whose
+    handler cancels the await), the first Ctrl-C stops the run as ``oloproof run``'s does:
+    what finished is stored, the run is RUN_ERROR/PARTIAL, "interrupted (Ctrl-C)", then
+    ``KeyboardInterrupt`` is raised. Python's handler raised it in the loop at once and
+    left the run going on in its thread: to its end in a notebook, or cut off with the
+    process and left RUNNING. A second Ctrl-C raises at once. Every run awaited on the
+    loop meanwhile (``asyncio.gather``) is stopped alike. Returns the Ctrl-Cs seen (each
+    the ends, ``end``, of the runs it stopped) and what undoes it."""
+    import signal
+    import threading
+
+    seen: list[list[asyncio.Future[Any]]] = []
+    waiting = _CTRL_C.get(loop)
+    if waiting is None:
+        if (threading.current_thread() is not threading.main_thread()
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+            return seen, lambda: None
+        waiting = []
+
+        def interrupted() -> None:
+            ends = [end_ for _, _, end_ in waiting]
+            for stop_, seen_, _ in waiting:
+                seen_.append(ends)
+                stop_("interrupted (Ctrl-C)")
+            if any(len(seen_) > 1 for _, seen_, _ in waiting):
+                raise KeyboardInterrupt  # a second Ctrl-C: at once
+
+        try:
+            # The loop's own handler: a signal that lands on another thread still wakes it.
+            loop.add_signal_handler(signal.SIGINT, interrupted)
+        except (NotImplementedError, RuntimeError, ValueError):  # no signals on this loop
+            return seen, lambda: None
+        _CTRL_C[loop] = waiting
+    entry = (stop, seen, end)
+    waiting.append(entry)
+
+    def undo() -> None:
+        waiting.remove(entry)
+        if not waiting and _CTRL_C.get(loop) is waiting:
+            del _CTRL_C[loop]
+            if not loop.is_closed():
+                loop.remove_signal_handler(signal.SIGINT)  # Python's own handler again
+
+    return seen, undo
+
+
+#: The runs awaited on each loop whose Ctrl-C they handle (:func:`_stop_on_ctrl_c`).
+_CTRL_C: dict[asyncio.AbstractEventLoop,
+              list[tuple[StopRequest, list[list[asyncio.Future[Any]]], asyncio.Future[Any]]]] = {}
 
 
 @dataclass
