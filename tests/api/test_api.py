@@ -623,3 +623,47 @@ def test_two_projects_loaded_at_once_in_threads_each_import_their_own_app(
     assert not isinstance(results["b"], Exception), results["b"]
     assert {c.output["label"] for c in results["a"].cases()} == {"ok"}
     assert {c.output["label"] for c in results["b"].cases()} == {"no"}
+
+
+def test_a_run_leaves_the_callers_modules_and_path_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run imported the project's helpers.py (and put the project's folder first on
+    sys.path) and left both there: the caller's own `helpers` (a notebook's, a test
+    suite's), taken out for the run, was the project's afterwards, and `import helpers`
+    gave the project's module. Now what the run put there goes, what it took is back, and
+    the project's modules wait for its next run (imported once, as before)."""
+    import importlib
+    import os
+    import time
+
+    app = (
+        "import os\nfrom helpers import LABEL\n"
+        "open(os.path.join(os.path.dirname(__file__), 'imports.log'), 'a').write('x\\n')\n"
+        "def answer(case_input):\n    return {'label': LABEL}\n"
+    )
+    a, b = (write_project(tmp_path / name, app=app, cases=labelled_cases(3),
+                          system_extra="code_paths: [helpers.py]",
+                          extra_files={"helpers.py": f"LABEL = {label!r}\n"})
+            for name, label in (("a", "ok"), ("b", "no")))
+    an_hour_ago = time.time() - 3600  # written well before their bytecode: never racy
+    for file in (a / "app.py", a / "helpers.py"):
+        os.utime(file, (an_hour_ago, an_hour_ago))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "helpers.py").write_text("LABEL = 'mine'\n")
+    monkeypatch.syspath_prepend(str(mine))
+    monkeypatch.delitem(sys.modules, "helpers", raising=False)
+    path = list(sys.path)
+    import helpers  # type: ignore[import-not-found]
+
+    assert oloproof.run(a).metrics["exact_label"].passed == 3
+    assert sys.modules["helpers"] is helpers, "the caller's helpers is the project's"
+    assert sys.path == path
+    del sys.modules["helpers"]
+    assert oloproof.run(b).metrics["exact_label"].passed == 0
+    assert importlib.import_module("helpers").LABEL == "mine"
+    assert oloproof.run(a).metrics["exact_label"].passed == 3
+    assert importlib.import_module("helpers").LABEL == "mine"
+    assert sys.path == path
+    assert (a / "imports.log").read_text() == "x\n", "a's app.py imported again"

@@ -10,6 +10,7 @@ logger; nothing is printed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from oloproof.errors import UsageError
 from oloproof.events import CaseExecuted, CaseJudged, Event, ProvisionalMetrics, RunFinished
 from oloproof.runner import Prepared, StopRequest, identity_warning, prepare
 from oloproof.runner import execute as _execute_prepared
+from oloproof.systems.loading import ImportState, imports_before, release
 
 __all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"]
 
@@ -498,13 +500,17 @@ def _call_matrix(
         where = [where]
 
     def call(stop: StopRequest) -> MatrixResult:
-        loaded, baseline = load_matrix(
-            project, policy=policy, group_by=group_by, trials=trials, limit=limit,
-            cases=cases, where=where, variants=variants, sequential=sequential,
-            executor=executor, ray_address=ray_address,
-        )
-        sinks = [_guarded(on_event, stop)] if on_event is not None else []
-        return run_matrix(loaded, baseline, use_cache=use_cache, sinks=sinks, stop=stop)
+        before = imports_before()
+        try:
+            loaded, baseline = load_matrix(
+                project, policy=policy, group_by=group_by, trials=trials, limit=limit,
+                cases=cases, where=where, variants=variants, sequential=sequential,
+                executor=executor, ray_address=ray_address,
+            )
+            sinks = [_guarded(on_event, stop)] if on_event is not None else []
+            return run_matrix(loaded, baseline, use_cache=use_cache, sinks=sinks, stop=stop)
+        finally:
+            _release(project, before)
 
     stop = StopRequest()
     if not _loop_running():
@@ -736,6 +742,13 @@ class _Args:
     compare_policy: str | os.PathLike[str] | None = None
 
     def call(self, stop: StopRequest) -> RunResult:
+        before = imports_before()
+        try:
+            return self._call(stop)
+        finally:
+            _release(self.project, before)
+
+    def _call(self, stop: StopRequest) -> RunResult:
         loaded = load(
             self.project, policy=self.policy, limit=self.limit, sample=self.sample,
             seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
@@ -751,6 +764,13 @@ class _Args:
         if self.on_event is not None:
             sinks.append(_guarded(self.on_event, stop))
         return execute(loaded, use_cache=self.use_cache, sinks=sinks, stop=stop)
+
+
+def _release(project: str | os.PathLike[str], before: ImportState) -> None:
+    """After a run from Python: what loading the project put in this process goes (its
+    folder on ``sys.path``, its modules), what it took comes back (loading.release)."""
+    with contextlib.suppress(OSError, UsageError):
+        release(os.path.dirname(os.path.abspath(config_file(project))), before)
 
 
 def _guarded(callback: EventCallback, stop: StopRequest) -> EventCallback:

@@ -54,6 +54,8 @@ def _import_callable(
             file=file, field=field, line=line, accepted="module:function, e.g. app:answer",
         )
     root_s = os.path.realpath(root)
+    for name, parked in _PARKED.pop(root_s, {}).items():  # of its last run (release)
+        sys.modules[name] = parked  # over another's of that name (_forget_shadowed)
     if root_s in sys.path:
         sys.path.remove(root_s)
     elif root_s not in _INSERTED:
@@ -131,6 +133,45 @@ def _import_callable(
 
 #: The project directories put on ``sys.path`` by :func:`import_callable` (not there before).
 _INSERTED: list[str] = []
+#: By project directory, its modules a run from Python imported, kept for its next run
+#: out of ``sys.modules`` (:func:`release`).
+_PARKED: dict[str, dict[str, ModuleType]] = {}
+
+#: ``sys.path`` and ``sys.modules`` as they were (:func:`imports_before`).
+ImportState = tuple[list[str], dict[str, ModuleType]]
+
+
+def imports_before() -> ImportState:
+    """``sys.path`` and ``sys.modules`` now, before a run from Python (:func:`release`)."""
+    with _IMPORTING:
+        return list(sys.path), dict(sys.modules)
+
+
+def release(root: str, before: ImportState) -> None:
+    """After a run from Python (a notebook, a test session): take away what loading the
+    project at ``root`` put in the process, and give back what it took.
+
+    Left there, the project's folder stayed first on ``sys.path`` and its modules in
+    ``sys.modules``: the caller's own ``helpers`` (a notebook's, a test suite's), taken out
+    so that the project's ``from helpers import ...`` got its own, was the project's after
+    the run, and so was every later ``import helpers``. Now the folder goes (unless it was
+    there before), the project's modules wait in :data:`_PARKED` for its next run (a module
+    that loads a model is imported once), and modules the caller had are back."""
+    path, modules = before
+    root_s = os.path.realpath(root)
+    with _IMPORTING:
+        if root_s in _INSERTED and root_s not in path:
+            while root_s in sys.path:
+                sys.path.remove(root_s)
+        parked = _PARKED.setdefault(root_s, {})
+        for name, module in list(sys.modules.items()):
+            if name != "__main__" and modules.get(name) is not module and _project_file(
+                    module, root_s) is not None:
+                parked[name] = module
+                del sys.modules[name]
+        for name, module in modules.items():
+            sys.modules.setdefault(name, module)  # taken out for the run (_forget_shadowed)
+        importlib.invalidate_caches()
 
 
 def _forget_shadowed(root: str, others: list[str]) -> None:
