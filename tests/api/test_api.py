@@ -200,9 +200,54 @@ started.said = False
 async def both():
     await asyncio.gather(*(oloproof.run_async(p, on_event=started) for p in sys.argv[1:]))
 
-loop = asyncio.new_event_loop()  # as a notebook's kernel runs a cell: not asyncio.run
-loop.run_until_complete(both())
+async def blocking():
+    oloproof.run(sys.argv[1], on_event=started)  # in a helper thread: a loop runs here
+    await asyncio.sleep(0)
+
+if __name__ == "__main__":
+    if sys.argv[1] == "asyncio.run":
+        del sys.argv[1]
+        asyncio.run(blocking())
+    else:
+        loop = asyncio.new_event_loop()  # as a notebook's kernel runs a cell
+        loop.run_until_complete(both())
 """
+
+
+def _interrupted(tmp_path: Path, *args: str) -> str:
+    """Run the script above with ``args``, send SIGINT once a case has run, and return
+    what it wrote on standard error; it must have ended by a KeyboardInterrupt."""
+    import os
+    import signal
+    import subprocess
+
+    (tmp_path / "go.py").write_text(_CTRL_C_SCRIPT)
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "go.py"), *args], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"},
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line == "started\n", line + proc.communicate(timeout=60)[1]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err
+    return err
+
+
+def _slow_projects(tmp_path: Path, count: int) -> list[Path]:
+    cases = [{"id": f"s{i}", "input": {"n": i, "sleep": 0.3}, "expected": {"label": "ok"}}
+             for i in range(40)]
+    return [write_project(tmp_path / f"p{i}", app=APP, cases=cases, release=RELEASE_FLOOR,
+                          concurrency=(2, 2)) for i in range(count)]
+
+
+def _stopped_by_ctrl_c(root: Path) -> None:
+    stored = oloproof.read_run("latest", root)
+    assert (stored.status, stored.completeness) == ("RUN_ERROR", "PARTIAL"), root
+    assert stored.stop_reason == "interrupted (Ctrl-C)"
+    assert stored.metrics["exact_label"].observed < 40
 
 
 @pytest.mark.parametrize("projects", [1, 2], ids=["one-run", "two-runs-gathered"])
@@ -214,31 +259,21 @@ def test_ctrl_c_in_run_until_complete_of_run_async_stops_the_run(
     raised in the loop at once, the run went on in its thread, and the process ended with
     it RUNNING for good. It now stops each run awaited on the loop as `oloproof run`'s first
     Ctrl-C does (stored RUN_ERROR/PARTIAL, "interrupted (Ctrl-C)"), then raises."""
-    import os
-    import signal
-    import subprocess
-
-    cases = [{"id": f"s{i}", "input": {"n": i, "sleep": 0.3}, "expected": {"label": "ok"}}
-             for i in range(40)]
-    roots = [write_project(tmp_path / f"p{i}", app=APP, cases=cases, release=RELEASE_FLOOR,
-                           concurrency=(2, 2)) for i in range(projects)]
-    (tmp_path / "go.py").write_text(_CTRL_C_SCRIPT)
-    proc = subprocess.Popen(
-        [sys.executable, str(tmp_path / "go.py"), *map(str, roots)], cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"},
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line == "started\n", line + proc.communicate(timeout=60)[1]
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err
+    roots = _slow_projects(tmp_path, projects)
+    _interrupted(tmp_path, *map(str, roots))
     for root in roots:
-        stored = oloproof.read_run("latest", root)
-        assert (stored.status, stored.completeness) == ("RUN_ERROR", "PARTIAL"), root
-        assert stored.stop_reason == "interrupted (Ctrl-C)"
-        assert stored.metrics["exact_label"].observed < 40
+        _stopped_by_ctrl_c(root)
+
+
+def test_ctrl_c_while_run_blocks_inside_asyncio_run_stops_the_run(tmp_path: Path) -> None:
+    """`oloproof.run()` called in an `async def` main under `asyncio.run` (it runs in a
+    helper thread and blocks): asyncio's SIGINT handler only cancelled the main task, which
+    the blocked wait did not see, so the first Ctrl-C let the run go on to its end (all 40
+    cases, stored DECIDED/COMPLETE) and the KeyboardInterrupt came after. It now stops the
+    run first, then asyncio's handler goes on as before."""
+    (root,) = _slow_projects(tmp_path, 1)
+    _interrupted(tmp_path, "asyncio.run", str(root))
+    _stopped_by_ctrl_c(root)
 
 
 def test_a_callback_that_raises_stops_the_run(project_dir: Path) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from oloproof._records import dataclass
 from oloproof.api._args import run_arguments
@@ -472,7 +473,8 @@ def run(
     thread = threading.Thread(target=target, name="oloproof-run", daemon=True)
     thread.start()
     try:
-        _wait(thread, bar)
+        with _ctrl_c_stops(stop):
+            _wait(thread, bar)
     except KeyboardInterrupt:
         # Ctrl-C in a notebook: stop the run and let it store its end; the result says
         # RUN_ERROR/PARTIAL, "interrupted", as a signal would in a script.
@@ -528,7 +530,8 @@ def _call_matrix(
     thread = threading.Thread(target=target, name="oloproof-matrix", daemon=True)
     thread.start()
     try:
-        thread.join()
+        with _ctrl_c_stops(stop):
+            thread.join()
     except KeyboardInterrupt:
         stop("interrupted (KeyboardInterrupt)")
         thread.join()
@@ -536,6 +539,34 @@ def _call_matrix(
     if isinstance(value, BaseException):
         raise value
     return value  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def _ctrl_c_stops(stop: StopRequest) -> Iterator[None]:
+    """While :func:`run` waits for its helper thread on the main thread, under a SIGINT
+    handler other than Python's own (``asyncio.run``'s: ``oloproof.run()`` in an ``async
+    def`` main), Ctrl-C stops the run, then goes to that handler. ``asyncio.run``'s
+    handler only cancels its task, which the wait does not see: the run went on to its
+    end (all 60 cases, DECIDED) and the cancellation came after. Under Python's own
+    handler, the ``KeyboardInterrupt`` it raises stops the run (:func:`run`)."""
+    import threading
+
+    before: Any = None
+    if threading.current_thread() is threading.main_thread():
+        before = signal.getsignal(signal.SIGINT)
+    if not callable(before) or before is signal.default_int_handler:
+        yield
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        stop("interrupted (Ctrl-C)")
+        before(signum, frame)
+
+    signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _wait(thread: threading.Thread, bar: Progress | None) -> None:
@@ -677,7 +708,6 @@ def _stop_on_ctrl_c(
     process and left RUNNING. A second Ctrl-C raises at once. Every run awaited on the
     loop meanwhile (``asyncio.gather``) is stopped alike. Returns the Ctrl-Cs seen (each
     the ends, ``end``, of the runs it stopped) and what undoes it."""
-    import signal
     import threading
 
     seen: list[list[asyncio.Future[Any]]] = []
