@@ -702,3 +702,21 @@ def test_a_run_leaves_the_callers_modules_and_path_as_they_were(
     assert importlib.import_module("helpers").LABEL == "mine"
     assert sys.path == path
     assert (a / "imports.log").read_text() == "x\n", "a's app.py imported again"
+
+
+def test_a_package_the_caller_can_import_itself_stays_after_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package under the project's folder that the caller imports by other means (a
+    `src/` layout installed in development mode) is the caller's as much as the run's: it
+    stays in sys.modules after the run, one module with one state, not a second copy at
+    the caller's next import."""
+    app = "import mybot\n\ndef answer(case_input):\n    return {'label': mybot.LABEL}\n"
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(3),
+                         system_extra="code_paths: [src]",
+                         extra_files={"src/mybot/__init__.py": "LABEL = 'ok'\n"})
+    monkeypatch.syspath_prepend(str(root / "src"))
+    monkeypatch.delitem(sys.modules, "mybot", raising=False)
+    assert oloproof.run(root).metrics["exact_label"].passed == 3
+    assert "mybot" in sys.modules
+    assert sys.modules["mybot"].__file__ == str(root / "src" / "mybot" / "__init__.py")

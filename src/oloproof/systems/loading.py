@@ -164,9 +164,20 @@ def release(root: str, before: ImportState) -> None:
             while root_s in sys.path:
                 sys.path.remove(root_s)
         parked = _PARKED.setdefault(root_s, {})
+        try:
+            tops = {n.removesuffix(".py") for n in os.listdir(root_s)} - {"oloproof"}
+        except OSError:
+            tops = set()
         for name, module in list(sys.modules.items()):
-            if name != "__main__" and modules.get(name) is not module and _project_file(
-                    module, root_s) is not None:
+            if (name.partition(".")[0] not in tops or name == "__main__"
+                    or modules.get(name) is module):
+                continue
+            # Found through the folder (``helpers``, ``lib.words``), not by other means (a
+            # package of the caller's installed from ``src/``: the caller's as much).
+            top = os.path.join(root_s, name.partition(".")[0])
+            where = _where(module)
+            file = os.path.realpath(where) if where else ""
+            if file == top + ".py" or (file and _within(file, top)):
                 parked[name] = module
                 del sys.modules[name]
         for name, module in modules.items():
