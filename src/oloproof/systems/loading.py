@@ -156,13 +156,22 @@ def release(root: str, before: ImportState) -> None:
     so that the project's ``from helpers import ...`` got its own, was the project's after
     the run, and so was every later ``import helpers``. Now the folder goes (unless it was
     there before), the project's modules wait in :data:`_PARKED` for its next run (a module
-    that loads a model is imported once), and modules the caller had are back."""
+    that loads a model is imported once), and modules the caller had are back. A caller
+    whose own ``sys.path`` reaches the folder (a notebook started in it, a test that put it
+    there) imports those modules itself: they stay, one module with one state."""
     path, modules = before
     root_s = os.path.realpath(root)
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = ""
     with _IMPORTING:
         if root_s in _INSERTED and root_s not in path:
             while root_s in sys.path:
                 sys.path.remove(root_s)
+        if any(os.path.realpath(entry or cwd) == root_s for entry in path
+               if isinstance(entry, str)):
+            return  # the caller imports from the folder itself: the modules are its too
         parked = _PARKED.setdefault(root_s, {})
         try:
             tops = {n.removesuffix(".py") for n in os.listdir(root_s)} - {"oloproof"}
