@@ -720,3 +720,29 @@ def test_a_package_the_caller_can_import_itself_stays_after_the_run(
     assert oloproof.run(root).metrics["exact_label"].passed == 3
     assert "mybot" in sys.modules
     assert sys.modules["mybot"].__file__ == str(root / "src" / "mybot" / "__init__.py")
+
+
+def test_a_helper_imported_before_and_not_edited_since_the_process_began_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other side of importing afresh a helper the caller imported: one whose file has
+    not changed since the process started was read as it is, and stays the caller's
+    module (a test session that set something on it first keeps it so)."""
+    import time
+
+    from oloproof.systems import loading
+
+    app = "import helpers\n\ndef answer(case_input):\n    return {'label': helpers.label()}\n"
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(3),
+                         system_extra="code_paths: [helpers.py]",
+                         extra_files={"helpers.py": "def label():\n    return 'real'\n"})
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.delitem(sys.modules, "helpers", raising=False)
+    import helpers  # type: ignore[import-not-found]
+
+    monkeypatch.setattr(helpers, "label", lambda: "ok")
+    # As if the session began after the files were written (it began before: tmp files).
+    monkeypatch.setattr(loading, "_STARTED", [time.time_ns() + 5 * 10**9])
+    result = oloproof.run(root)
+    assert {c.output["label"] for c in result.cases()} == {"ok"}
+    assert sys.modules["helpers"] is helpers

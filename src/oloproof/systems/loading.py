@@ -77,12 +77,14 @@ def _import_callable(
     began = time.time_ns()
     try:
         module = importlib.import_module(module_name)
-        uses = [m for m, _ in project_modules(module, root_s)]
+        reached = project_modules(module, root_s)
+        uses = [m for m, _ in reached]
         racy = [m for m in uses if _racy(m)]
         # A helper imported before, where Oloproof did not see it (a notebook's `import
         # helpers`, then an edit): of its file as it was then, for all anyone knows.
-        unseen = [m for m in uses
-                  if m.__name__ in before and not hasattr(m, "__oloproof_source__")]
+        unseen = [m for m, path in reached
+                  if m.__name__ in before and not hasattr(m, "__oloproof_source__")
+                  and _changed_since_start(path)]
         if racy or unseen:  # a helper's code may be older than its source: from the sources
             for used in racy:
                 _drop_bytecode(used)
@@ -446,11 +448,45 @@ def _edited(module: ModuleType, path: str) -> bool:
     ``importlib.import_module("helpers")``), as it was then, which nothing records."""
     recorded = getattr(module, "__oloproof_source__", None)
     if recorded is None:
-        return True
+        return _changed_since_start(path)
     try:
         return bool(_read(path) != recorded)
     except OSError:
         return True
+
+
+def _changed_since_start(path: str) -> bool:
+    """Whether the file at ``path`` may have changed since this process started: if not,
+    whatever imported it in this process read it as it is now (a test suite's
+    ``monkeypatch`` of a helper it imported stays in place); if so, or where that cannot
+    be known, a module imported where Oloproof did not see it is of unknown age."""
+    started = _process_started()
+    if started is None:
+        return True
+    try:
+        st = os.stat(path)
+    except OSError:
+        return True
+    return max(st.st_mtime_ns, st.st_ctime_ns) >= started - _TIME_MARGIN_NS
+
+
+def _process_started() -> int | None:
+    """When this process started (``time.time_ns()``'s clock), from Linux's ``/proc``;
+    None elsewhere. Read once."""
+    if not _STARTED:
+        try:
+            with open("/proc/self/stat", "rb") as f:
+                ticks = int(f.read().rpartition(b")")[2].split()[19])  # field 22, starttime
+            with open("/proc/stat", "rb") as f:
+                boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+            _STARTED.append(boot * 10**9 + ticks * 10**9 // os.sysconf("SC_CLK_TCK"))
+        except (OSError, ValueError, IndexError, StopIteration, AttributeError):
+            _STARTED.append(None)
+    return _STARTED[0]
+
+
+#: :func:`_process_started`, once read.
+_STARTED: list[int | None] = []
 
 
 def _shadowed(module_name: str, root: str) -> bool:
