@@ -689,8 +689,8 @@ def imports_outside_identity(
     source, so ``from helpers import RULES`` counts though ``RULES`` is data), what it
     imports by a name written in its source (``importlib.import_module("helpers")``, loaded
     or not yet: a call may import it), and what its globals hold (modules, and the modules
-    imported functions and classes come from), followed through every module so reached that is itself project code: a helper of a
-    helper counts. "Project code" is a source file under the project directory, outside
+    imported functions and classes come from), followed through every module so reached
+    that is itself project code: a helper of a helper counts. "Project code" is a source file under the project directory, outside
     hidden folders (``.venv``, ``.oloproof``) and ``site-packages``. The answer is those
     files, relative to the project directory and sorted, less the module's own file and
     anything at or under a ``code_paths`` entry, and the files that define the function
@@ -704,8 +704,8 @@ def imports_outside_identity(
     unloaded: list[str] = []
     used = {path for _, path in project_modules(module, base, unloaded=unloaded)}
     for name in unloaded:  # imported by name when the code runs: its project file, if any
-        own = os.path.join(base, *name.split("."))
-        for path in (own + ".py", os.path.join(own, "__init__.py")):
+        stem = os.path.join(base, *name.split("."))
+        for path in (stem + ".py", os.path.join(stem, "__init__.py")):
             if os.path.isfile(path) and _project_file_path(os.path.realpath(path), base):
                 used.add(os.path.realpath(path))
     found = {
