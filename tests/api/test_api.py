@@ -187,6 +187,95 @@ def test_cancelling_run_async_stores_a_partial_run(project_dir: Path) -> None:
     assert _statuses(project_dir) == ["RUN_ERROR"]
 
 
+_CTRL_C_SCRIPT = """
+import asyncio, sys
+import oloproof
+
+def started(event):
+    if event.type == "case_executed" and not started.said:
+        started.said = True
+        print("started", flush=True)
+started.said = False
+
+async def both():
+    await asyncio.gather(*(oloproof.run_async(p, on_event=started) for p in sys.argv[1:]))
+
+async def blocking():
+    oloproof.run(sys.argv[1], on_event=started)  # in a helper thread: a loop runs here
+    await asyncio.sleep(0)
+
+if __name__ == "__main__":
+    if sys.argv[1] == "asyncio.run":
+        del sys.argv[1]
+        asyncio.run(blocking())
+    else:
+        loop = asyncio.new_event_loop()  # as a notebook's kernel runs a cell
+        loop.run_until_complete(both())
+"""
+
+
+def _interrupted(tmp_path: Path, *args: str) -> str:
+    """Run the script above with ``args``, send SIGINT once a case has run, and return
+    what it wrote on standard error; it must have ended by a KeyboardInterrupt."""
+    import os
+    import signal
+    import subprocess
+
+    (tmp_path / "go.py").write_text(_CTRL_C_SCRIPT)
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "go.py"), *args], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={k: v for k, v in os.environ.items() if k != "OLOPROOF_DEBUG"},
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line == "started\n", line + proc.communicate(timeout=60)[1]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err
+    return err
+
+
+def _slow_projects(tmp_path: Path, count: int) -> list[Path]:
+    cases = [{"id": f"s{i}", "input": {"n": i, "sleep": 0.3}, "expected": {"label": "ok"}}
+             for i in range(40)]
+    return [write_project(tmp_path / f"p{i}", app=APP, cases=cases, release=RELEASE_FLOOR,
+                          concurrency=(2, 2)) for i in range(count)]
+
+
+def _stopped_by_ctrl_c(root: Path) -> None:
+    stored = oloproof.read_run("latest", root)
+    assert (stored.status, stored.completeness) == ("RUN_ERROR", "PARTIAL"), root
+    assert stored.stop_reason == "interrupted (Ctrl-C)"
+    assert stored.metrics["exact_label"].observed < 40
+
+
+@pytest.mark.parametrize("projects", [1, 2], ids=["one-run", "two-runs-gathered"])
+def test_ctrl_c_in_run_until_complete_of_run_async_stops_the_run(
+    tmp_path: Path, projects: int
+) -> None:
+    """The first Ctrl-C while `loop.run_until_complete(oloproof.run_async(...))` waited
+    (Python's own SIGINT handler in place, as in an IPython kernel): KeyboardInterrupt was
+    raised in the loop at once, the run went on in its thread, and the process ended with
+    it RUNNING for good. It now stops each run awaited on the loop as `oloproof run`'s first
+    Ctrl-C does (stored RUN_ERROR/PARTIAL, "interrupted (Ctrl-C)"), then raises."""
+    roots = _slow_projects(tmp_path, projects)
+    _interrupted(tmp_path, *map(str, roots))
+    for root in roots:
+        _stopped_by_ctrl_c(root)
+
+
+def test_ctrl_c_while_run_blocks_inside_asyncio_run_stops_the_run(tmp_path: Path) -> None:
+    """`oloproof.run()` called in an `async def` main under `asyncio.run` (it runs in a
+    helper thread and blocks): asyncio's SIGINT handler only cancelled the main task, which
+    the blocked wait did not see, so the first Ctrl-C let the run go on to its end (all 40
+    cases, stored DECIDED/COMPLETE) and the KeyboardInterrupt came after. It now stops the
+    run first, then asyncio's handler goes on as before."""
+    (root,) = _slow_projects(tmp_path, 1)
+    _interrupted(tmp_path, "asyncio.run", str(root))
+    _stopped_by_ctrl_c(root)
+
+
 def test_a_callback_that_raises_stops_the_run(project_dir: Path) -> None:
     _project(project_dir, n=30)
 
@@ -445,3 +534,215 @@ def test_an_id_that_is_not_text_is_a_clear_type_error(
     oloproof.run(project_dir)
     with pytest.raises(TypeError, match=message.replace("(", r"\(").replace(")", r"\)")):
         call(project_dir)
+
+
+def test_a_helper_imported_by_name_at_call_time_and_edited_runs_its_new_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A system that imports its helper by name when called (``importlib.import_module``),
+    the helper listed in code_paths, edited between two runs in one process within the
+    second its bytecode was written, to the same size: the identity followed the file (the
+    second run missed the cache), but the import machinery trusted the old bytecode, so
+    the old code ran and its answers were stored under the new identity (6 of 6 passed,
+    where the edited helper fails all 6)."""
+    import os
+    import time
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    app = (
+        "import importlib\n\n"
+        "def answer(case_input):\n"
+        "    return {'label': importlib.import_module('helpers').label()}\n"
+    )
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(6), release=RELEASE_FLOOR,
+                         system_extra="code_paths: [helpers.py]",
+                         extra_files={"helpers.py": "def label():\n    return 'ok'\n"})
+    helper = root / "helpers.py"
+    second = int(time.time()) + 5  # both versions "written" in one second, as by an editor
+    os.utime(helper, (second, second))
+    first = oloproof.run(root)
+    assert first.metrics["exact_label"].passed == 6
+    helper.write_text("def label():\n    return 'no'\n")  # the same size
+    os.utime(helper, (second, second))
+    edited = oloproof.run(root)
+    assert edited.cache is not None and edited.cache["execution_misses"] == 6
+    assert {c.output["label"] for c in edited.cases()} == {"no"}, "ran the old helper"
+    assert not edited.allowed
+
+
+def test_a_helper_imported_by_name_is_warned_about_and_read_afresh(tmp_path: Path) -> None:
+    """``importlib.import_module("helpers")`` in the function, helpers.py not in
+    code_paths: no StaleCacheWarning named it (only import statements and globals were
+    looked at), and after an edit to it, a run without the cache in the same process
+    still called the old helper (6 of 6 passed; `oloproof run --no-cache` fails all 6)."""
+    app = (
+        "import importlib\n\n"
+        "def answer(case_input):\n"
+        "    return {'label': importlib.import_module('helpers').label()}\n"
+    )
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(6), release=RELEASE_FLOOR,
+                         extra_files={"helpers.py": "def label():\n    return 'ok'\n"})
+    with pytest.warns(oloproof.StaleCacheWarning, match=r"\(helpers\.py\)"):
+        assert oloproof.run(root).metrics["exact_label"].passed == 6
+    (root / "helpers.py").write_text("def label():\n    return 'not ok'\n")
+    again = oloproof.run(root, use_cache=False)
+    assert {c.output["label"] for c in again.cases()} == {"not ok"}, "ran the old helper"
+    assert again.metrics["exact_label"].passed == 0
+
+
+def test_a_helper_the_caller_imported_before_an_edit_is_not_run_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notebook imports the project's helper (to try it), the helper is edited, then the
+    project runs: the system's `from helpers import label` got the module the notebook had
+    imported, of the old file, while the identity (helpers.py in code_paths) is the new
+    file's; the old answers were stored under it (6 of 6 passed) and a later `oloproof
+    run` would read them from the cache."""
+    import os
+    import time
+
+    app = "from helpers import label\n\ndef answer(case_input):\n    return {'label': label()}\n"
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(6), release=RELEASE_FLOOR,
+                         system_extra="code_paths: [helpers.py]",
+                         extra_files={"helpers.py": "def label():\n    return 'ok'\n"})
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.delitem(sys.modules, "helpers", raising=False)
+    import helpers  # type: ignore[import-not-found]
+
+    assert helpers.label() == "ok"
+    (root / "helpers.py").write_text("def label():\n    return 'not ok'\n")
+    an_hour_ago = time.time() - 3600  # edited well after its bytecode was written
+    os.utime(root / "helpers.py", (an_hour_ago, an_hour_ago))
+    result = oloproof.run(root)
+    assert {c.output["label"] for c in result.cases()} == {"not ok"}, "ran the old helper"
+    assert not result.allowed
+
+
+def test_two_projects_loaded_at_once_in_threads_each_import_their_own_app(
+    tmp_path: Path,
+) -> None:
+    """Two projects with an app.py each, run at once from two threads of one process
+    (`asyncio.gather` of two `run_async`, a thread pool): the second one's load took the
+    first one's `app` out of sys.modules while it was being imported, and the first run
+    failed with "cannot import module 'app': KeyError: 'app'" (or, a moment later, imported
+    the second project's app.py and ran it under its own project). Loading is now one at a
+    time."""
+    import threading
+
+    slow = (
+        "import os, time\n"
+        "open(os.path.join(os.path.dirname(__file__), 'importing'), 'w').close()\n"
+        "time.sleep(0.5)\n"
+        "def answer(case_input):\n    return {'label': 'ok'}\n"
+    )
+    fast = "def answer(case_input):\n    return {'label': 'no'}\n"
+    a = write_project(tmp_path / "a", app=slow, cases=labelled_cases(6))
+    b = write_project(tmp_path / "b", app=fast, cases=labelled_cases(6))
+    results: dict[str, Any] = {}
+
+    def run(name: str, root: Path) -> None:
+        try:
+            results[name] = oloproof.run(root)
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            results[name] = exc
+
+    first = threading.Thread(target=run, args=("a", a))
+    first.start()
+    while first.is_alive() and not (a / "importing").exists():
+        first.join(0.01)
+    second = threading.Thread(target=run, args=("b", b))
+    second.start()
+    first.join()
+    second.join()
+    assert not isinstance(results["a"], Exception), results["a"]
+    assert not isinstance(results["b"], Exception), results["b"]
+    assert {c.output["label"] for c in results["a"].cases()} == {"ok"}
+    assert {c.output["label"] for c in results["b"].cases()} == {"no"}
+
+
+def test_a_run_leaves_the_callers_modules_and_path_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run imported the project's helpers.py (and put the project's folder first on
+    sys.path) and left both there: the caller's own `helpers` (a notebook's, a test
+    suite's), taken out for the run, was the project's afterwards, and `import helpers`
+    gave the project's module. Now what the run put there goes, what it took is back, and
+    the project's modules wait for its next run (imported once, as before)."""
+    import importlib
+    import os
+    import time
+
+    app = (
+        "import os\nfrom helpers import LABEL\n"
+        "open(os.path.join(os.path.dirname(__file__), 'imports.log'), 'a').write('x\\n')\n"
+        "def answer(case_input):\n    return {'label': LABEL}\n"
+    )
+    a, b = (write_project(tmp_path / name, app=app, cases=labelled_cases(3),
+                          system_extra="code_paths: [helpers.py]",
+                          extra_files={"helpers.py": f"LABEL = {label!r}\n"})
+            for name, label in (("a", "ok"), ("b", "no")))
+    an_hour_ago = time.time() - 3600  # written well before their bytecode: never racy
+    for file in (a / "app.py", a / "helpers.py"):
+        os.utime(file, (an_hour_ago, an_hour_ago))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "helpers.py").write_text("LABEL = 'mine'\n")
+    monkeypatch.syspath_prepend(str(mine))
+    monkeypatch.delitem(sys.modules, "helpers", raising=False)
+    path = list(sys.path)
+    import helpers  # type: ignore[import-not-found]
+
+    assert oloproof.run(a).metrics["exact_label"].passed == 3
+    assert sys.modules["helpers"] is helpers, "the caller's helpers is the project's"
+    assert sys.path == path
+    del sys.modules["helpers"]
+    assert oloproof.run(b).metrics["exact_label"].passed == 0
+    assert importlib.import_module("helpers").LABEL == "mine"
+    assert oloproof.run(a).metrics["exact_label"].passed == 3
+    assert importlib.import_module("helpers").LABEL == "mine"
+    assert sys.path == path
+    assert (a / "imports.log").read_text() == "x\n", "a's app.py imported again"
+
+
+def test_a_package_the_caller_can_import_itself_stays_after_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package under the project's folder that the caller imports by other means (a
+    `src/` layout installed in development mode) is the caller's as much as the run's: it
+    stays in sys.modules after the run, one module with one state, not a second copy at
+    the caller's next import."""
+    app = "import mybot\n\ndef answer(case_input):\n    return {'label': mybot.LABEL}\n"
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(3),
+                         system_extra="code_paths: [src]",
+                         extra_files={"src/mybot/__init__.py": "LABEL = 'ok'\n"})
+    monkeypatch.syspath_prepend(str(root / "src"))
+    monkeypatch.delitem(sys.modules, "mybot", raising=False)
+    assert oloproof.run(root).metrics["exact_label"].passed == 3
+    assert "mybot" in sys.modules
+    assert sys.modules["mybot"].__file__ == str(root / "src" / "mybot" / "__init__.py")
+
+
+def test_a_helper_imported_before_and_not_edited_since_the_process_began_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other side of importing afresh a helper the caller imported: one whose file has
+    not changed since the process started was read as it is, and stays the caller's
+    module (a test session that set something on it first keeps it so)."""
+    import time
+
+    from oloproof.systems import loading
+
+    app = "import helpers\n\ndef answer(case_input):\n    return {'label': helpers.label()}\n"
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(3),
+                         system_extra="code_paths: [helpers.py]",
+                         extra_files={"helpers.py": "def label():\n    return 'real'\n"})
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.delitem(sys.modules, "helpers", raising=False)
+    import helpers  # type: ignore[import-not-found]
+
+    monkeypatch.setattr(helpers, "label", lambda: "ok")
+    # As if the session began after the files were written (it began before: tmp files).
+    monkeypatch.setattr(loading, "_STARTED", [time.time_ns() + 5 * 10**9])
+    result = oloproof.run(root)
+    assert {c.output["label"] for c in result.cases()} == {"ok"}
+    assert sys.modules["helpers"] is helpers

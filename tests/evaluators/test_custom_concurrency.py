@@ -58,6 +58,14 @@ async def sleeps_async(output):
 """
 
 
+@pytest.fixture(autouse=True)
+def _importable(project_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project's folder on this test's own sys.path, so that `import checks` (_peak)
+    gets the module the run used: a run takes away the folder it put there itself, and
+    the modules found through it."""
+    monkeypatch.syspath_prepend(str(project_dir))
+
+
 def _project(root: Path, evaluators: str, *, evaluator_limit: int | None = 4, n: int = 12,
              system: int = 1) -> Path:
     write_project(root, app=APP, cases=labelled_cases(n), evaluators=evaluators,

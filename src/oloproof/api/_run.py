@@ -10,9 +10,11 @@ logger; nothing is printed.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from oloproof._records import dataclass
 from oloproof.api._args import run_arguments
@@ -23,6 +25,7 @@ from oloproof.errors import UsageError
 from oloproof.events import CaseExecuted, CaseJudged, Event, ProvisionalMetrics, RunFinished
 from oloproof.runner import Prepared, StopRequest, identity_warning, prepare
 from oloproof.runner import execute as _execute_prepared
+from oloproof.systems.loading import ImportState, imports_before, release
 
 __all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"]
 
@@ -30,6 +33,7 @@ __all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"
 from typing import TYPE_CHECKING, Literal, overload
 
 if TYPE_CHECKING:
+    import asyncio
     import logging
     import threading
     from typing import Any
@@ -470,7 +474,8 @@ def run(
     thread = threading.Thread(target=target, name="oloproof-run", daemon=True)
     thread.start()
     try:
-        _wait(thread, bar)
+        with _ctrl_c_stops(stop):
+            _wait(thread, bar)
     except KeyboardInterrupt:
         # Ctrl-C in a notebook: stop the run and let it store its end; the result says
         # RUN_ERROR/PARTIAL, "interrupted", as a signal would in a script.
@@ -498,13 +503,17 @@ def _call_matrix(
         where = [where]
 
     def call(stop: StopRequest) -> MatrixResult:
-        loaded, baseline = load_matrix(
-            project, policy=policy, group_by=group_by, trials=trials, limit=limit,
-            cases=cases, where=where, variants=variants, sequential=sequential,
-            executor=executor, ray_address=ray_address,
-        )
-        sinks = [_guarded(on_event, stop)] if on_event is not None else []
-        return run_matrix(loaded, baseline, use_cache=use_cache, sinks=sinks, stop=stop)
+        before = imports_before()
+        try:
+            loaded, baseline = load_matrix(
+                project, policy=policy, group_by=group_by, trials=trials, limit=limit,
+                cases=cases, where=where, variants=variants, sequential=sequential,
+                executor=executor, ray_address=ray_address,
+            )
+            sinks = [_guarded(on_event, stop)] if on_event is not None else []
+            return run_matrix(loaded, baseline, use_cache=use_cache, sinks=sinks, stop=stop)
+        finally:
+            _release(project, before)
 
     stop = StopRequest()
     if not _loop_running():
@@ -522,7 +531,8 @@ def _call_matrix(
     thread = threading.Thread(target=target, name="oloproof-matrix", daemon=True)
     thread.start()
     try:
-        thread.join()
+        with _ctrl_c_stops(stop):
+            thread.join()
     except KeyboardInterrupt:
         stop("interrupted (KeyboardInterrupt)")
         thread.join()
@@ -530,6 +540,34 @@ def _call_matrix(
     if isinstance(value, BaseException):
         raise value
     return value  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def _ctrl_c_stops(stop: StopRequest) -> Iterator[None]:
+    """While :func:`run` waits for its helper thread on the main thread, under a SIGINT
+    handler other than Python's own (``asyncio.run``'s: ``oloproof.run()`` in an ``async
+    def`` main), Ctrl-C stops the run, then goes to that handler. ``asyncio.run``'s
+    handler only cancels its task, which the wait does not see: the run went on to its
+    end (all 60 cases, DECIDED) and the cancellation came after. Under Python's own
+    handler, the ``KeyboardInterrupt`` it raises stops the run (:func:`run`)."""
+    import threading
+
+    before: Any = None
+    if threading.current_thread() is threading.main_thread():
+        before = signal.getsignal(signal.SIGINT)
+    if not callable(before) or before is signal.default_int_handler:
+        yield
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        stop("interrupted (Ctrl-C)")
+        before(signum, frame)
+
+    signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _wait(thread: threading.Thread, bar: Progress | None) -> None:
@@ -632,8 +670,14 @@ async def run_async(
     import threading
 
     threading.Thread(target=target, name="oloproof-run", daemon=True).start()
+    interrupts, undo = _stop_on_ctrl_c(loop, stop, future)
     try:
         result: RunResult = await asyncio.shield(future)
+        if interrupts:  # stopped by Ctrl-C, its end stored: the caller is interrupted too
+            # Once every run the Ctrl-C stopped has stored its end: the KeyboardInterrupt
+            # ends the loop, and with it the process, and a run still storing was RUNNING.
+            await asyncio.wait(interrupts[0])
+            raise KeyboardInterrupt
         return result
     except asyncio.CancelledError:
         stop.internal("cancelled by the caller (run_async)")
@@ -649,6 +693,62 @@ async def run_async(
             except BaseException:  # noqa: BLE001 - the cancellation is what we raise
                 break
         raise
+    finally:
+        undo()
+
+
+def _stop_on_ctrl_c(
+    loop: asyncio.AbstractEventLoop, stop: StopRequest, end: asyncio.Future[Any]
+) -> tuple[list[list[asyncio.Future[Any]]], Callable[[], None]]:
+    """While :func:`run_async` waits on the main thread with Python's own SIGINT handler
+    in place (``loop.run_until_complete``, an IPython kernel; not ``asyncio.run``, whose
+    handler cancels the await), the first Ctrl-C stops the run as ``oloproof run``'s does:
+    what finished is stored, the run is RUN_ERROR/PARTIAL, "interrupted (Ctrl-C)", then
+    ``KeyboardInterrupt`` is raised. Python's handler raised it in the loop at once and
+    left the run going on in its thread: to its end in a notebook, or cut off with the
+    process and left RUNNING. A second Ctrl-C raises at once. Every run awaited on the
+    loop meanwhile (``asyncio.gather``) is stopped alike. Returns the Ctrl-Cs seen (each
+    the ends, ``end``, of the runs it stopped) and what undoes it."""
+    import threading
+
+    seen: list[list[asyncio.Future[Any]]] = []
+    waiting = _CTRL_C.get(loop)
+    if waiting is None:
+        if (threading.current_thread() is not threading.main_thread()
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+            return seen, lambda: None
+        waiting = []
+
+        def interrupted() -> None:
+            ends = [end_ for _, _, end_ in waiting]
+            for stop_, seen_, _ in waiting:
+                seen_.append(ends)
+                stop_("interrupted (Ctrl-C)")
+            if any(len(seen_) > 1 for _, seen_, _ in waiting):
+                raise KeyboardInterrupt  # a second Ctrl-C: at once
+
+        try:
+            # The loop's own handler: a signal that lands on another thread still wakes it.
+            loop.add_signal_handler(signal.SIGINT, interrupted)
+        except (NotImplementedError, RuntimeError, ValueError):  # no signals on this loop
+            return seen, lambda: None
+        _CTRL_C[loop] = waiting
+    entry = (stop, seen, end)
+    waiting.append(entry)
+
+    def undo() -> None:
+        waiting.remove(entry)
+        if not waiting and _CTRL_C.get(loop) is waiting:
+            del _CTRL_C[loop]
+            if not loop.is_closed():
+                loop.remove_signal_handler(signal.SIGINT)  # Python's own handler again
+
+    return seen, undo
+
+
+#: The runs awaited on each loop whose Ctrl-C they handle (:func:`_stop_on_ctrl_c`).
+_CTRL_C: dict[asyncio.AbstractEventLoop,
+              list[tuple[StopRequest, list[list[asyncio.Future[Any]]], asyncio.Future[Any]]]] = {}
 
 
 @dataclass
@@ -673,6 +773,13 @@ class _Args:
     compare_policy: str | os.PathLike[str] | None = None
 
     def call(self, stop: StopRequest) -> RunResult:
+        before = imports_before()
+        try:
+            return self._call(stop)
+        finally:
+            _release(self.project, before)
+
+    def _call(self, stop: StopRequest) -> RunResult:
         loaded = load(
             self.project, policy=self.policy, limit=self.limit, sample=self.sample,
             seed=self.seed, cases=self.cases, where=self.where, group_by=self.group_by,
@@ -688,6 +795,13 @@ class _Args:
         if self.on_event is not None:
             sinks.append(_guarded(self.on_event, stop))
         return execute(loaded, use_cache=self.use_cache, sinks=sinks, stop=stop)
+
+
+def _release(project: str | os.PathLike[str], before: ImportState) -> None:
+    """After a run from Python: what loading the project put in this process goes (its
+    folder on ``sys.path``, its modules), what it took comes back (loading.release)."""
+    with contextlib.suppress(OSError, UsageError):
+        release(os.path.dirname(os.path.abspath(config_file(project))), before)
 
 
 def _guarded(callback: EventCallback, stop: StopRequest) -> EventCallback:

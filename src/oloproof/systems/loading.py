@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import importlib
 import importlib.util
@@ -20,6 +21,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+#: One import of user code at a time in this process: each puts its project's folder first
+#: on ``sys.path`` and takes other projects' modules out of ``sys.modules``. Two runs loaded
+#: at once from two threads (``asyncio.gather`` of two ``run_async``) took the first one's
+#: ``app`` out while it was being imported ("KeyError: 'app'"), or gave it the second
+#: project's ``app.py``. ``_thread``: built in, already loaded (start-up).
+_IMPORTING = _thread.RLock()
+
+
 def import_callable(
     spec: str, root: str, *, file: str, field: str, line: int | None = None,
     code_paths: dict[str, str] | None = None,
@@ -29,6 +38,15 @@ def import_callable(
     ``code_paths``: the digests of the files under the caller's ``code_paths``
     (:func:`code_paths_digest`), read before the import; a module imported while they
     held something else is imported afresh (:func:`_forget_if_code_paths_changed`)."""
+    with _IMPORTING:
+        return _import_callable(spec, root, file=file, field=field, line=line,
+                                code_paths=code_paths)
+
+
+def _import_callable(
+    spec: str, root: str, *, file: str, field: str, line: int | None,
+    code_paths: dict[str, str] | None,
+) -> tuple[Callable[..., Any], ModuleType]:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigError(
@@ -36,6 +54,8 @@ def import_callable(
             file=file, field=field, line=line, accepted="module:function, e.g. app:answer",
         )
     root_s = os.path.realpath(root)
+    for name, parked in _PARKED.pop(root_s, {}).items():  # of its last run (release)
+        sys.modules[name] = parked  # over another's of that name (_forget_shadowed)
     if root_s in sys.path:
         sys.path.remove(root_s)
     elif root_s not in _INSERTED:
@@ -50,12 +70,22 @@ def import_callable(
         _forget_if_code_paths_changed(module_name, root_s, code_paths)
     _forget_if_stale(module_name, root_s)
     _drop_racy_bytecode(os.path.join(root_s, *module_name.split(".")))
+    for path in code_paths or ():
+        if path.endswith(".py"):  # imported by name at call time, too: from its file
+            _drop_racy_bytecode(os.path.join(root_s, path)[:-3])
+    before = set(sys.modules)
     began = time.time_ns()
     try:
         module = importlib.import_module(module_name)
-        uses = [m for m, _ in project_modules(module, root_s)]
+        reached = project_modules(module, root_s)
+        uses = [m for m, _ in reached]
         racy = [m for m in uses if _racy(m)]
-        if racy:  # a helper's bytecode may be older than its source: from the sources
+        # A helper imported before, where Oloproof did not see it (a notebook's `import
+        # helpers`, then an edit): of its file as it was then, for all anyone knows.
+        unseen = [m for m, path in reached
+                  if m.__name__ in before and not hasattr(m, "__oloproof_source__")
+                  and _changed_since_start(path)]
+        if racy or unseen:  # a helper's code may be older than its source: from the sources
             for used in racy:
                 _drop_bytecode(used)
             _forget(module_name, uses)
@@ -105,6 +135,65 @@ def import_callable(
 
 #: The project directories put on ``sys.path`` by :func:`import_callable` (not there before).
 _INSERTED: list[str] = []
+#: By project directory, its modules a run from Python imported, kept for its next run
+#: out of ``sys.modules`` (:func:`release`).
+_PARKED: dict[str, dict[str, ModuleType]] = {}
+
+#: ``sys.path`` and ``sys.modules`` as they were (:func:`imports_before`).
+ImportState = tuple[list[str], dict[str, ModuleType]]
+
+
+def imports_before() -> ImportState:
+    """``sys.path`` and ``sys.modules`` now, before a run from Python (:func:`release`)."""
+    with _IMPORTING:
+        return list(sys.path), dict(sys.modules)
+
+
+def release(root: str, before: ImportState) -> None:
+    """After a run from Python (a notebook, a test session): take away what loading the
+    project at ``root`` put in the process, and give back what it took.
+
+    Left there, the project's folder stayed first on ``sys.path`` and its modules in
+    ``sys.modules``: the caller's own ``helpers`` (a notebook's, a test suite's), taken out
+    so that the project's ``from helpers import ...`` got its own, was the project's after
+    the run, and so was every later ``import helpers``. Now the folder goes (unless it was
+    there before), the project's modules wait in :data:`_PARKED` for its next run (a module
+    that loads a model is imported once), and modules the caller had are back. A caller
+    whose own ``sys.path`` reaches the folder (a notebook started in it, a test that put it
+    there) imports those modules itself: they stay, one module with one state."""
+    path, modules = before
+    root_s = os.path.realpath(root)
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = ""
+    with _IMPORTING:
+        if root_s in _INSERTED and root_s not in path:
+            while root_s in sys.path:
+                sys.path.remove(root_s)
+        if any(os.path.realpath(entry or cwd) == root_s for entry in path
+               if isinstance(entry, str)):
+            return  # the caller imports from the folder itself: the modules are its too
+        parked = _PARKED.setdefault(root_s, {})
+        try:
+            tops = {n.removesuffix(".py") for n in os.listdir(root_s)} - {"oloproof"}
+        except OSError:
+            tops = set()
+        for name, module in list(sys.modules.items()):
+            if (name.partition(".")[0] not in tops or name == "__main__"
+                    or modules.get(name) is module):
+                continue
+            # Found through the folder (``helpers``, ``lib.words``), not by other means (a
+            # package of the caller's installed from ``src/``: the caller's as much).
+            top = os.path.join(root_s, name.partition(".")[0])
+            where = _where(module)
+            file = os.path.realpath(where) if where else ""
+            if file == top + ".py" or (file and _within(file, top)):
+                parked[name] = module
+                del sys.modules[name]
+        for name, module in modules.items():
+            sys.modules.setdefault(name, module)  # taken out for the run (_forget_shadowed)
+        importlib.invalidate_caches()
 
 
 def _forget_shadowed(root: str, others: list[str]) -> None:
@@ -197,10 +286,14 @@ def _forget_if_stale(module_name: str, root: str) -> None:
         uses = project_modules(loaded, root)
         edited = [m for m, path in uses if _edited(m, path)]
         if edited:
-            stale = True
             for used in edited:
                 _drop_bytecode(used)
-            _forget(None, [m for m, _ in uses])
+            held = {m.__name__ for m, _ in project_modules(loaded, root, by_name=False)}
+            if any(m.__name__ in held for m in edited):
+                stale = True
+                _forget(None, [m for m, _ in uses])
+            else:  # imported by name when called (held by nothing): those alone
+                _forget(None, edited)
     if stale and (_within(file, root) or _shadowed(module_name, root)):
         _forget(module_name, [])
 
@@ -335,7 +428,11 @@ def _racy_file(source: str, cached: str) -> bool:
 
 def _drop_racy_bytecode(base: str) -> None:
     """Before the system's module is imported (``base``: its path without ``.py``), drop
-    its bytecode if it is racy (:func:`_racy`): the module's code must be its file's."""
+    its bytecode if it is racy (:func:`_racy`): the module's code must be its file's. So
+    for every ``.py`` file under ``code_paths``: part of the identity, such a file may be
+    imported where the import machinery trusts its bytecode, not where Oloproof looks
+    (``importlib.import_module("helpers")`` in the function), and a same-size edit within
+    the second of the last one ran the old code under the new identity."""
     for source in (base + ".py", os.path.join(base, "__init__.py")):
         try:
             cached = importlib.util.cache_from_source(source)
@@ -346,14 +443,50 @@ def _drop_racy_bytecode(base: str) -> None:
 
 
 def _edited(module: ModuleType, path: str) -> bool:
-    """Whether ``module``'s file changed since it was imported (as far as we recorded)."""
+    """Whether ``module``'s file may have changed since it was imported: it did, or it was
+    imported where Oloproof did not see it (by the caller, or by the system when called,
+    ``importlib.import_module("helpers")``), as it was then, which nothing records."""
     recorded = getattr(module, "__oloproof_source__", None)
     if recorded is None:
-        return False  # imported before Oloproof saw it: nothing to compare with
+        return _changed_since_start(path)
     try:
         return bool(_read(path) != recorded)
     except OSError:
         return True
+
+
+def _changed_since_start(path: str) -> bool:
+    """Whether the file at ``path`` may have changed since this process started: if not,
+    whatever imported it in this process read it as it is now (a test suite's
+    ``monkeypatch`` of a helper it imported stays in place); if so, or where that cannot
+    be known, a module imported where Oloproof did not see it is of unknown age."""
+    started = _process_started()
+    if started is None:
+        return True
+    try:
+        st = os.stat(path)
+    except OSError:
+        return True
+    return max(st.st_mtime_ns, st.st_ctime_ns) >= started - _TIME_MARGIN_NS
+
+
+def _process_started() -> int | None:
+    """When this process started (``time.time_ns()``'s clock), from Linux's ``/proc``;
+    None elsewhere. Read once."""
+    if not _STARTED:
+        try:
+            with open("/proc/self/stat", "rb") as f:
+                ticks = int(f.read().rpartition(b")")[2].split()[19])  # field 22, starttime
+            with open("/proc/stat", "rb") as f:
+                boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+            _STARTED.append(boot * 10**9 + ticks * 10**9 // os.sysconf("SC_CLK_TCK"))
+        except (OSError, ValueError, IndexError, StopIteration, AttributeError):
+            _STARTED.append(None)
+    return _STARTED[0]
+
+
+#: :func:`_process_started`, once read.
+_STARTED: list[int | None] = []
 
 
 def _shadowed(module_name: str, root: str) -> bool:
@@ -553,10 +686,11 @@ def imports_outside_identity(
     The identity of a callable system is the source of its own module plus the files of
     ``code_paths`` (SPEC §2), so an edit to any other file it imports leaves its cached
     results in place. A module "uses" what its ``import`` statements name (read from its
-    source, so ``from helpers import RULES`` counts though ``RULES`` is data) and what its
-    globals hold (modules, and the modules imported functions and classes come from),
-    followed through every module so reached that is itself project code: a helper of a
-    helper counts. "Project code" is a source file under the project directory, outside
+    source, so ``from helpers import RULES`` counts though ``RULES`` is data), what it
+    imports by a name written in its source (``importlib.import_module("helpers")``, loaded
+    or not yet: a call may import it), and what its globals hold (modules, and the modules
+    imported functions and classes come from), followed through every module so reached
+    that is itself project code: a helper of a helper counts. "Project code" is a source file under the project directory, outside
     hidden folders (``.venv``, ``.oloproof``) and ``site-packages``. The answer is those
     files, relative to the project directory and sorted, less the module's own file and
     anything at or under a ``code_paths`` entry, and the files that define the function
@@ -567,22 +701,43 @@ def imports_outside_identity(
     covered = [os.path.realpath(os.path.join(base, entry)) for entry in code_paths]
     own = source_file(module)
     in_identity = {os.path.realpath(own) if own else None, *(defining or ())}
+    unloaded: list[str] = []
+    used = {path for _, path in project_modules(module, base, unloaded=unloaded)}
+    for name in unloaded:  # imported by name when the code runs: its project file, if any
+        stem = os.path.join(base, *name.split("."))
+        for path in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if os.path.isfile(path) and _project_file_path(os.path.realpath(path), base):
+                used.add(os.path.realpath(path))
     found = {
-        path for _, path in project_modules(module, base)
+        path for path in used
         if path not in in_identity and not any(_within(path, c) for c in covered)
     }
     return sorted(os.path.relpath(p, base) for p in found)
 
 
-def project_modules(module: ModuleType, base: str) -> list[tuple[ModuleType, str]]:
+def project_modules(
+    module: ModuleType, base: str, *, by_name: bool = True, unloaded: list[str] | None = None
+) -> list[tuple[ModuleType, str]]:
     """Every project module ``module`` uses, directly or through other project modules
-    (see :func:`imports_outside_identity`), with its resolved source file."""
+    (see :func:`imports_outside_identity`), with its resolved source file. ``by_name``:
+    with the loaded modules it imports by name (:data:`_BY_NAME`); without them, only
+    those whose objects a module may hold (an import statement, a global). ``unloaded``
+    receives the names imported by name that are not loaded (yet)."""
     seen: set[str] = {module.__name__}
     reached: list[tuple[ModuleType, str]] = []
     todo = [module]
     while todo:
         current = todo.pop()
-        for used in _uses(current, base):
+        static, named = _imported_names(current)
+        if unloaded is not None:
+            unloaded.extend(n for n in named if n not in sys.modules)
+        found = [sys.modules[n] for n in (*static, *(named if by_name else ()))
+                 if n in sys.modules]
+        for value in list(vars(current).values()):
+            held = _module_of(value)
+            if held is not None:
+                found.append(held)
+        for used in found:
             if used.__name__ in seen:
                 continue
             seen.add(used.__name__)
@@ -598,10 +753,14 @@ _IMPORT = re.compile(
     r"(?P<names>\([^)]*\)|[^\n#;]*)|import[ \t]+(?P<plain>[^\n#;]+))",
     re.MULTILINE,
 )
+#: A module imported by name, when the code runs: ``importlib.import_module("helpers")``,
+#: ``__import__("lib.words")`` (a literal, absolute name; what a variable holds is unseen).
+_BY_NAME = re.compile(r"""\b(?:import_module|__import__)\(\s*(?P<q>['"])(?P<name>\w[\w.]*)(?P=q)""")
 
 
-def _uses(module: ModuleType, base: str) -> list[ModuleType]:
-    """The loaded modules ``module`` names in its imports or holds in its globals."""
+def _imported_names(module: ModuleType) -> tuple[list[str], list[str]]:
+    """The module names ``module``'s source names in its import statements, and those it
+    imports by name (:data:`_BY_NAME`), each with its parents, in order."""
     names: list[str] = []
     path = source_file(module)
     try:
@@ -628,12 +787,8 @@ def _uses(module: ModuleType, base: str) -> list[ModuleType]:
             name = part.split(" as ")[0].strip()
             if name and name != "*":
                 names.append(f"{stem}.{name}" if stem else name)
-    found = [sys.modules[n] for n in dict.fromkeys(names) if n in sys.modules]
-    for value in list(vars(module).values()):
-        reached = _module_of(value)
-        if reached is not None:
-            found.append(reached)
-    return found
+    named = [p for m in _BY_NAME.finditer(source) for p in _prefixes(m.group("name"))]
+    return list(dict.fromkeys(names)), list(dict.fromkeys(named))
 
 
 def _prefixes(dotted: str) -> list[str]:
