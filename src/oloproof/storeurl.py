@@ -5,9 +5,10 @@ store on PostgreSQL, named by a ``postgresql://`` URL (libpq's URI form: any con
 parameter can go in its query string). That URL may hold a password, in its user part
 (``postgresql://ana:SECRET@db/evals``) or as a parameter (``?password=SECRET``,
 ``?sslpassword=SECRET``: any parameter whose name holds ``password``, ``passwd``,
-``secret`` or ``token``). A password is never stored, printed or put in an event:
-wherever a store is shown, it is :func:`masked`, and any text that may quote the URL (an
-error of the driver) goes through :func:`scrub`.
+``secret``, ``token`` or ``scram``: libpq's ``scram_client_key`` logs in as a password
+does). A password is never stored, printed or put in an event: wherever a store is shown,
+it is :func:`masked`, and any text that may quote the URL (an error of the driver) goes
+through :func:`scrub`.
 
 This module is a bottom layer: it imports nothing of Oloproof's but its errors.
 """
@@ -61,7 +62,7 @@ def _secret_name(name: str) -> bool:
     from urllib.parse import unquote
 
     lowered = unquote(name).lower()
-    return any(word in lowered for word in ("password", "passwd", "secret", "token"))
+    return any(word in lowered for word in ("password", "passwd", "secret", "token", "scram"))
 
 
 def _user_part(url: str) -> tuple[str, str, str] | None:
