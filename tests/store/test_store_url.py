@@ -1,12 +1,22 @@
-"""A team store's URL and its secrets (storeurl.py)."""
+"""A team store's URL read once, as libpq reads it, and refused (exit 2) before anything
+connects when libpq would refuse it or read it otherwise than as written (storeurl.py)."""
 
 from __future__ import annotations
 
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.conftest import labelled_cases, run_cli, write_project
 
-from oloproof.storeurl import masked, scrub
+from oloproof.errors import ConfigError
+from oloproof.store.pgwire import Unsupported, parse_url
+from oloproof.storeurl import masked, scrub, store_setting
 
 RELEASE = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
 APP = """
@@ -16,6 +26,143 @@ from oloproof import system
 def answer(case_input):
     return {"label": "ok"}
 """
+
+# Pieces of URLs: every delimiter libpq's URI parser looks at, percent-encodings good and
+# bad, parameter names it knows and one it does not.
+_PIECES = st.sampled_from([
+    "a", "b", "ana", ":", "@", "/", "?", "&", "=", "[", "]", ",", "%", "%4", "%41", "%00",
+    "%zz", "%2C", "%3D", "%40", "%2F", "%C3%A9", "%e9", "é", "#", "5432", "::1", ".",
+    "host=", "port=", "dbname=", "user=", "password=", "sslmode=", "ssl=true", "sslmdoe=",
+    "pass%77ord=",
+])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(scheme=st.sampled_from(["postgresql://", "postgres://"]),
+       pieces=st.lists(_PIECES, max_size=12))
+def test_the_url_is_read_once_as_libpq_reads_it(scheme: str, pieces: list[str]) -> None:
+    """libpq's parser (through psycopg) is the reference: a URL it refuses is refused by the
+    setting, and Oloproof's own reading client reads every other one as it does (or leaves
+    it to psycopg). The wire client read ``%zz`` as three characters of a password where
+    libpq refuses the URL."""
+    conninfo = pytest.importorskip("psycopg.conninfo")
+    url = scheme + "".join(pieces)
+    try:
+        libpq: dict[str, str] | None = conninfo.conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001 - any refusal (psycopg raises ProgrammingError, or
+        libpq = None  # UnicodeDecodeError for what is not UTF-8 once decoded)
+    if libpq is None:
+        with pytest.raises(ConfigError, match="the postgresql:// URL cannot be used"):
+            store_setting(url, "OLOPROOF_STORE")
+        with pytest.raises(Unsupported):
+            parse_url(url)
+        return
+    try:
+        wire = parse_url(url)
+    except Unsupported:
+        return  # psycopg connects instead
+    assert wire == {k: v for k, v in libpq.items() if v}, url
+
+
+@pytest.mark.parametrize(("url", "part"), [
+    ("postgresql://ana:hun ter2@127.0.0.1:PORT/evals", "the password holds a space"),
+    ("postgresql://ana: hunter2@127.0.0.1:PORT/evals", "the password holds a space"),
+    ("postgresql://ana:hun\tter2@127.0.0.1:PORT/evals", "the password holds a control"),
+    ("postgresql://ana@127.0.0.1:PORT/evals?password=hun ter2", "'password' holds a space"),
+    ("postgresql://ana:hun%zzter2@127.0.0.1:PORT/evals", "the password holds a '%'"),
+    ("postgresql://ana:hunter2@127.0.0.1:99999/evals", "the port '99999' is not a number"),
+    ("postgresql://ana:hunter2@127.0.0.1:54x/evals", "the port '54x' is not a number"),
+    ("postgresql://ana:hunter2@[::1/evals", "the host is an IPv6 address without its closing"),
+    ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?sslmode=requir", "sslmode is 'requir'"),
+    ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?sslmdoe=require", "'sslmdoe' is not a"),
+    ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?sslmode", "without '='"),
+    ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?target_session_attrs=", "target_session"),
+    ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?connect_timeout=10s", "connect_timeout"),
+])
+def test_a_malformed_url_exits_2_before_anything_connects(
+    tmp_path: Path, listener: tuple[int, list[Any]], url: str, part: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each was a store error (exit 5: "the team store cannot be reached", libpq's words),
+    and the reading commands' own client connected with some of them (a password holding
+    a space or ``%zz``) where psycopg refused them. Now: one line naming the part, exit 2,
+    from every place a URL enters, and no connection."""
+    port, accepted = listener
+    url = url.replace("PORT", str(port))
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(8), release=RELEASE)
+    results = [run_cli("runs", cwd=root, env={"OLOPROOF_STORE": url})]
+    if "ter2" in url:  # the others enter the same way
+        results.append(run_cli("gate", "latest", cwd=root, env={"OLOPROOF_STORE": url}))
+        results.append(run_cli("run", cwd=root, env={"OLOPROOF_STORE": url}))
+        results.append(run_cli("merge", url, cwd=root, env={"OLOPROOF_STORE": "sqlite"}))
+        config = root / "oloproof.yaml"
+        config.write_text(config.read_text() + f"store: '{url}'\n")
+        results.append(run_cli("store", "push", cwd=root, env={"OLOPROOF_STORE": ""}))
+        results.append(run_cli("run", cwd=root, env={"OLOPROOF_STORE": ""}))
+        import oloproof
+
+        monkeypatch.setenv("OLOPROOF_STORE", url)
+        with pytest.raises(ConfigError) as caught:
+            oloproof.run(root)
+        assert part in str(caught.value) and "ter2" not in str(caught.value)
+    for result in results:
+        assert result.code == 2, result.text
+        assert part in result.err and "nothing was connected to" in result.err, result.err
+        assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.text
+        assert "hun" not in result.text and "ter2" not in result.text, result.text
+    assert accepted == []
+    assert not (root / ".oloproof").exists()
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[Any]]]:
+    """A TCP port on 127.0.0.1 that records every connection made to it (and closes it)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    accepted: list[Any] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, peer = server.accept()
+            except OSError:
+                return
+            accepted.append(peer)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], accepted
+    finally:
+        server.close()
+        thread.join(timeout=5)
+
+
+def test_a_space_in_a_password_is_refused_by_every_command(
+    tmp_path: Path, pg_server: Any, pg_url: str
+) -> None:
+    """A role whose password is ``two words``: written unencoded, the reading commands (the
+    wire client) logged in with it while ``run`` (psycopg's libpq 18) refused the URL
+    ("unexpected spaces found", exit 5); an older libpq logged in with it too. Now both
+    refuse it, exit 2; written ``%20`` both use it."""
+    import uuid
+    from urllib.parse import quote
+
+    role, password = f"olo_{uuid.uuid4().hex[:8]}", "two words"
+    pg_server.sql(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD '{password}'")
+    database = pg_url.split("/")[3].split("?")[0]
+    written = f"postgresql://{role}:{password}@127.0.0.1:{pg_server.port}/{database}"
+    encoded = written.replace(password, quote(password))
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(8), release=RELEASE)
+    assert run_cli("run", cwd=root, env={"OLOPROOF_STORE": encoded}).code == 0
+    for args in (["runs"], ["gate", "latest"], ["run"]):
+        result = run_cli(*args, cwd=root, env={"OLOPROOF_STORE": written})
+        assert result.code == 2, (args, result.text)
+        assert "the password holds a space: write it percent-encoded (%20)" in result.err
+        assert "words" not in result.text
+        assert run_cli(*args, cwd=root, env={"OLOPROOF_STORE": encoded}).code == 0, args
 
 
 def test_a_scram_key_in_the_url_is_never_shown(tmp_path: Path) -> None:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
 from oloproof.errors import StoreError
@@ -346,6 +347,14 @@ def connect(
 
     if readonly:
         settings = (*settings, ("default_transaction_read_only", "on"))
+    try:
+        # The URL as this libpq reads it, before anything connects: one it refuses (a
+        # parameter an older libpq does not know) is the user's to fix (exit 2), not a
+        # store that cannot be reached (exit 5).
+        conninfo_to_dict(location.url)
+    except (psycopg.Error, ValueError, TypeError) as exc:
+        why = scrub(" ".join(str(exc).split()), location.url)
+        raise StoreError(f"{location.display}: not a store URL psycopg accepts ({why})") from None
     try:
         raw = psycopg.connect(
             location.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
