@@ -178,6 +178,12 @@ def url_options(url: str) -> dict[str, str]:
             start = p
             while p < n and rest[p] not in ":/?,":
                 p += 1
+            if "@" in rest[start:p]:
+                # libpq ends the user part at its first '@': the rest of a password that
+                # holds another is read as the host (and shown in its errors).
+                raise MalformedURL(
+                    "the host", "holds an '@' written as it is (an '@' in a password is"
+                    " written %40)")
             hosts.append(rest[start:p])
         after = rest[p] if p < n else ""
         if after == ":":
@@ -199,6 +205,13 @@ def url_options(url: str) -> dict[str, str]:
     query = ""
     if after == "/":
         dbname, mark, query = rest[p + 1:].partition("?")
+        if "@" in dbname:
+            # user:pass/word@host/db: libpq ends the host part at the password's '/' and
+            # reads what comes before it as host and port (and shows them in its errors).
+            raise MalformedURL(
+                "the database name", "holds an '@' written as it is (write it %40); if the"
+                " URL's user and password come before it, a '/' in the password is written"
+                " %2F (libpq reads the password as the host's port otherwise)")
         if dbname:
             out["dbname"] = _decoded(dbname, "the database name")
         after = mark
@@ -209,21 +222,24 @@ def url_options(url: str) -> dict[str, str]:
     pairs = query.split("&") if query else []
     if len(pairs) > 1 and not pairs[-1]:
         pairs.pop()  # libpq takes a '&' that ends the URL for nothing
-    for pair in pairs:
+    after_secret = False  # a text after a password's '&' may be the rest of the password
+    for number, pair in enumerate(pairs, 1):
         key, eq, value = pair.partition("=")
+        # Named by its place, not its name, where the name may be part of a password.
+        label = f"the query string's parameter {number}" if after_secret or not eq else (
+            f"the parameter {_shown(key)}")
+        hint = " (an '&' in a value is written %26)" if after_secret or not eq else ""
         if not eq:
-            raise MalformedURL(
-                "the query string", f"has a parameter without '=' ({_shown(key)})")
+            raise MalformedURL(label, f"has no '='{hint}")
         if "=" in value:
-            raise MalformedURL(
-                f"the parameter {_shown(key)}", "holds a second '=' (write it %3D in a value)")
-        name = _decoded(key, "a parameter's name")
-        value = _decoded(value, f"the parameter {_shown(name)}")
+            raise MalformedURL(label, f"holds a second '=' (write it %3D in a value){hint}")
+        name = _decoded(key, f"{label}'s name" if after_secret else "a parameter's name")
+        value = _decoded(value, label)
         if name == "ssl" and value == "true":  # libpq's JDBC spelling
             name, value = "sslmode", "require"
         if name not in KEYWORDS:
-            raise MalformedURL(
-                f"the parameter {_shown(name)}", "is not a connection parameter libpq knows")
+            raise MalformedURL(label, f"is not a connection parameter libpq knows{hint}")
+        after_secret = _secret_name(name)
         out[name] = value
     return out
 
@@ -243,7 +259,9 @@ def check_options(options: dict[str, str]) -> None:
             continue  # libpq's default, 5432
         number = integer(port)
         if number is None or not 0 < number < 65536:
-            raise MalformedURL("the port", f"{_shown(port)} is not a number from 1 to 65535")
+            # Shown when it is a number: other text there may be a password's (user:pa/ss@).
+            shown = f" {_shown(port)}" if number is not None else ""
+            raise MalformedURL(f"the port{shown}", "is not a number from 1 to 65535")
     names = options.get("host", "").split(",") if options.get("host") else []
     addresses = options.get("hostaddr", "").split(",") if options.get("hostaddr") else []
     if names and addresses and len(names) != len(addresses):

@@ -71,11 +71,16 @@ def test_the_url_is_read_once_as_libpq_reads_it(scheme: str, pieces: list[str]) 
     ("postgresql://ana@127.0.0.1:PORT/evals?password=hun ter2", "'password' holds a space"),
     ("postgresql://ana:hun%zzter2@127.0.0.1:PORT/evals", "the password holds a '%'"),
     ("postgresql://ana:hunter2@127.0.0.1:99999/evals", "the port '99999' is not a number"),
-    ("postgresql://ana:hunter2@127.0.0.1:54x/evals", "the port '54x' is not a number"),
+    ("postgresql://ana:hunter2@127.0.0.1:54x/evals", "the port is not a number"),
     ("postgresql://ana:hunter2@[::1/evals", "the host is an IPv6 address without its closing"),
     ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?sslmode=requir", "sslmode is 'requir'"),
     ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?sslmdoe=require", "'sslmdoe' is not a"),
-    ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?sslmode", "without '='"),
+    ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?sslmode", "parameter 1 has no '='"),
+    # The rest of a password libpq does not read as one (it is never shown).
+    ("postgresql://ana:hun/ter2@127.0.0.1:PORT/evals", "the database name holds an '@'"),
+    ("postgresql://ana:hun@ter2@127.0.0.1:PORT/evals", "the host holds an '@'"),
+    ("postgresql://ana@127.0.0.1:PORT/evals?password=hun&ter2", "parameter 2 has no '='"),
+    ("postgresql://ana@127.0.0.1:PORT/evals?password=hun&ter2=x", "parameter 2 is not a"),
     ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?target_session_attrs=", "target_session"),
     ("postgresql://ana:hunter2@127.0.0.1:PORT/evals?connect_timeout=10s", "connect_timeout"),
 ])
@@ -91,7 +96,7 @@ def test_a_malformed_url_exits_2_before_anything_connects(
     url = url.replace("PORT", str(port))
     root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(8), release=RELEASE)
     results = [run_cli("runs", cwd=root, env={"OLOPROOF_STORE": url})]
-    if "ter2" in url:  # the others enter the same way
+    if url.startswith("postgresql://ana:hun ter2@"):  # the others enter the same way
         results.append(run_cli("gate", "latest", cwd=root, env={"OLOPROOF_STORE": url}))
         results.append(run_cli("run", cwd=root, env={"OLOPROOF_STORE": url}))
         results.append(run_cli("merge", url, cwd=root, env={"OLOPROOF_STORE": "sqlite"}))
