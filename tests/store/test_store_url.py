@@ -183,3 +183,31 @@ def test_a_scram_key_in_the_url_is_never_shown(tmp_path: Path) -> None:
     result = run_cli("runs", cwd=root, env={"OLOPROOF_STORE": url})
     assert result.code == 5 and "scram_client_key=***" in result.err, result.text
     assert key not in result.text
+
+
+def test_the_urls_connect_timeout_is_the_one_both_clients_use(
+    pg_server: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``?connect_timeout=60`` (a server that takes 20 s to wake) was replaced by
+    Oloproof's 15 s on every connection, psycopg's and the wire client's alike, and so was
+    ``PGCONNECT_TIMEOUT``: the docs list it among the parameters a URL may give."""
+    from oloproof.store.location import PostgresLocation
+    from oloproof.store.pgwire import resolve
+    from oloproof.store.postgres import connect
+
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+
+    def timeouts(url: str) -> tuple[str, float]:
+        conn = connect(PostgresLocation(url, "p"))
+        try:
+            used = conn.raw.info.get_parameters()["connect_timeout"]
+        finally:
+            conn.close()
+        return used, resolve(url).timeout
+
+    assert timeouts(pg_url) == ("15", 15)  # Oloproof's, without one
+    assert timeouts(pg_url + "&connect_timeout=60") == ("60", 60)
+    assert timeouts(pg_url + "&connect_timeout=1") == ("2", 2)  # libpq's least
+    monkeypatch.setenv("PGCONNECT_TIMEOUT", "45")
+    assert timeouts(pg_url) == ("45", 45)
+    assert timeouts(pg_url + "&connect_timeout=30") == ("30", 30)  # the URL wins

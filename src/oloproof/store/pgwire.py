@@ -50,7 +50,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from oloproof.store.dbapi import DatabaseError, OperationalError, RetryableError
-from oloproof.store.pgshared import CONNECT_TIMEOUT_S, DRIVER_ENV, PgBase, store_params
+from oloproof.store.pgshared import DRIVER_ENV, PgBase, connect_timeout, store_params
 from oloproof.storeurl import POSTGRES_SCHEMES, MalformedURL, scrub, url_options
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ def resolve(url: str, environ: Mapping[str, str] | None = None) -> Params:
     return Params(
         host=host, port=port, user=user, dbname=values.get("dbname") or user,
         password=values.get("password") or None, sslmode=sslmode,
-        timeout=CONNECT_TIMEOUT_S, passfile=values.get("passfile"),
+        timeout=connect_timeout(values.get("connect_timeout")), passfile=values.get("passfile"),
     )
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -53,17 +54,17 @@ from psycopg.pq import TransactionStatus
 from oloproof.errors import StoreError
 from oloproof.store.dbapi import DatabaseError, OperationalError, RetryableError
 from oloproof.store.pgshared import (
-    CONNECT_TIMEOUT_S,
     LOCK_NAMESPACE,
     MIGRATION_LOCK,
     PgBase,
     check_identity,
+    connect_timeout,
     run_lock_key,
     schema_version,
     store_params,
     store_tables,
 )
-from oloproof.storeurl import scrub
+from oloproof.storeurl import MalformedURL, scrub, url_options
 
 if TYPE_CHECKING:
     from typing import Any
@@ -356,8 +357,15 @@ def connect(
         why = scrub(" ".join(str(exc).split()), location.url)
         raise StoreError(f"{location.display}: not a store URL psycopg accepts ({why})") from None
     try:
+        given = url_options(location.url).get("connect_timeout")
+    except MalformedURL:
+        given = None
+    # The URL's connect_timeout, else PGCONNECT_TIMEOUT, else Oloproof's: as the wire
+    # client reads them (psycopg's keyword would otherwise replace both).
+    timeout = connect_timeout(given or os.environ.get("PGCONNECT_TIMEOUT"))
+    try:
         raw = psycopg.connect(
-            location.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+            location.url, autocommit=True, connect_timeout=timeout,
             application_name="oloproof",
         )
     except psycopg.Error as exc:
