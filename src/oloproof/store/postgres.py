@@ -468,7 +468,26 @@ def open_store(location: PostgresLocation, *, create: bool = True) -> PgConnecti
     except OperationalError as exc:
         conn.close()
         raise StoreUnavailable(f"{location.display}: the store cannot be written ({exc})") from None
+    except DatabaseError as exc:
+        conn.close()
+        hint = _CREATE_HINTS.get(exc.sqlstate or "")
+        if hint is None:
+            raise
+        why = str(exc).split(" LINE ", 1)[0]  # not the statement libpq quotes after it
+        raise StoreUnavailable(
+            f"{location.display}: the store's tables cannot be created here ({why}): {hint};"
+            " nothing was run") from None
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+#: Why a team store's tables cannot be created, by SQLSTATE, and what to do.
+_CREATE_HINTS = {
+    "42501": "the URL's role may not create tables in this schema; grant it CREATE on the"
+             " schema, or create the store once with a role that may (runs then only write"
+             " rows)",
+    "3F000": "the session's search_path names no schema that exists; create the schema,"
+             " or name one that exists in the URL's options",
+}
