@@ -3,6 +3,7 @@ connects when libpq would refuse it or read it otherwise than as written (storeu
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Iterator
@@ -141,6 +142,8 @@ def listener() -> Iterator[tuple[int, list[Any]]]:
     try:
         yield server.getsockname()[1], accepted
     finally:
+        with contextlib.suppress(OSError):
+            server.shutdown(socket.SHUT_RDWR)  # wakes the accept() (close alone does not)
         server.close()
         thread.join(timeout=5)
 
