@@ -318,8 +318,12 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     # password=..., sslpassword=... (any parameter named for a secret, its name written
     # plainly or percent-encoded, as libpq decodes it) in a query string or a key=value
     # connection string.
+    # A value runs to the next '&', or to the next white space followed by name=: a space
+    # in it (written as it is, or escaped with '\\' as libpq's key=value form allows) is
+    # still the password's, and what follows it was shown.
     parameter = re.compile(
-        r"(?<![\w%])((?:\w|%[0-9A-Fa-f]{2})+)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)"
+        r"(?<![\w%])((?:\w|%[0-9A-Fa-f]{2})+)(\s*=\s*)"
+        r"('(?:[^'\\]|\\.)*'|(?:\\.|[^&\s\\]|\s+(?!(?:\w|%[0-9A-Fa-f]{2})+\s*=))*)"
     )
     return userinfo, cut, parameter
 

@@ -239,3 +239,21 @@ def test_a_role_that_may_not_create_the_store_is_told_so(tmp_path: Path, pg_serv
             assert len(result.err.strip().splitlines()) == 1
     finally:
         pg_server.drop_database(database)
+
+
+@pytest.mark.parametrize("value", [
+    "jdbc:postgresql://db/evals?user=ana&password=hun ter2",  # a JDBC URL pasted
+    "host=db password=hun\\ ter2 dbname=evals",  # libpq's key=value form, space escaped
+    "host=db password=hun ter2",
+    "mysql://root@db/x?password=hun ter2",
+])
+def test_a_store_that_is_not_one_never_shows_the_rest_of_its_password(
+    tmp_path: Path, value: str
+) -> None:
+    """The setting is refused (exit 2) with the value masked, and the mask ended a password
+    at its first space: 'jdbc:…&password=*** ter2'."""
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(8), release=RELEASE)
+    result = run_cli("runs", cwd=root, env={"OLOPROOF_STORE": value})
+    assert result.code == 2 and "is not a store Oloproof can use" in result.err, result.text
+    assert "password=***" in result.err
+    assert "hun" not in result.text and "ter2" not in result.text, result.err
