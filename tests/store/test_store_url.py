@@ -218,7 +218,8 @@ def test_the_urls_connect_timeout_is_the_one_both_clients_use(
 
 def test_a_role_that_may_not_create_the_store_is_told_so(tmp_path: Path, pg_server: Any) -> None:
     """A database whose schema the URL's role may not create tables in (PostgreSQL 15's
-    default for ``public``), or a search_path naming no schema: the error named no store
+    default for ``public``), a search_path naming no schema, a read-only session (a
+    standby, or default_transaction_read_only in the URL): the error named no store
     and quoted the statement ("the store cannot be used: permission denied for schema
     public LINE 1: CREATE TABLE IF NOT EXISTS meta ( ^"). It names the store, masked,
     and what to do; exit 5, nothing run."""
@@ -231,7 +232,9 @@ def test_a_role_that_may_not_create_the_store_is_told_so(tmp_path: Path, pg_serv
         url = f"postgresql://{role}:{password}@127.0.0.1:{pg_server.port}/{database}"
         root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(8), release=RELEASE)
         for given, hint in ((url, "grant it CREATE on the schema"),
-                            (url + "?options=-csearch_path%3Dnosuch", "search_path names no")):
+                            (url + "?options=-csearch_path%3Dnosuch", "search_path names no"),
+                            (url + "?options=-cdefault_transaction_read_only%3Don",
+                             "the session is read-only")):
             result = run_cli("run", cwd=root, env={"OLOPROOF_STORE": given})
             assert result.code == 5, result.text
             assert f"{role}:***@127.0.0.1" in result.err and hint in result.err, result.err

@@ -490,4 +490,6 @@ _CREATE_HINTS = {
              " rows)",
     "3F000": "the session's search_path names no schema that exists; create the schema,"
              " or name one that exists in the URL's options",
+    "25006": "the session is read-only (a standby server, or default_transaction_read_only"
+             " in the URL's options or the role's settings); name the primary server",
 }
