@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DRIVER_ENV", "KEY_TEXT_BYTES", "LOCK_NAMESPACE", "MIGRATION_LOCK", "PgBase",
-    "check_identity", "check_keys", "connect_timeout", "open_store_readonly", "psycopg_store", "run_lock_key",
-    "schema_version", "store_params", "store_tables", "store_value",
+    "check_identity", "check_keys", "connect_timeout", "open_store_readonly", "psycopg_store",
+    "run_lock_key", "schema_version", "store_params", "store_tables", "store_value",
 ]
 
 #: Which client reads a team store: ``auto`` (the default: the wire client where it can be
