@@ -98,6 +98,8 @@ def _decoded(raw: str, part: str) -> str:
     earlier versions kept; Oloproof's own reading client kept them all. Written
     percent-encoded (``%20``), every reader reads the same password."""
     for ch in raw:
+        if ch == "\x00":
+            raise MalformedURL(part, "holds a NUL character, which libpq refuses")
         if ch <= " " or ch == "\x7f":
             what = "a space" if ch == " " else "a control character"
             code = f"%{ord(ch):02X}"

@@ -71,6 +71,7 @@ def test_the_url_is_read_once_as_libpq_reads_it(scheme: str, pieces: list[str]) 
     ("postgresql://ana:hun\tter2@127.0.0.1:PORT/evals", "the password holds a control"),
     ("postgresql://ana@127.0.0.1:PORT/evals?password=hun ter2", "'password' holds a space"),
     ("postgresql://ana:hun%zzter2@127.0.0.1:PORT/evals", "the password holds a '%'"),
+    ("postgresql://ana:hun%00ter2@127.0.0.1:PORT/evals", "the password holds %00"),
     ("postgresql://ana:hunter2@127.0.0.1:99999/evals", "the port '99999' is not a number"),
     ("postgresql://ana:hunter2@127.0.0.1:54x/evals", "the port is not a number"),
     ("postgresql://ana:hunter2@[::1/evals", "the host is an IPv6 address without its closing"),
@@ -260,3 +261,11 @@ def test_a_store_that_is_not_one_never_shows_the_rest_of_its_password(
     assert result.code == 2 and "is not a store Oloproof can use" in result.err, result.text
     assert "password=***" in result.err
     assert "hun" not in result.text and "ter2" not in result.text, result.err
+
+
+def test_a_nul_character_in_a_url_is_refused_as_libpq_refuses_it() -> None:
+    """store: "postgresql://u:p\\0w@h/d" (YAML's escape): the message said to write it %00,
+    which libpq refuses too."""
+    with pytest.raises(ConfigError, match="the password holds a NUL character") as caught:
+        store_setting("postgresql://u:p\x00w@h/d", "oloproof.yaml")
+    assert "%00" not in str(caught.value)
