@@ -19,6 +19,7 @@ This module is a bottom layer: it imports nothing of Oloproof's but its errors.
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
     import re
 
 __all__ = [
-    "KEYWORDS", "MASK", "POSTGRES_SCHEMES", "STORE_DIR", "MalformedURL", "check_options",
+    "ENVIRONMENT", "KEYWORDS", "MASK", "POSTGRES_SCHEMES", "STORE_DIR", "MalformedURL",
+    "check_options",
     "is_postgres", "masked", "scrub", "store_setting", "url_options",
 ]
 
@@ -77,12 +79,29 @@ INTEGERS = ("connect_timeout", "keepalives", "keepalives_count", "keepalives_idl
             "keepalives_interval", "tcp_user_timeout")
 
 
+#: The environment variables libpq reads for a parameter the URL does not set, among those
+#: :func:`check_options` checks.
+ENVIRONMENT = {
+    "PGHOST": "host", "PGHOSTADDR": "hostaddr", "PGPORT": "port", "PGSSLMODE": "sslmode",
+    "PGGSSENCMODE": "gssencmode", "PGCHANNELBINDING": "channel_binding",
+    "PGSSLCERTMODE": "sslcertmode", "PGSSLNEGOTIATION": "sslnegotiation",
+    "PGTARGETSESSIONATTRS": "target_session_attrs", "PGLOADBALANCEHOSTS": "load_balance_hosts",
+    "PGMINPROTOCOLVERSION": "min_protocol_version",
+    "PGMAXPROTOCOLVERSION": "max_protocol_version",
+    "PGSSLMINPROTOCOLVERSION": "ssl_min_protocol_version",
+    "PGSSLMAXPROTOCOLVERSION": "ssl_max_protocol_version", "PGREQUIREAUTH": "require_auth",
+    "PGCONNECT_TIMEOUT": "connect_timeout",
+}
+
+
 class MalformedURL(ValueError):
     """A ``postgresql://`` URL libpq would refuse, or read otherwise than as written; the
     message names the part (``the password``, ``the port``) and never holds a password."""
 
-    def __init__(self, part: str, problem: str) -> None:
+    def __init__(self, part: str, problem: str, option: str | None = None) -> None:
         self.part = part
+        #: The connection parameter at fault, where :func:`check_options` knows it.
+        self.option = option
         super().__init__(f"{part} {problem}")
 
 
@@ -263,34 +282,35 @@ def check_options(options: dict[str, str]) -> None:
         if number is None or not 0 < number < 65536:
             # Shown when it is a number: other text there may be a password's (user:pa/ss@).
             shown = f" {_shown(port)}" if number is not None else ""
-            raise MalformedURL(f"the port{shown}", "is not a number from 1 to 65535")
+            raise MalformedURL(f"the port{shown}", "is not a number from 1 to 65535", "port")
     names = options.get("host", "").split(",") if options.get("host") else []
     addresses = options.get("hostaddr", "").split(",") if options.get("hostaddr") else []
     if names and addresses and len(names) != len(addresses):
         raise MalformedURL(
             "the parameter hostaddr", f"gives {len(addresses)} addresses for {len(names)}"
-            " hosts (libpq takes one for each)")
+            " hosts (libpq takes one for each)", "hostaddr")
     hosts = max(len(names), len(addresses), 1)
     if len(ports) > 1 and len(ports) != hosts:
         raise MalformedURL(
-            "the port", f"gives {len(ports)} ports for {hosts} hosts (libpq takes one port"
-            " for all hosts, or one for each)")
+            "the port", f"gives {len(ports)} ports for {hosts} host{'s' * (hosts > 1)} (libpq"
+            " takes one port for all hosts, or one for each)", "port")
     for name, accepted in CHOICES.items():
         value = options.get(name)
         if value is not None and value not in accepted:
             raise MalformedURL(
                 f"the parameter {name}", f"is {_shown(value)}, which libpq does not accept"
-                f" (accepted: {', '.join(accepted)})")
+                f" (accepted: {', '.join(accepted)})", name)
     for name in INTEGERS:
         value = options.get(name)
         if value and integer(value) is None:
-            raise MalformedURL(f"the parameter {name}", f"is {_shown(value)}, not a number")
+            raise MalformedURL(
+                f"the parameter {name}", f"is {_shown(value)}, not a whole number", name)
     for name, accepted in VERSIONS.items():
         value = options.get(name)
         if value and value.lower() not in (a.lower() for a in accepted):
             raise MalformedURL(
                 f"the parameter {name}", f"is {_shown(value)}, which libpq does not accept"
-                f" (accepted: {', '.join(accepted)})")
+                f" (accepted: {', '.join(accepted)})", name)
     methods = options.get("require_auth")
     if methods:
         items = methods.split(",")
@@ -299,8 +319,7 @@ def check_options(options: dict[str, str]) -> None:
             raise MalformedURL(
                 "the parameter require_auth", f"is {_shown(methods)}, which libpq does not"
                 f" accept (accepted: methods among {', '.join(AUTH_METHODS)}, separated by"
-                " ',', each with '!' in front or none)")
-
+                " ',', each with '!' in front or none)", "require_auth")
 
 
 @cache
@@ -407,6 +426,26 @@ def scrub(text: str, url: str | None) -> str:
     return text
 
 
+def _check_environment(options: dict[str, str]) -> None:
+    """A :class:`ConfigError` naming the variable for a ``PG*`` variable libpq would read
+    for the team store (the URL does not set its parameter) and refuse when it connects
+    (``PGSSLMODE=requir``, ``PGPORT=54x``): a mistake to fix (exit 2), not a store that
+    cannot be reached."""
+    given = {opt: os.environ[var] for var, opt in ENVIRONMENT.items()
+             if os.environ.get(var) and opt not in options}
+    if not given:
+        return
+    try:
+        check_options({**given, **options})
+    except MalformedURL as exc:
+        names = [var for var, opt in ENVIRONMENT.items() if opt in given and (
+            opt == exc.option or exc.option is None)]
+        raise ConfigError(
+            f"{exc} (libpq reads this variable for the team store, whose URL does not set"
+            " it); nothing was connected to", file=" ".join(names) or "PG* variables",
+        ) from None
+
+
 def store_setting(value: object, origin: str) -> str | None:
     """The PostgreSQL URL a setting names, or ``None`` for the default SQLite store.
 
@@ -435,12 +474,14 @@ def store_setting(value: object, origin: str) -> str | None:
         return None
     if is_postgres(text):
         try:
-            check_options(url_options(text))
+            options = url_options(text)
+            check_options(options)
         except MalformedURL as exc:
             raise ConfigError(
                 f"the postgresql:// URL cannot be used: {exc}; nothing was connected to",
                 file=origin, field="store",
             ) from None
+        _check_environment(options)
         return text
     raise ConfigError(
         f"'{masked(text)}' is not a store Oloproof can use", file=origin, field="store",

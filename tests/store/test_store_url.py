@@ -269,3 +269,34 @@ def test_a_nul_character_in_a_url_is_refused_as_libpq_refuses_it() -> None:
     with pytest.raises(ConfigError, match="the password holds a NUL character") as caught:
         store_setting("postgresql://u:p\x00w@h/d", "oloproof.yaml")
     assert "%00" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("variable", "value", "said"), [
+    ("PGSSLMODE", "requried", "sslmode is 'requried'"),
+    ("PGPORT", "54x", "the port is not a number"),
+    ("PGPORT", "5432,5433", "gives 2 ports for 1 host"),
+    ("PGTARGETSESSIONATTRS", "rw", "target_session_attrs is 'rw'"),
+    ("PGCONNECT_TIMEOUT", "1.5", "not a whole number"),
+])
+def test_a_pg_variable_libpq_would_refuse_exits_2_naming_it(
+    tmp_path: Path, listener: tuple[int, list[Any]], variable: str, value: str, said: str
+) -> None:
+    """libpq reads PGSSLMODE, PGPORT... for what the URL does not set, and refused a wrong
+    one only when connecting: 'the team store cannot be reached (connection is bad: invalid
+    sslmode value: "requried")', exit 5. Now exit 2 naming the variable, nothing
+    connected; a URL that sets the parameter itself is not refused for the variable."""
+    port, accepted = listener
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(8), release=RELEASE)
+    url = "postgresql://ana@127.0.0.1/evals"
+    result = run_cli("runs", cwd=root, env={"OLOPROOF_STORE": url, variable: value})
+    assert result.code == 2, result.text
+    assert result.err.startswith(f"oloproof runs: error: {variable}: ") and said in result.err
+    assert "nothing was connected to" in result.err and "Traceback" not in result.text
+    option = {"PGSSLMODE": "sslmode=disable", "PGPORT": f"port={port}",
+              "PGTARGETSESSIONATTRS": "target_session_attrs=any",
+              "PGCONNECT_TIMEOUT": "connect_timeout=5"}[variable]
+    given = f"postgresql://ana@127.0.0.1:{port}/evals?{option}".replace(
+        f":{port}/evals?port=", "/evals?port=")
+    result = run_cli("runs", cwd=root, env={"OLOPROOF_STORE": given, variable: value})
+    assert result.code == 5 and "cannot be reached" in result.err, result.text
+    assert accepted  # it did connect: the URL's own value won
