@@ -300,3 +300,16 @@ def test_a_pg_variable_libpq_would_refuse_exits_2_naming_it(
     result = run_cli("runs", cwd=root, env={"OLOPROOF_STORE": given, variable: value})
     assert result.code == 5 and "cannot be reached" in result.err, result.text
     assert accepted  # it did connect: the URL's own value won
+
+
+def test_every_parameter_this_libpq_knows_is_accepted() -> None:
+    """The URL's check refuses a parameter libpq does not know; a newer libpq (psycopg's)
+    with one more must make this fail, not make a good URL exit 2."""
+    pq = pytest.importorskip("psycopg.pq")
+    from oloproof.storeurl import ENVIRONMENT, KEYWORDS
+
+    known = {o.keyword.decode() for o in pq.Conninfo.get_defaults()}
+    assert known <= KEYWORDS, sorted(known - KEYWORDS)
+    variables = {o.envvar.decode(): o.keyword.decode()
+                 for o in pq.Conninfo.get_defaults() if o.envvar}
+    assert {k: variables.get(k) for k in ENVIRONMENT} == ENVIRONMENT
