@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DRIVER_ENV", "KEY_TEXT_BYTES", "LOCK_NAMESPACE", "MIGRATION_LOCK", "PgBase",
-    "check_identity", "check_keys", "open_store_readonly", "psycopg_store", "run_lock_key",
-    "schema_version", "store_params", "store_tables", "store_value",
+    "check_identity", "check_keys", "connect_timeout", "open_store_readonly", "psycopg_store",
+    "run_lock_key", "schema_version", "store_params", "store_tables", "store_value",
 ]
 
 #: Which client reads a team store: ``auto`` (the default: the wire client where it can be
@@ -45,7 +45,11 @@ __all__ = [
 DRIVER_ENV = "OLOPROOF_PG_DRIVER"
 DRIVERS = ("auto", "psycopg", "wire")
 
+#: How long connecting (authentication included) may take when neither the URL's
+#: ``connect_timeout`` nor ``PGCONNECT_TIMEOUT`` says.
 CONNECT_TIMEOUT_S = 15
+#: What psycopg waits where libpq's ``connect_timeout`` is 0 or less ("no limit").
+NO_LIMIT_CONNECT_TIMEOUT_S = 130
 # The advisory locks of runs: (namespace, 32 bits of the run id's CRC), PostgreSQL's
 # two-key form, so that they do not collide with another application's one-key locks.
 LOCK_NAMESPACE = 0x4F4C4F50  # "OLOP"
@@ -290,6 +294,25 @@ def check_identity(conn: PgBase) -> int:
             " schema of its own: docs/team-store.md)"
         )
     return current
+
+
+def connect_timeout(value: str | None) -> int:
+    """Seconds connecting may take, given the ``connect_timeout`` a URL (or, without one,
+    ``PGCONNECT_TIMEOUT``) gives: read as psycopg reads it (0 or less: its 130 s; at least
+    2, as libpq), or :data:`CONNECT_TIMEOUT_S` without one. The same for both clients: the
+    wire client uses it, and psycopg is given it."""
+    if value is None or not value.strip():
+        return CONNECT_TIMEOUT_S
+    try:
+        seconds = int(float(value))
+    except (ValueError, OverflowError):
+        raise ConfigError(
+            f"connect_timeout is '{printable(value)}', not a number of seconds",
+            file="PGCONNECT_TIMEOUT",
+        ) from None
+    if seconds <= 0:
+        return NO_LIMIT_CONNECT_TIMEOUT_S
+    return max(seconds, 2)
 
 
 def driver() -> str:

@@ -50,8 +50,8 @@ import threading
 from typing import TYPE_CHECKING
 
 from oloproof.store.dbapi import DatabaseError, OperationalError, RetryableError
-from oloproof.store.pgshared import CONNECT_TIMEOUT_S, DRIVER_ENV, PgBase, store_params
-from oloproof.storeurl import POSTGRES_SCHEMES, scrub
+from oloproof.store.pgshared import DRIVER_ENV, PgBase, connect_timeout, store_params
+from oloproof.storeurl import POSTGRES_SCHEMES, MalformedURL, scrub, url_options
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -138,80 +138,27 @@ class Params:
                 f" dbname={self.dbname!r}, sslmode={self.sslmode!r})")
 
 
-def _unquote(text: str, what: str) -> str:
-    if "%" not in text:
-        return text
-    from urllib.parse import unquote_to_bytes
-
-    raw = unquote_to_bytes(text)
-    if b"\x00" in raw:
-        raise Unsupported(f"a percent-encoded NUL in the URL's {what}")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Unsupported(f"the URL's {what} is not UTF-8 once decoded") from None
-
-
 def parse_url(url: str) -> dict[str, str]:
-    """The connection parameters of a ``postgresql://`` URL, read as libpq's URI parser
-    reads them (conninfo_uri_parse_options); :class:`Unsupported` for what this client does
-    not take (several hosts, a parameter it does not know)."""
-    for scheme in POSTGRES_SCHEMES:
-        if url.startswith(scheme):
-            rest = url[len(scheme):]
-            break
-    else:
+    """The connection parameters of a ``postgresql://`` URL, read as libpq reads them: by
+    :func:`oloproof.storeurl.url_options`, the one reading of a store's URL (the setting
+    was checked with it); :class:`Unsupported` for what this client does not take (several
+    hosts, a parameter it does not know)."""
+    if not url.startswith(POSTGRES_SCHEMES):
         raise Unsupported("not a postgresql:// URL")
-    if "#" in rest:
+    if "#" in url:
         raise Unsupported("a '#' in the URL")
+    try:
+        options = url_options(url)
+    except MalformedURL as exc:
+        raise Unsupported(str(exc)) from None
     out: dict[str, str] = {}
-    # libpq looks for the user part up to the first '/' (not '?').
-    slash = rest.find("/")
-    head = rest if slash < 0 else rest[:slash]
-    if "@" in head:
-        at = rest.index("@")  # libpq stops at the first '@'
-        userinfo, rest = rest[:at], rest[at + 1:]
-        user, colon, password = userinfo.partition(":")
-        if user:
-            out["user"] = _unquote(user, "user")
-        if colon and password:
-            out["password"] = _unquote(password, "password")
-    end = len(rest)
-    for stop in "/?":
-        i = rest.find(stop)
-        if 0 <= i < end:
-            end = i
-    netloc, rest = rest[:end], rest[end:]
-    if "," in netloc:
-        raise Unsupported("several hosts in the URL")
-    if netloc.startswith("["):
-        close = netloc.find("]")
-        if close < 0:
-            raise Unsupported("an IPv6 address without its closing ']'")
-        host, after = netloc[1:close], netloc[close + 1:]
-        if after and not after.startswith(":"):
-            raise Unsupported("text after an IPv6 address")
-        port = after[1:]
-    else:
-        host, _, port = netloc.partition(":")
-    if host:
-        out["host"] = _unquote(host, "host")
-    if port:
-        out["port"] = _unquote(port, "port")
-    if rest.startswith("/"):
-        dbname, _, query = rest[1:].partition("?")
-        if dbname:
-            out["dbname"] = _unquote(dbname, "database name")
-    else:
-        query = rest[1:] if rest.startswith("?") else ""
-    for pair in query.split("&") if query else ():
-        key, eq, value = pair.partition("=")
-        if not eq:
-            raise Unsupported(f"a URL parameter without a value ({key!r})")
-        key = _unquote(key, "parameters")
+    for key, value in options.items():
         if key not in URL_PARAMETERS:
             raise Unsupported(f"the URL parameter {key!r}")
-        out[key] = _unquote(value, f"parameter {key}")
+        if key in ("host", "port") and "," in value:
+            raise Unsupported(f"several values of {key} (libpq tries each in turn)")
+        if value:
+            out[key] = value
     return out
 
 
@@ -295,7 +242,7 @@ def resolve(url: str, environ: Mapping[str, str] | None = None) -> Params:
     return Params(
         host=host, port=port, user=user, dbname=values.get("dbname") or user,
         password=values.get("password") or None, sslmode=sslmode,
-        timeout=CONNECT_TIMEOUT_S, passfile=values.get("passfile"),
+        timeout=connect_timeout(values.get("connect_timeout")), passfile=values.get("passfile"),
     )
 
 

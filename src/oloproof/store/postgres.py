@@ -41,28 +41,30 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
 from oloproof.errors import StoreError
 from oloproof.store.dbapi import DatabaseError, OperationalError, RetryableError
 from oloproof.store.pgshared import (
-    CONNECT_TIMEOUT_S,
     LOCK_NAMESPACE,
     MIGRATION_LOCK,
     PgBase,
     check_identity,
+    connect_timeout,
     run_lock_key,
     schema_version,
     store_params,
     store_tables,
 )
-from oloproof.storeurl import scrub
+from oloproof.storeurl import MalformedURL, scrub, url_options
 
 if TYPE_CHECKING:
     from typing import Any
@@ -347,8 +349,23 @@ def connect(
     if readonly:
         settings = (*settings, ("default_transaction_read_only", "on"))
     try:
+        # The URL as this libpq reads it, before anything connects: one it refuses (a
+        # parameter an older libpq does not know) is the user's to fix (exit 2), not a
+        # store that cannot be reached (exit 5).
+        conninfo_to_dict(location.url)
+    except (psycopg.Error, ValueError, TypeError) as exc:
+        why = scrub(" ".join(str(exc).split()), location.url)
+        raise StoreError(f"{location.display}: not a store URL psycopg accepts ({why})") from None
+    try:
+        given = url_options(location.url).get("connect_timeout")
+    except MalformedURL:
+        given = None
+    # The URL's connect_timeout, else PGCONNECT_TIMEOUT, else Oloproof's: as the wire
+    # client reads them (psycopg's keyword would otherwise replace both).
+    timeout = connect_timeout(given or os.environ.get("PGCONNECT_TIMEOUT"))
+    try:
         raw = psycopg.connect(
-            location.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+            location.url, autocommit=True, connect_timeout=timeout,
             application_name="oloproof",
         )
     except psycopg.Error as exc:
@@ -451,7 +468,28 @@ def open_store(location: PostgresLocation, *, create: bool = True) -> PgConnecti
     except OperationalError as exc:
         conn.close()
         raise StoreUnavailable(f"{location.display}: the store cannot be written ({exc})") from None
+    except DatabaseError as exc:
+        conn.close()
+        hint = _CREATE_HINTS.get(exc.sqlstate or "")
+        if hint is None:
+            raise
+        why = str(exc).split(" LINE ", 1)[0]  # not the statement libpq quotes after it
+        raise StoreUnavailable(
+            f"{location.display}: the store's tables cannot be created here ({why}): {hint};"
+            " nothing was run") from None
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+#: Why a team store's tables cannot be created, by SQLSTATE, and what to do.
+_CREATE_HINTS = {
+    "42501": "the URL's role may not create tables in this schema; grant it CREATE on the"
+             " schema, or create the store once with a role that may (runs then only write"
+             " rows)",
+    "3F000": "the session's search_path names no schema that exists; create the schema,"
+             " or name one that exists in the URL's options",
+    "25006": "the session is read-only (a standby server, or default_transaction_read_only"
+             " in the URL's options or the role's settings); name the primary server",
+}
