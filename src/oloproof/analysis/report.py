@@ -34,6 +34,7 @@ from oloproof.analysis.stored import (
     sequential_report,
     stored_labels,
     stored_policy,
+    suite_edited,
 )
 from oloproof.analysis.trials import flaky_cases
 from oloproof.enums import CaseStatus, Completeness, MetricKind
@@ -510,7 +511,8 @@ def _gate_document(summary: RunSummary) -> dict[str, Any]:
         "notes": [*gate_notes(decisions, summary.policy, run.id),
                   *policy_edited(run, summary.policy, decisions, summary.root),
                   *labels_edited(run, summary.policy, summary.labels, decisions,
-                                 summary.root)],
+                                 summary.root),
+                  *suite_edited(run, decisions, summary.root)],
         "declaration": gate_declaration(summary.policy) if decisions else None,
         "recorded": recorded,
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from oloproof._records import replace
@@ -53,6 +54,8 @@ __all__ = [
     "stored_evidence",
     "stored_labels",
     "stored_policy",
+    "suite_changed",
+    "suite_edited",
 ]
 
 # What reading stored evidence may raise when the store holds what it should not.
@@ -308,6 +311,62 @@ def policy_edited(
         f"{path} has changed since this run started ({when}): these decisions are under"
         f" the policy stored with the run; `oloproof gate {record.id} --policy {path}`"
         " decides under the file as it is now."
+    )
+    return [note]
+
+
+def suite_changed(
+    record: RunRecord, root: str | None
+) -> tuple[str, datetime, str | None] | None:
+    """When the suite file ``record`` ran (``dataset:``, from the project directory
+    ``root``) now holds other cases than the run's: the file as the command shows it, when
+    the run started, and the file's digest now (None: it no longer loads as a suite).
+    None otherwise: older than the run's start (one ``stat``, nothing read), moved or
+    removed, no project directory, or holding the same cases (a checkout that rewrote the
+    same bytes, a reformatted line: the digest is of the cases, project/suite.py)."""
+    if root is None or not record.dataset:
+        return None
+    path = os.path.join(root, record.dataset)
+    try:
+        status = os.stat(path)
+        started = datetime.fromisoformat(record.created_at)
+        if not S_ISREG(status.st_mode) or status.st_mtime <= started.timestamp():
+            return None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    shown = record.dataset if os.path.isabs(record.dataset) else os.path.relpath(path)
+    from oloproof.project.suite import load_suite  # only for a file written since
+
+    try:
+        digest: str | None = load_suite(path, shown).digest
+    except ConfigError:
+        digest = None  # it no longer loads: it differs all the same
+    if digest == record.suite_digest:
+        return None
+    return shown, started, digest
+
+
+def suite_edited(
+    record: RunRecord, decisions: Sequence[object], root: str | None = None
+) -> list[str]:
+    """A note when a decided run's suite file now holds other cases (:func:`suite_changed`):
+    a person who edits cases and does not run them again must not see ``gate latest``
+    exit on the cases as they were, without a word. The exit code stays the run's (it is
+    decided on the evidence it stored; only a run can decide on the cases as they are)."""
+    if not decisions:
+        return []
+    changed = suite_changed(record, root)
+    if changed is None:
+        return []
+    shown, started, digest = changed
+    when = started.strftime("%Y-%m-%d %H:%M:%S UTC")
+    now = ("no longer loads as a suite" if digest is None
+           else f"now holds other cases ({digest[:19]}…)")
+    note = (
+        f"{shown} has changed since this run started ({when}): these decisions are on the"
+        f" cases the run stored ({record.suite_digest[:19]}…), and the file {now};"
+        " `oloproof run` decides on the file as it is now (cases it ran before come from"
+        " the cache)."
     )
     return [note]
 
