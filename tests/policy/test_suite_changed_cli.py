@@ -82,3 +82,40 @@ def test_gate_says_when_the_suite_file_now_holds_other_cases(tmp_path: Path) -> 
     assert run_cli("run", cwd=project).code == 1
     after = run_cli("gate", "latest", cwd=project)
     assert after.code == 1 and not _note(after.out), after.text
+
+
+def test_gate_says_when_oloproof_yaml_now_names_another_suite(tmp_path: Path) -> None:
+    """`dataset:` pointed at a new file after the run (cases_v2.jsonl, where the system
+    fails every case), not run again: `gate latest` exited 0 on the old file's cases and
+    said nothing (the old file, unchanged, is older than the run). It now names the file
+    oloproof.yaml names; a copy of the same cases under another name says nothing."""
+    cases = labelled_cases(40)
+    project = write_project(tmp_path / "p", app=APP, cases=cases, release=LOOSE)
+    assert run_cli("run", cwd=project).code == 0
+    config = project / "oloproof.yaml"
+    text = config.read_text()
+    (project / "data" / "copy.jsonl").write_text((project / "data" / "cases.jsonl").read_text())
+    _write_later(config, text.replace("data/cases.jsonl", "data/copy.jsonl"))
+    same = run_cli("gate", "latest", cwd=project)
+    assert same.code == 0 and "as the suite" not in same.out, same.text
+
+    _write_later(project / "data" / "v2.jsonl",
+                 [{**c, "expected": {"label": "yes"}} for c in cases])
+    _write_later(config, text.replace("data/cases.jsonl", "data/v2.jsonl"))
+    human = run_cli("gate", "latest", cwd=project)
+    assert human.code == 0, human.text
+    assert ("oloproof.yaml names data/v2.jsonl as the suite since this run of"
+            " data/cases.jsonl started (") in human.out, human.text
+    assert "and data/v2.jsonl now holds other cases (sha256:" in human.out
+    elsewhere = run_cli("gate", "latest", "--config", "p/oloproof.yaml", "--json",
+                        cwd=tmp_path)
+    assert any(n.startswith("p/oloproof.yaml names p/data/v2.jsonl as the suite")
+               for n in json.loads(elsewhere.out)["gate_notes"]), elsewhere.out
+
+    # A name that holds no suite, or an oloproof.yaml that no longer reads: no traceback.
+    _write_later(config, text.replace("data/cases.jsonl", "data/missing.jsonl"))
+    missing = run_cli("gate", "latest", cwd=project)
+    assert missing.code == 0 and "data/missing.jsonl does not load as a suite" in missing.out
+    _write_later(config, text + "evaluators: [\n")
+    broken = run_cli("gate", "latest", cwd=project)
+    assert broken.code == 0 and "Traceback" not in broken.err, broken.text

@@ -127,6 +127,24 @@ def test_a_suite_file_changed_since_the_run_is_said_on_the_page(
         assert any("data/cases.jsonl has changed since this run started" in n
                    for n in _notes(live)), _notes(live)
 
+    # The file as it was, and oloproof.yaml pointed at another one: said the same way.
+    suite.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    os.utime(suite, (later - 3600, later - 3600))
+    (root / "data" / "v2.jsonl").write_text("".join(
+        json.dumps({**c, "expected": {"label": "yes"}}) + "\n" for c in cases))
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("data/cases.jsonl", "data/v2.jsonl"))
+    os.utime(config, (later, later))
+    moved = "oloproof.yaml names data/v2.jsonl as the suite since this run of data/cases.jsonl"
+    assert run_cli("report", "latest", "-o", "r.html", cwd=root).code == 0
+    page, seen = _page_of(browser, root / "r.html")
+    assert [n for n in _notes(page) if n.startswith(moved)], _notes(page)
+    with running_viewer(root) as viewer:
+        live = browser.new_page()
+        live.goto(viewer.url)
+        live.goto(f"{viewer.base}runs/{run_id}")
+        assert [n for n in _notes(live) if n.startswith(moved)], _notes(live)
+
 
 def test_incomplete_evidence_and_fail_declared_not_blocking_are_said(
     tmp_path: Path, browser: Any,

@@ -316,25 +316,30 @@ def policy_edited(
 
 
 def suite_changed(
-    record: RunRecord, root: str | None
-) -> tuple[str, datetime, str | None] | None:
-    """When the suite file ``record`` ran (``dataset:``, from the project directory
-    ``root``) now holds other cases than the run's: the file as the command shows it, when
-    the run started, and the file's digest now (None: it no longer loads as a suite).
-    None otherwise: older than the run's start (one ``stat``, nothing read), moved or
-    removed, no project directory, or holding the same cases (a checkout that rewrote the
-    same bytes, a reformatted line: the digest is of the cases, project/suite.py)."""
+    record: RunRecord, root: str | None, config: str | None = None
+) -> tuple[str, datetime, str | None, str | None] | None:
+    """When the project's suite now holds other cases than ``record`` ran: the suite file
+    as the command shows it, when the run started, the file's digest now (None: it no
+    longer loads as a suite), and the oloproof.yaml (``config``) that now names another
+    file than the run's ``dataset:`` (None: the run's file, edited). None otherwise: each
+    file older than the run's start (one ``stat`` each, nothing read), the suite moved or
+    removed, no project directory ``root``, or the same cases (a checkout that rewrote
+    the same bytes, a reformatted line: the digest is of the cases, project/suite.py)."""
     if root is None or not record.dataset:
         return None
-    path = os.path.join(root, record.dataset)
     try:
-        status = os.stat(path)
-        started = datetime.fromisoformat(record.created_at)
-        if not S_ISREG(status.st_mode) or status.st_mtime <= started.timestamp():
-            return None
-    except (OSError, ValueError, TypeError, AttributeError):
+        created = datetime.fromisoformat(record.created_at)
+        started = created.timestamp()
+    except (ValueError, TypeError, AttributeError):
         return None
-    shown = record.dataset if os.path.isabs(record.dataset) else os.path.relpath(path)
+    dataset = record.dataset
+    named = None if config is None else _dataset_written_since(config, started)
+    if named is not None and os.path.normpath(named) != os.path.normpath(dataset):
+        dataset = named  # another file: read whatever its age
+    elif not _written_after(os.path.join(root, dataset), started):
+        return None
+    path = os.path.join(root, dataset)
+    shown = dataset if os.path.isabs(dataset) else os.path.relpath(path)
     from oloproof.project.suite import load_suite  # only for a file written since
 
     try:
@@ -343,28 +348,64 @@ def suite_changed(
         digest = None  # it no longer loads: it differs all the same
     if digest == record.suite_digest:
         return None
-    return shown, started, digest
+    moved = None if dataset == record.dataset else (
+        config if config is None or os.path.isabs(config) else os.path.relpath(config))
+    return shown, created, digest, moved
+
+
+def _written_after(path: str, started: float) -> bool:
+    """Whether the file ``path`` was written after ``started`` (one ``stat``)."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return S_ISREG(status.st_mode) and status.st_mtime > started
+
+
+def _dataset_written_since(config: str, started: float) -> str | None:
+    """The ``dataset:`` oloproof.yaml (``config``) names, when it was written after
+    ``started``; None when older (one ``stat``) or when it cannot be read as a mapping."""
+    if not _written_after(config, started):
+        return None
+    try:
+        with open(config, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    import yaml  # only for an oloproof.yaml written since the run
+
+    try:
+        doc = yaml.safe_load(data)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return None  # `run` says what is wrong with it
+    dataset = doc.get("dataset") if isinstance(doc, dict) else None
+    return dataset if isinstance(dataset, str) and dataset else None
 
 
 def suite_edited(
-    record: RunRecord, decisions: Sequence[object], root: str | None = None
+    record: RunRecord, decisions: Sequence[object], root: str | None = None,
+    config: str | None = None,
 ) -> list[str]:
-    """A note when a decided run's suite file now holds other cases (:func:`suite_changed`):
-    a person who edits cases and does not run them again must not see ``gate latest``
-    exit on the cases as they were, without a word. The exit code stays the run's (it is
-    decided on the evidence it stored; only a run can decide on the cases as they are)."""
+    """A note when a decided run's project now holds other cases (:func:`suite_changed`):
+    a person who edits the cases (or names another file in oloproof.yaml) and does not run
+    them must not see ``gate latest`` exit on the cases as they were, without a word. The
+    exit code stays the run's (it is decided on the evidence it stored; only a run can
+    decide on the cases as they are)."""
     if not decisions:
         return []
-    changed = suite_changed(record, root)
+    changed = suite_changed(record, root, config)
     if changed is None:
         return []
-    shown, started, digest = changed
+    shown, started, digest, moved = changed
     when = started.strftime("%Y-%m-%d %H:%M:%S UTC")
-    now = ("no longer loads as a suite" if digest is None
-           else f"now holds other cases ({digest[:19]}…)")
+    now = (f"{'no longer loads' if moved is None else 'does not load'} as a suite"
+           if digest is None else f"now holds other cases ({digest[:19]}…)")
+    head = (f"{shown} has changed since this run started ({when})" if moved is None
+            else f"{moved} names {shown} as the suite since this run of {record.dataset}"
+                 f" started ({when})")
     note = (
-        f"{shown} has changed since this run started ({when}): these decisions are on the"
-        f" cases the run stored ({record.suite_digest[:19]}…), and the file {now};"
+        f"{head}: these decisions are on the cases the run stored"
+        f" ({record.suite_digest[:19]}…), and {'the file' if moved is None else shown} {now};"
         " `oloproof run` decides on the file as it is now (cases it ran before come from"
         " the cache)."
     )

@@ -134,7 +134,7 @@ def read_run(
                     *([] if policy is not None else policy_edited(record, release, decisions, root)),
                     *([] if labels is not None
                       else labels_edited(record, release, chosen, decisions, root)),
-                    *suite_edited(record, decisions, root)],
+                    *suite_edited(record, decisions, root, config_file(project))],
         declaration=gate_declaration(release) if decisions else None,
         sequential=sequential[0] if sequential else None,
         sequential_note=sequential[1] if sequential else None,

@@ -417,17 +417,21 @@ def _refuse_edited_files(config: Path, conns: dict[str, Connection],
             " labels, so the merged run would be decided on labels this project no longer"
             " holds; run the shards again (`oloproof run --shard I/K`: their calls come"
             f" from the cache), or put {labels.path} back as it was")
-    changed = suite_changed(first, root)
+    changed = suite_changed(first, root, str(config))
     if changed is not None:
-        shown, _started, digest = changed
-        now = ("no longer loads as a suite" if digest is None
-               else f"now holds other cases ({digest[:19]}…)")
+        shown, _started, digest, moved = changed
+        now = (f"{'no longer loads' if moved is None else 'does not load'} as a suite"
+               if digest is None else f"now holds other cases ({digest[:19]}…)")
+        if moved is not None:
+            now = f"{moved} now names {shown} as the suite, which {now.replace('now ', '')}"
+        else:
+            now = f"{shown} {now}"
         problems.append(
             f"a different suite: the shards ran {first.dataset} as it was when they ran"
-            f" ({first.suite_digest[:19]}…), and {shown} {now}, so the merged run would be"
+            f" ({first.suite_digest[:19]}…), and {now}, so the merged run would be"
             " a run of cases this project no longer holds; run the shards again (`oloproof"
             " run --shard I/K`: the cases they ran come from the cache), or put"
-            f" {first.dataset} back as it was")
+            f" {first.dataset if moved is None else moved} back as it was")
     if problems:
         raise MergeRefused("the shards cannot be merged into one run:\n  "
                            + "\n  ".join(problems))
