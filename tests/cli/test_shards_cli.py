@@ -288,6 +288,88 @@ def test_shards_decided_under_a_policy_the_project_no_longer_holds_are_not_merge
     assert json.loads(again.out)["completeness"] == "COMPLETE"
 
 
+def test_shards_of_a_suite_the_project_has_since_edited_are_not_merged(tmp_path: Path) -> None:
+    """Two shards of 60 cases (54 right, floor min 0.5), then every expected label of
+    data/cases.jsonl changed to one the system never gives (`run` of the file now: FAIL,
+    exit 1). `merge` made a COMPLETE run of the old cases, `Gate ALLOW exit code 0`, and
+    `gate latest` on it said nothing (the file is older than the merged run). Refused,
+    exit 2, nothing merged; with the same cases written back (new bytes, same cases), the
+    merge goes on."""
+    from tests.conftest import write_project
+
+    app = ALL_RIGHT.replace('return {"label": "ok"}',
+                            'return {"label": "ok" if case_input["n"] % 10 else "ko"}')
+    lax = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
+    cases = [{"id": f"q{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}}
+             for i in range(60)]
+    root = write_project(tmp_path / "p", app=app, release=lax, cases=cases)
+    for index in (1, 2):
+        assert run_cli("run", "--shard", f"{index}/2", cwd=root).code == 5
+    suite = root / "data" / "cases.jsonl"
+    kept = suite.read_text()
+    suite.write_text("".join(json.dumps({**c, "expected": {"label": "yes"}}) + "\n"
+                             for c in cases))
+    merged = run_cli("merge", cwd=root)
+    assert merged.code == 2, merged.text
+    lines = merged.err.splitlines()
+    assert lines[0] == "oloproof merge: error: the shards cannot be merged into one run:"
+    assert lines[1].startswith(
+        "  a different suite: the shards ran data/cases.jsonl as it was when they ran"
+        " (sha256:"), lines
+    assert ("and data/cases.jsonl now holds other cases (sha256:" in lines[1]
+            and lines[1].endswith(
+                "so the merged run would be a run of cases this project no longer holds; run"
+                " the shards again (`oloproof run --shard I/K`: the cases they ran come from"
+                " the cache), or put data/cases.jsonl back as it was")), lines
+    assert len(lines) == 2 and "Traceback" not in merged.err
+    runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+    assert sorted(r["completeness"] for r in runs) == ["SUBSET", "SUBSET"]
+    # From another directory, the project's suite is the one compared.
+    elsewhere = run_cli("merge", "--config", "p/oloproof.yaml", cwd=tmp_path)
+    assert elsewhere.code == 2 and "and p/data/cases.jsonl now holds other" in elsewhere.err
+    assert run_cli("run", cwd=root).code == 1  # the suite as it is now: FAIL
+    suite.write_text(kept.replace("\n", "\n\n"))  # the same cases, blank lines between
+    again = run_cli("merge", "--json", cwd=root)
+    assert again.code == 0, again.text
+    assert json.loads(again.out)["completeness"] == "COMPLETE"
+
+
+def test_shards_of_a_suite_oloproof_yaml_no_longer_names_are_not_merged(
+    tmp_path: Path,
+) -> None:
+    """`dataset:` pointed at another file after the shards ran (v2.jsonl, whose cases the
+    system fails): `merge` made a COMPLETE run of the old file's cases, exit 0. Refused,
+    naming oloproof.yaml and the file; a copy of the same cases under another name merges."""
+    from tests.conftest import write_project
+
+    lax = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
+    cases = [{"id": f"q{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}}
+             for i in range(60)]
+    root = write_project(tmp_path / "p", app=ALL_RIGHT, release=lax, cases=cases)
+    for index in (1, 2):
+        assert run_cli("run", "--shard", f"{index}/2", cwd=root).code == 5
+    config = root / "oloproof.yaml"
+    text = config.read_text()
+    (root / "data" / "v2.jsonl").write_text("".join(
+        json.dumps({**c, "expected": {"label": "yes"}}) + "\n" for c in cases))
+    config.write_text(text.replace("data/cases.jsonl", "data/v2.jsonl"))
+    merged = run_cli("merge", cwd=root)
+    assert merged.code == 2, merged.text
+    assert merged.err.splitlines()[1].startswith(
+        "  a different suite: the shards ran data/cases.jsonl as it was when they ran"
+        " (sha256:"), merged.err
+    assert ("and oloproof.yaml now names data/v2.jsonl as the suite, which holds other cases"
+            " (sha256:") in merged.err
+    assert merged.err.rstrip().endswith("or put oloproof.yaml back as it was"), merged.err
+    runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+    assert sorted(r["completeness"] for r in runs) == ["SUBSET", "SUBSET"]
+    (root / "data" / "copy.jsonl").write_text((root / "data" / "cases.jsonl").read_text())
+    config.write_text(text.replace("data/cases.jsonl", "data/copy.jsonl"))
+    again = run_cli("merge", "--json", cwd=root)
+    assert again.code == 0, again.text
+    assert json.loads(again.out)["completeness"] == "COMPLETE"
+
+
 def test_shards_measured_against_labels_since_corrected_are_not_merged(tmp_path: Path) -> None:
     """The judge example in two shards; a person then corrects a label (q02: the judge's
     pass was wrong). `merge` measured the judges against the labels stored with the shards

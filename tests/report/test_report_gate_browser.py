@@ -92,6 +92,60 @@ def test_a_policy_file_changed_since_the_run_is_said_on_the_page(
                    for n in _notes(live)), _notes(live)
 
 
+def test_a_suite_file_changed_since_the_run_is_said_on_the_page(
+    tmp_path: Path, browser: Any,
+) -> None:
+    """32 of 40 pass, floor min 0.5: ALLOW. Every expected label of data/cases.jsonl then
+    changed (a run of it now would FAIL): `gate` exits 0 on the stored cases and says the
+    file changed; the report and the viewer's run page say it beside the gate too (before:
+    ALLOW, and not a word)."""
+    cases = labelled_cases(40)
+    root = write_project(tmp_path / "p", app=APP, cases=cases, release=RELEASE_FLOOR)
+    assert run_cli("run", cwd=root).code == 0
+    suite = root / "data" / "cases.jsonl"
+    suite.write_text("".join(json.dumps({**c, "expected": {"label": "yes"}}) + "\n"
+                             for c in cases))
+    later = time.time() + 5
+    os.utime(suite, (later, later))
+    gate = run_cli("gate", "latest", cwd=root)
+    assert gate.code == 0 and "data/cases.jsonl has changed since this run started" in gate.out
+
+    assert run_cli("report", "latest", "-o", "r.html", cwd=root).code == 0
+    page, seen = _page_of(browser, root / "r.html")
+    assert _gate_line(page)[1:5] == ["ALLOW", "exit", "code", "0"]
+    notes = _notes(page)
+    assert len(notes) == 1 and notes[0].startswith(
+        "data/cases.jsonl has changed since this run started"), notes
+    assert "`oloproof run` decides on the file as it is now" in notes[0]
+    assert seen.outside("file://") == [] and seen.errors == []
+
+    with running_viewer(root) as viewer:
+        run_id = json.loads(run_cli("gate", "latest", "--json", cwd=root).out)["run_id"]
+        live = browser.new_page()
+        live.goto(viewer.url)
+        live.goto(f"{viewer.base}runs/{run_id}")
+        assert any("data/cases.jsonl has changed since this run started" in n
+                   for n in _notes(live)), _notes(live)
+
+    # The file as it was, and oloproof.yaml pointed at another one: said the same way.
+    suite.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    os.utime(suite, (later - 3600, later - 3600))
+    (root / "data" / "v2.jsonl").write_text("".join(
+        json.dumps({**c, "expected": {"label": "yes"}}) + "\n" for c in cases))
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("data/cases.jsonl", "data/v2.jsonl"))
+    os.utime(config, (later, later))
+    moved = "oloproof.yaml names data/v2.jsonl as the suite since this run of data/cases.jsonl"
+    assert run_cli("report", "latest", "-o", "r.html", cwd=root).code == 0
+    page, seen = _page_of(browser, root / "r.html")
+    assert [n for n in _notes(page) if n.startswith(moved)], _notes(page)
+    with running_viewer(root) as viewer:
+        live = browser.new_page()
+        live.goto(viewer.url)
+        live.goto(f"{viewer.base}runs/{run_id}")
+        assert [n for n in _notes(live) if n.startswith(moved)], _notes(live)
+
+
 def test_incomplete_evidence_and_fail_declared_not_blocking_are_said(
     tmp_path: Path, browser: Any,
 ) -> None:

@@ -34,6 +34,7 @@ from oloproof.analysis.stored import (
     sequential_report,
     stored_labels,
     stored_policy,
+    suite_edited,
 )
 from oloproof.analysis.trials import flaky_cases
 from oloproof.enums import CaseStatus, Completeness, MetricKind
@@ -422,6 +423,8 @@ class RunSummary:
     root: str | None = None
     #: The human labels stored with the run (its judges are measured against them).
     labels: Any = None
+    #: The project's oloproof.yaml, whose ``dataset:`` is the project's suite now.
+    config: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -433,10 +436,13 @@ class RunSummary:
             other.id, other.status, other.finished_at)
 
 
-def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSummary:
+def summarize_run(
+    conn: Connection, ref: str, root: str | None = None, config: str | None = None
+) -> RunSummary:
     """The run ``ref`` names, decided from its store as ``gate`` decides it, with every
     case's outcome. ``root``: the project, whose kept form of the run's policy spares
-    validating it again (as ``gate`` does)."""
+    validating it again (as ``gate`` does); ``config``: its oloproof.yaml (the suite it
+    names now is compared with the run's, as ``gate`` does)."""
     run = get_run(conn, ref)
     kinds = {m["criterion"]: m["kind"] for m in run.metrics}
     index = _index(conn, run.id, kinds)
@@ -465,7 +471,7 @@ def summarize_run(conn: Connection, ref: str, root: str | None = None) -> RunSum
     flaky = flaky_cases(conn, run) if run.trials > 1 else []
     return RunSummary(run, kinds, index, metrics, decisions,
                       float(policy.confidence_level), flaky, sequential, policy, decided,
-                      root, labels)
+                      root, labels, config)
 
 
 def stored_gate(conn: Connection, run: RunRecord, root: str | None = None) -> tuple[str, int]:
@@ -510,7 +516,8 @@ def _gate_document(summary: RunSummary) -> dict[str, Any]:
         "notes": [*gate_notes(decisions, summary.policy, run.id),
                   *policy_edited(run, summary.policy, decisions, summary.root),
                   *labels_edited(run, summary.policy, summary.labels, decisions,
-                                 summary.root)],
+                                 summary.root),
+                  *suite_edited(run, decisions, summary.root, summary.config)],
         "declaration": gate_declaration(summary.policy) if decisions else None,
         "recorded": recorded,
     }
@@ -519,7 +526,7 @@ def _gate_document(summary: RunSummary) -> dict[str, Any]:
 def run_document(
     conn: Connection, ref: str, *, page: CasePage | None = None,
     limit: int | None = None, summary: RunSummary | None = None, root: str | None = None,
-    head: int | None = None,
+    head: int | None = None, config: str | None = None,
 ) -> dict[str, Any]:
     """A stored run: header, gate, decisions, metrics, and its cases (in suite order).
 
@@ -537,7 +544,7 @@ def run_document(
     are over the cases stored so far.
     """
     if summary is None:
-        summary = summarize_run(conn, ref, root)
+        summary = summarize_run(conn, ref, root, config)
     run, kinds, index = summary.run, summary.kinds, summary.index
     paging: dict[str, Any] | None = None
     capped: dict[str, Any] | None = None

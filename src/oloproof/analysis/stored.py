@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from oloproof._records import replace
@@ -53,6 +54,8 @@ __all__ = [
     "stored_evidence",
     "stored_labels",
     "stored_policy",
+    "suite_changed",
+    "suite_edited",
 ]
 
 # What reading stored evidence may raise when the store holds what it should not.
@@ -308,6 +311,103 @@ def policy_edited(
         f"{path} has changed since this run started ({when}): these decisions are under"
         f" the policy stored with the run; `oloproof gate {record.id} --policy {path}`"
         " decides under the file as it is now."
+    )
+    return [note]
+
+
+def suite_changed(
+    record: RunRecord, root: str | None, config: str | None = None
+) -> tuple[str, datetime, str | None, str | None] | None:
+    """When the project's suite now holds other cases than ``record`` ran: the suite file
+    as the command shows it, when the run started, the file's digest now (None: it no
+    longer loads as a suite), and the oloproof.yaml (``config``) that now names another
+    file than the run's ``dataset:`` (None: the run's file, edited). None otherwise: each
+    file older than the run's start (one ``stat`` each, nothing read), the suite moved or
+    removed, no project directory ``root``, or the same cases (a checkout that rewrote
+    the same bytes, a reformatted line: the digest is of the cases, project/suite.py)."""
+    if root is None or not record.dataset:
+        return None
+    try:
+        created = datetime.fromisoformat(record.created_at)
+        started = created.timestamp()
+    except (ValueError, TypeError, AttributeError):
+        return None
+    dataset = record.dataset
+    named = None if config is None else _dataset_written_since(config, started)
+    if named is not None and os.path.normpath(named) != os.path.normpath(dataset):
+        dataset = named  # another file: read whatever its age
+    elif not _written_after(os.path.join(root, dataset), started):
+        return None
+    path = os.path.join(root, dataset)
+    shown = dataset if os.path.isabs(dataset) else os.path.relpath(path)
+    from oloproof.project.suite import load_suite  # only for a file written since
+
+    try:
+        digest: str | None = load_suite(path, shown).digest
+    except ConfigError:
+        digest = None  # it no longer loads: it differs all the same
+    if digest == record.suite_digest:
+        return None
+    moved = None if dataset == record.dataset else (
+        config if config is None or os.path.isabs(config) else os.path.relpath(config))
+    return shown, created, digest, moved
+
+
+def _written_after(path: str, started: float) -> bool:
+    """Whether the file ``path`` was written after ``started`` (one ``stat``)."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return S_ISREG(status.st_mode) and status.st_mtime > started
+
+
+def _dataset_written_since(config: str, started: float) -> str | None:
+    """The ``dataset:`` oloproof.yaml (``config``) names, when it was written after
+    ``started``; None when older (one ``stat``) or when it cannot be read as a mapping."""
+    if not _written_after(config, started):
+        return None
+    try:
+        with open(config, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    import yaml  # only for an oloproof.yaml written since the run
+
+    try:
+        doc = yaml.safe_load(data)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return None  # `run` says what is wrong with it
+    dataset = doc.get("dataset") if isinstance(doc, dict) else None
+    return dataset if isinstance(dataset, str) and dataset else None
+
+
+def suite_edited(
+    record: RunRecord, decisions: Sequence[object], root: str | None = None,
+    config: str | None = None,
+) -> list[str]:
+    """A note when a decided run's project now holds other cases (:func:`suite_changed`):
+    a person who edits the cases (or names another file in oloproof.yaml) and does not run
+    them must not see ``gate latest`` exit on the cases as they were, without a word. The
+    exit code stays the run's (it is decided on the evidence it stored; only a run can
+    decide on the cases as they are)."""
+    if not decisions:
+        return []
+    changed = suite_changed(record, root, config)
+    if changed is None:
+        return []
+    shown, started, digest, moved = changed
+    when = started.strftime("%Y-%m-%d %H:%M:%S UTC")
+    now = (f"{'no longer loads' if moved is None else 'does not load'} as a suite"
+           if digest is None else f"now holds other cases ({digest[:19]}…)")
+    head = (f"{shown} has changed since this run started ({when})" if moved is None
+            else f"{moved} names {shown} as the suite since this run of {record.dataset}"
+                 f" started ({when})")
+    note = (
+        f"{head}: these decisions are on the cases the run stored"
+        f" ({record.suite_digest[:19]}…), and {'the file' if moved is None else shown} {now};"
+        " `oloproof run` decides on the file as it is now (cases it ran before come from"
+        " the cache)."
     )
     return [note]
 

@@ -16,6 +16,7 @@ from oloproof.analysis.stored import (
     sequential_reading,
     stored_labels,
     stored_policy,
+    suite_edited,
 )
 from oloproof.api import _args as args
 from oloproof.api._listing import PathLike, _read, config_file, list_comparisons, list_runs
@@ -132,7 +133,8 @@ def read_run(
         gate_notes=[*gate_notes(decisions, release, record.id),
                     *([] if policy is not None else policy_edited(record, release, decisions, root)),
                     *([] if labels is not None
-                      else labels_edited(record, release, chosen, decisions, root))],
+                      else labels_edited(record, release, chosen, decisions, root)),
+                    *suite_edited(record, decisions, root, config_file(project))],
         declaration=gate_declaration(release) if decisions else None,
         sequential=sequential[0] if sequential else None,
         sequential_note=sequential[1] if sequential else None,

@@ -117,7 +117,8 @@ def command(args: argparse.Namespace) -> int:
             ident = doc["comparison"]["comparison_id"]
             html = render_comparison(doc, project_root=root)
         else:
-            doc = run_document(conn, args.ref, limit=limit, root=root, head=READ_CHARS)
+            doc = run_document(conn, args.ref, limit=limit, root=root, head=READ_CHARS,
+                               config=args.config)
             ident = doc["run"]["id"]
             html = render_run(doc, project_root=root)
     finally:

@@ -120,7 +120,8 @@ def command(args: argparse.Namespace) -> int:
     base = f"http://{HOST}:{port}/"
     url = f"{base}?token={token}"
     access = ViewerAccess(token, cookie=f"oloproof-view-{port}")
-    app = create_app(locate(args.config), name, access, project_root=root)
+    app = create_app(locate(args.config), name, access, project_root=root,
+                     project_config=args.config)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1,
                             access_log=False)
     server = uvicorn.Server(config)

@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING
 
 from oloproof._json import compact_json
 from oloproof._records import dataclass, field
-from oloproof.analysis.stored import labels_edited, policy_edited, stored_labels, stored_policy
+from oloproof.analysis.stored import (
+    labels_edited,
+    policy_edited,
+    stored_labels,
+    stored_policy,
+    suite_changed,
+)
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.errors import UsageError
 from oloproof.evidence import group_name
@@ -384,7 +390,7 @@ def _metrics_differ(a: RunRecord, b: RunRecord) -> str:
 def _refuse_edited_files(config: Path, conns: dict[str, Connection],
                          shards: list[_Shard]) -> None:
     """Refuse (:class:`MergeRefused`) shards decided under a policy file (or measured against
-    a human labels file) that this project now holds otherwise. The merged run is decided
+    a human labels file, or run on a suite file) that this project now holds otherwise. The merged run is decided
     under the policy and labels stored with its shards, and it is a new run: `gate`
     compares the files with the run's start, the merge's, and said nothing. Shards run under `min: 0.5`, release.yaml then made
     `min: 0.99`: `merge` exited 0 on 90% right, where `run` exits 1; labels corrected
@@ -411,6 +417,21 @@ def _refuse_edited_files(config: Path, conns: dict[str, Connection],
             " labels, so the merged run would be decided on labels this project no longer"
             " holds; run the shards again (`oloproof run --shard I/K`: their calls come"
             f" from the cache), or put {labels.path} back as it was")
+    changed = suite_changed(first, root, str(config))
+    if changed is not None:
+        shown, _started, digest, moved = changed
+        now = (f"{'no longer loads' if moved is None else 'does not load'} as a suite"
+               if digest is None else f"now holds other cases ({digest[:19]}…)")
+        if moved is not None:
+            now = f"{moved} now names {shown} as the suite, which {now.replace('now ', '')}"
+        else:
+            now = f"{shown} {now}"
+        problems.append(
+            f"a different suite: the shards ran {first.dataset} as it was when they ran"
+            f" ({first.suite_digest[:19]}…), and {now}, so the merged run would be"
+            " a run of cases this project no longer holds; run the shards again (`oloproof"
+            " run --shard I/K`: the cases they ran come from the cache), or put"
+            f" {first.dataset if moved is None else moved} back as it was")
     if problems:
         raise MergeRefused("the shards cannot be merged into one run:\n  "
                            + "\n  ".join(problems))

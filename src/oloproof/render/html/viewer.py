@@ -255,8 +255,9 @@ class _Summaries:
 
     KEEP = 4
 
-    def __init__(self, root: str | None) -> None:
+    def __init__(self, root: str | None, config: str | None = None) -> None:
         self.root = root
+        self.config = config
         self._kept: OrderedDict[str, RunSummary] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -267,7 +268,7 @@ class _Summaries:
             if kept is not None and kept.same_run(run):
                 self._kept.move_to_end(run.id)
                 return kept
-        summary = summarize_run(conn, run.id, self.root)
+        summary = summarize_run(conn, run.id, self.root, self.config)
         if summary.finished:
             with self._lock:
                 self._kept[run.id] = summary
@@ -321,13 +322,15 @@ def _case_page_query(request: Request, criteria: list[str]) -> CasePage:
 
 def create_app(
     store: StoreLocation, project: str, access: ViewerAccess, *,
-    project_root: str | None = None,
+    project_root: str | None = None, project_config: str | None = None,
 ) -> Starlette:
     """The viewer of the store at ``store`` (``.oloproof/store.sqlite``, or a team store:
     then the runs of the project its location names), for whoever holds ``access``'s
-    token."""
+    token. ``project_root`` and ``project_config``: the project's directory and its
+    oloproof.yaml, whose files a run page compares with what the run read (``gate``'s
+    notes)."""
     followers = Followers(store)
-    summaries = _Summaries(project_root)
+    summaries = _Summaries(project_root, project_config)
     gates = _Gates(project_root)
     warm_templates()  # compiled now, not on the first request
 
