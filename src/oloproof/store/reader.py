@@ -36,6 +36,7 @@ from oloproof.evidence import (
     classify_outcome,
 )
 from oloproof.store.db import StoreUnreadable, has_table, run_alive
+from oloproof.store.dbapi import DATABASE_ERRORS
 from oloproof.textsafe import TextHead
 
 if TYPE_CHECKING:
@@ -252,14 +253,21 @@ def _count_stored(conn: Connection, runs: list[RunRecord]) -> None:
             counted.append(r)
     by_id = {r.id: r for r in counted}
     ids = list(by_id)
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        rows = conn.execute(
-            f"SELECT run_id, COUNT(*) FROM run_cases WHERE run_id IN ({', '.join('?' * len(chunk))})"
-            " GROUP BY run_id", tuple(chunk),
-        ).fetchall()
-        for run_id, n in rows:
-            by_id[str(run_id)].cases_stored = int(n)
+    try:
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = conn.execute(
+                "SELECT run_id, COUNT(*) FROM run_cases WHERE run_id IN"
+                f" ({', '.join('?' * len(chunk))}) GROUP BY run_id", tuple(chunk),
+            ).fetchall()
+            for run_id, n in rows:
+                by_id[str(run_id)].cases_stored = int(n)
+    except DATABASE_ERRORS:
+        # The runs' rows were read; their cases cannot be counted (a damaged page of
+        # run_cases): the list still lists them, with the cases they were given, and the
+        # run's own commands say what is wrong with its cases.
+        for r in counted:
+            r.cases_stored = None
 
 
 def resolve_run_id(conn: Connection, ref: str) -> str:
