@@ -256,6 +256,10 @@ class RulePlan:
     #: When the rule's cases are not every case run (a rule on a group, a metric that
     #: excluded some cases): the group, and how many of the run's cases it counts.
     scope: dict[str, Any] | None = None
+    #: When more of the rule's cases (pairs) are missing than the policy's ``max_missing``
+    #: lets through, the gate holds it as incomplete (exit 5): the share, the bar, and the
+    #: fewest more cases (pairs), none missing, that bring it within (None: none do).
+    incomplete: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -287,6 +291,8 @@ class RulePlan:
             data["trials"] = self.trials
         if self.scope is not None:
             data["scope"] = self.scope
+        if self.incomplete is not None:
+            data["incomplete"] = self.incomplete
         return data
 
     def price(self, costs: CaseCosts) -> None:
@@ -375,6 +381,76 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _max_missing(policy: ReleasePolicy | ComparePolicy) -> float:
+    """The policy's ``max_missing``, as the decision reads it (0.2 when a stored policy
+    predates it)."""
+    value = getattr(policy, "max_missing", None)
+    return 0.2 if value is None else float(value)
+
+
+def _fewest_more(observed: int, missing: int, max_missing: float, per: int = 1) -> int | None:
+    """The fewest more cases (or pairs), each adding ``per`` observed units (cases, pairs,
+    or a case's trials) and none missing, at which ``missing`` missing units are within
+    ``max_missing`` as :func:`oloproof.policy.decide.hold_missing` reads the share (it may
+    reach the bar, not pass it): 0 when they are already, None when no number is
+    (``max_missing: 0``)."""
+    def over(more: int) -> bool:
+        seen = observed + more * per + missing
+        return bool(seen) and missing / seen > max_missing
+
+    if not over(0):
+        return 0
+    if not max_missing > 0.0:
+        return None
+    more = max(0, math.ceil((missing * (1.0 - max_missing) / max_missing - observed) / per))
+    while over(more):
+        more += 1
+    while more > 0 and not over(more - 1):
+        more -= 1
+    return more
+
+
+def _held_incomplete(
+    entry: RulePlan, d: Decision, observed: int, missing: int, max_missing: float,
+    per: int, unit: str, who: str,
+) -> int | None:
+    """Mark ``entry`` when ``d`` is held as incomplete, its missing share over
+    ``max_missing``; return the fewest more cases (pairs) that bring the share within it
+    (0 when it is not held; None when nothing does, the entry then not admitted)."""
+    if not d.incomplete or not missing:
+        return 0
+    more = _fewest_more(observed, missing, max_missing, per)
+    seen = observed + missing
+    entry.incomplete = {
+        "missing": missing, "of": seen, "unit": unit, "share": missing / seen,
+        "max_missing": max_missing, "more": more,
+    }
+    what = f"{missing} of the {seen} {unit} missing, over max_missing {100.0 * max_missing:g}%"
+    new = "pairs" if unit == "pairs" else "cases"
+    if more is None:
+        entry.plan = "not_admitted"
+        entry.message = (
+            f"{who} holds it as incomplete ({what}): no number of {new} brings the share"
+            f" within it; run the missing {'cases' if unit != 'pairs' else 'ones'} again"
+            " (finished cases come from the cache)"
+        )
+    return more
+
+
+def _incomplete_note(entry: RulePlan, who: str) -> str:
+    """The ``assuming`` line of a rule held as incomplete."""
+    held = entry.incomplete
+    assert held is not None
+    new = "pairs" if held["unit"] == "pairs" else "cases"
+    return (
+        f"{who} holds it as incomplete now: {held['missing']} of the {held['of']}"
+        f" {held['unit']} missing ({100.0 * held['share']:.1f}%), over max_missing"
+        f" {100.0 * held['max_missing']:g}%; no size below {held['more']} more {new}, none"
+        " missing,"
+        " is taken, since below it the share stays over the bar"
+    )
+
+
 def _binary_run_rule(
     entry: RulePlan,
     rule: IntervalRule,
@@ -382,11 +458,12 @@ def _binary_run_rule(
     level: float,
     assurance: float | None,
     assuming: list[str],
+    least: int = 0,
 ) -> None:
     direction, t = _threshold(rule)
     judge = threshold_judge(t, direction)
     k, n, m = ev.passed, ev.observed, ev.missing
-    size = binary_rule_size(k, n, t, judge, level, missing=m)
+    size = binary_rule_size(k, n, t, judge, level, missing=m, least=n + m + least)
     entry.observed = {"passed": k, "observed": n, "missing": m}
     _from_size(
         entry, size, noun="rate",
@@ -406,7 +483,8 @@ def _binary_run_rule(
             if_all_fail=decide_threshold(all_fail.lower, all_fail.upper, t, direction),
         )
     if assurance is not None and n and entry.plan == "sized":
-        result = binary_assurance_size(k, n, t, judge, assurance, level, missing=m)
+        result = binary_assurance_size(k, n, t, judge, assurance, level, missing=m,
+                                       least=n + m + least)
         entry.assurance = _assurance_json(
             result, f"the true pass rate equals the observed {estimate_text(k / n, 'BINARY')},"
             f" and the {_plural(n, 'case')} observed keep their outcomes: only the cases to"
@@ -470,7 +548,7 @@ def _trial_fractions(trials: int, rate: float, icc: float | None) -> tuple[list[
 
 def _trials_run_rule(
     entry: RulePlan, rule: IntervalRule, ev: CriterionEvidence, level: float,
-    assuming: list[str],
+    assuming: list[str], least: int = 0,
 ) -> None:
     """A rule on the mean pass fraction over k trials: more cases, or more trials of the
     cases already run? Both are sized by the interval that decides the rule, the betting
@@ -524,8 +602,15 @@ def _trials_run_rule(
         return judge(lower, upper) is not None
 
     now = len(fractions) + missing
-    total = _first_deciding(by_cases, now + 1, _MAX_PLAN_CASES)
-    more_trials = _first_deciding(by_trials, k + 1, _MAX_PLAN_TRIALS) if k < 100 else None
+    total = _first_deciding(by_cases, now + max(1, least), _MAX_PLAN_CASES)
+    # More trials of the n cases add observed trials too: none fewer than bring the missing
+    # trials within max_missing (``entry.incomplete``) is taken.
+    held = entry.incomplete
+    fewest_trials = 1 if held is None else _fewest_more(
+        ev.observed, ev.missing, float(held["max_missing"]), n)
+    more_trials = (_first_deciding(by_trials, k + max(1, fewest_trials), _MAX_PLAN_TRIALS)
+                   if k < 100 and fewest_trials is not None
+                   and k + fewest_trials <= _MAX_PLAN_TRIALS else None)
     icc_text = "unknown" if icc is None else f"{icc:.2f}"
     option: dict[str, Any] = {"icc": icc, "current": k}
     if more_trials is not None:
@@ -583,6 +668,7 @@ def _mean_run_rule(
     level: float,
     assurance: float | None,
     assuming: list[str],
+    least: int = 0,
 ) -> bool:
     direction, t = _threshold(rule)
     over_trials = ev.case_trials is not None and ev.trials > 1
@@ -593,7 +679,7 @@ def _mean_run_rule(
     summary = student_t_mean(scores, level)
     if ev.value_range is not None and summary.mean is not None:
         _betting_run_rule(entry, rule, scores, missing, ev.value_range, level, assurance,
-                          assuming)
+                          assuming, least)
         return True
     if summary.n < 2 or summary.mean is None or summary.sd is None:
         entry.plan = "refused"
@@ -609,7 +695,7 @@ def _mean_run_rule(
     judge = threshold_judge(t, direction)
     size = mean_rule_size(
         summary.mean, summary.sd, summary.n, judge, summary.mean == t, level,
-        missing=missing, value_range=ev.value_range,
+        missing=missing, value_range=ev.value_range, least=summary.n + missing + least,
     )
     _from_size(
         entry, size, noun="mean", estimate_text=f"{summary.mean:.4g}",
@@ -655,6 +741,7 @@ def _betting_run_rule(
     level: float,
     assurance: float | None,
     assuming: list[str],
+    least: int = 0,
 ) -> None:
     """A MEAN rule with a declared range: sized by the betting interval that decides it,
     on N cases holding the observed mix of scores (stats/sample_size.py
@@ -665,7 +752,9 @@ def _betting_run_rule(
     assert mean is not None  # a rule with no observed score is not sized
     entry.observed = {"mean": mean, "observed": len(scores), "missing": missing,
                       "interval": "betting"}
-    size = betting_rule_size(scores, missing, value_range, judge, mean == t, level)
+    now = len(scores) + missing
+    size = betting_rule_size(scores, missing, value_range, judge, mean == t, level,
+                             least=now + least)
     _from_size(
         entry, size, noun="mean", estimate_text=f"{mean:.4g}",
         bar_text=f"{direction} {value_text(t, MetricKind.MEAN)}",
@@ -685,7 +774,8 @@ def _betting_run_rule(
             state_at_total=plain.state_at_total,
         )
     if assurance is not None and entry.plan == "sized":
-        result = betting_assurance_size(scores, missing, value_range, t, assurance, level)
+        result = betting_assurance_size(scores, missing, value_range, t, assurance, level,
+                                        least=now + least)
         entry.assurance = _assurance_json(
             result,
             f"the {_plural(len(scores), 'observed score')} (mean {mean:.4g}) keep their"
@@ -710,11 +800,14 @@ def plan_run(
     ran = len(cases)
     groups = groups or {}
     out: list[RulePlan] = []
+    max_missing = _max_missing(policy)
     for rule, d in zip(policy.rules, decisions, strict=True):
         entry = _base(d)
         out.append(entry)
         ev = evidence[rule.metric]
-        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+        # A PASS held as incomplete (more missing than max_missing) blocks: it is planned.
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE and not (
+                d.state == RuleState.PASS and d.incomplete):
             _decided(entry, d)
             continue
         if d.reason == CANNOT_FAIL:
@@ -761,8 +854,13 @@ def plan_run(
         assuming = [_scope(entry, ev, ran, groups.get(rule.metric))]
         over_trials = ev.case_trials is not None and ev.trials > 1
         derived = ev.case_trials is None and ev.trials > 1
+        least = _held_incomplete(
+            entry, d, ev.observed, ev.missing, max_missing, ev.trials if over_trials else 1,
+            "trials" if over_trials else "cases", "the gate")
+        if least is None:
+            continue
         if over_trials and ev.kind == MetricKind.BINARY:
-            _trials_run_rule(entry, rule, ev, rule_level, assuming)
+            _trials_run_rule(entry, rule, ev, rule_level, assuming, least)
             if assurance is not None and entry.plan == "sized":
                 entry.assurance = {
                     "target": assurance, "status": "not_computable", "more": None,
@@ -772,8 +870,8 @@ def plan_run(
                     "assumption": None,
                 }
         elif ev.kind == MetricKind.BINARY:
-            _binary_run_rule(entry, rule, ev, rule_level, assurance, assuming)
-        elif not _mean_run_rule(entry, rule, ev, rule_level, assurance, assuming):
+            _binary_run_rule(entry, rule, ev, rule_level, assurance, assuming, least)
+        elif not _mean_run_rule(entry, rule, ev, rule_level, assurance, assuming, least):
             continue
         elif over_trials:
             entry.calls = None if entry.more is None else entry.more * ev.trials
@@ -799,6 +897,8 @@ def plan_run(
                 f"the rule is decided at {level_text(rule_level)}, its level after the"
                 " multiplicity adjustment of its family"
             )
+        if entry.incomplete is not None:
+            assuming.append(_incomplete_note(entry, "the gate"))
         assuming.append(_CONCURRENCY)
         entry.assuming = assuming
         if entry.plan == "sized":
@@ -838,11 +938,14 @@ def plan_comparison(
 ) -> list[RulePlan]:
     """One plan per rule of a comparison policy, in declared order."""
     level = float(policy.confidence_level)
+    max_missing = _max_missing(policy)
     out: list[RulePlan] = []
     for rule, d in zip(policy.rules, decisions, strict=True):
         entry = _base(d)
         out.append(entry)
-        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+        # A PASS held as incomplete (more pairs dropped than max_missing) blocks: planned.
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE and not (
+                d.state == RuleState.PASS and d.incomplete):
             _decided(entry, d)
             continue
         pm = metrics[rule.metric]
@@ -863,7 +966,11 @@ def plan_comparison(
             )
             continue
         rule_level = d.confidence_level if d.confidence_level is not None else level
-        _comparison_rule(entry, rule, pm, rule_level, costs, assurance)
+        least = _held_incomplete(entry, d, pm.pairs, pm.dropped_missing, max_missing, 1,
+                                 "pairs", "compare")
+        if least is None:
+            continue
+        _comparison_rule(entry, rule, pm, rule_level, costs, assurance, least)
     return out
 
 
@@ -874,6 +981,7 @@ def _comparison_rule(
     level: float,
     costs: CaseCosts,
     assurance: float | None = None,
+    least: int = 0,
 ) -> None:
     margin = float(rule.margin or 0.0)
     kind = rule.kind
@@ -887,7 +995,8 @@ def _comparison_rule(
             int(pm.both_fail or 0),
         )
         on_bar = bool(pm.pairs) and on_comparison_bar((b - c) / pm.pairs, kind, margin)
-        size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level, fills=fills)
+        size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level, fills=fills,
+                                       least=pm.pairs + least)
         entry.observed = {"both_pass": a, "candidate_only": b, "baseline_only": c,
                           "both_fail": dd}
         estimate = difference_text((b - c) / pm.pairs, pm.kind) if pm.pairs else "none"
@@ -904,6 +1013,7 @@ def _comparison_rule(
             size = betting_rule_size(
                 pm.differences, pm.dropped_missing, (-width, width), judge,
                 on_comparison_bar(mean, kind, margin), level,
+                least=pm.pairs + pm.dropped_missing + least,
             )
             assuming = [
                 (
@@ -914,7 +1024,8 @@ def _comparison_rule(
             ]
         else:
             size = paired_mean_rule_size(
-                mean, pm.sd, pm.pairs, judge, on_comparison_bar(mean, kind, margin), level
+                mean, pm.sd, pm.pairs, judge, on_comparison_bar(mean, kind, margin), level,
+                least=pm.pairs + least,
             )
             if pm.dropped_missing and size.state_at_total == RuleState.PASS:
                 # compare holds every PASS of a MEAN without a range while a pair is dropped
@@ -951,6 +1062,8 @@ def _comparison_rule(
             f" {'pair was' if dropped == 1 else 'pairs were'} dropped because a case was"
             f" missing in one run{held})"
         )
+    if entry.incomplete is not None:
+        assuming.append(_incomplete_note(entry, "compare"))
     assuming.append(
         "each case runs in both systems, one after another; concurrency divides the time"
         " and not the cost"
@@ -964,7 +1077,8 @@ def _comparison_rule(
     if assurance is None or entry.plan != "sized":
         return
     if cells is not None:
-        result = paired_binary_assurance_size(*cells, judge, assurance, level, fills=fills)
+        result = paired_binary_assurance_size(*cells, judge, assurance, level, fills=fills,
+                                              least=pm.pairs + least)
         entry.assurance = _paired_assurance_json(result, cells)
     else:
         entry.assurance = {

@@ -1022,6 +1022,7 @@ def paired_binary_assurance_size(
     *,
     limit: int = PAIRED_ASSURANCE_LIMIT,
     fills: Sequence[tuple[int, int, int, int]] = (),
+    least: int = 0,
 ) -> AssuranceResult:
     """The smallest number of pairs N > n (the observed pairs) such that, if the n pairs
     observed keep their cells and each of the N - n pairs to come falls in the four cells
@@ -1029,6 +1030,8 @@ def paired_binary_assurance_size(
     interval at ``level`` with probability >= ``target``. ``fills``: the pairs dropped as
     missing stay dropped, and a PASS counts only if it holds with them at their worst, as
     ``compare`` decides it (:func:`~oloproof.stats.sample_size.paired_table_state`).
+    ``least``: no number of pairs below it is taken (the fewest at which the dropped pairs
+    are within the policy's ``max_missing``).
 
     As for run rules (:func:`~oloproof.stats.sample_size.binary_assurance_size`), the
     probability is not monotone in N, so every N from n + 1 up is tried, to ``limit``.
@@ -1046,7 +1049,7 @@ def paired_binary_assurance_size(
     # compare decides no table of fewer pairs than can FAIL the rule (a PASS there is held
     # as evidence_cannot_fail), so no such size is decided at all.
     failable = paired_fewest_failable(judge, level, limit)
-    first = limit + 1 if failable is None else max(n + 1, failable)
+    first = limit + 1 if failable is None else max(n + 1, failable, least)
     sums = _PairedSums(cells, judge, level, kept=cells, fills=tuple(fills))
     for total in range(first, limit + 1):
         eta = _SCAN_ETA
