@@ -156,3 +156,19 @@ def test_the_fewest_more_cases_are_those_hold_missing_lets_through() -> None:
                     brute = next((x for x in range(2000)
                                   if not _held(observed + x * per, missing, max_missing)), None)
                     assert found == brute, (max_missing, observed, missing, per)
+
+
+def test_the_paired_header_counts_the_pairs_the_rules_count(tmp_path: Path) -> None:
+    # 13 cases in both runs, 3 of them unanswered by the baseline: the header said "paired
+    # 13 cases" above a rule that "resemble[s] the 10 already paired".
+    project, _, cmp_id = _compare(tmp_path / "p", (6, 3, 0, 1), 3)
+    text = run_cli("plan", cmp_id, cwd=project)
+    assert text.code == 0, text.text
+    lines = text.out.splitlines()
+    assert lines[3] == "  paired    10 cases (13 in both runs; 3 dropped: a case was missing in one run)"
+    assert "the cases to come resemble the 10 already paired" in text.out
+    doc = json.loads(run_cli("plan", cmp_id, "--json", cwd=project).out)
+    assert (doc["paired_cases"], doc["pairs"], doc["dropped_missing"], doc["dropped_excluded"]) == (
+        13, 10, 3, 0)
+    [rule] = doc["rules"]
+    assert (rule["observed"]["pairs"], rule["observed"]["dropped_missing"]) == (10, 3)

@@ -998,13 +998,15 @@ def _comparison_rule(
         size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level, fills=fills,
                                        least=pm.pairs + least)
         entry.observed = {"both_pass": a, "candidate_only": b, "baseline_only": c,
-                          "both_fail": dd}
+                          "both_fail": dd, "pairs": pm.pairs,
+                          "dropped_missing": pm.dropped_missing}
         estimate = difference_text((b - c) / pm.pairs, pm.kind) if pm.pairs else "none"
         outcomes = f"{a} both pass · {dd} both fail · {b} candidate only · {c} baseline only"
         assuming = [f"the cases to come resemble the {pm.pairs} already paired ({outcomes})"]
     else:
         mean = pm.estimate if pm.estimate is not None else 0.0
-        entry.observed = {"mean_difference": pm.estimate, "sd": pm.sd, "pairs": pm.pairs}
+        entry.observed = {"mean_difference": pm.estimate, "sd": pm.sd, "pairs": pm.pairs,
+                          "dropped_missing": pm.dropped_missing}
         estimate = f"{pm.estimate:+.4g}" if pm.estimate is not None else "none"
         if pm.value_range is not None:
             # Sized by the interval that decides it: the betting interval on differences in
@@ -1139,6 +1141,11 @@ class ComparisonPlan:
     per_case: CaseCosts
     rules: list[RulePlan]
     assurance: float | None = None
+    #: The pairs the rules' metrics count (``paired_cases`` less the pairs dropped as
+    #: missing in a run or excluded), when every rule's metric counts the same; else None.
+    pairs: int | None = None
+    dropped_missing: int | None = None
+    dropped_excluded: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -1148,6 +1155,9 @@ class ComparisonPlan:
             "baseline_run": self.baseline_run,
             "project": self.project,
             "paired_cases": self.paired_cases,
+            "pairs": self.pairs,
+            "dropped_missing": self.dropped_missing,
+            "dropped_excluded": self.dropped_excluded,
             "confidence_level": self.confidence_level,
             "assurance": self.assurance,
             "policy": self.policy,
@@ -1530,6 +1540,11 @@ def plan_stored_comparison(
     else:
         decisions = decide_comparison(cmp.metrics, policy)
         rules = plan_comparison(cmp.metrics, decisions, policy, costs, assurance=assurance)
+    # The pairs the header shows are those the rules count: 13 cases in both runs with 3
+    # missing in one are 10 pairs, as each rule's own line says.
+    counted = {(metric.pairs, metric.dropped_missing, metric.dropped_excluded)
+               for metric in (cmp.metrics[r.metric] for r in policy.rules)}
+    pairs, dropped, excluded = counted.pop() if len(counted) == 1 else (None, None, None)
     return ComparisonPlan(
         comparison_id=record.id,
         candidate_run=candidate.id,
@@ -1542,4 +1557,7 @@ def plan_stored_comparison(
         per_case=costs,
         rules=rules,
         assurance=assurance,
+        pairs=pairs,
+        dropped_missing=dropped,
+        dropped_excluded=excluded,
     )

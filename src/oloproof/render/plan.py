@@ -242,6 +242,24 @@ def _trials_lines(rule: dict[str, Any]) -> list[str]:
     return out
 
 
+def _paired_text(doc: dict[str, Any]) -> str:
+    """The pairs the rules count (``10 cases (3 more dropped: ...)``), as each rule's line
+    does; the cases in both runs when the rules' metrics count different pairs."""
+    shared = doc["paired_cases"]
+    pairs = doc.get("pairs")
+    if pairs is None:
+        return f"{shared} cases in both runs" + (
+            "; each rule says how many it pairs" if doc["rules"] else "")
+    notes = []
+    if doc.get("dropped_missing"):
+        notes.append(f"{doc['dropped_missing']} dropped: a case was missing in one run")
+    if doc.get("dropped_excluded"):
+        notes.append(f"{doc['dropped_excluded']} excluded")
+    if not notes:
+        return f"{pairs} cases"
+    return f"{pairs} cases ({shared} in both runs; {'; '.join(notes)})"
+
+
 def plan_text(doc: dict[str, Any]) -> str:
     """The plan as text, from the plan document."""
     comparison = doc["plan_for"] == "comparison"
@@ -257,7 +275,7 @@ def plan_text(doc: dict[str, Any]) -> str:
                 f"Comparison {doc['comparison_id']}",
                 _line("candidate", doc["candidate_run"]),
                 _line("baseline", doc["baseline_run"]),
-                _line("paired", f"{doc['paired_cases']} cases"),
+                _line("paired", _paired_text(doc)),
             ]
         else:
             head = [f"Run {doc['run_id']}", _line("observed", f"{doc['observed_cases']} cases")]
