@@ -172,3 +172,38 @@ def test_the_paired_header_counts_the_pairs_the_rules_count(tmp_path: Path) -> N
         13, 10, 3, 0)
     [rule] = doc["rules"]
     assert (rule["observed"]["pairs"], rule["observed"]["dropped_missing"]) == (10, 3)
+
+
+TRIALS_APP = ("def answer(case_input):\n"
+              "    if case_input['n'] < 3:\n"
+              "        raise ValueError('down')\n"
+              "    return {'label': 'ok' if case_input['n'] % 5 else 'no'}\n")
+
+
+def _trials_run(root: Path, cases: int) -> tuple[Path, int]:
+    project = write_project(
+        root, app=TRIALS_APP,
+        cases=[{"id": f"q{i:02d}", "input": {"n": i}, "expected": {"label": "ok"}}
+               for i in range(cases)],
+        release="version: 1\nrules:\n  - {id: floor, metric: exact_label, min: 0.5}\n")
+    return project, run_cli("run", "--trials", "3", cwd=project).code
+
+
+def test_over_trials_the_missing_are_counted_as_trials_and_cases(tmp_path: Path) -> None:
+    # 12 cases x 3 trials, 3 cases failing every trial: 9 of 36 trials missing (25%). The
+    # plan said "the 9 missing cases of this run stay missing": they are 3 cases, 9 trials.
+    project, code = _trials_run(tmp_path / "now", 12)
+    assert code == 5
+    text = run_cli("plan", "latest", "--run", cwd=project)
+    assert text.code == 0, text.text
+    assert ("the 3 cases with a missing trial (9 trials) of this run stay missing" in text.out
+            ), text.out
+    assert "9 missing cases" not in text.out
+    [rule] = json.loads(run_cli("plan", "latest", "--run", "--json", cwd=project).out)["rules"]
+    held = rule["incomplete"]
+    assert (held["missing"], held["of"], held["unit"], held["more"]) == (9, 36, "trials", 3)
+    assert rule["plan"] == "sized" and rule["total"] >= 15, rule
+    # What run decides: 3 more cases (45 trials, 9 missing: 20%) are no longer incomplete
+    # (still undecided, exit 3); 2 more (42 trials: 21.4%) are (exit 5).
+    assert _trials_run(tmp_path / "at", 15)[1] == 3
+    assert _trials_run(tmp_path / "short", 14)[1] == 5

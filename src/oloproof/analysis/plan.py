@@ -884,9 +884,15 @@ def plan_run(
             entry.calls = None if entry.more is None else entry.more * ev.trials
             assuming.append(_derived_note(ev, rule.metric))
         if ev.missing:
-            one = ev.missing == 1
+            # Over repeated trials ev.missing counts trials: the cases are those with one.
+            gone = (sum(1 for _p, _f, m in ev.case_counts() if m) if over_trials
+                    else ev.missing)
+            one = gone == 1
+            what = _plural(gone, "missing case") if not over_trials else (
+                f"{_plural(gone, 'case')} with a missing trial"
+                f" ({_plural(ev.missing, 'trial')})")
             assuming.append(
-                f"the {_plural(ev.missing, 'missing case')} of this run"
+                f"the {what} of this run"
                 f" {'stays' if one else 'stay'} missing and"
                 f" {'counts' if one else 'count'} against it at"
                 f" {'its' if one else 'their'} worst, as the policy bounds"
