@@ -1216,12 +1216,12 @@ def plan_stored_run(
         why = refusal(policy, run.metrics, run.trials)
         if why is not None:  # as read_run refuses it: the sequential tests cannot decide it
             raise ConfigError(f"run {run.id} is sequential, and {why}")
-        rules, cases = _plan_sequential(conn, run, policy, cases)
+        rules, cases = _plan_sequential(conn, run, policy, cases, assurance)
         return RunPlan(
             run_id=run.id, project=run.project, observed_cases=len(cases),
             confidence_level=float(policy.confidence_level),
             policy=str(policy_path) if policy_path else "stored with the run",
-            policy_note=note, per_case=case_costs(cases), rules=rules, assurance=None,
+            policy_note=note, per_case=case_costs(cases), rules=rules, assurance=assurance,
             trials=run.trials,
         )
     from oloproof.analysis.stored import grouped_stored_evidence
@@ -1320,7 +1320,8 @@ def _stored_labelled(conn: Connection, run: Any) -> Any:
 
 
 def _plan_sequential(
-    conn: Connection, run: Any, policy: ReleasePolicy, cases: list[CaseRow]
+    conn: Connection, run: Any, policy: ReleasePolicy, cases: list[CaseRow],
+    assurance: float | None = None,
 ) -> tuple[list[RulePlan], list[CaseRow]]:
     """A sequential run's plan: the cases its decision read, and for each rule it left
     undecided, how many cases a sequential run needs to decide it if what was observed
@@ -1352,9 +1353,18 @@ def _plan_sequential(
         elif ev.kind != MetricKind.BINARY:
             _size_sequential_mean(entry, rule, ev, reading, level)
         else:
-            _size_sequential_rate(entry, rule, ev, reading, level)
+            _size_sequential_rate(entry, rule, ev, reading, level, assurance)
         if entry.plan == "sized":
             entry.price(costs)
+            if assurance is not None and entry.assurance is None:
+                entry.assurance = {
+                    "target": assurance, "status": "not_computable", "more": None,
+                    "total": None, "probability": None, "method": None,
+                    "reason": "a sequential run's assurance is computed for a rate only, from"
+                    " its exact stopping distribution; the median and 90th percentile of this"
+                    " rule's stopping time are given with its size",
+                    "assumption": None,
+                }
     for d in decisions[released:]:  # comparison rules against the run's baseline
         entry = _base(d)
         out.append(entry)
@@ -1368,7 +1378,8 @@ def _plan_sequential(
 
 
 def _size_sequential_rate(
-    entry: RulePlan, rule: Any, ev: CriterionEvidence, reading: Any, level: float
+    entry: RulePlan, rule: Any, ev: CriterionEvidence, reading: Any, level: float,
+    assurance: float | None = None,
 ) -> None:
     """A BINARY rule: the exact stopping distribution at the observed rate."""
     from oloproof.stats.sequential import stopping_distribution
@@ -1403,6 +1414,31 @@ def _size_sequential_rate(
         + "); the suite needs at least that many cases",
         _CONCURRENCY,
     ]
+    if assurance is not None:
+        _sequential_assurance(entry, assurance, dist.decided_by, reading)
+
+
+def _sequential_assurance(
+    entry: RulePlan, assurance: float, decided_by: Sequence[float], reading: Any
+) -> None:
+    """``--assurance P`` on a sequential run's rate: the size by which its test has decided
+    the rule with probability P, the P-quantile of the exact stopping distribution
+    (``decided_by[n]``: the chance it has decided by case n). Earlier versions dropped the
+    option silently ("assurance": null)."""
+    n = next((n for n, p in enumerate(decided_by) if p >= assurance), None)
+    reason = None if n is not None else (
+        f"a sequential run decides it within {len(decided_by) - 1:,} cases"
+        f" {decided_by[-1]:.0%} of the time, less than {100.0 * assurance:g}%")
+    entry.assurance = {  # the keys and order of every plan's assurance (_assurance_json)
+        "target": assurance,
+        "status": "sized" if n is not None else "beyond_limit",
+        "more": None if n is None else max(0, n - reading.fed),
+        "total": n,
+        "probability": None if n is None else min(1.0, decided_by[n]),
+        "method": entry.method,
+        "reason": reason,
+        "assumption": entry.assuming[0],
+    }
 
 
 def _size_sequential_mean(
