@@ -207,3 +207,20 @@ def test_over_trials_the_missing_are_counted_as_trials_and_cases(tmp_path: Path)
     # (still undecided, exit 3); 2 more (42 trials: 21.4%) are (exit 5).
     assert _trials_run(tmp_path / "at", 15)[1] == 3
     assert _trials_run(tmp_path / "short", 14)[1] == 5
+
+
+def test_with_max_missing_zero_no_size_is_given(tmp_path: Path) -> None:
+    # 9 right and 1 missing under max_missing: 0: every size keeps the missing case, so the
+    # gate holds the rule at every size; only re-running the missing case can do.
+    project = write_project(
+        tmp_path / "p", app=RUN_APP,
+        cases=[{"id": f"q{i}", "input": {"ok": True if i else None},
+                "expected": {"label": "ok"}} for i in range(10)],
+        release="version: 1\nmax_missing: 0\nrules:\n  - {id: floor, metric: exact_label,"
+                " min: 0.5}\n")
+    assert run_cli("run", cwd=project).code == 5
+    planned = run_cli("plan", "latest", "--run", "--json", cwd=project)
+    [rule] = json.loads(planned.out)["rules"]
+    assert (rule["plan"], rule["total"], rule["incomplete"]["more"]) == (
+        "not_admitted", None, None), rule
+    assert "no number of cases brings the share within it" in rule["message"]
