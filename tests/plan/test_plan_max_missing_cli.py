@@ -224,3 +224,43 @@ def test_with_max_missing_zero_no_size_is_given(tmp_path: Path) -> None:
     assert (rule["plan"], rule["total"], rule["incomplete"]["more"]) == (
         "not_admitted", None, None), rule
     assert "no number of cases brings the share within it" in rule["message"]
+
+
+TRIAL_PAIR_APP = (
+    "from oloproof import current_case\n\n"
+    "def cand(case_input):\n"
+    "    current_case().record_usage(input_tokens=100, output_tokens=20, cost_usd=0.002)\n"
+    "    return {'label': 'ok' if case_input['n'] % 5 else 'no'}\n\n"
+    "def base(case_input):\n"
+    "    current_case().record_usage(input_tokens=50, output_tokens=10, cost_usd=0.001)\n"
+    "    return {'label': 'ok' if case_input['n'] % 3 else 'no'}\n")
+
+
+def test_a_comparison_of_runs_over_trials_is_priced_for_every_trial(tmp_path: Path) -> None:
+    # Two runs of 3 trials per case: compare pairs trial 0, but each case to come is run 3
+    # times by each side. The plan priced a case at trial 0's figures, a third of its cost:
+    # $0.003 and 180 tokens a case where the runs spend $0.009 and 540.
+    project = write_project(tmp_path / "p", app=TRIAL_PAIR_APP, cases=[
+        {"id": f"q{i:02d}", "input": {"n": i}, "expected": {"label": "ok"}} for i in range(30)])
+    config = (project / "oloproof.yaml").read_text()
+    (project / "oloproof.yaml").write_text(config.replace("app:answer", "app:cand"))
+    (project / "baseline.yaml").write_text(config.replace("app:answer", "app:base"))
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules:\n  - {id: better, kind: superiority, metric: exact_label}\n")
+    base = RUN_ID.search(run_cli("run", "--config", "baseline.yaml", "--trials", "3",
+                                 cwd=project).text)
+    cand = RUN_ID.search(run_cli("run", "--trials", "3", cwd=project).text)
+    assert base and cand
+    made = run_cli("compare", cand.group(1), base.group(1), "--json", cwd=project)
+    assert made.code == 3, made.text
+    planned = run_cli("plan", json.loads(made.out)["comparison_id"], "--json", cwd=project)
+    assert planned.code == 0, planned.text
+    doc = json.loads(planned.out)
+    [rule] = doc["rules"]
+    assert rule["plan"] == "sized" and rule["more"] > 0, rule
+    assert rule["cost_usd"] == pytest.approx(rule["more"] * 3 * (0.002 + 0.001))
+    assert rule["tokens"] == {"input": pytest.approx(rule["more"] * 3 * 150),
+                              "output": pytest.approx(rule["more"] * 3 * 30)}
+    assert any("runs 3 trials in the candidate and 3 in the baseline" in line
+               for line in rule["assuming"]), rule["assuming"]
+    assert (doc.get("candidate_trials"), doc.get("baseline_trials")) == (3, 3)

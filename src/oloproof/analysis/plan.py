@@ -144,6 +144,19 @@ class CaseCosts:
             min(self.usage_cases, other.usage_cases),
         )
 
+    def times(self, calls: int) -> CaseCosts:
+        """The costs of a case that makes ``calls`` calls of what one call (trial 0, whose
+        figures a run stores for each case) cost."""
+        if calls == 1:
+            return self
+
+        def scale(x: float | None) -> float | None:
+            return None if x is None else x * calls
+
+        return CaseCosts(self.cases, scale(self.time_min_s), scale(self.time_max_s),
+                         scale(self.input_tokens), scale(self.output_tokens),
+                         scale(self.cost_usd), self.usage_cases)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "cases": self.cases,
@@ -1152,9 +1165,14 @@ class ComparisonPlan:
     pairs: int | None = None
     dropped_missing: int | None = None
     dropped_excluded: int | None = None
+    #: Over repeated trials: each run's trials per case (the price counts them all).
+    trials: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            # ints, as a run plan's "trials" is: each run's trials per case, when one is > 1
+            **({"candidate_trials": self.trials["candidate"],
+                "baseline_trials": self.trials["baseline"]} if self.trials is not None else {}),
             "plan_for": "comparison",
             "comparison_id": self.comparison_id,
             "candidate_run": self.candidate_run,
@@ -1558,7 +1576,12 @@ def plan_stored_comparison(
             f"comparison {record.id} pairs a partial run: it is not decided, so there is"
             " nothing to size; complete the run and compare again"
         )
-    costs = case_costs(cmp.candidate_cases) + case_costs(cmp.baseline_cases)
+    # A run over repeated trials stores one call's figures per case (trial 0), and runs
+    # every case to come that many times: compare pairs trial 0, but the runs to repeat
+    # make all their trials (3 trials a side cost three times what trial 0 did).
+    costs = (case_costs(cmp.candidate_cases).times(candidate.trials)
+             + case_costs(cmp.baseline_cases).times(baseline.trials))
+    trials = {"candidate": candidate.trials, "baseline": baseline.trials}
     if candidate.sequential is not None:
         # Decided by sequential paired tests (analysis/sequential.py): a plan states the
         # decisions, and sizes none (docs/sequential-decisions.md, "Comparisons").
@@ -1582,6 +1605,13 @@ def plan_stored_comparison(
     else:
         decisions = decide_comparison(cmp.metrics, policy)
         rules = plan_comparison(cmp.metrics, decisions, policy, costs, assurance=assurance)
+        if max(trials.values()) > 1:
+            for entry in rules:
+                if entry.plan == "sized":
+                    entry.assuming.insert(-1, (
+                        f"each case to come runs {trials['candidate']} trials in the candidate"
+                        f" and {trials['baseline']} in the baseline, as these runs did, and is"
+                        " priced so; compare pairs trial 0 of each"))
     # The pairs the header shows are those the rules count: 13 cases in both runs with 3
     # missing in one are 10 pairs, as each rule's own line says.
     counted = {(metric.pairs, metric.dropped_missing, metric.dropped_excluded)
@@ -1602,4 +1632,5 @@ def plan_stored_comparison(
         pairs=pairs,
         dropped_missing=dropped,
         dropped_excluded=excluded,
+        trials=trials if max(trials.values()) > 1 else None,
     )
