@@ -171,3 +171,25 @@ def test_assurance_on_a_sequential_rate_is_the_quantile_of_its_stopping_time(
     text = run_cli("plan", "latest", "--run", "--assurance", "0.8", cwd=root)
     assert (f"assurance {rule['more']} more decide it at the observed rate; {a['more']} more"
             f" decide it 80% of the time ({a['total']} in total)") in text.out, text.out
+
+
+def test_a_sequential_pass_held_as_incomplete_is_not_called_decided(tmp_path: Path) -> None:
+    # 3 cases in 10 fail to answer: the sequential test passes min 0.5 after 116 cases (77
+    # right, 39 missing at their worst), and the gate holds the PASS, 33.6% missing being
+    # over max_missing (exit 5). plan said "decided (PASS); nothing to plan".
+    app = ("def answer(case_input):\n"
+           "    if case_input['n'] % 10 < 3:\n"
+           "        raise ValueError('down')\n"
+           "    return {'label': 'ok'}\n")
+    root = write_project(tmp_path / "p", app=app, cases=[
+        {"id": f"q{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}} for i in range(400)],
+        release="version: 1\nrules:\n  - {id: floor, metric: exact_label, min: 0.5}\n")
+    assert run_cli("run", "--sequential", cwd=root, timeout=300).code == 5
+    assert run_cli("gate", "latest", cwd=root).code == 5
+    planned = run_cli("plan", "latest", "--run", "--json", cwd=root)
+    assert planned.code == 0, planned.text
+    rule = _rule(json.loads(planned.out), "floor")
+    assert (rule["state"], rule["plan"], rule["total"]) == ("PASS", "not_admitted", None), rule
+    assert rule["message"].startswith(
+        "PASS on the cases read, but 33.6% of them are missing, over max_missing: the gate"
+        " holds it as incomplete (exit 5)"), rule["message"]

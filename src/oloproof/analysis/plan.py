@@ -1357,8 +1357,11 @@ def _plan_sequential(
     for rule, d in zip(policy.rules, decisions[:released], strict=True):
         entry = _base(d)
         out.append(entry)
-        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE and not _sequential_held(
+                entry, d, "cases"):
             _decided(entry, d)
+            continue
+        if entry.plan == "not_admitted":
             continue
         ev = reading.evidence[d.metric]
         if ev.observed == 0:
@@ -1386,6 +1389,8 @@ def _plan_sequential(
     for d in decisions[released:]:  # comparison rules against the run's baseline
         entry = _base(d)
         out.append(entry)
+        if _sequential_held(entry, d, "pairs"):
+            continue
         if d.state != RuleState.INSUFFICIENT_EVIDENCE:
             _decided(entry, d)
         else:
@@ -1534,6 +1539,24 @@ def _sized_by(entry: RulePlan, found: Any, reading: Any, horizon: int,
     ]
 
 
+def _sequential_held(entry: RulePlan, d: Decision, unit: str) -> bool:
+    """A sequential decision held as incomplete (its missing share over ``max_missing``):
+    not decided, and not sized either, since a sequential run stops where its test decides
+    and reads the same cases in the same order again. Earlier versions said "decided
+    (PASS); nothing to plan" of a run that exits 5."""
+    if not d.incomplete or d.state != RuleState.PASS:  # a FAIL blocks as a FAIL (exit 1)
+        return False
+    entry.plan = "not_admitted"
+    share = f"{100.0 * (d.missing_share or 0.0):.1f}%"
+    entry.message = (
+        f"PASS on the {unit} read, but {share} of them are missing, over max_missing:"
+        f" the gate holds it as incomplete (exit 5); a sequential run stops where its test"
+        f" decides, so more cases do not bring the share down: fix what failed and run again"
+        " (finished cases come from the cache)"
+    )
+    return True
+
+
 def _read_ids(run: Any, fed: int) -> list[str]:
     order = (run.sequential or {}).get("order") or []
     return [str(c) for c in order[:fed]]
@@ -1591,7 +1614,9 @@ def plan_stored_comparison(
         rules = []
         for d in decisions:
             entry = _base(d)
-            if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+            if _sequential_held(entry, d, "pairs"):
+                pass
+            elif d.state != RuleState.INSUFFICIENT_EVIDENCE:
                 _decided(entry, d)
             else:
                 entry.plan = "not_admitted"
