@@ -173,7 +173,9 @@ def test_plan_a_comparison(example: tuple[Path, str, str]) -> None:
     assert (better["plan"], better["more"], better["total"]) == ("sized", size.more, size.total)
     assert better["observed"] == {
         "both_pass": 13, "candidate_only": 4, "baseline_only": 0, "both_fail": 1,
+        "pairs": 18, "dropped_missing": 0,
     }
+    assert (doc["paired_cases"], doc["pairs"], doc["dropped_missing"]) == (18, 18, 0)
 
 
 def test_compare_bad_input(example: tuple[Path, str, str], tmp_path: Path) -> None:
@@ -387,7 +389,7 @@ def test_different_suites_missing_excluded_and_mean_metrics(tmp_path: Path) -> N
     )
     label = rules["label-rule"]
     assert label["observed"] == {"both_pass": 12, "candidate_only": 2, "baseline_only": 0,
-                                 "both_fail": 1}
+                                 "both_fail": 1, "pairs": 15, "dropped_missing": 1}
     expected = paired_binary_assurance_size(12, 2, 0, 1, comparison_judge("superiority", 0.0),
                                             0.8, fills=[(0, 0, 1, 0)])
     assert expected.status == "sized" and expected.total is not None

@@ -15,6 +15,8 @@ from scipy import stats
 from tests.conftest import run_cli, write_project
 from tests.stats.test_sequential_stopping import _numpy_mean_stopping
 
+from oloproof.stats.sequential import BinaryTest
+
 APP = """
 from oloproof import system
 
@@ -128,3 +130,66 @@ def pytest_approx(value: float) -> Any:
     import pytest
 
     return pytest.approx(value, rel=1e-9, abs=1e-9)
+
+
+def test_assurance_on_a_sequential_rate_is_the_quantile_of_its_stopping_time(
+    tmp_path: Path,
+) -> None:
+    # 90% right against min: 0.80 over 100 cases, read sequentially: undecided. --assurance
+    # 0.8 was dropped without a word ("assurance": null, nothing on the rule); it is now the
+    # size by which a sequential run has decided the rule 80% of the time.
+    total = 100
+    root = _project(tmp_path / "p", total, (
+        "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.8\n"))
+    done = run_cli("run", "--sequential", "--json", cwd=root, timeout=300)
+    assert done.code == 3, done.text
+    planned = run_cli("plan", "latest", "--run", "--assurance", "0.8", "--json", cwd=root)
+    assert planned.code == 0, planned.text
+    doc = json.loads(planned.out)
+    assert doc["assurance"] == 0.8
+    rule = _rule(doc, "floor")
+    assert rule["plan"] == "sized", rule
+    a = rule["assurance"]
+    assert a["status"] == "sized" and a["total"] > rule["total"], a
+    # the same object as every plan's assurance (runs and comparisons alike)
+    assert list(a) == ["target", "status", "more", "total", "probability", "method", "reason",
+                       "assumption"]
+    assert a["more"] == a["total"] - total and 0.8 <= a["probability"] <= 1.0
+    # The sequential test itself (the one run feeds), on cases passing at the observed 90%:
+    # the share of 3,000 simulated runs decided by that size is the probability reported.
+    rng = np.random.default_rng(11)
+    runs, decided = 3000, 0
+    for _ in range(runs):
+        test = BinaryTest(0.8, "min", 0.95)
+        for outcome in rng.random(a["total"]) < 0.9:
+            if test.add(bool(outcome)) is not None:
+                decided += 1
+                break
+    share = decided / runs
+    se = math.sqrt(a["probability"] * (1 - a["probability"]) / runs)
+    assert abs(share - a["probability"]) <= 4 * se, (share, a)
+    text = run_cli("plan", "latest", "--run", "--assurance", "0.8", cwd=root)
+    assert (f"assurance {rule['more']} more decide it at the observed rate; {a['more']} more"
+            f" decide it 80% of the time ({a['total']} in total)") in text.out, text.out
+
+
+def test_a_sequential_pass_held_as_incomplete_is_not_called_decided(tmp_path: Path) -> None:
+    # 3 cases in 10 fail to answer: the sequential test passes min 0.5 after 116 cases (77
+    # right, 39 missing at their worst), and the gate holds the PASS, 33.6% missing being
+    # over max_missing (exit 5). plan said "decided (PASS); nothing to plan".
+    app = ("def answer(case_input):\n"
+           "    if case_input['n'] % 10 < 3:\n"
+           "        raise ValueError('down')\n"
+           "    return {'label': 'ok'}\n")
+    root = write_project(tmp_path / "p", app=app, cases=[
+        {"id": f"q{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}} for i in range(400)],
+        release="version: 1\nrules:\n  - {id: floor, metric: exact_label, min: 0.5}\n")
+    assert run_cli("run", "--sequential", cwd=root, timeout=300).code == 5
+    assert run_cli("gate", "latest", cwd=root).code == 5
+    planned = run_cli("plan", "latest", "--run", "--json", cwd=root)
+    assert planned.code == 0, planned.text
+    rule = _rule(json.loads(planned.out), "floor")
+    assert (rule["state"], rule["plan"], rule["total"]) == ("PASS", "not_admitted", None), rule
+    assert rule["message"].startswith(
+        "PASS on the cases read, but 33.6% of them are missing, over max_missing: the gate"
+        " holds it as incomplete (exit 5)"), rule["message"]

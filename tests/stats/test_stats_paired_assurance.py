@@ -529,3 +529,19 @@ def test_sizes_asked_out_of_order_give_the_same_sums() -> None:
     sums.probability(300)
     again = sums.probability(150)  # smaller than the last: the certificates start afresh
     assert again == _PairedSums((70, 15, 8, 27), judge, 0.95).probability(150)
+
+
+@pytest.mark.parametrize("cells", [(0, 1, 0, 2), (0, 2, 0, 1), (0, 2, 0, 2)])
+def test_the_probability_reported_is_a_probability(cells: tuple[int, int, int, int]) -> None:
+    # Every table of these decides a non-inferiority rule at 50 points from the first size
+    # that can fail it: the float sum of the decided tables came out at 1.0000000000000007
+    # (0/1/0/2, at 8 pairs), 1.000000000000002 and 1.0000000000000018, and plan --json
+    # printed that as its probability.
+    judge = comparison_judge("non_inferiority", 0.5)
+    result = paired_binary_assurance_size(*cells, judge, 0.5, 0.95)
+    assert result.status == "sized" and result.total is not None
+    assert result.probability is not None and 0.0 <= result.probability <= 1.0
+    brute = _brute(cells, result.total, "non_inferiority", 0.5, kept=cells)
+    assert result.probability == pytest.approx(brute, abs=1e-12)
+    low, high = paired_decision_probability(*cells, result.total, judge, kept=cells)
+    assert 0.0 <= low <= high <= 1.0

@@ -144,6 +144,19 @@ class CaseCosts:
             min(self.usage_cases, other.usage_cases),
         )
 
+    def times(self, calls: int) -> CaseCosts:
+        """The costs of a case that makes ``calls`` calls of what one call (trial 0, whose
+        figures a run stores for each case) cost."""
+        if calls == 1:
+            return self
+
+        def scale(x: float | None) -> float | None:
+            return None if x is None else x * calls
+
+        return CaseCosts(self.cases, scale(self.time_min_s), scale(self.time_max_s),
+                         scale(self.input_tokens), scale(self.output_tokens),
+                         scale(self.cost_usd), self.usage_cases)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "cases": self.cases,
@@ -256,6 +269,10 @@ class RulePlan:
     #: When the rule's cases are not every case run (a rule on a group, a metric that
     #: excluded some cases): the group, and how many of the run's cases it counts.
     scope: dict[str, Any] | None = None
+    #: When more of the rule's cases (pairs) are missing than the policy's ``max_missing``
+    #: lets through, the gate holds it as incomplete (exit 5): the share, the bar, and the
+    #: fewest more cases (pairs), none missing, that bring it within (None: none do).
+    incomplete: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -287,6 +304,8 @@ class RulePlan:
             data["trials"] = self.trials
         if self.scope is not None:
             data["scope"] = self.scope
+        if self.incomplete is not None:
+            data["incomplete"] = self.incomplete
         return data
 
     def price(self, costs: CaseCosts) -> None:
@@ -375,6 +394,76 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _max_missing(policy: ReleasePolicy | ComparePolicy) -> float:
+    """The policy's ``max_missing``, as the decision reads it (0.2 when a stored policy
+    predates it)."""
+    value = getattr(policy, "max_missing", None)
+    return 0.2 if value is None else float(value)
+
+
+def _fewest_more(observed: int, missing: int, max_missing: float, per: int = 1) -> int | None:
+    """The fewest more cases (or pairs), each adding ``per`` observed units (cases, pairs,
+    or a case's trials) and none missing, at which ``missing`` missing units are within
+    ``max_missing`` as :func:`oloproof.policy.decide.hold_missing` reads the share (it may
+    reach the bar, not pass it): 0 when they are already, None when no number is
+    (``max_missing: 0``)."""
+    def over(more: int) -> bool:
+        seen = observed + more * per + missing
+        return bool(seen) and missing / seen > max_missing
+
+    if not over(0):
+        return 0
+    if not max_missing > 0.0:
+        return None
+    more = max(0, math.ceil((missing * (1.0 - max_missing) / max_missing - observed) / per))
+    while over(more):
+        more += 1
+    while more > 0 and not over(more - 1):
+        more -= 1
+    return more
+
+
+def _held_incomplete(
+    entry: RulePlan, d: Decision, observed: int, missing: int, max_missing: float,
+    per: int, unit: str, who: str,
+) -> int | None:
+    """Mark ``entry`` when ``d`` is held as incomplete, its missing share over
+    ``max_missing``; return the fewest more cases (pairs) that bring the share within it
+    (0 when it is not held; None when nothing does, the entry then not admitted)."""
+    if not d.incomplete or not missing:
+        return 0
+    more = _fewest_more(observed, missing, max_missing, per)
+    seen = observed + missing
+    entry.incomplete = {
+        "missing": missing, "of": seen, "unit": unit, "share": missing / seen,
+        "max_missing": max_missing, "more": more,
+    }
+    what = f"{missing} of the {seen} {unit} missing, over max_missing {100.0 * max_missing:g}%"
+    new = "pairs" if unit == "pairs" else "cases"
+    if more is None:
+        entry.plan = "not_admitted"
+        entry.message = (
+            f"{who} holds it as incomplete ({what}): no number of {new} brings the share"
+            f" within it; run the missing {'cases' if unit != 'pairs' else 'ones'} again"
+            " (finished cases come from the cache)"
+        )
+    return more
+
+
+def _incomplete_note(entry: RulePlan, who: str) -> str:
+    """The ``assuming`` line of a rule held as incomplete."""
+    held = entry.incomplete
+    assert held is not None
+    new = "pairs" if held["unit"] == "pairs" else "cases"
+    return (
+        f"{who} holds it as incomplete now: {held['missing']} of the {held['of']}"
+        f" {held['unit']} missing ({100.0 * held['share']:.1f}%), over max_missing"
+        f" {100.0 * held['max_missing']:g}%; no size below {held['more']} more {new}, none"
+        " missing,"
+        " is taken, since below it the share stays over the bar"
+    )
+
+
 def _binary_run_rule(
     entry: RulePlan,
     rule: IntervalRule,
@@ -382,11 +471,12 @@ def _binary_run_rule(
     level: float,
     assurance: float | None,
     assuming: list[str],
+    least: int = 0,
 ) -> None:
     direction, t = _threshold(rule)
     judge = threshold_judge(t, direction)
     k, n, m = ev.passed, ev.observed, ev.missing
-    size = binary_rule_size(k, n, t, judge, level, missing=m)
+    size = binary_rule_size(k, n, t, judge, level, missing=m, least=n + m + least)
     entry.observed = {"passed": k, "observed": n, "missing": m}
     _from_size(
         entry, size, noun="rate",
@@ -406,7 +496,8 @@ def _binary_run_rule(
             if_all_fail=decide_threshold(all_fail.lower, all_fail.upper, t, direction),
         )
     if assurance is not None and n and entry.plan == "sized":
-        result = binary_assurance_size(k, n, t, judge, assurance, level, missing=m)
+        result = binary_assurance_size(k, n, t, judge, assurance, level, missing=m,
+                                       least=n + m + least)
         entry.assurance = _assurance_json(
             result, f"the true pass rate equals the observed {estimate_text(k / n, 'BINARY')},"
             f" and the {_plural(n, 'case')} observed keep their outcomes: only the cases to"
@@ -470,7 +561,7 @@ def _trial_fractions(trials: int, rate: float, icc: float | None) -> tuple[list[
 
 def _trials_run_rule(
     entry: RulePlan, rule: IntervalRule, ev: CriterionEvidence, level: float,
-    assuming: list[str],
+    assuming: list[str], least: int = 0,
 ) -> None:
     """A rule on the mean pass fraction over k trials: more cases, or more trials of the
     cases already run? Both are sized by the interval that decides the rule, the betting
@@ -524,8 +615,15 @@ def _trials_run_rule(
         return judge(lower, upper) is not None
 
     now = len(fractions) + missing
-    total = _first_deciding(by_cases, now + 1, _MAX_PLAN_CASES)
-    more_trials = _first_deciding(by_trials, k + 1, _MAX_PLAN_TRIALS) if k < 100 else None
+    total = _first_deciding(by_cases, now + max(1, least), _MAX_PLAN_CASES)
+    # More trials of the n cases add observed trials too: none fewer than bring the missing
+    # trials within max_missing (``entry.incomplete``) is taken.
+    held = entry.incomplete
+    fewest_trials = 1 if held is None else _fewest_more(
+        ev.observed, ev.missing, float(held["max_missing"]), n)
+    more_trials = (_first_deciding(by_trials, k + max(1, fewest_trials), _MAX_PLAN_TRIALS)
+                   if k < 100 and fewest_trials is not None
+                   and k + fewest_trials <= _MAX_PLAN_TRIALS else None)
     icc_text = "unknown" if icc is None else f"{icc:.2f}"
     option: dict[str, Any] = {"icc": icc, "current": k}
     if more_trials is not None:
@@ -583,6 +681,7 @@ def _mean_run_rule(
     level: float,
     assurance: float | None,
     assuming: list[str],
+    least: int = 0,
 ) -> bool:
     direction, t = _threshold(rule)
     over_trials = ev.case_trials is not None and ev.trials > 1
@@ -593,7 +692,7 @@ def _mean_run_rule(
     summary = student_t_mean(scores, level)
     if ev.value_range is not None and summary.mean is not None:
         _betting_run_rule(entry, rule, scores, missing, ev.value_range, level, assurance,
-                          assuming)
+                          assuming, least)
         return True
     if summary.n < 2 or summary.mean is None or summary.sd is None:
         entry.plan = "refused"
@@ -609,7 +708,7 @@ def _mean_run_rule(
     judge = threshold_judge(t, direction)
     size = mean_rule_size(
         summary.mean, summary.sd, summary.n, judge, summary.mean == t, level,
-        missing=missing, value_range=ev.value_range,
+        missing=missing, value_range=ev.value_range, least=summary.n + missing + least,
     )
     _from_size(
         entry, size, noun="mean", estimate_text=f"{summary.mean:.4g}",
@@ -655,6 +754,7 @@ def _betting_run_rule(
     level: float,
     assurance: float | None,
     assuming: list[str],
+    least: int = 0,
 ) -> None:
     """A MEAN rule with a declared range: sized by the betting interval that decides it,
     on N cases holding the observed mix of scores (stats/sample_size.py
@@ -665,7 +765,9 @@ def _betting_run_rule(
     assert mean is not None  # a rule with no observed score is not sized
     entry.observed = {"mean": mean, "observed": len(scores), "missing": missing,
                       "interval": "betting"}
-    size = betting_rule_size(scores, missing, value_range, judge, mean == t, level)
+    now = len(scores) + missing
+    size = betting_rule_size(scores, missing, value_range, judge, mean == t, level,
+                             least=now + least)
     _from_size(
         entry, size, noun="mean", estimate_text=f"{mean:.4g}",
         bar_text=f"{direction} {value_text(t, MetricKind.MEAN)}",
@@ -685,7 +787,8 @@ def _betting_run_rule(
             state_at_total=plain.state_at_total,
         )
     if assurance is not None and entry.plan == "sized":
-        result = betting_assurance_size(scores, missing, value_range, t, assurance, level)
+        result = betting_assurance_size(scores, missing, value_range, t, assurance, level,
+                                        least=now + least)
         entry.assurance = _assurance_json(
             result,
             f"the {_plural(len(scores), 'observed score')} (mean {mean:.4g}) keep their"
@@ -710,11 +813,14 @@ def plan_run(
     ran = len(cases)
     groups = groups or {}
     out: list[RulePlan] = []
+    max_missing = _max_missing(policy)
     for rule, d in zip(policy.rules, decisions, strict=True):
         entry = _base(d)
         out.append(entry)
         ev = evidence[rule.metric]
-        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+        # A PASS held as incomplete (more missing than max_missing) blocks: it is planned.
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE and not (
+                d.state == RuleState.PASS and d.incomplete):
             _decided(entry, d)
             continue
         if d.reason == CANNOT_FAIL:
@@ -761,8 +867,13 @@ def plan_run(
         assuming = [_scope(entry, ev, ran, groups.get(rule.metric))]
         over_trials = ev.case_trials is not None and ev.trials > 1
         derived = ev.case_trials is None and ev.trials > 1
+        least = _held_incomplete(
+            entry, d, ev.observed, ev.missing, max_missing, ev.trials if over_trials else 1,
+            "trials" if over_trials else "cases", "the gate")
+        if least is None:
+            continue
         if over_trials and ev.kind == MetricKind.BINARY:
-            _trials_run_rule(entry, rule, ev, rule_level, assuming)
+            _trials_run_rule(entry, rule, ev, rule_level, assuming, least)
             if assurance is not None and entry.plan == "sized":
                 entry.assurance = {
                     "target": assurance, "status": "not_computable", "more": None,
@@ -772,8 +883,8 @@ def plan_run(
                     "assumption": None,
                 }
         elif ev.kind == MetricKind.BINARY:
-            _binary_run_rule(entry, rule, ev, rule_level, assurance, assuming)
-        elif not _mean_run_rule(entry, rule, ev, rule_level, assurance, assuming):
+            _binary_run_rule(entry, rule, ev, rule_level, assurance, assuming, least)
+        elif not _mean_run_rule(entry, rule, ev, rule_level, assurance, assuming, least):
             continue
         elif over_trials:
             entry.calls = None if entry.more is None else entry.more * ev.trials
@@ -786,9 +897,15 @@ def plan_run(
             entry.calls = None if entry.more is None else entry.more * ev.trials
             assuming.append(_derived_note(ev, rule.metric))
         if ev.missing:
-            one = ev.missing == 1
+            # Over repeated trials ev.missing counts trials: the cases are those with one.
+            gone = (sum(1 for _p, _f, m in ev.case_counts() if m) if over_trials
+                    else ev.missing)
+            one = gone == 1
+            what = _plural(gone, "missing case") if not over_trials else (
+                f"{_plural(gone, 'case')} with a missing trial"
+                f" ({_plural(ev.missing, 'trial')})")
             assuming.append(
-                f"the {_plural(ev.missing, 'missing case')} of this run"
+                f"the {what} of this run"
                 f" {'stays' if one else 'stay'} missing and"
                 f" {'counts' if one else 'count'} against it at"
                 f" {'its' if one else 'their'} worst, as the policy bounds"
@@ -799,6 +916,8 @@ def plan_run(
                 f"the rule is decided at {level_text(rule_level)}, its level after the"
                 " multiplicity adjustment of its family"
             )
+        if entry.incomplete is not None:
+            assuming.append(_incomplete_note(entry, "the gate"))
         assuming.append(_CONCURRENCY)
         entry.assuming = assuming
         if entry.plan == "sized":
@@ -838,11 +957,14 @@ def plan_comparison(
 ) -> list[RulePlan]:
     """One plan per rule of a comparison policy, in declared order."""
     level = float(policy.confidence_level)
+    max_missing = _max_missing(policy)
     out: list[RulePlan] = []
     for rule, d in zip(policy.rules, decisions, strict=True):
         entry = _base(d)
         out.append(entry)
-        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+        # A PASS held as incomplete (more pairs dropped than max_missing) blocks: planned.
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE and not (
+                d.state == RuleState.PASS and d.incomplete):
             _decided(entry, d)
             continue
         pm = metrics[rule.metric]
@@ -863,7 +985,11 @@ def plan_comparison(
             )
             continue
         rule_level = d.confidence_level if d.confidence_level is not None else level
-        _comparison_rule(entry, rule, pm, rule_level, costs, assurance)
+        least = _held_incomplete(entry, d, pm.pairs, pm.dropped_missing, max_missing, 1,
+                                 "pairs", "compare")
+        if least is None:
+            continue
+        _comparison_rule(entry, rule, pm, rule_level, costs, assurance, least)
     return out
 
 
@@ -874,6 +1000,7 @@ def _comparison_rule(
     level: float,
     costs: CaseCosts,
     assurance: float | None = None,
+    least: int = 0,
 ) -> None:
     margin = float(rule.margin or 0.0)
     kind = rule.kind
@@ -887,15 +1014,18 @@ def _comparison_rule(
             int(pm.both_fail or 0),
         )
         on_bar = bool(pm.pairs) and on_comparison_bar((b - c) / pm.pairs, kind, margin)
-        size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level, fills=fills)
+        size = paired_binary_rule_size(a, b, c, dd, judge, on_bar, level, fills=fills,
+                                       least=pm.pairs + least)
         entry.observed = {"both_pass": a, "candidate_only": b, "baseline_only": c,
-                          "both_fail": dd}
+                          "both_fail": dd, "pairs": pm.pairs,
+                          "dropped_missing": pm.dropped_missing}
         estimate = difference_text((b - c) / pm.pairs, pm.kind) if pm.pairs else "none"
         outcomes = f"{a} both pass · {dd} both fail · {b} candidate only · {c} baseline only"
         assuming = [f"the cases to come resemble the {pm.pairs} already paired ({outcomes})"]
     else:
         mean = pm.estimate if pm.estimate is not None else 0.0
-        entry.observed = {"mean_difference": pm.estimate, "sd": pm.sd, "pairs": pm.pairs}
+        entry.observed = {"mean_difference": pm.estimate, "sd": pm.sd, "pairs": pm.pairs,
+                          "dropped_missing": pm.dropped_missing}
         estimate = f"{pm.estimate:+.4g}" if pm.estimate is not None else "none"
         if pm.value_range is not None:
             # Sized by the interval that decides it: the betting interval on differences in
@@ -904,6 +1034,7 @@ def _comparison_rule(
             size = betting_rule_size(
                 pm.differences, pm.dropped_missing, (-width, width), judge,
                 on_comparison_bar(mean, kind, margin), level,
+                least=pm.pairs + pm.dropped_missing + least,
             )
             assuming = [
                 (
@@ -914,7 +1045,8 @@ def _comparison_rule(
             ]
         else:
             size = paired_mean_rule_size(
-                mean, pm.sd, pm.pairs, judge, on_comparison_bar(mean, kind, margin), level
+                mean, pm.sd, pm.pairs, judge, on_comparison_bar(mean, kind, margin), level,
+                least=pm.pairs + least,
             )
             if pm.dropped_missing and size.state_at_total == RuleState.PASS:
                 # compare holds every PASS of a MEAN without a range while a pair is dropped
@@ -951,6 +1083,8 @@ def _comparison_rule(
             f" {'pair was' if dropped == 1 else 'pairs were'} dropped because a case was"
             f" missing in one run{held})"
         )
+    if entry.incomplete is not None:
+        assuming.append(_incomplete_note(entry, "compare"))
     assuming.append(
         "each case runs in both systems, one after another; concurrency divides the time"
         " and not the cost"
@@ -964,7 +1098,8 @@ def _comparison_rule(
     if assurance is None or entry.plan != "sized":
         return
     if cells is not None:
-        result = paired_binary_assurance_size(*cells, judge, assurance, level, fills=fills)
+        result = paired_binary_assurance_size(*cells, judge, assurance, level, fills=fills,
+                                              least=pm.pairs + least)
         entry.assurance = _paired_assurance_json(result, cells)
     else:
         entry.assurance = {
@@ -1025,15 +1160,28 @@ class ComparisonPlan:
     per_case: CaseCosts
     rules: list[RulePlan]
     assurance: float | None = None
+    #: The pairs the rules' metrics count (``paired_cases`` less the pairs dropped as
+    #: missing in a run or excluded), when every rule's metric counts the same; else None.
+    pairs: int | None = None
+    dropped_missing: int | None = None
+    dropped_excluded: int | None = None
+    #: Over repeated trials: each run's trials per case (the price counts them all).
+    trials: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            # ints, as a run plan's "trials" is: each run's trials per case, when one is > 1
+            **({"candidate_trials": self.trials["candidate"],
+                "baseline_trials": self.trials["baseline"]} if self.trials is not None else {}),
             "plan_for": "comparison",
             "comparison_id": self.comparison_id,
             "candidate_run": self.candidate_run,
             "baseline_run": self.baseline_run,
             "project": self.project,
             "paired_cases": self.paired_cases,
+            "pairs": self.pairs,
+            "dropped_missing": self.dropped_missing,
+            "dropped_excluded": self.dropped_excluded,
             "confidence_level": self.confidence_level,
             "assurance": self.assurance,
             "policy": self.policy,
@@ -1086,12 +1234,12 @@ def plan_stored_run(
         why = refusal(policy, run.metrics, run.trials)
         if why is not None:  # as read_run refuses it: the sequential tests cannot decide it
             raise ConfigError(f"run {run.id} is sequential, and {why}")
-        rules, cases = _plan_sequential(conn, run, policy, cases)
+        rules, cases = _plan_sequential(conn, run, policy, cases, assurance)
         return RunPlan(
             run_id=run.id, project=run.project, observed_cases=len(cases),
             confidence_level=float(policy.confidence_level),
             policy=str(policy_path) if policy_path else "stored with the run",
-            policy_note=note, per_case=case_costs(cases), rules=rules, assurance=None,
+            policy_note=note, per_case=case_costs(cases), rules=rules, assurance=assurance,
             trials=run.trials,
         )
     from oloproof.analysis.stored import grouped_stored_evidence
@@ -1190,7 +1338,8 @@ def _stored_labelled(conn: Connection, run: Any) -> Any:
 
 
 def _plan_sequential(
-    conn: Connection, run: Any, policy: ReleasePolicy, cases: list[CaseRow]
+    conn: Connection, run: Any, policy: ReleasePolicy, cases: list[CaseRow],
+    assurance: float | None = None,
 ) -> tuple[list[RulePlan], list[CaseRow]]:
     """A sequential run's plan: the cases its decision read, and for each rule it left
     undecided, how many cases a sequential run needs to decide it if what was observed
@@ -1208,8 +1357,11 @@ def _plan_sequential(
     for rule, d in zip(policy.rules, decisions[:released], strict=True):
         entry = _base(d)
         out.append(entry)
-        if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+        if d.state != RuleState.INSUFFICIENT_EVIDENCE and not _sequential_held(
+                entry, d, "cases"):
             _decided(entry, d)
+            continue
+        if entry.plan == "not_admitted":
             continue
         ev = reading.evidence[d.metric]
         if ev.observed == 0:
@@ -1222,12 +1374,23 @@ def _plan_sequential(
         elif ev.kind != MetricKind.BINARY:
             _size_sequential_mean(entry, rule, ev, reading, level)
         else:
-            _size_sequential_rate(entry, rule, ev, reading, level)
+            _size_sequential_rate(entry, rule, ev, reading, level, assurance)
         if entry.plan == "sized":
             entry.price(costs)
+            if assurance is not None and entry.assurance is None:
+                entry.assurance = {
+                    "target": assurance, "status": "not_computable", "more": None,
+                    "total": None, "probability": None, "method": None,
+                    "reason": "a sequential run's assurance is computed for a rate only, from"
+                    " its exact stopping distribution; the median and 90th percentile of this"
+                    " rule's stopping time are given with its size",
+                    "assumption": None,
+                }
     for d in decisions[released:]:  # comparison rules against the run's baseline
         entry = _base(d)
         out.append(entry)
+        if _sequential_held(entry, d, "pairs"):
+            continue
         if d.state != RuleState.INSUFFICIENT_EVIDENCE:
             _decided(entry, d)
         else:
@@ -1238,7 +1401,8 @@ def _plan_sequential(
 
 
 def _size_sequential_rate(
-    entry: RulePlan, rule: Any, ev: CriterionEvidence, reading: Any, level: float
+    entry: RulePlan, rule: Any, ev: CriterionEvidence, reading: Any, level: float,
+    assurance: float | None = None,
 ) -> None:
     """A BINARY rule: the exact stopping distribution at the observed rate."""
     from oloproof.stats.sequential import stopping_distribution
@@ -1273,6 +1437,31 @@ def _size_sequential_rate(
         + "); the suite needs at least that many cases",
         _CONCURRENCY,
     ]
+    if assurance is not None:
+        _sequential_assurance(entry, assurance, dist.decided_by, reading)
+
+
+def _sequential_assurance(
+    entry: RulePlan, assurance: float, decided_by: Sequence[float], reading: Any
+) -> None:
+    """``--assurance P`` on a sequential run's rate: the size by which its test has decided
+    the rule with probability P, the P-quantile of the exact stopping distribution
+    (``decided_by[n]``: the chance it has decided by case n). Earlier versions dropped the
+    option silently ("assurance": null)."""
+    n = next((n for n, p in enumerate(decided_by) if p >= assurance), None)
+    reason = None if n is not None else (
+        f"a sequential run decides it within {len(decided_by) - 1:,} cases"
+        f" {decided_by[-1]:.0%} of the time, less than {100.0 * assurance:g}%")
+    entry.assurance = {  # the keys and order of every plan's assurance (_assurance_json)
+        "target": assurance,
+        "status": "sized" if n is not None else "beyond_limit",
+        "more": None if n is None else max(0, n - reading.fed),
+        "total": n,
+        "probability": None if n is None else min(1.0, decided_by[n]),
+        "method": entry.method,
+        "reason": reason,
+        "assumption": entry.assuming[0],
+    }
 
 
 def _size_sequential_mean(
@@ -1350,6 +1539,24 @@ def _sized_by(entry: RulePlan, found: Any, reading: Any, horizon: int,
     ]
 
 
+def _sequential_held(entry: RulePlan, d: Decision, unit: str) -> bool:
+    """A sequential decision held as incomplete (its missing share over ``max_missing``):
+    not decided, and not sized either, since a sequential run stops where its test decides
+    and reads the same cases in the same order again. Earlier versions said "decided
+    (PASS); nothing to plan" of a run that exits 5."""
+    if not d.incomplete or d.state != RuleState.PASS:  # a FAIL blocks as a FAIL (exit 1)
+        return False
+    entry.plan = "not_admitted"
+    share = f"{100.0 * (d.missing_share or 0.0):.1f}%"
+    entry.message = (
+        f"PASS on the {unit} read, but {share} of them are missing, over max_missing:"
+        f" the gate holds it as incomplete (exit 5); a sequential run stops where its test"
+        f" decides, so more cases do not bring the share down: fix what failed and run again"
+        " (finished cases come from the cache)"
+    )
+    return True
+
+
 def _read_ids(run: Any, fed: int) -> list[str]:
     order = (run.sequential or {}).get("order") or []
     return [str(c) for c in order[:fed]]
@@ -1392,7 +1599,12 @@ def plan_stored_comparison(
             f"comparison {record.id} pairs a partial run: it is not decided, so there is"
             " nothing to size; complete the run and compare again"
         )
-    costs = case_costs(cmp.candidate_cases) + case_costs(cmp.baseline_cases)
+    # A run over repeated trials stores one call's figures per case (trial 0), and runs
+    # every case to come that many times: compare pairs trial 0, but the runs to repeat
+    # make all their trials (3 trials a side cost three times what trial 0 did).
+    costs = (case_costs(cmp.candidate_cases).times(candidate.trials)
+             + case_costs(cmp.baseline_cases).times(baseline.trials))
+    trials = {"candidate": candidate.trials, "baseline": baseline.trials}
     if candidate.sequential is not None:
         # Decided by sequential paired tests (analysis/sequential.py): a plan states the
         # decisions, and sizes none (docs/sequential-decisions.md, "Comparisons").
@@ -1402,7 +1614,9 @@ def plan_stored_comparison(
         rules = []
         for d in decisions:
             entry = _base(d)
-            if d.state != RuleState.INSUFFICIENT_EVIDENCE:
+            if _sequential_held(entry, d, "pairs"):
+                pass
+            elif d.state != RuleState.INSUFFICIENT_EVIDENCE:
                 _decided(entry, d)
             else:
                 entry.plan = "not_admitted"
@@ -1416,6 +1630,18 @@ def plan_stored_comparison(
     else:
         decisions = decide_comparison(cmp.metrics, policy)
         rules = plan_comparison(cmp.metrics, decisions, policy, costs, assurance=assurance)
+        if max(trials.values()) > 1:
+            for entry in rules:
+                if entry.plan == "sized":
+                    entry.assuming.insert(-1, (
+                        f"each case to come runs {trials['candidate']} trials in the candidate"
+                        f" and {trials['baseline']} in the baseline, as these runs did, and is"
+                        " priced so; compare pairs trial 0 of each"))
+    # The pairs the header shows are those the rules count: 13 cases in both runs with 3
+    # missing in one are 10 pairs, as each rule's own line says.
+    counted = {(metric.pairs, metric.dropped_missing, metric.dropped_excluded)
+               for metric in (cmp.metrics[r.metric] for r in policy.rules)}
+    pairs, dropped, excluded = counted.pop() if len(counted) == 1 else (None, None, None)
     return ComparisonPlan(
         comparison_id=record.id,
         candidate_run=candidate.id,
@@ -1428,4 +1654,8 @@ def plan_stored_comparison(
         per_case=costs,
         rules=rules,
         assurance=assurance,
+        pairs=pairs,
+        dropped_missing=dropped,
+        dropped_excluded=excluded,
+        trials=trials if max(trials.values()) > 1 else None,
     )

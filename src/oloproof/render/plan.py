@@ -162,14 +162,19 @@ def _state_word(state: str | None) -> str:
 def _resolved_text(resolved: dict[str, Any]) -> str:
     """What re-running the missing cases would change, in one sentence."""
     m = resolved["missing"]
-    them = "it" if m == 1 else "them"
     they = "it resembles" if m == 1 else "they resemble"
     parts = [f"re-running the {m} missing case{'s' if m != 1 else ''}"]
-    if resolved.get("if_all_pass") is not None or resolved.get("if_all_fail") is not None:
+    all_pass, all_fail = resolved.get("if_all_pass"), resolved.get("if_all_fail")
+    if all_pass is not None and all_pass == all_fail:
+        # Both extremes decide it alike, and so does every outcome between them.
+        parts.append(f"decides it now whatever {'it gives' if m == 1 else 'they give'}"
+                     f" ({all_pass})")
+    elif all_pass is not None or all_fail is not None:
         parts.append(
-            f"decides it now only if {them} all pass ({_state_word(resolved['if_all_pass'])})"
-            f" or all fail ({_state_word(resolved['if_all_fail'])})"
-            if resolved.get("if_all_pass") and resolved.get("if_all_fail")
+            f"decides it now only if {'it passes' if m == 1 else 'they all pass'}"
+            f" ({_state_word(all_pass)}) or {'fails' if m == 1 else 'all fail'}"
+            f" ({_state_word(all_fail)})"
+            if all_pass and all_fail
             else f"with all passing: {_state_word(resolved['if_all_pass'])}; with all"
             f" failing: {_state_word(resolved['if_all_fail'])}"
         )
@@ -237,6 +242,24 @@ def _trials_lines(rule: dict[str, Any]) -> list[str]:
     return out
 
 
+def _paired_text(doc: dict[str, Any]) -> str:
+    """The pairs the rules count (``10 cases (3 more dropped: ...)``), as each rule's line
+    does; the cases in both runs when the rules' metrics count different pairs."""
+    shared = doc["paired_cases"]
+    pairs = doc.get("pairs")
+    if pairs is None:
+        return f"{shared} cases in both runs" + (
+            "; each rule says how many it pairs" if doc["rules"] else "")
+    notes = []
+    if doc.get("dropped_missing"):
+        notes.append(f"{doc['dropped_missing']} dropped: a case was missing in one run")
+    if doc.get("dropped_excluded"):
+        notes.append(f"{doc['dropped_excluded']} excluded")
+    if not notes:
+        return f"{pairs} cases"
+    return f"{pairs} cases ({shared} in both runs; {'; '.join(notes)})"
+
+
 def plan_text(doc: dict[str, Any]) -> str:
     """The plan as text, from the plan document."""
     comparison = doc["plan_for"] == "comparison"
@@ -252,7 +275,7 @@ def plan_text(doc: dict[str, Any]) -> str:
                 f"Comparison {doc['comparison_id']}",
                 _line("candidate", doc["candidate_run"]),
                 _line("baseline", doc["baseline_run"]),
-                _line("paired", f"{doc['paired_cases']} cases"),
+                _line("paired", _paired_text(doc)),
             ]
         else:
             head = [f"Run {doc['run_id']}", _line("observed", f"{doc['observed_cases']} cases")]

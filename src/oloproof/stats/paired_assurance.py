@@ -942,9 +942,11 @@ class _PairedSums:
             if target is not None:
                 high = low + max(0.0, 1.0 - sure)  # the sizes not summed yet are unresolved
                 if low >= target or high < target:
-                    return low, min(high, 1.0)
+                    return min(low, 1.0), min(high, 1.0)
         high = low + max(0.0, 1.0 - sure)
-        return low, min(high, 1.0)
+        # A probability: the float sums of the decided tables can pass 1 by a few ulps
+        # (0/1/0/2 at 8 pairs, non-inferiority at 0.5: 1.0000000000000007).
+        return min(low, 1.0), min(high, 1.0)
 
     def _opens_grew(self, s: int, column: _Column, am: _Masses, weight: float, eta: float) -> bool:
         """Whether an open segment or part of column s now weighs more than ``eta``."""
@@ -1022,6 +1024,7 @@ def paired_binary_assurance_size(
     *,
     limit: int = PAIRED_ASSURANCE_LIMIT,
     fills: Sequence[tuple[int, int, int, int]] = (),
+    least: int = 0,
 ) -> AssuranceResult:
     """The smallest number of pairs N > n (the observed pairs) such that, if the n pairs
     observed keep their cells and each of the N - n pairs to come falls in the four cells
@@ -1029,6 +1032,8 @@ def paired_binary_assurance_size(
     interval at ``level`` with probability >= ``target``. ``fills``: the pairs dropped as
     missing stay dropped, and a PASS counts only if it holds with them at their worst, as
     ``compare`` decides it (:func:`~oloproof.stats.sample_size.paired_table_state`).
+    ``least``: no number of pairs below it is taken (the fewest at which the dropped pairs
+    are within the policy's ``max_missing``).
 
     As for run rules (:func:`~oloproof.stats.sample_size.binary_assurance_size`), the
     probability is not monotone in N, so every N from n + 1 up is tried, to ``limit``.
@@ -1046,7 +1051,7 @@ def paired_binary_assurance_size(
     # compare decides no table of fewer pairs than can FAIL the rule (a PASS there is held
     # as evidence_cannot_fail), so no such size is decided at all.
     failable = paired_fewest_failable(judge, level, limit)
-    first = limit + 1 if failable is None else max(n + 1, failable)
+    first = limit + 1 if failable is None else max(n + 1, failable, least)
     sums = _PairedSums(cells, judge, level, kept=cells, fills=tuple(fills))
     for total in range(first, limit + 1):
         eta = _SCAN_ETA

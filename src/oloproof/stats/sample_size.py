@@ -188,6 +188,7 @@ def binary_rule_size(
     *,
     missing: int = 0,
     limit: int = DEFAULT_LIMIT,
+    least: int = 0,
 ) -> SizeResult:
     """The smallest total N that would decide a ``min``/``max`` rule on a BINARY metric.
 
@@ -201,6 +202,9 @@ def binary_rule_size(
     observed cases, nothing below (first size deciding without missing) + missing can
     decide; from there each N is screened by the binomial tails at the two ends and checked
     exactly near the bar.
+
+    ``least``: no total below it is taken (the fewest cases at which the missing ones are
+    within the policy's ``max_missing``: below it the rule is held as incomplete).
     """
     if missing < 0:
         raise ValueError(f"missing must be >= 0, got {missing}")
@@ -212,7 +216,7 @@ def binary_rule_size(
     screen = 0.5 * alpha * (1.0 + 1e-6) + 1e-300
     method = plain.method + ", the missing cases held missing"
     t = threshold
-    total = max(plain.total, n) + missing
+    total = max(plain.total + missing, n + missing, least)
     budget = 200_000
     while total <= limit and budget > 0:
         seen = total - missing
@@ -415,6 +419,7 @@ def _t_size(
     value_range: tuple[float, float] | None,
     limit: int,
     method: str,
+    least: int = 0,
 ) -> SizeResult:
     _check_level(level)
     if n < 2 or sd is None:
@@ -448,7 +453,7 @@ def _t_size(
         return judge(lower, upper)
 
     total_now = n + missing
-    now = state_at(total_now)
+    now = state_at(total_now) if total_now >= least else None
     if now is not None:
         return SizeResult(
             "already_decided",
@@ -471,8 +476,9 @@ def _t_size(
     # first. At the smallest sizes the worst case can move the other way (a numerical check
     # found it at 6 observed of a lopsided sample), so those are each tried in turn.
     found: int | None = None
-    scan_end = min(total_now + _SCAN_FIRST, limit)
-    for size in range(total_now + 1, scan_end + 1):
+    start = max(total_now + 1, least)
+    scan_end = min(start - 1 + _SCAN_FIRST, limit)
+    for size in range(start, scan_end + 1):
         if state_at(size) is not None:
             found = size
             break
@@ -500,6 +506,7 @@ def mean_rule_size(
     missing: int = 0,
     value_range: tuple[float, float] | None = None,
     limit: int = DEFAULT_LIMIT,
+    least: int = 0,
 ) -> SizeResult:
     """Approximate smallest total N that would decide a ``min``/``max`` rule on a MEAN.
 
@@ -507,7 +514,8 @@ def mean_rule_size(
     N - ``missing`` such scores, bounded for the ``missing`` cases held missing at the worst
     case over ``value_range`` (as the policy bounds them), decides. Approximate, since the
     real mean and spread of the cases to come will differ; the result is labelled so
-    (``approximate=True``). Needs n >= 2.
+    (``approximate=True``). Needs n >= 2. ``least``: no total below it is taken (see
+    :func:`binary_rule_size`).
     """
     return _t_size(
         mean,
@@ -520,6 +528,7 @@ def mean_rule_size(
         value_range,
         limit,
         f"{STUDENT_T} at {level:g}, approximate",
+        least,
     )
 
 
@@ -566,6 +575,7 @@ def betting_rule_size(
     level: float = 0.95,
     *,
     limit: int = BETTING_LIMIT,
+    least: int = 0,
 ) -> SizeResult:
     """Approximate smallest total N that would decide a ``min``/``max`` rule on a MEAN with
     a declared range, by the interval that decides it.
@@ -576,7 +586,8 @@ def betting_rule_size(
     decides the rule. The search doubles then bisects, taking a size that decides to be
     followed by larger ones that do (the projected interval only narrows as N grows).
     Approximate: the scores to come will not hold the observed mix exactly, and the running
-    intersection of a real sequence moves at random around the projected one."""
+    intersection of a real sequence moves at random around the projected one. ``least``:
+    no total below it is taken (see :func:`binary_rule_size`)."""
     from oloproof.stats.betting import BETTING, projected_bounds
 
     method = f"{BETTING} at {level:g}, projected from the observed mix of scores, approximate"
@@ -595,7 +606,7 @@ def betting_rule_size(
         return judge(lo + a * width, lo + b * width)
 
     now = len(scores) + missing
-    found = _smallest(lambda total: state_at(total) is not None, now + 1, limit)
+    found = _smallest(lambda total: state_at(total) is not None, max(now + 1, least), limit)
     if found is None:
         return SizeResult("beyond_limit", approximate=True, method=method,
                           reason=f"more than {limit} cases")
@@ -613,6 +624,7 @@ def betting_assurance_size(
     level: float = 0.95,
     *,
     limit: int = BETTING_LIMIT,
+    least: int = 0,
 ) -> AssuranceResult:
     """Approximate smallest total N at which a ``min``/``max`` rule on a MEAN with a declared
     range is decided with probability >= ``target``, if the scores to come are drawn from
@@ -631,7 +643,8 @@ def betting_assurance_size(
     configuration of the tests at 73 cases where 67 do.) Approximate: the interval's own
     randomness (its running intersection) is left out, which makes the figure
     conservative; tests/stats/test_stats_betting_plan.py checks it against simulated suites,
-    the observed scores kept, decided by the interval itself."""
+    the observed scores kept, decided by the interval itself. ``least``: no total below it
+    is taken (see :func:`binary_rule_size`)."""
     from oloproof.stats.betting import BETTING, projected_bounds
 
     if not 0.0 < target < 1.0:
@@ -657,7 +670,7 @@ def betting_assurance_size(
         return min(1.0, normal((a - t) / sd) + normal((t - b) / sd))
 
     now = n + missing
-    found = _smallest(lambda total: probability(total) >= target, now + 1, limit)
+    found = _smallest(lambda total: probability(total) >= target, max(now + 1, least), limit)
     if found is None:
         return AssuranceResult("beyond_limit", target, method=method,
                                reason=f"more than {limit} cases")
@@ -677,12 +690,15 @@ def paired_mean_rule_size(
     on_bar: bool,
     level: float = 0.95,
     limit: int = DEFAULT_LIMIT,
+    *,
+    least: int = 0,
 ) -> SizeResult:
     """Approximate smallest number of pairs N > n that would decide a comparison on a MEAN.
 
     The paired t analogue of :func:`mean_rule_size`: the mean and standard deviation of the
     per-case differences are held fixed, and N is the first size at which
     d +/- t(1-alpha/2, N-1) * sd / sqrt(N) decides the rule. Approximate; needs n >= 2.
+    ``least``: no number of pairs below it is taken (see :func:`binary_rule_size`).
     """
     return _t_size(
         mean_difference,
@@ -695,6 +711,7 @@ def paired_mean_rule_size(
         None,
         limit,
         f"paired Student t, 1908 at {level:g}, approximate",
+        least,
     )
 
 
@@ -857,6 +874,7 @@ def paired_binary_rule_size(
     limit: int = DEFAULT_LIMIT,
     *,
     fills: Sequence[tuple[int, int, int, int]] = (),
+    least: int = 0,
 ) -> SizeResult:
     """The smallest number of pairs N > n that would decide a comparison on a BINARY metric.
 
@@ -875,7 +893,8 @@ def paired_binary_rule_size(
     ``fills``: the pairs dropped as missing, filled at their worst as ``compare`` bounds
     them (:func:`oloproof.policy.compare.missing_pair_fills`): they stay dropped, and a
     PASS counts only if the table plus each fill still PASSes, as ``compare`` holds it
-    otherwise (``missing_pairs_could_fail``).
+    otherwise (``missing_pairs_could_fail``). ``least``: no number of pairs below it is
+    taken (the fewest at which the dropped pairs are within the policy's ``max_missing``).
     """
     cells = (both_pass, cand_only, base_only, both_fail)
     if any(x < 0 for x in cells):
@@ -897,7 +916,7 @@ def paired_binary_rule_size(
         scaled = cells if total == n else apportion(cells, total)
         return paired_table_state(judge, z, scaled, fills)
 
-    now = state_at(n)
+    now = state_at(n) if n >= least else None
     if now is not None:
         return SizeResult("already_decided", total=n, more=0, state_at_total=now, method=method)
     if on_bar:
@@ -907,7 +926,7 @@ def paired_binary_rule_size(
             reason="the observed difference sits exactly on the bar, so no number of pairs "
             "decides it",
         )
-    size = max(n + 1, failable)
+    size = max(n + 1, failable, least)
     block = 2
     while size <= limit:
         if block >= 2:
@@ -1123,6 +1142,7 @@ def binary_assurance_size(
     *,
     missing: int = 0,
     limit: int = 200_000,
+    least: int = 0,
 ) -> AssuranceResult:
     """The smallest total N > n + missing that decides a BINARY run rule with probability
     >= ``target`` if the true pass rate equals the observed k/n (and the ``missing`` cases
@@ -1143,6 +1163,7 @@ def binary_assurance_size(
     the outcomes X ~ Binomial(N - missing - n, rate) of the cases to come from above; only where that bound reaches the target is
     the exact sum computed. Sizes are passed over in blocks of about sqrt(N)/8 where the
     bound holds for the whole block (both cuts grow with N, and so do the outcomes).
+    ``least``: no total below it is taken (see :func:`binary_rule_size`).
     """
     if not 0.0 < target < 1.0:
         raise ValueError(f"the assurance must lie strictly between 0 and 1, got {target!r}")
@@ -1172,7 +1193,7 @@ def binary_assurance_size(
         return a, b
 
     cuts: tuple[int, int] | None = None
-    total = n + missing + 1
+    total = max(n + missing + 1, least)
     while total <= limit:
         seen = total - missing
         if screen:
