@@ -117,6 +117,29 @@ def _warn_stale_cache(loaded: PreparedRun) -> None:
     _WARNED.add(key)
 
 
+def _check_patched(run: PreparedRun) -> None:
+    """Whether the system's code is its files' as the run starts (a test may have patched
+    it in this process, after the load too): if not, the run goes on with what the patch
+    put there, but without the system's cache (runner/orchestrate.py), and warns."""
+    check = getattr(run.prepared.system, "patched_code", None)
+    found = list(check()) if callable(check) else []
+    run.prepared.patched = found
+    if not found:
+        return
+    import warnings
+
+    from oloproof.errors import PatchedCodeWarning
+
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    warnings.warn(
+        f"{run.prepared.project.display}: the system's code is not what the project's files"
+        f" define: {shown} replaced in this process (a patch, a mock). This run calls what"
+        " replaced it, reads no cached output of the system and stores none for a later"
+        " run; the run is stored as patched (oloproof inspect)", PatchedCodeWarning,
+        stacklevel=1,
+    )
+
+
 def load(
     project: str | os.PathLike[str] = ".",
     *,
@@ -256,6 +279,7 @@ def execute(
             "execute() cannot run on a thread whose event loop is running;"
             " use oloproof.run() (it then runs in a helper thread) or await oloproof.run_async()"
         )
+    _check_patched(run)
     all_sinks = list(sinks)
     log = _logger()
     if log is not None and log.isEnabledFor(20):  # logging.INFO

@@ -195,6 +195,9 @@ class _Run:
                               else {c.index: c for c in prepared.cases})
         self.stored_policy = policy_json(prepared.policy)
         self.system_description = describe_system(prepared.project, prepared.system)
+        if prepared.patched:  # a test's fake ran: no output of it is cached, read or kept
+            self.system_description["patched"] = list(prepared.patched)
+            self.writer.cache_outputs = False
         if prepared.matrix is not None:
             self.system_description["matrix"] = dict(prepared.matrix)
         self.sinks: list[Callable[[Event], None]] = [self.writer.handle]
@@ -258,7 +261,7 @@ class _Run:
             judges=prepared.judges,
             cases=UntilStopped(expand_trials(prepared.cases, prepared.trials), self.stop, until),
             trials=prepared.trials,
-            cache=Cache(self.conn, enabled=use_cache),
+            cache=Cache(self.conn, enabled=use_cache and not prepared.patched),
             emit=self.emit,
             system_concurrency=concurrency.system,
             judge_concurrency=concurrency.judge,

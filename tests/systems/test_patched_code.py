@@ -1,0 +1,257 @@
+"""A run from Python whose project code a test has patched stores nothing under the files'
+identity: a later `oloproof run` never reads a fake's answers from the cache."""
+
+from __future__ import annotations
+
+import sys
+import time
+import unittest.mock
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import labelled_cases, run_cli, write_project
+
+import oloproof
+from oloproof.systems import loading
+
+#: 40 cases, the real helper right on half of them: 50%, which `min: 0.8` FAILs (exit 1).
+RELEASE = """
+version: 1
+rules:
+  - id: floor
+    metric: exact_label
+    min: 0.8
+"""
+APP = """
+from helpers import lookup
+
+def answer(case_input):
+    return {"label": lookup(case_input["n"])}
+"""
+HELPERS = """
+import enum
+import functools
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from words import LABELS
+
+
+def lookup(n):
+    return Rules().label(n)
+
+
+@functools.lru_cache(maxsize=None)
+def cached(n):
+    return n
+
+
+def kept(fn):
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*args)
+    return wrapper
+
+
+@kept
+def decorated(n):
+    return n
+
+
+@dataclass
+class Rules:
+    strict: bool = True
+
+    def label(self, n):
+        return LABELS[n % 2]
+
+
+class Kind(enum.Enum):
+    OK = "ok"
+
+
+class Pair(NamedTuple):
+    first: int
+    second: int = 0
+
+    def total(self):
+        return self.first + self.second
+"""
+WORDS = 'LABELS = ["wrong", "ok"]\n'
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The project on the caller's sys.path, as a test suite beside it has it; its files
+    older than the process (else a module the test imported is imported afresh)."""
+    root = write_project(tmp_path / "bot", app=APP, cases=labelled_cases(40), release=RELEASE,
+                         system_extra="code_paths: [helpers.py, words.py]",
+                         extra_files={"helpers.py": HELPERS, "words.py": WORDS})
+    for name in ("app", "helpers", "words"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setattr(loading, "_STARTED", [time.time_ns() + 5 * 10**9])
+    yield root
+    for name in ("app", "helpers", "words"):
+        sys.modules.pop(name, None)
+
+
+def _run(root: Path) -> tuple[oloproof.RunResult, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = oloproof.run(root)
+    patched = [str(w.message) for w in caught if issubclass(w.category, oloproof.PatchedCodeWarning)]
+    return result, patched
+
+
+def _labels(result: oloproof.RunResult) -> set[str]:
+    return {c.output["label"] for c in result.cases()}
+
+
+def _cli_run_calls_the_real_code(root: Path, hits: int = 0) -> None:
+    """The real command, in a process of its own: the files' code, and from the cache only
+    what the files' code answered (``hits``), never the fake's answers."""
+    done = run_cli("run", cwd=root)
+    assert done.code == 1, done.text  # 20 of 40: FAIL; with the fake's answers it was 0
+    assert f"executions {hits} hits · {40 - hits} misses" in done.text, done.text
+
+
+def test_a_helper_patched_with_monkeypatch_is_not_cached(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import helpers  # type: ignore[import-not-found]
+
+    monkeypatch.setattr(helpers, "lookup", lambda n: "ok")
+    result, patched = _run(project)
+    assert _labels(result) == {"ok"}  # the test's fake ran, as the test asked
+    assert result.cache["execution_misses"] == 40
+    assert len(patched) == 1 and "helpers.lookup replaced" in patched[0], patched
+    shown = run_cli("inspect", result.run_id, cwd=project)
+    assert "patched   helpers.lookup" in shown.out, shown.text
+    _cli_run_calls_the_real_code(project)
+
+
+def test_the_system_function_patched_is_not_cached(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module named for the system, as a test gets it after a first run (the caller
+    imported its own app.py before that, which Oloproof imports afresh: not patched)."""
+    _run(project)
+    import app  # type: ignore[import-not-found]
+
+    monkeypatch.setattr(app, "answer", lambda case_input: {"label": "ok"})
+    result, patched = _run(project)
+    assert _labels(result) == {"ok"} and result.cache["execution_hits"] == 0
+    assert patched and "app.answer replaced" in patched[0], patched
+    _cli_run_calls_the_real_code(project, hits=40)  # the first run's, of the real code
+
+
+def test_a_mock_patch_as_a_context_manager_is_not_cached(project: Path) -> None:
+    with unittest.mock.patch("helpers.lookup", return_value="ok"):
+        result, patched = _run(project)
+    assert _labels(result) == {"ok"}
+    assert patched and "helpers.lookup" in patched[0], patched
+    _cli_run_calls_the_real_code(project)
+
+
+def test_a_patched_class_method_is_not_cached(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import helpers
+
+    monkeypatch.setattr(helpers.Rules, "label", lambda self, n: "ok")
+    result, patched = _run(project)
+    assert _labels(result) == {"ok"}
+    assert patched and "helpers.Rules.label" in patched[0], patched
+    _cli_run_calls_the_real_code(project)
+
+
+def test_a_patch_after_a_first_run_is_seen_and_the_cache_is_not_read(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The modules the first run imported stay (the caller's path reaches them): a patch on
+    them afterwards is seen by what they held when imported; the patched run reads none of
+    the real answers the first run cached, and the next clean run reads them again."""
+    first, patched = _run(project)
+    assert _labels(first) == {"ok", "wrong"} and not patched
+    import app
+
+    assert app is sys.modules["app"] and hasattr(app, "__oloproof_bindings__")
+    with monkeypatch.context() as m:
+        m.setattr(app, "lookup", lambda n: "ok")  # where it is used, as mock's docs advise
+        second, patched = _run(project)
+    assert _labels(second) == {"ok"} and second.cache["execution_hits"] == 0
+    assert patched and "app.lookup replaced" in patched[0], patched
+    third, patched = _run(project)
+    assert not patched and third.cache["execution_hits"] == 40
+    assert _labels(third) == {"ok", "wrong"}
+
+
+def test_a_module_imported_while_a_helper_was_patched_is_imported_afresh_after(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """app.py's `from helpers import lookup` bound the fake while it was in place; once the
+    patch is undone, the next run must not call the fake app still held."""
+    import helpers
+
+    with monkeypatch.context() as m:
+        m.setattr(helpers, "lookup", lambda n: "ok")
+        _, patched = _run(project)
+        assert patched
+    result, patched = _run(project)
+    assert not patched, patched
+    assert _labels(result) == {"ok", "wrong"}
+
+
+def test_code_as_its_files_define_it_is_not_called_patched(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller's own imports of the project, unpatched: `from words import LABELS`,
+    `functools.wraps` and `lru_cache` decorators and a dataclass's generated methods are the
+    files' code, as are the methods enum and NamedTuple give a class; so is a helper Oloproof imports afresh because it changed on disk (the
+    caller's patched module is then not what the run calls)."""
+    import app
+    import helpers
+
+    assert app.lookup is helpers.lookup
+    assert loading.patched_code([app, helpers, sys.modules["words"]]) == []
+    result, patched = _run(project)
+    assert not patched and result.cache["execution_misses"] == 40
+    rerun = run_cli("run", cwd=project)
+    assert "executions 40 hits" in rerun.text, rerun.text
+    # A patched helper whose file then changed: Oloproof imports it afresh, no patch runs.
+    monkeypatch.setattr(helpers, "lookup", lambda n: "ok")
+    (project / "helpers.py").write_text(HELPERS + "# edited\n")
+    result, patched = _run(project)
+    assert not patched, patched
+    assert _labels(result) == {"ok", "wrong"}
+
+
+def test_what_counts_as_patched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison itself, on a module the caller imported: only names its own source
+    defines (def, class) and its top-level `from project_module import name`."""
+    root = write_project(tmp_path / "p", app="def answer(x):\n    return x\n", cases=[],
+                         extra_files={"helpers.py": HELPERS, "words.py": WORDS})
+    monkeypatch.syspath_prepend(str(root))
+    for name in ("helpers", "words"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import helpers
+    import words  # type: ignore[import-not-found]
+
+    modules: list[Any] = [helpers, words]
+    assert loading.patched_code(modules) == []
+    with monkeypatch.context() as m:
+        m.setattr(helpers, "LABELS", ["x", "y"])  # an imported name bound to something else
+        assert loading.patched_code(modules) == ["helpers.LABELS"]
+    with monkeypatch.context() as m:
+        m.setattr(helpers, "cached", lambda n: n)  # a def replaced by a lambda
+        m.setattr(helpers, "decorated", unittest.mock.MagicMock())
+        m.setattr(helpers.Rules, "label", unittest.mock.create_autospec(helpers.Rules.label))
+        assert loading.patched_code(modules) == [
+            "helpers.Rules.label", "helpers.cached", "helpers.decorated"]
+    assert loading.patched_code(modules) == []
+    sys.modules.pop("helpers", None)
+    sys.modules.pop("words", None)
