@@ -256,7 +256,8 @@ def test_a_test_that_patches_the_project_leaves_nothing_in_its_cache(tmp_path: P
     runs it again: that run passed on the fake's answers and stored them under the files'
     identity, so a later `oloproof run` allowed from the cache (exit 0) where the project's
     own code fails (exit 1). The patched run now warns, reads and stores no output of the
-    system, and `oloproof run` reads only the first test's real answers."""
+    system, never allows (exit 5: the test asserting it fails, saying why), and `oloproof
+    run` reads only the first test's real answers."""
     app = ('from helpers import lookup\n\n'
            'def answer(case_input):\n    return {"label": lookup(case_input["n"])}\n')
     bot = write_project(tmp_path / "bot", app=app, cases=labelled_cases(20),
@@ -282,8 +283,9 @@ def test_a_test_that_patches_the_project_leaves_nothing_in_its_cache(tmp_path: P
          str(tests)],
         cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
     )
-    assert "2 passed, 1 warning" in proc.stdout, proc.stdout
+    assert "1 failed, 1 passed, 1 warning" in proc.stdout, proc.stdout
     assert "PatchedCodeWarning" in proc.stdout and "app.lookup replaced" in proc.stdout
+    assert "gate BLOCK (exit 5)\nE         Patched code: app.lookup replaced" in proc.stdout
     cli = run_cli("run", cwd=bot)
     assert cli.code == 1 and "Gate      BLOCK   exit code 1" in cli.out, cli.text
     assert "executions 20 hits · 0 misses" in cli.out, cli.text  # test_real's, not the fake's

@@ -134,6 +134,31 @@ def test_a_helper_patched_with_monkeypatch_is_not_cached(
     _cli_run_calls_the_real_code(project)
 
 
+def test_a_run_of_patched_code_never_allows(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fake's 40 of 40 PASS the rule, but they are not the project's evidence: the run
+    itself, `oloproof gate` of it (after a pytest session, `gate latest`), `runs` and
+    `read_run` all block, exit 5, saying why; the decision itself is kept."""
+    import helpers
+
+    monkeypatch.setattr(helpers, "lookup", lambda n: "ok")
+    result, _ = _run(project)
+    assert [d.state for d in result.decisions] == ["PASS"]
+    assert (result.gate, result.exit_code) == ("BLOCK", 5)
+    assert any(n.startswith("Patched code: helpers.lookup replaced") for n in result.gate_notes)
+    with pytest.raises(AssertionError, match="Patched code: helpers.lookup"):
+        result.assert_allowed()
+    gate = run_cli("gate", "latest", cwd=project)
+    assert gate.code == 5, gate.text
+    assert "Patched code: helpers.lookup replaced" in gate.out, gate.text
+    assert "BLOCK (exit 5)" in run_cli("runs", cwd=project).out
+    assert oloproof.read_run(result.run_id, project).exit_code == 5
+    page = project / "report.html"
+    assert run_cli("report", result.run_id, "-o", str(page), cwd=project).code == 0
+    assert "Patched code: helpers.lookup replaced" in page.read_text()
+
+
 def test_the_system_function_patched_is_not_cached(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -135,8 +135,8 @@ def _check_patched(run: PreparedRun) -> None:
         f"{run.prepared.project.display}: the system's code is not what the project's files"
         f" define: {shown} replaced in this process (a patch, a mock). This run calls what"
         " replaced it, reads no cached output of the system and stores none for a later"
-        " run; the run is stored as patched (oloproof inspect)", PatchedCodeWarning,
-        stacklevel=1,
+        " run, and its gate never allows a release (exit 5 unless a rule FAILs)",
+        PatchedCodeWarning, stacklevel=1,
     )
 
 
@@ -287,7 +287,7 @@ def execute(
     outcome = _execute_prepared(
         run.prepared, use_cache=use_cache, sinks=all_sinks, stop=stop or StopRequest()
     )
-    from oloproof.policy.decide import gate_declaration, gate_notes
+    from oloproof.policy.decide import gate_declaration, gate_notes, patched_notes
 
     return RunResult(
         run_id=outcome.run_id, status=RunStatus(outcome.status),
@@ -301,7 +301,8 @@ def execute(
         rule_ids=[r.id for r in run.prepared.policy.rules], judges=list(outcome.judges),
         panels=_panels(run.prepared, outcome.run_id),
         trials=run.prepared.trials, flaky=_flaky(run.prepared, outcome.run_id),
-        gate_notes=gate_notes(outcome.decisions, run.prepared.policy, outcome.run_id),
+        gate_notes=[*gate_notes(outcome.decisions, run.prepared.policy, outcome.run_id),
+                    *patched_notes(run.prepared.patched)],
         declaration=gate_declaration(run.prepared.policy) if outcome.decisions else None,
         sequential=outcome.sequential[0] if outcome.sequential else None,
         sequential_note=outcome.sequential[1] if outcome.sequential else None,

@@ -366,7 +366,8 @@ class _Run:
         self.emit(RunPhaseChanged(self.run_id, phase="ANALYZING"))
         # A subset is decided on its own cases, but never allows the release the
         # full policy guards: it blocks as incomplete unless a rule FAILs.
-        subset = prepared.subset is not None
+        # Nor does a run of patched code (a test's fake): its outputs are not the project's.
+        subset = prepared.subset is not None or bool(prepared.patched)
         decisions, by_metric, gate_label, code = decide_and_gate(
             self.conn, self.run_id, prepared.policy, incomplete=subset
         )
