@@ -72,10 +72,11 @@ class PatchedCodeWarning(UserWarning):
 
     Issued by every such run, when a test (or a notebook) has patched the project's code
     in this process (``monkeypatch.setattr(helpers, "lookup", fake)``,
-    ``unittest.mock.patch("app.answer")``): the run calls what the patch put there, while
-    the system's identity is its files' source. So the run reads no cached output of the
-    system and stores none (a later ``oloproof run`` calls the real code), and the stored
-    run names what was patched (``inspect``)."""
+    ``unittest.mock.patch("app.answer")``), the system's or a custom evaluator's: the run
+    calls what the patch put there, while the identity is the files' source. So the run
+    reads nothing from the cache and stores nothing there that the patch made (a later
+    ``oloproof run`` calls the real code), its gate never allows (exit 5 unless a rule
+    FAILs), and the stored run names what was patched (``inspect``)."""
 
 
 class TransientError(Exception):

@@ -280,3 +280,49 @@ def test_what_counts_as_patched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert loading.patched_code(modules) == []
     sys.modules.pop("helpers", None)
     sys.modules.pop("words", None)
+
+
+CHECKS = """
+import rules
+
+
+def strict(output, case):
+    return rules.ok(output["label"])
+"""
+
+
+def test_a_patched_custom_check_caches_no_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A custom evaluator's helper patched to pass everything: its verdicts were cached
+    under the evaluator's identity (its file and code_paths), keyed by the outputs, which
+    the system (not patched) gives again; `oloproof run` then read 40 passing verdicts
+    from the cache and allowed. Now the run reads and stores no verdict, and blocks."""
+    root = write_project(
+        tmp_path / "bot", app=APP, cases=labelled_cases(40), release=RELEASE,
+        system_extra="code_paths: [helpers.py, words.py]",
+        extra_files={"helpers.py": HELPERS, "words.py": WORDS, "checks.py": CHECKS,
+                     "rules.py": "def ok(label):\n    return label == 'ok'\n"},
+        evaluators="""
+          - type: custom
+            criterion: exact_label
+            function: checks:strict
+            code_paths: [rules.py]
+        """,
+    )
+    for name in ("app", "helpers", "words", "checks", "rules"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setattr(loading, "_STARTED", [time.time_ns() + 5 * 10**9])
+    import rules  # type: ignore[import-not-found]
+
+    monkeypatch.setattr(rules, "ok", lambda label: True)
+    result, patched = _run(root)
+    assert [d.state for d in result.decisions] == ["PASS"]  # 40 of 40, by the fake check
+    assert result.exit_code == 5 and patched and "rules.ok replaced" in patched[0], patched
+    assert result.cache["execution_misses"] == 40  # what the system gave is cached
+    done = run_cli("run", cwd=root)
+    assert done.code == 1, done.text
+    assert "executions 40 hits · 0 misses   judgments 0 hits · 40 misses" in done.text
+    for name in ("app", "helpers", "words", "checks", "rules"):
+        sys.modules.pop(name, None)

@@ -118,12 +118,18 @@ def _warn_stale_cache(loaded: PreparedRun) -> None:
 
 
 def _check_patched(run: PreparedRun) -> None:
-    """Whether the system's code is its files' as the run starts (a test may have patched
-    it in this process, after the load too): if not, the run goes on with what the patch
-    put there, but without the system's cache (runner/orchestrate.py), and warns."""
+    """Whether the code of the system and of the custom evaluators is their files' as the
+    run starts (a test may have patched it in this process, after the load too): if not,
+    the run goes on with what the patch put there, without the cache, never allowing
+    (runner/orchestrate.py), and warns."""
     check = getattr(run.prepared.system, "patched_code", None)
-    found = list(check()) if callable(check) else []
-    run.prepared.patched = found
+    run.prepared.patched = list(check()) if callable(check) else []
+    checks: list[str] = []
+    for evaluator in run.prepared.inline:  # a custom evaluator's (its verdicts' cache)
+        check = getattr(evaluator, "patched_code", None)
+        checks += list(check()) if callable(check) else []
+    run.prepared.patched_checks = sorted(set(checks))
+    found = sorted({*run.prepared.patched, *checks})
     if not found:
         return
     import warnings
@@ -132,10 +138,10 @@ def _check_patched(run: PreparedRun) -> None:
 
     shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
     warnings.warn(
-        f"{run.prepared.project.display}: the system's code is not what the project's files"
-        f" define: {shown} replaced in this process (a patch, a mock). This run calls what"
-        " replaced it, reads no cached output of the system and stores none for a later"
-        " run, and its gate never allows a release (exit 5 unless a rule FAILs)",
+        f"{run.prepared.project.display}: the code this run calls is not what the project's"
+        f" files define: {shown} replaced in this process (a patch, a mock). This run calls"
+        " what replaced it, reads nothing from the cache, stores in it nothing the replaced"
+        " code made, and its gate never allows a release (exit 5 unless a rule FAILs)",
         PatchedCodeWarning, stacklevel=1,
     )
 
@@ -302,7 +308,8 @@ def execute(
         panels=_panels(run.prepared, outcome.run_id),
         trials=run.prepared.trials, flaky=_flaky(run.prepared, outcome.run_id),
         gate_notes=[*gate_notes(outcome.decisions, run.prepared.policy, outcome.run_id),
-                    *patched_notes(run.prepared.patched)],
+                    *patched_notes(sorted({*(run.prepared.patched or ()),
+                                           *(run.prepared.patched_checks or ())}))],
         declaration=gate_declaration(run.prepared.policy) if outcome.decisions else None,
         sequential=outcome.sequential[0] if outcome.sequential else None,
         sequential_note=outcome.sequential[1] if outcome.sequential else None,

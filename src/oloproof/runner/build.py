@@ -71,6 +71,9 @@ class Prepared:
     #: systems/loading.py, patched_code): the run neither reads nor stores the system's
     #: cached outputs, and its description says so. Empty: the code is its files'.
     patched: list[str] | None = None
+    #: The same of the custom evaluators' code: the run neither reads nor stores cached
+    #: verdicts. Either list makes the run's gate block (it never allows).
+    patched_checks: list[str] | None = None
 
 
 def load_configuration(

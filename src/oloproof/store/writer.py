@@ -235,6 +235,8 @@ class StoreWriter:
         #: Whether the system's outputs enter the cache: not those of patched code (a
         #: test's fake, runner/orchestrate.py), which the files' identity does not describe.
         self.cache_outputs = True
+        #: And the verdicts of its evaluators: not those of a patched custom evaluator.
+        self.cache_verdicts = True
         self._cases: _Rows = []
         self._exec_cache: _Rows = []
         self._judgments: _Rows = []
@@ -457,6 +459,7 @@ class StoreWriter:
                 event.status in (JudgmentStatus.OK, JudgmentStatus.EXCLUDED)
                 and not event.from_cache
                 and event.judge_key
+                and self.cache_verdicts
             ):
                 self._judge_cache.append(
                     (

@@ -50,7 +50,6 @@ from oloproof.systems.loading import (
     file_digests,
     import_callable,
     imports_outside_identity,
-    mark_patched,
     module_source,
     patched_code,
     reached_modules,
@@ -209,12 +208,8 @@ class CallableSystem:
     def patched_code(self) -> list[str]:
         """What of the system's code is not what its files define (a test's patch of the
         project's code, in this process: loading.patched_code), as ``module.name``; empty
-        when it is its files'. When something is, the modules Oloproof imported for it are
-        imported afresh by the project's next run (they may hold the patch)."""
-        found = patched_code(self._modules)
-        if found:
-            mark_patched(self._modules)
-        return found
+        when it is its files'."""
+        return patched_code(self._modules)
 
     @property
     def queues_calls(self) -> bool:

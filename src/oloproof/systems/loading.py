@@ -823,7 +823,9 @@ def patched_code(modules: list[ModuleType]) -> list[str]:
     by identity; one imported by the caller, as the caller may have left it, with its
     source: each top-level ``def`` must hold a function compiled from its file (through
     ``__wrapped__``), each ``class`` a class of the module whose functions are its file's,
-    and each top-level ``from project_module import name`` what that module holds."""
+    and each top-level ``from project_module import name`` what that module holds. When
+    something is not, the modules Oloproof imported are imported afresh by the project's
+    next run (:func:`mark_patched`): they may hold the patch."""
     found: list[str] = []
     by_name = {m.__name__: m for m in modules}
     for module in modules:
@@ -837,6 +839,8 @@ def patched_code(modules: list[ModuleType]) -> list[str]:
                 found += unlike_source(module, by_name)
         except Exception:  # noqa: BLE001 - an object whose attributes raise: cannot be vouched for
             found.append(module.__name__)
+    if found:
+        mark_patched(modules)
     return sorted(set(found))
 
 
