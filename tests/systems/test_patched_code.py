@@ -3,6 +3,7 @@ identity: a later `oloproof run` never reads a fake's answers from the cache."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import unittest.mock
@@ -326,3 +327,40 @@ def test_a_patched_custom_check_caches_no_verdict(
     assert "executions 40 hits · 0 misses   judgments 0 hits · 40 misses" in done.text
     for name in ("app", "helpers", "words", "checks", "rules"):
         sys.modules.pop(name, None)
+
+
+def test_a_mocked_client_the_project_holds_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The usual fake of an LLM call: `mock.patch("client.Client")`, the client being a
+    package outside the project that a helper imports (`import client`), or
+    `mock.patch.object(Client, "label")` where it holds the class. Neither is the project's
+    file, so nothing compared them: the fake answers were cached and `oloproof run` allowed
+    from them."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "client.py").write_text(
+        "class Client:\n    def label(self, n):\n        return 'ok' if n % 2 else 'wrong'\n")
+    app = ("import client\nfrom client import Client\n\n"
+           "def answer(case_input):\n"
+           "    n = case_input['n']\n"
+           "    return {'label': (client.Client() if n < 20 else Client()).label(n)}\n")
+    root = write_project(tmp_path / "bot", app=app, cases=labelled_cases(40), release=RELEASE)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "client", raising=False)
+    monkeypatch.delitem(sys.modules, "app", raising=False)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    _run(root)  # the real client, cached: what `oloproof run` reads afterwards
+    import client  # type: ignore[import-not-found]
+
+    with unittest.mock.patch("client.Client") as fake:
+        fake.return_value.label.return_value = "ok"
+        result, patched = _run(root)
+    assert patched and "client.Client replaced" in patched[0], patched
+    assert result.exit_code == 5 and result.cache["execution_hits"] == 0
+    with unittest.mock.patch.object(client.Client, "label", return_value="ok"):
+        result, patched = _run(root)
+    assert patched and "client.Client.label replaced" in patched[0], patched
+    done = run_cli("run", cwd=root)
+    assert done.code == 1 and "executions 40 hits · 0 misses" in done.text, done.text
+    sys.modules.pop("app", None)

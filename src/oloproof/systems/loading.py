@@ -823,7 +823,9 @@ def patched_code(modules: list[ModuleType]) -> list[str]:
     by identity; one imported by the caller, as the caller may have left it, with its
     source: each top-level ``def`` must hold a function compiled from its file (through
     ``__wrapped__``), each ``class`` a class of the module whose functions are its file's,
-    and each top-level ``from project_module import name`` what that module holds. When
+    and each top-level ``from project_module import name`` what that module holds. And no
+    mock may be held by them, or by the modules and classes they hold (``openai.OpenAI``
+    under ``mock.patch``, where a helper does ``import openai``). When
     something is not, the modules Oloproof imported are imported afresh by the project's
     next run (:func:`mark_patched`): they may hold the patch."""
     found: list[str] = []
@@ -839,6 +841,10 @@ def patched_code(modules: list[ModuleType]) -> list[str]:
                 found += unlike_source(module, by_name)
         except Exception:  # noqa: BLE001 - an object whose attributes raise: cannot be vouched for
             found.append(module.__name__)
+    if "unittest.mock" in sys.modules:  # a mock can exist only once mock is imported
+        from oloproof.systems.patches import mocks_held
+
+        found += mocks_held(modules)
     if found:
         mark_patched(modules)
     return sorted(set(found))

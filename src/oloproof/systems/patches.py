@@ -12,7 +12,7 @@ from types import ModuleType
 
 from oloproof.systems.loading import _IMPORT, _read, source_file
 
-__all__ = ["unlike_source"]
+__all__ = ["mocks_held", "unlike_source"]
 
 #: A top-level ``def``, ``async def`` or ``class`` statement (at the start of a line).
 _DEFINES = re.compile(r"^(?P<kind>async[ \t]+def|def|class)[ \t]+(?P<name>\w+)", re.MULTILINE)
@@ -116,4 +116,32 @@ def _from_imports(module: ModuleType, source: str) -> list[tuple[str, str, str]]
             theirs, alias = theirs.strip(), (alias or theirs).strip()
             if theirs.isidentifier() and alias.isidentifier():
                 out.append((stem, theirs, alias))
+    return out
+
+
+def mocks_held(modules: list[ModuleType]) -> list[str]:
+    """The ``unittest.mock`` objects ``modules`` hold, and those held one level further, by
+    the modules and classes they hold (an installed package's: ``mock.patch("openai.OpenAI")``
+    where a helper does ``import openai``, ``mock.patch.object(OpenAI, "create")`` where it
+    does ``from openai import OpenAI``), as ``holder.name``. Deeper is not looked at: a
+    patch inside an installed package is not part of the project's code."""
+    mocks = sys.modules["unittest.mock"].NonCallableMock
+    out: list[str] = []
+    seen: set[int] = set()
+    for module in modules:
+        for key, value in list(vars(module).items()):
+            kind = type(value)
+            if issubclass(kind, mocks):
+                out.append(f"{module.__name__}.{key}")
+                continue
+            if id(value) in seen or not (kind is ModuleType or issubclass(kind, type)):
+                continue
+            seen.add(id(value))
+            try:
+                names = list(vars(value).items())
+                holder = (value.__name__ if kind is ModuleType
+                          else f"{value.__module__}.{value.__qualname__}")
+            except (AttributeError, TypeError):
+                continue
+            out += [f"{holder}.{name}" for name, held in names if issubclass(type(held), mocks)]
     return out
