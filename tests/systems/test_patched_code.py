@@ -364,3 +364,22 @@ def test_a_mocked_client_the_project_holds_is_seen(
     done = run_cli("run", cwd=root)
     assert done.code == 1 and "executions 40 hits · 0 misses" in done.text, done.text
     sys.modules.pop("app", None)
+
+
+def test_a_shard_of_patched_code_is_not_merged(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shard 2/2 run from a test with the fake, shard 1/2 by the command: `merge` took the
+    fake's half as evidence, and the merged run, described as shard 1/2's system, was
+    decided on it with no word of the patch. It is refused, exit 2, naming the shard."""
+    import helpers
+
+    with monkeypatch.context() as m:
+        m.setattr(helpers, "lookup", lambda n: "ok")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            oloproof.run(project, shard="2/2")
+    assert run_cli("run", "--shard", "1/2", cwd=project).code in (1, 5)  # a FAIL or a shard
+    merged = run_cli("merge", cwd=project)
+    assert merged.code == 2, merged.text
+    assert "shard 2/2" in merged.err and "ran patched code (helpers.lookup)" in merged.err
