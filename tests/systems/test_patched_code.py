@@ -383,3 +383,25 @@ def test_a_shard_of_patched_code_is_not_merged(
     merged = run_cli("merge", cwd=project)
     assert merged.code == 2, merged.text
     assert "shard 2/2" in merged.err and "ran patched code (helpers.lookup)" in merged.err
+
+
+def test_a_comparison_with_a_run_of_patched_code_never_allows(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`oloproof compare FAKE REAL`: the fake's 40 of 40 against the real 20 of 40 passed
+    `non_inferiority` and the comparison allowed, exit 0. It blocks now, exit 5, saying
+    which run was patched."""
+    import helpers
+
+    with monkeypatch.context() as m:
+        m.setattr(helpers, "lookup", lambda n: "ok")
+        fake, _ = _run(project)
+    real = run_cli("run", cwd=project)
+    assert real.code == 1
+    baseline = real.out.split()[1]  # "Run run_… [DECIDED/COMPLETE]"
+    (project / "compare.yaml").write_text(
+        "version: 1\nrules:\n"
+        "  - {id: no-worse, kind: non_inferiority, metric: exact_label, margin: 0.5}\n")
+    compared = run_cli("compare", fake.run_id, baseline, cwd=project)
+    assert compared.code == 5, compared.text
+    assert f"the candidate run {fake.run_id} ran patched code (helpers.lookup" in compared.out
