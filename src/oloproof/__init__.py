@@ -16,6 +16,7 @@ from __future__ import annotations
 from oloproof.errors import (
     ConfigError,
     OloproofError,
+    PatchedCodeWarning,
     StaleCacheWarning,
     TransientError,
     UsageError,
@@ -116,6 +117,7 @@ __all__ = [
     "MatrixResult",
     "MetricSummary",
     "OloproofError",
+    "PatchedCodeWarning",
     "RunInfo",
     "RunPlan",
     "RunResult",

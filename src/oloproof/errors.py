@@ -67,6 +67,18 @@ class StaleCacheWarning(UserWarning):
     for a custom evaluator's module and its cached verdicts (its own ``code_paths``)."""
 
 
+class PatchedCodeWarning(UserWarning):
+    """A run from Python calls code that is not what the project's files define.
+
+    Issued by every such run, when a test (or a notebook) has patched the project's code
+    in this process (``monkeypatch.setattr(helpers, "lookup", fake)``,
+    ``unittest.mock.patch("app.answer")``), the system's or a custom evaluator's: the run
+    calls what the patch put there, while the identity is the files' source. So the run
+    reads nothing from the cache and stores nothing there that the patch made (a later
+    ``oloproof run`` calls the real code), its gate never allows (exit 5 unless a rule
+    FAILs), and the stored run names what was patched (``inspect``)."""
+
+
 class TransientError(Exception):
     """Raised by a system under test for a failure that may pass on retry.
 

@@ -33,7 +33,8 @@ def answer(case_input):
 PUBLIC = [
     "CaseContext", "CaseResult", "CaseView", "ComparisonPlan", "ComparisonResult",
     "ConfigError", "Decision", "GateNotAllowed", "Judgment", "MatrixResult", "MetricSummary",
-    "OloproofError", "RunInfo", "RunPlan", "RunResult", "StaleCacheWarning", "Subset",
+    "OloproofError", "PatchedCodeWarning", "RunInfo", "RunPlan", "RunResult",
+    "StaleCacheWarning", "Subset",
     "TransientError", "UsageError", "VariantResult", "Verdict",
     "__version__", "compare", "current_case", "list_runs", "merge", "plan", "read_run", "run",
     "run_async", "system",
@@ -743,6 +744,7 @@ def test_a_helper_imported_before_and_not_edited_since_the_process_began_is_kept
     monkeypatch.setattr(helpers, "label", lambda: "ok")
     # As if the session began after the files were written (it began before: tmp files).
     monkeypatch.setattr(loading, "_STARTED", [time.time_ns() + 5 * 10**9])
-    result = oloproof.run(root)
+    with pytest.warns(oloproof.PatchedCodeWarning, match="helpers.label replaced"):
+        result = oloproof.run(root)  # so nothing of it is cached (tests/systems/test_patched_code.py)
     assert {c.output["label"] for c in result.cases()} == {"ok"}
     assert sys.modules["helpers"] is helpers

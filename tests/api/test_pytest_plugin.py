@@ -248,3 +248,44 @@ def test_relative_policy_paths_are_found_from_the_test_file(tmp_path: Path) -> N
     assert "test_rules.py::test_compared[floor] FAILED" in out, out
     assert "label-better (exact_label): INSUFFICIENT_EVIDENCE [BLOCK]" in out, out
     assert "cwd-better" not in out, out
+
+
+def test_a_test_that_patches_the_project_leaves_nothing_in_its_cache(tmp_path: Path) -> None:
+    """A session runs the project, then a test patches its code where it is used
+    (`monkeypatch.setattr(app, "lookup", ...)`, the project's folder on the test's path) and
+    runs it again: that run passed on the fake's answers and stored them under the files'
+    identity, so a later `oloproof run` allowed from the cache (exit 0) where the project's
+    own code fails (exit 1). The patched run now warns, reads and stores no output of the
+    system, never allows (exit 5: the test asserting it fails, saying why), and `oloproof
+    run` reads only the first test's real answers."""
+    app = ('from helpers import lookup\n\n'
+           'def answer(case_input):\n    return {"label": lookup(case_input["n"])}\n')
+    bot = write_project(tmp_path / "bot", app=app, cases=labelled_cases(20),
+                        release="version: 1\nrules:\n  - {id: floor, metric: exact_label, min: 0.6}\n",
+                        system_extra="code_paths: [helpers.py]",
+                        extra_files={"helpers.py": 'def lookup(n):\n    return "no"\n'})
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_gate.py").write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(bot)!r})
+
+        def test_real(oloproof_run):
+            assert oloproof_run("../bot").exit_code == 1
+
+        def test_with_a_fake(oloproof_run, monkeypatch):
+            import app
+            monkeypatch.setattr(app, "lookup", lambda n: "ok")
+            oloproof_run("../bot").assert_allowed()
+    """))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+         str(tests)],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
+    )
+    assert "1 failed, 1 passed, 1 warning" in proc.stdout, proc.stdout
+    assert "PatchedCodeWarning" in proc.stdout and "app.lookup replaced" in proc.stdout
+    assert "gate BLOCK (exit 5)\nE         Patched code: app.lookup replaced" in proc.stdout
+    cli = run_cli("run", cwd=bot)
+    assert cli.code == 1 and "Gate      BLOCK   exit code 1" in cli.out, cli.text
+    assert "executions 20 hits · 0 misses" in cli.out, cli.text  # test_real's, not the fake's

@@ -87,9 +87,11 @@ class Comparison:
     def whole(self) -> bool:
         """Both runs ran their whole suite (or decided it sequentially). A comparison with
         a subset or a shard (``--limit``, ``--case``, ``--where``, ``--shard``) is decided
-        on the pairs it has and never allows a release, as ``gate`` treats such a run."""
+        on the pairs it has and never allows a release, as ``gate`` treats such a run; so is
+        one with a run of patched code (a test's fake: systems/loading.py patched_code)."""
         return all(
             run.completeness in (Completeness.COMPLETE, Completeness.SEQUENTIAL)
+            and not run.system.get("patched")
             for run in (self.candidate, self.baseline)
         )
 
@@ -243,6 +245,14 @@ def build_comparison(
         )
     for name in ("candidate", "baseline"):
         run = candidate if name == "candidate" else baseline
+        patched = run.system.get("patched")
+        if isinstance(patched, list) and patched:
+            warnings.append(
+                f"the {name} run {run.id} ran patched code ({', '.join(map(str, patched[:5]))}"
+                " replaced in the process that ran it): its outputs are not the project's"
+                " code's, so the comparison never allows a release (exit 5 unless a rule"
+                " FAILs)"
+            )
         if run.completeness == Completeness.SEQUENTIAL and name == "candidate":
             warnings.append(
                 f"the candidate run {run.id} is sequential: its rules are decided by"

@@ -41,7 +41,13 @@ from oloproof.enums import CaseStatus, Completeness, MetricKind
 from oloproof.errors import OloproofError
 from oloproof.evidence import Outcome, classify_outcome
 from oloproof.policy.compare import pair_runs
-from oloproof.policy.decide import Decision, gate, gate_declaration, gate_notes
+from oloproof.policy.decide import (
+    Decision,
+    gate,
+    gate_declaration,
+    gate_notes,
+    patched_notes,
+)
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.store.comparisons import get_comparison
 from oloproof.store.dbapi import Connection
@@ -491,7 +497,8 @@ def stored_gate(conn: Connection, run: RunRecord, root: str | None = None) -> tu
     except OloproofError as exc:
         return "BLOCK", int(exc.exit_code)
     whole = run.completeness in (Completeness.COMPLETE, Completeness.SEQUENTIAL)
-    label, code = gate(decided, incomplete=not whole)
+    patched = bool(patched_notes(run.system.get("patched")))  # a test's fake ran
+    label, code = gate(decided, incomplete=not whole or patched)
     return str(label), int(code)
 
 
@@ -507,13 +514,14 @@ def _gate_document(summary: RunSummary) -> dict[str, Any]:
                 "declaration": None, "recorded": None}
     decisions = summary.decided
     whole = run.completeness in (Completeness.COMPLETE, Completeness.SEQUENTIAL)
-    label, code = gate(decisions, incomplete=not whole)
+    patched = patched_notes(run.system.get("patched"))  # a test's fake ran: never allows
+    label, code = gate(decisions, incomplete=not whole or bool(patched))
     recorded = None
     if (str(label), int(code)) != (str(run.gate), run.exit_code):
         recorded = {"gate": run.gate, "exit_code": run.exit_code}
     return {
         "gate": str(label), "exit_code": int(code),
-        "notes": [*gate_notes(decisions, summary.policy, run.id),
+        "notes": [*gate_notes(decisions, summary.policy, run.id), *patched,
                   *policy_edited(run, summary.policy, decisions, summary.root),
                   *labels_edited(run, summary.policy, summary.labels, decisions,
                                  summary.root),

@@ -117,6 +117,35 @@ def _warn_stale_cache(loaded: PreparedRun) -> None:
     _WARNED.add(key)
 
 
+def _check_patched(run: PreparedRun) -> None:
+    """Whether the code of the system and of the custom evaluators is their files' as the
+    run starts (a test may have patched it in this process, after the load too): if not,
+    the run goes on with what the patch put there, without the cache, never allowing
+    (runner/orchestrate.py), and warns."""
+    check = getattr(run.prepared.system, "patched_code", None)
+    run.prepared.patched = list(check()) if callable(check) else []
+    checks: list[str] = []
+    for evaluator in run.prepared.inline:  # a custom evaluator's (its verdicts' cache)
+        check = getattr(evaluator, "patched_code", None)
+        checks += list(check()) if callable(check) else []
+    run.prepared.patched_checks = sorted(set(checks))
+    found = sorted({*run.prepared.patched, *checks})
+    if not found:
+        return
+    import warnings
+
+    from oloproof.errors import PatchedCodeWarning
+
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    warnings.warn(
+        f"{run.prepared.project.display}: the code this run calls is not what the project's"
+        f" files define: {shown} replaced in this process (a patch, a mock). This run calls"
+        " what replaced it, reads nothing from the cache, stores in it nothing the replaced"
+        " code made, and its gate never allows a release (exit 5 unless a rule FAILs)",
+        PatchedCodeWarning, stacklevel=1,
+    )
+
+
 def load(
     project: str | os.PathLike[str] = ".",
     *,
@@ -256,6 +285,7 @@ def execute(
             "execute() cannot run on a thread whose event loop is running;"
             " use oloproof.run() (it then runs in a helper thread) or await oloproof.run_async()"
         )
+    _check_patched(run)
     all_sinks = list(sinks)
     log = _logger()
     if log is not None and log.isEnabledFor(20):  # logging.INFO
@@ -263,7 +293,7 @@ def execute(
     outcome = _execute_prepared(
         run.prepared, use_cache=use_cache, sinks=all_sinks, stop=stop or StopRequest()
     )
-    from oloproof.policy.decide import gate_declaration, gate_notes
+    from oloproof.policy.decide import gate_declaration, gate_notes, patched_notes
 
     return RunResult(
         run_id=outcome.run_id, status=RunStatus(outcome.status),
@@ -277,7 +307,9 @@ def execute(
         rule_ids=[r.id for r in run.prepared.policy.rules], judges=list(outcome.judges),
         panels=_panels(run.prepared, outcome.run_id),
         trials=run.prepared.trials, flaky=_flaky(run.prepared, outcome.run_id),
-        gate_notes=gate_notes(outcome.decisions, run.prepared.policy, outcome.run_id),
+        gate_notes=[*gate_notes(outcome.decisions, run.prepared.policy, outcome.run_id),
+                    *patched_notes(sorted({*(run.prepared.patched or ()),
+                                           *(run.prepared.patched_checks or ())}))],
         declaration=gate_declaration(run.prepared.policy) if outcome.decisions else None,
         sequential=outcome.sequential[0] if outcome.sequential else None,
         sequential_note=outcome.sequential[1] if outcome.sequential else None,

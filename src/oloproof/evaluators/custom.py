@@ -38,6 +38,8 @@ from oloproof.systems.loading import (
     import_callable,
     imports_outside_identity,
     module_source,
+    patched_code,
+    reached_modules,
     source_file,
 )
 from oloproof.transport.threads import describe_exception
@@ -122,6 +124,13 @@ class Custom:
             module, root, list(config.code_paths), defining
         )
         self.module_file: str = os.path.basename(source_file(module) or config.function)
+        #: The module and the project modules it reaches: what :meth:`patched_code` checks.
+        self._modules = reached_modules(module, root)
+
+    def patched_code(self) -> list[str]:
+        """What of the check's code a patch in this process replaced (as a system's:
+        systems/callable.py); none when it runs in worker processes, which import it."""
+        return [] if self.process_pool is not None else patched_code(self._modules)
 
     def _check_params(self, shape: _Shape, file: str, field: str) -> None:
         """Every name under ``params:`` must be a keyword the function takes."""

@@ -1071,6 +1071,21 @@ def gate_notes(
     return notes
 
 
+def patched_notes(names: object) -> list[str]:
+    """The line to show with the gate of a run whose system code a patch had replaced in
+    the process that ran it (``names``: the ``patched`` of its system's description,
+    systems/loading.py ``patched_code``): its outputs are not the project's code's, so its
+    gate never allows (:func:`gate` with ``incomplete``)."""
+    if not isinstance(names, list) or not names:
+        return []
+    shown = ", ".join(map(str, names[:5])) + (
+        f" and {len(names) - 5} more" if len(names) > 5 else "")
+    note = (f"Patched code: {shown} replaced in the process that ran it, so its outputs are"
+            " not the project's code's; it never allows a release (exit 5 unless a rule"
+            " FAILs): `oloproof run` calls the project's own code.")
+    return [note]
+
+
 def fail_declared_not_blocking(policy: ReleasePolicy | ComparePolicy) -> bool:
     """Whether the policy puts FAIL in ``warn_on`` (the one way FAIL may not block)."""
     return "FAIL" not in policy.block_on and "FAIL" in policy.warn_on

@@ -135,6 +135,11 @@ def run_view(
     ]
     if run.stop_reason:
         parts.append(line(f"  stopped   {run.stop_reason}", "red"))
+    patched = run.system.get("patched") if isinstance(run.system, dict) else None
+    if patched and isinstance(patched, list):  # a run from Python with a test's fake in place
+        parts.append(line(
+            f"  patched   {', '.join(map(str, patched[:5]))}: not the project's files' code"
+            " when it ran (a patch in this process); no output of it was cached", "yellow"))
     if sequential:
         parts.append(line(f"  {sequential}"))
     if decisions:

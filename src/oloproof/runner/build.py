@@ -67,6 +67,13 @@ class Prepared:
     #: A shard's whole suite (``cases`` is its slice): what the run ``oloproof merge``
     #: makes of the shards holds, whose keys a team store is checked for (runner/orchestrate.py).
     suite: list[EngineCase] | None = None
+    #: What of the system's code a patch in this process replaced (``helpers.lookup``:
+    #: systems/loading.py, patched_code): the run neither reads nor stores the system's
+    #: cached outputs, and its description says so. Empty: the code is its files'.
+    patched: list[str] | None = None
+    #: The same of the custom evaluators' code: the run neither reads nor stores cached
+    #: verdicts. Either list makes the run's gate block (it never allows).
+    patched_checks: list[str] | None = None
 
 
 def load_configuration(

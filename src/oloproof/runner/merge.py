@@ -335,6 +335,14 @@ def _choose(shards: list[_Shard], sources: list[str]) -> list[_Shard]:
                 f" ({kept.record.id}) and in {shard.source} ({shard.record.id}); name only"
                 " one of them"
             )
+    for shard in by_slice.values():
+        patched = shard.record.system.get("patched")
+        if isinstance(patched, list) and patched:  # a test's fake ran (systems/loading.py patched_code): not evidence
+            problems.append(
+                f"{shard.source}: shard {shard.slice} ({shard.record.id}) ran patched code"
+                f" ({', '.join(map(str, patched[:5]))}): run it again, `oloproof run --shard"
+                f" {shard.slice}`"
+            )
     missing = [f"{i}/{newest.count}" for i in range(1, newest.count + 1) if i not in by_slice]
     # A source whose shards are of another run was named above; the slices it would have
     # brought are not missing for want of a run.

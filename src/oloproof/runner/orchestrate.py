@@ -195,6 +195,11 @@ class _Run:
                               else {c.index: c for c in prepared.cases})
         self.stored_policy = policy_json(prepared.policy)
         self.system_description = describe_system(prepared.project, prepared.system)
+        patched = [*(prepared.patched or ()), *(prepared.patched_checks or ())]
+        if patched:  # a test's fake ran: nothing it made is cached, read or kept
+            self.system_description["patched"] = sorted(set(patched))
+            self.writer.cache_outputs = not prepared.patched
+            self.writer.cache_verdicts = not prepared.patched_checks
         if prepared.matrix is not None:
             self.system_description["matrix"] = dict(prepared.matrix)
         self.sinks: list[Callable[[Event], None]] = [self.writer.handle]
@@ -258,7 +263,8 @@ class _Run:
             judges=prepared.judges,
             cases=UntilStopped(expand_trials(prepared.cases, prepared.trials), self.stop, until),
             trials=prepared.trials,
-            cache=Cache(self.conn, enabled=use_cache),
+            cache=Cache(self.conn, enabled=use_cache and not (
+                prepared.patched or prepared.patched_checks)),
             emit=self.emit,
             system_concurrency=concurrency.system,
             judge_concurrency=concurrency.judge,
@@ -363,7 +369,8 @@ class _Run:
         self.emit(RunPhaseChanged(self.run_id, phase="ANALYZING"))
         # A subset is decided on its own cases, but never allows the release the
         # full policy guards: it blocks as incomplete unless a rule FAILs.
-        subset = prepared.subset is not None
+        # Nor does a run of patched code (a test's fake): its outputs are not the project's.
+        subset = prepared.subset is not None or bool(prepared.patched or prepared.patched_checks)
         decisions, by_metric, gate_label, code = decide_and_gate(
             self.conn, self.run_id, prepared.policy, incomplete=subset
         )

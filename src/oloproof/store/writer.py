@@ -232,6 +232,11 @@ class StoreWriter:
         self.fault: str | None = None
         #: SQLite's error, when that fault was a damaged store file (dbapi.is_damaged).
         self.damage: Exception | None = None
+        #: Whether the system's outputs enter the cache: not those of patched code (a
+        #: test's fake, runner/orchestrate.py), which the files' identity does not describe.
+        self.cache_outputs = True
+        #: And the verdicts of its evaluators: not those of a patched custom evaluator.
+        self.cache_verdicts = True
         self._cases: _Rows = []
         self._exec_cache: _Rows = []
         self._judgments: _Rows = []
@@ -418,7 +423,7 @@ class StoreWriter:
                         event.timestamp,
                     )
                 )
-            if event.status == CaseStatus.OK and not event.from_cache:
+            if event.status == CaseStatus.OK and not event.from_cache and self.cache_outputs:
                 self._exec_cache.append(
                     (
                         event.exec_key,
@@ -454,6 +459,7 @@ class StoreWriter:
                 event.status in (JudgmentStatus.OK, JudgmentStatus.EXCLUDED)
                 and not event.from_cache
                 and event.judge_key
+                and self.cache_verdicts
             ):
                 self._judge_cache.append(
                     (

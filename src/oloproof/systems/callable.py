@@ -51,6 +51,8 @@ from oloproof.systems.loading import (
     import_callable,
     imports_outside_identity,
     module_source,
+    patched_code,
+    reached_modules,
     source_file,
 )
 from oloproof.transport.retry import AttemptFailure, PermanentFailure, RetryableFailure
@@ -194,12 +196,20 @@ class CallableSystem:
             module, root, list(config.code_paths or []), defining
         )
         self.module_file: str = os.path.basename(source_file(module) or config.callable)
+        #: The module and the project modules it reaches: what :meth:`patched_code` checks.
+        self._modules = reached_modules(module, root)
         self._is_async: bool | None = None
         self._workers: Workers | None = None
         self._host: AsyncHost | None = None
         # Calls started before the loop (start_early), by case: the job, the case's
         # context, and when the call began (perf_counter, once its thread took it).
         self._early: dict[str, list[tuple[Job, CaseContext, list[float]]]] = {}
+
+    def patched_code(self) -> list[str]:
+        """What of the system's code is not what its files define (a test's patch of the
+        project's code, in this process: loading.patched_code), as ``module.name``; empty
+        when it is its files'."""
+        return patched_code(self._modules)
 
     @property
     def queues_calls(self) -> bool:

@@ -73,7 +73,7 @@ def _import_callable(
     for path in code_paths or ():
         if path.endswith(".py"):  # imported by name at call time, too: from its file
             _drop_racy_bytecode(os.path.join(root_s, path)[:-3])
-    before = set(sys.modules)
+    before = dict(sys.modules)
     began = time.time_ns()
     try:
         module = importlib.import_module(module_name)
@@ -89,6 +89,11 @@ def _import_callable(
             for used in racy:
                 _drop_bytecode(used)
             _forget(module_name, uses)
+            module = importlib.import_module(module_name)
+        elif any(_tainted(m) for m in (module, *uses)):
+            # Imported by a run whose code was patched (patched_code): it may hold what the
+            # patch put there (``from helpers import lookup`` bound the fake). Those alone.
+            _forget(module_name, [m for m in uses if _tainted(m)])
             module = importlib.import_module(module_name)
     except BaseException as exc:
         import traceback
@@ -108,12 +113,18 @@ def _import_callable(
             if not isinstance(seen, dict):
                 seen = module.__oloproof_code_paths__ = {}  # type: ignore[attr-defined]
             seen[_paths_key(code_paths)] = digest(code_paths)
-    for loaded in (module, *(m for m, _ in project_modules(module, root_s))):
+    reaches = [m for m, _ in project_modules(module, root_s)]
+    for loaded in (module, *reaches):
         if not hasattr(loaded, "__oloproof_source__"):
             try:
                 loaded.__oloproof_source__ = module_source(loaded)  # type: ignore[attr-defined]
             except (AttributeError, TypeError):  # a module that refuses new attributes
                 pass
+        if before.get(loaded.__name__) is not loaded:  # imported by this call: as its file says
+            with contextlib.suppress(AttributeError, TypeError):
+                loaded.__oloproof_bindings__ = _bindings(loaded)  # type: ignore[attr-defined]
+    with contextlib.suppress(AttributeError, TypeError):  # for reached_modules
+        module.__oloproof_reached__ = reaches  # type: ignore[attr-defined]
     fn = module
     for part in attr.split("."):
         if not hasattr(fn, part):
@@ -746,6 +757,111 @@ def project_modules(
                 todo.append(used)
                 reached.append((used, path))
     return reached
+
+
+if TYPE_CHECKING:
+    #: What a module Oloproof imported held then (:func:`_bindings`): by global, the value
+    #: and, for a class defined in the module, the callables of its own namespace.
+    Bindings = dict[str, tuple[object, dict[str, object] | None]]
+
+
+def _bindings(module: ModuleType) -> Bindings:
+    """The callables ``module`` holds as Oloproof imported it (its functions and classes,
+    and those it imported), with the members of each class it defines: what
+    :func:`patched_code` compares, by identity, with what it holds when a run starts."""
+    found: Bindings = {}
+    name = module.__name__
+    for key, value in list(vars(module).items()):
+        if type(value) is ModuleType or not callable(value):
+            continue
+        members = None
+        if issubclass(type(value), type) and vars(value).get("__module__") == name:
+            members = {k: v for k, v in vars(value).items() if _member(v)}
+        found[key] = (value, members)
+    return found
+
+
+def _member(value: object) -> bool:
+    """Whether a class's attribute is code: a function, a callable, a static or class
+    method or a property."""
+    return callable(value) or type(value) in (staticmethod, classmethod, property)
+
+
+def _tainted(module: ModuleType) -> bool:
+    """Whether ``module`` was imported by a run whose code was patched (:func:`mark_patched`)."""
+    return getattr(module, "__oloproof_bindings__", False) is None
+
+
+def mark_patched(modules: list[ModuleType]) -> None:
+    """After :func:`patched_code` found a patch: the modules Oloproof imported for the run
+    may hold it (``from helpers import lookup`` while ``helpers.lookup`` was a fake), so
+    the project's next run imports them afresh."""
+    for module in modules:
+        if isinstance(getattr(module, "__oloproof_bindings__", None), dict):
+            with contextlib.suppress(AttributeError, TypeError):
+                module.__oloproof_bindings__ = None  # type: ignore[attr-defined]
+
+
+def reached_modules(module: ModuleType, root: str) -> list[ModuleType]:
+    """``module`` and the project modules it reaches (:func:`project_modules`): as
+    :func:`import_callable` found them last, else found now."""
+    reached = getattr(module, "__oloproof_reached__", None)
+    if not isinstance(reached, list):
+        reached = [m for m, _ in project_modules(module, os.path.realpath(root))]
+    return [module, *reached]
+
+
+def patched_code(modules: list[ModuleType]) -> list[str]:
+    """The functions and classes of ``modules`` (a system's module and the project modules
+    it reaches) that are not what their files define, as ``module.name`` or
+    ``module.Class.name``, sorted: empty when the code is its files'.
+
+    In one process (a test session, a notebook) a test may patch the project's code
+    (``monkeypatch.setattr(helpers, "lookup", fake)``, ``unittest.mock.patch``) and then
+    run the project: the run calls the fake, while its identity is the files' source.
+    A module Oloproof imported is compared with what it held then (:func:`_bindings`),
+    by identity; one imported by the caller, as the caller may have left it, with its
+    source: each top-level ``def`` must hold a function compiled from its file (through
+    ``__wrapped__``), each ``class`` a class of the module whose functions are its file's,
+    and each top-level ``from project_module import name`` what that module holds. And no
+    mock may be held by them, or by the modules and classes they hold (``openai.OpenAI``
+    under ``mock.patch``, where a helper does ``import openai``). When
+    something is not, the modules Oloproof imported are imported afresh by the project's
+    next run (:func:`mark_patched`): they may hold the patch."""
+    found: list[str] = []
+    by_name = {m.__name__: m for m in modules}
+    for module in modules:
+        recorded = getattr(module, "__oloproof_bindings__", None)
+        try:
+            if isinstance(recorded, dict):
+                found += _rebound(module, recorded)
+            else:  # imported by the caller: only a run from Python (docs/design-notes.md)
+                from oloproof.systems.patches import unlike_source
+
+                found += unlike_source(module, by_name)
+        except Exception:  # noqa: BLE001 - an object whose attributes raise: cannot be vouched for
+            found.append(module.__name__)
+    if "unittest.mock" in sys.modules:  # a mock can exist only once mock is imported
+        from oloproof.systems.patches import mocks_held
+
+        found += mocks_held(modules)
+    if found:
+        mark_patched(modules)
+    return sorted(set(found))
+
+
+def _rebound(module: ModuleType, recorded: Bindings) -> list[str]:
+    """The globals (and class members) of ``module`` that are not what Oloproof imported."""
+    out = []
+    now = vars(module)
+    for key, (value, members) in recorded.items():
+        if now.get(key, value) is not value:
+            out.append(f"{module.__name__}.{key}")
+        elif members is not None:
+            held = vars(value)
+            out += [f"{module.__name__}.{key}.{k}" for k, v in members.items()
+                    if held.get(k, v) is not v]
+    return out
 
 
 _IMPORT = re.compile(

@@ -193,7 +193,8 @@ class RuleOutcome:
             lines.insert(0, "  the run cannot allow a release: "
                          + (run.stop_reason or f"it is {run.status}/{run.completeness}"))
         elif not run.allowed and not whole:
-            lines[:0] = [f"  the gate blocks for the run as a whole: {run.notice or ''}".rstrip(),
+            why = run.notice or " ".join(run.gate_notes)  # failed calls; patched code
+            lines[:0] = [f"  the gate blocks for the run as a whole: {why}".rstrip(),
                          *(_line(d) for d in blocking if d not in self.decisions)]
         elif self.rule == GATE_ITEM and not self.decisions and not run.allowed:
             lines.insert(0, "  the gate blocks")
