@@ -848,19 +848,7 @@ def paired_fewest_failable(judge: Judge, level: float, limit: int = DEFAULT_LIMI
     def fails(n: int) -> bool:
         return judge(*_newcombe_bounds(0, 0, n, 0, z)) == RuleState.FAIL
 
-    hi = 1
-    while not fails(hi):
-        if hi >= limit:
-            return None
-        hi = min(2 * hi, limit)
-    lo = hi // 2  # fails(lo) is false (or lo is 0)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fails(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return _first_true_monotone(fails, 1, limit)
 
 
 def paired_binary_rule_size(
