@@ -104,6 +104,16 @@ def test_init_force_keeps_a_gitignore_that_is_not_utf8_byte_for_byte(tmp_path: P
     assert (crlf / ".gitignore").read_bytes() == b"node_modules/\r\n__pycache__/\r\n.oloproof/\r\n"
 
 
+def test_init_into_the_current_directory_names_it_so(tmp_path: Path) -> None:
+    """`init .` printed "Created the 'starter' project in .." and "Next:  cd . && oloproof
+    run": a doubled dot and a `cd` to where the user already is."""
+    r = run_cli("init", ".", cwd=tmp_path)
+    assert r.code == 0, r.text
+    assert r.out == ("Created the 'starter' project in the current directory.\n"
+                     "Next:  oloproof run\n"), r.out
+    assert (tmp_path / "oloproof.yaml").is_file()
+
+
 def test_init_next_line_for_a_name_that_starts_with_a_dash(tmp_path: Path) -> None:
     """`cd -proj` reads the name as options (`cd: -p: invalid option`): the hint says ./-proj."""
     import subprocess
