@@ -83,16 +83,11 @@ def command(args: argparse.Namespace) -> int:
     where = "." if shown == "." else printable(shlex.quote(shown))
     first = "oloproof run --config baseline.yaml" if name == "compare" else "oloproof run"
     readme = " (see README.md)" if (target / "README.md").exists() else ""
-    if where == ".":  # `init .`: "in .." and "cd . &&" read as typos
-        write_text(sys.stdout, (
-            f"Created the '{name}' project in the current directory.\n"
-            f"Next:  {first}{readme}\n"
-        ))
-    else:
-        write_text(sys.stdout, (
-            f"Created the '{name}' project in {where}.\n"
-            f"Next:  cd {where} && {first}{readme}\n"
-        ))
+    here = where == "."  # `init .`: "in .." and "cd . &&" read as typos
+    write_text(sys.stdout, (
+        f"Created the '{name}' project in {'the current directory' if here else where}.\n"
+        f"Next:  {'' if here else f'cd {where} && '}{first}{readme}\n"
+    ))
     return 0
 
 
