@@ -15,26 +15,16 @@ from typing import Any
 
 import pytest
 from tests.fakes.provider import FakeServer
+from tests.providers.test_providers import KEY, PATHS, base_url, judge_one
 
-from oloproof.providers.base import JudgeReply, make_judge_client
+from oloproof.providers.base import make_judge_client
 from oloproof.providers.factory import make_provider
 from oloproof.transport.limiter import AdaptiveLimiter
 from oloproof.transport.retry import (
     Attempted,
-    AttemptFailure,
     PermanentFailure,
     RetryableFailure,
-    RetryPolicy,
-    call_with_retries,
 )
-
-FAST = RetryPolicy(base_delay_s=0.01, max_delay_s=0.05)
-KEY = "sk-test-SECRET-0123456789"
-PATHS = {
-    "anthropic": "/v1/messages",
-    "openai": "/v1/chat/completions",
-    "openai_compatible": "/v1/chat/completions",
-}
 
 
 @pytest.fixture
@@ -44,26 +34,8 @@ def srv() -> Iterator[FakeServer]:
 
 
 def _provider(srv: FakeServer, provider: str, client: Any) -> Any:
-    base = srv.anthropic_base_url if provider == "anthropic" else srv.openai_base_url
-    return make_provider(provider, "judge-model-1", KEY, base, 0.0, 256, 5.0, client)
-
-
-def judge_once(
-    srv: FakeServer, provider: str, policy: RetryPolicy = FAST
-) -> Attempted[JudgeReply] | AttemptFailure:
-    async def go() -> Attempted[JudgeReply] | AttemptFailure:
-        client = make_judge_client(2)
-        judge = _provider(srv, provider, client)
-        try:
-            return await call_with_retries(
-                lambda attempt: judge.complete("Judge.", "<output>fine</output>"), policy
-            )
-        except AttemptFailure as failure:
-            return failure
-        finally:
-            await client.aclose()
-
-    return asyncio.run(go())
+    return make_provider(provider, "judge-model-1", KEY, base_url(srv, provider), 0.0, 256, 5.0,
+                         client)
 
 
 @pytest.mark.parametrize("provider", list(PATHS))
@@ -71,7 +43,7 @@ def test_a_200_naming_a_429_is_retried_after_its_retry_after(
     srv: FakeServer, provider: str
 ) -> None:
     srv.configure(PATHS[provider], error_body_first_n=1, retry_after="1")
-    result = judge_once(srv, provider)
+    result = judge_one(srv, provider)
     assert isinstance(result, Attempted), result
     assert result.attempts == 2
     first, second = srv.calls(PATHS[provider])
@@ -97,7 +69,7 @@ def test_rate_limit_and_server_error_bodies_are_retried(
     srv: FakeServer, body: dict[str, Any], status: int
 ) -> None:
     srv.configure(PATHS["openai"], error_body_always=True, error_body=body)
-    failure = judge_once(srv, "openai")
+    failure = judge_one(srv, "openai")
     assert isinstance(failure, RetryableFailure), failure
     assert failure.attempts == 4 and srv.total_calls(PATHS["openai"]) == 4
     assert failure.status == status
@@ -120,7 +92,7 @@ def test_other_error_bodies_fail_once_with_the_providers_message(
     srv: FakeServer, provider: str, body: dict[str, Any], said: str
 ) -> None:
     srv.configure(PATHS[provider], error_body_always=True, error_body=body)
-    failure = judge_once(srv, provider)
+    failure = judge_one(srv, provider)
     assert isinstance(failure, PermanentFailure), failure
     assert failure.attempts == 1 and srv.total_calls(PATHS[provider]) == 1
     assert "malformed" not in failure.message
@@ -132,7 +104,7 @@ def test_a_body_reporting_no_error_is_still_malformed(
     srv: FakeServer, body: dict[str, Any]
 ) -> None:
     srv.configure(PATHS["openai"], error_body_always=True, error_body=body)
-    failure = judge_once(srv, "openai")
+    failure = judge_one(srv, "openai")
     assert isinstance(failure, PermanentFailure) and failure.attempts == 1
     assert "malformed reply" in failure.message
 
@@ -181,7 +153,7 @@ def test_an_error_inside_the_choice_is_not_read_as_a_verdict(
     is not read; the call is retried as the server error it is."""
     body = _choice_error('{"pass": true, "reason": "fine"}', error)
     srv.configure(PATHS["openai"], error_body_always=True, error_body=body)
-    failure = judge_once(srv, "openai")
+    failure = judge_one(srv, "openai")
     assert isinstance(failure, RetryableFailure), failure
     assert failure.attempts == 4 and failure.status == status
     assert "the body is an error" in failure.message
