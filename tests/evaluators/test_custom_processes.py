@@ -366,3 +366,87 @@ def test_a_closed_pool_warms_nothing_and_its_calls_are_refused() -> None:
     assert pool.started == []
     with pytest.raises(ProcessEnded):
         pool.call((1,), 5.0)
+
+
+def _count_pipe_closes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every pipe closed from now on, by the name of the thread that closed it; closing
+    is slowed down, so that two threads closing one pipe would both be inside it."""
+    from multiprocessing.connection import Connection
+
+    closed: list[str] = []
+
+    def slow_close(self: Connection) -> None:
+        import threading
+
+        closed.append(threading.current_thread().name)
+        time.sleep(0.2)
+        os.close(self._handle)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(Connection, "_close", slow_close)
+    return closed
+
+
+def test_a_child_killed_from_two_threads_at_once_closes_its_pipe_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CI once failed with EBADF: pool.close() and the thread still starting a child
+    killed it at the same moment, and both closed its pipe; the second close could as
+    well have closed a descriptor number already given to another file."""
+    import threading
+
+    from oloproof.transport.processes import ProcessPool
+
+    pool = ProcessPool(1, ("operator", "itemgetter", (0,)))
+    assert pool.call((7,), 60.0) == 7
+    (child,) = pool._idle
+    closed = _count_pipe_closes(monkeypatch)
+    errors: list[BaseException] = []
+
+    def kill() -> None:
+        try:
+            child.kill()
+        except BaseException as exc:  # noqa: BLE001 - the test reports it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=kill) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    pool.close()
+    assert errors == []
+    assert len(closed) == 1, closed
+
+
+def test_closing_the_pool_leaves_a_busy_pipe_to_the_thread_reading_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import functools
+    import threading
+
+    from oloproof.transport.processes import ProcessEnded, ProcessPool
+
+    pool = ProcessPool(1, ("operator", "methodcaller", ("__call__",)))
+    pool.call(functools.partial(time.sleep, 0), 60.0)  # started and set up
+    closed = _count_pipe_closes(monkeypatch)
+    raised: list[BaseException] = []
+
+    def busy() -> None:
+        try:
+            pool.call(functools.partial(time.sleep, 60), 120.0)
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            raised.append(exc)
+
+    caller = threading.Thread(target=busy, name="the-caller")
+    caller.start()
+    deadline = time.monotonic() + 30
+    while pool._idle and time.monotonic() < deadline:  # the call took the child
+        time.sleep(0.01)
+    time.sleep(0.2)  # and is waiting on its pipe
+    pid = pool.started[0]
+    pool.close()
+    assert not _alive(pid)  # killed and reaped by close() itself
+    caller.join(30)
+    assert not caller.is_alive()
+    assert [type(exc) for exc in raised] == [ProcessEnded]
+    assert closed == ["the-caller"]

@@ -74,14 +74,16 @@ class _Unsendable:
 
 
 class _Child:
-    __slots__ = ("conn", "proc")
+    __slots__ = ("_closing", "conn", "proc")
 
     def __init__(self, proc: subprocess.Popen[bytes], conn: Connection) -> None:
         self.proc = proc
         self.conn = conn
+        self._closing = threading.Lock()
 
-    def kill(self) -> None:
-        """Kill the child and whatever it started (its own session), and reap it."""
+    def stop(self) -> None:
+        """Kill the child and whatever it started (its own session), and reap it; its
+        pipe stays open for the thread that is using it (which sees the end of it)."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -89,15 +91,27 @@ class _Child:
                 self.proc.kill()
             except ProcessLookupError:
                 pass
-        self.conn.close()
         self.proc.wait()
 
+    def kill(self) -> None:
+        """:meth:`stop`, and close the pipe. Safe from two threads at once: a pipe
+        closed twice at the same moment once closed a descriptor number already given
+        to something else (EBADF in CI)."""
+        self.stop()
+        self._close_pipe()
+
+    def _close_pipe(self) -> None:
+        with self._closing:
+            self.conn.close()  # a closed Connection's close() does nothing
+
     def ended(self) -> str:
-        """How the child ended, in words (it has ended, or is killed now)."""
+        """How the child ended, in words (it has ended, or is killed now); its pipe is
+        closed."""
         code = self.proc.poll()
         if code is None:
-            self.kill()
+            self.stop()
             code = self.proc.returncode
+        self._close_pipe()
         if code < 0:
             try:
                 name = signal.Signals(-code).name
@@ -155,6 +169,7 @@ class ProcessPool:
         except (EOFError, OSError) as exc:
             self._drop(child)
             if self._closed:
+                child.kill()
                 raise ProcessEnded("the run stopped its evaluator processes") from None
             raise ProcessEnded(f"its process ended before it answered ({child.ended()})") from exc
         if timed_out:
@@ -272,10 +287,17 @@ class ProcessPool:
         :class:`ProcessEnded`. Never waits for a call."""
         with self._lock:
             self._closed = True
-            children, self._all, self._idle = list(self._all), set(), []
+            children, idle = list(self._all), set(self._idle)
+            self._all, self._idle = set(), []
             self._ready.notify_all()
         for child in children:
-            child.kill()
+            # An idle child is the pool's: closed here. Any other is in the hands of a
+            # thread (a call, a start) reading its pipe: it is killed and reaped here,
+            # and that thread, woken by the end of the pipe, closes it.
+            if child in idle:
+                child.kill()
+            else:
+                child.stop()
 
 
 # -- the child's side -----------------------------------------------------------------
