@@ -23,6 +23,32 @@ def test_init_force_keeps_the_users_gitignore(tmp_path: Path) -> None:
     assert (repo / ".gitignore").read_text().splitlines() == lines
 
 
+def test_init_force_writes_through_a_gitignore_that_is_a_link(tmp_path: Path) -> None:
+    # A .gitignore kept in a dotfiles folder and linked into the repository: the link stays
+    # a link, and the lines are added to the file it points to.
+    shared = tmp_path / "dotfiles" / "gitignore"
+    shared.parent.mkdir()
+    shared.write_text("node_modules/\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".gitignore").symlink_to(shared)
+    r = run_cli("init", str(repo), "--force", "--example", "support_bot", cwd=tmp_path)
+    assert r.code == 0, r.text
+    assert (repo / ".gitignore").is_symlink()
+    assert os.readlink(repo / ".gitignore") == str(shared)
+    lines = shared.read_text().splitlines()
+    assert lines[0] == "node_modules/" and lines.count(".oloproof/") == 1
+    # All or nothing still: the file the link points to is put back when init fails.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".gitignore").symlink_to(tmp_path / "dotfiles" / "second")
+    (tmp_path / "dotfiles" / "second").write_bytes(b"*.log")
+    (other / "release.yaml").mkdir()  # a folder where the example has a file
+    failed = run_cli("init", str(other), "--force", "--example", "support_bot", cwd=tmp_path)
+    assert failed.code == 2 and "nothing was changed" in failed.err, failed.text
+    assert (tmp_path / "dotfiles" / "second").read_bytes() == b"*.log"
+
+
 def test_init_into_a_path_it_cannot_write_is_bad_input(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
     r = run_cli("init", "afile/sub", cwd=tmp_path)

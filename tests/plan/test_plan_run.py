@@ -322,6 +322,10 @@ def test_mean_rule_is_sized_approximately_and_count_rule_not_admitted(tmp_path: 
     total = brute_betting(ERRORS, 1.5 / 30.0, "max", missing=1)
     assert (int(m["more"]), int(m["total"])) == (total - 13, total)
     assert "if the observed mix of scores holds" in plan.out
+    # The header counts the 12 cases with an output, not the 13 stored.
+    assert "\n  observed  12 cases · 1 missing (the call failed)\n" in plan.out, plan.out
+    doc = json.loads(run_cli("plan", "latest", "--run", "--json", cwd=project).out)
+    assert (doc["observed_cases"], doc["missing_cases"]) == (12, 1)
     assert f"with the mix of its 12 scores (mean {mean:.4g})" in plan.out
     assert "approximate: the betting interval, which decides the rule" in plan.out
     # The run had a missing case: it is held missing, and the plan says what re-running it

@@ -38,7 +38,7 @@ from oloproof.analysis.stored import (
     stored_labels,
     stored_policy,
 )
-from oloproof.enums import Completeness, ExitCode, MetricKind, RuleState
+from oloproof.enums import CaseStatus, Completeness, ExitCode, MetricKind, RuleState
 from oloproof.errors import OloproofError
 from oloproof.policy.compare import PairedMetric, decide_comparison, missing_pair_fills
 from oloproof.policy.decide import CANNOT_FAIL, Decision, decide_run, with_aggregates
@@ -1114,6 +1114,13 @@ def _comparison_rule(
 # -- whole plans ---------------------------------------------------------------------------
 
 
+def _observed(cases: list[CaseRow], trials: int) -> dict[str, int]:
+    """The run's cases with an output, and those whose call failed (missing for every
+    metric). A case of several trials counts as observed: its trials say the rest."""
+    missing = 0 if trials > 1 else sum(c.status != CaseStatus.OK for c in cases)
+    return {"observed_cases": len(cases) - missing, "missing_cases": missing}
+
+
 @dataclass
 class RunPlan:
     """``plan RUN_ID --run``: every rule of the run's policy, planned."""
@@ -1128,6 +1135,8 @@ class RunPlan:
     rules: list[RulePlan]
     assurance: float | None = None
     trials: int = 1
+    #: Cases stored without an output (their call failed): not in ``observed_cases``.
+    missing_cases: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -1136,6 +1145,7 @@ class RunPlan:
             "run_id": self.run_id,
             "project": self.project,
             "observed_cases": self.observed_cases,
+            "missing_cases": self.missing_cases,
             "confidence_level": self.confidence_level,
             "assurance": self.assurance,
             "policy": self.policy,
@@ -1236,7 +1246,7 @@ def plan_stored_run(
             raise ConfigError(f"run {run.id} is sequential, and {why}")
         rules, cases = _plan_sequential(conn, run, policy, cases, assurance)
         return RunPlan(
-            run_id=run.id, project=run.project, observed_cases=len(cases),
+            run_id=run.id, project=run.project, **_observed(cases, run.trials),
             confidence_level=float(policy.confidence_level),
             policy=str(policy_path) if policy_path else "stored with the run",
             policy_note=note, per_case=case_costs(cases), rules=rules, assurance=assurance,
@@ -1262,7 +1272,7 @@ def plan_stored_run(
     return RunPlan(
         run_id=run.id,
         project=run.project,
-        observed_cases=len(cases),
+        **_observed(cases, run.trials),
         confidence_level=float(policy.confidence_level),
         policy=str(policy_path) if policy_path else "stored with the run",
         policy_note=note,

@@ -106,25 +106,22 @@ def _refuse_occupied(target: Path, *, force: bool) -> None:
 
 def _copy(source: Path, target: Path) -> None:
     """The example's files into target, all or nothing; a .gitignore already there keeps
-    its lines.
-
-    The example's own .gitignore lines are added after the user's, each once: copied over it,
-    a repository's .gitignore lost everything it held under ``init --force``.
+    its lines (and stays a link if it is one), the example's added after them, each once.
 
     The files are first copied into a folder of their own inside target (the same file
     system), then each is moved into place, the file it replaces moved aside; whatever
     fails on the way (a read-only folder, a folder where the example has a file), every
     file is put back as it was and :class:`_NotWritten` says why. Copied straight in, the
     example was half written over the user's files, and a folder named like one of its
-    files (``release.yaml/``) took the file inside it: ``Created``, exit 0, and a project
-    that ``run`` refused.
-    """
+    files (``release.yaml/``) took the file inside it: ``Created``, exit 0, and a broken
+    project."""
     created = _make_dirs(target)
     try:
         staged = Path(tempfile.mkdtemp(prefix=".oloproof-init-", dir=target))
     except OSError:
         _remove_made(created)
         raise
+    linked = False  # written through first: put back as it was if the rest fails
     try:
         shutil.copytree(
             source, staged, dirs_exist_ok=True,
@@ -139,15 +136,19 @@ def _copy(source: Path, target: Path) -> None:
                   b".oloproof/"]
         have = {line.strip() for line in (existing or b"").splitlines()}
         added = [line for line in dict.fromkeys(wanted) if line and line not in have]
-        if existing is None:
-            (staged / ".gitignore").write_bytes(b"\n".join(added) + b"\n")
-        elif added:
+        content = None if existing is not None else b"\n".join(added) + b"\n"
+        if existing is not None and added:
             eol = b"\r\n" if b"\r\n" in existing else b"\n"
             joint = b"" if not existing or existing.endswith((b"\n", b"\r")) else eol
-            (staged / ".gitignore").write_bytes(existing + joint + eol.join(added) + eol)
+            content = existing + joint + eol.join(added) + eol
+        if content is not None:  # the user's link (dotfiles) is kept, and written through
+            linked = gitignore.is_symlink() and existing is not None
+            (gitignore if linked else staged / ".gitignore").write_bytes(content)
         _refuse_in_the_way(staged, target)
         _move_in(staged, target)
     except BaseException as exc:
+        if linked and existing is not None:
+            gitignore.write_bytes(existing)
         if not isinstance(exc, _Kept):
             shutil.rmtree(staged, ignore_errors=True)
             _remove_made(created)

@@ -278,7 +278,10 @@ def plan_text(doc: dict[str, Any]) -> str:
                 _line("paired", _paired_text(doc)),
             ]
         else:
-            head = [f"Run {doc['run_id']}", _line("observed", f"{doc['observed_cases']} cases")]
+            missing = doc.get("missing_cases") or 0
+            observed = f"{doc['observed_cases']} cases" + (
+                f" · {missing} missing (the call failed)" if missing else "")
+            head = [f"Run {doc['run_id']}", _line("observed", observed)]
         blocks.append(head)
     for rule in sized:
         first = _sized_head(rule, comparison)
