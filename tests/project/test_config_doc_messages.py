@@ -75,3 +75,18 @@ def test_the_oloproof_yaml_block_lists_every_field_the_loader_accepts() -> None:
                            ("retry", models.RetryConfig), ("limits", models.LimitsConfig),
                            ("ray", models.RayConfig)):
         assert keys(model) == nested[section], section
+
+
+def test_the_release_yaml_block_lists_every_key_of_a_policy() -> None:
+    """`families:` (and a rule's `family:`) were only in statistics.md."""
+    text = DOC.read_text()
+    block = text[text.index("```yaml\n", text.index("## release.yaml")) + 8:]
+    block = block[: block.index("```\n")]
+    top = set(re.findall(r"^([a-z_]+):", block, re.MULTILINE))
+    assert {field.alias or name for name, field in models.ReleasePolicy.model_fields.items()} == top
+    in_rules = set(re.findall(r"^  (?:- |  )([a-z_]+):", block[block.index("\nrules:"):],
+                              re.MULTILINE))
+    for rule in (models.IntervalRule, models.ObservedCountRule):
+        keys = {field.alias or name for name, field in rule.model_fields.items()}
+        # Those the page's prose gives (trials, groups) rather than the block.
+        assert keys - in_rules <= {"aggregate", "group", "each_group"}, keys - in_rules
