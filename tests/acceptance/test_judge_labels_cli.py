@@ -104,6 +104,24 @@ def test_a_bad_labels_file_stops_the_run_before_anything_is_called(
     assert srv.total_calls("/v1/messages") == 0
 
 
+def test_a_refused_parameter_names_the_file_the_run_read(tmp_path: Path, srv: FakeServer
+                                                         ) -> None:
+    """`run --config reasoning.yaml`: the parameter to change is in reasoning.yaml (the
+    message said oloproof.yaml, a file that does not send max_tokens to that model)."""
+    project = _example(tmp_path, srv)
+    text = (project / "oloproof.yaml").read_text()
+    text = text.replace("provider: anthropic", "provider: openai")
+    text = text.replace(srv.anthropic_base_url, srv.openai_base_url)
+    (project / "reasoning.yaml").write_text(text.replace("model: fake-judge-1",
+                                                         "model: fake-reasoning-1"))
+    (project / "data" / "labels.jsonl").write_text("")
+    result = run_cli("run", "--config", "reasoning.yaml", cwd=project, env=ENV)
+    assert result.code == 5, result.text
+    line = next(x for x in result.out.splitlines() if x.startswith("Stopped:"))
+    assert "refuses the parameter 'max_tokens'" in line, line
+    assert "reasoning.yaml: evaluators[" in line and "oloproof.yaml" not in line, line
+
+
 def test_a_refused_parameter_stops_the_run_with_one_line(tmp_path: Path, srv: FakeServer
                                                          ) -> None:
     project = _example(tmp_path, srv)

@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from tests.conftest import run_cli
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -93,3 +94,21 @@ def _view(cwd: Path, env: dict[str, str]) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_the_final_tables_the_readme_pastes_are_what_run_prints(tmp_path: Path) -> None:
+    """The README's "real output of `oloproof run` in the support_bot example", line for
+    line but for the run's id (the page showed the undecided rule's `oloproof plan` command
+    on the hint's own line, which run had long printed on a line of its own)."""
+    text = README.read_text()
+    start = text.index("What the final tables look like")
+    block = text[text.index("```\n", start) + 4:]
+    pasted = block[: block.index("```\n")]
+    assert run_cli("init", "bot", "--example", "support_bot", cwd=tmp_path).code == 0
+    result = run_cli("run", cwd=tmp_path / "bot")
+    assert result.code == 3, result.text
+
+    def ids(out: str) -> str:
+        return re.sub(r"run_[0-9A-Z]{26}", "run_ID", out)
+
+    assert ids(result.out) == ids(pasted)

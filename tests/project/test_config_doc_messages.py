@@ -4,9 +4,12 @@ copy of the support_bot example, and what `oloproof run` prints must be the bloc
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.conftest import run_cli
+
+from oloproof.project import models
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -43,3 +46,47 @@ def test_the_documented_messages_are_what_oloproof_prints(tmp_path: Path) -> Non
     assert duplicate.code == 2
     printed.insert(3, duplicate.err)  # in the page's order
     assert "".join(printed).splitlines() == _documented()
+
+
+def test_the_oloproof_yaml_block_lists_every_field_the_loader_accepts() -> None:
+    """The page says it "lists every field"; its oloproof.yaml block left out `limits:` (six
+    fields, documented only in refusals.md), `store:` and `matrix:`. Every key of the file,
+    and of its blocks that are written out there, must be in the block; `system.http` and
+    `system.model` have pages of their own, named beside the block."""
+    text = DOC.read_text()
+    block = text[text.index("```yaml\n", text.index("## oloproof.yaml")) + 8:]
+    block = block[: block.index("```\n")]
+    top = set(re.findall(r"^([a-z_]+):", block, re.MULTILINE))
+    nested: dict[str, set[str]] = {}
+    section = ""
+    for line in block.splitlines():
+        if match := re.match(r"^([a-z_]+):", line):
+            section = match.group(1)
+        elif match := re.match(r"^  ([a-z_]+):", line):
+            nested.setdefault(section, set()).add(match.group(1))
+
+    def keys(model: type[models.BaseModel]) -> set[str]:
+        return {field.alias or name for name, field in model.model_fields.items()}
+
+    assert keys(models.ProjectConfig) == top
+    assert keys(models.SystemConfig) - {"http", "model"} == nested["system"]
+    assert "`system.http`" in text and "`system.model`" in text
+    for section, model in (("concurrency", models.ConcurrencyConfig),
+                           ("retry", models.RetryConfig), ("limits", models.LimitsConfig),
+                           ("ray", models.RayConfig)):
+        assert keys(model) == nested[section], section
+
+
+def test_the_release_yaml_block_lists_every_key_of_a_policy() -> None:
+    """`families:` (and a rule's `family:`) were only in statistics.md."""
+    text = DOC.read_text()
+    block = text[text.index("```yaml\n", text.index("## release.yaml")) + 8:]
+    block = block[: block.index("```\n")]
+    top = set(re.findall(r"^([a-z_]+):", block, re.MULTILINE))
+    assert {field.alias or name for name, field in models.ReleasePolicy.model_fields.items()} == top
+    in_rules = set(re.findall(r"^  (?:- |  )([a-z_]+):", block[block.index("\nrules:"):],
+                              re.MULTILINE))
+    for rule in (models.IntervalRule, models.ObservedCountRule):
+        keys = {field.alias or name for name, field in rule.model_fields.items()}
+        # Those the page's prose gives (trials, groups) rather than the block.
+        assert keys - in_rules <= {"aggregate", "group", "each_group"}, keys - in_rules

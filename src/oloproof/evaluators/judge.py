@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -110,6 +111,10 @@ class RubricJudge:
             self.metric_kind = MetricKind.MEAN
             self.value_range = (float(self.scale[0]), float(self.scale[1]))
         file = getattr(getattr(project, "config_path", None), "name", None)
+        # The file a refused parameter is to be changed in: the one the run read
+        # (--config baseline.yaml), not always oloproof.yaml.
+        path = getattr(project, "config_path", None)
+        self._file: str = os.path.basename(path) if isinstance(path, str) else "oloproof.yaml"
         self.retry = RetryPolicy()
         self.concurrency = 4
         # concurrency.adaptive for judges: one limiter for every judge of the run, a
@@ -234,7 +239,6 @@ class RubricJudge:
     def _refused(self, failure: UnsupportedParameter) -> str:
         """One line: the parameter the provider refused and the config field that sent it."""
         name = failure.parameter
-        file = "oloproof.yaml"
         if name in ("temperature", "max_tokens", "max_completion_tokens"):
             where = f"{self.field}.{name}"
             if name == "max_tokens" and self.config.provider != "anthropic":
@@ -246,7 +250,7 @@ class RubricJudge:
         else:
             where = f"{self.field}.extra_body.{name}"
             fix = "remove it from extra_body"
-        return f"{file}: {where}: {failure.message}: {fix} ({failure.provider_says})"
+        return f"{self._file}: {where}: {failure.message}: {fix} ({failure.provider_says})"
 
     async def evaluate(self, case: CaseView, output: Any) -> Outcome:
         assert self._client is not None, "RubricJudge.start() was not awaited"
