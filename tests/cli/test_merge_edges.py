@@ -1,0 +1,69 @@
+"""``oloproof merge`` at its edges: a store that refuses the merged run's end, a source
+named twice, and a shard's missing share against the suite's ``max_missing``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.store.test_shards import _project
+
+# What a full disk does to the merged run's last write, made by the store itself: SQLite
+# refuses the update that marks the run DECIDED (the RUN_ERROR end still goes in).
+_REFUSE_DECIDED = (
+    "CREATE TRIGGER full_disk BEFORE UPDATE OF status ON runs WHEN NEW.status = 'DECIDED'"
+    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+)
+
+
+def _sql(store: Path, *statements: str) -> list[tuple[object, ...]]:
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        rows: list[tuple[object, ...]] = []
+        for statement in statements:
+            rows = db.execute(statement).fetchall()
+        db.commit()
+        return rows
+
+
+def test_a_merged_run_whose_end_the_store_refuses_is_stored_stopped_not_running(
+    tmp_path: Path,
+) -> None:
+    """The store refused the merged run's DECIDED end (a full disk, a lock held past the
+    timeout): its row stayed RUNNING, `merge` said only "the store cannot be used", and
+    `runs` showed the row as "the process running it ended without finishing" (as though
+    it were killed; in a Python process that merged, RUNNING for as long as it lived). The
+    merged run is now stored RUN_ERROR/PARTIAL with why, exit 5, and the next merge, once
+    the store takes writes, makes a new decided run that `gate latest` reads."""
+    root = _project(tmp_path / "p", n=12)
+    for index in (1, 2):
+        assert run_cli("run", "--shard", f"{index}/2", cwd=root).code == 5
+    store = root / ".oloproof" / "store.sqlite"
+    _sql(store, _REFUSE_DECIDED)
+    failed = run_cli("merge", cwd=root)
+    assert failed.code == 5 and failed.out == "", failed.text
+    assert "Traceback" not in failed.err
+    (line,) = failed.err.splitlines()
+    assert line.startswith("oloproof merge: error: the merged run run_"), line
+    assert "could not be stored (database or disk is full): it is stored as stopped" in line
+    rows = _sql(store, "SELECT r.id, r.status, r.completeness, r.exit_code, r.stop_reason"
+                       " FROM runs r JOIN run_merges m ON m.run_id = r.id")
+    assert [row[1:] for row in rows] == [
+        ("RUN_ERROR", "PARTIAL", 5, "the merge failed: IntegrityError: database or disk is full")
+    ]
+    stopped_id = rows[0][0]
+    latest = run_cli("gate", "latest", "--json", cwd=root)
+    assert latest.code == 5, latest.text
+    assert json.loads(latest.out)["status"] == "RUN_ERROR"
+    assert json.loads(latest.out)["decisions"] == []
+    # The store takes writes again: the shards are merged anew, not "Already merged".
+    _sql(store, "DROP TRIGGER full_disk")
+    again = run_cli("merge", "--json", cwd=root)
+    doc = json.loads(again.out)
+    assert doc["already_merged"] is False and doc["run_id"] != stopped_id
+    assert (doc["status"], doc["completeness"]) == ("DECIDED", "COMPLETE")
+    latest = run_cli("gate", "latest", "--json", cwd=root)
+    assert json.loads(latest.out)["run_id"] == doc["run_id"]
+    assert latest.code == again.code
