@@ -67,3 +67,32 @@ def test_a_merged_run_whose_end_the_store_refuses_is_stored_stopped_not_running(
     latest = run_cli("gate", "latest", "--json", cwd=root)
     assert json.loads(latest.out)["run_id"] == doc["run_id"]
     assert latest.code == again.code
+
+
+def test_a_store_named_twice_is_refused_once_in_one_line(tmp_path: Path) -> None:
+    """`merge job-1 job-2 job-1` merged (the second connection to job-1 took the first's
+    place, which was dropped unclosed), and `merge job-1 job-1` said "missing slices: 2/2
+    ... in job-1 or job-1". A store named twice, by one path or two, is refused, exit 2,
+    one line, nothing merged."""
+    import shutil
+
+    template = _project(tmp_path / "template", n=12)
+    for index in (1, 2):
+        shutil.copytree(template, tmp_path / f"job-{index}")
+        assert run_cli("run", "--shard", f"{index}/2", cwd=tmp_path / f"job-{index}").code == 5
+    merge_root = tmp_path / "merge"
+    shutil.copytree(template, merge_root)
+    accepted = (": name each store of shards once (accepted: project directories, store files"
+                " or postgresql:// URLs, each once)")
+    for names, said in (
+        (["../job-1", "../job-1"], "../job-1 is named twice"),
+        (["../job-1", "../job-2", "../job-1"], "../job-1 is named twice"),
+        (["../job-1", "../job-2", "../job-1/.oloproof/store.sqlite"],
+         "../job-1 and ../job-1/.oloproof/store.sqlite are the same store"),
+    ):
+        refused = run_cli("merge", *names, cwd=merge_root)
+        assert refused.code == 2 and refused.out == "", refused.text
+        assert refused.err.splitlines() == [f"oloproof merge: error: {said}{accepted}"]
+    assert not (merge_root / ".oloproof" / "store.sqlite").exists()  # nothing merged
+    merged = run_cli("merge", "../job-1", "../job-2", "--json", cwd=merge_root)
+    assert json.loads(merged.out)["status"] == "DECIDED", merged.text

@@ -238,7 +238,33 @@ def _sources(config: Path, local: StoreLocation, given: list[str]) -> list[tuple
                     " .oloproof/store.sqlite, or a postgresql:// URL)"
                 )
             out.append((text, str(path)))
+    _refuse_twice(out)
     return out
+
+
+def _refuse_twice(found: list[tuple[str, StoreLocation]]) -> None:
+    """Refuse (exit 2) a store named twice: the same path (``merge job-1 job-1``), or two
+    names of one store (``job-1`` and ``job-1/.oloproof/store.sqlite``, one team store from
+    two project directories). Its shards are not two sources' (and the first connection
+    to it was dropped unclosed when the second took its name)."""
+    seen: dict[object, int] = {}
+    for index, (name, location) in enumerate(found):
+        key: object = location
+        if not isinstance(location, PostgresLocation):
+            try:
+                st = os.stat(location)
+                key = (st.st_dev, st.st_ino)
+            except OSError:
+                key = os.path.realpath(location)
+        at = seen.setdefault(key, index)
+        if at != index:
+            first = found[at][0]
+            same = (f"{name} is named twice" if first == name
+                    else f"{first} and {name} are the same store")
+            raise UsageError(
+                f"{same}: name each store of shards once (accepted: project directories,"
+                " store files or postgresql:// URLs, each once)"
+            )
 
 
 def _looks_like_sqlite(path: Path) -> bool:
