@@ -96,3 +96,42 @@ def test_a_store_named_twice_is_refused_once_in_one_line(tmp_path: Path) -> None
     assert not (merge_root / ".oloproof" / "store.sqlite").exists()  # nothing merged
     merged = run_cli("merge", "../job-1", "../job-2", "--json", cwd=merge_root)
     assert json.loads(merged.out)["status"] == "DECIDED", merged.text
+
+
+def test_a_shard_over_max_missing_says_it_of_its_slice_and_merge_judges_the_suite(
+    tmp_path: Path,
+) -> None:
+    """`max_missing` is the suite's limit. A shard judges it on its own slice (what the
+    slice shows; a shard never allows anyway), and said of shard 2/3, 2 of its 10 cases
+    missing (20%) against 12%, "Incomplete evidence: ... so the gate blocks (exit 5)
+    whatever warn_on says" and "too much is missing to size it", while the merged run of
+    the same shards (4 of 35, 11.4%) is within it and decided. The shard now says that its
+    share is its slice's and that `merge` judges the suite's; the merged run is the single
+    run of the suite, within the limit (12%) and over it (10%: exit 5), as `run` is."""
+    import shutil
+
+    for limit, within in ((0.12, True), (0.10, False)):
+        root = _project(tmp_path / f"p{limit}", n=40)
+        release = root / "release.yaml"
+        release.write_text(release.read_text().replace(
+            "version: 1\n", f"version: 1\nmax_missing: {limit}\n", 1))
+        single_root = tmp_path / f"single{limit}"
+        shutil.copytree(root, single_root)
+        single = run_cli("run", cwd=single_root)
+        shards = [run_cli("run", "--shard", f"{index}/3", cwd=root) for index in (1, 2, 3)]
+        assert [s.code for s in shards] == [5, 5, 5]
+        over = [s.out for s in shards if "more than max_missing" in s.out]
+        assert over, [s.out for s in shards]  # shard 2/3: 2 of its 10 label cases (20%)
+        for out in over:
+            assert "Incomplete evidence" not in out and "too much is missing" not in out
+            assert "The limit is the suite's: `oloproof merge` holds it against the share" in out
+            assert "(`oloproof merge` judges the suite's share): see what failed with" in out
+        merged = run_cli("merge", "--json", cwd=root)
+        doc = json.loads(merged.out)
+        assert doc["status"] == "DECIDED" and merged.code == single.code, merged.text
+        incomplete = [d["rule"] for d in doc["decisions"] if "over max_missing" in d["detail"]]
+        if within:
+            assert merged.code == 3 and incomplete == [], doc["decisions"]
+        else:
+            assert merged.code == 5 and "label-floor" in incomplete
+            assert "Incomplete evidence: label-floor" in run_cli("gate", "latest", cwd=root).out
