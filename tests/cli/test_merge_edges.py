@@ -135,3 +135,62 @@ def test_a_shard_over_max_missing_says_it_of_its_slice_and_merge_judges_the_suit
         else:
             assert merged.code == 5 and "label-floor" in incomplete
             assert "Incomplete evidence: label-floor" in run_cli("gate", "latest", cwd=root).out
+
+
+SOME_UNANSWERED = """
+from oloproof import system
+
+@system(name="right", version="1")
+def answer(case_input):
+    if case_input["n"] % 7 == 0:
+        raise RuntimeError("no answer")
+    return {"label": "ok"}
+"""
+
+
+def test_a_shard_s_plan_sizes_re_running_its_missing_cases_at_merge_too(
+    tmp_path: Path,
+) -> None:
+    """`plan SHARD --run` sized the rule at merge (on the suite's cases) but what
+    re-running the shard's missing cases would do in the shard's own: shard 1/3 of a suite
+    of 30, every answer right against `min: 0.8`, said "re-running the 2 missing cases: if
+    they resemble the rest, 7 more would decide it (17 in total)" under a rule "decided at
+    merge, on the 30 cases of the suite". It is now said at merge as the rule's size is:
+    none beyond a suite of 30, 8 more of a suite of 9. 17 is the least n whose 95%
+    Clopper-Pearson lower bound at n of n clears 0.8 (scipy)."""
+    from scipy.stats import beta
+    from tests.conftest import write_project
+
+    from oloproof.api._subset import shard_of
+
+    need = next(n for n in range(1, 100) if beta.ppf(0.025, n, 1) >= 0.8)
+    release = ("version: 1\nmax_missing: 0.5\nrules:\n  - id: floor\n    metric: exact_label\n"
+               "    min: 0.8\n")
+    for suite in (9, 30):
+        cases = [{"id": f"q{i:03d}", "input": {"n": i}, "expected": {"label": "ok"}}
+                 for i in range(suite)]
+        root = write_project(tmp_path / f"p{suite}", app=SOME_UNANSWERED, release=release,
+                             cases=cases)
+        for index in (1, 2, 3):
+            assert run_cli("run", "--shard", f"{index}/3", cwd=root).code == 5
+        # A shard holding a case the system does not answer (n % 7 == 0).
+        index = next(shard_of(c["id"], 3) for c in cases if c["input"]["n"] % 7 == 0)
+        runs = json.loads(run_cli("runs", "--json", cwd=root).out)
+        shard_runs = [r["id"] for r in runs if r["completeness"] == "SUBSET"]
+        for run_id in shard_runs:
+            planned = json.loads(run_cli("plan", run_id, "--run", "--json", cwd=root).out)
+            (rule,) = planned["rules"]
+            if rule["scope"]["shard"] == f"{index}/3":
+                break
+        else:
+            raise AssertionError(f"no plan of shard {index}/3")
+        resolved = rule["if_resolved"]
+        assert resolved["missing"] >= 1 and resolved["total"] == need, resolved
+        assert resolved["more"] == max(0, need - suite)
+        text = run_cli("plan", run_id, "--run", cwd=root).out
+        they = "it resembles" if resolved["missing"] == 1 else "they resemble"
+        if resolved["more"]:
+            assert (f"if {they} the rest, about {need - suite} more cases of the suite"
+                    f" would decide it ({need} in total)") in text, text
+        else:
+            assert "would decide it, so the merged run of the suite would" in text, text

@@ -1292,6 +1292,11 @@ def _at_merge(rules: Sequence[RulePlan], slice_: str, suite: int, ran: int,
         if entry.calls is not None:  # over repeated trials: each new case costs its trials
             entry.calls = None if entry.more is None else entry.more * trials
 
+        resolved = entry.if_resolved
+        if resolved is not None and resolved.total is not None:
+            # Re-running the shard's missing cases: its size at merge too (it said "7 more
+            # would decide it (17 in total)" of a rule decided on the suite's 30).
+            resolved.more = None if scoped else max(0, resolved.total - suite)
         if entry.assurance is not None and entry.assurance.get("total") is not None:
             a = entry.assurance
             a["more"] = None if scoped else max(0, int(a["total"]) - suite)
