@@ -106,8 +106,10 @@ def test_a_shard_over_max_missing_says_it_of_its_slice_and_merge_judges_the_suit
     missing (20%) against 12%, "Incomplete evidence: ... so the gate blocks (exit 5)
     whatever warn_on says" and "too much is missing to size it", while the merged run of
     the same shards (4 of 35, 11.4%) is within it and decided. The shard now says that its
-    share is its slice's and that `merge` judges the suite's; the merged run is the single
-    run of the suite, within the limit (12%) and over it (10%: exit 5), as `run` is."""
+    share is its slice's and that `merge` judges the suite's (its plan too: "no size below 7
+    more cases" of a rule decided at merge is "no size below 17 cases in total"); the merged
+    run is the single run of the suite, within the limit (12%) and over it (10%: exit 5), as
+    `run` is."""
     import shutil
 
     for limit, within in ((0.12, True), (0.10, False)):
@@ -126,6 +128,14 @@ def test_a_shard_over_max_missing_says_it_of_its_slice_and_merge_judges_the_suit
             assert "Incomplete evidence" not in out and "too much is missing" not in out
             assert "The limit is the suite's: `oloproof merge` holds it against the share" in out
             assert "(`oloproof merge` judges the suite's share): see what failed with" in out
+            # Its plan, at merge: the floor the share sets is said in cases in total.
+            run_id = out.split()[1]
+            planned = run_cli("plan", run_id, "--run", cwd=root).out
+            assert "the gate holds it as incomplete now" not in planned, planned
+            assert "this shard's gate holds it as incomplete: 2 of its 10 cases missing (20.0%)" in planned
+            floor = next(n for n in range(1, 100) if 2 / n <= limit)  # 17 at 12%, 20 at 10%
+            assert ("`oloproof merge` judges the suite's share, and no size below"
+                    f" {floor} cases in total") in planned
         merged = run_cli("merge", "--json", cwd=root)
         doc = json.loads(merged.out)
         assert doc["status"] == "DECIDED" and merged.code == single.code, merged.text
