@@ -1302,6 +1302,11 @@ def _at_merge(rules: Sequence[RulePlan], slice_: str, suite: int, ran: int,
         if entry.calls is not None:  # over repeated trials: each new case costs its trials
             entry.calls = None if entry.more is None else entry.more * trials
 
+        resolved = entry.if_resolved
+        if resolved is not None and resolved.total is not None:
+            # Re-running the shard's missing cases: its size at merge too (it said "7 more
+            # would decide it (17 in total)" of a rule decided on the suite's 30).
+            resolved.more = None if scoped else max(0, resolved.total - suite)
         if entry.assurance is not None and entry.assurance.get("total") is not None:
             a = entry.assurance
             a["more"] = None if scoped else max(0, int(a["total"]) - suite)
@@ -1314,6 +1319,21 @@ def _at_merge(rules: Sequence[RulePlan], slice_: str, suite: int, ran: int,
             + "; the rule is decided by `oloproof merge`, on them all",
             *entry.assuming[1:],
         ]
+        held = entry.incomplete
+        if held is not None:
+            # The shard's share is its slice's; `merge` judges the suite's (the floor it
+            # sets is said in cases in total, which the merged run counts too).
+            note = _incomplete_note(entry, "the gate")
+            new = "pairs" if held["unit"] == "pairs" else "cases"
+            entry.assuming = [
+                (f"this shard's gate holds it as incomplete: {held['missing']} of its"
+                 f" {held['of']} {held['unit']} missing ({100.0 * held['share']:.1f}%), over"
+                 f" max_missing {100.0 * held['max_missing']:g}%; `oloproof merge` judges the"
+                 f" suite's share, and no size below {held['of'] + held['more']} {new} in"
+                 " total, none more missing, is taken, since below it the share stays over"
+                 " the bar") if line == note else line
+                for line in entry.assuming
+            ]
         entry.time_s = entry.tokens = entry.cost_usd = None
         if entry.more:
             entry.price(costs)

@@ -254,6 +254,14 @@ def _run_header(run: RunRecord, stored: int, errored: int) -> dict[str, Any]:
     }
 
 
+def _shard(run: RunRecord) -> tuple[int, int] | None:
+    """A shard run's ``(I, K)``, else ``None``."""
+    shard = (run.subset or {}).get("shard") if isinstance(run.subset, dict) else None
+    if isinstance(shard, list) and len(shard) == 2:
+        return int(shard[0]), int(shard[1])
+    return None
+
+
 @dataclass
 class _Index:
     """Every stored case of a run in suite order, sorted by outcome: no input, output or
@@ -521,7 +529,7 @@ def _gate_document(summary: RunSummary) -> dict[str, Any]:
         recorded = {"gate": run.gate, "exit_code": run.exit_code}
     return {
         "gate": str(label), "exit_code": int(code),
-        "notes": [*gate_notes(decisions, summary.policy, run.id), *patched,
+        "notes": [*gate_notes(decisions, summary.policy, run.id, shard=_shard(run)), *patched,
                   *policy_edited(run, summary.policy, decisions, summary.root),
                   *labels_edited(run, summary.policy, summary.labels, decisions,
                                  summary.root),

@@ -118,6 +118,7 @@ def read_run(
     if partial:
         decisions = []
     whole = record.completeness in (Completeness.COMPLETE, Completeness.SEQUENTIAL)
+    subset = Subset.from_json(record.subset)
     patched = patched_notes(record.system.get("patched"))  # a test's fake ran: never allows
     label, code = gate(decisions, incomplete=not whole or bool(patched))
     return RunResult(
@@ -128,10 +129,11 @@ def read_run(
         config_path=os.path.abspath(config_file(project)), cache=record.cache,
         stop_reason=record.stop_reason,
         policy_path=str(policy) if policy is not None else record.policy_path,
-        subset=Subset.from_json(record.subset), project=record.project,
+        subset=subset, project=record.project,
         rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
         trials=record.trials, flaky=flaky,
-        gate_notes=[*gate_notes(decisions, release, record.id), *patched,
+        gate_notes=[*gate_notes(decisions, release, record.id, shard=None if subset is None else subset.shard),
+                    *patched,
                     *([] if policy is not None else policy_edited(record, release, decisions, root)),
                     *([] if labels is not None
                       else labels_edited(record, release, chosen, decisions, root)),

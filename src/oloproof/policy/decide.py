@@ -1049,13 +1049,29 @@ def action_for(
 
 def gate_notes(
     decisions: Sequence[Decision], policy: ReleasePolicy | ComparePolicy,
-    ref: str | None = None,
+    ref: str | None = None, *, shard: Sequence[int] | None = None,
 ) -> list[str]:
     """The line to show with the gate when rules' evidence is incomplete (more of their
-    cases missing than ``max_missing``), naming them; ``ref`` (a run id) adds where to look."""
+    cases missing than ``max_missing``), naming them; ``ref`` (a run id) adds where to look.
+    ``shard`` (``(I, K)``): the run is a shard, whose share is its slice's; the limit is the
+    suite's, applied by ``merge`` to the shards together (docs/scaling.md)."""
     notes = []
     over = [d for d in decisions if d.incomplete]
-    if over:
+    if over and shard is not None:
+        limit = _max_missing(policy)
+        shown = ", ".join(
+            f"{d.rule} ({_share_texts(d.missing_share or 0.0, limit)[0]} of its cases)"
+            for d in over[:5]
+        )
+        more = f" and {len(over) - 5} more" if len(over) > 5 else ""
+        notes.append(
+            f"Missing on shard {shard[0]}/{shard[1]}: {shown}{more}, more than max_missing"
+            f" {_share_text(limit, 3)}. The limit is the suite's: `oloproof merge` holds it"
+            " against the share missing in all the shards together, which this slice alone"
+            " does not decide (a shard never allows, exit 5 whatever its share)"
+            + (f"; see what failed with  oloproof inspect {ref} --failures." if ref else ".")
+        )
+    elif over:
         limit = _max_missing(policy)
         shown = ", ".join(
             f"{d.rule} ({_share_texts(d.missing_share or 0.0, limit)[0]} missing)"

@@ -151,7 +151,7 @@ def _one_line(rule: dict[str, Any]) -> str:
     line = f"{rule['rule']}: {rule['message']}"
     resolved = rule.get("if_resolved")
     if resolved:
-        line += f"; {_resolved_text(resolved)}"
+        line += f"; {_resolved_text(resolved, rule)}"
     return line
 
 
@@ -159,8 +159,9 @@ def _state_word(state: str | None) -> str:
     return state if state else "still undecided"
 
 
-def _resolved_text(resolved: dict[str, Any]) -> str:
-    """What re-running the missing cases would change, in one sentence."""
+def _resolved_text(resolved: dict[str, Any], rule: dict[str, Any]) -> str:
+    """What re-running the missing cases would change, in one sentence (a shard's size in
+    cases of the merged run, as its rule's)."""
     m = resolved["missing"]
     they = "it resembles" if m == 1 else "they resemble"
     parts = [f"re-running the {m} missing case{'s' if m != 1 else ''}"]
@@ -178,7 +179,10 @@ def _resolved_text(resolved: dict[str, Any]) -> str:
             else f"with all passing: {_state_word(resolved['if_all_pass'])}; with all"
             f" failing: {_state_word(resolved['if_all_fail'])}"
         )
-    if resolved.get("total") is not None:
+    scope = rule.get("scope") or {}
+    if resolved.get("total") is not None and scope.get("shard") is not None:
+        parts.append(_resolved_at_merge(they, resolved, rule))
+    elif resolved.get("total") is not None:
         more = resolved["more"]
         parts.append(
             f"if {they} the rest, {fmt_count(more)} more would decide it"
@@ -187,6 +191,22 @@ def _resolved_text(resolved: dict[str, Any]) -> str:
             else f"if {they} the rest, that alone would decide it"
         )
     return parts[0] + ": " + "; ".join(parts[1:]) if len(parts) > 1 else parts[0]
+
+
+def _resolved_at_merge(they: str, resolved: dict[str, Any], rule: dict[str, Any]) -> str:
+    """:func:`_resolved_text`'s size for a shard's rule, which ``merge`` decides on the
+    suite: ``more`` is the cases beyond the suite (None: sized in a group's or a metric's
+    scored cases, whose count in the suite is not known here)."""
+    scope, total, more = rule["scope"], fmt_count(resolved["total"]), resolved["more"]
+    if more is None:
+        what = (f"cases of the group {scope['group']}" if scope.get("group") is not None
+                else f"cases scored by {rule['metric']}")
+        return f"if {they} the rest, about {total} {what} in total would decide it at merge"
+    if not more:
+        return (f"if {they} the rest, about {total} cases would decide it, so the merged run"
+                " of the suite would if the other slices resemble this one")
+    return (f"if {they} the rest, about {fmt_count(more)} more cases of the suite would"
+            f" decide it ({total} in total)")
 
 
 def _assurance_line(rule: dict[str, Any], comparison: bool) -> list[str]:
@@ -288,7 +308,7 @@ def plan_text(doc: dict[str, Any]) -> str:
         extra = _assurance_line(rule, comparison)
         extra += _trials_lines(rule)
         if rule.get("if_resolved"):
-            extra.append(_line("missing", _resolved_text(rule["if_resolved"])))
+            extra.append(_line("missing", _resolved_text(rule["if_resolved"], rule)))
         # A shard's rule is priced for the cases beyond the suite only, when there are any.
         at_merge = (rule.get("scope") or {}).get("shard") is not None and not rule["more"]
         priced = [] if at_merge else _priced(rule, who, doc.get("per_case"))

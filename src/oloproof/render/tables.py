@@ -175,6 +175,7 @@ def plan_hints(
     policy_arg: str | None,
     config_arg: str | None = None,
     summaries: Sequence[MetricSummary] = (),
+    shard: bool = False,
 ) -> list[Line]:
     config = config_option(config_arg)
     extra = config + (f" --policy {shlex.quote(policy_arg)}" if policy_arg else "")
@@ -208,8 +209,11 @@ def plan_hints(
             ))
             hints.append(line(f"    oloproof inspect {run_id}{config}", whole=True))
         elif d.incomplete:
+            # A shard's share is its slice's: `merge` judges max_missing on the suite's.
             hints.append(line(
-                f"  {d.rule}: too much is missing to size it: see what failed with"
+                f"  {d.rule}: more of this shard's cases are missing than max_missing"
+                " (`oloproof merge` judges the suite's share): see what failed with"
+                if shard else f"  {d.rule}: too much is missing to size it: see what failed with"
             ))
             hints.append(line(f"    oloproof inspect {run_id} --failures{config}", whole=True))
         else:
@@ -343,6 +347,7 @@ def run_report(
     config_arg: str | None = None,
     judges: Sequence[AnyJudgeReport] = (),
     declaration: str | None = None,
+    shard: bool = False,
 ) -> Blocks:
     """The whole end-of-run report (SPEC §6), for ``render.console`` to print.
 
@@ -365,7 +370,7 @@ def run_report(
         parts.extend(judge_tables(judges))
     parts.append(cache_line(cache))
     parts.append(gate_line(gate, exit_code, declaration))
-    hints = plan_hints(run_id, decisions, policy_arg, config_arg, summaries)
+    hints = plan_hints(run_id, decisions, policy_arg, config_arg, summaries, shard)
     if hints:
         parts.append(line("Undecided rules:"))
         parts.extend(hints)
@@ -382,6 +387,7 @@ def result_report(
         cache=result.cache, gate=result.gate, exit_code=result.exit_code, note=note,
         policy_arg=policy_arg, config_arg=config_arg, judges=result.judges,
         declaration=result.declaration,
+        shard=result.subset is not None and result.subset.shard is not None,
     )
 
 

@@ -43,11 +43,12 @@ from oloproof.analysis.stored import (
     suite_changed,
 )
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
-from oloproof.errors import UsageError
+from oloproof.errors import OloproofError, UsageError
 from oloproof.evidence import group_name
 from oloproof.ids import new_run_id
 from oloproof.runner.orchestrate import decide_and_gate
 from oloproof.store.db import has_table, open_store, open_store_readonly
+from oloproof.store.dbapi import ERRORS, is_damaged
 from oloproof.store.location import PostgresLocation, StoreLocation, locate, store_path
 from oloproof.store.reader import RunRecord, get_run, project_scope
 from oloproof.store.writer import StoreWriter
@@ -56,7 +57,7 @@ from oloproof.transport.threads import describe_exception
 if TYPE_CHECKING:
     from oloproof.store.dbapi import Connection
 
-__all__ = ["MergeRefused", "Merged", "merge_shards"]
+__all__ = ["MergeNotStored", "MergeRefused", "Merged", "merge_shards"]
 
 # The rows of a run that the merged run takes from its shards (trial 0 and the others).
 _CASE_COLUMNS = {
@@ -81,6 +82,13 @@ _CASE_COLUMNS = {
 
 class MergeRefused(UsageError):
     """The shards cannot make one run of the suite (exit 2): each reason on a line."""
+
+
+class MergeNotStored(OloproofError):
+    """The store refused the merged run on its way (a full disk, a lock held past the
+    timeout): it is stored as stopped, nothing was decided; exit 5, as a store fault."""
+
+    exit_code = int(ExitCode.INCOMPLETE)
 
 
 @dataclass
@@ -230,7 +238,33 @@ def _sources(config: Path, local: StoreLocation, given: list[str]) -> list[tuple
                     " .oloproof/store.sqlite, or a postgresql:// URL)"
                 )
             out.append((text, str(path)))
+    _refuse_twice(out)
     return out
+
+
+def _refuse_twice(found: list[tuple[str, StoreLocation]]) -> None:
+    """Refuse (exit 2) a store named twice: the same path (``merge job-1 job-1``), or two
+    names of one store (``job-1`` and ``job-1/.oloproof/store.sqlite``, one team store from
+    two project directories). Its shards are not two sources' (and the first connection
+    to it was dropped unclosed when the second took its name)."""
+    seen: dict[object, int] = {}
+    for index, (name, location) in enumerate(found):
+        key: object = location
+        if not isinstance(location, PostgresLocation):
+            try:
+                st = os.stat(location)
+                key = (st.st_dev, st.st_ino)
+            except OSError:
+                key = os.path.realpath(location)
+        at = seen.setdefault(key, index)
+        if at != index:
+            first = found[at][0]
+            same = (f"{name} is named twice" if first == name
+                    else f"{first} and {name} are the same store")
+            raise UsageError(
+                f"{same}: name each store of shards once (accepted: project directories,"
+                " store files or postgresql:// URLs, each once)"
+            )
 
 
 def _looks_like_sqlite(path: Path) -> bool:
@@ -559,37 +593,52 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
                      (run_id, compact_json(sorted(ids))))
         conn.execute("COMMIT")
         failed = _no_result_of(conn, run_id)
-        if failed is None:
-            record = get_run(conn, run_id)
-            decisions, _summaries, gate_label, code = decide_and_gate(
-                conn, run_id, stored_policy(record), incomplete=False
+        if failed is not None:
+            # SPEC §5, as a run of the whole suite has it (runner/orchestrate.py): no result
+            # of a source is no evidence, whatever the policy. A shard is not stopped for it
+            # (its slice may hold only the cases the system fails on); the merged run is.
+            writer.finish_run(
+                status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
+                exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK,
+                cache=_cache_sum(shards), decisions=[], stop_reason=f"{_INCOMPLETE}{failed}",
             )
+            return run_id
+        record = get_run(conn, run_id)
+        decisions, _summaries, gate_label, code = decide_and_gate(
+            conn, run_id, stored_policy(record), incomplete=False
+        )
+        # The end is stored under the same guard: a DECIDED end that the store refused
+        # (a full disk, a lock held past the timeout) left the merged run RUNNING.
+        writer.finish_run(
+            status=RunStatus.DECIDED, completeness=Completeness.COMPLETE, exit_code=code,
+            gate=gate_label, cache=_cache_sum(shards),
+            decisions=[d.to_json() for d in decisions],
+        )
     except BaseException as exc:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        if is_damaged(exc):
+            raise  # nothing more is written into a damaged store (StoreUnreadable, exit 5)
+        with contextlib.suppress(Exception):
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
         # Never a RUNNING row left behind (orchestrate.py's rule): the attempt is stored
-        # as a stopped run, which nothing decides on.
+        # as a stopped run, which nothing decides on and no later merge returns.
+        stopped = False
         with contextlib.suppress(Exception):
             writer.finish_run(
                 status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
                 exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK, cache=_cache_sum(shards),
                 decisions=[], stop_reason=f"the merge failed: {describe_exception(exc)}",
             )
+            stopped = True
+        if isinstance(exc, ERRORS):
+            raise MergeNotStored(
+                f"the merged run {run_id} could not be stored ({exc}):"
+                + (" it is stored as stopped, RUN_ERROR/PARTIAL," if stopped else
+                   " its row reads as stopped once this process ends;")
+                + " nothing was decided. Run `oloproof merge` again once the store takes"
+                " writes (the shards were copied, and are merged anew)"
+            ) from exc
         raise
-    if failed is not None:
-        # SPEC §5, as a run of the whole suite has it (runner/orchestrate.py): no result of
-        # a source is no evidence, whatever the policy. A shard is not stopped for it (its
-        # slice may hold only the cases the system fails on); the merged run is.
-        writer.finish_run(
-            status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
-            exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK, cache=_cache_sum(shards),
-            decisions=[], stop_reason=f"{_INCOMPLETE}{failed}",
-        )
-        return run_id
-    writer.finish_run(
-        status=RunStatus.DECIDED, completeness=Completeness.COMPLETE, exit_code=code,
-        gate=gate_label, cache=_cache_sum(shards), decisions=[d.to_json() for d in decisions],
-    )
     return run_id
 
 
