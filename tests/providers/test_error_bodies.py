@@ -17,7 +17,7 @@ import pytest
 from tests.fakes.provider import FakeServer
 from tests.providers.test_providers import KEY, PATHS, base_url, judge_one
 
-from oloproof.providers.base import make_judge_client
+from oloproof.providers.base import UnsupportedParameter, make_judge_client
 from oloproof.providers.factory import make_provider
 from oloproof.transport.limiter import AdaptiveLimiter
 from oloproof.transport.retry import (
@@ -157,3 +157,112 @@ def test_an_error_inside_the_choice_is_not_read_as_a_verdict(
     assert isinstance(failure, RetryableFailure), failure
     assert failure.attempts == 4 and failure.status == status
     assert "the body is an error" in failure.message
+
+
+# An error given as text, or as an object whose only words are its message: read for a rate
+# limit or an overloaded server, as providers write them (OpenRouter's, Hugging Face's, a
+# gateway's own words). Each was a permanent failure at the first attempt.
+WORDED = [
+    ({"error": "Rate limit exceeded"}, 429),
+    ({"error": "Too many requests"}, 429),
+    ({"error": "You exceeded your current quota, please check your plan"}, 429),
+    ({"error": "RESOURCE_EXHAUSTED"}, 429),
+    ({"error": {"message": "litellm.RateLimitError: rate limit reached for requests"}}, 429),
+    ({"error": "overloaded"}, 503),
+    ({"error": "Model is overloaded", "error_type": "overloaded"}, 503),
+]
+
+
+@pytest.mark.parametrize(("body", "status"), WORDED)
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_rate_limit_or_overload_said_in_words_is_retried(
+    srv: FakeServer, provider: str, body: dict[str, Any], status: int
+) -> None:
+    srv.configure(PATHS[provider], error_body_always=True, error_body=body)
+    failure = judge_one(srv, provider)
+    assert isinstance(failure, RetryableFailure), failure
+    assert failure.attempts == 4 and srv.total_calls(PATHS[provider]) == 4
+    assert failure.status == status and f"read as HTTP {status}" in failure.message
+
+
+def test_the_adaptive_limiter_counts_a_rate_limit_said_in_words(srv: FakeServer) -> None:
+    srv.configure(PATHS["openai"], error_body_first_n=1, retry_after="0",
+                  error_body={"error": "Rate limit exceeded"})
+
+    async def go() -> tuple[int, int, int, int]:
+        client = make_judge_client(8)
+        judge = _provider(srv, "openai", client)
+        limiter = AdaptiveLimiter("judge", 16)
+        before = limiter.limit
+        try:
+            with pytest.raises(RetryableFailure):
+                await limiter.run(lambda: judge.complete("Judge.", "<output>fine</output>"))
+            await limiter.run(lambda: judge.complete("Judge.", "<output>fine</output>"))
+        finally:
+            await client.aclose()
+        return before, limiter.limit, limiter.aimd.rate_limits, limiter.aimd.errors
+
+    before, after, limited, errors = asyncio.run(go())
+    assert (limited, errors) == (1, 0)
+    assert after < before
+
+
+def test_a_verdict_that_mentions_a_rate_limit_is_a_verdict(srv: FakeServer) -> None:
+    """Only an error member is read for those words: a reply's text is the judge's."""
+    srv.configure(PATHS["openai"],
+                  judge_text='{"pass": false, "reason": "Rate limit exceeded: quota, overloaded"}')
+    result = judge_one(srv, "openai")
+    assert isinstance(result, Attempted) and result.attempts == 1, result
+    assert "Rate limit exceeded" in result.value.text
+
+
+# 400-class errors named in a 200, as the real status would be read.
+REFUSED = [
+    ("openai", {"error": {
+        "message": "Unsupported parameter: 'max_tokens' is not supported with this model."
+                   " Use 'max_completion_tokens' instead.",
+        "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter",
+    }}, "max_tokens"),
+    ("anthropic", {"type": "error", "error": {
+        "type": "invalid_request_error",
+        "message": "temperature may only be set to 1 when thinking is enabled"}}, "temperature"),
+    ("openai", {"error": {"code": 400, "message": "Unsupported value: 'temperature' does not"
+                          " support 0.0 with this model."}}, "temperature"),
+]
+
+
+@pytest.mark.parametrize(("provider", "body", "parameter"), REFUSED)
+def test_a_200_naming_a_400_that_refuses_a_parameter_stops_the_run_as_the_400_does(
+    srv: FakeServer, provider: str, body: dict[str, Any], parameter: str
+) -> None:
+    srv.configure(PATHS[provider], error_body_always=True, error_body=body)
+    failure = judge_one(srv, provider)
+    assert isinstance(failure, UnsupportedParameter), failure
+    assert failure.stops_run and failure.attempts == 1
+    assert failure.parameter == parameter
+    assert failure.provider_says.startswith("HTTP 200 naming a 400: ")
+
+
+@pytest.mark.parametrize(("body", "status", "stops"), [
+    ({"type": "error", "error": {"type": "authentication_error",
+                                 "message": "invalid x-api-key"}}, 401, True),
+    ({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                "code": "invalid_api_key"}}, 401, True),
+    ({"type": "error", "error": {"type": "permission_error", "message": "no"}}, 403, True),
+    ({"error": {"message": "The model `judge-model-1` does not exist",
+                "type": "invalid_request_error", "code": "model_not_found"}}, 404, True),
+    ({"error": {"code": "404", "message": "no such deployment"}}, 404, True),
+    ({"error": {"type": "invalid_request_error", "message": "messages: too long"}}, 400, False),
+])
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_200_naming_a_client_error_fails_as_that_status(
+    srv: FakeServer, provider: str, body: dict[str, Any], status: int, stops: bool
+) -> None:
+    """A 401, 403 or 404 stops the run (every later call would be answered the same), as the
+    real status does; a 400 that refuses nothing fails the judgment, as the real one does."""
+    srv.configure(PATHS[provider], error_body_always=True, error_body=body)
+    failure = judge_one(srv, provider)
+    assert isinstance(failure, PermanentFailure), failure
+    assert failure.attempts == 1 and failure.status == status
+    assert failure.stops_run is stops
+    assert f"read as HTTP {status})" in failure.message

@@ -282,3 +282,70 @@ def test_the_adaptive_limiter_counts_a_200_naming_a_429_as_a_rate_limit(
     before, after, limited, errors = asyncio.run(go())
     assert (limited, errors) == (1, 0)
     assert after < before
+
+
+@pytest.mark.parametrize(("body", "status"), [
+    ({"error": "Rate limit exceeded"}, 429),
+    ({"error": "Too Many Requests"}, 429),
+    ({"error": "quota exceeded for tenant acme"}, 429),
+    ({"result": None, "error": "throttled, try again"}, 429),
+    ({"error": {"message": "Rate limit reached"}}, 429),
+    ({"error": "Model is overloaded"}, 503),
+])
+def test_a_rate_limit_said_in_words_is_retried_as_a_429(
+    srv: FakeServer, body: dict[str, Any], status: int
+) -> None:
+    failure = call(srv, {"respond": body})
+    assert isinstance(failure, RetryableFailure), failure
+    assert failure.attempts == 4 and srv.total_calls("/system") == 4
+    assert failure.status == status and f"read as HTTP {status}" in failure.message
+
+
+def test_the_adaptive_limiter_counts_a_rate_limit_said_in_words(srv: FakeServer) -> None:
+    srv.configure("/system", error_body_first_n=1, error_body={"error": "Too many requests"})
+    system = HttpSystem(name="demo", url=srv.system_url, version="v1", timeout_s=5.0)
+
+    async def go() -> tuple[int, int, int, int]:
+        limiter = AdaptiveLimiter("system", 16)
+        before = limiter.limit
+        await system.start()
+        try:
+            with pytest.raises(RetryableFailure):
+                await limiter.run(lambda: system.call("c1", {"text": "a"}, 1))
+            await limiter.run(lambda: system.call("c1", {"text": "a"}, 2), retry=True)
+        finally:
+            await system.aclose()
+        return before, limiter.limit, limiter.aimd.rate_limits, limiter.aimd.errors
+
+    before, after, limited, errors = asyncio.run(go())
+    assert (limited, errors) == (1, 0)
+    assert after < before
+
+
+@pytest.mark.parametrize("body", [
+    {"answer": "Rate limit exceeded: see our quota page", "error": None},
+    {"error": "rate limit", "label": "billing"},        # an output with other keys
+    {"result": "Too many requests", "error": ""},
+])
+def test_an_output_that_mentions_a_rate_limit_is_an_output(
+    srv: FakeServer, body: dict[str, Any]
+) -> None:
+    result = call(srv, {"respond": body})
+    assert isinstance(result, Attempted) and result.attempts == 1, result
+    assert result.value.output == body
+
+
+@pytest.mark.parametrize(("body", "status"), [
+    ({"error": {"code": 401, "message": "bad token"}}, 401),
+    ({"error": {"type": "authentication_error", "message": "invalid x-api-key"}}, 401),
+    ({"error": {"code": "404", "message": "no ticket 42"}}, 404),
+])
+def test_a_200_naming_a_client_error_fails_the_case_and_does_not_stop_the_run(
+    srv: FakeServer, body: dict[str, Any], status: int
+) -> None:
+    """Read as its status (a judge's stops the run), but an endpoint may answer one case
+    "not found": the run goes on (docs/http-endpoint.md)."""
+    failure = call(srv, {"respond": body})
+    assert isinstance(failure, PermanentFailure) and failure.attempts == 1, failure
+    assert failure.status == status and not failure.stops_run
+    assert f"read as HTTP {status})" in failure.message

@@ -8,6 +8,7 @@ import httpx
 
 from oloproof.providers.base import (
     JudgeReply,
+    as_refusal,
     malformed,
     reply_field,
     send_refusing_parameters,
@@ -103,9 +104,9 @@ class AnthropicProvider:
         if not isinstance(blocks, list):
             # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}) fails as the
             # status it names: a rate limit or a server error is retried.
-            failure = error_body_failure(response, data, secrets, self._what)
+            failure = error_body_failure(response, data, secrets, self._what, provider=True)
             if failure is not None:
-                raise failure
+                raise as_refusal(failure, body, self._what, in_200=True)  # as a real 400
             raise malformed(self._what, "no 'content' list in the response")
         texts = [
             block["text"]

@@ -38,6 +38,7 @@ __all__ = [
     "JudgeReply",
     "Provider",
     "UnsupportedParameter",
+    "as_refusal",
     "make_judge_client",
     "refused_parameter",
     "resolve_api_key",
@@ -216,6 +217,23 @@ def refused_parameter(failure: AttemptFailure, sent: Iterable[str]) -> str | Non
     return None
 
 
+def as_refusal(
+    failure: AttemptFailure, body: Mapping[str, Any], what: str, *, in_200: bool = False
+) -> AttemptFailure:
+    """``failure``, or the :class:`UnsupportedParameter` it is when it is a 400 (sent as the
+    status, or named by a 200's error body: ``in_200``) refusing one of ``body``'s
+    fields."""
+    name = refused_parameter(failure, [k for k in body if k not in ("model", "messages")])
+    if name is None:
+        return failure
+    message, _, _ = _error_fields(failure.body or "")
+    flat = " ".join(message.split())[:200]
+    return UnsupportedParameter(
+        f"{what} refuses the parameter '{name}'", name,
+        f"{'HTTP 200 naming a 400' if in_200 else 'HTTP 400'}: {flat}",
+    )
+
+
 async def send_refusing_parameters(
     send: Any, body: Mapping[str, Any], what: str
 ) -> Any:
@@ -224,11 +242,7 @@ async def send_refusing_parameters(
     try:
         return await send()
     except PermanentFailure as failure:
-        name = refused_parameter(failure, [k for k in body if k not in ("model", "messages")])
-        if name is None:
+        refusal = as_refusal(failure, body, what)
+        if refusal is failure:
             raise
-        message, _, _ = _error_fields(failure.body or "")
-        flat = " ".join(message.split())[:200]
-        raise UnsupportedParameter(
-            f"{what} refuses the parameter '{name}'", name, f"HTTP 400: {flat}"
-        ) from None
+        raise refusal from None

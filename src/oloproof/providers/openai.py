@@ -12,6 +12,7 @@ import httpx
 
 from oloproof.providers.base import (
     JudgeReply,
+    as_refusal,
     malformed,
     reply_field,
     send_refusing_parameters,
@@ -113,9 +114,9 @@ class OpenAIProvider:
         if not isinstance(message, dict):
             # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}) fails as the
             # status it names: a rate limit or a server error is retried.
-            failure = error_body_failure(response, data, secrets, self._what)
+            failure = error_body_failure(response, data, secrets, self._what, provider=True)
             if failure is not None:
-                raise failure
+                raise as_refusal(failure, body, self._what, in_200=True)  # as a real 400
             raise malformed(self._what, "no choices[0].message in the response")
         choice = reply_field(data, "choices", 0)
         if error_of_body(choice) is not None or choice.get("finish_reason") == "error":
@@ -123,7 +124,7 @@ class OpenAIProvider:
             # error in the choice): whatever text came before it is no reply to read.
             said = choice if error_of_body(choice) is not None else {
                 "error": {"type": "server_error"}}
-            failure = error_body_failure(response, said, secrets, self._what)
+            failure = error_body_failure(response, said, secrets, self._what, provider=True)
             if failure is not None:
                 raise failure
         content = message.get("content")

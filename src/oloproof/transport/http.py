@@ -249,6 +249,26 @@ _RATE_WORDS = ("rate_limit", "ratelimit", "rate limit", "too_many_requests",
                "resource_exhausted", "throttl")
 _SERVER_WORDS = ("overloaded", "server_error", "api_error", "internal", "unavailable",
                  "bad_gateway", "gateway_timeout", "deadline_exceeded")
+# The client errors those words name, as the status each provider sends with it: Anthropic's
+# "invalid_request_error" (400), "authentication_error" (401), "permission_error" (403),
+# "not_found_error" (404); OpenAI's codes "invalid_api_key" (401), "model_not_found" (404).
+# Whole words only, the most specific first: "model_not_found" beside "invalid_request_error"
+# (as OpenAI sends them) is the 404 it comes with.
+_CLIENT_WORDS = (
+    (401, ("authentication_error", "invalid_api_key")),
+    (403, ("permission_error",)),
+    (404, ("not_found_error", "model_not_found")),
+    (400, ("invalid_request_error",)),
+)
+# What an error given as text says (``{"error": "Rate limit exceeded"}``, Hugging Face's
+# ``{"error": "Model is overloaded"}``), or the message of an error object whose words name
+# nothing: read for a rate limit and an overloaded server only; any other text is the
+# provider's own words, not a status ("ticket 42 not found" is no 404).
+_RATE_TEXT = re.compile(
+    r"rate[ _-]?limit|too[ _-]many[ _-]requests|quota|resource[ _]exhausted|throttl",
+    re.IGNORECASE,
+)
+_SERVER_TEXT = re.compile(r"overloaded", re.IGNORECASE)
 
 
 def error_of_body(data: Any) -> Any:
@@ -273,7 +293,10 @@ def error_of_body(data: Any) -> Any:
 def _named_status(error: Any, data: Any) -> int | None:
     """The HTTP status an error body names: a failing status in its ``code``, ``status`` or
     ``status_code`` (a number, or digits), else what its ``type``/``code``/``status`` words
-    say (a rate limit: 429; an overloaded or failing server: 503), else ``None``."""
+    say (a rate limit: 429; an overloaded or failing server: 503; a client error: the status
+    the provider sends it with, :data:`_CLIENT_WORDS`), else what the error's text says (a
+    text error, or the ``message`` of one whose words name nothing: a rate limit, 429, or an
+    overloaded server, 503), else ``None``."""
     words: list[str] = []
     for holder in (error, data):
         if not isinstance(holder, dict):
@@ -292,11 +315,21 @@ def _named_status(error: Any, data: Any) -> int | None:
         return 429
     if any(word in said for word in _SERVER_WORDS):
         return 503
+    for status, names in _CLIENT_WORDS:
+        if any(name in words for name in names):
+            return status
+    text = error if isinstance(error, str) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        text = error["message"]
+    if text is not None and _RATE_TEXT.search(text):
+        return 429
+    if text is not None and _SERVER_TEXT.search(text):
+        return 503
     return None
 
 
 def error_body_failure(
-    reply: HttpReply, data: Any, secrets: Iterable[str], what: str
+    reply: HttpReply, data: Any, secrets: Iterable[str], what: str, *, provider: bool = False
 ) -> AttemptFailure | None:
     """The failure a 2xx reply whose JSON body is an error reports, classified as the HTTP
     status it names (:func:`_named_status`): a rate limit (429) is retried and carries its
@@ -306,6 +339,10 @@ def error_body_failure(
     Several OpenAI-compatible gateways and proxies answer ``200`` with
     ``{"error": {"code": 429, "message": "rate limited"}}``: neither an answer nor a
     malformed reply, but the failure it names.
+
+    A ``provider``'s (a judge's or a model system's) 401, 403 or 404 stops the run, as the
+    real status does: its request is the same for every case. An HTTP system's does not: an
+    endpoint may answer one case "not found" (docs/http-endpoint.md).
     """
     error = error_of_body(data)
     if error is None:
@@ -330,7 +367,7 @@ def error_body_failure(
         )
         retryable.status = status
         return retryable
-    failure = PermanentFailure(message)
+    failure = PermanentFailure(message, stops_run=provider and status in STOPS_RUN_STATUSES)
     failure.status = status
     failure.body = mask(reply.text, secrets)
     return failure
