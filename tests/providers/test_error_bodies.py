@@ -266,3 +266,19 @@ def test_a_200_naming_a_client_error_fails_as_that_status(
     assert failure.attempts == 1 and failure.status == status
     assert failure.stops_run is stops
     assert f"read as HTTP {status})" in failure.message
+
+
+@pytest.mark.parametrize("code", ["\u00b2", "1" * 5000, "\u0664\u0662\u0669", " 4 29 "])
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_code_that_is_not_a_status_is_the_providers_error_not_a_crash(
+    srv: FakeServer, provider: str, code: str
+) -> None:
+    """"²" passes str.isdigit() and int() refused it: the judgment's stored reason was
+    "ValueError: invalid literal for int() with base 10: '²'", naming neither the provider
+    nor its reply (and 5,000 digits passed int()'s limit the same way)."""
+    srv.configure(PATHS[provider], error_body_always=True,
+                  error_body={"error": {"message": "upstream said no", "code": code}})
+    failure = judge_one(srv, provider)
+    assert isinstance(failure, PermanentFailure), failure
+    assert failure.attempts == 1 and failure.status is None
+    assert "the body is an error" in failure.message and "upstream said no" in failure.message

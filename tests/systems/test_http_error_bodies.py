@@ -349,3 +349,13 @@ def test_a_200_naming_a_client_error_fails_the_case_and_does_not_stop_the_run(
     assert isinstance(failure, PermanentFailure) and failure.attempts == 1, failure
     assert failure.status == status and not failure.stops_run
     assert f"read as HTTP {status})" in failure.message
+
+
+@pytest.mark.parametrize("code", ["\u00b2", "9" * 5000])
+def test_a_code_that_is_not_a_status_fails_the_case_as_the_error_it_is(
+    srv: FakeServer, code: str
+) -> None:
+    failure = call(srv, {"respond": {"error": {"message": "no such tenant", "code": code}}})
+    assert isinstance(failure, PermanentFailure) and failure.attempts == 1, failure
+    assert failure.message.startswith("system demo: HTTP 200 from POST http://127.0.0.1:")
+    assert "no such tenant" in failure.message

@@ -269,6 +269,9 @@ _RATE_TEXT = re.compile(
     re.IGNORECASE,
 )
 _SERVER_TEXT = re.compile(r"overloaded", re.IGNORECASE)
+# A status written as text: three ASCII digits ("²" and "٤٢٩" pass str.isdigit, and int()
+# refuses the first and 5,000 digits alike: a ValueError was the judgment's stored reason).
+_STATUS_DIGITS = re.compile(r"[0-9]{3}")
 
 
 def error_of_body(data: Any) -> Any:
@@ -303,7 +306,7 @@ def _named_status(error: Any, data: Any) -> int | None:
             continue
         for key in ("code", "status", "status_code"):
             value = holder.get(key)
-            if isinstance(value, str) and value.strip().isdigit():
+            if isinstance(value, str) and _STATUS_DIGITS.fullmatch(value.strip()):
                 value = int(value.strip())
             if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
                 return value
