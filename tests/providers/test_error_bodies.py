@@ -282,3 +282,31 @@ def test_a_code_that_is_not_a_status_is_the_providers_error_not_a_crash(
     assert isinstance(failure, PermanentFailure), failure
     assert failure.attempts == 1 and failure.status is None
     assert "the body is an error" in failure.message and "upstream said no" in failure.message
+
+
+VERDICT = '{"pass": true, "reason": "fine"}'
+
+
+@pytest.mark.parametrize(("provider", "body"), [
+    # A reassembled reply whose stream broke: the error beside a choice that never finished.
+    ("openai", {"id": "gen-1", "model": "judge-model-1",
+                "error": {"code": "server_error", "message": "Provider disconnected"},
+                "choices": [{"index": 0, "finish_reason": None,
+                             "message": {"role": "assistant", "content": VERDICT}}]}),
+    ("openai", {"error": {"code": 502, "message": "upstream reset"},
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": VERDICT}}]}),
+    ("anthropic", {"type": "error", "error": {"type": "overloaded_error", "message": "Over"},
+                   "content": [{"type": "text", "text": VERDICT}], "stop_reason": None}),
+    ("anthropic", {"error": "Rate limit exceeded", "stop_reason": "end_turn",
+                   "content": [{"type": "text", "text": VERDICT}]}),
+])
+def test_a_reply_beside_an_error_is_not_read_for_a_verdict(
+    srv: FakeServer, provider: str, body: dict[str, Any]
+) -> None:
+    """The verdict used to be read (a pass at the first attempt) whenever the reply held a
+    choice or content besides its error."""
+    srv.configure(PATHS[provider], error_body_always=True, error_body=body)
+    failure = judge_one(srv, provider)
+    assert isinstance(failure, RetryableFailure), failure
+    assert failure.attempts == 4 and "the body is an error" in failure.message

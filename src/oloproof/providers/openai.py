@@ -110,13 +110,14 @@ class OpenAIProvider:
             self._what,
         )
         data = parse_json_response(response, secrets, self._what)
+        # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}) fails as the status
+        # it names (a rate limit or a server error is retried), also beside a choice: the
+        # text of a reply that says it failed is not read for a verdict.
+        failure = error_body_failure(response, data, secrets, self._what, provider=True)
+        if failure is not None:
+            raise as_refusal(failure, body, self._what, in_200=True)  # as a real 400
         message = reply_field(data, "choices", 0, "message")
         if not isinstance(message, dict):
-            # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}) fails as the
-            # status it names: a rate limit or a server error is retried.
-            failure = error_body_failure(response, data, secrets, self._what, provider=True)
-            if failure is not None:
-                raise as_refusal(failure, body, self._what, in_200=True)  # as a real 400
             raise malformed(self._what, "no choices[0].message in the response")
         choice = reply_field(data, "choices", 0)
         if error_of_body(choice) is not None or choice.get("finish_reason") == "error":
