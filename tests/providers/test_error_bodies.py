@@ -310,3 +310,23 @@ def test_a_reply_beside_an_error_is_not_read_for_a_verdict(
     failure = judge_one(srv, provider)
     assert isinstance(failure, RetryableFailure), failure
     assert failure.attempts == 4 and "the body is an error" in failure.message
+
+
+@pytest.mark.parametrize(("status", "retried", "stops"), [
+    (429, True, False), (503, True, False), (401, False, True), (400, False, False),
+])
+def test_an_error_status_whose_body_cannot_be_decoded_is_still_that_status(
+    srv: FakeServer, status: int, retried: bool, stops: bool
+) -> None:
+    """An error page sent with ``Content-Encoding: gzip`` and a plain body (a proxy's, a
+    server's misconfigured error page): the failure was "the body could not be decoded",
+    permanent, its status lost: a 429 not retried nor seen by the adaptive limit, a 401 not
+    stopping the run. The status is what the failure is; the body is only its excerpt."""
+    srv.configure(PATHS["openai"], fail_always=status, retry_after="0",
+                  reply_headers={"content-encoding": "gzip"})
+    failure = judge_one(srv, "openai")
+    assert isinstance(failure, RetryableFailure if retried else PermanentFailure), failure
+    assert failure.status == status and failure.stops_run is stops
+    assert failure.attempts == (4 if retried else 1)
+    assert f"HTTP {status} from POST http://127.0.0.1:" in failure.message
+    assert "(a gzip body that could not be decoded)" in failure.message

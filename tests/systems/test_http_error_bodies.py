@@ -359,3 +359,25 @@ def test_a_code_that_is_not_a_status_fails_the_case_as_the_error_it_is(
     assert isinstance(failure, PermanentFailure) and failure.attempts == 1, failure
     assert failure.message.startswith("system demo: HTTP 200 from POST http://127.0.0.1:")
     assert "no such tenant" in failure.message
+
+
+def test_a_rate_limit_whose_body_cannot_be_decoded_is_counted_and_retried(
+    srv: FakeServer,
+) -> None:
+    srv.configure("/system", fail_first_n=1, fail_status=429, retry_after="0",
+                  reply_headers={"content-encoding": "gzip"})
+    system = HttpSystem(name="demo", url=srv.system_url, version="v1", timeout_s=5.0)
+
+    async def go() -> tuple[str, int, int]:
+        limiter = AdaptiveLimiter("system", 16)
+        await system.start()
+        try:
+            with pytest.raises(RetryableFailure) as limited:
+                await limiter.run(lambda: system.call("c1", {"text": "a"}, 1))
+        finally:
+            await system.aclose()
+        return limited.value.message, limiter.aimd.rate_limits, limiter.aimd.errors
+
+    message, rate_limits, errors = asyncio.run(go())
+    assert (rate_limits, errors) == (1, 0)
+    assert "HTTP 429 from POST" in message and "could not be decoded" in message

@@ -476,14 +476,20 @@ async def send_attempt(
 
 
 async def _read_error_body(response: httpx.Response) -> bytes:
-    """Enough of an error body for its excerpt; the rest is not read."""
+    """Enough of an error body for its excerpt; the rest is not read. A body that cannot be
+    decoded (``Content-Encoding: gzip`` on a plain or broken error page) is said to be so:
+    the status is what the failure is, and it stands (a 429 stays a 429)."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= _ERROR_BODY_BYTES:
-            break
+    try:
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= _ERROR_BODY_BYTES:
+                break
+    except httpx.DecodingError:
+        encoding = response.headers.get("content-encoding", "").strip()[:40] or "encoded"
+        return f"(a {encoding} body that could not be decoded)".encode()
     return b"".join(chunks)[:_ERROR_BODY_BYTES]
 
 
