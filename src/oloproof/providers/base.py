@@ -83,8 +83,10 @@ class JudgeReply:
 
 
 #: The stop reasons (OpenAI's ``finish_reason``, Anthropic's ``stop_reason``) of a reply
-#: the provider stopped before the model ended it.
-CUT_STOPS = frozenset({"length", "content_filter", "max_tokens", "refusal"})
+#: the provider stopped before the model ended it: Anthropic's ``pause_turn`` (a long turn
+#: paused, to be continued) and ``model_context_window_exceeded`` too.
+CUT_STOPS = frozenset({"length", "content_filter", "max_tokens", "refusal", "pause_turn",
+                       "model_context_window_exceeded"})
 
 
 class Provider(Protocol):

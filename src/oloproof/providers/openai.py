@@ -27,6 +27,8 @@ from oloproof.transport.http import (
 from oloproof.usage import Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: The finish reasons of a reply the server failed to finish: a server error, retried.
+_FAILED = ("error", "abort")
 
 
 class OpenAIProvider:
@@ -120,9 +122,10 @@ class OpenAIProvider:
         if not isinstance(message, dict):
             raise malformed(self._what, "no choices[0].message in the response")
         choice = reply_field(data, "choices", 0)
-        if error_of_body(choice) is not None or choice.get("finish_reason") == "error":
+        if error_of_body(choice) is not None or choice.get("finish_reason") in _FAILED:
             # An error met while the model wrote (OpenRouter: finish_reason "error", the
-            # error in the choice): whatever text came before it is no reply to read.
+            # error in the choice; vLLM's and SGLang's "abort"): whatever text came before
+            # it is no reply to read.
             said = choice if error_of_body(choice) is not None else {
                 "error": {"type": "server_error"}}
             failure = error_body_failure(response, said, secrets, self._what, provider=True)
