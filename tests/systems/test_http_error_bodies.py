@@ -381,3 +381,52 @@ def test_a_rate_limit_whose_body_cannot_be_decoded_is_counted_and_retried(
     message, rate_limits, errors = asyncio.run(go())
     assert (rate_limits, errors) == (1, 0)
     assert "HTTP 429 from POST" in message and "could not be decoded" in message
+
+
+CAPACITY = {"result": None, "success": False, "messages": [],
+            "errors": [{"code": 3040, "message": "Capacity temporarily exceeded, please try again."}]}
+
+
+@pytest.mark.parametrize(("body", "output_path"), [
+    (CAPACITY, "result"),                                             # Cloudflare's envelope
+    ({"data": None, "errors": [{"message": "Rate limit exceeded"}]}, None),       # GraphQL's
+    ({"data": None, "errors": [{"message": "Rate limit exceeded"}]}, "data.label"),
+])
+def test_an_errors_list_where_the_output_should_be_is_an_error_of_the_case(
+    srv: FakeServer, body: dict[str, Any], output_path: str | None
+) -> None:
+    failure = call(srv, {"respond": body}, output_path=output_path)
+    assert isinstance(failure, RetryableFailure), failure
+    assert failure.attempts == 4 and failure.status == 429
+    assert "the body is an error (read as HTTP 429, a rate limit)" in failure.message
+
+
+@pytest.mark.parametrize("body", [
+    {"result": "fine", "success": True, "errors": [], "messages": []},
+    {"data": {"label": "bug"}, "errors": [{"message": "a field was deprecated"}]},
+])
+def test_an_output_beside_an_errors_list_is_the_output(
+    srv: FakeServer, body: dict[str, Any]
+) -> None:
+    result = call(srv, {"respond": body})
+    assert isinstance(result, Attempted) and result.value.output == body, result
+
+
+def test_the_gate_does_not_allow_on_null_results_of_an_errors_envelope(
+    srv: FakeServer, tmp_path: Path
+) -> None:
+    """Cloudflare's envelope with ``output_path: result``: a capacity error's ``null``
+    result was the output, scored, and passed the no-PII rule: 10 of 10, Gate ALLOW."""
+    cases = [{"id": f"c{i:02d}", "input": {"respond": {
+        "result": f"answer {i}", "success": True, "errors": [], "messages": []}}}
+        for i in range(8)]
+    cases += [{"id": f"e{i}", "input": {"respond": CAPACITY}} for i in range(2)]
+    root = _project(tmp_path / "p", srv, cases)
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace(
+        "    timeout_s: 5\n", "    timeout_s: 5\n    output_path: result\n"))
+    result = run_cli("run", cwd=root)
+    assert result.code == 3, result.text
+    assert "8 observed, 0 failed, 2 missing" in result.out
+    with sqlite3.connect(root / ".oloproof" / "store.sqlite") as conn:
+        assert conn.execute("SELECT count(*) FROM exec_cache").fetchone()[0] == 8

@@ -265,7 +265,7 @@ _CLIENT_WORDS = (
 # nothing: read for a rate limit and an overloaded server only; any other text is the
 # provider's own words, not a status ("ticket 42 not found" is no 404).
 _RATE_TEXT = re.compile(
-    r"rate[ _-]?limit|too[ _-]many[ _-]requests|quota|resource[ _]exhausted|throttl",
+    r"rate[ _-]?limit|too[ _-]many[ _-]requests|quota|resource[ _]exhausted|throttl|capacity",
     re.IGNORECASE,
 )
 _SERVER_TEXT = re.compile(r"overloaded", re.IGNORECASE)
@@ -275,10 +275,12 @@ _STATUS_DIGITS = re.compile(r"[0-9]{3}")
 
 
 def error_of_body(data: Any) -> Any:
-    """The error a JSON body reports: its ``error`` member (a non-empty object or text), or
+    """The error a JSON body reports: its ``error`` member (a non-empty object or text), the
+    first of its ``errors`` (GraphQL's ``{"data": null, "errors": [{"message": …}]}``,
+    Cloudflare's ``{"result": null, "success": false, "errors": [{"code": 3040, …}]}``), or
     the body itself when it says it is one with a message (vLLM's and FastChat's
     ``{"object": "error", "message": …, "code": 400}``); ``None`` when it reports none (no
-    ``error``, or ``null``, ``false``, ``""``, ``{}``)."""
+    ``error``, or ``null``, ``false``, ``""``, ``{}``, and no ``errors`` or ``[]``)."""
     if not isinstance(data, dict):
         return None
     error = data.get("error")
@@ -286,6 +288,10 @@ def error_of_body(data: Any) -> Any:
         return error
     if isinstance(error, str) and error.strip():
         return error
+    errors = data.get("errors")
+    for item in errors if isinstance(errors, list) else ():
+        if (isinstance(item, dict) and item) or (isinstance(item, str) and item.strip()):
+            return item
     if "error" in (data.get("object"), data.get("type")) and isinstance(
         data.get("message"), str
     ):
