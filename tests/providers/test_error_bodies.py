@@ -10,20 +10,25 @@ limiter counts the rate limit as it counts a 429.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
-from typing import Any
+from http.server import BaseHTTPRequestHandler
+from typing import Any, ClassVar
 
 import pytest
 from tests.fakes.provider import FakeServer
-from tests.providers.test_providers import KEY, PATHS, base_url, judge_one
+from tests.providers.test_providers import FAST, KEY, PATHS, base_url, judge_one
+from tests.trust._support import send_body, serving
 
 from oloproof.providers.base import UnsupportedParameter, make_judge_client
 from oloproof.providers.factory import make_provider
 from oloproof.transport.limiter import AdaptiveLimiter
 from oloproof.transport.retry import (
     Attempted,
+    AttemptFailure,
     PermanentFailure,
     RetryableFailure,
+    call_with_retries,
 )
 
 
@@ -330,3 +335,64 @@ def test_an_error_status_whose_body_cannot_be_decoded_is_still_that_status(
     assert failure.attempts == (4 if retried else 1)
     assert f"HTTP {status} from POST http://127.0.0.1:" in failure.message
     assert "(a gzip body that could not be decoded)" in failure.message
+
+
+OUT_OF_CREDIT = {"error": {
+    "message": "You exceeded your current quota, please check your plan and billing details.",
+    "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}}
+
+
+class _Status(BaseHTTPRequestHandler):
+    """Answers every call with ``status`` and ``body``, counting the calls."""
+
+    status: ClassVar[int] = 429
+    body: ClassVar[dict[str, Any]] = OUT_OF_CREDIT
+    calls: ClassVar[list[str]]
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.calls.append(self.path)
+        send_body(self, json.dumps(self.body).encode(), self.status)
+
+
+def _judge_status(status: int, body: dict[str, Any]) -> tuple[AttemptFailure | Attempted[Any], int]:
+    handler = type("Status", (_Status,), {"status": status, "body": body, "calls": []})
+    with serving(handler) as base:
+
+        async def go() -> AttemptFailure | Attempted[Any]:
+            client = make_judge_client(2)
+            judge = make_provider("openai", "judge-model-1", KEY, base + "/v1", 0.0, 256, 5.0,
+                                  client)
+            try:
+                return await call_with_retries(
+                    lambda n: judge.complete("Judge.", "<output>fine</output>"), FAST)
+            except AttemptFailure as failure:
+                return failure
+            finally:
+                await client.aclose()
+
+        return asyncio.run(go()), len(handler.calls)
+
+
+@pytest.mark.parametrize("status", [429, 200])
+def test_an_account_out_of_credit_is_not_retried_and_stops_the_run(status: int) -> None:
+    """OpenAI's 429 ``insufficient_quota`` (the credit or the spending limit used up): no wait
+    lifts it, and it was retried as a rate limit, 4 attempts a judgment, until 8 judgments in
+    a row had failed. It now stops the run at the first."""
+    failure, calls = _judge_status(status, OUT_OF_CREDIT)
+    assert isinstance(failure, PermanentFailure), failure
+    assert failure.stops_run and failure.status == 429 and failure.attempts == 1
+    assert calls == 1
+    assert "insufficient_quota: the account's credit or spending limit is used up" in (
+        failure.message)
+
+
+def test_a_429_that_is_a_rate_limit_is_still_retried() -> None:
+    failure, calls = _judge_status(429, {"error": {
+        "message": "Rate limit reached for requests", "type": "requests",
+        "code": "rate_limit_exceeded"}})
+    assert isinstance(failure, RetryableFailure) and failure.attempts == 4, failure
+    assert calls == 4

@@ -228,6 +228,8 @@ def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> Atte
         message = (f"{what}: {_from(reply)}: a redirect{where}, not followed (set the url to"
                    f" where it points): {body_excerpt(reply.text, secrets)}")
     rate = rate_signal(status, reply.headers)
+    if status == 429 and _out_of_credit(_json_or_none(reply.content)):
+        return _credit_failure(message, reply, secrets)
     if status == 429 or 500 <= status <= 599:
         # The retry policy honours Retry-After only, as it always has; the adaptive
         # limiter reads every rate-limit header (transport/ratelimit.py).
@@ -357,6 +359,9 @@ def error_body_failure(
     if error is None:
         return None
     secrets = tuple(secrets)
+    if _out_of_credit(data):
+        return _credit_failure(f"{what}: {_from(reply)}: the body is an error (read as HTTP"
+                               f" 429): {body_excerpt(reply.text, secrets)}", reply, secrets)
     status = _named_status(error, data)
     if status == 429:
         read = " (read as HTTP 429, a rate limit)"
@@ -378,6 +383,37 @@ def error_body_failure(
         return retryable
     failure = PermanentFailure(message, stops_run=provider and status in STOPS_RUN_STATUSES)
     failure.status = status
+    failure.body = mask(reply.text, secrets)
+    return failure
+
+
+#: What OpenAI sends with a 429 when the account's credit or spending limit is used up
+#: ("You exceeded your current quota, please check your plan and billing details"): no wait
+#: lifts it, so it is not retried, and it stops the run (every later call is refused alike).
+_OUT_OF_CREDIT = frozenset({"insufficient_quota"})
+
+
+def _json_or_none(content: bytes) -> Any:
+    try:
+        return loads_strict(content)
+    except ValueError:  # JsonLimitError too: an error body that is not JSON says nothing
+        return None
+
+
+def _out_of_credit(data: Any) -> bool:
+    error = error_of_body(data)
+    return isinstance(error, dict) and any(
+        isinstance(v := error.get(k), str) and v.strip().lower() in _OUT_OF_CREDIT
+        for k in ("type", "code")
+    )
+
+
+def _credit_failure(message: str, reply: HttpReply, secrets: Iterable[str]) -> AttemptFailure:
+    failure = PermanentFailure(
+        f"{message} (insufficient_quota: the account's credit or spending limit is used up;"
+        " no retry lifts it)", stops_run=True,
+    )
+    failure.status = 429
     failure.body = mask(reply.text, secrets)
     return failure
 
