@@ -401,6 +401,12 @@ def test_an_errors_list_where_the_output_should_be_is_an_error_of_the_case(
     assert "the body is an error (read as HTTP 429, a rate limit)" in failure.message
 
 
+def test_a_capacity_that_is_not_a_limit_is_not_read_as_one(srv: FakeServer) -> None:
+    body = {"error": {"message": "the input exceeds the model's capacity of 8192 tokens"}}
+    failure = call(srv, {"respond": body})
+    assert isinstance(failure, PermanentFailure) and failure.attempts == 1, failure
+
+
 @pytest.mark.parametrize("body", [
     {"result": "fine", "success": True, "errors": [], "messages": []},
     {"data": {"label": "bug"}, "errors": [{"message": "a field was deprecated"}]},

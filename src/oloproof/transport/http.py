@@ -267,7 +267,9 @@ _CLIENT_WORDS = (
 # nothing: read for a rate limit and an overloaded server only; any other text is the
 # provider's own words, not a status ("ticket 42 not found" is no 404).
 _RATE_TEXT = re.compile(
-    r"rate[ _-]?limit|too[ _-]many[ _-]requests|quota|resource[ _]exhausted|throttl|capacity",
+    r"rate[ _-]?limit|too[ _-]many[ _-]requests|quota|resource[ _]exhausted|throttl"
+    # Cloudflare's "Capacity temporarily exceeded"; not "the input exceeds the model's capacity"
+    r"|capacity (?:temporarily )?exceeded|(?:at|over|out of|no) capacity",
     re.IGNORECASE,
 )
 _SERVER_TEXT = re.compile(r"overloaded", re.IGNORECASE)
