@@ -282,3 +282,157 @@ def test_the_adaptive_limiter_counts_a_200_naming_a_429_as_a_rate_limit(
     before, after, limited, errors = asyncio.run(go())
     assert (limited, errors) == (1, 0)
     assert after < before
+
+
+@pytest.mark.parametrize(("body", "status"), [
+    ({"error": "Rate limit exceeded"}, 429),
+    ({"error": "Too Many Requests"}, 429),
+    ({"error": "quota exceeded for tenant acme"}, 429),
+    ({"result": None, "error": "throttled, try again"}, 429),
+    ({"error": {"message": "Rate limit reached"}}, 429),
+    ({"error": "Model is overloaded"}, 503),
+])
+def test_a_rate_limit_said_in_words_is_retried_as_a_429(
+    srv: FakeServer, body: dict[str, Any], status: int
+) -> None:
+    failure = call(srv, {"respond": body})
+    assert isinstance(failure, RetryableFailure), failure
+    assert failure.attempts == 4 and srv.total_calls("/system") == 4
+    assert failure.status == status and f"read as HTTP {status}" in failure.message
+
+
+def test_the_adaptive_limiter_counts_a_rate_limit_said_in_words(srv: FakeServer) -> None:
+    srv.configure("/system", error_body_first_n=1, error_body={"error": "Too many requests"})
+    system = HttpSystem(name="demo", url=srv.system_url, version="v1", timeout_s=5.0)
+
+    async def go() -> tuple[int, int, int, int]:
+        limiter = AdaptiveLimiter("system", 16)
+        before = limiter.limit
+        await system.start()
+        try:
+            with pytest.raises(RetryableFailure):
+                await limiter.run(lambda: system.call("c1", {"text": "a"}, 1))
+            await limiter.run(lambda: system.call("c1", {"text": "a"}, 2), retry=True)
+        finally:
+            await system.aclose()
+        return before, limiter.limit, limiter.aimd.rate_limits, limiter.aimd.errors
+
+    before, after, limited, errors = asyncio.run(go())
+    assert (limited, errors) == (1, 0)
+    assert after < before
+
+
+@pytest.mark.parametrize("body", [
+    {"answer": "Rate limit exceeded: see our quota page", "error": None},
+    {"error": "rate limit", "label": "billing"},        # an output with other keys
+    {"result": "Too many requests", "error": ""},
+])
+def test_an_output_that_mentions_a_rate_limit_is_an_output(
+    srv: FakeServer, body: dict[str, Any]
+) -> None:
+    result = call(srv, {"respond": body})
+    assert isinstance(result, Attempted) and result.attempts == 1, result
+    assert result.value.output == body
+
+
+@pytest.mark.parametrize(("body", "status"), [
+    ({"error": {"code": 401, "message": "bad token"}}, 401),
+    ({"error": {"type": "authentication_error", "message": "invalid x-api-key"}}, 401),
+    ({"error": {"code": "404", "message": "no ticket 42"}}, 404),
+])
+def test_a_200_naming_a_client_error_fails_the_case_and_does_not_stop_the_run(
+    srv: FakeServer, body: dict[str, Any], status: int
+) -> None:
+    """Read as its status (a judge's stops the run), but an endpoint may answer one case
+    "not found": the run goes on (docs/http-endpoint.md)."""
+    failure = call(srv, {"respond": body})
+    assert isinstance(failure, PermanentFailure) and failure.attempts == 1, failure
+    assert failure.status == status and not failure.stops_run
+    assert f"read as HTTP {status})" in failure.message
+
+
+@pytest.mark.parametrize("code", ["\u00b2", "9" * 5000])
+def test_a_code_that_is_not_a_status_fails_the_case_as_the_error_it_is(
+    srv: FakeServer, code: str
+) -> None:
+    failure = call(srv, {"respond": {"error": {"message": "no such tenant", "code": code}}})
+    assert isinstance(failure, PermanentFailure) and failure.attempts == 1, failure
+    assert failure.message.startswith("system demo: HTTP 200 from POST http://127.0.0.1:")
+    assert "no such tenant" in failure.message
+
+
+def test_a_rate_limit_whose_body_cannot_be_decoded_is_counted_and_retried(
+    srv: FakeServer,
+) -> None:
+    srv.configure("/system", fail_first_n=1, fail_status=429, retry_after="0",
+                  reply_headers={"content-encoding": "gzip"})
+    system = HttpSystem(name="demo", url=srv.system_url, version="v1", timeout_s=5.0)
+
+    async def go() -> tuple[str, int, int]:
+        limiter = AdaptiveLimiter("system", 16)
+        await system.start()
+        try:
+            with pytest.raises(RetryableFailure) as limited:
+                await limiter.run(lambda: system.call("c1", {"text": "a"}, 1))
+        finally:
+            await system.aclose()
+        return limited.value.message, limiter.aimd.rate_limits, limiter.aimd.errors
+
+    message, rate_limits, errors = asyncio.run(go())
+    assert (rate_limits, errors) == (1, 0)
+    assert "HTTP 429 from POST" in message and "could not be decoded" in message
+
+
+CAPACITY = {"result": None, "success": False, "messages": [],
+            "errors": [{"code": 3040, "message": "Capacity temporarily exceeded, please try again."}]}
+
+
+@pytest.mark.parametrize(("body", "output_path"), [
+    (CAPACITY, "result"),                                             # Cloudflare's envelope
+    ({"data": None, "errors": [{"message": "Rate limit exceeded"}]}, None),       # GraphQL's
+    ({"data": None, "errors": [{"message": "Rate limit exceeded"}]}, "data.label"),
+])
+def test_an_errors_list_where_the_output_should_be_is_an_error_of_the_case(
+    srv: FakeServer, body: dict[str, Any], output_path: str | None
+) -> None:
+    failure = call(srv, {"respond": body}, output_path=output_path)
+    assert isinstance(failure, RetryableFailure), failure
+    assert failure.attempts == 4 and failure.status == 429
+    assert "the body is an error (read as HTTP 429, a rate limit)" in failure.message
+
+
+def test_a_capacity_that_is_not_a_limit_is_not_read_as_one(srv: FakeServer) -> None:
+    body = {"error": {"message": "the input exceeds the model's capacity of 8192 tokens"}}
+    failure = call(srv, {"respond": body})
+    assert isinstance(failure, PermanentFailure) and failure.attempts == 1, failure
+
+
+@pytest.mark.parametrize("body", [
+    {"result": "fine", "success": True, "errors": [], "messages": []},
+    {"data": {"label": "bug"}, "errors": [{"message": "a field was deprecated"}]},
+])
+def test_an_output_beside_an_errors_list_is_the_output(
+    srv: FakeServer, body: dict[str, Any]
+) -> None:
+    result = call(srv, {"respond": body})
+    assert isinstance(result, Attempted) and result.value.output == body, result
+
+
+def test_the_gate_does_not_allow_on_null_results_of_an_errors_envelope(
+    srv: FakeServer, tmp_path: Path
+) -> None:
+    """Cloudflare's envelope with ``output_path: result``: a capacity error's ``null``
+    result was the output, scored, and passed the no-PII rule: 10 of 10, Gate ALLOW."""
+    cases = [{"id": f"c{i:02d}", "input": {"respond": {
+        "result": f"answer {i}", "success": True, "errors": [], "messages": []}}}
+        for i in range(8)]
+    cases += [{"id": f"e{i}", "input": {"respond": CAPACITY}} for i in range(2)]
+    root = _project(tmp_path / "p", srv, cases)
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace(
+        "    timeout_s: 5\n", "    timeout_s: 5\n    output_path: result\n"))
+    result = run_cli("run", cwd=root)
+    assert result.code == 3, result.text
+    assert "8 observed, 0 failed, 2 missing" in result.out
+    with sqlite3.connect(root / ".oloproof" / "store.sqlite") as conn:
+        assert conn.execute("SELECT count(*) FROM exec_cache").fetchone()[0] == 8

@@ -36,6 +36,7 @@ class _Judge(BaseHTTPRequestHandler):
 
     text: ClassVar[str] = '{"pass": true, "reason": "fine"}'
     cut: ClassVar[bool] = False
+    stop: ClassVar[str | None] = None  # another stop reason, sent as written
     calls: ClassVar[list[str]]
 
     def log_message(self, *args: Any) -> None:
@@ -48,13 +49,13 @@ class _Judge(BaseHTTPRequestHandler):
         if self.path.endswith("/v1/messages"):
             reply: dict[str, Any] = {
                 "content": [{"type": "text", "text": self.text}], "model": request["model"],
-                "stop_reason": "max_tokens" if self.cut else "end_turn",
+                "stop_reason": self.stop or ("max_tokens" if self.cut else "end_turn"),
                 "usage": {"input_tokens": 9, "output_tokens": 32},
             }
         else:
             reply = {
                 "choices": [{"message": {"role": "assistant", "content": self.text},
-                             "finish_reason": "length" if self.cut else "stop"}],
+                             "finish_reason": self.stop or ("length" if self.cut else "stop")}],
                 "model": request["model"],
                 "usage": {"prompt_tokens": 9, "completion_tokens": 32},
             }
@@ -107,6 +108,32 @@ def test_a_reply_cut_at_the_output_limit_is_no_verdict(
     assert again.code == 0, again.text
     assert len(handler.calls) == calls + 18
     assert runs(root)[0]["status"] == "DECIDED"
+
+
+@pytest.mark.parametrize(("provider", "stop", "said"), [
+    ("openai_compatible", "abort", "the body is an error (read as HTTP 503, a server error)"),
+    ("anthropic", "pause_turn", 'cut the reply short (stop reason "pause_turn")'),
+    ("anthropic", "model_context_window_exceeded",
+     'cut the reply short (stop reason "model_context_window_exceeded")'),
+])
+def test_a_reply_the_server_aborted_or_paused_is_no_verdict(
+    tmp_path: Path, judge: tuple[str, type[_Judge]], monkeypatch: pytest.MonkeyPatch,
+    provider: str, stop: str, said: str,
+) -> None:
+    """vLLM's and SGLang's ``finish_reason: "abort"``, Anthropic's ``pause_turn`` and
+    ``model_context_window_exceeded``: the model did not end the reply (a second verdict
+    may have been on its way), and the verdict it held so far was read: a pass on all 18
+    cases, ALLOW, exit 0. An abort is a server error (retried); the other two are cut."""
+    url, handler = judge
+    monkeypatch.setenv("JUDGE_KEY", "judge-key-for-tests")
+    handler.text, handler.stop = '{"pass": true, "reason": "fine so far"}', stop
+    root = _project(tmp_path / "p", url, provider)
+    result = cli(root, "run")
+    no_traceback(result)
+    assert result.code == 5, result.text
+    judged = [c["judgments"].get("exact_label") for c in cases_by_id(root).values()]
+    assert all(j is None or j["passed"] is None for j in judged), judged
+    assert any(j is not None and said in j["reason"] for j in judged), judged
 
 
 def test_a_whole_verdict_that_ended_on_its_own_is_read(

@@ -8,6 +8,7 @@ import httpx
 
 from oloproof.providers.base import (
     JudgeReply,
+    as_refusal,
     malformed,
     reply_field,
     send_refusing_parameters,
@@ -99,13 +100,14 @@ class AnthropicProvider:
             self._what,
         )
         data = parse_json_response(response, secrets, self._what)
+        # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}, or Anthropic's own
+        # {"type": "error", ...}) fails as the status it names (a rate limit or a server
+        # error is retried), also beside content: a reply that says it failed is not read.
+        failure = error_body_failure(response, data, secrets, self._what, provider=True)
+        if failure is not None:
+            raise as_refusal(failure, body, self._what, in_200=True)  # as a real 400
         blocks = reply_field(data, "content")
         if not isinstance(blocks, list):
-            # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}) fails as the
-            # status it names: a rate limit or a server error is retried.
-            failure = error_body_failure(response, data, secrets, self._what)
-            if failure is not None:
-                raise failure
             raise malformed(self._what, "no 'content' list in the response")
         texts = [
             block["text"]

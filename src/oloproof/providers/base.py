@@ -38,6 +38,7 @@ __all__ = [
     "JudgeReply",
     "Provider",
     "UnsupportedParameter",
+    "as_refusal",
     "make_judge_client",
     "refused_parameter",
     "resolve_api_key",
@@ -82,8 +83,10 @@ class JudgeReply:
 
 
 #: The stop reasons (OpenAI's ``finish_reason``, Anthropic's ``stop_reason``) of a reply
-#: the provider stopped before the model ended it.
-CUT_STOPS = frozenset({"length", "content_filter", "max_tokens", "refusal"})
+#: the provider stopped before the model ended it: Anthropic's ``pause_turn`` (a long turn
+#: paused, to be continued) and ``model_context_window_exceeded`` too.
+CUT_STOPS = frozenset({"length", "content_filter", "max_tokens", "refusal", "pause_turn",
+                       "model_context_window_exceeded"})
 
 
 class Provider(Protocol):
@@ -216,6 +219,23 @@ def refused_parameter(failure: AttemptFailure, sent: Iterable[str]) -> str | Non
     return None
 
 
+def as_refusal(
+    failure: AttemptFailure, body: Mapping[str, Any], what: str, *, in_200: bool = False
+) -> AttemptFailure:
+    """``failure``, or the :class:`UnsupportedParameter` it is when it is a 400 (sent as the
+    status, or named by a 200's error body: ``in_200``) refusing one of ``body``'s
+    fields."""
+    name = refused_parameter(failure, [k for k in body if k not in ("model", "messages")])
+    if name is None:
+        return failure
+    message, _, _ = _error_fields(failure.body or "")
+    flat = " ".join(message.split())[:200]
+    return UnsupportedParameter(
+        f"{what} refuses the parameter '{name}'", name,
+        f"{'HTTP 200 naming a 400' if in_200 else 'HTTP 400'}: {flat}",
+    )
+
+
 async def send_refusing_parameters(
     send: Any, body: Mapping[str, Any], what: str
 ) -> Any:
@@ -224,11 +244,7 @@ async def send_refusing_parameters(
     try:
         return await send()
     except PermanentFailure as failure:
-        name = refused_parameter(failure, [k for k in body if k not in ("model", "messages")])
-        if name is None:
+        refusal = as_refusal(failure, body, what)
+        if refusal is failure:
             raise
-        message, _, _ = _error_fields(failure.body or "")
-        flat = " ".join(message.split())[:200]
-        raise UnsupportedParameter(
-            f"{what} refuses the parameter '{name}'", name, f"HTTP 400: {flat}"
-        ) from None
+        raise refusal from None

@@ -12,6 +12,7 @@ import httpx
 
 from oloproof.providers.base import (
     JudgeReply,
+    as_refusal,
     malformed,
     reply_field,
     send_refusing_parameters,
@@ -26,6 +27,8 @@ from oloproof.transport.http import (
 from oloproof.usage import Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: The finish reasons of a reply the server failed to finish: a server error, retried.
+_FAILED = ("error", "abort")
 
 
 class OpenAIProvider:
@@ -109,21 +112,23 @@ class OpenAIProvider:
             self._what,
         )
         data = parse_json_response(response, secrets, self._what)
+        # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}) fails as the status
+        # it names (a rate limit or a server error is retried), also beside a choice: the
+        # text of a reply that says it failed is not read for a verdict.
+        failure = error_body_failure(response, data, secrets, self._what, provider=True)
+        if failure is not None:
+            raise as_refusal(failure, body, self._what, in_200=True)  # as a real 400
         message = reply_field(data, "choices", 0, "message")
         if not isinstance(message, dict):
-            # A gateway's 200 carrying an error ({"error": {"code": 429, ...}}) fails as the
-            # status it names: a rate limit or a server error is retried.
-            failure = error_body_failure(response, data, secrets, self._what)
-            if failure is not None:
-                raise failure
             raise malformed(self._what, "no choices[0].message in the response")
         choice = reply_field(data, "choices", 0)
-        if error_of_body(choice) is not None or choice.get("finish_reason") == "error":
+        if error_of_body(choice) is not None or choice.get("finish_reason") in _FAILED:
             # An error met while the model wrote (OpenRouter: finish_reason "error", the
-            # error in the choice): whatever text came before it is no reply to read.
+            # error in the choice; vLLM's and SGLang's "abort"): whatever text came before
+            # it is no reply to read.
             said = choice if error_of_body(choice) is not None else {
                 "error": {"type": "server_error"}}
-            failure = error_body_failure(response, said, secrets, self._what)
+            failure = error_body_failure(response, said, secrets, self._what, provider=True)
             if failure is not None:
                 raise failure
         content = message.get("content")

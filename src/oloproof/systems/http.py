@@ -65,13 +65,17 @@ def _follow_path(data: Any, path: str) -> Any:
 
 
 def _only_an_error(body: Any) -> bool:
-    """A body that reports an error and nothing else: a non-empty ``error`` whose fellow
-    members, if any, are all null (``{"result": null, "error": "timeout"}``)."""
+    """A body that reports an error and nothing else: a non-empty ``error`` (or ``errors``
+    list) whose fellow members, if any, are all null (``{"result": null, "error":
+    "timeout"}``, GraphQL's ``{"data": null, "errors": [...]}``)."""
     return (
         isinstance(body, dict)
-        and error_of_body({"error": body.get("error")}) is not None
-        and all(value is None for key, value in body.items() if key != "error")
+        and error_of_body({k: body.get(k) for k in _ERROR_KEYS}) is not None
+        and all(value is None for key, value in body.items() if key not in _ERROR_KEYS)
     )
+
+
+_ERROR_KEYS = ("error", "errors")
 
 
 # --------------------------------------------------------------------------- #

@@ -228,6 +228,8 @@ def _status_failure(reply: HttpReply, secrets: Iterable[str], what: str) -> Atte
         message = (f"{what}: {_from(reply)}: a redirect{where}, not followed (set the url to"
                    f" where it points): {body_excerpt(reply.text, secrets)}")
     rate = rate_signal(status, reply.headers)
+    if status == 429 and _out_of_credit(_json_or_none(reply.content)):
+        return _credit_failure(message, reply, secrets)
     if status == 429 or 500 <= status <= 599:
         # The retry policy honours Retry-After only, as it always has; the adaptive
         # limiter reads every rate-limit header (transport/ratelimit.py).
@@ -249,13 +251,40 @@ _RATE_WORDS = ("rate_limit", "ratelimit", "rate limit", "too_many_requests",
                "resource_exhausted", "throttl")
 _SERVER_WORDS = ("overloaded", "server_error", "api_error", "internal", "unavailable",
                  "bad_gateway", "gateway_timeout", "deadline_exceeded")
+# The client errors those words name, as the status each provider sends with it: Anthropic's
+# "invalid_request_error" (400), "authentication_error" (401), "permission_error" (403),
+# "not_found_error" (404); OpenAI's codes "invalid_api_key" (401), "model_not_found" (404).
+# Whole words only, the most specific first: "model_not_found" beside "invalid_request_error"
+# (as OpenAI sends them) is the 404 it comes with.
+_CLIENT_WORDS = (
+    (401, ("authentication_error", "invalid_api_key")),
+    (403, ("permission_error",)),
+    (404, ("not_found_error", "model_not_found")),
+    (400, ("invalid_request_error",)),
+)
+# What an error given as text says (``{"error": "Rate limit exceeded"}``, Hugging Face's
+# ``{"error": "Model is overloaded"}``), or the message of an error object whose words name
+# nothing: read for a rate limit and an overloaded server only; any other text is the
+# provider's own words, not a status ("ticket 42 not found" is no 404).
+_RATE_TEXT = re.compile(
+    r"rate[ _-]?limit|too[ _-]many[ _-]requests|quota|resource[ _]exhausted|throttl"
+    # Cloudflare's "Capacity temporarily exceeded"; not "the input exceeds the model's capacity"
+    r"|capacity (?:temporarily )?exceeded|(?:at|over|out of|no) capacity",
+    re.IGNORECASE,
+)
+_SERVER_TEXT = re.compile(r"overloaded", re.IGNORECASE)
+# A status written as text: three ASCII digits ("²" and "٤٢٩" pass str.isdigit, and int()
+# refuses the first and 5,000 digits alike: a ValueError was the judgment's stored reason).
+_STATUS_DIGITS = re.compile(r"[0-9]{3}")
 
 
 def error_of_body(data: Any) -> Any:
-    """The error a JSON body reports: its ``error`` member (a non-empty object or text), or
+    """The error a JSON body reports: its ``error`` member (a non-empty object or text), the
+    first of its ``errors`` (GraphQL's ``{"data": null, "errors": [{"message": …}]}``,
+    Cloudflare's ``{"result": null, "success": false, "errors": [{"code": 3040, …}]}``), or
     the body itself when it says it is one with a message (vLLM's and FastChat's
     ``{"object": "error", "message": …, "code": 400}``); ``None`` when it reports none (no
-    ``error``, or ``null``, ``false``, ``""``, ``{}``)."""
+    ``error``, or ``null``, ``false``, ``""``, ``{}``, and no ``errors`` or ``[]``)."""
     if not isinstance(data, dict):
         return None
     error = data.get("error")
@@ -263,6 +292,10 @@ def error_of_body(data: Any) -> Any:
         return error
     if isinstance(error, str) and error.strip():
         return error
+    errors = data.get("errors")
+    for item in errors if isinstance(errors, list) else ():
+        if (isinstance(item, dict) and item) or (isinstance(item, str) and item.strip()):
+            return item
     if "error" in (data.get("object"), data.get("type")) and isinstance(
         data.get("message"), str
     ):
@@ -273,14 +306,17 @@ def error_of_body(data: Any) -> Any:
 def _named_status(error: Any, data: Any) -> int | None:
     """The HTTP status an error body names: a failing status in its ``code``, ``status`` or
     ``status_code`` (a number, or digits), else what its ``type``/``code``/``status`` words
-    say (a rate limit: 429; an overloaded or failing server: 503), else ``None``."""
+    say (a rate limit: 429; an overloaded or failing server: 503; a client error: the status
+    the provider sends it with, :data:`_CLIENT_WORDS`), else what the error's text says (a
+    text error, or the ``message`` of one whose words name nothing: a rate limit, 429, or an
+    overloaded server, 503), else ``None``."""
     words: list[str] = []
     for holder in (error, data):
         if not isinstance(holder, dict):
             continue
         for key in ("code", "status", "status_code"):
             value = holder.get(key)
-            if isinstance(value, str) and value.strip().isdigit():
+            if isinstance(value, str) and _STATUS_DIGITS.fullmatch(value.strip()):
                 value = int(value.strip())
             if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
                 return value
@@ -292,11 +328,21 @@ def _named_status(error: Any, data: Any) -> int | None:
         return 429
     if any(word in said for word in _SERVER_WORDS):
         return 503
+    for status, names in _CLIENT_WORDS:
+        if any(name in words for name in names):
+            return status
+    text = error if isinstance(error, str) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        text = error["message"]
+    if text is not None and _RATE_TEXT.search(text):
+        return 429
+    if text is not None and _SERVER_TEXT.search(text):
+        return 503
     return None
 
 
 def error_body_failure(
-    reply: HttpReply, data: Any, secrets: Iterable[str], what: str
+    reply: HttpReply, data: Any, secrets: Iterable[str], what: str, *, provider: bool = False
 ) -> AttemptFailure | None:
     """The failure a 2xx reply whose JSON body is an error reports, classified as the HTTP
     status it names (:func:`_named_status`): a rate limit (429) is retried and carries its
@@ -306,11 +352,18 @@ def error_body_failure(
     Several OpenAI-compatible gateways and proxies answer ``200`` with
     ``{"error": {"code": 429, "message": "rate limited"}}``: neither an answer nor a
     malformed reply, but the failure it names.
+
+    A ``provider``'s (a judge's or a model system's) 401, 403 or 404 stops the run, as the
+    real status does: its request is the same for every case. An HTTP system's does not: an
+    endpoint may answer one case "not found" (docs/http-endpoint.md).
     """
     error = error_of_body(data)
     if error is None:
         return None
     secrets = tuple(secrets)
+    if _out_of_credit(data):
+        return _credit_failure(f"{what}: {_from(reply)}: the body is an error (read as HTTP"
+                               f" 429): {body_excerpt(reply.text, secrets)}", reply, secrets)
     status = _named_status(error, data)
     if status == 429:
         read = " (read as HTTP 429, a rate limit)"
@@ -330,8 +383,39 @@ def error_body_failure(
         )
         retryable.status = status
         return retryable
-    failure = PermanentFailure(message)
+    failure = PermanentFailure(message, stops_run=provider and status in STOPS_RUN_STATUSES)
     failure.status = status
+    failure.body = mask(reply.text, secrets)
+    return failure
+
+
+#: What OpenAI sends with a 429 when the account's credit or spending limit is used up
+#: ("You exceeded your current quota, please check your plan and billing details"): no wait
+#: lifts it, so it is not retried, and it stops the run (every later call is refused alike).
+_OUT_OF_CREDIT = frozenset({"insufficient_quota"})
+
+
+def _json_or_none(content: bytes) -> Any:
+    try:
+        return loads_strict(content)
+    except ValueError:  # JsonLimitError too: an error body that is not JSON says nothing
+        return None
+
+
+def _out_of_credit(data: Any) -> bool:
+    error = error_of_body(data)
+    return isinstance(error, dict) and any(
+        isinstance(v := error.get(k), str) and v.strip().lower() in _OUT_OF_CREDIT
+        for k in ("type", "code")
+    )
+
+
+def _credit_failure(message: str, reply: HttpReply, secrets: Iterable[str]) -> AttemptFailure:
+    failure = PermanentFailure(
+        f"{message} (insufficient_quota: the account's credit or spending limit is used up;"
+        " no retry lifts it)", stops_run=True,
+    )
+    failure.status = 429
     failure.body = mask(reply.text, secrets)
     return failure
 
@@ -436,14 +520,20 @@ async def send_attempt(
 
 
 async def _read_error_body(response: httpx.Response) -> bytes:
-    """Enough of an error body for its excerpt; the rest is not read."""
+    """Enough of an error body for its excerpt; the rest is not read. A body that cannot be
+    decoded (``Content-Encoding: gzip`` on a plain or broken error page) is said to be so:
+    the status is what the failure is, and it stands (a 429 stays a 429)."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= _ERROR_BODY_BYTES:
-            break
+    try:
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= _ERROR_BODY_BYTES:
+                break
+    except httpx.DecodingError:
+        encoding = response.headers.get("content-encoding", "").strip()[:40] or "encoded"
+        return f"(a {encoding} body that could not be decoded)".encode()
     return b"".join(chunks)[:_ERROR_BODY_BYTES]
 
 
