@@ -46,6 +46,7 @@ from oloproof.store.cache import Cache
 from oloproof.store.db import (
     StoreUnreadable,
     connect_quickly,
+    in_a_statement,
     local_folder,
     open_store,
     set_busy_timeout,
@@ -443,8 +444,11 @@ class _Run:
         with contextlib.suppress(Exception):
             # The handler runs on the thread that owns ``conn``, between two of its
             # statements: a commit it interrupted holds the write lock our own
-            # connection needs. Its rows go, as the calls in flight do.
-            if self.conn.in_transaction:
+            # connection needs. Its rows go, as the calls in flight do. Never inside a
+            # statement (a team store's cache read, its decision): psycopg's lock, held
+            # by the statement the handler interrupted, made the ROLLBACK wait for ever,
+            # and the second Ctrl-C hung the run instead of ending it.
+            if self.conn.in_transaction and not in_a_statement(self.conn):
                 self.conn.execute("ROLLBACK")
         try:
             own = connect_quickly(self.location, 0.5)

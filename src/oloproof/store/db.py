@@ -619,6 +619,16 @@ def run_alive(conn: Connection, pid: int | None, owner: str | None, created_at: 
     return bool(conn.run_alive(owner))  # type: ignore[attr-defined]
 
 
+def in_a_statement(conn: Connection) -> bool:
+    """Whether the thread that uses ``conn`` is inside one of its statements: a signal
+    handler that interrupted it there must ask nothing of ``conn``. An SQLite statement is
+    one C call, which no Python signal handler interrupts; a PostgreSQL one is not
+    (:attr:`~oloproof.store.postgres.PgConnection.in_a_statement`)."""
+    if is_sqlite(conn):
+        return False
+    return bool(conn.in_a_statement)  # type: ignore[attr-defined]
+
+
 def connect_quickly(location: StoreLocation, timeout_s: float) -> Connection:
     """A connection of its own that waits at most ``timeout_s`` for a lock (the record of a
     hard stop, from a signal handler)."""
