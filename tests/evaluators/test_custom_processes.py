@@ -450,3 +450,53 @@ def test_closing_the_pool_leaves_a_busy_pipe_to_the_thread_reading_it(
     assert not caller.is_alive()
     assert [type(exc) for exc in raised] == [ProcessEnded]
     assert closed == ["the-caller"]
+
+
+def test_a_child_reaped_by_close_is_never_signalled_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """close() kills and reaps a busy child; the thread whose call it ended then killed its
+    process group again. Once reaped, the child's PID is free: the kernel may give it to a
+    new process that leads a group of its own, and SIGKILL would reach that group. Here the
+    caller's signal is held until close() has returned (and reaped), as a loaded machine
+    may hold it."""
+    import functools
+    import threading
+
+    from oloproof.transport.processes import ProcessEnded, ProcessPool
+
+    pool = ProcessPool(1, ("operator", "methodcaller", ("__call__",)))
+    pool.call(functools.partial(time.sleep, 0), 60.0)  # started and set up
+    (child,) = pool._idle
+    closed = threading.Event()
+    after_reaping: list[int] = []
+    real_killpg = os.killpg
+
+    def killpg(pgid: int, sig: int) -> None:
+        if threading.current_thread().name == "the-caller":
+            closed.wait(30)
+        if child.proc.returncode is not None:
+            after_reaping.append(pgid)
+        real_killpg(pgid, sig)
+
+    monkeypatch.setattr(os, "killpg", killpg)
+    raised: list[BaseException] = []
+
+    def busy() -> None:
+        try:
+            pool.call(functools.partial(time.sleep, 60), 120.0)
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            raised.append(exc)
+
+    caller = threading.Thread(target=busy, name="the-caller")
+    caller.start()
+    deadline = time.monotonic() + 30
+    while pool._idle and time.monotonic() < deadline:  # the call took the child
+        time.sleep(0.01)
+    pool.close()
+    closed.set()
+    caller.join(60)
+    assert not caller.is_alive()
+    assert [type(exc) for exc in raised] == [ProcessEnded]
+    assert child.proc.returncode is not None
+    assert after_reaping == []

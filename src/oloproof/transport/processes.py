@@ -74,24 +74,38 @@ class _Unsendable:
 
 
 class _Child:
-    __slots__ = ("_closing", "conn", "proc")
+    __slots__ = ("_closing", "_reaping", "conn", "proc")
 
     def __init__(self, proc: subprocess.Popen[bytes], conn: Connection) -> None:
         self.proc = proc
         self.conn = conn
         self._closing = threading.Lock()
+        self._reaping = threading.Lock()
 
     def stop(self) -> None:
         """Kill the child and whatever it started (its own session), and reap it; its
-        pipe stays open for the thread that is using it (which sees the end of it)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+        pipe stays open for the thread that is using it (which sees the end of it).
+
+        A child already reaped is not signalled: its PID is free once reaped, and may
+        already lead another process's group (close() reaps a busy child, and the thread
+        whose call that ended used to kill its group again). Checked and signalled under
+        the lock every reaping of it here holds."""
+        with self._reaping:
+            if self.proc.returncode is not None:
+                return
             try:
-                self.proc.kill()
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    self.proc.kill()
+                except ProcessLookupError:
+                    pass
+            self.proc.wait()
+
+    def poll(self) -> int | None:
+        """The child's exit code once it has ended (it is then reaped), else ``None``."""
+        with self._reaping:
+            return self.proc.poll()
 
     def kill(self) -> None:
         """:meth:`stop`, and close the pipe. Safe from two threads at once: a pipe
@@ -107,7 +121,7 @@ class _Child:
     def ended(self) -> str:
         """How the child ended, in words (it has ended, or is killed now); its pipe is
         closed."""
-        code = self.proc.poll()
+        code = self.poll()
         if code is None:
             self.stop()
             code = self.proc.returncode
@@ -212,7 +226,7 @@ class ProcessPool:
                     raise ProcessEnded("the run stopped its evaluator processes")
                 while self._idle:
                     child = self._idle.pop()
-                    if child.proc.poll() is None:
+                    if child.poll() is None:
                         return child
                     self._all.discard(child)
                     child.conn.close()
