@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
@@ -500,3 +501,51 @@ def test_a_child_reaped_by_close_is_never_signalled_again(
     assert [type(exc) for exc in raised] == [ProcessEnded]
     assert child.proc.returncode is not None
     assert after_reaping == []
+
+
+def test_a_child_warm_could_not_start_leaves_the_calls_to_start_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """warm() starts children in threads of their own, and a call waits for one of those
+    rather than start another. A start that failed otherwise than ProcessEnded (the
+    socket pair refused: too many open files, on a big run) killed its thread with a
+    traceback before it said it was done, and every call then waited for it for ever."""
+    import errno
+    import socket
+    import threading
+
+    from oloproof.transport.processes import ProcessPool
+
+    real_socketpair = socket.socketpair
+    refused: list[str] = []
+
+    def socketpair(*args: Any) -> tuple[socket.socket, socket.socket]:
+        if not refused:  # the first start, warm()'s
+            refused.append(threading.current_thread().name)
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return real_socketpair(*args)
+
+    monkeypatch.setattr(socket, "socketpair", socketpair)
+    pool = ProcessPool(1, ("operator", "itemgetter", (0,)), name="warm-test")
+    answers: list[object] = []
+    try:
+        pool.warm()
+        for thread in threading.enumerate():
+            if thread.name == "warm-test-start":
+                thread.join(60)
+        assert refused == ["warm-test-start"]
+
+        def call() -> None:
+            try:
+                answers.append(pool.call((7,), 60.0))
+            except BaseException as exc:  # noqa: BLE001 - the test reads it
+                answers.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        caller.join(60)
+        waited = caller.is_alive()
+    finally:
+        pool.close()
+    assert not waited, "the call waited for a child warm() never started"
+    assert answers == [7]

@@ -206,16 +206,20 @@ class ProcessPool:
                              daemon=True).start()
 
     def _warm_one(self) -> None:
+        child: _Child | None = None
         try:
-            child: _Child | None = self._start()
-        except ProcessEnded:
-            child = None  # a call starts its own and reports why it could not
-        with self._lock:
-            self._starting -= 1
-            if child is not None and not self._closed:
-                self._idle.append(child)
-                child = None
-            self._ready.notify_all()
+            child = self._start()
+        except Exception:  # noqa: BLE001, S110 - a call starts its own, and says why it could not
+            pass
+        finally:
+            # Whatever ended the start: a call waits for this thread's child while it is
+            # counted (_checkout), and a start that died uncounted kept every call waiting.
+            with self._lock:
+                self._starting -= 1
+                if child is not None and not self._closed:
+                    self._idle.append(child)
+                    child = None
+                self._ready.notify_all()
         if child is not None:
             child.kill()
 
@@ -252,7 +256,10 @@ class ProcessPool:
         import subprocess
         from multiprocessing.connection import Connection
 
-        ours, theirs = socket.socketpair()
+        try:
+            ours, theirs = socket.socketpair()
+        except OSError as exc:  # too many open files
+            raise ProcessEnded(f"its process could not be started ({exc})") from None
         # Found at the end of the child's path if nothing earlier provides it (a run from a
         # source checkout); an installed oloproof is found first, as in the parent.
         package_parent = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
