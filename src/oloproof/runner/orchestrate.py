@@ -210,6 +210,7 @@ class _Run:
         self.finished = False  # the run's end is being stored (or was)
         self.ended = False  # the run's end is stored
         self.damaged = False  # SQLite found the store damaged: nothing more is written
+        self.hard_stopping = False  # a second signal's record of the end is being written
 
     def store_start(self) -> None:
         """The run's row (and its labels), or :class:`StoreUnwritable` before any call."""
@@ -437,9 +438,12 @@ class _Run:
         if the store is free within half a second; otherwise the run reads back as ended
         without finishing (store.reader), which is also true. Not ``finished``: a second
         signal in the middle of storing the end (1 run in 14 at 40-110 ms) left the row
-        RUNNING."""
-        if self.ended:
+        RUNNING. A further signal while this one is recorded exits without waiting for
+        it (it waits for the store's lock in slices, between which signals are handled:
+        store.db ``begin_write``)."""
+        if self.ended or self.hard_stopping:
             return
+        self.hard_stopping = True
         self.reserve.release()
         with contextlib.suppress(Exception):
             # The handler runs on the thread that owns ``conn``, between two of its
