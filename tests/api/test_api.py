@@ -189,8 +189,13 @@ def test_cancelling_run_async_stores_a_partial_run(project_dir: Path) -> None:
 
 
 _CTRL_C_SCRIPT = """
-import asyncio, sys
+import asyncio, signal, sys
 import oloproof
+
+# Python's own handler, as in a terminal or a notebook's kernel: a suite started from a
+# background job (`make test &` in a script) passed its ignored SIGINT on to this script,
+# whose Ctrl-C then did nothing, and the tests failed on how they were started.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def started(event):
     if event.type == "case_executed" and not started.said:

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
@@ -450,3 +451,101 @@ def test_closing_the_pool_leaves_a_busy_pipe_to_the_thread_reading_it(
     assert not caller.is_alive()
     assert [type(exc) for exc in raised] == [ProcessEnded]
     assert closed == ["the-caller"]
+
+
+def test_a_child_reaped_by_close_is_never_signalled_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """close() kills and reaps a busy child; the thread whose call it ended then killed its
+    process group again. Once reaped, the child's PID is free: the kernel may give it to a
+    new process that leads a group of its own, and SIGKILL would reach that group. Here the
+    caller's signal is held until close() has returned (and reaped), as a loaded machine
+    may hold it."""
+    import functools
+    import threading
+
+    from oloproof.transport.processes import ProcessEnded, ProcessPool
+
+    pool = ProcessPool(1, ("operator", "methodcaller", ("__call__",)))
+    pool.call(functools.partial(time.sleep, 0), 60.0)  # started and set up
+    (child,) = pool._idle
+    closed = threading.Event()
+    after_reaping: list[int] = []
+    real_killpg = os.killpg
+
+    def killpg(pgid: int, sig: int) -> None:
+        if threading.current_thread().name == "the-caller":
+            closed.wait(30)
+        if child.proc.returncode is not None:
+            after_reaping.append(pgid)
+        real_killpg(pgid, sig)
+
+    monkeypatch.setattr(os, "killpg", killpg)
+    raised: list[BaseException] = []
+
+    def busy() -> None:
+        try:
+            pool.call(functools.partial(time.sleep, 60), 120.0)
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            raised.append(exc)
+
+    caller = threading.Thread(target=busy, name="the-caller")
+    caller.start()
+    deadline = time.monotonic() + 30
+    while pool._idle and time.monotonic() < deadline:  # the call took the child
+        time.sleep(0.01)
+    pool.close()
+    closed.set()
+    caller.join(60)
+    assert not caller.is_alive()
+    assert [type(exc) for exc in raised] == [ProcessEnded]
+    assert child.proc.returncode is not None
+    assert after_reaping == []
+
+
+def test_a_child_warm_could_not_start_leaves_the_calls_to_start_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """warm() starts children in threads of their own, and a call waits for one of those
+    rather than start another. A start that failed otherwise than ProcessEnded (the
+    socket pair refused: too many open files, on a big run) killed its thread with a
+    traceback before it said it was done, and every call then waited for it for ever."""
+    import errno
+    import socket
+    import threading
+
+    from oloproof.transport.processes import ProcessPool
+
+    real_socketpair = socket.socketpair
+    refused: list[str] = []
+
+    def socketpair(*args: Any) -> tuple[socket.socket, socket.socket]:
+        if not refused:  # the first start, warm()'s
+            refused.append(threading.current_thread().name)
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return real_socketpair(*args)
+
+    monkeypatch.setattr(socket, "socketpair", socketpair)
+    pool = ProcessPool(1, ("operator", "itemgetter", (0,)), name="warm-test")
+    answers: list[object] = []
+    try:
+        pool.warm()
+        for thread in threading.enumerate():
+            if thread.name == "warm-test-start":
+                thread.join(60)
+        assert refused == ["warm-test-start"]
+
+        def call() -> None:
+            try:
+                answers.append(pool.call((7,), 60.0))
+            except BaseException as exc:  # noqa: BLE001 - the test reads it
+                answers.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        caller.join(60)
+        waited = caller.is_alive()
+    finally:
+        pool.close()
+    assert not waited, "the call waited for a child warm() never started"
+    assert answers == [7]

@@ -7,6 +7,7 @@ import re
 import shlex
 import time
 from pathlib import Path
+from typing import Any
 
 import pexpect
 from rich.console import Console
@@ -148,3 +149,63 @@ def test_the_frame_of_the_seed_page_byte_for_byte() -> None:
     Console(file=out, width=120, color_system=None, force_terminal=True).print(view.render())
     drawn = "".join(line.rstrip() + "\n" for line in plain(out.getvalue()).splitlines())
     assert drawn == SEED_FRAME
+
+
+def test_a_frame_drawn_while_an_event_arrives_reads_the_counts_of_one_moment() -> None:
+    """rich's refresh thread draws the frame while the run's thread counts events: a frame
+    that read a metric's observed cases just before a pass arrived, and its passes just
+    after, had 6 passes of 5 observed (ValueError in the refresh thread, and the frame
+    froze). The event arrives here exactly there: a trace of the frame's thread hands it
+    over, from a thread of its own, when ``observed`` has been read."""
+    import sys
+    import threading
+
+    view = LiveView(Console(file=io.StringIO(), width=120), ["exact_label"], 120)
+
+    def judged(i: int) -> CaseJudged:
+        return CaseJudged("run_x", scenario_id=f"q{i:03d}", criterion="exact_label",
+                          status=JudgmentStatus.OK, passed=True, score=None, from_cache=False)
+
+    for i in range(5):
+        view(judged(i))
+    handed: list[threading.Thread] = []
+
+    def on_return(frame: Any, event: str, _arg: Any) -> Any:
+        if event == "return" and not handed:
+            handed.append(threading.Thread(target=view, args=(judged(5),)))
+            handed[0].start()
+            handed[0].join(2)  # at once, unless the frame's reading holds it off
+        return on_return
+
+    def tracer(frame: Any, event: str, _arg: Any) -> Any:
+        code = frame.f_code
+        if event == "call" and code.co_name == "observed" and code.co_filename.endswith(
+                "evidence.py"):
+            return on_return
+        return None
+
+    drawn: list[object] = []
+
+    def draw() -> None:
+        sys.settrace(tracer)
+        try:
+            drawn.append(view.render())
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            drawn.append(exc)
+        finally:
+            sys.settrace(None)
+
+    frame_thread = threading.Thread(target=draw)
+    frame_thread.start()
+    frame_thread.join(60)
+    handed[0].join(60)
+    assert handed and not handed[0].is_alive()
+    (table,) = drawn
+    assert not isinstance(table, BaseException), repr(table)
+    out = io.StringIO()
+    Console(file=out, width=120, color_system=None, force_terminal=True).print(table)
+    assert "5 observed · 0 missing" in plain(out.getvalue()), out.getvalue()
+    # And the next frame has the sixth.
+    out = io.StringIO()
+    Console(file=out, width=120, color_system=None, force_terminal=True).print(view.render())
+    assert "6 observed · 0 missing" in plain(out.getvalue()), out.getvalue()

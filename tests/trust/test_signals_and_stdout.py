@@ -279,6 +279,9 @@ def test_a_hangup_of_the_terminal_stops_the_run_as_a_signal_does(tmp_path: Path)
     pid, terminal = pty.fork()
     if pid == 0:  # the child: a session whose controlling terminal is the pty
         os.chdir(root)
+        # As in a terminal's session: a suite started under nohup (a long run on a shared
+        # machine) passed its ignored SIGHUP on, and the run rightly went on (exit 0).
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         os.execve(OLOPROOF[0], [*OLOPROOF, "run", "--no-cache"], env)
     try:
         _first_case_stored(root, lambda: os.waitpid(pid, os.WNOHANG) == (0, 0))
@@ -313,3 +316,44 @@ def test_under_nohup_a_hangup_is_still_ignored(tmp_path: Path) -> None:
             proc.wait()
     assert proc.returncode == 0, (out, err)
     assert _raw_status(root) == [("DECIDED", "COMPLETE")]
+
+
+def test_a_second_ctrl_c_while_a_commit_waits_for_another_writers_lock_exits(
+    tmp_path: Path,
+) -> None:
+    """Another process holds the store's write lock (a second writer, a browser of the
+    file with a transaction open): the run's next commit waits for it, up to
+    ``limits.store_busy_timeout_s``. SQLite waited inside one C call, where no Python
+    signal handler runs, so a double Ctrl-C did nothing until the lock came free or the
+    busy timeout ran out: here an hour (40 s at the default 30 s). The second Ctrl-C now
+    exits 5 at once, whatever holds the lock."""
+    root = project(tmp_path / "p", SLOW, n=2000, concurrency=4,
+                   extra="limits:\n  store_busy_timeout_s: 3600\n")
+    proc = _start(root)
+    holder: sqlite3.Connection | None = None
+    try:
+        _first_case_stored(root, lambda: proc.poll() is None)
+        holder = sqlite3.connect(root / ".oloproof" / "store.sqlite", timeout=30,
+                                 isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # the write lock, held until the test ends
+        # Ctrl-C until the run ends: the first stops it, and its end then waits for the
+        # lock; the second must end it at once. The lock is held throughout, so a run
+        # that waited for it never ends here.
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(0.5)
+            except subprocess.TimeoutExpired:
+                pass
+        waited = proc.poll() is None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _, err = proc.communicate(timeout=60)
+        if holder is not None:
+            holder.close()
+    assert not waited, "a double Ctrl-C waited for the store's lock"
+    assert proc.returncode == 5, err
+    assert "stopped at once (interrupted (Ctrl-C), then a second signal)" in err, err
+    assert "Traceback" not in err, err

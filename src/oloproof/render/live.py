@@ -16,6 +16,8 @@ the ``concurrency_changed`` events.
 
 from __future__ import annotations
 
+import threading
+
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -83,6 +85,11 @@ class LiveView:
         self.decided: list[str] = []
         # Counted by the one rule for observed/missing/excluded (oloproof.evidence).
         self.evidence = {m: CriterionEvidence(m, MetricKind.BINARY) for m in binary_metrics}
+        # The counters are updated on the run's thread and read by rich's refresh thread:
+        # a frame drawn between two updates read 6 passed of 5 observed (ValueError in
+        # the refresh thread, whose frame then froze), or a limit added to the dict it was
+        # iterating. Each event's update, and each frame's reading, hold this lock.
+        self._lock = threading.Lock()
         rate = min(MAX_REFRESH_PER_SECOND, refresh_per_second)
         if rate <= 0:
             raise ValueError("refresh_per_second must be > 0")
@@ -103,20 +110,25 @@ class LiveView:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, CaseExecuted):
-            self.done += 1
-            self.cached += event.from_cache
-            self.errors += event.status != CaseStatus.OK
+            with self._lock:
+                self.done += 1
+                self.cached += event.from_cache
+                self.errors += event.status != CaseStatus.OK
         elif isinstance(event, CaseJudged):
             ev = self.evidence.get(event.criterion)
             if ev is not None:
-                ev.add(event.status, event.passed, event.score)
+                with self._lock:
+                    ev.add(event.status, event.passed, event.score)
         elif isinstance(event, ConcurrencyChanged):
-            self.limits[event.limit_name] = (event.limit, event.ceiling)
+            with self._lock:
+                self.limits[event.limit_name] = (event.limit, event.ceiling)
         elif isinstance(event, RuleDecided):
-            self.decided.append(
+            line = (
                 f"{event.rule}: {event.state} after {event.n:,} of {event.cases_total:,} cases"
                 " (sequential; no more cases are started once every rule is decided)"
             )
+            with self._lock:
+                self.decided.append(line)
         elif isinstance(event, RunStarted):
             self.start()
         elif isinstance(event, RunFinished):
@@ -138,28 +150,31 @@ class LiveView:
                 pass  # the terminal went away (a hangup): there is nothing left to draw on
 
     def render(self) -> Table:
-        """The current frame; metric names are literal text, never markup."""
-        heading = title(self.done, self.total, self.cached, self.errors)
-        adaptive = limits_line(self.limits)
+        """The current frame; metric names are literal text, never markup. Called by rich's
+        refresh thread: the counters are read in one go, between two events."""
+        with self._lock:
+            heading = title(self.done, self.total, self.cached, self.errors)
+            adaptive = limits_line(self.limits)
+            decided = list(self.decided)
+            counts = [(m, self.evidence[m].observed, self.evidence[m].passed,
+                       self.evidence[m].missing) for m in self.metrics]
         if adaptive:
             heading += "\n" + adaptive
-        for decided in self.decided:
-            heading += "\n" + decided
+        for line in decided:
+            heading += "\n" + line
         table = Table(
             title=text(heading),
             caption=text(CAPTION),
         )
         for col in COLUMNS:
             table.add_column(col, no_wrap=True)
-        for m in self.metrics:
-            ev = self.evidence[m]
-            n, k = ev.observed, ev.passed
+        for m, n, k, missing in counts:
             iv = wilson(k, n)  # None when nothing is observed yet
             if iv is not None:
                 est, interval = pct(k / n), fmt_interval(iv.lower, iv.upper)
             else:
                 est, interval = "", ""
             table.add_row(
-                text(m), text(est), text(interval), text(f"{n} observed · {ev.missing} missing")
+                text(m), text(est), text(interval), text(f"{n} observed · {missing} missing")
             )
         return table

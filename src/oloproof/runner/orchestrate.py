@@ -46,6 +46,7 @@ from oloproof.store.cache import Cache
 from oloproof.store.db import (
     StoreUnreadable,
     connect_quickly,
+    in_a_statement,
     local_folder,
     open_store,
     set_busy_timeout,
@@ -209,6 +210,7 @@ class _Run:
         self.finished = False  # the run's end is being stored (or was)
         self.ended = False  # the run's end is stored
         self.damaged = False  # SQLite found the store damaged: nothing more is written
+        self.hard_stopping = False  # a second signal's record of the end is being written
 
     def store_start(self) -> None:
         """The run's row (and its labels), or :class:`StoreUnwritable` before any call."""
@@ -436,15 +438,21 @@ class _Run:
         if the store is free within half a second; otherwise the run reads back as ended
         without finishing (store.reader), which is also true. Not ``finished``: a second
         signal in the middle of storing the end (1 run in 14 at 40-110 ms) left the row
-        RUNNING."""
-        if self.ended:
+        RUNNING. A further signal while this one is recorded exits without waiting for
+        it (it waits for the store's lock in slices, between which signals are handled:
+        store.db ``begin_write``)."""
+        if self.ended or self.hard_stopping:
             return
+        self.hard_stopping = True
         self.reserve.release()
         with contextlib.suppress(Exception):
             # The handler runs on the thread that owns ``conn``, between two of its
             # statements: a commit it interrupted holds the write lock our own
-            # connection needs. Its rows go, as the calls in flight do.
-            if self.conn.in_transaction:
+            # connection needs. Its rows go, as the calls in flight do. Never inside a
+            # statement (a team store's cache read, its decision): psycopg's lock, held
+            # by the statement the handler interrupted, made the ROLLBACK wait for ever,
+            # and the second Ctrl-C hung the run instead of ending it.
+            if self.conn.in_transaction and not in_a_statement(self.conn):
                 self.conn.execute("ROLLBACK")
         try:
             own = connect_quickly(self.location, 0.5)

@@ -27,6 +27,7 @@ import contextlib
 import os
 import sqlite3
 import stat
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -600,6 +601,42 @@ def set_busy_timeout(conn: Connection, seconds: float) -> None:
         conn.set_lock_timeout(seconds)  # type: ignore[attr-defined]
 
 
+#: How long SQLite waits for another writer's lock in one go, in :func:`begin_write`.
+LOCK_WAIT_SLICE_MS = 100
+_SQLITE_BUSY = 5
+
+
+def begin_write(conn: Connection) -> None:
+    """``BEGIN IMMEDIATE``: the write lock, waited for up to the connection's busy timeout.
+
+    SQLite waits for another writer's lock inside one C call, where no Python signal
+    handler runs: a run's commit that waited for a lock held elsewhere held off every
+    Ctrl-C (the second too, which exits at once) for the whole busy timeout, 30 s by
+    default and up to an hour. On SQLite the wait is made in slices of
+    :data:`LOCK_WAIT_SLICE_MS`, between which the handlers run; the same lock, the same
+    total wait, the same "database is locked" at its end."""
+    if not is_sqlite(conn):
+        conn.execute("BEGIN IMMEDIATE")
+        return
+    total_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+    if total_ms <= LOCK_WAIT_SLICE_MS:
+        conn.execute("BEGIN IMMEDIATE")
+        return
+    conn.execute(f"PRAGMA busy_timeout = {LOCK_WAIT_SLICE_MS}")
+    try:
+        deadline = time.monotonic() + total_ms / 1000
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                busy = getattr(exc, "sqlite_errorcode", None) == _SQLITE_BUSY
+                if not busy or time.monotonic() >= deadline:
+                    raise
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {total_ms}")
+
+
 def claim_run(conn: Connection, run_id: str) -> str | None:
     """The owner token of a run this process starts (store/liveness.py): the process's
     identity on SQLite; on PostgreSQL, the run's advisory lock, taken on ``conn``."""
@@ -617,6 +654,16 @@ def run_alive(conn: Connection, pid: int | None, owner: str | None, created_at: 
 
         return run_owner_alive(pid, owner, created_at)
     return bool(conn.run_alive(owner))  # type: ignore[attr-defined]
+
+
+def in_a_statement(conn: Connection) -> bool:
+    """Whether the thread that uses ``conn`` is inside one of its statements: a signal
+    handler that interrupted it there must ask nothing of ``conn``. An SQLite statement is
+    one C call, which no Python signal handler interrupts; a PostgreSQL one is not
+    (:attr:`~oloproof.store.postgres.PgConnection.in_a_statement`)."""
+    if is_sqlite(conn):
+        return False
+    return bool(conn.in_a_statement)  # type: ignore[attr-defined]
 
 
 def connect_quickly(location: StoreLocation, timeout_s: float) -> Connection:

@@ -264,6 +264,14 @@ class PgConnection(PgBase):
     def in_transaction(self) -> bool:
         return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
 
+    @property
+    def in_a_statement(self) -> bool:
+        """Whether a statement is on its way on this connection: psycopg holds the
+        connection's lock from before it sends one until its answer is read, and waits for
+        the answer in Python, where a signal handler may run. Another statement asked of
+        the connection from that handler would wait for that lock for ever."""
+        return bool(self.raw.lock.locked())
+
     def close(self) -> None:
         try:
             self.raw.close()

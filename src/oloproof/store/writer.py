@@ -76,7 +76,7 @@ from oloproof.events import (
     Event,
     utc_timestamp,
 )
-from oloproof.store.db import claim_run
+from oloproof.store.db import begin_write, claim_run
 from oloproof.store.dbapi import ERRORS, RetryableError, is_damaged, is_sqlite
 from oloproof.usage import Usage
 
@@ -334,7 +334,7 @@ class StoreWriter:
     ) -> None:
         self.close()  # every row committed first, and the committer thread stopped
         self.flush()
-        self.conn.execute("BEGIN IMMEDIATE")
+        begin_write(self.conn)
         try:
             self.conn.execute("DELETE FROM decisions WHERE run_id = ?", (self.run_id,))
             self.conn.executemany(
@@ -629,7 +629,7 @@ def _commit(conn: Connection, rows: tuple[_Rows, ...]) -> None:
              if table_rows]
         )
         return
-    conn.execute("BEGIN IMMEDIATE")
+    begin_write(conn)
     try:
         for sql, table_rows in zip(_SQLITE_INSERTS, rows, strict=True):
             if table_rows:

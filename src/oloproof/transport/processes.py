@@ -74,24 +74,38 @@ class _Unsendable:
 
 
 class _Child:
-    __slots__ = ("_closing", "conn", "proc")
+    __slots__ = ("_closing", "_reaping", "conn", "proc")
 
     def __init__(self, proc: subprocess.Popen[bytes], conn: Connection) -> None:
         self.proc = proc
         self.conn = conn
         self._closing = threading.Lock()
+        self._reaping = threading.Lock()
 
     def stop(self) -> None:
         """Kill the child and whatever it started (its own session), and reap it; its
-        pipe stays open for the thread that is using it (which sees the end of it)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+        pipe stays open for the thread that is using it (which sees the end of it).
+
+        A child already reaped is not signalled: its PID is free once reaped, and may
+        already lead another process's group (close() reaps a busy child, and the thread
+        whose call that ended used to kill its group again). Checked and signalled under
+        the lock every reaping of it here holds."""
+        with self._reaping:
+            if self.proc.returncode is not None:
+                return
             try:
-                self.proc.kill()
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    self.proc.kill()
+                except ProcessLookupError:
+                    pass
+            self.proc.wait()
+
+    def poll(self) -> int | None:
+        """The child's exit code once it has ended (it is then reaped), else ``None``."""
+        with self._reaping:
+            return self.proc.poll()
 
     def kill(self) -> None:
         """:meth:`stop`, and close the pipe. Safe from two threads at once: a pipe
@@ -107,7 +121,7 @@ class _Child:
     def ended(self) -> str:
         """How the child ended, in words (it has ended, or is killed now); its pipe is
         closed."""
-        code = self.proc.poll()
+        code = self.poll()
         if code is None:
             self.stop()
             code = self.proc.returncode
@@ -192,16 +206,20 @@ class ProcessPool:
                              daemon=True).start()
 
     def _warm_one(self) -> None:
+        child: _Child | None = None
         try:
-            child: _Child | None = self._start()
-        except ProcessEnded:
-            child = None  # a call starts its own and reports why it could not
-        with self._lock:
-            self._starting -= 1
-            if child is not None and not self._closed:
-                self._idle.append(child)
-                child = None
-            self._ready.notify_all()
+            child = self._start()
+        except Exception:  # noqa: BLE001, S110 - a call starts its own, and says why it could not
+            pass
+        finally:
+            # Whatever ended the start: a call waits for this thread's child while it is
+            # counted (_checkout), and a start that died uncounted kept every call waiting.
+            with self._lock:
+                self._starting -= 1
+                if child is not None and not self._closed:
+                    self._idle.append(child)
+                    child = None
+                self._ready.notify_all()
         if child is not None:
             child.kill()
 
@@ -212,7 +230,7 @@ class ProcessPool:
                     raise ProcessEnded("the run stopped its evaluator processes")
                 while self._idle:
                     child = self._idle.pop()
-                    if child.proc.poll() is None:
+                    if child.poll() is None:
                         return child
                     self._all.discard(child)
                     child.conn.close()
@@ -238,7 +256,10 @@ class ProcessPool:
         import subprocess
         from multiprocessing.connection import Connection
 
-        ours, theirs = socket.socketpair()
+        try:
+            ours, theirs = socket.socketpair()
+        except OSError as exc:  # too many open files
+            raise ProcessEnded(f"its process could not be started ({exc})") from None
         # Found at the end of the child's path if nothing earlier provides it (a run from a
         # source checkout); an installed oloproof is found first, as in the parent.
         package_parent = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
