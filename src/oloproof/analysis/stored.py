@@ -20,6 +20,7 @@ from oloproof.errors import ConfigError, OloproofError
 from oloproof.evidence import LabelledScores, LabelledVerdicts
 from oloproof.policy.decide import Decision, MetricSummary, decide_run
 from oloproof.policy.judges import AnyJudgeReport, judge_report
+from oloproof.project._project import DEFAULT_POLICY_FILE
 from oloproof.store.dbapi import DATABASE_ERRORS
 from oloproof.store.reader import (
     CriterionEvidence,
@@ -30,6 +31,7 @@ from oloproof.store.reader import (
     load_run_labels,
     load_scores,
     load_verdicts,
+    run_sources,
 )
 
 if TYPE_CHECKING:
@@ -42,12 +44,14 @@ if TYPE_CHECKING:
 __all__ = [
     "STORED",
     "StoredEvidenceError",
+    "code_edited",
     "decide_stored",
     "grouped_stored_evidence",
     "judge_reports",
     "labelled_verdicts",
     "labels_edited",
     "policy_edited",
+    "policy_moved",
     "rule_labels",
     "sequential_reading",
     "sequential_report",
@@ -362,9 +366,9 @@ def _written_after(path: str, started: float) -> bool:
     return S_ISREG(status.st_mode) and status.st_mtime > started
 
 
-def _dataset_written_since(config: str, started: float) -> str | None:
-    """The ``dataset:`` oloproof.yaml (``config``) names, when it was written after
-    ``started``; None when older (one ``stat``) or when it cannot be read as a mapping."""
+def _config_written_since(config: str, started: float) -> dict[str, Any] | None:
+    """oloproof.yaml (``config``) as a mapping, when it was written after ``started``; None
+    when older (one ``stat``) or when it cannot be read as a mapping."""
     if not _written_after(config, started):
         return None
     try:
@@ -378,8 +382,149 @@ def _dataset_written_since(config: str, started: float) -> str | None:
         doc = yaml.safe_load(data)
     except (yaml.YAMLError, ValueError, RecursionError):
         return None  # `run` says what is wrong with it
-    dataset = doc.get("dataset") if isinstance(doc, dict) else None
+    return doc if isinstance(doc, dict) else None
+
+
+def _dataset_written_since(config: str, started: float) -> str | None:
+    """The ``dataset:`` oloproof.yaml (``config``) names, when it was written after
+    ``started``; None when older (one ``stat``) or when it cannot be read as a mapping."""
+    doc = _config_written_since(config, started)
+    dataset = None if doc is None else doc.get("dataset")
     return dataset if isinstance(dataset, str) and dataset else None
+
+
+def policy_moved(
+    record: RunRecord, release: ReleasePolicy, decisions: Sequence[object],
+    root: str | None = None, config: str | None = None,
+) -> list[str]:
+    """A note when the policy the project names now is another file than the one ``record``
+    was decided under, and holds other rules (or does not load): a run made with
+    ``--policy lenient.yaml``, or an oloproof.yaml whose ``policy:`` names a stricter file
+    since the run, must not see ``gate latest`` allow on the run's rules without a word.
+    Where the run's policy came from is what it stored (runner/sources.py);
+    a run stored without it (an older version) gets no such note. The file the project
+    names is the one the run stored, unless oloproof.yaml (``config``) was written since
+    (one ``stat`` otherwise): then its ``policy:`` is read. Only a file other than the
+    run's is read, and a copy of the same rules says nothing; ``policy: none`` now asks
+    for no rules, which the run's do not loosen (no note). The exit code stays the run's."""
+    sources = run_sources(record)
+    origin = (sources or {}).get("policy")
+    if not decisions or root is None or not isinstance(origin, Mapping):
+        return []
+    ran = origin.get("file")
+    created = _since(record, sources)
+    if created is None or not isinstance(ran, str):
+        return []
+    doc = None if config is None else _config_written_since(config, created.timestamp())
+    named = doc is not None and doc.get("policy") is not None
+    if doc is not None:
+        from oloproof.project.config import NO_POLICY  # an oloproof.yaml written since only
+
+        declared = doc.get("policy", DEFAULT_POLICY_FILE)
+        if not isinstance(declared, str) or not declared.strip():
+            return []  # `run` says what is wrong with it
+        if declared.strip().lower() == NO_POLICY:
+            return []
+        now = os.path.join(root, declared)
+    elif origin.get("given") and isinstance(origin.get("project"), str):
+        now = origin["project"]
+    else:
+        return []
+    if os.path.realpath(now) == os.path.realpath(ran):
+        return []  # the run's own file: policy_edited
+    shown = os.path.relpath(now)
+    if not os.path.isfile(now) and not named:
+        return []  # the project names no file of its own: nothing to compare
+    from oloproof.project.labels import scales_of_run
+    from oloproof.project.loader import load_release_policy
+
+    metrics = {m["criterion"]: m["kind"] for m in record.metrics}
+    what = "holds other rules"
+    try:
+        if load_release_policy(now, metrics, judges=scales_of_run(record.metrics),
+                               display=shown) == release:
+            return []
+    except ConfigError:
+        what = "does not load as a release policy for this run"
+    tail = (f"these decisions are under the policy stored with the run; `oloproof gate"
+            f" {record.id} --policy {shown}` decides under")
+    if origin.get("given"):
+        return [(f"this run was decided under --policy {origin.get('path')}, not under the"
+                 f" project's release policy ({shown}), which {what}: {tail} the project's.")]
+    assert config is not None  # doc was read from it
+    when = created.strftime("%Y-%m-%d %H:%M:%S UTC")
+    cfg = config if os.path.isabs(config) else os.path.relpath(config)
+    return [(f"{cfg} names {shown} as the release policy since this run under"
+             f" {record.policy_path} started ({when}), and {shown} {what}: {tail} it.")]
+
+
+def code_edited(
+    record: RunRecord, decisions: Sequence[object], root: str | None = None,
+) -> list[str]:
+    """A note when project code the run called (the system's, a custom evaluator's: the
+    files it stored with their digests, runner/sources.py) has changed since: a person
+    who edits the system and does not run it again must not see ``gate latest`` exit on
+    what the old code gave, without a word. Nothing is imported: each file is ``stat``-ed
+    (nothing more when it is older than the run), and one written since is hashed and
+    compared. A run stored without its files (an older version) gets no such note."""
+    sources = run_sources(record)
+    code = (sources or {}).get("code")
+    files = code.get("files") if isinstance(code, Mapping) else None
+    if not decisions or root is None or not isinstance(files, Mapping) or not files:
+        return []
+    created = _since(record, sources)
+    if created is None:
+        return []
+    changed: list[str] = []
+    for name, was in files.items():
+        path = os.path.join(root, str(name))
+        if not os.path.lexists(path):
+            changed.append(f"{os.path.relpath(path)} (removed)")
+        elif _written_after(path, created.timestamp()) and _file_digest(path) != was:
+            changed.append(os.path.relpath(path))
+    if not changed:
+        return []
+    outside = code.get("outside") if isinstance(code, Mapping) else None
+    cached = [os.path.relpath(os.path.join(root, str(p))) for p in outside or ()]
+    cached = [p for p in cached if p in changed]
+    when = created.strftime("%Y-%m-%d %H:%M:%S UTC")
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    note = (
+        f"code the run called has changed since it started ({when}): {shown}; these"
+        " decisions are on what the code gave then, and"
+        f" `oloproof run{' --no-cache' if cached else ''}` decides on the code as it is now"
+    )
+    if cached:
+        note += (f" ({', '.join(cached[:5])} {'is' if len(cached) == 1 else 'are'} outside"
+                 " the identity of the code that uses it: a run with the cache reads again"
+                 " what the code gave before)")
+    return [note + "."]
+
+
+def _since(record: RunRecord, sources: Mapping[str, Any] | None) -> datetime | None:
+    """When the run whose ``sources`` these are started: a merged run's are its first
+    shard's (runner/merge.py ``since``), an edit between the shards and the merge being as
+    much after them; otherwise ``record``'s start. None when it cannot be read."""
+    since = (sources or {}).get("since")
+    try:
+        return datetime.fromisoformat(since if isinstance(since, str) else record.created_at)
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def _file_digest(path: str) -> str | None:
+    """``sha256:`` and the hex digest of the bytes of ``path`` (as the run stored them:
+    _json.digest_bytes), or None when it cannot be read."""
+    from hashlib import sha256  # only for a file written since the run
+
+    digest = sha256()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return "sha256:" + digest.hexdigest()
 
 
 def suite_edited(
