@@ -123,3 +123,21 @@ def test_a_store_from_before_the_policy_s_origin_was_kept_still_reads(tmp_path: 
     gated = run_cli("gate", "latest", cwd=project)
     assert gated.code == 0 and "--policy lenient.yaml" not in gated.out, gated.text
     assert "Traceback" not in gated.err
+
+
+def test_a_policy_given_from_another_directory_is_found_when_edited(tmp_path: Path) -> None:
+    """`oloproof run --config p/oloproof.yaml --policy p/lenient.yaml` from the parent
+    directory, lenient.yaml then made strict: `gate latest` run in the project looked for
+    `p/lenient.yaml` from there (and in p/p/), found nothing, and said nothing. The file
+    the run read is found where it is, and named from where the gate runs."""
+    project = write_project(tmp_path / "p", app=APP, cases=labelled_cases(40), release=LOOSE)
+    (project / "lenient.yaml").write_text(LOOSE)
+    ran = run_cli("run", "--config", "p/oloproof.yaml", "--policy", "p/lenient.yaml",
+                  cwd=tmp_path)
+    assert ran.code == 0, ran.text
+    _write_later(project / "lenient.yaml", STRICT)
+    gated = run_cli("gate", "latest", cwd=project)
+    assert gated.code == 0, gated.text
+    assert "lenient.yaml has changed since this run started (" in gated.out, gated.text
+    assert "--policy lenient.yaml` decides under the file as it is now" in gated.out
+    assert "not under the project's release policy" not in gated.out  # the same rules

@@ -289,14 +289,20 @@ def policy_edited(
     """A note when a run decided under its stored policy has rules and the file that
     policy was read from now says something else: a stricter release.yaml must not pass
     for what ``gate latest`` applied (``gate``, ``report`` and ``view`` say it alike). The
-    file is the path the run showed, taken from the project directory ``root`` (a run
-    made there) or else from the directory the command runs in. It is validated only
+    file is the one the run stored it read (runner/sources.py); for a run stored without
+    that, the path the run showed, taken from the project directory ``root`` (a run made
+    there) or else from the directory the command runs in. It is validated only
     when it was written after the run started (one ``stat`` otherwise: no pydantic on the
     usual path), and the note given only when what it holds differs from the stored
     policy (a checkout that rewrote the same file says nothing)."""
     if not decisions or record.policy_path is None:
         return []
-    written = _written_since(record, record.policy_path, root)
+    # The file the run read, where the run stored it (a --policy named from another
+    # directory than the gate's is not found by the path it showed); else by that path.
+    origin = (run_sources(record) or {}).get("policy")
+    kept = origin.get("file") if isinstance(origin, Mapping) else None
+    written = (_written_since(record, kept, None) if isinstance(kept, str)
+               else _written_since(record, record.policy_path, root))
     if written is None:
         return []
     path, started = written

@@ -23,7 +23,7 @@ def run_sources(prepared: Prepared) -> dict[str, Any]:
 
     ``policy``: the path the run showed for its policy (``--policy`` as given, or the
     project's file from where the command ran), whether it was ``--policy`` (``given``),
-    that file resolved (``file``), and the file the project itself names, resolved
+    that file from the root (``file``), and the file the project itself names, likewise
     (``project``: ``policy:`` in oloproof.yaml, else release.yaml beside it; None for
     ``policy: none``). ``code``: the digest of every project file the system and the
     custom evaluators reached, by path from the project directory (``files``), and those
@@ -46,8 +46,8 @@ def run_sources(prepared: Prepared) -> dict[str, Any]:
     return {
         "policy": {
             "path": shown, "given": prepared.policy_given,
-            "file": None if shown is None or used is None else os.path.realpath(used),
-            "project": None if own is None else os.path.realpath(own),
+            "file": None if shown is None or used is None else os.path.abspath(used),
+            "project": None if own is None else os.path.abspath(own),
         },
         "code": {"files": dict(sorted(files.items())), "outside": sorted(outside & set(files))},
     }
