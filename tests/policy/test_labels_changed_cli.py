@@ -69,3 +69,23 @@ def test_labels_changed_since_the_run_are_said_beside_the_gate(
     os.utime(labels, (later, later))
     broken = run_cli("gate", "latest", cwd=project_dir)
     assert broken.code == 0 and _changed(broken.out), broken.text
+
+
+def test_labels_of_a_run_made_from_another_directory_are_found_when_corrected(
+    tmp_path: Path, provider: FakeServer
+) -> None:
+    """The run made from the parent directory (`--config p/oloproof.yaml`) stored its labels
+    as `p/labels.jsonl`; corrected afterwards, `gate latest` inside the project looked for
+    that path from there (and under p/p/), found nothing, and said nothing. The file the
+    run read is found where the run stored it, and named from where the gate runs."""
+    project = tmp_path / "p"
+    first = {i: True for i in range(50)} | {i: False for i in range(120, 170)}
+    _project(project, provider.url, first)
+    assert run_cli("run", "--config", "p/oloproof.yaml", cwd=tmp_path, env=ENV).code == 0
+    labels = project / "labels.jsonl"
+    labels.write_text(_lines(first | {i: True for i in range(160, 170)}))
+    later = time.time() + 5
+    os.utime(labels, (later, later))
+    stored = run_cli("gate", "latest", cwd=project)
+    assert stored.code == 0 and _changed(stored.out), stored.text
+    assert "--labels labels.jsonl` measures them" in stored.out, stored.text

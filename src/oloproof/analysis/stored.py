@@ -282,6 +282,20 @@ def _written_since(
     return path, started
 
 
+def _read_since(
+    record: RunRecord, kind: str, shown: str, root: str | None
+) -> tuple[str, datetime] | None:
+    """:func:`_written_since` of the ``kind`` file (``policy``, ``labels``) the run read:
+    where the run stored it was (runner/sources.py), so that a file it named from another
+    directory than the command's (``--config p/oloproof.yaml --policy p/lenient.yaml``)
+    is found; by the path it showed (``shown``) for a run stored without that."""
+    origin = (run_sources(record) or {}).get(kind)
+    kept = origin.get("file") if isinstance(origin, Mapping) else None
+    if isinstance(kept, str):
+        return _written_since(record, kept, None)
+    return _written_since(record, shown, root)
+
+
 def policy_edited(
     record: RunRecord, release: ReleasePolicy, decisions: Sequence[object],
     root: str | None = None,
@@ -297,12 +311,7 @@ def policy_edited(
     policy (a checkout that rewrote the same file says nothing)."""
     if not decisions or record.policy_path is None:
         return []
-    # The file the run read, where the run stored it (a --policy named from another
-    # directory than the gate's is not found by the path it showed); else by that path.
-    origin = (run_sources(record) or {}).get("policy")
-    kept = origin.get("file") if isinstance(origin, Mapping) else None
-    written = (_written_since(record, kept, None) if isinstance(kept, str)
-               else _written_since(record, record.policy_path, root))
+    written = _read_since(record, "policy", record.policy_path, root)
     if written is None:
         return []
     path, started = written
@@ -581,11 +590,11 @@ def labels_edited(
     longer reads for this run)."""
     if not decisions or labels is None or not _uses_labels(release):
         return []
-    shown = labels.path
-    written = _written_since(record, shown, root)
+    written = _read_since(record, "labels", labels.path, root)
     if written is None:
         return []
     path, started = written
+    shown = labels.path if path == labels.path else os.path.relpath(path)
     from oloproof.project.labels import load_labels, scales_of_run
 
     try:

@@ -19,7 +19,7 @@ __all__ = ["run_sources"]
 
 
 def run_sources(prepared: Prepared) -> dict[str, Any]:
-    """``{"policy": …, "code": …}`` of a prepared run.
+    """``{"policy": …, "code": …, "labels": …}`` of a prepared run.
 
     ``policy``: the path the run showed for its policy (``--policy`` as given, or the
     project's file from where the command ran), whether it was ``--policy`` (``given``),
@@ -27,7 +27,8 @@ def run_sources(prepared: Prepared) -> dict[str, Any]:
     (``project``: ``policy:`` in oloproof.yaml, else release.yaml beside it; None for
     ``policy: none``). ``code``: the digest of every project file the system and the
     custom evaluators reached, by path from the project directory (``files``), and those
-    of them outside their identities (``outside``: an edit to them alone keeps the cache)."""
+    of them outside their identities (``outside``: an edit to them alone keeps the cache).
+    ``labels``, for a run with human labels: the labels file (``file``), from the root."""
     project = prepared.project
     config = project.config
     if config.policy is None:
@@ -50,4 +51,7 @@ def run_sources(prepared: Prepared) -> dict[str, Any]:
             "project": None if own is None else os.path.abspath(own),
         },
         "code": {"files": dict(sorted(files.items())), "outside": sorted(outside & set(files))},
+        **({} if config.human_labels is None or prepared.labels is None else {
+            "labels": {"file": os.path.abspath(os.path.join(project.root, config.human_labels))},
+        }),
     }

@@ -261,10 +261,11 @@ CREATE TABLE IF NOT EXISTS matrices (
   document_json TEXT NOT NULL
 ) WITHOUT ROWID
 """,
-    # run_sources: where a run's rules and code came from, for the notes `gate` adds when
-    # the project has moved on since (analysis/stored.py): ``{"policy": {"path", "given",
-    # "file", "project"}, "code": {"files": {path: digest}, "outside": [path]}}``. Absent
-    # for a run stored by an older version, which is read as before (no such note).
+    # run_sources: where a run's rules, labels and code came from, for the notes `gate`
+    # adds when the project has moved on since (analysis/stored.py): ``{"policy": {"path",
+    # "given", "file", "project"}, "labels": {"file"}, "code": {"files": {path: digest},
+    # "outside": [path]}}`` (runner/sources.py). Absent for a run stored by an older
+    # version, which is read as before (no such note).
     "run_sources": """
 CREATE TABLE IF NOT EXISTS run_sources (
   run_id TEXT PRIMARY KEY,
