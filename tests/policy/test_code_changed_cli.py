@@ -155,3 +155,28 @@ def test_a_merged_run_names_code_edited_after_its_shards(tmp_path: Path) -> None
     assert run_cli("merge", cwd=project).code == 0
     gated = run_cli("gate", "latest", cwd=project)
     assert gated.code == 0 and "): app.py; these decisions" in gated.out, gated.text
+
+
+def test_a_checkout_at_another_place_finds_what_the_run_read(tmp_path: Path) -> None:
+    """`code_paths: [../shared/rules.txt]`, a file beside the project. The store read in a
+    checkout at another place (a CI artefact, the tree moved): its path was stored whole,
+    so `gate` named it `(removed)` though nothing had changed. It is stored from the
+    project directory (`../shared/rules.txt`), found beside the project wherever it is,
+    and named when edited; and so is the policy file the run read."""
+    (tmp_path / "a" / "shared").mkdir(parents=True)
+    (tmp_path / "a" / "shared" / "rules.txt").write_text("ok\n")
+    project = write_project(
+        tmp_path / "a" / "p", app=APP, cases=labelled_cases(40), release=LOOSE,
+        extra_files={"helpers.py": HELPERS}, system_extra="code_paths: [../shared/rules.txt]",
+    )
+    assert run_cli("run", cwd=project).code == 0
+    (tmp_path / "a").rename(tmp_path / "b")
+    moved = tmp_path / "b" / "p"
+    gated = run_cli("gate", "latest", cwd=moved)
+    assert gated.code == 0 and not _note(gated.out), gated.text
+    _write_later(tmp_path / "b" / "shared" / "rules.txt", "no\n")
+    edited = run_cli("gate", "latest", cwd=moved)
+    assert "): ../shared/rules.txt; these decisions" in edited.out, edited.text
+    _write_later(moved / "release.yaml", LOOSE.replace("0.3", "0.95"))
+    stricter = run_cli("gate", "latest", cwd=moved)
+    assert "release.yaml has changed since this run started (" in stricter.out, stricter.text

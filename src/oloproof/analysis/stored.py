@@ -291,8 +291,8 @@ def _read_since(
     is found; by the path it showed (``shown``) for a run stored without that."""
     origin = (run_sources(record) or {}).get(kind)
     kept = origin.get("file") if isinstance(origin, Mapping) else None
-    if isinstance(kept, str):
-        return _written_since(record, kept, None)
+    if isinstance(kept, str) and (root is not None or os.path.isabs(kept)):
+        return _written_since(record, os.path.join(root or "", kept), None)
     return _written_since(record, shown, root)
 
 
@@ -442,9 +442,10 @@ def policy_moved(
             return []
         now = os.path.join(root, declared)
     elif origin.get("given") and isinstance(origin.get("project"), str):
-        now = origin["project"]
+        now = os.path.join(root, origin["project"])
     else:
         return []
+    ran = os.path.join(root, ran)  # kept from the project directory (runner/sources.py)
     if os.path.realpath(now) == os.path.realpath(ran):
         return []  # the run's own file: policy_edited
     shown = os.path.relpath(now)

@@ -23,12 +23,12 @@ def run_sources(prepared: Prepared) -> dict[str, Any]:
 
     ``policy``: the path the run showed for its policy (``--policy`` as given, or the
     project's file from where the command ran), whether it was ``--policy`` (``given``),
-    that file from the root (``file``), and the file the project itself names, likewise
-    (``project``: ``policy:`` in oloproof.yaml, else release.yaml beside it; None for
-    ``policy: none``). ``code``: the digest of every project file the system and the
+    that file (``file``), and the file the project itself names (``project``: ``policy:``
+    in oloproof.yaml, else release.yaml beside it; None for ``policy: none``), each as
+    :func:`_kept` keeps a path. ``code``: the digest of every project file the system and the
     custom evaluators reached, by path from the project directory (``files``), and those
     of them outside their identities (``outside``: an edit to them alone keeps the cache).
-    ``labels``, for a run with human labels: the labels file (``file``), from the root."""
+    ``labels``, for a run with human labels: the labels file (``file``, :func:`_kept`)."""
     project = prepared.project
     config = project.config
     if config.policy is None:
@@ -47,11 +47,24 @@ def run_sources(prepared: Prepared) -> dict[str, Any]:
     return {
         "policy": {
             "path": shown, "given": prepared.policy_given,
-            "file": None if shown is None or used is None else os.path.abspath(used),
-            "project": None if own is None else os.path.abspath(own),
+            "file": None if shown is None or used is None else _kept(project.root, used),
+            "project": None if own is None else _kept(project.root, own),
         },
         "code": {"files": dict(sorted(files.items())), "outside": sorted(outside & set(files))},
         **({} if config.human_labels is None or prepared.labels is None else {
-            "labels": {"file": os.path.abspath(os.path.join(project.root, config.human_labels))},
+            "labels": {"file": _kept(project.root, os.path.join(project.root,
+                                                                config.human_labels))},
         }),
     }
+
+
+def _kept(root: str, path: str) -> str:
+    """``path`` (from the directory the command runs in) as the run keeps it: from the
+    project directory ``root`` when it is in it, so that a store read in a checkout at
+    another place (a CI artefact) finds it there; absolute otherwise."""
+    # Its directories resolved, not the file itself: a release.yaml that is a link to
+    # another file is followed when the gate reads it, as the run did.
+    full = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))),
+                        os.path.basename(path))
+    base = os.path.realpath(root)
+    return os.path.relpath(full, base) if full.startswith(base + os.sep) else full

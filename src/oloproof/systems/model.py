@@ -113,13 +113,13 @@ def _read_template(root: str | Path, name: str, field: str, file: str | None) ->
 
 def _file_digests(root: str | Path, names: list[str]) -> dict[str, str]:
     """The digest of each file of ``names`` (relative to the project directory ``root``),
-    by its path from there (an absolute path outside it); one that cannot be read is left
-    out (it was read a moment ago, to the template)."""
+    by its path from there (``../`` beside it: the store may be read in a checkout at
+    another place); one that cannot be read is left out (it was read a moment ago)."""
     base = os.path.realpath(root)
     out: dict[str, str] = {}
     for name in names:
         path = os.path.realpath(os.path.join(base, name))
-        key = os.path.relpath(path, base) if path.startswith(base + os.sep) else path
+        key = os.path.relpath(path, base)
         try:
             with open(path, "rb") as fh:
                 out[key] = digest_bytes(fh.read())
