@@ -492,11 +492,17 @@ def code_edited(
     if created is None:
         return []
     changed: list[str] = []
+    started = created.timestamp()
     for name, was in files.items():
         path = os.path.join(root, str(name))
-        if not os.path.lexists(path):
+        try:
+            status = os.stat(path)  # one call per file on the usual path
+        except FileNotFoundError:
             changed.append(f"{os.path.relpath(path)} (removed)")
-        elif _written_after(path, created.timestamp()) and _file_digest(path) != was:
+            continue
+        except (OSError, ValueError):
+            continue
+        if S_ISREG(status.st_mode) and status.st_mtime > started and _file_digest(path) != was:
             changed.append(os.path.relpath(path))
     if not changed:
         return []
