@@ -141,3 +141,22 @@ def test_a_policy_given_from_another_directory_is_found_when_edited(tmp_path: Pa
     assert "lenient.yaml has changed since this run started (" in gated.out, gated.text
     assert "--policy lenient.yaml` decides under the file as it is now" in gated.out
     assert "not under the project's release policy" not in gated.out  # the same rules
+
+
+def test_a_run_without_rules_names_the_policy_the_project_has_since(tmp_path: Path) -> None:
+    """A project that said `policy: none` ran: `Gate ALLOW by declaration`, exit 0. Then a
+    release.yaml was written (min 0.95: 30 of 40 right FAILs it) and `policy: none` taken
+    out of oloproof.yaml, and not run again: `gate latest` still allowed by declaration,
+    without a word. It now names release.yaml; the exit code stays the run's."""
+    project = write_project(tmp_path / "p", app=APP, cases=labelled_cases(40))
+    assert run_cli("run", cwd=project).code == 0
+    config = project / "oloproof.yaml"
+    assert "policy: none\n" in config.read_text()
+    (project / "release.yaml").write_text(STRICT)
+    _write_later(config, config.read_text().replace("policy: none\n", ""))
+    gated = run_cli("gate", "latest", cwd=project)
+    assert gated.code == 0, gated.text
+    assert ("oloproof.yaml names release.yaml as the release policy since this run under"
+            " policy: none started (") in gated.out, gated.text
+    assert "--policy release.yaml` decides under it" in gated.out, gated.text
+    assert run_cli("gate", "latest", "--policy", "release.yaml", cwd=project).code == 1

@@ -424,11 +424,14 @@ def policy_moved(
     for no rules, which the run's do not loosen (no note). The exit code stays the run's."""
     sources = run_sources(record)
     origin = (sources or {}).get("policy")
-    if not decisions or root is None or not isinstance(origin, Mapping):
+    # A run of a project that said `policy: none` has no decisions, and allows by that
+    # declaration: a policy the project names since is said all the same.
+    declared_none = record.policy_path is None
+    if not (decisions or declared_none) or root is None or not isinstance(origin, Mapping):
         return []
     ran = origin.get("file")
     created = _since(record, sources)
-    if created is None or not isinstance(ran, str):
+    if created is None or not (isinstance(ran, str) or declared_none):
         return []
     doc = None if config is None else _config_written_since(config, created.timestamp())
     named = doc is not None and doc.get("policy") is not None
@@ -445,8 +448,8 @@ def policy_moved(
         now = os.path.join(root, origin["project"])
     else:
         return []
-    ran = os.path.join(root, ran)  # kept from the project directory (runner/sources.py)
-    if os.path.realpath(now) == os.path.realpath(ran):
+    if isinstance(ran, str) and os.path.realpath(now) == os.path.realpath(
+            os.path.join(root, ran)):  # kept from the project directory (runner/sources.py)
         return []  # the run's own file: policy_edited
     shown = os.path.relpath(now)
     if not os.path.isfile(now) and not named:
@@ -462,8 +465,9 @@ def policy_moved(
             return []
     except ConfigError:
         what = "does not load as a release policy for this run"
-    tail = (f"these decisions are under the policy stored with the run; `oloproof gate"
-            f" {record.id} --policy {shown}` decides under")
+    held = ("its gate is by its declaration of no release rules" if declared_none
+            else "these decisions are under the policy stored with the run")
+    tail = f"{held}; `oloproof gate {record.id} --policy {shown}` decides under"
     if origin.get("given"):
         return [(f"this run was decided under --policy {origin.get('path')}, not under the"
                  f" project's release policy ({shown}), which {what}: {tail} the project's.")]
@@ -471,7 +475,8 @@ def policy_moved(
     when = created.strftime("%Y-%m-%d %H:%M:%S UTC")
     cfg = config if os.path.isabs(config) else os.path.relpath(config)
     return [(f"{cfg} names {shown} as the release policy since this run under"
-             f" {record.policy_path} started ({when}), and {shown} {what}: {tail} it.")]
+             f" {record.policy_path or 'policy: none'} started ({when}), and {shown} {what}:"
+             f" {tail} it.")]
 
 
 def code_edited(
