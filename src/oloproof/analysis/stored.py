@@ -50,6 +50,7 @@ __all__ = [
     "judge_reports",
     "labelled_verdicts",
     "labels_edited",
+    "labels_moved",
     "policy_edited",
     "policy_moved",
     "rule_labels",
@@ -621,6 +622,47 @@ def labels_edited(
         f" {shown}` measures them against the file as it is now."
     )
     return [note]
+
+
+def labels_moved(
+    record: RunRecord, release: ReleasePolicy, labels: Labels | None,
+    decisions: Sequence[object], root: str | None = None, config: str | None = None,
+) -> list[str]:
+    """A note when oloproof.yaml (``config``), written since the run, names another human
+    labels file than the run's, holding other labels (or none that load): a person who
+    points ``human_labels:`` at a corrected copy must not see ``gate latest`` allow on the
+    labels as they were (the run's own file, unchanged, is older than the run:
+    :func:`labels_edited` says nothing). Read as :func:`policy_moved` reads a policy."""
+    if (not decisions or labels is None or root is None or config is None
+            or not _uses_labels(release)):
+        return []
+    sources = run_sources(record)
+    created = _since(record, sources)
+    doc = None if created is None else _config_written_since(config, created.timestamp())
+    named = None if doc is None else doc.get("human_labels")
+    if created is None or not isinstance(named, str) or not named.strip():
+        return []
+    now = os.path.join(root, named)
+    origin = (sources or {}).get("labels")
+    kept = origin.get("file") if isinstance(origin, Mapping) else None
+    ran = os.path.join(root, kept if isinstance(kept, str) else labels.path)
+    if os.path.realpath(now) == os.path.realpath(ran):
+        return []  # the run's own file: labels_edited
+    shown = os.path.relpath(now)
+    from oloproof.project.labels import load_labels, scales_of_run
+
+    what = "holds other labels"
+    try:
+        if load_labels(now, shown, scales_of_run(record.metrics)).digest == labels.digest:
+            return []
+    except ConfigError:
+        what = "does not load as labels for this run"
+    when = created.strftime("%Y-%m-%d %H:%M:%S UTC")
+    cfg = config if os.path.isabs(config) else os.path.relpath(config)
+    return [(f"{cfg} names {shown} as the human labels since this run with {labels.path}"
+             f" started ({when}), and {shown} {what}: the judges are measured against the"
+             f" labels stored with the run; `oloproof gate {record.id} --labels {shown}`"
+             " measures them against it.")]
 
 
 def sequential_reading(

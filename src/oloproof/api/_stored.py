@@ -13,6 +13,7 @@ from oloproof.analysis.stored import (
     decide_stored,
     judge_reports,
     labels_edited,
+    labels_moved,
     policy_edited,
     policy_moved,
     sequential_reading,
@@ -140,8 +141,10 @@ def read_run(
                     *([] if policy is not None else [
                         *policy_edited(record, release, decisions, root),
                         *policy_moved(record, release, decisions, root, config_file(project))]),
-                    *([] if labels is not None
-                      else labels_edited(record, release, chosen, decisions, root)),
+                    *([] if labels is not None else [
+                        *labels_edited(record, release, chosen, decisions, root),
+                        *labels_moved(record, release, chosen, decisions, root,
+                                      config_file(project))]),
                     *suite_edited(record, decisions, root, config_file(project)),
                     *code_edited(record, decisions, root)],
         declaration=gate_declaration(release) if decisions else None,
