@@ -578,10 +578,10 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
         system=first.system, metrics=first.metrics, policy=first.policy,
         policy_path=first.policy_path, subset=None, trials=first.trials,
     )
-    if sources is not None:
-        writer.store_sources({**sources, "since": sources.get("since", earliest.created_at)})
     conn.execute("BEGIN IMMEDIATE")
     try:
+        if sources is not None:  # in the transaction: a refused write leaves no RUNNING row
+            writer.store_sources({**sources, "since": sources.get("since", earliest.created_at)})
         for table, columns in _CASE_COLUMNS.items():
             if not has_table(conn, table):
                 continue
