@@ -69,3 +69,54 @@ def test_labels_changed_since_the_run_are_said_beside_the_gate(
     os.utime(labels, (later, later))
     broken = run_cli("gate", "latest", cwd=project_dir)
     assert broken.code == 0 and _changed(broken.out), broken.text
+
+
+def test_labels_of_a_run_made_from_another_directory_are_found_when_corrected(
+    tmp_path: Path, provider: FakeServer
+) -> None:
+    """The run made from the parent directory (`--config p/oloproof.yaml`) stored its labels
+    as `p/labels.jsonl`; corrected afterwards, `gate latest` inside the project looked for
+    that path from there (and under p/p/), found nothing, and said nothing. The file the
+    run read is found where the run stored it, and named from where the gate runs."""
+    project = tmp_path / "p"
+    first = {i: True for i in range(50)} | {i: False for i in range(120, 170)}
+    _project(project, provider.url, first)
+    assert run_cli("run", "--config", "p/oloproof.yaml", cwd=tmp_path, env=ENV).code == 0
+    labels = project / "labels.jsonl"
+    labels.write_text(_lines(first | {i: True for i in range(160, 170)}))
+    later = time.time() + 5
+    os.utime(labels, (later, later))
+    stored = run_cli("gate", "latest", cwd=project)
+    assert stored.code == 0 and _changed(stored.out), stored.text
+    assert "--labels labels.jsonl` measures them" in stored.out, stored.text
+
+
+def test_gate_says_when_oloproof_yaml_now_names_other_labels(
+    project_dir: Path, provider: FakeServer
+) -> None:
+    """`human_labels:` pointed at a corrected copy after an ALLOW run (ten labels the judge
+    got wrong; `--labels` with it makes the rule MANUAL_REVIEW, exit 4), not run again:
+    the run's labels.jsonl, unchanged, is older than the run, and `gate latest` allowed
+    without a word. It now names the file oloproof.yaml names; the same labels under
+    another name say nothing."""
+    first = {i: True for i in range(50)} | {i: False for i in range(120, 170)}
+    _project(project_dir, provider.url, first)
+    assert run_cli("run", cwd=project_dir, env=ENV).code == 0
+    config = project_dir / "oloproof.yaml"
+    text = config.read_text()
+    later = time.time() + 5
+    (project_dir / "copy.jsonl").write_text(_lines(first))
+    config.write_text(text.replace("human_labels: labels.jsonl", "human_labels: copy.jsonl"))
+    os.utime(config, (later, later))
+    same = run_cli("gate", "latest", cwd=project_dir)
+    assert same.code == 0 and "as the human labels" not in same.out, same.text
+
+    (project_dir / "v2.jsonl").write_text(_lines(first | {i: True for i in range(160, 170)}))
+    config.write_text(text.replace("human_labels: labels.jsonl", "human_labels: v2.jsonl"))
+    os.utime(config, (later, later))
+    stored = run_cli("gate", "latest", cwd=project_dir)
+    assert stored.code == 0, stored.text
+    assert ("oloproof.yaml names v2.jsonl as the human labels since this run with"
+            " labels.jsonl started (") in stored.out, stored.text
+    assert "--labels v2.jsonl` measures them against it" in stored.out, stored.text
+    assert run_cli("gate", "latest", "--labels", "v2.jsonl", cwd=project_dir).code == 4

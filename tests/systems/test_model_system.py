@@ -7,8 +7,10 @@ the CLI in a subprocess where the command line is what is checked.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -894,3 +896,30 @@ def test_a_variant_runs_report_names_its_system_in_a_browser(
             ".map(dt => dt.nextElementSibling.innerText.trim())"
         )
     assert shown and shown[0].startswith("triage [stepwise/large]"), shown
+
+
+def test_gate_names_a_prompt_file_edited_since_the_run(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    """A model system's prompt is its code: edited after the run and not run again, `gate
+    latest` named nothing and exited on the old prompt's answers. It now names the prompt
+    file (the exit code stays the run's); the same text written again says nothing."""
+    release = "version: 1\nrules:\n  - {id: floor, metric: correct, min: 0.3}\n"
+    root = _project(tmp_path, server.openai_base_url, release=release)
+    env = {"MODEL_TEST_KEY": KEY}
+    first = run_cli("run", cwd=root, env=env)
+    prompt = root / "prompts" / "answer.md"
+
+    def gate_after(text: str) -> str:
+        prompt.write_text(text)
+        later = time.time() + 5
+        os.utime(prompt, (later, later))
+        gated = run_cli("gate", "latest", cwd=root, env=env)
+        assert gated.code == first.code, gated.text
+        return gated.out
+
+    same = gate_after(prompt.read_text())
+    assert "code the run called has changed" not in same, same
+    edited = gate_after("Answer with one word.\n{{ question }}\n")
+    assert ("code the run called has changed since it started (" in edited
+            and "): prompts/answer.md; these decisions" in edited), edited

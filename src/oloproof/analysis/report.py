@@ -28,9 +28,12 @@ from oloproof._records import dataclass, field
 from oloproof.analysis.compare import shared_metrics
 from oloproof.analysis.stored import (
     StoredEvidenceError,
+    code_edited,
     decide_stored,
     labels_edited,
+    labels_moved,
     policy_edited,
+    policy_moved,
     sequential_report,
     stored_labels,
     stored_policy,
@@ -531,9 +534,13 @@ def _gate_document(summary: RunSummary) -> dict[str, Any]:
         "gate": str(label), "exit_code": int(code),
         "notes": [*gate_notes(decisions, summary.policy, run.id, shard=_shard(run)), *patched,
                   *policy_edited(run, summary.policy, decisions, summary.root),
+                  *policy_moved(run, summary.policy, decisions, summary.root, summary.config),
                   *labels_edited(run, summary.policy, summary.labels, decisions,
                                  summary.root),
-                  *suite_edited(run, decisions, summary.root, summary.config)],
+                  *labels_moved(run, summary.policy, summary.labels, decisions, summary.root,
+                                summary.config),
+                  *suite_edited(run, decisions, summary.root, summary.config),
+                  *code_edited(run, decisions, summary.root)],
         "declaration": gate_declaration(summary.policy) if decisions else None,
         "recorded": recorded,
     }

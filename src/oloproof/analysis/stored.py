@@ -20,6 +20,7 @@ from oloproof.errors import ConfigError, OloproofError
 from oloproof.evidence import LabelledScores, LabelledVerdicts
 from oloproof.policy.decide import Decision, MetricSummary, decide_run
 from oloproof.policy.judges import AnyJudgeReport, judge_report
+from oloproof.project._project import DEFAULT_POLICY_FILE
 from oloproof.store.dbapi import DATABASE_ERRORS
 from oloproof.store.reader import (
     CriterionEvidence,
@@ -30,6 +31,7 @@ from oloproof.store.reader import (
     load_run_labels,
     load_scores,
     load_verdicts,
+    run_sources,
 )
 
 if TYPE_CHECKING:
@@ -42,12 +44,15 @@ if TYPE_CHECKING:
 __all__ = [
     "STORED",
     "StoredEvidenceError",
+    "code_edited",
     "decide_stored",
     "grouped_stored_evidence",
     "judge_reports",
     "labelled_verdicts",
     "labels_edited",
+    "labels_moved",
     "policy_edited",
+    "policy_moved",
     "rule_labels",
     "sequential_reading",
     "sequential_report",
@@ -278,6 +283,20 @@ def _written_since(
     return path, started
 
 
+def _read_since(
+    record: RunRecord, kind: str, shown: str, root: str | None
+) -> tuple[str, datetime] | None:
+    """:func:`_written_since` of the ``kind`` file (``policy``, ``labels``) the run read:
+    where the run stored it was (runner/sources.py), so that a file it named from another
+    directory than the command's (``--config p/oloproof.yaml --policy p/lenient.yaml``)
+    is found; by the path it showed (``shown``) for a run stored without that."""
+    origin = (run_sources(record) or {}).get(kind)
+    kept = origin.get("file") if isinstance(origin, Mapping) else None
+    if isinstance(kept, str) and (root is not None or os.path.isabs(kept)):
+        return _written_since(record, os.path.join(root or "", kept), None)
+    return _written_since(record, shown, root)
+
+
 def policy_edited(
     record: RunRecord, release: ReleasePolicy, decisions: Sequence[object],
     root: str | None = None,
@@ -285,14 +304,15 @@ def policy_edited(
     """A note when a run decided under its stored policy has rules and the file that
     policy was read from now says something else: a stricter release.yaml must not pass
     for what ``gate latest`` applied (``gate``, ``report`` and ``view`` say it alike). The
-    file is the path the run showed, taken from the project directory ``root`` (a run
-    made there) or else from the directory the command runs in. It is validated only
+    file is the one the run stored it read (runner/sources.py); for a run stored without
+    that, the path the run showed, taken from the project directory ``root`` (a run made
+    there) or else from the directory the command runs in. It is validated only
     when it was written after the run started (one ``stat`` otherwise: no pydantic on the
     usual path), and the note given only when what it holds differs from the stored
     policy (a checkout that rewrote the same file says nothing)."""
     if not decisions or record.policy_path is None:
         return []
-    written = _written_since(record, record.policy_path, root)
+    written = _read_since(record, "policy", record.policy_path, root)
     if written is None:
         return []
     path, started = written
@@ -362,9 +382,9 @@ def _written_after(path: str, started: float) -> bool:
     return S_ISREG(status.st_mode) and status.st_mtime > started
 
 
-def _dataset_written_since(config: str, started: float) -> str | None:
-    """The ``dataset:`` oloproof.yaml (``config``) names, when it was written after
-    ``started``; None when older (one ``stat``) or when it cannot be read as a mapping."""
+def _config_written_since(config: str, started: float) -> dict[str, Any] | None:
+    """oloproof.yaml (``config``) as a mapping, when it was written after ``started``; None
+    when older (one ``stat``) or when it cannot be read as a mapping."""
     if not _written_after(config, started):
         return None
     try:
@@ -378,8 +398,161 @@ def _dataset_written_since(config: str, started: float) -> str | None:
         doc = yaml.safe_load(data)
     except (yaml.YAMLError, ValueError, RecursionError):
         return None  # `run` says what is wrong with it
-    dataset = doc.get("dataset") if isinstance(doc, dict) else None
+    return doc if isinstance(doc, dict) else None
+
+
+def _dataset_written_since(config: str, started: float) -> str | None:
+    """The ``dataset:`` oloproof.yaml (``config``) names, when it was written after
+    ``started``; None when older (one ``stat``) or when it cannot be read as a mapping."""
+    doc = _config_written_since(config, started)
+    dataset = None if doc is None else doc.get("dataset")
     return dataset if isinstance(dataset, str) and dataset else None
+
+
+def policy_moved(
+    record: RunRecord, release: ReleasePolicy, decisions: Sequence[object],
+    root: str | None = None, config: str | None = None,
+) -> list[str]:
+    """A note when the policy the project names now is another file than the one ``record``
+    was decided under, and holds other rules (or does not load): a run made with
+    ``--policy lenient.yaml``, or an oloproof.yaml whose ``policy:`` names a stricter file
+    since the run, must not see ``gate latest`` allow on the run's rules without a word.
+    Where the run's policy came from is what it stored (runner/sources.py);
+    a run stored without it (an older version) gets no such note. The file the project
+    names is the one the run stored, unless oloproof.yaml (``config``) was written since
+    (one ``stat`` otherwise): then its ``policy:`` is read. Only a file other than the
+    run's is read, and a copy of the same rules says nothing; ``policy: none`` now asks
+    for no rules, which the run's do not loosen (no note). The exit code stays the run's."""
+    sources = run_sources(record)
+    origin = (sources or {}).get("policy")
+    # A run of a project that said `policy: none` has no decisions, and allows by that
+    # declaration: a policy the project names since is said all the same.
+    declared_none = record.policy_path is None
+    if not (decisions or declared_none) or root is None or not isinstance(origin, Mapping):
+        return []
+    ran = origin.get("file")
+    created = _since(record, sources)
+    if created is None or not (isinstance(ran, str) or declared_none):
+        return []
+    doc = None if config is None else _config_written_since(config, created.timestamp())
+    named = doc is not None and doc.get("policy") is not None
+    if doc is not None:
+        from oloproof.project.config import NO_POLICY  # an oloproof.yaml written since only
+
+        declared = doc.get("policy", DEFAULT_POLICY_FILE)
+        if not isinstance(declared, str) or not declared.strip():
+            return []  # `run` says what is wrong with it
+        if declared.strip().lower() == NO_POLICY:
+            return []
+        now = os.path.join(root, declared)
+    elif origin.get("given") and isinstance(origin.get("project"), str):
+        now = os.path.join(root, origin["project"])
+    else:
+        return []
+    if isinstance(ran, str) and os.path.realpath(now) == os.path.realpath(
+            os.path.join(root, ran)):  # kept from the project directory (runner/sources.py)
+        return []  # the run's own file: policy_edited
+    shown = os.path.relpath(now)
+    if not os.path.isfile(now) and not named:
+        return []  # the project names no file of its own: nothing to compare
+    from oloproof.project.labels import scales_of_run
+    from oloproof.project.loader import load_release_policy
+
+    metrics = {m["criterion"]: m["kind"] for m in record.metrics}
+    what = "holds other rules"
+    try:
+        if load_release_policy(now, metrics, judges=scales_of_run(record.metrics),
+                               display=shown) == release:
+            return []
+    except ConfigError:
+        what = "does not load as a release policy for this run"
+    held = ("its gate is by its declaration of no release rules" if declared_none
+            else "these decisions are under the policy stored with the run")
+    tail = f"{held}; `oloproof gate {record.id} --policy {shown}` decides under"
+    if origin.get("given"):
+        return [(f"this run was decided under --policy {origin.get('path')}, not under the"
+                 f" project's release policy ({shown}), which {what}: {tail} the project's.")]
+    assert config is not None  # doc was read from it
+    when = created.strftime("%Y-%m-%d %H:%M:%S UTC")
+    cfg = config if os.path.isabs(config) else os.path.relpath(config)
+    return [(f"{cfg} names {shown} as the release policy since this run under"
+             f" {record.policy_path or 'policy: none'} started ({when}), and {shown} {what}:"
+             f" {tail} it.")]
+
+
+def code_edited(
+    record: RunRecord, decisions: Sequence[object], root: str | None = None,
+) -> list[str]:
+    """A note when project code the run called (the system's, a custom evaluator's: the
+    files it stored with their digests, runner/sources.py) has changed since: a person
+    who edits the system and does not run it again must not see ``gate latest`` exit on
+    what the old code gave, without a word. Nothing is imported: each file is ``stat``-ed
+    (nothing more when it is older than the run), and one written since is hashed and
+    compared. A run stored without its files (an older version) gets no such note."""
+    sources = run_sources(record)
+    code = (sources or {}).get("code")
+    files = code.get("files") if isinstance(code, Mapping) else None
+    if not decisions or root is None or not isinstance(files, Mapping) or not files:
+        return []
+    created = _since(record, sources)
+    if created is None:
+        return []
+    changed: list[str] = []
+    started = created.timestamp()
+    for name, was in files.items():
+        path = os.path.join(root, str(name))
+        try:
+            status = os.stat(path)  # one call per file on the usual path
+        except FileNotFoundError:
+            changed.append(f"{os.path.relpath(path)} (removed)")
+            continue
+        except (OSError, ValueError):
+            continue
+        if S_ISREG(status.st_mode) and status.st_mtime > started and _file_digest(path) != was:
+            changed.append(os.path.relpath(path))
+    if not changed:
+        return []
+    outside = code.get("outside") if isinstance(code, Mapping) else None
+    cached = [os.path.relpath(os.path.join(root, str(p))) for p in outside or ()]
+    cached = [p for p in cached if p in changed]
+    when = created.strftime("%Y-%m-%d %H:%M:%S UTC")
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    note = (
+        f"code the run called has changed since it started ({when}): {shown}; these"
+        " decisions are on what the code gave then, and"
+        f" `oloproof run{' --no-cache' if cached else ''}` decides on the code as it is now"
+    )
+    if cached:
+        note += (f" ({', '.join(cached[:5])} {'is' if len(cached) == 1 else 'are'} outside"
+                 " the identity of the code that uses it: a run with the cache reads again"
+                 " what the code gave before)")
+    return [note + "."]
+
+
+def _since(record: RunRecord, sources: Mapping[str, Any] | None) -> datetime | None:
+    """When the run whose ``sources`` these are started: a merged run's are its first
+    shard's (runner/merge.py ``since``), an edit between the shards and the merge being as
+    much after them; otherwise ``record``'s start. None when it cannot be read."""
+    since = (sources or {}).get("since")
+    try:
+        return datetime.fromisoformat(since if isinstance(since, str) else record.created_at)
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def _file_digest(path: str) -> str | None:
+    """``sha256:`` and the hex digest of the bytes of ``path`` (as the run stored them:
+    _json.digest_bytes), or None when it cannot be read."""
+    from hashlib import sha256  # only for a file written since the run
+
+    digest = sha256()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return "sha256:" + digest.hexdigest()
 
 
 def suite_edited(
@@ -430,11 +603,11 @@ def labels_edited(
     longer reads for this run)."""
     if not decisions or labels is None or not _uses_labels(release):
         return []
-    shown = labels.path
-    written = _written_since(record, shown, root)
+    written = _read_since(record, "labels", labels.path, root)
     if written is None:
         return []
     path, started = written
+    shown = labels.path if path == labels.path else os.path.relpath(path)
     from oloproof.project.labels import load_labels, scales_of_run
 
     try:
@@ -449,6 +622,47 @@ def labels_edited(
         f" {shown}` measures them against the file as it is now."
     )
     return [note]
+
+
+def labels_moved(
+    record: RunRecord, release: ReleasePolicy, labels: Labels | None,
+    decisions: Sequence[object], root: str | None = None, config: str | None = None,
+) -> list[str]:
+    """A note when oloproof.yaml (``config``), written since the run, names another human
+    labels file than the run's, holding other labels (or none that load): a person who
+    points ``human_labels:`` at a corrected copy must not see ``gate latest`` allow on the
+    labels as they were (the run's own file, unchanged, is older than the run:
+    :func:`labels_edited` says nothing). Read as :func:`policy_moved` reads a policy."""
+    if (not decisions or labels is None or root is None or config is None
+            or not _uses_labels(release)):
+        return []
+    sources = run_sources(record)
+    created = _since(record, sources)
+    doc = None if created is None else _config_written_since(config, created.timestamp())
+    named = None if doc is None else doc.get("human_labels")
+    if created is None or not isinstance(named, str) or not named.strip():
+        return []
+    now = os.path.join(root, named)
+    origin = (sources or {}).get("labels")
+    kept = origin.get("file") if isinstance(origin, Mapping) else None
+    ran = os.path.join(root, kept if isinstance(kept, str) else labels.path)
+    if os.path.realpath(now) == os.path.realpath(ran):
+        return []  # the run's own file: labels_edited
+    shown = os.path.relpath(now)
+    from oloproof.project.labels import load_labels, scales_of_run
+
+    what = "holds other labels"
+    try:
+        if load_labels(now, shown, scales_of_run(record.metrics)).digest == labels.digest:
+            return []
+    except ConfigError:
+        what = "does not load as labels for this run"
+    when = created.strftime("%Y-%m-%d %H:%M:%S UTC")
+    cfg = config if os.path.isabs(config) else os.path.relpath(config)
+    return [(f"{cfg} names {shown} as the human labels since this run with {labels.path}"
+             f" started ({when}), and {shown} {what}: the judges are measured against the"
+             f" labels stored with the run; `oloproof gate {record.id} --labels {shown}`"
+             " measures them against it.")]
 
 
 def sequential_reading(

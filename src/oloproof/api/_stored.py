@@ -9,10 +9,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from oloproof.analysis.stored import (
+    code_edited,
     decide_stored,
     judge_reports,
     labels_edited,
+    labels_moved,
     policy_edited,
+    policy_moved,
     sequential_reading,
     stored_labels,
     stored_policy,
@@ -132,12 +135,18 @@ def read_run(
         subset=subset, project=record.project,
         rule_ids=[r.id for r in release.rules], judges=reports, panels=panels,
         trials=record.trials, flaky=flaky,
-        gate_notes=[*gate_notes(decisions, release, record.id, shard=None if subset is None else subset.shard),
+        gate_notes=[*gate_notes(decisions, release, record.id,
+                                shard=None if subset is None else subset.shard),
                     *patched,
-                    *([] if policy is not None else policy_edited(record, release, decisions, root)),
-                    *([] if labels is not None
-                      else labels_edited(record, release, chosen, decisions, root)),
-                    *suite_edited(record, decisions, root, config_file(project))],
+                    *([] if policy is not None else [
+                        *policy_edited(record, release, decisions, root),
+                        *policy_moved(record, release, decisions, root, config_file(project))]),
+                    *([] if labels is not None else [
+                        *labels_edited(record, release, chosen, decisions, root),
+                        *labels_moved(record, release, chosen, decisions, root,
+                                      config_file(project))]),
+                    *suite_edited(record, decisions, root, config_file(project)),
+                    *code_edited(record, decisions, root)],
         declaration=gate_declaration(release) if decisions else None,
         sequential=sequential[0] if sequential else None,
         sequential_note=sequential[1] if sequential else None,

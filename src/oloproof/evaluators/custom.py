@@ -32,6 +32,7 @@ from oloproof.enums import JudgmentStatus, MetricKind
 from oloproof.errors import ConfigError
 from oloproof.evaluators.base import CaseView, Outcome, Verdict
 from oloproof.systems.loading import (
+    code_files,
     code_paths_digest,
     defining_files,
     file_digests,
@@ -122,6 +123,10 @@ class Custom:
         #: (runner/build.py, identity_warning).
         self.outside_identity: list[str] = imports_outside_identity(
             module, root, list(config.code_paths), defining
+        )
+        #: Every project file the code reached, by path: what ``gate`` hashes again.
+        self.code_files: dict[str, str] = code_files(
+            root, module, defining, code_paths, self.outside_identity
         )
         self.module_file: str = os.path.basename(source_file(module) or config.function)
         #: The module and the project modules it reaches: what :meth:`patched_code` checks.

@@ -74,6 +74,9 @@ class Prepared:
     #: The same of the custom evaluators' code: the run neither reads nor stores cached
     #: verdicts. Either list makes the run's gate block (it never allows).
     patched_checks: list[str] | None = None
+    #: Whether the policy was given for this run (``--policy``, ``policy=``), rather than
+    #: the one the project names (stored with the run: runner/sources.py).
+    policy_given: bool = False
 
 
 def load_configuration(
@@ -352,7 +355,7 @@ def prepare(
     check_can_fail(project, policy, policy_path, suite, metrics, chosen, group_by)
     return Prepared(
         project, policy, policy_path, system, inline, judges, cases, suite.digest, metrics, retry,
-        labels, trials=chosen, keep=keep, variant=variant,
+        labels, trials=chosen, keep=keep, variant=variant, policy_given=policy_arg is not None,
     )
 
 

@@ -50,7 +50,7 @@ from oloproof.runner.orchestrate import decide_and_gate
 from oloproof.store.db import has_table, open_store, open_store_readonly
 from oloproof.store.dbapi import ERRORS, is_damaged
 from oloproof.store.location import PostgresLocation, StoreLocation, locate, store_path
-from oloproof.store.reader import RunRecord, get_run, project_scope
+from oloproof.store.reader import RunRecord, get_run, project_scope, run_sources
 from oloproof.store.writer import StoreWriter
 from oloproof.transport.threads import describe_exception
 
@@ -565,6 +565,10 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
             f"the shards hold {held} cases between them, and their suite has"
             f" {shards[0].suite_cases}: a shard run is damaged; nothing was merged"
         )
+    # Where the shards' policy and code came from, as the first of them to start stored it,
+    # with when that was: an edit since any shard started is said of the merged run.
+    earliest = min((s.record for s in shards), key=lambda r: r.created_at)
+    sources = run_sources(get_run(conn, earliest.id))
     run_id = new_run_id()
     writer = StoreWriter(conn, run_id)
     writer.create_run(
@@ -576,6 +580,8 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
     )
     conn.execute("BEGIN IMMEDIATE")
     try:
+        if sources is not None:  # in the transaction: a refused write leaves no RUNNING row
+            writer.store_sources({**sources, "since": sources.get("since", earliest.created_at)})
         for table, columns in _CASE_COLUMNS.items():
             if not has_table(conn, table):
                 continue

@@ -41,6 +41,7 @@ from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
 from oloproof.policy.judges import AnyJudgeReport
 from oloproof.project._snapshot import save_stored_policy
 from oloproof.runner.build import Prepared, describe_system, expand_trials, policy_json
+from oloproof.runner.sources import run_sources
 from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
 from oloproof.store.db import (
@@ -224,6 +225,7 @@ class _Run:
                 policy_path=prepared.policy_path, subset=prepared.subset,
                 trials=prepared.trials, sequential=_sequential_json(prepared),
             )
+            self.writer.store_sources(run_sources(prepared))
             if prepared.labels is not None:
                 self.writer.store_labels(
                     prepared.labels.path, prepared.labels.digest,

@@ -450,6 +450,8 @@ class RaySystem:
         self.version = getattr(local, "version", None)
         self.outside_identity: list[str] = list(getattr(local, "outside_identity", None) or [])
         self.module_file: str | None = getattr(local, "module_file", None)
+        #: The project files the code reached (runner/sources.py), a callable's.
+        self.code_files: dict[str, str] = dict(getattr(local, "code_files", None) or {})
 
     async def start(self) -> None:
         await self.executor.start()
@@ -492,6 +494,7 @@ class RayCustom:
         # identity, and reused verdicts the local run judges again (evaluators/custom.py).
         self.cache_identity = local.cache_identity
         self.outside_identity = local.outside_identity
+        self.code_files = local.code_files
         self.module_file = local.module_file
         self.timeout_s = local.timeout_s
 

@@ -65,6 +65,7 @@ __all__ = [
     "load_trial_outcomes",
     "load_verdicts",
     "resolve_run_id",
+    "run_sources",
 ]
 
 ENDED_WITHOUT_FINISHING = "the process running it ended without finishing"
@@ -110,6 +111,9 @@ class RunRecord:
     #: The cases it stored (a sequential run stops before the suite's end, a stopped or
     #: running one is part way), read by :func:`list_runs` only; ``None`` where not read.
     cases_stored: int | None = None
+    #: Where its policy and code came from, as stored (JSON, read by :func:`run_sources`),
+    #: read by :func:`get_run` only; ``None`` where not read or not stored.
+    sources_json: str | None = None
 
     @property
     def state(self) -> str:
@@ -133,8 +137,9 @@ def project_scope(conn: Connection, column: str = "project") -> tuple[str, tuple
     return f"{column} = ?", (project,)
 
 
-def _select_runs(conn: Connection) -> str:
-    """``SELECT`` of every run column and its owner token (``NULL`` where none is stored)."""
+def _select_runs(conn: Connection, sources: bool = False) -> str:
+    """``SELECT`` of every run column and its owner token (``NULL`` where none is stored);
+    with ``sources``, where its policy and code came from (one run's read: :func:`get_run`)."""
     # A store read as it is (read-only, never migrated) may predate run_owners and
     # run_subsets.
     owner = (
@@ -153,7 +158,11 @@ def _select_runs(conn: Connection) -> str:
         "(SELECT sequential_json FROM run_sequential q WHERE q.run_id = runs.id)"
         if has_table(conn, "run_sequential") else "NULL"
     )
-    return f"SELECT {_RUN_COLUMNS}, {owner}, {subset}, {trials}, {sequential} FROM runs"
+    kept = (
+        "(SELECT sources_json FROM run_sources k WHERE k.run_id = runs.id)"
+        if sources and has_table(conn, "run_sources") else "NULL"
+    )
+    return f"SELECT {_RUN_COLUMNS}, {owner}, {subset}, {trials}, {sequential}, {kept} FROM runs"
 
 
 def stored_json(run_id: str, column: str, text: str | None) -> Any:
@@ -210,6 +219,7 @@ def _record(conn: Connection, row: tuple[Any, ...]) -> RunRecord:
         subset=_json(run_id, "subset", row[20]),
         trials=int(row[21] or 1),
         sequential=_json(run_id, "sequential order", row[22]),
+        sources_json=row[23],
     )
     if not isinstance(rec.system, dict) or not isinstance(rec.metrics, list):
         raise StoreUnreadable(f"run {run_id}: its stored system or metrics are damaged")
@@ -319,17 +329,17 @@ def get_run(conn: Connection, ref: str | RunRecord) -> RunRecord:
         where, scope = project_scope(conn)
         if ref == "latest":
             row = conn.execute(
-                f"{_select_runs(conn)} WHERE {where} ORDER BY created_at DESC, id DESC LIMIT 1",
+                f"{_select_runs(conn, sources=True)} WHERE {where} ORDER BY created_at DESC, id DESC LIMIT 1",
                 scope,
             ).fetchone()
         else:
             row = conn.execute(
-                f"{_select_runs(conn)} WHERE id = ? AND {where}", (ref, *scope)
+                f"{_select_runs(conn, sources=True)} WHERE id = ? AND {where}", (ref, *scope)
             ).fetchone()
         if row is not None:
             return _record(conn, row)
     run_id = resolve_run_id(conn, ref)  # says why nothing was found, or finds a prefix
-    row = conn.execute(f"{_select_runs(conn)} WHERE id = ?", (run_id,)).fetchone()
+    row = conn.execute(f"{_select_runs(conn, sources=True)} WHERE id = ?", (run_id,)).fetchone()
     return _record(conn, row)
 
 
@@ -717,6 +727,14 @@ def load_run_labels(
     if not isinstance(labels, list):
         raise StoreUnreadable(f"run {run_id}: its stored labels are damaged")
     return str(row[0]), str(row[1]), labels
+
+
+def run_sources(run: RunRecord) -> dict[str, Any] | None:
+    """Where ``run``'s policy and code came from (store/schema.py ``run_sources``), as
+    :func:`get_run` read them, or None: a run stored by a version that did not keep them,
+    a store older than them, or a value that is not a mapping (it only adds notes)."""
+    sources = _json(run.id, "sources", run.sources_json)
+    return sources if isinstance(sources, dict) else None
 
 
 @dataclass(frozen=True)

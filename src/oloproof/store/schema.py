@@ -261,6 +261,17 @@ CREATE TABLE IF NOT EXISTS matrices (
   document_json TEXT NOT NULL
 ) WITHOUT ROWID
 """,
+    # run_sources: where a run's rules, labels and code came from, for the notes `gate`
+    # adds when the project has moved on since (analysis/stored.py): ``{"policy": {"path",
+    # "given", "file", "project"}, "labels": {"file"}, "code": {"files": {path: digest},
+    # "outside": [path]}}`` (runner/sources.py). Absent for a run stored by an older
+    # version, which is read as before (no such note).
+    "run_sources": """
+CREATE TABLE IF NOT EXISTS run_sources (
+  run_id TEXT PRIMARY KEY,
+  sources_json TEXT NOT NULL
+) WITHOUT ROWID
+""",
     # run_labels: the human labels a run was measured against (human_labels in
     # oloproof.yaml), with their digest: part of what the run stored, so gate and
     # inspect re-decide it the same way. Absent for a run without labels.

@@ -49,6 +49,7 @@ RUNNING = "still running"
 _RUN_TABLES = (
     "run_cases", "run_judgments", "decisions", "run_trials", "trial_cases", "trial_judgments",
     "run_subsets", "run_sequential", "run_labels", "run_concurrency", "run_merges",
+    "run_sources",
 )
 
 

@@ -316,6 +316,13 @@ class StoreWriter:
             (self.run_id, path, digest, _dump(labels)),
         )
 
+    def store_sources(self, sources: dict[str, Any]) -> None:
+        """Where the run's policy and code came from (store/schema.py ``run_sources``)."""
+        _execute(
+            self.conn, "INSERT INTO run_sources(run_id, sources_json) VALUES (?, ?)",
+            (self.run_id, _dump(sources)),
+        )
+
     def set_cases(self, cases: Sequence[Any] | Mapping[int, Any]) -> None:
         """The suite's cases (with ``input``, ``expected``, ``metadata``), by event index: a
         list, or a mapping for a shard (its cases keep their places in the whole suite)."""

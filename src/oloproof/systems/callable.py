@@ -45,6 +45,7 @@ from oloproof._json import canonical_json, digest, digest_bytes, output_snapshot
 from oloproof.errors import ConfigError, TransientError
 from oloproof.systems.base import CallResult
 from oloproof.systems.loading import (
+    code_files,
     code_paths_digest,
     defining_files,
     file_digests,
@@ -194,6 +195,10 @@ class CallableSystem:
         #: cache): the run warns about them once (loading.imports_outside_identity).
         self.outside_identity: list[str] = imports_outside_identity(
             module, root, list(config.code_paths or []), defining
+        )
+        #: Every project file the code reached, by path: what ``gate`` hashes again.
+        self.code_files: dict[str, str] = code_files(
+            root, module, defining, code_paths, self.outside_identity
         )
         self.module_file: str = os.path.basename(source_file(module) or config.callable)
         #: The module and the project modules it reaches: what :meth:`patched_code` checks.

@@ -584,6 +584,32 @@ def file_digests(files: list[str]) -> list[str]:
     return out
 
 
+def code_files(
+    root: str, module: ModuleType, defining: list[str], code_paths: dict[str, str] | None,
+    outside: list[str],
+) -> dict[str, str]:
+    """The digest of every project file a run of ``module``'s code reached, by its path
+    from the project directory ``root`` (``../`` for a ``code_paths`` file beside it): the
+    module's own file, the files that define its function (``defining``), its
+    ``code_paths`` (as :func:`code_paths_digest` gave them) and the project files it uses
+    outside its identity (``outside``, :func:`imports_outside_identity`); an installed
+    package's files are not the project's, and are left out. Stored with the run, so that
+    ``gate`` can say which of them changed since without importing any (analysis/stored.py)."""
+    base = os.path.realpath(root)
+    own = source_file(module)
+    files = [p for p in {os.path.realpath(f) for f in [*([own] if own else []), *defining]}
+             if _project_file_path(p, base)]  # an installed package's module is not
+    found = dict(zip([os.path.relpath(p, base) for p in sorted(files)],
+                     file_digests(sorted(files)), strict=True))
+    # A code_paths file beside the project by its path from there too (``../shared/x.md``):
+    # the store may be read in a checkout at another place (a CI artefact).
+    found.update({os.path.relpath(k, base) if os.path.isabs(k) else k: v
+                  for k, v in (code_paths or {}).items()})
+    extra = [p for p in outside if p not in found]
+    found.update(zip(extra, file_digests([os.path.join(base, p) for p in extra]), strict=True))
+    return found
+
+
 #: The most files the ``code_paths`` of one system (or of one custom evaluator) may hold.
 MAX_CODE_PATH_FILES = 10_000
 #: The most bytes they may hold in all: they are read and hashed on every run.

@@ -43,7 +43,13 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from oloproof._json import DEFAULT_MAX_JSON_DEPTH, JsonLimitError, check_depth, digest
+from oloproof._json import (
+    DEFAULT_MAX_JSON_DEPTH,
+    JsonLimitError,
+    check_depth,
+    digest,
+    digest_bytes,
+)
 from oloproof._records import replace
 from oloproof.errors import ConfigError
 from oloproof.providers.base import (
@@ -103,6 +109,23 @@ def _read_template(root: str | Path, name: str, field: str, file: str | None) ->
     if not text.strip():
         raise ConfigError(f"the prompt file {name} is empty", file=file, field=field)
     return text
+
+
+def _file_digests(root: str | Path, names: list[str]) -> dict[str, str]:
+    """The digest of each file of ``names`` (relative to the project directory ``root``),
+    by its path from there (``../`` beside it: the store may be read in a checkout at
+    another place); one that cannot be read is left out (it was read a moment ago)."""
+    base = os.path.realpath(root)
+    out: dict[str, str] = {}
+    for name in names:
+        path = os.path.realpath(os.path.join(base, name))
+        key = os.path.relpath(path, base)
+        try:
+            with open(path, "rb") as fh:
+                out[key] = digest_bytes(fh.read())
+        except OSError:
+            continue
+    return out
 
 
 def _compile(env: Any, source: str, name: str, field: str) -> Template:
@@ -315,6 +338,10 @@ class ModelSystem:
             **({"thinking": "set aside"} if self.provider_name == "openai_compatible"
                or self.config.get("base_url") else {}),
         })
+        #: The prompt files' digests, by path: what ``gate`` hashes again (runner/sources.py).
+        self.code_files: dict[str, str] = _file_digests(
+            root, [self.prompt_file, *([str(self.system_prompt_file)]
+                                       if self.system_prompt_file else [])])
         url = getattr(self._provider, "url", None)
         #: What a call reaches, for messages (never a key).
         self.target = f"{self.provider_name} {self.model} at POST {shown_url(url)}" if url else (
