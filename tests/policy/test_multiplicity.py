@@ -109,6 +109,16 @@ def test_holm_decides_more_than_bonferroni_and_names_the_level() -> None:
     assert "(Bonferroni over the 3 rules of family safety; family-wise 95%)" in decisions[0].detail
 
 
+def test_a_family_of_one_rule_is_said_in_the_singular() -> None:
+    evidence = {"m0": CriterionEvidence("m0", "BINARY", None, passed=90, failed=10)}
+    policy = ReleasePolicy.validate({
+        "version": 1, "families": {"safety": {"multiplicity": "holm"}},
+        "rules": [{"id": "r0", "metric": "m0", "min": 0.8, "family": "safety"}],
+    })
+    decisions, _ = decide_run(evidence, policy)
+    assert "(Holm over the 1 rule of family safety; family-wise 95%)" in decisions[0].detail
+
+
 def test_default_and_none_leave_each_rule_at_the_policy_level() -> None:
     rules = [(93, 100, 0.85), (90, 100, 0.82)]
     plain = _decide(rules, "none", 0.95)

@@ -598,7 +598,8 @@ def hold_other_seeds(d: Decision, tried: Sequence[tuple[str, str]]) -> None:
 
 def _family_note(method: str, family: str, size: int, level: float) -> str:
     return (
-        f" ({method} over the {size} rules of family {family}; family-wise"
+        f" ({method} over the {'1 rule' if size == 1 else f'{size} rules'} of family {family};"
+        " family-wise"
         f" {level_text(level)})"
     )
 
