@@ -168,6 +168,10 @@ _CACHES = (1, 3)
 _OPEN_ERRORS: tuple[type[Exception], ...] = (StoreError, *ERRORS)
 # The specs as PostgreSQL's multi-row upserts, made on a team store's first commit.
 _PG_UPSERTS: list[Any] = []
+# The statuses handle() compares for every event, as module constants (an enum class's
+# attribute costs some 900 instructions on Python 3.11: evidence.py, _STATUS_OK).
+_CASE_OK = CaseStatus.OK
+_CACHED_STATUSES = (JudgmentStatus.OK, JudgmentStatus.EXCLUDED)
 
 
 def _pg_upserts() -> list[Any]:
@@ -391,7 +395,7 @@ class StoreWriter:
         if self.fault is not None:
             return
         if isinstance(event, CaseExecuted):
-            output_json = None if event.status != CaseStatus.OK else _dump(event.output)
+            output_json = None if event.status != _CASE_OK else _dump(event.output)
             usage_json = _usage(event.usage)
             if event.trial:
                 self._trial_cases.append(
@@ -423,7 +427,7 @@ class StoreWriter:
                         event.timestamp,
                     )
                 )
-            if event.status == CaseStatus.OK and not event.from_cache and self.cache_outputs:
+            if event.status == _CASE_OK and not event.from_cache and self.cache_outputs:
                 self._exec_cache.append(
                     (
                         event.exec_key,
@@ -456,7 +460,7 @@ class StoreWriter:
             else:
                 self._judgments.append(row)
             if (
-                event.status in (JudgmentStatus.OK, JudgmentStatus.EXCLUDED)
+                event.status in _CACHED_STATUSES
                 and not event.from_cache
                 and event.judge_key
                 and self.cache_verdicts
