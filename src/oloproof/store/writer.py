@@ -397,11 +397,14 @@ class StoreWriter:
         if isinstance(event, CaseExecuted):
             output_json = None if event.status != _CASE_OK else _dump(event.output)
             usage_json = _usage(event.usage)
+            # The status as a plain str: sqlite3 binds a str subclass (an enum member) only
+            # after looking for an adapter, some 3,500 instructions a row.
+            status = str(event.status)
             if event.trial:
                 self._trial_cases.append(
                     (
                         self.run_id, event.scenario_id, event.trial, event.index,
-                        event.status, output_json, event.error, event.attempts,
+                        status, output_json, event.error, event.attempts,
                         event.latency_ms, usage_json, int(event.from_cache), event.exec_key,
                         event.timestamp,
                     )
@@ -416,7 +419,7 @@ class StoreWriter:
                         _dump(case.input),
                         None if case.expected is None else _dump(case.expected),
                         None if case.metadata is None else _dump(case.metadata),
-                        event.status,
+                        status,
                         output_json,
                         event.error,
                         event.attempts,
@@ -441,11 +444,12 @@ class StoreWriter:
         elif isinstance(event, CaseJudged):
             passed = None if event.passed is None else int(event.passed)
             usage_json = _usage(event.usage)
+            status = str(event.status)  # a plain str, as above
             row = (
                 self.run_id,
                 event.scenario_id,
                 event.criterion,
-                event.status,
+                status,
                 passed,
                 event.score,
                 event.reason,
@@ -468,7 +472,7 @@ class StoreWriter:
                 self._judge_cache.append(
                     (
                         event.judge_key,
-                        event.status,
+                        status,
                         passed,
                         event.score,
                         event.reason,
