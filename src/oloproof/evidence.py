@@ -86,7 +86,7 @@ class Outcome(StrEnum):
 # The members read for every judgment (classify_outcome, CriterionEvidence.add), held as
 # module constants: on Python 3.11 each read of an enum class's attribute goes through
 # EnumType.__getattr__'s slot, some 900 instructions where a global costs a few dozen
-# (about 2,000 reads, 0.8% of an unchanged rerun of 120 cases: docs/performance.md).
+# (about 2,000 reads, 0.8% of an unchanged rerun of 120 cases: docs/performance.md, 2026-12-05).
 _OBSERVED, _MISSING, _EXCLUDED = Outcome.OBSERVED, Outcome.MISSING, Outcome.EXCLUDED
 _STATUS_OK, _STATUS_EXCLUDED = JudgmentStatus.OK, JudgmentStatus.EXCLUDED
 _BINARY = MetricKind.BINARY
