@@ -507,6 +507,15 @@ def _source_file(name: str, source: str) -> str:
     return filename
 
 
+# What a class's namespace holds that has no ``__code__``, ``__closure__`` or
+# ``__wrapped__`` (none of these types takes attributes): _repoint_class_cell skips them.
+_HOLDS_NO_CODE = frozenset({
+    str, dict, tuple, type(None), int, float, bool, frozenset,
+    type(FrozenInstanceError.__dict__["__weakref__"]),  # a getset descriptor
+    type(Field.__dict__["name"]),  # a member (slot) descriptor
+})
+
+
 def _repoint_class_cell(old: type, new: type) -> None:
     """Make zero-argument ``super()`` (and ``__class__``) in the methods of a slotted record
     name the class made again with ``__slots__``, not the one the class statement made:
@@ -514,6 +523,8 @@ def _repoint_class_cell(old: type, new: type) -> None:
     subtype of type``), as it does with ``dataclasses`` before Python 3.14, which fixed it
     the same way. All the methods of one class statement share one ``__class__`` cell."""
     for member in new.__dict__.values():
+        if type(member) in _HOLDS_NO_CODE:
+            continue  # a slot, the class's name or annotations: nothing to look into
         if isinstance(member, property):
             candidates = [member.fget, member.fset, member.fdel]
         else:
@@ -599,7 +610,10 @@ def _process(cls: Any, frozen: bool, slots: bool, kw_only: bool = False) -> Any:
     has_bases = False
     any_frozen_base = False
     all_frozen_bases = True
-    for base in cls.__mro__[-1:0:-1]:
+    # The bases from the farthest, without ``object`` (always last, and never a record):
+    # looking a missing attribute up on a class formats an AttributeError, as many
+    # instructions as the rest of a base's turn.
+    for base in cls.__mro__[-2:0:-1]:
         base_fields = getattr(base, "__record_fields__", None)
         if base_fields is not None:
             has_bases = True

@@ -148,7 +148,7 @@ def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     # A run from the cache makes no call: no event loop, no thread, nor their modules.
     rerun = _modules_after(["run"], tmp_path)
     assert "oloproof.engine.pipeline" in rerun
-    assert not {"threading", "asyncio", "pydantic", "yaml", "httpx", "jsonschema",
+    assert not {"threading", "asyncio", "pydantic", "yaml", "httpx", "jsonschema", "shlex",
                 *_PATHLIB, *_TEAM_STORE} & rerun
 
 

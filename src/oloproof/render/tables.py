@@ -10,7 +10,6 @@ background while the first calls are in flight, off the run's critical path.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -166,6 +165,8 @@ def config_option(config_arg: str | None) -> str:
     space or a quote in it is one argument); empty for the default, ./oloproof.yaml."""
     if not config_arg or config_arg == "oloproof.yaml":
         return ""
+    import shlex  # a report's suggested command only (docs/design-notes.md, imports)
+
     return f" --config {shlex.quote(config_arg)}"
 
 
@@ -178,7 +179,11 @@ def plan_hints(
     shard: bool = False,
 ) -> list[Line]:
     config = config_option(config_arg)
-    extra = config + (f" --policy {shlex.quote(policy_arg)}" if policy_arg else "")
+    extra = config
+    if policy_arg:
+        import shlex  # a report's suggested command only (docs/design-notes.md, imports)
+
+        extra += f" --policy {shlex.quote(policy_arg)}"
     by_metric = {s.metric: s for s in summaries}
     hints = []
     for d in decisions:

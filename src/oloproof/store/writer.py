@@ -168,6 +168,10 @@ _CACHES = (1, 3)
 _OPEN_ERRORS: tuple[type[Exception], ...] = (StoreError, *ERRORS)
 # The specs as PostgreSQL's multi-row upserts, made on a team store's first commit.
 _PG_UPSERTS: list[Any] = []
+# The statuses handle() compares for every event, as module constants (an enum class's
+# attribute costs some 900 instructions on Python 3.11: evidence.py, _STATUS_OK).
+_CASE_OK = CaseStatus.OK
+_CACHED_STATUSES = (JudgmentStatus.OK, JudgmentStatus.EXCLUDED)
 
 
 def _pg_upserts() -> list[Any]:
@@ -398,13 +402,16 @@ class StoreWriter:
         if self.fault is not None:
             return
         if isinstance(event, CaseExecuted):
-            output_json = None if event.status != CaseStatus.OK else _dump(event.output)
+            output_json = None if event.status != _CASE_OK else _dump(event.output)
             usage_json = _usage(event.usage)
+            # The status as a plain str: sqlite3 binds a str subclass (an enum member) only
+            # after looking for an adapter, some 3,500 instructions a row.
+            status = str(event.status)
             if event.trial:
                 self._trial_cases.append(
                     (
                         self.run_id, event.scenario_id, event.trial, event.index,
-                        event.status, output_json, event.error, event.attempts,
+                        status, output_json, event.error, event.attempts,
                         event.latency_ms, usage_json, int(event.from_cache), event.exec_key,
                         event.timestamp,
                     )
@@ -419,7 +426,7 @@ class StoreWriter:
                         _dump(case.input),
                         None if case.expected is None else _dump(case.expected),
                         None if case.metadata is None else _dump(case.metadata),
-                        event.status,
+                        status,
                         output_json,
                         event.error,
                         event.attempts,
@@ -430,7 +437,7 @@ class StoreWriter:
                         event.timestamp,
                     )
                 )
-            if event.status == CaseStatus.OK and not event.from_cache and self.cache_outputs:
+            if event.status == _CASE_OK and not event.from_cache and self.cache_outputs:
                 self._exec_cache.append(
                     (
                         event.exec_key,
@@ -444,11 +451,12 @@ class StoreWriter:
         elif isinstance(event, CaseJudged):
             passed = None if event.passed is None else int(event.passed)
             usage_json = _usage(event.usage)
+            status = str(event.status)  # a plain str, as above
             row = (
                 self.run_id,
                 event.scenario_id,
                 event.criterion,
-                event.status,
+                status,
                 passed,
                 event.score,
                 event.reason,
@@ -463,7 +471,7 @@ class StoreWriter:
             else:
                 self._judgments.append(row)
             if (
-                event.status in (JudgmentStatus.OK, JudgmentStatus.EXCLUDED)
+                event.status in _CACHED_STATUSES
                 and not event.from_cache
                 and event.judge_key
                 and self.cache_verdicts
@@ -471,7 +479,7 @@ class StoreWriter:
                 self._judge_cache.append(
                     (
                         event.judge_key,
-                        event.status,
+                        status,
                         passed,
                         event.score,
                         event.reason,
