@@ -115,6 +115,23 @@ def test_a_value_read_off_its_line_is_what_yaml_reads(
     assert isinstance(doc, dict) and doc.get(key) == found
 
 
+@pytest.mark.parametrize("value", [
+    ".nan", ".NaN", "+.inf", ".Inf", ".5", "1:20", "0x1F", "0b11", "+1", "=", "<<",
+    "2001-12-14t21:59:43.10-05:00",
+])
+def test_a_value_yaml_reads_as_no_text_is_left_to_yaml(value: str) -> None:
+    # Hypothesis found `project: .nan`: read here as the name ".nan", by PyYAML as a float
+    # (and `1:20` as 80, `0x1F` as 31, a timestamp as a datetime).
+    # `=` and `<<` PyYAML refuses as a value: left to it too, which says so.
+    data = f"version: 1\nproject: {value}\n".encode()
+    try:
+        read: object = yaml.safe_load(data)["project"]
+    except yaml.YAMLError:
+        read = None
+    assert not isinstance(read, str)
+    assert _plain(data, "project") is None
+
+
 def test_the_store_sql_reaches_postgresql_as_written(pg_url: str) -> None:
     """The translation of the store's SQL (``?``, a literal ``%``, ``BEGIN IMMEDIATE``) and
     of its values (booleans as SQLite's integers, NUL)."""

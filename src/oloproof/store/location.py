@@ -119,13 +119,19 @@ def _plain(data: bytes, key: str) -> str | None:
     value = value.strip(" \t")  # YAML's white space (str.strip would take more)
     if (
         value.lower() in _PLAIN_SPECIAL
-        or value[0] in "!&*'\"{}[]|>%@`,?:-#"
+        # PyYAML reads a plain value as something else than text only by a resolver chosen
+        # by its first character: a number, a date, a sexagesimal (``1:20`` is 80), ``0x1F``,
+        # ``=`` and ``<<`` start with one of these; ``.nan``, ``.inf`` and ``.5`` with a dot.
+        or value[0] in "!&*'\"{}[]|>%@`,?:-#+0123456789<="
+        or (value[0] == "." and (value.lower() in (".nan", ".inf") or value[1:2] in _DIGIT_))
         or ": " in value
         or "\t" in value
-        or value.replace(".", "").replace("-", "").replace("+", "").replace("_", "").isdigit()
     ):
         return None
     return value
+
+
+_DIGIT_ = frozenset("0123456789_")
 
 
 def _project_key(config: str, doc: object) -> str:
