@@ -193,6 +193,13 @@ class _Run:
         self.store_lost = False
         set_busy_timeout(self.conn, prepared.project.config.limits.store_busy_timeout_s)
         self.writer = StoreWriter(self.conn, run_id, on_fault=stop.internal)
+        if isinstance(self.location, PostgresLocation):
+            from oloproof.store.pgshared import CONNECT_TIMEOUT_S  # a team store's only
+
+            # A commit waits for a lock up to lock_timeout (store_busy_timeout_s); an answer
+            # later than that and as long as connecting may take is a server that stopped.
+            self.writer.answer_wait_s = (
+                prepared.project.config.limits.store_busy_timeout_s + CONNECT_TIMEOUT_S)
         # A shard's cases keep their places in the whole suite (api/_run.py): by index.
         self.writer.set_cases(prepared.cases if _in_order(prepared.cases)
                               else {c.index: c for c in prepared.cases})
