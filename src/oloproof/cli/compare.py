@@ -29,7 +29,12 @@ def command(args: argparse.Namespace) -> int:
     run_ref(args.candidate, "CANDIDATE")
     run_ref(args.baseline, "BASELINE")
     project_root(args.config)
-    outcome = compare(args.candidate, args.baseline, project=args.config, policy=args.policy)
+    try:
+        outcome = compare(args.candidate, args.baseline, project=args.config, policy=args.policy)
+    except KeyboardInterrupt:
+        # The comparison is stored in one transaction, its lock waited for in slices
+        # (store.db begin_write): a Ctrl-C before it commits leaves nothing (exit 130).
+        raise KeyboardInterrupt("no comparison was stored") from None
     if args.json:
         for warning in outcome.warnings:
             # A warning may quote a case id (a shared id whose input differs): shown, not

@@ -105,10 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _error_line(args.command, f"error: {exc}")
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if debug:
             raise
-        sys.stderr.write(f"oloproof {args.command}: interrupted\n")
+        # A command that knows what it did and did not store says it ("nothing was merged").
+        said = f"; {exc}" if str(exc) else ""
+        sys.stderr.write(f"oloproof {args.command}: interrupted{said}\n")
         return _EXIT_INTERRUPTED
     except BrokenPipeError:
         _silence_stdout()

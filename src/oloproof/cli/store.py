@@ -65,6 +65,14 @@ def command(args: argparse.Namespace) -> int:
                 matrix_id, what, runs = copy_matrix(src, dst, ref)
                 done += [r for r in runs if r[0] not in {d[0] for d in done}]
                 pushed.append((matrix_id, what))
+        except KeyboardInterrupt:
+            # Each run is copied in one transaction: those before are there, whole, and
+            # the one on its way is not. Said, so that nobody reads 130 as "nothing".
+            copied = sum(1 for _, what in done if what == COPIED)
+            raise KeyboardInterrupt(
+                f"{copied} run{'' if copied == 1 else 's'} pushed before it, each whole;"
+                " the run being copied and those after it were not (push again to copy them)"
+            ) from None
         finally:
             dst.close()
     finally:

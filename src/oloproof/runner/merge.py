@@ -47,7 +47,13 @@ from oloproof.errors import OloproofError, UsageError
 from oloproof.evidence import group_name
 from oloproof.ids import new_run_id
 from oloproof.runner.orchestrate import decide_and_gate
-from oloproof.store.db import has_table, open_store, open_store_readonly
+from oloproof.store.db import (
+    begin_write,
+    has_table,
+    open_store,
+    open_store_readonly,
+    set_busy_timeout,
+)
 from oloproof.store.dbapi import ERRORS, is_damaged
 from oloproof.store.location import PostgresLocation, StoreLocation, locate, store_path
 from oloproof.store.reader import RunRecord, get_run, project_scope, run_sources
@@ -82,6 +88,13 @@ _CASE_COLUMNS = {
 
 class MergeRefused(UsageError):
     """The shards cannot make one run of the suite (exit 2): each reason on a line."""
+
+
+class MergeInterrupted(OloproofError):
+    """A Ctrl-C once the merged run was stored, before it was decided: it is stored as
+    stopped (RUN_ERROR/PARTIAL), so exit 5, as a run that a signal stopped."""
+
+    exit_code = int(ExitCode.INCOMPLETE)
 
 
 class MergeNotStored(OloproofError):
@@ -129,6 +142,7 @@ def merge_shards(config: Path | str, sources: list[str]) -> Merged:
     local = locate(config)
     found = _sources(config, local, sources)
     conns: dict[str, Connection] = {}
+    copied = 0
     try:
         shards: list[_Shard] = []
         for name, location in found:
@@ -140,7 +154,6 @@ def merge_shards(config: Path | str, sources: list[str]) -> Merged:
             _check_team_keys(local, conns, chosen)
         dst = open_store(local)
         try:
-            copied = 0
             for shard in chosen:
                 _, what = copy_run(conns[shard.source], dst, shard.record.id)
                 copied += what == COPIED
@@ -152,6 +165,12 @@ def merge_shards(config: Path | str, sources: list[str]) -> Merged:
                 return Merged(_store_merged(dst, chosen), made, copied, False)
         finally:
             dst.close()
+    except KeyboardInterrupt:
+        # Before the merged run was stored (while another writer held the store's lock,
+        # say): nothing of it is, and the command says so (exit 130, cli/main.py).
+        kept = (f"; the {copied} shard run(s) copied into this project's store stay there,"
+                " whole" if copied else "")
+        raise KeyboardInterrupt(f"nothing was merged{kept}") from None
     finally:
         for conn in conns.values():
             conn.close()
@@ -571,15 +590,19 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
     sources = run_sources(get_run(conn, earliest.id))
     run_id = new_run_id()
     writer = StoreWriter(conn, run_id)
-    writer.create_run(
-        project=getattr(conn, "project", None) or first.project,
-        suite_digest=first.suite_digest, dataset=first.dataset,
-        cases_total=shards[0].suite_cases, system_identity=first.system_identity,
-        system=first.system, metrics=first.metrics, policy=first.policy,
-        policy_path=first.policy_path, subset=None, trials=first.trials,
-    )
-    conn.execute("BEGIN IMMEDIATE")
+    # The row too is written in the transaction, whose lock is waited for in slices: a
+    # Ctrl-C while another writer held the lock waited out the busy timeout (30 s) in
+    # one C call, and its row was already stored, alone. Now nothing is stored.
+    begin_write(conn)
+    committed = False
     try:
+        writer.create_run(
+            project=getattr(conn, "project", None) or first.project,
+            suite_digest=first.suite_digest, dataset=first.dataset,
+            cases_total=shards[0].suite_cases, system_identity=first.system_identity,
+            system=first.system, metrics=first.metrics, policy=first.policy,
+            policy_path=first.policy_path, subset=None, trials=first.trials,
+        )
         if sources is not None:  # in the transaction: a refused write leaves no RUNNING row
             writer.store_sources({**sources, "since": sources.get("since", earliest.created_at)})
         for table, columns in _CASE_COLUMNS.items():
@@ -598,6 +621,7 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
         conn.execute("INSERT INTO run_merges (run_id, shards_json) VALUES (?, ?)",
                      (run_id, compact_json(sorted(ids))))
         conn.execute("COMMIT")
+        committed = True
         failed = _no_result_of(conn, run_id)
         if failed is not None:
             # SPEC §5, as a run of the whole suite has it (runner/orchestrate.py): no result
@@ -626,6 +650,20 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
         with contextlib.suppress(Exception):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+        if not committed:  # the row went with the rest: nothing was stored
+            if isinstance(exc, ERRORS):
+                raise MergeNotStored(
+                    f"the merged run could not be stored ({exc}): nothing of it was stored,"
+                    " nothing was decided. Run `oloproof merge` again once the store takes"
+                    " writes"
+                ) from exc
+            raise
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        if interrupted:
+            # Asked to stop: the end is recorded if the lock is free within half a second
+            # (as a second signal's is, runner/orchestrate.py), not after the busy timeout.
+            with contextlib.suppress(Exception):
+                set_busy_timeout(conn, 0.5)
         # Never a RUNNING row left behind (orchestrate.py's rule): the attempt is stored
         # as a stopped run, which nothing decides on and no later merge returns.
         stopped = False
@@ -633,9 +671,18 @@ def _store_merged(conn: Connection, shards: list[_Shard]) -> str:
             writer.finish_run(
                 status=RunStatus.RUN_ERROR, completeness=Completeness.PARTIAL,
                 exit_code=ExitCode.INCOMPLETE, gate=GateAction.BLOCK, cache=_cache_sum(shards),
-                decisions=[], stop_reason=f"the merge failed: {describe_exception(exc)}",
+                decisions=[], stop_reason=(
+                    "interrupted (Ctrl-C) before the merged run was decided" if interrupted
+                    else f"the merge failed: {describe_exception(exc)}"),
             )
             stopped = True
+        if interrupted:
+            raise MergeInterrupted(
+                f"interrupted (Ctrl-C) before the merged run {run_id} was decided:"
+                + (" it is stored as stopped, RUN_ERROR/PARTIAL;" if stopped else
+                   " its row reads as stopped once this process ends;")
+                + " nothing was decided. Run `oloproof merge` again to merge the shards anew"
+            ) from None
         if isinstance(exc, ERRORS):
             raise MergeNotStored(
                 f"the merged run {run_id} could not be stored ({exc}):"

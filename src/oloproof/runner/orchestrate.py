@@ -46,6 +46,7 @@ from oloproof.runner.stop import StopRequest, UntilStopped
 from oloproof.store.cache import Cache
 from oloproof.store.db import (
     StoreUnreadable,
+    begin_write,
     connect_quickly,
     in_a_statement,
     local_folder,
@@ -192,6 +193,13 @@ class _Run:
         self.store_lost = False
         set_busy_timeout(self.conn, prepared.project.config.limits.store_busy_timeout_s)
         self.writer = StoreWriter(self.conn, run_id, on_fault=stop.internal)
+        if isinstance(self.location, PostgresLocation):
+            from oloproof.store.pgshared import CONNECT_TIMEOUT_S  # a team store's only
+
+            # A commit waits for a lock up to lock_timeout (store_busy_timeout_s); an answer
+            # later than that and as long as connecting may take is a server that stopped.
+            self.writer.answer_wait_s = (
+                prepared.project.config.limits.store_busy_timeout_s + CONNECT_TIMEOUT_S)
         # A shard's cases keep their places in the whole suite (api/_run.py): by index.
         self.writer.set_cases(prepared.cases if _in_order(prepared.cases)
                               else {c.index: c for c in prepared.cases})
@@ -217,6 +225,16 @@ class _Run:
         """The run's row (and its labels), or :class:`StoreUnwritable` before any call."""
         prepared, config = self.prepared, self.prepared.project.config
         try:
+            # One transaction, its lock waited for in slices: the row was stored in one C
+            # call, and with another writer holding the lock no Ctrl-C was heard for up to
+            # store_busy_timeout_s (an hour at most); a stop meanwhile now ends the wait.
+            if not begin_write(self.conn, give_up=lambda: self.stop.reason is not None):
+                self.conn.close()
+                raise StoreUnwritable(
+                    f"{self.stop.reason} while the run's first row waited for the store's"
+                    " write lock, held by another process: nothing was stored, nothing"
+                    " was called"
+                )
             self.writer.create_run(
                 project=config.project, suite_digest=prepared.suite_digest,
                 dataset=config.dataset, cases_total=len(prepared.cases),
@@ -231,7 +249,11 @@ class _Run:
                     prepared.labels.path, prepared.labels.digest,
                     [label.to_json() for label in prepared.labels.labels],
                 )
+            self.conn.execute("COMMIT")
         except ERRORS as exc:
+            with contextlib.suppress(*ERRORS):
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
             self.conn.close()
             raise StoreUnwritable(
                 f"the run could not be stored ({exc}); nothing was called"

@@ -16,7 +16,7 @@ from oloproof._json import loads_bounded
 from oloproof._records import dataclass
 from oloproof.errors import UsageError
 from oloproof.ids import new_comparison_id
-from oloproof.store.db import StoreUnreadable, has_table
+from oloproof.store.db import StoreUnreadable, begin_write, has_table
 from oloproof.store.reader import project_scope
 
 if TYPE_CHECKING:  # imported for its type only: `oloproof runs` lists comparisons without it
@@ -75,7 +75,7 @@ def write_comparison(
     """Store one comparison, all of it in one transaction."""
     from oloproof.events import utc_timestamp  # a comparison is being stored
 
-    conn.execute("BEGIN IMMEDIATE")
+    begin_write(conn)
     try:
         conn.execute(
             "INSERT INTO comparisons(id, project, created_at, candidate_run, baseline_run,"

@@ -28,7 +28,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from oloproof.errors import StoreError
@@ -565,7 +565,7 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
 
 
 def _step_up(conn: sqlite3.Connection) -> None:
-    conn.execute("BEGIN IMMEDIATE")
+    begin_write(conn)
     try:
         # Another process may have migrated while we waited for the lock.
         current = schema_version(conn)
@@ -606,7 +606,7 @@ LOCK_WAIT_SLICE_MS = 100
 _SQLITE_BUSY = 5
 
 
-def begin_write(conn: Connection) -> None:
+def begin_write(conn: Connection, *, give_up: Callable[[], bool] | None = None) -> bool:
     """``BEGIN IMMEDIATE``: the write lock, waited for up to the connection's busy timeout.
 
     SQLite waits for another writer's lock inside one C call, where no Python signal
@@ -614,25 +614,33 @@ def begin_write(conn: Connection) -> None:
     Ctrl-C (the second too, which exits at once) for the whole busy timeout, 30 s by
     default and up to an hour. On SQLite the wait is made in slices of
     :data:`LOCK_WAIT_SLICE_MS`, between which the handlers run; the same lock, the same
-    total wait, the same "database is locked" at its end."""
+    total wait, the same "database is locked" at its end. Every transaction that writes
+    begins here (``merge``, ``compare`` and a matrix's document as well as a run): a
+    Ctrl-C raises KeyboardInterrupt between two slices, before anything is written.
+
+    ``give_up``, asked between slices (a signal handler that only records a stop, as
+    ``run``'s does): once it says so, the wait ends without the lock and ``False`` is
+    returned; ``True`` once the transaction is begun."""
     if not is_sqlite(conn):
         conn.execute("BEGIN IMMEDIATE")
-        return
+        return True
     total_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
     if total_ms <= LOCK_WAIT_SLICE_MS:
         conn.execute("BEGIN IMMEDIATE")
-        return
+        return True
     conn.execute(f"PRAGMA busy_timeout = {LOCK_WAIT_SLICE_MS}")
     try:
         deadline = time.monotonic() + total_ms / 1000
         while True:
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                return
+                return True
             except sqlite3.OperationalError as exc:
                 busy = getattr(exc, "sqlite_errorcode", None) == _SQLITE_BUSY
                 if not busy or time.monotonic() >= deadline:
                     raise
+            if give_up is not None and give_up():
+                return False
     finally:
         conn.execute(f"PRAGMA busy_timeout = {total_ms}")
 

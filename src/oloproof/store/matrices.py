@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from oloproof._json import loads_bounded
 from oloproof._records import dataclass
 from oloproof.errors import UsageError
-from oloproof.store.db import StoreUnreadable, has_table
+from oloproof.store.db import StoreUnreadable, begin_write, has_table
 from oloproof.store.reader import project_scope
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def write_matrix(conn: Connection, document: dict[str, Any]) -> None:
     baseline = next(
         (v.get("run_id") for v in document.get("variants", []) if v.get("baseline")), None
     )
-    conn.execute("BEGIN IMMEDIATE")
+    begin_write(conn)
     try:
         conn.execute(
             "INSERT INTO matrices(id, project, created_at, baseline_run, document_json)"

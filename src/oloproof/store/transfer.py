@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from oloproof.enums import RunStatus
-from oloproof.store.db import has_table
+from oloproof.store.db import begin_write, has_table
 from oloproof.store.dbapi import is_sqlite
 from oloproof.store.pgshared import check_keys
 from oloproof.store.reader import RunRecord, get_run
@@ -157,7 +157,7 @@ def copy_run(src: Connection, dst: Connection, ref: str) -> tuple[str, str]:
     execs, judges = _cache_keys(src, record.id)
     caches = [("exec_cache", *_cache_rows(src, "exec_cache", execs)),
               ("judge_cache", *_cache_rows(src, "judge_cache", judges))]
-    dst.execute("BEGIN IMMEDIATE")
+    begin_write(dst)
     try:
         # Another push of the same run may have won the race since the look above.
         if dst.execute("SELECT 1 FROM runs WHERE id = ?", (record.id,)).fetchone() is not None:
@@ -197,7 +197,7 @@ def copy_matrix(src: Connection, dst: Connection, ref: str) -> tuple[str, str, l
     if any(what == RUNNING for _, what in runs):
         return record.id, RUNNING, runs
     project = getattr(dst, "project", None) or record.project
-    dst.execute("BEGIN IMMEDIATE")
+    begin_write(dst)
     try:
         if dst.execute("SELECT 1 FROM matrices WHERE id = ?", (record.id,)).fetchone():
             dst.execute("ROLLBACK")

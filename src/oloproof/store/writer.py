@@ -260,6 +260,9 @@ class StoreWriter:
         # PostgreSQL on an event loop: the thread that commits (bind()), and the loop.
         self._committer: _Committer | None = None
         self._loop: Any = None
+        #: How long the committer thread may go without a commit answered before the run
+        #: stops waiting for it (a server that stopped answering): ``None``, no limit.
+        self.answer_wait_s: float | None = None
 
     # -- the run's row -------------------------------------------------
     def create_run(
@@ -394,7 +397,8 @@ class StoreWriter:
                 except _OPEN_ERRORS:
                     twin = None  # the loop's own thread commits, as without a committer
                 if twin is not None:
-                    self._committer = _Committer(twin, self._write, self._thread_fault)
+                    self._committer = _Committer(twin, self._write, self._thread_fault,
+                                                 self.answer_wait_s)
         self._schedule = schedule
         self._schedule_later = schedule_later
 
@@ -550,7 +554,7 @@ class StoreWriter:
         self._scheduled = False
         if self._committer is not None:
             self._hand_over()
-            self._committer.drain()
+            self._committed_in_time(self._committer.drain())
             return
         if self.fault is not None or not self._pending():
             return
@@ -572,8 +576,18 @@ class StoreWriter:
         self._scheduled = False
         if self.fault is not None or not self._pending() or self._committer is None:
             return
-        self._committer.hand(self._take())
+        self._committed_in_time(self._committer.hand(self._take()))
         self._last_commit = time.monotonic()
+
+    def _committed_in_time(self, answered: bool) -> None:
+        """A committer whose server stopped answering is a store fault: the rows it was
+        given and has not committed are not stored, and the run stops."""
+        if not answered:
+            self._fail(
+                f"the team store answered none of the run's commits for {self.answer_wait_s:g}"
+                " s, past the wait for a lock (limits.store_busy_timeout_s): the cases handed"
+                " to it since are not stored"
+            )
 
     def _write(self, conn: Connection, rows: tuple[_Rows, ...]) -> str | None:
         """Commit ``rows`` on ``conn``; the store's fault as one line, or None."""
@@ -614,8 +628,8 @@ class StoreWriter:
         if committer is not None:
             self._scheduled = False
             if self.fault is None and self._pending():
-                committer.hand(self._take())
-            committer.close()
+                self._committed_in_time(committer.hand(self._take()))
+            self._committed_in_time(committer.close())
 
     def _thread_fault(self, reason: str) -> None:
         """The committer thread's store fault: recorded at once (no more rows are taken),
@@ -667,13 +681,20 @@ class _Committer:
     MAX_WAITING = 8
 
     def __init__(self, conn: Connection, write: Callable[[Connection, tuple[_Rows, ...]], str | None],
-                 on_fault: Callable[[str], None]) -> None:
+                 on_fault: Callable[[str], None], answer_wait_s: float | None = None) -> None:
         import queue
         import threading
 
         self.conn = conn
         self._write = write
         self._on_fault = on_fault
+        # A server that stops answering (its backend frozen, a proxy that stops forwarding)
+        # leaves the thread inside psycopg for ever: the end of the run waited for it with
+        # no limit, until a second Ctrl-C. Now for ``answer_wait_s`` without a commit
+        # answered at most; the thread (a daemon) is then left where it waits.
+        self._answer_wait_s = answer_wait_s
+        self._answered = time.monotonic()
+        self.stuck = False
         self._empty = queue.Empty
         self._queue: queue.SimpleQueue[tuple[_Rows, ...] | None] = queue.SimpleQueue()
         self._cond = threading.Condition()
@@ -684,24 +705,46 @@ class _Committer:
         )
         self._thread.start()
 
-    def hand(self, rows: tuple[_Rows, ...]) -> None:
+    def hand(self, rows: tuple[_Rows, ...]) -> bool:
+        """Hand ``rows`` over; ``False`` (and nothing handed) if the server stopped
+        answering while :data:`MAX_WAITING` batches waited."""
         with self._cond:
-            while self._handed - self._done >= self.MAX_WAITING and self._thread.is_alive():
-                self._cond.wait(1.0)
+            if not self._wait_until(lambda: self._handed - self._done < self.MAX_WAITING):
+                return False
             self._handed += 1
         self._queue.put(rows)
+        return True
 
-    def drain(self) -> None:
-        """Return once every batch handed over is committed (or failed)."""
+    def drain(self) -> bool:
+        """Return once every batch handed over is committed (or failed): ``True``; or once
+        the server has answered no commit for ``answer_wait_s``: ``False``."""
         with self._cond:
-            while self._done < self._handed and self._thread.is_alive():
-                self._cond.wait(1.0)
+            return self._wait_until(lambda: self._done >= self._handed)
 
-    def close(self) -> None:
-        self.drain()
+    def _wait_until(self, done: Callable[[], bool]) -> bool:
+        while not done() and self._thread.is_alive():
+            if self.stuck:
+                return False
+            if self._answer_wait_s is not None:
+                left = self._answered + self._answer_wait_s - time.monotonic()
+                if left <= 0:
+                    self.stuck = True
+                    return False
+                self._cond.wait(min(left, 1.0))
+            else:
+                self._cond.wait(1.0)
+        return True
+
+    def close(self) -> bool:
+        """Stop the thread once it has committed what it was given: ``False`` if the server
+        stopped answering first (the thread and its connection are then left as they are:
+        closing a connection inside a statement waits for psycopg's lock)."""
+        if not self.drain():
+            return False
         self._queue.put(None)
         self._thread.join()
         self.conn.close()
+        return True
 
     def _work(self) -> None:
         stop = False
@@ -730,6 +773,7 @@ class _Committer:
                 self._on_fault(error)
             with self._cond:
                 self._done += len(batches)
+                self._answered = time.monotonic()
                 self._cond.notify_all()
 
 
