@@ -59,7 +59,7 @@ def _write_later(path: Path, text: str) -> None:
 
 
 def _note(text: str) -> bool:
-    return "code the run called has changed since it started" in text
+    return "The code the run called has changed since it started" in text
 
 
 def _project(tmp_path: Path) -> Path:
@@ -92,7 +92,7 @@ def test_gate_names_the_system_code_edited_since_the_run(tmp_path: Path) -> None
     doc = json.loads(run_cli("gate", "latest", "--json", cwd=project).out)
     assert any(_note(n) and "app.py" in n for n in doc["gate_notes"]), doc["gate_notes"]
     report = run_cli("report", "latest", "-o", str(tmp_path / "r.html"), cwd=project)
-    assert report.code == 0 and "code the run called has changed" in (
+    assert report.code == 0 and "The code the run called has changed" in (
         tmp_path / "r.html").read_text()
     elsewhere = run_cli("gate", "latest", "--config", "p/oloproof.yaml", cwd=tmp_path)
     assert "): p/app.py; these decisions" in elsewhere.out, elsewhere.text

@@ -919,7 +919,7 @@ def test_gate_names_a_prompt_file_edited_since_the_run(
         return gated.out
 
     same = gate_after(prompt.read_text())
-    assert "code the run called has changed" not in same, same
+    assert "The code the run called has changed" not in same, same
     edited = gate_after("Answer with one word.\n{{ question }}\n")
-    assert ("code the run called has changed since it started (" in edited
+    assert ("The code the run called has changed since it started (" in edited
             and "): prompts/answer.md; these decisions" in edited), edited

@@ -518,7 +518,7 @@ def code_edited(
     when = created.strftime("%Y-%m-%d %H:%M:%S UTC")
     shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
     note = (
-        f"code the run called has changed since it started ({when}): {shown}; these"
+        f"The code the run called has changed since it started ({when}): {shown}; these"
         " decisions are on what the code gave then, and"
         f" `oloproof run{' --no-cache' if cached else ''}` decides on the code as it is now"
     )
