@@ -1056,36 +1056,28 @@ def gate_notes(
     cases missing than ``max_missing``), naming them; ``ref`` (a run id) adds where to look.
     ``shard`` (``(I, K)``): the run is a shard, whose share is its slice's; the limit is the
     suite's, applied by ``merge`` to the shards together (docs/scaling.md)."""
-    notes = []
     over = [d for d in decisions if d.incomplete]
-    if over and shard is not None:
-        limit = _max_missing(policy)
-        shown = ", ".join(
-            f"{d.rule} ({_share_texts(d.missing_share or 0.0, limit)[0]} of its cases)"
-            for d in over[:5]
-        )
-        more = f" and {len(over) - 5} more" if len(over) > 5 else ""
-        notes.append(
+    if not over:
+        return []
+    limit = _max_missing(policy)
+    each = "of its cases" if shard is not None else "missing"
+    shown = ", ".join(
+        f"{d.rule} ({_share_texts(d.missing_share or 0.0, limit)[0]} {each})" for d in over[:5]
+    )
+    more = f" and {len(over) - 5} more" if len(over) > 5 else ""
+    look = f"; see what failed with  oloproof inspect {ref} --failures." if ref else "."
+    if shard is not None:
+        return [
             f"Missing on shard {shard[0]}/{shard[1]}: {shown}{more}, more than max_missing"
             f" {_share_text(limit, 3)}. The limit is the suite's: `oloproof merge` holds it"
             " against the share missing in all the shards together, which this slice alone"
-            " does not decide (a shard never allows, exit 5 whatever its share)"
-            + (f"; see what failed with  oloproof inspect {ref} --failures." if ref else ".")
-        )
-    elif over:
-        limit = _max_missing(policy)
-        shown = ", ".join(
-            f"{d.rule} ({_share_texts(d.missing_share or 0.0, limit)[0]} missing)"
-            for d in over[:5]
-        )
-        more = f" and {len(over) - 5} more" if len(over) > 5 else ""
-        notes.append(
-            f"Incomplete evidence: {shown}{more}: more than max_missing"
-            f" {_share_text(limit, 3)} of the cases are missing, so the gate"
-            " blocks (exit 5) whatever warn_on says"
-            + (f"; see what failed with  oloproof inspect {ref} --failures." if ref else ".")
-        )
-    return notes
+            " does not decide (a shard never allows, exit 5 whatever its share)" + look
+        ]
+    return [
+        f"Incomplete evidence: {shown}{more}: more than max_missing"
+        f" {_share_text(limit, 3)} of the cases are missing, so the gate"
+        " blocks (exit 5) whatever warn_on says" + look
+    ]
 
 
 def patched_notes(names: object) -> list[str]:
