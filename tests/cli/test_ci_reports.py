@@ -4,6 +4,8 @@ GitHub step summary, through the real CLI; and the renderers on hostile text."""
 from __future__ import annotations
 
 import json
+import os
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -177,3 +179,92 @@ def test_hostile_text_stays_text_in_every_format(tmp_path: Path, completeness: s
         assert "," not in title.replace("%2C", "") and ":" not in title.replace("%3A", "")
         if completeness == "COMPLETE":
             assert "%250A" in message  # the detail's literal "%0A" cannot act as a newline
+
+
+# The gate's notes where a CI user reads them. 40 cases, every answer right but every 10th
+# call failing (4 missing): `floor` (min 0.5) PASSes on 36 observed.
+FLAKY_APP = """
+def answer(inp):
+    if inp["n"] % 10 == 0:
+        raise RuntimeError("upstream down")
+    return {"label": "ok"}
+"""
+
+FLOOR = "version: 1\nmax_missing: {limit}\nrules:\n  - {{id: floor, metric: exact_label, min: 0.5}}\n"
+
+
+def _outputs(root: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, junitparser.TestCase],
+                                                                list[str], str, str]:
+    """``args`` run with every CI output: the exit code, the JUnit test cases, the
+    annotation lines, the step summary and the JUnit document."""
+    report, summary = tmp_path / "report.xml", tmp_path / "summary.md"
+    for path in (report, summary):
+        path.unlink(missing_ok=True)
+    result = run_cli(*args, "--junit-xml", str(report), "--github-annotations", cwd=root,
+                     env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert "Traceback" not in result.text
+    annotations = [line for line in result.out.splitlines() if line.startswith("::")]
+    return (result.code, _cases(report), annotations, summary.read_text(encoding="utf-8"),
+            report.read_text(encoding="utf-8"))
+
+
+def test_a_subset_that_blocks_on_passing_rules_is_red_and_says_why(tmp_path: Path) -> None:
+    """`run --limit 10`: `floor` PASSes on 9 of 10 and the gate blocks, exit 5 (a subset
+    never allows). The JUnit report was all green (one passing test case), no annotation
+    was written and the step summary said `BLOCK (exit code 5)` with no reason: only the
+    terminal said "Subset: … never allows a release"."""
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.5))
+    for args in (("run", "--limit", "10"), ("gate", "latest")):
+        code, cases, annotations, summary, _ = _outputs(root, tmp_path, *args)
+        assert code == 5
+        assert cases["floor"].is_passed  # the rule is as decided
+        [failure] = cases["gate"].result
+        assert isinstance(failure, junitparser.Failure) and failure.type == "BLOCK"
+        assert "Subset: 10 of 40 cases" in (failure.message or "")
+        [line] = annotations
+        assert line.startswith("::error title=Oloproof gate BLOCK::Subset: 10 of 40 cases")
+        assert "- ❌ Subset: 10 of 40 cases" in summary
+
+
+def test_a_pass_over_max_missing_is_a_failure_and_its_note_is_shown(tmp_path: Path) -> None:
+    """4 of 40 missing over `max_missing: 0.05`: `floor` PASSes but blocks, exit 5. Its JUnit
+    test case passed (the report green, the job red), and the "Incomplete evidence" note was
+    in no CI output."""
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.05))
+    for args in (("run",), ("gate", "latest")):
+        code, cases, annotations, summary, _ = _outputs(root, tmp_path, *args)
+        assert code == 5
+        [failure] = cases["floor"].result
+        assert isinstance(failure, junitparser.Failure) and failure.type == "INCOMPLETE"
+        assert "over max_missing 5%" in (failure.message or "")
+        [skipped] = cases["gate"].result  # the rule is red already: the note goes beside it
+        assert isinstance(skipped, junitparser.Skipped)
+        assert "Incomplete evidence: floor (10% missing)" in (skipped.message or "")
+        assert any(a.startswith("::warning title=Oloproof gate BLOCK::Incomplete evidence")
+                   for a in annotations), annotations
+        assert "Incomplete evidence: floor (10% missing)" in summary
+
+
+def test_code_edited_since_an_allowing_run_is_said_in_every_ci_output(tmp_path: Path) -> None:
+    """An ALLOW run, then app.py made to answer every case wrongly and nothing run again:
+    `gate latest` says so beside `Gate ALLOW exit code 0`, and the exit code stays 0; the
+    JUnit report, the annotations and the step summary said nothing of it."""
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.05))
+    assert run_cli("run", cwd=root).code == 0
+    app = root / "app.py"
+    app.write_text("def answer(inp):\n    return {'label': 'no'}\n")
+    later = time.time() + 5
+    os.utime(app, (later, later))
+    code, cases, annotations, summary, _ = _outputs(root, tmp_path, "gate", "latest")
+    assert code == 0  # the run's own exit code, as before
+    assert cases["floor"].is_passed
+    [skipped] = cases["gate"].result
+    assert isinstance(skipped, junitparser.Skipped)
+    assert "code the run called has changed since it started" in (skipped.message or "")
+    assert "app.py" in (skipped.message or "")
+    [line] = annotations
+    assert line.startswith("::warning title=Oloproof gate ALLOW::code the run called has changed")
+    assert "- ⚠️ code the run called has changed since it started" in summary

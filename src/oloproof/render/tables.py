@@ -391,23 +391,30 @@ def result_report(
     )
 
 
+def subset_notes(result: RunResult) -> list[str]:
+    """The line that says a run is a subset or a shard, and so never allows (none for a run
+    of the whole suite)."""
+    if result.subset is not None and result.subset.shard is not None:
+        return [(
+            f"S{result.subset.describe()[1:]}. Its rules are decided on these cases"
+            " only; a shard never allows a release (exit 5 unless a rule FAILs): join"
+            " the shards into one run of the suite with `oloproof merge`."
+        )]
+    if result.subset is not None:
+        return [(
+            f"Subset: {result.subset.describe()}. Its rules are decided on these cases"
+            " only; a subset never allows a release (exit 5 unless a rule FAILs)."
+        )]
+    return []
+
+
 def run_note(result: RunResult, executor: str | None = None) -> str | None:
     """What ``run`` says above its tables: judge panels, the subset or shard it decided on,
     where it ran (``executor``: the Ray executor's description), failed calls, why it
     stopped, a sequential decision's reading, the gate's notes, and a project without
     rules. User text (errors, reasons) may hold lone surrogates: the note is printable."""
     notes = panel_lines(result.panels)
-    if result.subset is not None and result.subset.shard is not None:
-        notes.append(
-            f"S{result.subset.describe()[1:]}. Its rules are decided on these cases"
-            " only; a shard never allows a release (exit 5 unless a rule FAILs): join"
-            " the shards into one run of the suite with `oloproof merge`."
-        )
-    elif result.subset is not None:
-        notes.append(
-            f"Subset: {result.subset.describe()}. Its rules are decided on these cases"
-            " only; a subset never allows a release (exit 5 unless a rule FAILs)."
-        )
+    notes.extend(subset_notes(result))
     if executor:
         notes.append(executor)
     if result.notice:
