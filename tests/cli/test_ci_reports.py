@@ -268,3 +268,22 @@ def test_code_edited_since_an_allowing_run_is_said_in_every_ci_output(tmp_path: 
     [line] = annotations
     assert line.startswith("::warning title=Oloproof gate ALLOW::code the run called has changed")
     assert "- ⚠️ code the run called has changed since it started" in summary
+
+
+@pytest.mark.parametrize("rule_id", ["floor\n::stop-commands::pwned", "floor\r::add-mask::x",
+                                     "floor\u2028::error::fake", " "])
+def test_a_rule_id_that_is_not_one_printable_line_is_refused(tmp_path: Path,
+                                                            rule_id: str) -> None:
+    """A rule id holding a newline was accepted, and the gate's note naming the rule
+    ("Incomplete evidence: floor …") printed `::stop-commands::pwned (25% missing): …` at
+    the start of a line of standard output, before the annotations: on GitHub Actions the
+    runner stops reading workflow commands there, and the run's `::error` lines vanished."""
+    release = FLOOR.format(limit=0.05).replace("{id: floor,", f"{{id: {json.dumps(rule_id)},")
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=release)
+    result = run_cli("run", "--github-annotations", cwd=root)
+    assert result.code == 2, result.text
+    assert "release.yaml:4: rules[0].id: a rule id is a name on one line" in result.err
+    assert "Traceback" not in result.text
+    assert not [line for line in result.text.splitlines() if line.startswith("::")]
+    assert not (root / ".oloproof").exists()  # refused before anything ran
