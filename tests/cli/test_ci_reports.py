@@ -287,3 +287,19 @@ def test_a_rule_id_that_is_not_one_printable_line_is_refused(tmp_path: Path,
     assert "Traceback" not in result.text
     assert not [line for line in result.text.splitlines() if line.startswith("::")]
     assert not (root / ".oloproof").exists()  # refused before anything ran
+
+
+def test_a_noncharacter_in_a_systems_error_keeps_the_report_well_formed(tmp_path: Path) -> None:
+    """XML 1.0 has no U+FFFE or U+FFFF, which printable() leaves as they are: a system whose
+    every call failed with `RuntimeError("boom \\ufffe\\uffff")` stopped the run (exit 5), and
+    its JUnit report, the stop reason in each `<error>`, was "not well-formed (invalid
+    token)" to every reader: the CI showed no test result at all."""
+    app = 'def answer(inp):\n    raise RuntimeError("boom \\ufffe\\uffff end")\n'
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(10),
+                         release=FLOOR.format(limit=0.05))
+    report = tmp_path / "report.xml"
+    assert run_cli("run", "--junit-xml", str(report), cwd=root).code == 5
+    ET.parse(report)  # well-formed
+    [error] = _cases(report)["floor"].result
+    assert isinstance(error, junitparser.Error)
+    assert "boom \\ufffe\\uffff end" in (error.message or "")

@@ -83,8 +83,13 @@ class CiRun:
 
 
 def _text(value: object) -> str:
-    # XML 1.0 cannot hold most control characters at all; printable() escapes them.
-    return printable("" if value is None else str(value))
+    # XML 1.0 cannot hold most control characters at all; printable() escapes them. Nor
+    # U+FFFE and U+FFFF, which printable() leaves (a system's error holding one made the
+    # whole report "not well-formed" to every JUnit reader): written as escapes too.
+    text = printable("" if value is None else str(value))
+    if "\ufffe" in text or "\uffff" in text:
+        text = text.replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
+    return text
 
 
 def _suite(
