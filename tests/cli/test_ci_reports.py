@@ -13,6 +13,7 @@ import junitparser
 import pytest
 import xmlschema
 from tests.conftest import labelled_cases, run_cli, write_project
+from tests.progress._support import checked_events
 
 from oloproof.enums import GateAction, RuleState
 from oloproof.policy.decide import Decision
@@ -303,3 +304,25 @@ def test_a_noncharacter_in_a_systems_error_keeps_the_report_well_formed(tmp_path
     [error] = _cases(report)["floor"].result
     assert isinstance(error, junitparser.Error)
     assert "boom \\ufffe\\uffff end" in (error.message or "")
+
+
+def test_run_finished_carries_the_gate_notes(tmp_path: Path) -> None:
+    """`run --json`'s last event is what a CI script reads (docs/running-in-ci.md): 4 of 40
+    missing over `max_missing: 0.05` exited 5 with `floor` PASS in it and no word of why;
+    the "Incomplete evidence" note was only in the tables on standard error. The event
+    now carries the gate's notes (an optional field of the shipped schema), and a run
+    without any carries no such field."""
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.05))
+    result = run_cli("run", "--json", cwd=root)
+    assert result.code == 5
+    last = checked_events(result.out)[-1]  # every event valid against the shipped schema
+    assert last["type"] == "run_finished" and last["exit_code"] == 5
+    [note] = last["gate_notes"]
+    assert note.startswith("Incomplete evidence: floor (10% missing)")
+    assert note == json.loads(run_cli("gate", "latest", "--json", cwd=root).out)["gate_notes"][0]
+    clean = write_project(tmp_path / "q", app=APP, cases=labelled_cases(40),
+                          release=FLOOR.format(limit=0.05))
+    result = run_cli("run", "--json", cwd=clean)
+    assert result.code == 0
+    assert "gate_notes" not in checked_events(result.out)[-1]
