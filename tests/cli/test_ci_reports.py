@@ -326,3 +326,14 @@ def test_run_finished_carries_the_gate_notes(tmp_path: Path) -> None:
     result = run_cli("run", "--json", cwd=clean)
     assert result.code == 0
     assert "gate_notes" not in checked_events(result.out)[-1]
+
+
+def test_a_rule_named_gate_keeps_its_own_test_case(tmp_path: Path) -> None:
+    """The notes' test case is `gate` of its own class: a rule may be named `gate` too."""
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.5).replace("id: floor", "id: gate"))
+    *_, text = _outputs(root, tmp_path, "run", "--limit", "10")
+    cases = {(c.get("classname"), c.get("name")): c for c in ET.fromstring(text).iter("testcase")}
+    assert set(cases) == {("oloproof.test-project", "gate"), ("oloproof.test-project.gate", "gate")}
+    assert cases["oloproof.test-project", "gate"].find("failure") is None  # the rule: PASS
+    assert cases["oloproof.test-project.gate", "gate"].find("failure") is not None  # a subset

@@ -151,7 +151,8 @@ def _gate_case(suite: Any, run: CiRun, classname: str, counts: dict[str, int]) -
     """The ``gate`` test case: the gate's notes, a failure when they are why it blocks."""
     import xml.etree.ElementTree as ET
 
-    case = ET.SubElement(suite, "testcase", name="gate", classname=classname)
+    # Its own class: a rule may be named "gate" too, and (class, name) names a test case.
+    case = ET.SubElement(suite, "testcase", name="gate", classname=f"{classname}.gate")
     counts["tests"] += 1
     first = run.notes[0] if run.notes else "no rule blocks"
     message = _text(f"{run.gate} (exit code {run.exit_code}): {first}"
