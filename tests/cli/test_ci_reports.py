@@ -337,3 +337,56 @@ def test_a_rule_named_gate_keeps_its_own_test_case(tmp_path: Path) -> None:
     assert set(cases) == {("oloproof.test-project", "gate"), ("oloproof.test-project.gate", "gate")}
     assert cases["oloproof.test-project", "gate"].find("failure") is None  # the rule: PASS
     assert cases["oloproof.test-project.gate", "gate"].find("failure") is not None  # a subset
+
+
+def _commands(text: str) -> list[str]:
+    """The lines of ``text`` GitHub's runner reads as workflow commands (it trims blanks)."""
+    return [line.lstrip() for line in text.splitlines() if line.lstrip().startswith("::")]
+
+
+def test_no_line_of_a_report_acts_as_a_workflow_command(tmp_path: Path) -> None:
+    """A rule id may be `::stop-commands::pw` (one printable line). Where the report
+    puts it at the start of a line (a narrow log: `COLUMNS=40` prints a table as one block
+    per row, headed by the id), GitHub's runner read that line as a command and ignored
+    every later one, the run's `::error` annotations too; and a configuration error
+    quoting a criterion `exact\\n::stop-commands::pw` on standard error did the same. Such a
+    line's first colon is now written `\\x3a`; the annotations are the only commands."""
+    release = FLOOR.format(limit=0.05).replace("id: floor", 'id: "::stop-commands::pw"')
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=release)
+    for args in (("run", "--github-annotations"), ("gate", "latest", "--github-annotations"),
+                 ("inspect", "latest")):
+        result = run_cli(*args, cwd=root, env={"COLUMNS": "40"})
+        assert result.code == (0 if args[0] == "inspect" else 5), result.text
+        assert "\\x3a:stop-commands::pw" in result.out  # the id, shown, inert
+        assert [c.partition(" ")[0] for c in _commands(result.text)] == (
+            [] if args[0] == "inspect" else ["::warning", "::error"])
+    evaluators = '- type: exact_match\n  criterion: "exact\\n::stop-commands::pw"\n  field: label\n'
+    bad = write_project(tmp_path / "q", app=APP, cases=labelled_cases(4), evaluators=evaluators)
+    result = run_cli("run", cwd=bad)
+    assert result.code == 2 and "criterion name is made of letters" in result.err
+    assert _commands(result.text) == []
+
+
+def test_a_note_naming_a_file_with_a_newline_stays_one_line(tmp_path: Path) -> None:
+    """The suite `data/a\\n::stop-commands::x.jsonl`, edited since the run: the note naming it
+    printed `::stop-commands::x.jsonl has changed …` as a line of its own, in `gate` and
+    `inspect`; the note is one line now, its newline written `\\n`."""
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.05))
+    name = "data/a\n::stop-commands::x.jsonl"
+    (root / "data" / "cases.jsonl").rename(root / name)
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("dataset: data/cases.jsonl",
+                                                 f"dataset: {json.dumps(name)}"))
+    assert run_cli("run", cwd=root).code == 0
+    suite = root / name
+    suite.write_text("".join(suite.read_text().splitlines(keepends=True)[:20]))
+    later = time.time() + 5
+    os.utime(suite, (later, later))
+    for args in (("gate", "latest", "--github-annotations"), ("inspect", "latest")):
+        result = run_cli(*args, cwd=root)
+        assert result.code == 0, result.text
+        assert "data/a\\n::stop-commands::x.jsonl has changed since this run started" in result.out
+        assert [c.partition(" ")[0] for c in _commands(result.text)] == (
+            ["::warning"] if args[0] == "gate" else [])

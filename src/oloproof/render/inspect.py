@@ -150,5 +150,5 @@ def run_view(
     parts.append(cache_line(run.cache))
     if run.gate:
         parts.append(line(f"Gate      {run.gate}   exit code {run.exit_code}"))
-        parts.extend(line(f"  {note}", "yellow") for note in notes)
+        parts.extend(line(f"  {one_line(note)}", "yellow") for note in notes)
     return Blocks(parts)

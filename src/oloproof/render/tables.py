@@ -21,6 +21,7 @@ from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.policy.judges import AnyJudgeReport, JudgeReport, ScoredJudgeReport
 from oloproof.project._project import NO_RULES_NOTE
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
+from oloproof.textsafe import one_line
 
 if TYPE_CHECKING:
     import threading
@@ -427,7 +428,7 @@ def run_note(result: RunResult, executor: str | None = None) -> str | None:
         )
     if result.sequential_note:
         notes.insert(0, result.sequential_note)
-    notes.extend(result.gate_notes)
+    notes.extend(map(one_line, result.gate_notes))  # a path may hold a newline
     if result.policy_path is None and not result.decisions and result.status == RunStatus.DECIDED:
         # Only `policy: none` leaves a run without a policy file. Its gate allows by
         # declaration, unless the run is a subset or a shard (it blocks, as the note says).
@@ -450,5 +451,5 @@ def gate_note(result: RunResult, policy_arg: str | None) -> str | None:
     elif not result.decisions and policy_arg is None and result.policy_path is None:
         # A run is stored without a policy file only when its project says `policy: none`.
         lines.append(NO_RULES_NOTE)
-    lines.extend(result.gate_notes)
+    lines.extend(map(one_line, result.gate_notes))
     return "\n".join(lines) or None
