@@ -415,6 +415,9 @@ class RunFinished(Event):
     completeness: Completeness | str
     exit_code: int
     decisions: list[dict[str, Any]]
+    #: What the terminal prints beside the gate (``gate --json``'s ``gate_notes``): rules
+    #: over ``max_missing``, a shard's missing share, patched code. Only when there is one.
+    gate_notes: list[str] = field(default_factory=list)
     type: ClassVar[str] = "run_finished"
     fields_schema: ClassVar[dict[str, dict[str, Any]]] = {
         "status": _enum([RunStatus.DECIDED, RunStatus.RUN_ERROR]),
@@ -422,14 +425,20 @@ class RunFinished(Event):
         "exit_code": {"type": "integer", "minimum": 0, "maximum": 5},
         "decisions": {"type": "array", "items": _DECISION_SCHEMA},
     }
+    optional_schema: ClassVar[dict[str, dict[str, Any]]] = {
+        "gate_notes": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    }
 
     def public(self) -> dict[str, Any]:
-        return {
+        data = {
             "status": self.status,
             "completeness": self.completeness,
             "exit_code": self.exit_code,
             "decisions": self.decisions,
         }
+        if self.gate_notes:
+            data["gate_notes"] = list(self.gate_notes)
+        return data
 
 
 EVENT_TYPES: tuple[type[Event], ...] = (

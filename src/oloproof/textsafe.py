@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "TextHead", "dumps", "escape_separators", "first_line", "json_safe", "one_line", "printable",
+    "TextHead", "dumps", "escape_separators", "first_line", "inert_commands", "json_safe",
+    "one_line", "printable",
 ]
 
 REPLACEMENT = "\ufffd"
@@ -92,6 +93,23 @@ def one_line(text: str) -> str:
     if "\n" in shown or "\t" in shown:
         shown = shown.replace("\n", "\\n").replace("\t", "\\t")
     return shown
+
+
+# A line a CI runner reads as a workflow command: GitHub's runner trims the blanks at its
+# start and takes it as one when "::" follows (`::stop-commands::TOKEN` turns off every
+# command after it, the run's own annotations too; `::add-mask::`, `::error::`).
+_COMMAND_LINE = r"(^|[\r\n])([^\S\r\n]*)::"
+
+
+def inert_commands(text: str) -> str:
+    """``text`` with no line that a CI runner would read as a workflow command: a line whose
+    first characters but blanks are ``::`` (a rule or case id, a file name that a report
+    puts at the start of a line) has its first colon written ``\\x3a``, as
+    :func:`printable` writes the characters that would act. Oloproof's own annotations
+    (``--github-annotations``) are written without it."""
+    if "::" not in text:
+        return text
+    return re.sub(_COMMAND_LINE, lambda m: f"{m.group(1)}{m.group(2)}\\x3a:", text)
 
 
 def first_line(text: str | None) -> str:

@@ -4,6 +4,8 @@ GitHub step summary, through the real CLI; and the renderers on hostile text."""
 from __future__ import annotations
 
 import json
+import os
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import junitparser
 import pytest
 import xmlschema
 from tests.conftest import labelled_cases, run_cli, write_project
+from tests.progress._support import checked_events
 
 from oloproof.enums import GateAction, RuleState
 from oloproof.policy.decide import Decision
@@ -177,3 +180,213 @@ def test_hostile_text_stays_text_in_every_format(tmp_path: Path, completeness: s
         assert "," not in title.replace("%2C", "") and ":" not in title.replace("%3A", "")
         if completeness == "COMPLETE":
             assert "%250A" in message  # the detail's literal "%0A" cannot act as a newline
+
+
+# The gate's notes where a CI user reads them. 40 cases, every answer right but every 10th
+# call failing (4 missing): `floor` (min 0.5) PASSes on 36 observed.
+FLAKY_APP = """
+def answer(inp):
+    if inp["n"] % 10 == 0:
+        raise RuntimeError("upstream down")
+    return {"label": "ok"}
+"""
+
+FLOOR = "version: 1\nmax_missing: {limit}\nrules:\n  - {{id: floor, metric: exact_label, min: 0.5}}\n"
+
+
+def _outputs(root: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, junitparser.TestCase],
+                                                                list[str], str, str]:
+    """``args`` run with every CI output: the exit code, the JUnit test cases, the
+    annotation lines, the step summary and the JUnit document."""
+    report, summary = tmp_path / "report.xml", tmp_path / "summary.md"
+    for path in (report, summary):
+        path.unlink(missing_ok=True)
+    result = run_cli(*args, "--junit-xml", str(report), "--github-annotations", cwd=root,
+                     env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert "Traceback" not in result.text
+    annotations = [line for line in result.out.splitlines() if line.startswith("::")]
+    return (result.code, _cases(report), annotations, summary.read_text(encoding="utf-8"),
+            report.read_text(encoding="utf-8"))
+
+
+def test_a_subset_that_blocks_on_passing_rules_is_red_and_says_why(tmp_path: Path) -> None:
+    """`run --limit 10`: `floor` PASSes on 9 of 10 and the gate blocks, exit 5 (a subset
+    never allows). The JUnit report was all green (one passing test case), no annotation
+    was written and the step summary said `BLOCK (exit code 5)` with no reason: only the
+    terminal said "Subset: … never allows a release"."""
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.5))
+    for args in (("run", "--limit", "10"), ("gate", "latest")):
+        code, cases, annotations, summary, _ = _outputs(root, tmp_path, *args)
+        assert code == 5
+        assert cases["floor"].is_passed  # the rule is as decided
+        [failure] = cases["gate"].result
+        assert isinstance(failure, junitparser.Failure) and failure.type == "BLOCK"
+        assert "Subset: 10 of 40 cases" in (failure.message or "")
+        [line] = annotations
+        assert line.startswith("::error title=Oloproof gate BLOCK::Subset: 10 of 40 cases")
+        assert "- ❌ Subset: 10 of 40 cases" in summary
+
+
+def test_a_pass_over_max_missing_is_a_failure_and_its_note_is_shown(tmp_path: Path) -> None:
+    """4 of 40 missing over `max_missing: 0.05`: `floor` PASSes but blocks, exit 5. Its JUnit
+    test case passed (the report green, the job red), and the "Incomplete evidence" note was
+    in no CI output."""
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.05))
+    for args in (("run",), ("gate", "latest")):
+        code, cases, annotations, summary, _ = _outputs(root, tmp_path, *args)
+        assert code == 5
+        [failure] = cases["floor"].result
+        assert isinstance(failure, junitparser.Failure) and failure.type == "INCOMPLETE"
+        assert "over max_missing 5%" in (failure.message or "")
+        [skipped] = cases["gate"].result  # the rule is red already: the note goes beside it
+        assert isinstance(skipped, junitparser.Skipped)
+        assert "Incomplete evidence: floor (10% missing)" in (skipped.message or "")
+        assert any(a.startswith("::warning title=Oloproof gate BLOCK::Incomplete evidence")
+                   for a in annotations), annotations
+        assert "Incomplete evidence: floor (10% missing)" in summary
+
+
+def test_code_edited_since_an_allowing_run_is_said_in_every_ci_output(tmp_path: Path) -> None:
+    """An ALLOW run, then app.py made to answer every case wrongly and nothing run again:
+    `gate latest` says so beside `Gate ALLOW exit code 0`, and the exit code stays 0; the
+    JUnit report, the annotations and the step summary said nothing of it."""
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.05))
+    assert run_cli("run", cwd=root).code == 0
+    app = root / "app.py"
+    app.write_text("def answer(inp):\n    return {'label': 'no'}\n")
+    later = time.time() + 5
+    os.utime(app, (later, later))
+    code, cases, annotations, summary, _ = _outputs(root, tmp_path, "gate", "latest")
+    assert code == 0  # the run's own exit code, as before
+    assert cases["floor"].is_passed
+    [skipped] = cases["gate"].result
+    assert isinstance(skipped, junitparser.Skipped)
+    assert "code the run called has changed since it started" in (skipped.message or "")
+    assert "app.py" in (skipped.message or "")
+    [line] = annotations
+    assert line.startswith("::warning title=Oloproof gate ALLOW::code the run called has changed")
+    assert "- ⚠️ code the run called has changed since it started" in summary
+
+
+@pytest.mark.parametrize("rule_id", ["floor\n::stop-commands::pwned", "floor\r::add-mask::x",
+                                     "floor\u2028::error::fake", " "])
+def test_a_rule_id_that_is_not_one_printable_line_is_refused(tmp_path: Path,
+                                                            rule_id: str) -> None:
+    """A rule id holding a newline was accepted, and the gate's note naming the rule
+    ("Incomplete evidence: floor …") printed `::stop-commands::pwned (25% missing): …` at
+    the start of a line of standard output, before the annotations: on GitHub Actions the
+    runner stops reading workflow commands there, and the run's `::error` lines vanished."""
+    release = FLOOR.format(limit=0.05).replace("{id: floor,", f"{{id: {json.dumps(rule_id)},")
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=release)
+    result = run_cli("run", "--github-annotations", cwd=root)
+    assert result.code == 2, result.text
+    assert "release.yaml:4: rules[0].id: a rule id is a name on one line" in result.err
+    assert "Traceback" not in result.text
+    assert not [line for line in result.text.splitlines() if line.startswith("::")]
+    assert not (root / ".oloproof").exists()  # refused before anything ran
+
+
+def test_a_noncharacter_in_a_systems_error_keeps_the_report_well_formed(tmp_path: Path) -> None:
+    """XML 1.0 has no U+FFFE or U+FFFF, which printable() leaves as they are: a system whose
+    every call failed with `RuntimeError("boom \\ufffe\\uffff")` stopped the run (exit 5), and
+    its JUnit report, the stop reason in each `<error>`, was "not well-formed (invalid
+    token)" to every reader: the CI showed no test result at all."""
+    app = 'def answer(inp):\n    raise RuntimeError("boom \\ufffe\\uffff end")\n'
+    root = write_project(tmp_path / "p", app=app, cases=labelled_cases(10),
+                         release=FLOOR.format(limit=0.05))
+    report = tmp_path / "report.xml"
+    assert run_cli("run", "--junit-xml", str(report), cwd=root).code == 5
+    ET.parse(report)  # well-formed
+    [error] = _cases(report)["floor"].result
+    assert isinstance(error, junitparser.Error)
+    assert "boom \\ufffe\\uffff end" in (error.message or "")
+
+
+def test_run_finished_carries_the_gate_notes(tmp_path: Path) -> None:
+    """`run --json`'s last event is what a CI script reads (docs/running-in-ci.md): 4 of 40
+    missing over `max_missing: 0.05` exited 5 with `floor` PASS in it and no word of why;
+    the "Incomplete evidence" note was only in the tables on standard error. The event
+    now carries the gate's notes (an optional field of the shipped schema), and a run
+    without any carries no such field."""
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.05))
+    result = run_cli("run", "--json", cwd=root)
+    assert result.code == 5
+    last = checked_events(result.out)[-1]  # every event valid against the shipped schema
+    assert last["type"] == "run_finished" and last["exit_code"] == 5
+    [note] = last["gate_notes"]
+    assert note.startswith("Incomplete evidence: floor (10% missing)")
+    assert note == json.loads(run_cli("gate", "latest", "--json", cwd=root).out)["gate_notes"][0]
+    clean = write_project(tmp_path / "q", app=APP, cases=labelled_cases(40),
+                          release=FLOOR.format(limit=0.05))
+    result = run_cli("run", "--json", cwd=clean)
+    assert result.code == 0
+    assert "gate_notes" not in checked_events(result.out)[-1]
+
+
+def test_a_rule_named_gate_keeps_its_own_test_case(tmp_path: Path) -> None:
+    """The notes' test case is `gate` of its own class: a rule may be named `gate` too."""
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.5).replace("id: floor", "id: gate"))
+    *_, text = _outputs(root, tmp_path, "run", "--limit", "10")
+    cases = {(c.get("classname"), c.get("name")): c for c in ET.fromstring(text).iter("testcase")}
+    assert set(cases) == {("oloproof.test-project", "gate"), ("oloproof.test-project.gate", "gate")}
+    assert cases["oloproof.test-project", "gate"].find("failure") is None  # the rule: PASS
+    assert cases["oloproof.test-project.gate", "gate"].find("failure") is not None  # a subset
+
+
+def _commands(text: str) -> list[str]:
+    """The lines of ``text`` GitHub's runner reads as workflow commands (it trims blanks)."""
+    return [line.lstrip() for line in text.splitlines() if line.lstrip().startswith("::")]
+
+
+def test_no_line_of_a_report_acts_as_a_workflow_command(tmp_path: Path) -> None:
+    """A rule id may be `::stop-commands::pw` (one printable line). Where the report
+    puts it at the start of a line (a narrow log: `COLUMNS=40` prints a table as one block
+    per row, headed by the id), GitHub's runner read that line as a command and ignored
+    every later one, the run's `::error` annotations too; and a configuration error
+    quoting a criterion `exact\\n::stop-commands::pw` on standard error did the same. Such a
+    line's first colon is now written `\\x3a`; the annotations are the only commands."""
+    release = FLOOR.format(limit=0.05).replace("id: floor", 'id: "::stop-commands::pw"')
+    root = write_project(tmp_path / "p", app=FLAKY_APP, cases=labelled_cases(40),
+                         release=release)
+    for args in (("run", "--github-annotations"), ("gate", "latest", "--github-annotations"),
+                 ("inspect", "latest")):
+        result = run_cli(*args, cwd=root, env={"COLUMNS": "40"})
+        assert result.code == (0 if args[0] == "inspect" else 5), result.text
+        assert "\\x3a:stop-commands::pw" in result.out  # the id, shown, inert
+        assert [c.partition(" ")[0] for c in _commands(result.text)] == (
+            [] if args[0] == "inspect" else ["::warning", "::error"])
+    evaluators = '- type: exact_match\n  criterion: "exact\\n::stop-commands::pw"\n  field: label\n'
+    bad = write_project(tmp_path / "q", app=APP, cases=labelled_cases(4), evaluators=evaluators)
+    result = run_cli("run", cwd=bad)
+    assert result.code == 2 and "criterion name is made of letters" in result.err
+    assert _commands(result.text) == []
+
+
+def test_a_note_naming_a_file_with_a_newline_stays_one_line(tmp_path: Path) -> None:
+    """The suite `data/a\\n::stop-commands::x.jsonl`, edited since the run: the note naming it
+    printed `::stop-commands::x.jsonl has changed …` as a line of its own, in `gate` and
+    `inspect`; the note is one line now, its newline written `\\n`."""
+    root = write_project(tmp_path / "p", app=APP, cases=labelled_cases(40),
+                         release=FLOOR.format(limit=0.05))
+    name = "data/a\n::stop-commands::x.jsonl"
+    (root / "data" / "cases.jsonl").rename(root / name)
+    config = root / "oloproof.yaml"
+    config.write_text(config.read_text().replace("dataset: data/cases.jsonl",
+                                                 f"dataset: {json.dumps(name)}"))
+    assert run_cli("run", cwd=root).code == 0
+    suite = root / name
+    suite.write_text("".join(suite.read_text().splitlines(keepends=True)[:20]))
+    later = time.time() + 5
+    os.utime(suite, (later, later))
+    for args in (("gate", "latest", "--github-annotations"), ("inspect", "latest")):
+        result = run_cli(*args, cwd=root)
+        assert result.code == 0, result.text
+        assert "data/a\\n::stop-commands::x.jsonl has changed since this run started" in result.out
+        assert [c.partition(" ")[0] for c in _commands(result.text)] == (
+            ["::warning"] if args[0] == "gate" else [])

@@ -37,7 +37,7 @@ def _decision(rule: str, state: RuleState, action: GateAction) -> Decision:
                     action=action)
 
 
-def _run(completeness: str, duration: float | None) -> CiRun:
+def _run(completeness: str, duration: float | None, notes: tuple[str, ...] = ()) -> CiRun:
     decisions = [
         _decision("passes", RuleState.PASS, GateAction.ALLOW),
         _decision("fails", RuleState.FAIL, GateAction.BLOCK),
@@ -48,17 +48,18 @@ def _run(completeness: str, duration: float | None) -> CiRun:
     return CiRun(run_id="run_X", project="ticket <triage>", status=status,
                  completeness=completeness, gate="BLOCK", exit_code=1, decisions=decisions,
                  summaries=[], rule_ids=[d.rule for d in decisions],
-                 stop_reason="terminated (SIGTERM)", duration_s=duration)
+                 stop_reason="terminated (SIGTERM)", duration_s=duration, notes=list(notes))
 
 
 @pytest.mark.parametrize("undecided", ["auto", "skipped", "failure"])
 @pytest.mark.parametrize("completeness", ["COMPLETE", "SUBSET", "PARTIAL"])
 @pytest.mark.parametrize("duration", [None, 1234.5678])
+@pytest.mark.parametrize("notes", [(), ("Incomplete evidence: <&> ]]> \x1b[31m", "app.py\n")])
 def test_every_report_validates(
     schema: xmlschema.XMLSchema, completeness: str, undecided: UndecidedAs,
-    duration: float | None,
+    duration: float | None, notes: tuple[str, ...],
 ) -> None:
-    text = junit_xml(_run(completeness, duration), undecided=undecided)
+    text = junit_xml(_run(completeness, duration, notes), undecided=undecided)
     assert_valid_junit(schema, text)
 
 

@@ -34,6 +34,13 @@ RUN_ID = "run_01J00000000000000000000000"
 DIGEST = "sha256:" + "0" * 64
 
 
+#: A value of each optional field, as a run that has it streams it.
+_OPTIONAL_SAMPLES: dict[str, object] = {
+    "trial": 2,
+    "gate_notes": ["Incomplete evidence: floor (10% missing): more than max_missing 5% …"],
+}
+
+
 def _examples() -> list[Event]:
     return [
         RunStarted(RUN_ID, suite_digest=DIGEST, cases=3),
@@ -76,18 +83,22 @@ def test_every_event_matches_its_schema_field_for_field() -> None:
     variants = {v["title"]: v for v in event_schema()["oneOf"]}
     for event in examples:
         data = event.to_json()
-        # A run of one trial streams exactly the required fields; ``trial`` is the one
-        # optional field, streamed only by a run with trials > 1.
+        # A run of one trial, and without gate notes, streams exactly the required fields;
+        # ``trial`` is streamed only by a run with trials > 1, ``gate_notes`` only when the
+        # gate has a note.
         assert set(data) == set(variants[event.type]["required"]), event.type
         assert not list(validator.iter_errors(data)), event.type
         optional = set(variants[event.type]["properties"]) - set(variants[event.type]["required"])
         assert optional == (set(type(event).optional_schema)), event.type
         if optional:
-            event.trial = 2  # type: ignore[attr-defined]
-            with_trial = event.to_json()
-            assert set(with_trial) == set(variants[event.type]["properties"]), event.type
-            assert not list(validator.iter_errors(with_trial)), event.type
-            event.trial = None  # type: ignore[attr-defined]
+            unset = {name: getattr(event, name) for name in optional}
+            for name in optional:
+                setattr(event, name, _OPTIONAL_SAMPLES[name])
+            with_optional = event.to_json()
+            assert set(with_optional) == set(variants[event.type]["properties"]), event.type
+            assert not list(validator.iter_errors(with_optional)), event.type
+            for name, value in unset.items():
+                setattr(event, name, value)
 
 
 def test_stream_lines_are_strict_json_whatever_the_event_holds() -> None:

@@ -28,16 +28,11 @@ from oloproof._records import dataclass, field
 from oloproof.analysis.compare import shared_metrics
 from oloproof.analysis.stored import (
     StoredEvidenceError,
-    code_edited,
     decide_stored,
-    labels_edited,
-    labels_moved,
-    policy_edited,
-    policy_moved,
     sequential_report,
+    stored_gate_notes,
     stored_labels,
     stored_policy,
-    suite_edited,
 )
 from oloproof.analysis.trials import flaky_cases
 from oloproof.enums import CaseStatus, Completeness, MetricKind
@@ -48,7 +43,6 @@ from oloproof.policy.decide import (
     Decision,
     gate,
     gate_declaration,
-    gate_notes,
     patched_notes,
 )
 from oloproof.policy.format import estimate_text, interval_text, level_text
@@ -255,14 +249,6 @@ def _run_header(run: RunRecord, stored: int, errored: int) -> dict[str, Any]:
         "running": run.status == "RUNNING",
         "subset": run.subset,
     }
-
-
-def _shard(run: RunRecord) -> tuple[int, int] | None:
-    """A shard run's ``(I, K)``, else ``None``."""
-    shard = (run.subset or {}).get("shard") if isinstance(run.subset, dict) else None
-    if isinstance(shard, list) and len(shard) == 2:
-        return int(shard[0]), int(shard[1])
-    return None
 
 
 @dataclass
@@ -532,15 +518,8 @@ def _gate_document(summary: RunSummary) -> dict[str, Any]:
         recorded = {"gate": run.gate, "exit_code": run.exit_code}
     return {
         "gate": str(label), "exit_code": int(code),
-        "notes": [*gate_notes(decisions, summary.policy, run.id, shard=_shard(run)), *patched,
-                  *policy_edited(run, summary.policy, decisions, summary.root),
-                  *policy_moved(run, summary.policy, decisions, summary.root, summary.config),
-                  *labels_edited(run, summary.policy, summary.labels, decisions,
-                                 summary.root),
-                  *labels_moved(run, summary.policy, summary.labels, decisions, summary.root,
-                                summary.config),
-                  *suite_edited(run, decisions, summary.root, summary.config),
-                  *code_edited(run, decisions, summary.root)],
+        "notes": stored_gate_notes(run, summary.policy, summary.labels, decisions,
+                                   summary.root, summary.config),
         "declaration": gate_declaration(summary.policy) if decisions else None,
         "recorded": recorded,
     }

@@ -18,7 +18,13 @@ from oloproof._records import replace
 from oloproof.enums import ExitCode, MetricKind
 from oloproof.errors import ConfigError, OloproofError
 from oloproof.evidence import LabelledScores, LabelledVerdicts
-from oloproof.policy.decide import Decision, MetricSummary, decide_run
+from oloproof.policy.decide import (
+    Decision,
+    MetricSummary,
+    decide_run,
+    gate_notes,
+    patched_notes,
+)
 from oloproof.policy.judges import AnyJudgeReport, judge_report
 from oloproof.project._project import DEFAULT_POLICY_FILE
 from oloproof.store.dbapi import DATABASE_ERRORS
@@ -57,6 +63,7 @@ __all__ = [
     "sequential_reading",
     "sequential_report",
     "stored_evidence",
+    "stored_gate_notes",
     "stored_labels",
     "stored_policy",
     "suite_changed",
@@ -478,6 +485,30 @@ def policy_moved(
     return [(f"{cfg} names {shown} as the release policy since this run under"
              f" {record.policy_path or 'policy: none'} started ({when}), and {shown} {what}:"
              f" {tail} it.")]
+
+
+def stored_gate_notes(
+    record: RunRecord, release: ReleasePolicy, labels: Labels | None,
+    decisions: Sequence[Decision], root: str | None, config: str | None,
+) -> list[str]:
+    """Every note to show beside a stored run's gate under its own policy and labels: its
+    incomplete evidence (or its shard's), patched code, and the policy, labels, suite and
+    code changed or named elsewhere since it ran (what ``gate``, the report and ``inspect``
+    say alike)."""
+    shard = (record.subset or {}).get("shard") if isinstance(record.subset, dict) else None
+    return [
+        *gate_notes(decisions, release, record.id,
+                    shard=(int(shard[0]), int(shard[1]))
+                    if isinstance(shard, list) and len(shard) == 2 else None),
+        *patched_notes(record.system.get("patched") if isinstance(record.system, dict)
+                       else None),
+        *policy_edited(record, release, decisions, root),
+        *policy_moved(record, release, decisions, root, config),
+        *labels_edited(record, release, labels, decisions, root),
+        *labels_moved(record, release, labels, decisions, root, config),
+        *suite_edited(record, decisions, root, config),
+        *code_edited(record, decisions, root),
+    ]
 
 
 def code_edited(

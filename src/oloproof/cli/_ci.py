@@ -119,12 +119,16 @@ def wants_outputs(args: argparse.Namespace) -> bool:
 def ci_run(result: RunResult, duration_s: float | None = None) -> CiRun:
     """What the CI outputs need of a run's result (render/ci.py)."""
     from oloproof.render.ci import CiRun
+    from oloproof.render.tables import subset_notes
 
     return CiRun(
         run_id=result.run_id, project=result.project, status=result.status,
         completeness=result.completeness, gate=result.gate, exit_code=result.exit_code,
         decisions=result.decisions, summaries=list(result.metrics.values()),
         rule_ids=result.rule_ids, stop_reason=result.stop_reason, duration_s=duration_s,
+        # What the terminal shows beside the gate, where a CI user reads it.
+        notes=[*subset_notes(result), *result.gate_notes,
+               *([result.declaration] if result.declaration else [])],
     )
 
 

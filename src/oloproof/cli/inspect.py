@@ -11,6 +11,8 @@ from oloproof.analysis.stored import (
     decide_stored,
     judge_reports,
     sequential_reading,
+    stored_gate_notes,
+    stored_labels,
     stored_policy,
 )
 from oloproof.cli._common import project_root, read_project_store
@@ -116,19 +118,24 @@ def command(args: argparse.Namespace) -> int:
         print_to(sys.stdout, failures_table(run.id, failure_rows(failed), len(failed), len(cases)))
         return 0
     decisions = load_decisions(conn, run.id)
-    policy = stored_policy(run, project_root(args.config))
+    root = project_root(args.config)
+    policy = stored_policy(run, root)
     _, summaries = decide_stored(conn, run.id, policy)  # metrics at the run's own level
     sequential = sequential_reading(conn, run.id, policy)
-    if args.json:
-        judges = judge_reports(conn, run.id, float(policy.confidence_level))
-        doc = run_json(run, cases, decisions, list(summaries.values()), judges)
-        if sequential is not None:
-            doc["sequential"] = sequential[0]
-        return _json(doc)
     try:
         shown = [Decision(**d) for d in decisions]
     except TypeError as exc:
         raise StoreUnreadable(f"run {run.id}: its stored decisions are damaged ({exc})") from exc
+    # What `gate` says beside the same verdict: incomplete evidence, a shard, patched code,
+    # the policy, labels, suite or code changed since the run.
+    notes = stored_gate_notes(run, policy, stored_labels(conn, run), shown, root, args.config)
+    if args.json:
+        judges = judge_reports(conn, run.id, float(policy.confidence_level))
+        doc = run_json(run, cases, decisions, list(summaries.values()), judges)
+        doc["gate_notes"] = notes
+        if sequential is not None:
+            doc["sequential"] = sequential[0]
+        return _json(doc)
     print_to(sys.stdout, run_view(run, cases, shown, list(summaries.values()),
-                                  sequential[1] if sequential is not None else None))
+                                  sequential[1] if sequential is not None else None, notes))
     return 0

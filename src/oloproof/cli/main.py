@@ -154,10 +154,10 @@ def write_or_drop(stream: IO[str], text: str) -> None:
 def _error_line(command: str, message: str) -> None:
     """Write one error to standard error; what a user or a model put in it is escaped,
     so a message quoting a hostile id or output cannot drive the terminal."""
-    from oloproof.textsafe import printable
+    from oloproof.textsafe import inert_commands, printable
 
     try:
-        sys.stderr.write(f"oloproof {command}: {printable(message)}\n")
+        sys.stderr.write(f"oloproof {command}: {inert_commands(printable(message))}\n")
     except (OSError, ValueError):
         pass  # standard error is gone: the exit code still says it
 

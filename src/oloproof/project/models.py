@@ -1507,6 +1507,15 @@ def _check_confidence(value: float) -> float:
 def _check_unique_ids(rules: list[Any]) -> None:
     first: dict[str, int] = {}
     for index, rule in enumerate(rules):
+        if not rule.id.strip() or not rule.id.isprintable():
+            # A rule id is a JUnit test case's name, an annotation's title and a line of the
+            # gate's notes: a newline in it started a line of its own on the terminal (on
+            # GitHub Actions, `::stop-commands::…` there turned off the run's annotations).
+            fail(
+                f"a rule id is a name on one line, of printable characters: got {rule.id!r}",
+                at=("rules", index, "id"),
+                accepted="a name such as exact-label-floor",
+            )
         seen = first.setdefault(rule.id, index)
         if seen != index:
             fail(

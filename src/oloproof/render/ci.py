@@ -15,7 +15,15 @@ suite per variant and one of its comparisons: :func:`junit_xml_matrix`):
   action is ``BLOCK`` is a failure, so a JUnit view never shows green while the gate
   blocks, and a rule that only warns is skipped;
 - a run that did not finish (``RUN_ERROR``/``PARTIAL``): every rule of its policy is an
-  ``<error>`` carrying the stop reason, since nothing was decided.
+  ``<error>`` carrying the stop reason, since nothing was decided;
+- a rule that blocks on incomplete evidence (more missing than ``max_missing``, whatever its
+  state): ``<failure type="INCOMPLETE">``;
+- the gate's notes (:attr:`CiRun.notes`: a subset or shard, incomplete evidence, patched
+  code, a suite, policy, labels or code changed since the run): one more test case, ``gate``,
+  whose ``<system-out>`` holds them; a ``<failure type="BLOCK">`` when the gate blocks and no
+  rule does (a subset, patched code: nothing else in the report would be red), ``<skipped>``
+  otherwise. Annotations give each note a line (``::error`` when it is what blocks, as
+  above; ``::warning`` otherwise), the step summary a list.
 """
 
 from __future__ import annotations
@@ -58,15 +66,30 @@ class CiRun:
     rule_ids: Sequence[str] = field(default_factory=list)  # the policy's, for a stopped run
     stop_reason: str | None = None
     duration_s: float | None = None
+    #: What the gate says beside its verdict (``oloproof gate`` prints them above the
+    #: tables): the subset or shard, the gate's notes, the policy's declaration.
+    notes: Sequence[str] = field(default_factory=list)
 
     @property
     def decided(self) -> bool:
         return self.status == "DECIDED"  # a SUBSET run is decided too (on its cases)
 
+    @property
+    def blocked_by_notes(self) -> bool:
+        """Whether the gate blocks though no rule does: a decided subset, shard or run of
+        patched code never allows, and only its notes say why."""
+        return (self.decided and self.gate == str(GateAction.BLOCK)
+                and not any(d.action == GateAction.BLOCK for d in self.decisions))
+
 
 def _text(value: object) -> str:
-    # XML 1.0 cannot hold most control characters at all; printable() escapes them.
-    return printable("" if value is None else str(value))
+    # XML 1.0 cannot hold most control characters at all; printable() escapes them. Nor
+    # U+FFFE and U+FFFF, which printable() leaves (a system's error holding one made the
+    # whole report "not well-formed" to every JUnit reader): written as escapes too.
+    text = printable("" if value is None else str(value))
+    if "\ufffe" in text or "\uffff" in text:
+        text = text.replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
+    return text
 
 
 def _suite(
@@ -101,6 +124,10 @@ def _suite(
         if d.state == RuleState.FAIL:
             ET.SubElement(case, "failure", type=str(d.state), message=message).text = message
             counts["failures"] += 1
+        elif d.incomplete and d.action == GateAction.BLOCK:
+            # A PASS over max_missing blocks (exit 5): a passing test case would be green.
+            ET.SubElement(case, "failure", type="INCOMPLETE", message=message).text = message
+            counts["failures"] += 1
         elif d.state in _UNDECIDED:
             as_failure = undecided == "failure" or (
                 undecided == "auto" and d.action == GateAction.BLOCK
@@ -114,8 +141,31 @@ def _suite(
         ET.SubElement(case, "system-out").text = _text(
             f"metric {d.metric}; {d.state} ({d.reason}); action {d.action}; {d.detail}"
         )
+    if run.notes or run.blocked_by_notes:
+        _gate_case(suite, run, classname, counts)
     _count(suite, counts, run.duration_s)
     return suite, counts
+
+
+def _gate_case(suite: Any, run: CiRun, classname: str, counts: dict[str, int]) -> None:
+    """The ``gate`` test case: the gate's notes, a failure when they are why it blocks."""
+    import xml.etree.ElementTree as ET
+
+    # Its own class: a rule may be named "gate" too, and (class, name) names a test case.
+    case = ET.SubElement(suite, "testcase", name="gate", classname=f"{classname}.gate")
+    counts["tests"] += 1
+    first = run.notes[0] if run.notes else "no rule blocks"
+    message = _text(f"{run.gate} (exit code {run.exit_code}): {first}"
+                    + (f" (and {len(run.notes) - 1} more notes)" if len(run.notes) > 1 else ""))
+    if run.blocked_by_notes:
+        ET.SubElement(case, "failure", type="BLOCK", message=message).text = message
+        counts["failures"] += 1
+    else:
+        ET.SubElement(case, "skipped", message=message)
+        counts["skipped"] += 1
+    ET.SubElement(case, "system-out").text = _text(
+        "\n".join([f"gate {run.gate}, exit code {run.exit_code}", *run.notes])
+    )
 
 
 def _count(element: Any, counts: dict[str, int], duration_s: float | None,
@@ -233,6 +283,9 @@ def github_summary(run: CiRun, variant: str | None = None) -> str:
     ]
     if not run.decided:
         lines += [f"Not decided: {_md(run.stop_reason or 'the run did not finish')}.", ""]
+    if run.notes:
+        lines += [f"- {'❌' if run.blocked_by_notes else '⚠️'} {_md(note)}" for note in run.notes]
+        lines.append("")
     if run.decided and run.decisions:
         lines += ["| Rule | Metric | State | Action | Detail |", "|---|---|---|---|---|"]
         lines += [
@@ -269,15 +322,23 @@ def _command_property(text: str) -> str:
 
 
 def github_annotations(run: CiRun, variant: str | None = None) -> list[str]:
-    """``::error`` lines for rules that block, ``::warning`` for rules that warn; each
-    title names the matrix ``variant`` the run is, if any (``Oloproof [VARIANT] rule …``)."""
+    """``::error`` lines for rules that block, ``::warning`` for rules that warn, and one
+    line per note of the gate (``::error`` when the notes are why it blocks); each title
+    names the matrix ``variant`` the run is, if any (``Oloproof [VARIANT] rule …``)."""
     lines = []
     head = "Oloproof" if variant is None else f"Oloproof [{variant}]"
+    level = "error" if run.blocked_by_notes else "warning"
+    notes = [f"::{level} title={_command_property(_text(f'{head} gate {run.gate}'))}::"
+             f"{_command_data(_text(note))}" for note in run.notes]
+    if run.blocked_by_notes and not notes:
+        notes.append(f"::error title={_command_property(_text(f'{head} gate {run.gate}'))}::"
+                     f"exit code {run.exit_code}, though no rule blocks")
     if not run.decided:
         reason = run.stop_reason or "the run did not finish"
         title = _command_property(_text(f"{head} run {run.run_id}"))
         lines.append(f"::error title={title}::{_command_data(_text(f'not decided: {reason}'))}")
-        return lines
+        return lines + notes
+    lines += notes
     for d in run.decisions:
         if d.action == GateAction.BLOCK:
             level = "error"

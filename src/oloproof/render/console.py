@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from oloproof.render import plain
 from oloproof.render.doc import Blocks, Line, Table, line
 from oloproof.render.out import unwritable, write_text
+from oloproof.textsafe import inert_commands
 
 if TYPE_CHECKING:
     from typing import IO
@@ -98,4 +99,5 @@ def print_to(
         except (OSError, ValueError) as exc:  # the terminal hung up under us
             unwritable(stream, exc)
         return
-    write_text(stream, _plain_text(stream, item))
+    # A CI log: no line of a report may act as a workflow command (textsafe.py).
+    write_text(stream, inert_commands(_plain_text(stream, item)))

@@ -123,8 +123,10 @@ def flaky_view(run: RunRecord, flaky: Sequence[FlakyCase], cases: int) -> Line |
 def run_view(
     run: RunRecord, cases: Sequence[CaseRow], decisions: Sequence[Decision],
     summaries: Sequence[MetricSummary], sequential: str | None = None,
+    notes: Sequence[str] = (),
 ) -> Blocks:
-    """``inspect RUN``: what the run was, its decisions, metrics, cache and gate."""
+    """``inspect RUN``: what the run was, its decisions, metrics, cache and gate, with the
+    gate's ``notes`` (analysis/stored.py ``stored_gate_notes``)."""
     parts: list[Line | Table] = [
         run_title(run.id, run.status, run.completeness),
         line(f"  project   {run.project}   system {system_label(run.system)}"
@@ -148,4 +150,5 @@ def run_view(
     parts.append(cache_line(run.cache))
     if run.gate:
         parts.append(line(f"Gate      {run.gate}   exit code {run.exit_code}"))
+        parts.extend(line(f"  {one_line(note)}", "yellow") for note in notes)
     return Blocks(parts)

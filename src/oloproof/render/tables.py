@@ -20,6 +20,7 @@ from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.policy.judges import AnyJudgeReport, JudgeReport, ScoredJudgeReport
 from oloproof.project._project import NO_RULES_NOTE
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
+from oloproof.textsafe import one_line
 
 if TYPE_CHECKING:
     import threading
@@ -396,23 +397,30 @@ def result_report(
     )
 
 
+def subset_notes(result: RunResult) -> list[str]:
+    """The line that says a run is a subset or a shard, and so never allows (none for a run
+    of the whole suite)."""
+    if result.subset is not None and result.subset.shard is not None:
+        return [(
+            f"S{result.subset.describe()[1:]}. Its rules are decided on these cases"
+            " only; a shard never allows a release (exit 5 unless a rule FAILs): join"
+            " the shards into one run of the suite with `oloproof merge`."
+        )]
+    if result.subset is not None:
+        return [(
+            f"Subset: {result.subset.describe()}. Its rules are decided on these cases"
+            " only; a subset never allows a release (exit 5 unless a rule FAILs)."
+        )]
+    return []
+
+
 def run_note(result: RunResult, executor: str | None = None) -> str | None:
     """What ``run`` says above its tables: judge panels, the subset or shard it decided on,
     where it ran (``executor``: the Ray executor's description), failed calls, why it
     stopped, a sequential decision's reading, the gate's notes, and a project without
     rules. User text (errors, reasons) may hold lone surrogates: the note is printable."""
     notes = panel_lines(result.panels)
-    if result.subset is not None and result.subset.shard is not None:
-        notes.append(
-            f"S{result.subset.describe()[1:]}. Its rules are decided on these cases"
-            " only; a shard never allows a release (exit 5 unless a rule FAILs): join"
-            " the shards into one run of the suite with `oloproof merge`."
-        )
-    elif result.subset is not None:
-        notes.append(
-            f"Subset: {result.subset.describe()}. Its rules are decided on these cases"
-            " only; a subset never allows a release (exit 5 unless a rule FAILs)."
-        )
+    notes.extend(subset_notes(result))
     if executor:
         notes.append(executor)
     if result.notice:
@@ -425,7 +433,7 @@ def run_note(result: RunResult, executor: str | None = None) -> str | None:
         )
     if result.sequential_note:
         notes.insert(0, result.sequential_note)
-    notes.extend(result.gate_notes)
+    notes.extend(map(one_line, result.gate_notes))  # a path may hold a newline
     if result.policy_path is None and not result.decisions and result.status == RunStatus.DECIDED:
         # Only `policy: none` leaves a run without a policy file. Its gate allows by
         # declaration, unless the run is a subset or a shard (it blocks, as the note says).
@@ -448,5 +456,5 @@ def gate_note(result: RunResult, policy_arg: str | None) -> str | None:
     elif not result.decisions and policy_arg is None and result.policy_path is None:
         # A run is stored without a policy file only when its project says `policy: none`.
         lines.append(NO_RULES_NOTE)
-    lines.extend(result.gate_notes)
+    lines.extend(map(one_line, result.gate_notes))
     return "\n".join(lines) or None

@@ -24,7 +24,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from oloproof._json import canonical_json
@@ -37,7 +37,14 @@ from oloproof.errors import OloproofError
 from oloproof.events import Event, RunFinished, RunPhaseChanged
 from oloproof.evidence import group_name
 from oloproof.ids import new_run_id
-from oloproof.policy.decide import Decision, MetricSummary, decide_run, gate
+from oloproof.policy.decide import (
+    Decision,
+    MetricSummary,
+    decide_run,
+    gate,
+    gate_notes,
+    patched_notes,
+)
 from oloproof.policy.judges import AnyJudgeReport
 from oloproof.project._snapshot import save_stored_policy
 from oloproof.runner.build import Prepared, describe_system, expand_trials, policy_json
@@ -320,7 +327,7 @@ class _Run:
 
     def finish(
         self, status: RunStatus, exit_code: int, gate_label: str,
-        decisions: list[dict[str, object]], reason: str | None,
+        decisions: list[dict[str, object]], reason: str | None, notes: Sequence[str] = (),
     ) -> str | None:
         """Store the run's end and emit ``run_finished``; the store's error as one line if
         it could not be stored (then nothing is emitted for a DECIDED end: the caller
@@ -355,7 +362,7 @@ class _Run:
             if self.ended:
                 failed = None
         self.emit(RunFinished(self.run_id, status=status, completeness=completeness,
-                              exit_code=exit_code, decisions=decisions))
+                              exit_code=exit_code, decisions=decisions, gate_notes=list(notes)))
         return failed
 
     def _finish_anew(self, end: dict[str, Any], exc: Exception) -> bool:
@@ -404,8 +411,13 @@ class _Run:
             # A stop asked for while the evidence was being decided (a Ctrl-C, a SIGTERM):
             # it came before the run was decided, so the run ends as a stopped one does.
             return None
+        shard = (prepared.subset or {}).get("shard")
+        notes = [*gate_notes(decisions, prepared.policy, self.run_id,
+                             shard=tuple(shard) if shard is not None else None),
+                 *patched_notes(sorted({*(prepared.patched or ()),
+                                        *(prepared.patched_checks or ())}))]
         failed = self.finish(RunStatus.DECIDED, code, gate_label,
-                             [d.to_json() for d in decisions], None)
+                             [d.to_json() for d in decisions], None, notes)
         if failed is not None:
             self.stop.internal(failed)
             return None
