@@ -264,11 +264,11 @@ def test_code_edited_since_an_allowing_run_is_said_in_every_ci_output(tmp_path: 
     assert cases["floor"].is_passed
     [skipped] = cases["gate"].result
     assert isinstance(skipped, junitparser.Skipped)
-    assert "code the run called has changed since it started" in (skipped.message or "")
+    assert "The code the run called has changed since it started" in (skipped.message or "")
     assert "app.py" in (skipped.message or "")
     [line] = annotations
-    assert line.startswith("::warning title=Oloproof gate ALLOW::code the run called has changed")
-    assert "- ⚠️ code the run called has changed since it started" in summary
+    assert line.startswith("::warning title=Oloproof gate ALLOW::The code the run called has changed")
+    assert "- ⚠️ The code the run called has changed since it started" in summary
 
 
 @pytest.mark.parametrize("rule_id", ["floor\n::stop-commands::pwned", "floor\r::add-mask::x",

@@ -43,7 +43,7 @@ def test_inspect_names_code_edited_since_the_run(tmp_path: Path) -> None:
     shown = run_cli("inspect", "latest", cwd=root)
     assert shown.code == 0, shown.text
     assert "Gate      ALLOW   exit code 0" in shown.out
-    assert "code the run called has changed since it started" in shown.out
+    assert "The code the run called has changed since it started" in shown.out
     notes = _notes(root, "gate")
     assert len(notes) == 1 and "app.py" in notes[0]
     assert _notes(root, "inspect") == notes
