@@ -289,3 +289,20 @@ def test_a_test_that_patches_the_project_leaves_nothing_in_its_cache(tmp_path: P
     cli = run_cli("run", cwd=bot)
     assert cli.code == 1 and "Gate      BLOCK   exit code 1" in cli.out, cli.text
     assert "executions 20 hits · 0 misses" in cli.out, cli.text  # test_real's, not the fake's
+
+
+def test_a_blocked_items_reason_names_the_failed_calls_and_the_gates_notes() -> None:
+    """A run whose rules all allow and whose gate blocks (its system patched by the test)
+    with some calls failed: the item said only "3 calls failed", which hid why it blocks."""
+    from types import SimpleNamespace
+
+    from oloproof.testing.pytest_plugin import RuleOutcome
+
+    run = SimpleNamespace(
+        decisions=[], rule_ids=["floor"], status="DECIDED", completeness="COMPLETE",
+        allowed=False, notice="3 calls failed.", stop_reason=None,
+        gate_notes=["Patched code: app.lookup replaced."],
+    )
+    (first,) = RuleOutcome("floor", run).problems()  # type: ignore[arg-type]
+    assert first == ("  the gate blocks for the run as a whole: 3 calls failed."
+                     " Patched code: app.lookup replaced.")

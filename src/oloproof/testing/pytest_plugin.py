@@ -193,7 +193,9 @@ class RuleOutcome:
             lines.insert(0, "  the run cannot allow a release: "
                          + (run.stop_reason or f"it is {run.status}/{run.completeness}"))
         elif not run.allowed and not whole:
-            why = run.notice or " ".join(run.gate_notes)  # failed calls; patched code
+            # Failed calls, and the gate's notes (patched code, incomplete evidence): both,
+            # the notice alone hid a patched-code note behind "3 calls failed".
+            why = " ".join(filter(None, [run.notice, *run.gate_notes]))
             lines[:0] = [f"  the gate blocks for the run as a whole: {why}".rstrip(),
                          *(_line(d) for d in blocking if d not in self.decisions)]
         elif self.rule == GATE_ITEM and not self.decisions and not run.allowed:
