@@ -80,7 +80,9 @@ ABSENT = {
                              *_SOURCE_LOOKUP, *_PATHLIB, "threading"),
     # (threading stays: support_bot's regex evaluator builds its guard, which holds a lock.
     # A rerun with no regex imports none: tests/api/test_api_cli.py.)
-    _RERUN: (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY, *_SOURCE_LOOKUP, *_PATHLIB),
+    # Nor typing: the rerun's modules take its names for the type checker only.
+    _RERUN: (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY, *_SOURCE_LOOKUP, *_PATHLIB,
+             "typing"),
     # A project that chose Ray, with nothing to call: Ray is not even imported.
     _RERUN_RAY: (*_VALIDATION, *_HEAVY, *_PARSING, *_TEAM_STORE, *_RAY),
     # A run that calls everything afresh in this process: the event loop and the rest are

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextvars
-from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass, field
 from oloproof.usage import Usage
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -25,8 +25,8 @@ import json.encoder
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -8,8 +8,8 @@ process that has not imported asyncio runs no loop, so asking needs no import.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
 

@@ -66,8 +66,8 @@ import sys
 from _thread import get_ident
 from enum import Enum
 from operator import attrgetter
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar, dataclass_transform, overload

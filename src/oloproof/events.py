@@ -20,7 +20,6 @@ import sys
 import time
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass, field
 from oloproof.enums import (
@@ -34,6 +33,7 @@ from oloproof.enums import (
 )
 from oloproof.usage import Usage
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar
 

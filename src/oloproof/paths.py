@@ -21,10 +21,14 @@ imports nothing of Oloproof's.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, final
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Any, Final, final
+else:
+
+    def final(cls: type) -> type:  # typing's, for the type checker; typing stays off the run path
+        return cls
 
 __all__ = ["MISSING", "is_missing", "lookup"]
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from typing import TYPE_CHECKING
 
 from oloproof.errors import ConfigError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Self
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Self
 
 __all__ = [
     "TextHead", "dumps", "escape_separators", "first_line", "inert_commands", "json_safe",

@@ -150,6 +150,10 @@ def test_short_commands_import_only_what_they_use(tmp_path: Path) -> None:
     assert "oloproof.engine.pipeline" in rerun
     assert not {"threading", "asyncio", "pydantic", "yaml", "httpx", "jsonschema", "shlex",
                 *_PATHLIB, *_TEAM_STORE} & rerun
+    # Nor typing (with what it imports, 4% of an unchanged rerun's instructions): the
+    # rerun's modules take typing's names for the type checker only (docs/design-notes.md,
+    # "Imports: one rule", item 4).
+    assert "typing" not in rerun
 
 
 # Bytecode written, as a user's Python does (an empty value unsets it).

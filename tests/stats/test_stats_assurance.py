@@ -3,12 +3,17 @@ against a brute-force search written here (every total, every outcome, scipy's q
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 from scipy import stats
 
-from oloproof.policy.rules import Direction, threshold_judge
+from oloproof.policy.rules import threshold_judge
 from oloproof.stats.sample_size import binary_assurance_size, binary_decision_probability
+
+if TYPE_CHECKING:
+    from oloproof.policy.rules import Direction
 
 
 def _probability(total: int, missing: int, rate: float, t: float, direction: str,

@@ -5,14 +5,18 @@ normal approximation against suites simulated and decided by the interval itself
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 from tests.stats import _betting_reference as reference
 
-from oloproof.policy.rules import Direction, threshold_judge
+from oloproof.policy.rules import threshold_judge
 from oloproof.stats.betting import projected_bounds
 from oloproof.stats.sample_size import betting_assurance_size, betting_rule_size
+
+if TYPE_CHECKING:
+    from oloproof.policy.rules import Direction
 
 THRESHOLD = math.log(40.0)  # 2/alpha at 95%
 

@@ -13,6 +13,7 @@ import itertools
 import math
 import random
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ from oloproof.policy.compare import (
     missing_pair_fills,
     pair_metric,
 )
-from oloproof.policy.rules import ComparisonKind, comparison_judge, decide_comparison_interval
+from oloproof.policy.rules import comparison_judge, decide_comparison_interval
 from oloproof.project.policies import ComparePolicy
 from oloproof.stats.paired import _newcombe_bounds, paired_proportion_difference
 from oloproof.stats.paired_assurance import (
@@ -35,6 +36,9 @@ from oloproof.stats.paired_assurance import (
     paired_decision_probability,
 )
 from oloproof.stats.sample_size import apportion, paired_binary_rule_size, paired_fewest_failable
+
+if TYPE_CHECKING:
+    from oloproof.policy.rules import ComparisonKind
 
 Z95 = float(stats.norm.ppf(0.975))
 

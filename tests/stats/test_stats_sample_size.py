@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 import random
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from oloproof.policy.rules import (
-    ComparisonKind,
-    Direction,
     comparison_judge,
     on_comparison_bar,
     threshold_judge,
@@ -24,6 +23,9 @@ from oloproof.stats import (
     paired_mean_rule_size,
 )
 from oloproof.stats.sample_size import SizeResult, apportion, round_half_even
+
+if TYPE_CHECKING:
+    from oloproof.policy.rules import ComparisonKind, Direction
 
 
 def _binary(

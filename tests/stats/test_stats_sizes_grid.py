@@ -8,18 +8,20 @@ from __future__ import annotations
 import itertools
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import pytest
 from scipy import stats
 
 from oloproof.policy.rules import (
-    ComparisonKind,
-    Direction,
     comparison_judge,
     on_comparison_bar,
     threshold_judge,
 )
 from oloproof.stats import binary_rule_size, paired_binary_rule_size
+
+if TYPE_CHECKING:
+    from oloproof.policy.rules import ComparisonKind, Direction
 
 
 def _cp(k: int, n: int, level: float) -> tuple[float, float]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof._records import dataclass, field
 from oloproof.enums import CaseStatus, Completeness, GateAction, MetricKind
@@ -31,8 +31,10 @@ from oloproof.policy.compare import (
 from oloproof.policy.decide import Decision, gate, gate_declaration, gate_notes
 from oloproof.project.config import ComparePolicy
 from oloproof.store.comparisons import new_comparison_id, write_comparison
-from oloproof.store.dbapi import Connection
 from oloproof.store.reader import CaseRow, RunRecord, get_run, load_cases
+
+if TYPE_CHECKING:
+    from oloproof.store.dbapi import Connection
 
 __all__ = [
     "Comparison",

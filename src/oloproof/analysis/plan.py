@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from oloproof._records import dataclass, field
 from oloproof.analysis.compare import build_comparison, kind_names, shared_metrics
@@ -44,7 +44,6 @@ from oloproof.policy.compare import PairedMetric, decide_comparison, missing_pai
 from oloproof.policy.decide import CANNOT_FAIL, Decision, decide_run, with_aggregates
 from oloproof.policy.format import difference_text, estimate_text, level_text, value_text
 from oloproof.policy.rules import (
-    Direction,
     comparison_judge,
     decide_threshold,
     on_comparison_bar,
@@ -73,8 +72,11 @@ from oloproof.stats.sample_size import (
 )
 from oloproof.stats.trials import clustered_rate_bounded
 from oloproof.store.comparisons import get_comparison
-from oloproof.store.dbapi import Connection
 from oloproof.store.reader import CaseRow, CriterionEvidence, get_run, load_cases
+
+if TYPE_CHECKING:
+    from oloproof.policy.rules import Direction
+    from oloproof.store.dbapi import Connection
 
 __all__ = [
     "CaseCosts",

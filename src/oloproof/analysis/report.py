@@ -21,7 +21,7 @@ most ``limit``, the failing ones first), or one case (:func:`case_page_document`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oloproof._json import compact_json
 from oloproof._records import dataclass, field
@@ -47,7 +47,6 @@ from oloproof.policy.decide import (
 )
 from oloproof.policy.format import estimate_text, interval_text, level_text
 from oloproof.store.comparisons import get_comparison
-from oloproof.store.dbapi import Connection
 from oloproof.store.reader import (
     CaseRow,
     JudgmentRow,
@@ -57,6 +56,9 @@ from oloproof.store.reader import (
     load_trial_cases,
 )
 from oloproof.textsafe import TextHead, first_line, json_safe
+
+if TYPE_CHECKING:
+    from oloproof.store.dbapi import Connection
 
 __all__ = [
     "OUTCOMES",

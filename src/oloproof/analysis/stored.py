@@ -12,7 +12,6 @@ import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from stat import S_ISREG
-from typing import TYPE_CHECKING
 
 from oloproof._records import replace
 from oloproof.enums import ExitCode, MetricKind
@@ -40,6 +39,7 @@ from oloproof.store.reader import (
     run_sources,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

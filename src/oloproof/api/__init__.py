@@ -9,8 +9,7 @@ handling) are here for the command line and advanced use, outside ``oloproof.__a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

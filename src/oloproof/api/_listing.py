@@ -8,7 +8,6 @@ configuration's models or the statistics.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from oloproof.api._args import count, path
 from oloproof.api._results import RunInfo
@@ -18,6 +17,7 @@ from oloproof.store.location import locate
 from oloproof.store.reader import ConcurrencyChange, get_run, load_concurrency
 from oloproof.store.reader import list_runs as _list_runs
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from oloproof.store.comparisons import ComparisonRecord
     from oloproof.store.dbapi import Connection

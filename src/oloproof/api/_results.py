@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from oloproof._records import asdict, dataclass, field
 from oloproof.enums import Completeness, ExitCode, GateAction, RunStatus
 from oloproof.store.reader import panels_json
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -30,13 +30,12 @@ from oloproof.systems.loading import ImportState, imports_before, release
 __all__ = ["EventCallback", "PreparedRun", "execute", "load", "run", "run_async"]
 
 
-from typing import TYPE_CHECKING, Literal, overload
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     import logging
     import threading
-    from typing import Any
+    from typing import Any, Literal, overload
 
     from oloproof.analysis.trials import FlakyCase
     from oloproof.api._matrix import MatrixResult
@@ -353,56 +352,58 @@ def _panels(prepared: Prepared, run_id: str) -> dict[str, tuple[int, int]]:
         conn.close()
 
 
-@overload
-def run(
-    project: str | os.PathLike[str] = ".",
-    *,
-    policy: str | os.PathLike[str] | None = None,
-    use_cache: bool = True,
-    limit: int | None = None,
-    sample: bool = False,
-    seed: int | None = None,
-    cases: Sequence[str] | None = None,
-    where: Sequence[str] | str | None = None,
-    group_by: Sequence[str] | str | None = None,
-    on_event: EventCallback | None = None,
-    trials: int | None = None,
-    progress: bool | None = None,
-    shard: str | tuple[int, int] | None = None,
-    executor: str | None = None,
-    ray_address: str | None = None,
-    sequential: bool | None = None,
-    baseline: str | None = None,
-    compare_policy: str | os.PathLike[str] | None = None,
-    matrix: Literal[False] = False,
-    variants: Sequence[str] | None = None,
-) -> RunResult: ...
+# The overloads are the type checker's only: typing stays off the run path.
+if TYPE_CHECKING:
 
+    @overload
+    def run(
+        project: str | os.PathLike[str] = ".",
+        *,
+        policy: str | os.PathLike[str] | None = None,
+        use_cache: bool = True,
+        limit: int | None = None,
+        sample: bool = False,
+        seed: int | None = None,
+        cases: Sequence[str] | None = None,
+        where: Sequence[str] | str | None = None,
+        group_by: Sequence[str] | str | None = None,
+        on_event: EventCallback | None = None,
+        trials: int | None = None,
+        progress: bool | None = None,
+        shard: str | tuple[int, int] | None = None,
+        executor: str | None = None,
+        ray_address: str | None = None,
+        sequential: bool | None = None,
+        baseline: str | None = None,
+        compare_policy: str | os.PathLike[str] | None = None,
+        matrix: Literal[False] = False,
+        variants: Sequence[str] | None = None,
+    ) -> RunResult: ...
 
-@overload
-def run(
-    project: str | os.PathLike[str] = ".",
-    *,
-    policy: str | os.PathLike[str] | None = None,
-    use_cache: bool = True,
-    limit: int | None = None,
-    sample: bool = False,
-    seed: int | None = None,
-    cases: Sequence[str] | None = None,
-    where: Sequence[str] | str | None = None,
-    group_by: Sequence[str] | str | None = None,
-    on_event: EventCallback | None = None,
-    trials: int | None = None,
-    progress: bool | None = None,
-    shard: str | tuple[int, int] | None = None,
-    executor: str | None = None,
-    ray_address: str | None = None,
-    sequential: bool | None = None,
-    baseline: str | None = None,
-    compare_policy: str | os.PathLike[str] | None = None,
-    matrix: Literal[True],
-    variants: Sequence[str] | None = None,
-) -> MatrixResult: ...
+    @overload
+    def run(
+        project: str | os.PathLike[str] = ".",
+        *,
+        policy: str | os.PathLike[str] | None = None,
+        use_cache: bool = True,
+        limit: int | None = None,
+        sample: bool = False,
+        seed: int | None = None,
+        cases: Sequence[str] | None = None,
+        where: Sequence[str] | str | None = None,
+        group_by: Sequence[str] | str | None = None,
+        on_event: EventCallback | None = None,
+        trials: int | None = None,
+        progress: bool | None = None,
+        shard: str | tuple[int, int] | None = None,
+        executor: str | None = None,
+        ray_address: str | None = None,
+        sequential: bool | None = None,
+        baseline: str | None = None,
+        compare_policy: str | os.PathLike[str] | None = None,
+        matrix: Literal[True],
+        variants: Sequence[str] | None = None,
+    ) -> MatrixResult: ...
 
 
 def run(

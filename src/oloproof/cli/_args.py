@@ -10,10 +10,9 @@ cli/_values.py's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from oloproof.cli._values import Group, case_cap, given, name, port, positive_int, run_limit, trials
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from oloproof.errors import UsageError
 from oloproof.render.out import write_text
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterable, Mapping, Sequence

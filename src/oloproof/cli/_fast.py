@@ -14,11 +14,11 @@ holds the two parsers equal over thousands of command lines.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
 
 from oloproof.cli._args import ARGUMENTS, COMMANDS
 from oloproof.cli._values import Group
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Callable, Sequence

@@ -8,8 +8,7 @@ cli/_fast.py leaves such a command line to argparse.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from oloproof.cli._args import Declared
 

@@ -22,7 +22,6 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from oloproof.api import PreparedRun, execute, load
 from oloproof.cli import _process
@@ -33,6 +32,7 @@ from oloproof.render.console import is_terminal, make_console, print_to
 from oloproof.render.tables import preload, result_report, run_note
 from oloproof.runner import StopRequest
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from typing import IO

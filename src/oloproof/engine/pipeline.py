@@ -26,7 +26,6 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
 
 from oloproof._json import JsonLimitError, canonical_json, check_depth, digest, storable
 from oloproof._json import output_json as output_json_of
@@ -34,8 +33,6 @@ from oloproof._records import dataclass, field
 from oloproof.enums import CaseStatus, JudgmentStatus, MetricKind
 from oloproof.evaluators.base import (
     CaseView,
-    InlineEvaluator,
-    JudgeEvaluator,
     Outcome,
     enforce_range,
 )
@@ -52,7 +49,7 @@ from oloproof.events import (
 from oloproof.evidence import CriterionEvidence
 from oloproof.stats.intervals import wilson
 from oloproof.store.cache import Cache, CachedExecution
-from oloproof.systems.base import CallResult, SystemRunner
+from oloproof.systems.base import CallResult
 from oloproof.transport.retry import (
     AttemptFailure,
     RetryableFailure,
@@ -61,10 +58,13 @@ from oloproof.transport.retry import (
 )
 from oloproof.transport.threads import AsyncHost, Workers, WorkersHeld, describe_exception
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     from typing import Any, TypeVar
 
+    from oloproof.evaluators.base import InlineEvaluator, JudgeEvaluator
+    from oloproof.systems.base import SystemRunner
     from oloproof.transport.limiter import AdaptiveLimiter, AimdSettings, LimitChange
 
     _E = TypeVar("_E", InlineEvaluator, JudgeEvaluator)

@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Protocol
 
 from oloproof._records import dataclass, replace
 from oloproof.enums import JudgmentStatus
 from oloproof.paths import MISSING, is_missing, lookup
 from oloproof.usage import Usage
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
 
 __all__ = [
     "MISSING",
     "CaseView",
-    "Evaluator",
-    "InlineEvaluator",
-    "JudgeEvaluator",
     "Outcome",
     "Verdict",
     "as_text",
@@ -74,20 +71,21 @@ class CaseView:
     metadata: dict[str, Any] | None
 
 
-class Evaluator(Protocol):
-    criterion: str
-    metric_kind: str  # a MetricKind (a StrEnum, so a str)
-    value_range: tuple[float, float] | None
-    identity: str
-    is_judge: bool
+# Structural, for the type checker only (typing's Protocol stays off the run path).
+if TYPE_CHECKING:
 
+    class Evaluator(Protocol):
+        criterion: str
+        metric_kind: str  # a MetricKind (a StrEnum, so a str)
+        value_range: tuple[float, float] | None
+        identity: str
+        is_judge: bool
 
-class InlineEvaluator(Evaluator, Protocol):
-    def evaluate(self, case: CaseView, output: Any) -> Outcome: ...
+    class InlineEvaluator(Evaluator, Protocol):
+        def evaluate(self, case: CaseView, output: Any) -> Outcome: ...
 
-
-class JudgeEvaluator(Evaluator, Protocol):
-    async def evaluate(self, case: CaseView, output: Any) -> Outcome: ...
+    class JudgeEvaluator(Evaluator, Protocol):
+        async def evaluate(self, case: CaseView, output: Any) -> Outcome: ...
 
 
 def get_field(value: Any, path: str | None) -> Any:

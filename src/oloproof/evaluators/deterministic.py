@@ -8,7 +8,6 @@ compares against is EXCLUDED from that criterion rather than failed.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Generic, TypeVar
 
 from oloproof._json import digest
 from oloproof.enums import JudgmentStatus, MetricKind
@@ -27,10 +26,13 @@ from oloproof.project.config import (
     nothing_to_find,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Generic, TypeVar
 
     from oloproof.project.config import ConfigRecord
+else:  # typing stays off the run path: docs/design-notes.md, "Imports: one rule"
+    from oloproof._generic import Generic, TypeVar
 
 C = TypeVar("C", bound=_EvaluatorBase)
 CC = TypeVar("CC", ExactMatchEvaluator, ContainsEvaluator)

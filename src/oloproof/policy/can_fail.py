@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 from oloproof.enums import MetricKind, RuleState
@@ -58,6 +57,7 @@ from oloproof.policy.rules import decide_threshold
 from oloproof.project._words import accepted_list, closest, describe
 from oloproof.project.policies import IntervalRule
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

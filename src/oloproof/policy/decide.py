@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from oloproof._records import asdict, dataclass, replace
 from oloproof.enums import ExitCode, GateAction, MetricKind, RuleState
@@ -49,6 +48,7 @@ from oloproof.stats.intervals import (
     student_t_mean_bounded,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -18,7 +18,6 @@ can never be validated, whatever the prevalence.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 from oloproof.enums import MetricKind
@@ -26,6 +25,7 @@ from oloproof.evidence import LabelledScores, LabelledVerdicts
 from oloproof.policy.format import estimate_text, interval_text, level_text, value_text
 from oloproof.stats.intervals import Interval, clopper_pearson, mean_and_sd
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -21,13 +21,14 @@ lower <= L and upper >= U is made by (L, U) itself. The sample-size searches rel
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 from oloproof.enums import RuleState
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
 __all__ = [
-    "ComparisonKind",
-    "Direction",
     "Judge",
     "comparison_bar",
     "comparison_judge",
@@ -37,8 +38,10 @@ __all__ = [
     "threshold_judge",
 ]
 
-Direction = Literal["min", "max"]
-ComparisonKind = Literal["superiority", "non_inferiority", "equivalence"]
+# The type checker's only: typing stays off the run path.
+if TYPE_CHECKING:
+    Direction = Literal["min", "max"]
+    ComparisonKind = Literal["superiority", "non_inferiority", "equivalence"]
 
 #: An interval (lower, upper) to a decision, or None when it does not decide.
 Judge = Callable[[float, float], RuleState | None]

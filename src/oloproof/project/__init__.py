@@ -7,8 +7,7 @@ into one :class:`~oloproof.errors.ConfigError` naming file, field, line and what
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from oloproof.enums import MetricKind
     from oloproof.project._project import Project
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
         ReleaseRule,
         RetryConfig,
         RubricJudgeEvaluator,
-        State,
         SystemConfig,
     )
     from oloproof.project.loader import (
@@ -44,6 +42,7 @@ if TYPE_CHECKING:
         load_release_policy,
         load_suite,
     )
+    from oloproof.project.models import State
     from oloproof.project.suite import Case, Suite
 
 # Every name is imported on first use: the loader imports pydantic, which a run whose
@@ -63,6 +62,8 @@ def __getattr__(name: str) -> object:
         module = "oloproof.project.loader"
     elif name in ("Case", "Suite"):
         module = "oloproof.project.suite"
+    elif name == "State":  # a Literal: made where pydantic needs it, with typing
+        module = "oloproof.project.models"
     elif name == "MetricKind":
         module = "oloproof.enums"
     elif name in __all__:

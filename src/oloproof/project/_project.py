@@ -7,10 +7,10 @@ them (project/models.py) or a snapshot kept them (project/_snapshot.py).
 from __future__ import annotations
 
 import os.path
-from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from oloproof.project.config import ProjectConfig, ReleasePolicy
     from oloproof.project.labels import Labels

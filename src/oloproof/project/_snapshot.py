@@ -45,7 +45,6 @@ import math
 import os
 import re
 import sys
-from typing import TYPE_CHECKING
 
 from oloproof._json import MAX_JSON_DEPTH, depth_of, loads_bounded
 from oloproof.errors import ConfigError
@@ -53,6 +52,7 @@ from oloproof.project._files import read_bytes
 from oloproof.project._project import DEFAULT_POLICY_FILE, Project, ResolvedPolicy, beside
 from oloproof.project.policies import POLICY_RECORDS, ConfigRecord, ReleasePolicy
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import TYPE_CHECKING, ClassVar, Literal
 
 from oloproof._json import DEFAULT_MAX_JSON_DEPTH
 from oloproof._records import dataclass
@@ -46,11 +45,12 @@ from oloproof.project.policies import (
     ReleasePolicy,
     ReleaseRule,
     RuleFamily,
-    State,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, ClassVar, Literal
+
 
 __all__ = [
     "DEFAULT_JUDGE_FLOOR",
@@ -90,7 +90,6 @@ __all__ = [
     "RubricJudgeEvaluator",
     "RuleFamily",
     "SequentialConfig",
-    "State",
     "SystemConfig",
     "regex_flags",
 ]
@@ -378,7 +377,8 @@ class AbsoluteErrorEvaluator(_EvaluatorBase):
         return MetricKind.MEAN
 
 
-Provider = Literal["anthropic", "openai", "openai_compatible"]
+if TYPE_CHECKING:  # the type checker's only: typing stays off the run path
+    Provider = Literal["anthropic", "openai", "openai_compatible"]
 
 
 @dataclass(frozen=True, kw_only=True)

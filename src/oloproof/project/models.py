@@ -40,7 +40,7 @@ import os.path
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -73,10 +73,17 @@ from oloproof.project.config import (
     RECORDS,
     STATES,
     ConfigRecord,
-    State,
     regex_flags,
 )
 from oloproof.storeurl import STORE_DIR, masked, store_setting
+
+# A rule's state, read by pydantic at run time: the Literal of STATES. project/policies.py's
+# State, the same for the type checker, is not made at run time (typing stays off the run
+# path: docs/design-notes.md, "Imports: one rule").
+if TYPE_CHECKING:
+    from oloproof.project.policies import State
+else:
+    State = Literal[STATES]
 
 __all__ = [
     "MAX_JUDGE_CONCURRENCY",
@@ -104,6 +111,7 @@ __all__ = [
     "ReleaseRule",
     "RetryConfig",
     "RubricJudgeEvaluator",
+    "State",
     "SystemConfig",
     "model_of",
     "to_record",

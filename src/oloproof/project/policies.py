@@ -10,31 +10,27 @@ making the other records' classes was about 7 million instructions of each of th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
-
 from oloproof._records import dataclass
 from oloproof._records import field as _field
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Self
+    from typing import Any, ClassVar, Literal, Self
 
 __all__ = [
     "DEFAULT_JUDGE_FLOOR",
     "DEFAULT_MAX_MISSING",
     "POLICY_RECORDS",
     "STATES",
-    "Aggregate",
     "ComparePolicy",
     "CompareRule",
     "ConfigRecord",
     "IntervalRule",
     "JudgeValidation",
-    "Multiplicity",
     "ObservedCountRule",
     "ReleasePolicy",
     "ReleaseRule",
     "RuleFamily",
-    "State",
 ]
 
 #: A pass/fail judge's sensitivity and specificity floors when a policy sets neither
@@ -44,7 +40,9 @@ DEFAULT_JUDGE_FLOOR = 0.85
 #: cases that may be missing before its evidence is incomplete (docs/statistics.md).
 DEFAULT_MAX_MISSING = 0.2
 
-State = Literal["FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW"]
+# The Literal aliases are the type checker's only: typing stays off the run path.
+if TYPE_CHECKING:
+    State = Literal["FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW"]
 STATES: tuple[State, ...] = ("FAIL", "INSUFFICIENT_EVIDENCE", "MANUAL_REVIEW")
 
 
@@ -138,7 +136,8 @@ class JudgeValidation(ConfigRecord):
         return DEFAULT_JUDGE_FLOOR
 
 
-Aggregate = Literal["mean", "pass_at_k", "pass_all_k", "flaky_share"]
+if TYPE_CHECKING:
+    Aggregate = Literal["mean", "pass_at_k", "pass_all_k", "flaky_share"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,7 +171,8 @@ class ObservedCountRule(ConfigRecord):
 
 
 ReleaseRule = IntervalRule | ObservedCountRule
-Multiplicity = Literal["holm", "bonferroni", "none"]
+if TYPE_CHECKING:
+    Multiplicity = Literal["holm", "bonferroni", "none"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -49,9 +49,9 @@ import json
 import math
 import os
 import sys
+from collections import namedtuple
 from collections.abc import Iterable, Iterator
 from hashlib import sha256
-from typing import Any, NamedTuple
 
 from oloproof._json import (
     MAX_JSON_DEPTH,
@@ -64,6 +64,10 @@ from oloproof._records import dataclass
 from oloproof.errors import ConfigError
 from oloproof.project._files import read_bytes, utf8_bom
 from oloproof.project._words import accepted_list
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
 
 CASE_KEYS = ("id", "input", "expected", "metadata")
 _CASE_KEY_SET = frozenset(CASE_KEYS)
@@ -104,15 +108,23 @@ def max_line_bytes() -> int:
     return _env_limit(LINE_BYTES_ENV, DEFAULT_MAX_LINE_BYTES)
 
 
-# The fields are given as objects, not as a class body's annotations: this module's
-# annotations are strings (``from __future__ import annotations``), and typing compiles
-# each string a NamedTuple is given, which made the first ``compile()`` of an unchanged
-# rerun: Python builds its 111 AST classes then (about 9.4 million instructions, 3% of
-# the rerun; docs/performance.md).
-_CaseFields = NamedTuple("_CaseFields", [  # noqa: UP014 - see above
-    ("id", str), ("input", Any), ("expected", dict[str, Any] | None),
-    ("metadata", dict[str, Any] | None), ("line", int),
-])
+# The type checker reads a NamedTuple; the interpreter gets the same named tuple from
+# collections, without importing typing (docs/design-notes.md, "Imports: one rule"). A
+# NamedTuple would also compile each of this module's string annotations (``from
+# __future__ import annotations``) into a ForwardRef, and an unchanged rerun's first
+# ``compile()`` builds Python's 111 AST classes (about 9.4 million instructions, 3% of the
+# rerun; docs/performance.md).
+if TYPE_CHECKING:
+
+    class _CaseFields(NamedTuple):
+        id: str
+        input: Any
+        expected: dict[str, Any] | None
+        metadata: dict[str, Any] | None
+        line: int
+
+else:
+    _CaseFields = namedtuple("_CaseFields", ("id", "input", "expected", "metadata", "line"))
 
 
 class Case(_CaseFields):

@@ -14,13 +14,13 @@ reads it as markup, and an escape sequence in it cannot drive the terminal.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from oloproof.render import plain
 from oloproof.render.doc import Blocks, Line, Table, line
 from oloproof.render.out import unwritable, write_text
 from oloproof.textsafe import inert_commands
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
 

@@ -19,13 +19,13 @@ is drawn. This module imports nothing of rich.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from oloproof._records import dataclass, field
 from oloproof.textsafe import printable
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Literal
+    from typing import Any, Literal
 
     from rich.console import Group
     from rich.text import Text

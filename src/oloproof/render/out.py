@@ -19,8 +19,8 @@ from __future__ import annotations
 import codecs
 import os
 import sys
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
 

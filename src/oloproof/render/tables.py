@@ -11,7 +11,6 @@ background while the first calls are in flight, off the run's critical path.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from oloproof._json import storable
 from oloproof.enums import Completeness, GateAction, MetricKind, RuleState, RunStatus
@@ -22,6 +21,7 @@ from oloproof.project._project import NO_RULES_NOTE
 from oloproof.render.doc import Blocks, Column, Line, Table, assemble, line
 from oloproof.textsafe import one_line
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
 

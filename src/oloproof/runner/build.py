@@ -11,24 +11,24 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, cast
 
 from oloproof._records import dataclass
 from oloproof.engine.pipeline import EngineCase
 from oloproof.errors import ConfigError, UsageError
-from oloproof.evaluators.base import Evaluator, InlineEvaluator
 from oloproof.project._project import Project
-from oloproof.systems.base import SystemRunner
 from oloproof.transport.retry import RetryPolicy
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from oloproof.evaluators.base import Evaluator, InlineEvaluator
     from oloproof.evaluators.judge import PanelJudge, RubricJudge
     from oloproof.policy.sequential import Baseline, SequentialSpec
     from oloproof.project.config import ReleasePolicy
     from oloproof.project.labels import Labels
     from oloproof.project.suite import Suite
+    from oloproof.systems.base import SystemRunner
 
 
 @dataclass
@@ -111,7 +111,8 @@ def build_evaluators(
     file = os.path.basename(project.config_path)
     for i, ev in enumerate(project.config.evaluators):
         if ev.type in INLINE:
-            built = cast("InlineEvaluator", INLINE[ev.type](ev))
+            make: Callable[[Any], InlineEvaluator] = INLINE[ev.type]
+            built = make(ev)
             if ev.type == "regex":
                 _guard_regex(built, limits.evaluator_timeout_s)
             elif ev.type == "json_schema":

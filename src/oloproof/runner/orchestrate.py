@@ -25,7 +25,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from oloproof._json import canonical_json
 from oloproof._loop import running_loop
@@ -67,6 +66,7 @@ from oloproof.store.reserve import Reserve, sweep
 from oloproof.store.writer import MIN_COMMIT_INTERVAL_S, StoreWriter
 from oloproof.transport.threads import describe_exception
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

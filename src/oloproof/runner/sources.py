@@ -6,10 +6,10 @@ the project's files again, and import none of them."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from oloproof.project._project import DEFAULT_POLICY_FILE
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

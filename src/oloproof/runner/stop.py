@@ -14,10 +14,10 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from oloproof.engine.pipeline import EngineCase
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     from typing import Any

@@ -7,8 +7,7 @@ Nothing here imports scipy or numpy: the special functions are in :mod:`._specia
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -20,13 +20,13 @@ unchanged rerun of 120 cases. What it found is dropped again when the check ends
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from oloproof._json import loads_bounded
 from oloproof._records import dataclass
 from oloproof.store.dbapi import is_sqlite
 from oloproof.usage import Usage
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     from typing import Any

@@ -29,13 +29,13 @@ import sqlite3
 import stat
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from oloproof.errors import StoreError
 from oloproof.store.dbapi import is_sqlite
 from oloproof.store.location import STORE_DIR, STORE_FILE, PostgresLocation, store_path
 from oloproof.store.schema import MIGRATIONS, OPTIONAL_TABLES, SCHEMA_VERSION
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

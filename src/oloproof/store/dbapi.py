@@ -20,18 +20,16 @@ below (never psycopg's, so that nothing above the store imports the driver). Cat
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Iterable, Iterator, Sequence
+    from typing import Any, Protocol
 
 __all__ = [
     "DATABASE_ERRORS",
     "ERRORS",
     "OPERATIONAL_ERRORS",
-    "Connection",
-    "Cursor",
     "DatabaseError",
     "OperationalError",
     "RetryableError",
@@ -40,25 +38,27 @@ __all__ = [
 ]
 
 
-class Cursor(Protocol):
-    def fetchone(self) -> Any: ...
+# Structural, for the type checker only (typing's Protocol stays off the run path).
+if TYPE_CHECKING:
 
-    def fetchall(self) -> list[Any]: ...
+    class Cursor(Protocol):
+        def fetchone(self) -> Any: ...
 
-    def __iter__(self) -> Iterator[Any]: ...
+        def fetchall(self) -> list[Any]: ...
 
+        def __iter__(self) -> Iterator[Any]: ...
 
-class Connection(Protocol):
-    """What the store's code asks of a connection (``sqlite3.Connection`` is one)."""
+    class Connection(Protocol):
+        """What the store's code asks of a connection (``sqlite3.Connection`` is one)."""
 
-    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
+        def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
 
-    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any: ...
+        def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any: ...
 
-    @property
-    def in_transaction(self) -> bool: ...
+        @property
+        def in_transaction(self) -> bool: ...
 
-    def close(self) -> None: ...
+        def close(self) -> None: ...
 
 
 class DatabaseError(Exception):

@@ -14,8 +14,6 @@ is enough). What it guarantees:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from oloproof._json import loads_bounded
 from oloproof._records import dataclass, field
 from oloproof.enums import (
@@ -39,6 +37,7 @@ from oloproof.store.db import StoreUnreadable, has_table, run_alive
 from oloproof.store.dbapi import DATABASE_ERRORS
 from oloproof.textsafe import TextHead
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any

@@ -63,7 +63,6 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from oloproof._json import compact_json as _dump
 from oloproof._json import storable
@@ -80,6 +79,7 @@ from oloproof.store.db import begin_write, claim_run
 from oloproof.store.dbapi import ERRORS, RetryableError, is_damaged, is_sqlite
 from oloproof.usage import Usage
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
-
 from oloproof._records import dataclass
 from oloproof.usage import Usage
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
 
 
 @dataclass(slots=True)
@@ -24,23 +23,26 @@ class CallResult:
     latency_ms: float | None = None
 
 
-class SystemRunner(Protocol):
-    """One system under test, ready to be called once per case.
+# Structural, for the type checker only (typing's Protocol stays off the run path).
+if TYPE_CHECKING:
 
-    ``call`` makes ONE attempt; it raises
-    :class:`oloproof.engine.retry.RetryableFailure` or
-    :class:`oloproof.engine.retry.PermanentFailure` on failure, and the engine
-    applies the retry policy around it.
-    """
+    class SystemRunner(Protocol):
+        """One system under test, ready to be called once per case.
 
-    identity: str  # "sha256:..." digest: see systems/identity.py
-    kind: str  # "callable" or "http"
-    name: str
-    #: What a call reaches, for messages: ``callable app:answer``, ``POST http://…``.
-    target: str
+        ``call`` makes ONE attempt; it raises
+        :class:`oloproof.engine.retry.RetryableFailure` or
+        :class:`oloproof.engine.retry.PermanentFailure` on failure, and the engine
+        applies the retry policy around it.
+        """
 
-    async def start(self) -> None: ...
+        identity: str  # "sha256:..." digest: see systems/identity.py
+        kind: str  # "callable" or "http"
+        name: str
+        #: What a call reaches, for messages: ``callable app:answer``, ``POST http://…``.
+        target: str
 
-    async def call(self, case_id: str, case_input: Any, attempt: int) -> CallResult: ...
+        async def start(self) -> None: ...
 
-    async def aclose(self) -> None: ...
+        async def call(self, case_id: str, case_input: Any, attempt: int) -> CallResult: ...
+
+        async def aclose(self) -> None: ...

@@ -38,7 +38,6 @@ import json
 import os
 import time
 from types import FunctionType
-from typing import TYPE_CHECKING
 
 from oloproof._context import CaseContext, reset_current_case, set_current_case
 from oloproof._json import canonical_json, digest, digest_bytes, output_snapshot
@@ -65,6 +64,7 @@ from oloproof.transport.threads import (
     WorkersHeld,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any

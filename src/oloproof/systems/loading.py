@@ -12,11 +12,11 @@ import sys
 import time
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 from oloproof._json import digest, digest_bytes
 from oloproof.errors import ConfigError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

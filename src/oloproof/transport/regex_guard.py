@@ -31,10 +31,10 @@ import select
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
 
 from oloproof._records import dataclass
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
     from typing import Any

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Generic, TypeVar
 
 from oloproof._records import dataclass
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import random
+    from typing import Generic, TypeVar
 
     from oloproof.transport.ratelimit import RateSignal
+else:  # typing stays off the run path: docs/design-notes.md, "Imports: one rule"
+    from oloproof._generic import Generic, TypeVar
 
 T = TypeVar("T")
 

@@ -35,7 +35,7 @@ import html
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote_to_bytes
 
 from starlette.applications import Starlette
@@ -77,10 +77,12 @@ from oloproof.render.html import (
 from oloproof.stats.intervals import wilson
 from oloproof.store.comparisons import list_comparisons
 from oloproof.store.db import has_table, open_store_readonly
-from oloproof.store.dbapi import Connection
 from oloproof.store.location import StoreLocation
 from oloproof.store.reader import RunRecord, get_run, list_runs, load_decisions
 from oloproof.textsafe import dumps
+
+if TYPE_CHECKING:
+    from oloproof.store.dbapi import Connection
 
 __all__ = ["PAGE_SIZE", "POLL_S", "ViewerAccess", "create_app"]
 
