@@ -5,6 +5,7 @@ binomial, through the CLI in a subprocess."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from pathlib import Path
@@ -157,12 +158,22 @@ def test_assurance_on_a_sequential_rate_is_the_quantile_of_its_stopping_time(
     assert a["more"] == a["total"] - total and 0.8 <= a["probability"] <= 1.0
     # The sequential test itself (the one run feeds), on cases passing at the observed 90%:
     # the share of 3,000 simulated runs decided by that size is the probability reported.
+    # Undecided, a BinaryTest's next state depends only on its count of cases and of passes
+    # (no case is missing here): each (cases, passes, outcome) step is fed to the test once,
+    # to a copy of the test left at that point, and the 3,000 runs (the same draws) walk
+    # those steps.
     rng = np.random.default_rng(11)
     runs, decided = 3000, 0
+    steps: dict[tuple[int, int, int, bool], BinaryTest] = {}
     for _ in range(runs):
         test = BinaryTest(0.8, "min", 0.95)
         for outcome in rng.random(a["total"]) < 0.9:
-            if test.add(bool(outcome)) is not None:
+            key = (test.n, test.k_low, test.k_high, bool(outcome))
+            if key not in steps:
+                steps[key] = copy.copy(test)
+                steps[key].add(bool(outcome))
+            test = steps[key]
+            if test.state is not None:
                 decided += 1
                 break
     share = decided / runs

@@ -4,6 +4,7 @@ paired interval checked by simulation."""
 
 from __future__ import annotations
 
+import gc
 import random
 
 import pytest
@@ -40,7 +41,13 @@ def _t_compute(diffs: list[float], level: float) -> MatrixComparison:
 @pytest.mark.parametrize(
     "seed", [*range(8), *(pytest.param(s, marks=pytest.mark.slow) for s in range(8, 40))]
 )
-def test_holm_on_intervals_rejects_what_statsmodels_holm_rejects(seed: int) -> None:
+def test_holm_on_intervals_rejects_what_statsmodels_holm_rejects(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # statsmodels' Holm ends with gc.collect(), memory housekeeping that is no part of its
+    # result: a full collection of the test process each time, most of this test's time in
+    # a suite's worker. It is left out here; the p-values and the rejections are the same.
+    monkeypatch.setattr(gc, "collect", lambda generation=2: 0)
     rng = random.Random(seed)
     k = rng.randint(2, 7)
     tests = []

@@ -9,6 +9,7 @@ Monte-Carlo simulation."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -304,19 +305,29 @@ def _paired(table: tuple[int, int, int, int], dropped: Dropped = ()) -> PairedMe
     pairs = [o for count, o in zip(table, outcomes, strict=True) for _ in range(count)]
     for c, b in [*pairs, *dropped]:
         case = f"c{len(cand)}"
-        cand[case] = CaseOutcome("MISSING") if c is None else CaseOutcome("OBSERVED", c)
-        base[case] = CaseOutcome("MISSING") if b is None else CaseOutcome("OBSERVED", b)
+        cand[case] = _OUTCOMES[c]
+        base[case] = _OUTCOMES[b]
     return pair_metric("m", "BINARY", list(cand), cand, base, 0.95)
 
 
+# CaseOutcome is frozen: the three a pair's side can have, made once.
+_OUTCOMES = {None: CaseOutcome("MISSING"), True: CaseOutcome("OBSERVED", True),
+             False: CaseOutcome("OBSERVED", False)}
+
+
+@functools.cache
+def _policy(kind: str, margin: float) -> ComparePolicy:
+    return ComparePolicy.validate({
+        "version": 1, "rules": [{"id": "r", "kind": kind, "metric": "m", "margin": margin}]})
+
+
+@functools.cache  # a pure function of its arguments: each table decided once per module
 def _compare_state(table: tuple[int, int, int, int], kind: str, margin: float,
                    dropped: Dropped = ()) -> str:
     """The state `compare` gives a rule on a paired table: the cases paired as compare pairs
     them and decided by the policy's whole decision (the holds included)."""
     pm = _paired(table, dropped)
-    policy = ComparePolicy.validate({
-        "version": 1, "rules": [{"id": "r", "kind": kind, "metric": "m", "margin": margin}]})
-    [d] = decide_comparison({"m": pm}, policy)
+    [d] = decide_comparison({"m": pm}, _policy(kind, margin))
     return str(d.state)
 
 
@@ -349,6 +360,7 @@ def test_the_assurance_matches_a_simulation_keeping_the_observed_pairs(
     assert abs(simulated - afresh) > 10 * error, (simulated, afresh)
 
 
+@functools.cache  # asked again for the same size by the size and assurance checks
 def _compare_probability(cells: tuple[int, int, int, int], n: int, kind: str,
                          margin: float, dropped: Dropped = ()) -> float:
     """P(`compare` decides the table of n pairs): every table of the pairs to come, added
