@@ -4,11 +4,13 @@ own that are killed when stuck, replaced, and never outlive the run."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -377,8 +379,6 @@ def _count_pipe_closes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     closed: list[str] = []
 
     def slow_close(self: Connection) -> None:
-        import threading
-
         closed.append(threading.current_thread().name)
         time.sleep(0.2)
         os.close(self._handle)  # type: ignore[attr-defined]
@@ -393,8 +393,6 @@ def test_a_child_killed_from_two_threads_at_once_closes_its_pipe_once(
     """CI once failed with EBADF: pool.close() and the thread still starting a child
     killed it at the same moment, and both closed its pipe; the second close could as
     well have closed a descriptor number already given to another file."""
-    import threading
-
     from oloproof.transport.processes import ProcessPool
 
     pool = ProcessPool(1, ("operator", "itemgetter", (0,)))
@@ -419,17 +417,9 @@ def test_a_child_killed_from_two_threads_at_once_closes_its_pipe_once(
     assert len(closed) == 1, closed
 
 
-def test_closing_the_pool_leaves_a_busy_pipe_to_the_thread_reading_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import functools
-    import threading
-
-    from oloproof.transport.processes import ProcessEnded, ProcessPool
-
-    pool = ProcessPool(1, ("operator", "methodcaller", ("__call__",)))
-    pool.call(functools.partial(time.sleep, 0), 60.0)  # started and set up
-    closed = _count_pipe_closes(monkeypatch)
+def _a_call_in_a_thread(pool: Any) -> tuple[threading.Thread, list[BaseException]]:
+    """A call of a minute on ``pool`` from a thread named ``the-caller``, started, once it
+    has taken the pool's child; what the call raises is appended to the list."""
     raised: list[BaseException] = []
 
     def busy() -> None:
@@ -443,6 +433,18 @@ def test_closing_the_pool_leaves_a_busy_pipe_to_the_thread_reading_it(
     deadline = time.monotonic() + 30
     while pool._idle and time.monotonic() < deadline:  # the call took the child
         time.sleep(0.01)
+    return caller, raised
+
+
+def test_closing_the_pool_leaves_a_busy_pipe_to_the_thread_reading_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from oloproof.transport.processes import ProcessEnded, ProcessPool
+
+    pool = ProcessPool(1, ("operator", "methodcaller", ("__call__",)))
+    pool.call(functools.partial(time.sleep, 0), 60.0)  # started and set up
+    closed = _count_pipe_closes(monkeypatch)
+    caller, raised = _a_call_in_a_thread(pool)
     time.sleep(0.2)  # and is waiting on its pipe
     pid = pool.started[0]
     pool.close()
@@ -461,9 +463,6 @@ def test_a_child_reaped_by_close_is_never_signalled_again(
     new process that leads a group of its own, and SIGKILL would reach that group. Here the
     caller's signal is held until close() has returned (and reaped), as a loaded machine
     may hold it."""
-    import functools
-    import threading
-
     from oloproof.transport.processes import ProcessEnded, ProcessPool
 
     pool = ProcessPool(1, ("operator", "methodcaller", ("__call__",)))
@@ -481,19 +480,7 @@ def test_a_child_reaped_by_close_is_never_signalled_again(
         real_killpg(pgid, sig)
 
     monkeypatch.setattr(os, "killpg", killpg)
-    raised: list[BaseException] = []
-
-    def busy() -> None:
-        try:
-            pool.call(functools.partial(time.sleep, 60), 120.0)
-        except BaseException as exc:  # noqa: BLE001 - the test reads it
-            raised.append(exc)
-
-    caller = threading.Thread(target=busy, name="the-caller")
-    caller.start()
-    deadline = time.monotonic() + 30
-    while pool._idle and time.monotonic() < deadline:  # the call took the child
-        time.sleep(0.01)
+    caller, raised = _a_call_in_a_thread(pool)
     pool.close()
     closed.set()
     caller.join(60)
@@ -512,7 +499,6 @@ def test_a_child_warm_could_not_start_leaves_the_calls_to_start_their_own(
     traceback before it said it was done, and every call then waited for it for ever."""
     import errno
     import socket
-    import threading
 
     from oloproof.transport.processes import ProcessPool
 

@@ -14,25 +14,10 @@ import time
 from pathlib import Path
 
 from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
+from tests.store.held import FLOOR, held_app
 
 # Case 0 says it was reached, then waits for the test to lock the store's run_trials.
-HELD = """
-import time
-from pathlib import Path
-from oloproof import system
-
-HERE = Path(__file__).parent
-
-@system(name="held", version="1")
-def answer(case_input):
-    if case_input["n"] == 0:
-        (HERE / "reached").write_text("x")
-        deadline = time.monotonic() + 60
-        while not (HERE / "go").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-    return {"label": "ok"}
-"""
-FLOOR = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
+HELD = held_app(0)
 
 
 def test_a_second_signal_inside_a_team_store_statement_ends_the_run(

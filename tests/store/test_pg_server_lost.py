@@ -14,25 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
+from tests.store.held import FLOOR, held_app
 
 # Case 10 says it was reached, then waits for the test to cut the store's connections.
-HELD = """
-import os, time
-from pathlib import Path
-from oloproof import system
-
-HERE = Path(__file__).parent
-
-@system(name="held", version="1")
-def answer(case_input):
-    if case_input["n"] == 10:
-        (HERE / "reached").write_text("x")
-        deadline = time.monotonic() + 60
-        while not (HERE / "go").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-    return {"label": "ok"}
-"""
-FLOOR = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
+HELD = held_app(10)
 
 
 def _committed(url: str) -> int:

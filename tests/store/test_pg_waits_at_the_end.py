@@ -18,25 +18,10 @@ import time
 from pathlib import Path
 
 from tests.conftest import OLOPROOF, labelled_cases, run_cli, write_project
+from tests.store.held import FLOOR, held_app
 
 # Case 10 says it was reached, then waits for the test to stop the committer's backend.
-HELD = """
-import time
-from pathlib import Path
-from oloproof import system
-
-HERE = Path(__file__).parent
-
-@system(name="held", version="1")
-def answer(case_input):
-    if case_input["n"] == 10:
-        (HERE / "reached").write_text("x")
-        deadline = time.monotonic() + 60
-        while not (HERE / "go").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-    return {"label": "ok"}
-"""
-FLOOR = "version: 1\nrules:\n  - id: floor\n    metric: exact_label\n    min: 0.5\n"
+HELD = held_app(10)
 
 
 def _committer_backend(url: str) -> int | None:
