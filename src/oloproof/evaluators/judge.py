@@ -110,10 +110,10 @@ class RubricJudge:
         if self.scale is not None:
             self.metric_kind = MetricKind.MEAN
             self.value_range = (float(self.scale[0]), float(self.scale[1]))
-        file = getattr(getattr(project, "config_path", None), "name", None)
+        path = getattr(project, "config_path", None)
+        file = getattr(path, "name", None)
         # The file a refused parameter is to be changed in: the one the run read
         # (--config baseline.yaml), not always oloproof.yaml.
-        path = getattr(project, "config_path", None)
         self._file: str = os.path.basename(path) if isinstance(path, str) else "oloproof.yaml"
         self.retry = RetryPolicy()
         self.concurrency = 4

@@ -233,7 +233,7 @@ class ProcessPool:
                     if child.poll() is None:
                         return child
                     self._all.discard(child)
-                    child.conn.close()
+                    child.kill()  # reaped already: its pipe is closed
                 if not self._starting:
                     break
                 self._ready.wait(1.0)  # a child warm() started is on its way
