@@ -60,6 +60,9 @@ def test_report_filters_searches_and_opens_a_case(report: Path, browser: Any) ->
 
     page.click("text=q_img")
     assert page.url.endswith("#case-4")
+    # The page turns on the hashchange event, which comes after the URL has changed (CI
+    # once read the run page still shown there): waited for, up to Playwright's 30 s.
+    page.wait_for_selector("#run-page", state="hidden")
     assert page.is_hidden("#run-page")
     case = page.locator("#case-4")
     assert case.is_visible()
@@ -67,6 +70,7 @@ def test_report_filters_searches_and_opens_a_case(report: Path, browser: Any) ->
     assert IMG.replace('"', '\\"') in output  # the output, as JSON text
     assert "expected 'ok', got" in case.locator("td.reason").first.inner_text()
     page.go_back()
+    page.wait_for_selector("#run-page", state="visible")
     assert page.is_visible("#run-page")
 
     page.goto(url + "#case-3")
