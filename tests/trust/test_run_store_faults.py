@@ -149,6 +149,13 @@ HOLDER = """
 import sqlite3, time
 from pathlib import Path
 conn = sqlite3.connect({store!r}, isolation_level=None)
+# The cases before it committed first (the run's writer commits on a schedule: CI once
+# took the lock with only q0 stored); 30 s at most.
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    if conn.execute("SELECT count(*) FROM run_cases WHERE status = 'OK'").fetchone()[0] >= 3:
+        break
+    time.sleep(0.01)
 conn.execute("BEGIN IMMEDIATE")
 Path(__file__ + ".ready").write_text("")
 time.sleep(3)
